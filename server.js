@@ -1,0 +1,42 @@
+// `npm start` entry: serves the built app (build/handler.js) on HOST:PORT with a clean shutdown.
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+
+// Settings from ./.env, if present; the environment wins.
+if (existsSync('.env')) process.loadEnvFile('.env');
+
+process.env.HOST ??= '127.0.0.1';
+process.env.PORT ??= '3000';
+// adapter-node assumes https unless told otherwise; direct http requests say so themselves,
+// and a TLS proxy in front sets X-Forwarded-Proto (or set ORIGIN).
+const markHttp = !process.env.ORIGIN && !process.env.PROTOCOL_HEADER;
+if (markHttp) process.env.PROTOCOL_HEADER = 'x-forwarded-proto';
+
+const { handler } = await import('./build/handler.js');
+
+const server = http.createServer((req, res) => {
+	if (markHttp && !req.headers['x-forwarded-proto']) req.headers['x-forwarded-proto'] = 'http';
+	handler(req, res);
+});
+
+server.listen(Number(process.env.PORT), process.env.HOST, () => {
+	const a = server.address();
+	const host = typeof a === 'object' && a ? a.address : process.env.HOST;
+	const port = typeof a === 'object' && a ? a.port : process.env.PORT;
+	console.log(`[nomos] listening on http://${host.includes(':') ? `[${host}]` : host}:${port}`);
+});
+
+let stopping = false;
+async function shutdown(signal) {
+	if (stopping) return;
+	stopping = true;
+	console.log(`[nomos] ${signal}: shutting down`);
+	server.close();
+	// Long-lived event streams would hold close() open; the browser reconnects and replays.
+	server.closeAllConnections();
+	const runtime = await globalThis.__nomosRuntime;
+	await runtime?.shutdown();
+	process.exit(0);
+}
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));

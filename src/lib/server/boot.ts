@@ -1,0 +1,100 @@
+import { connectDb, disconnectDb } from './db/index';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
+import { runMigrations } from './db/migrate';
+import { countOperators, ensureConfiguredOperator, issueSetupToken } from './db/queries/operators';
+import { upsertConfiguredHosts } from './db/queries/hosts';
+import { env, type Env } from './env';
+import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
+import { taskList, crontab } from '../../../tasks/index';
+
+export type Role = 'web' | 'worker';
+
+export interface Runtime {
+	role: Role;
+	env: Env;
+	databaseUrl: string;
+	embedded?: EmbeddedPostgres;
+	worker?: WorkerHandle;
+	/** Stops the worker (recording running jobs' outcomes), the pool, then embedded Postgres. */
+	shutdown(): Promise<void>;
+	onShutdown(fn: () => Promise<void> | void): void;
+}
+
+const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
+
+const log = (msg: string) => console.log(`[nomos] ${msg}`);
+
+/** The process's runtime, booting it on first call (idempotent across dev reloads). */
+export function boot(role: Role, options: { taskList?: typeof taskList } = {}): Promise<Runtime> {
+	g.__nomosRuntime ??= start(role, options);
+	return g.__nomosRuntime;
+}
+
+export function currentRuntime(): Promise<Runtime> | undefined {
+	return g.__nomosRuntime;
+}
+
+async function start(role: Role, options: { taskList?: typeof taskList }): Promise<Runtime> {
+	const config = env();
+	let embedded: EmbeddedPostgres | undefined;
+	let databaseUrl: string;
+	if (config.DATABASE_URL) {
+		databaseUrl = config.DATABASE_URL;
+		const u = new URL(databaseUrl);
+		log(`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}`);
+	} else {
+		embedded = await startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log });
+		databaseUrl = embedded.url;
+		log(
+			`database: embedded Postgres on 127.0.0.1:${config.NOMOS_PG_PORT}, data in ${config.NOMOS_DATA_DIR}` +
+				(embedded.owned ? '' : ' (reused a running server)')
+		);
+	}
+	await runMigrations(databaseUrl);
+	await migrateWorkerSchema(databaseUrl);
+	connectDb(databaseUrl);
+
+	if (config.NOMOS_OPERATOR_PASSWORD) {
+		const r = await ensureConfiguredOperator(config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
+		if (r !== 'unchanged') log(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
+	} else if (role === 'web' && (await countOperators()) === 0) {
+		const token = await issueSetupToken();
+		const base = `http://${config.HOST}:${config.PORT}`;
+		log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
+	}
+	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(config.NOMOS_HOSTS);
+
+	let worker: WorkerHandle | undefined;
+	if (role === 'worker' || config.NOMOS_WORKER) {
+		worker = await startWorker({
+			url: databaseUrl,
+			taskList: options.taskList ?? taskList,
+			concurrency: config.NOMOS_WORKER_CONCURRENCY,
+			crontab
+		});
+		log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
+	} else log('worker: off in this process (NOMOS_WORKER=off)');
+
+	const hooks: Array<() => Promise<void> | void> = [];
+	let stopping: Promise<void> | undefined;
+	return {
+		role,
+		env: config,
+		databaseUrl,
+		embedded,
+		worker,
+		onShutdown: (fn) => hooks.push(fn),
+		shutdown() {
+			stopping ??= (async () => {
+				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log(`shutdown: ${e}`));
+				await worker?.stop();
+				await disconnectDb();
+				if (embedded?.owned) {
+					await embedded.stop();
+					log('embedded Postgres stopped');
+				}
+			})();
+			return stopping;
+		}
+	};
+}

@@ -1,0 +1,352 @@
+import { sql } from 'drizzle-orm';
+import {
+	bigserial,
+
+	customType,
+	index,
+	integer,
+	jsonb,
+	pgTable,
+	primaryKey,
+	text,
+	timestamp,
+	uniqueIndex,
+	uuid
+} from 'drizzle-orm/pg-core';
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const createdAt = () => ts('created_at').notNull().defaultNow();
+
+export const operatorRoles = ['operator', 'admin'] as const;
+export type OperatorRole = (typeof operatorRoles)[number];
+
+export const operators = pgTable('operators', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	username: text('username').notNull().unique(),
+	passwordHash: text('password_hash').notNull(),
+	role: text('role', { enum: operatorRoles }).notNull().default('operator'),
+	createdAt: createdAt()
+});
+
+/** Server-side login sessions; the cookie holds a random token, the row its sha256. */
+export const authSessions = pgTable(
+	'auth_sessions',
+	{
+		tokenHash: text('token_hash').primaryKey(),
+		operatorId: uuid('operator_id')
+			.notNull()
+			.references(() => operators.id, { onDelete: 'cascade' }),
+		createdAt: createdAt(),
+		expiresAt: ts('expires_at').notNull()
+	},
+	(t) => [index('auth_sessions_operator_idx').on(t.operatorId)]
+);
+
+/** Small key/value settings, e.g. the hashed one-time setup token. */
+export const settings = pgTable('settings', {
+	key: text('key').primaryKey(),
+	value: jsonb('value').notNull(),
+	updatedAt: ts('updated_at').notNull().defaultNow()
+});
+
+export const chatSessions = pgTable(
+	'chat_sessions',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		title: text('title').notNull().default('New chat'),
+		operatorId: uuid('operator_id').references(() => operators.id, { onDelete: 'set null' }),
+		createdAt: createdAt(),
+		updatedAt: ts('updated_at').notNull().defaultNow()
+	},
+	(t) => [index('chat_sessions_updated_idx').on(t.updatedAt)]
+);
+
+export const messageRoles = ['user', 'assistant', 'system'] as const;
+export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
+export const messageOrigins = ['chat', 'resume', 'continuation'] as const;
+export type MessageStatus = (typeof messageStatuses)[number];
+export type MessageOrigin = (typeof messageOrigins)[number];
+
+/** One ordered part of a message, as stored and as rendered. */
+export type MessagePart =
+	| { type: 'text'; text: string }
+	| {
+			type: 'tool-call';
+			toolCallId: string;
+			toolName: string;
+			input: unknown;
+			state: 'running' | 'done' | 'error';
+			output?: unknown;
+			error?: string;
+	  }
+	| { type: 'note'; kind: string; text: string; data?: Record<string, unknown> };
+
+export const messages = pgTable(
+	'messages',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		sessionId: uuid('session_id')
+			.notNull()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		seq: bigserial('seq', { mode: 'number' }).notNull(),
+		role: text('role', { enum: messageRoles }).notNull(),
+		parts: jsonb('parts').$type<MessagePart[]>().notNull().default([]),
+		status: text('status', { enum: messageStatuses }).notNull().default('complete'),
+		origin: text('origin', { enum: messageOrigins }).notNull().default('chat'),
+		error: text('error'),
+		createdAt: createdAt(),
+		updatedAt: ts('updated_at').notNull().defaultNow()
+	},
+	(t) => [index('messages_session_seq_idx').on(t.sessionId, t.seq)]
+);
+
+export const taskStates = [
+	'executing',
+	'awaiting_input',
+	'awaiting_approval',
+	'completed',
+	'failed',
+	'cancelled'
+] as const;
+export type TaskState = (typeof taskStates)[number];
+
+/** The goal a session works on; one per session. */
+export const tasks = pgTable('tasks', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	sessionId: uuid('session_id')
+		.notNull()
+		.unique()
+		.references(() => chatSessions.id, { onDelete: 'cascade' }),
+	goal: text('goal').notNull().default(''),
+	state: text('state', { enum: taskStates }).notNull().default('executing'),
+	createdAt: createdAt(),
+	updatedAt: ts('updated_at').notNull().defaultNow()
+});
+
+/**
+ * The replayable event log. An insert trigger NOTIFYs `nomos_events` with a small payload
+ * (id, session, type); subscribers read the row itself.
+ */
+export const events = pgTable(
+	'events',
+	{
+		id: bigserial('id', { mode: 'number' }).primaryKey(),
+		sessionId: uuid('session_id'),
+		type: text('type').notNull(),
+		payload: jsonb('payload').$type<Record<string, unknown>>().notNull().default({}),
+		createdAt: createdAt()
+	},
+	(t) => [index('events_session_id_idx').on(t.sessionId, t.id)]
+);
+
+export const entities = pgTable(
+	'entities',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		kind: text('kind').notNull(),
+		externalId: text('external_id').notNull(),
+		name: text('name').notNull(),
+		hostName: text('host_name'),
+		attributes: jsonb('attributes').$type<Record<string, unknown>>().notNull().default({}),
+		notes: text('notes').notNull().default(''),
+		search: tsvector('search')
+			.notNull()
+			.generatedAlwaysAs(
+				sql`setweight(to_tsvector('english', coalesce("name", '')), 'A') || setweight(to_tsvector('english', coalesce("notes", '')), 'B')`
+			),
+		seenAt: ts('seen_at').notNull().defaultNow(),
+		updatedAt: ts('updated_at').notNull().defaultNow()
+	},
+	(t) => [
+		uniqueIndex('entities_kind_external_idx').on(t.kind, t.externalId),
+		index('entities_search_idx').using('gin', t.search)
+	]
+);
+
+export const knowledge = pgTable(
+	'knowledge',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		title: text('title').notNull(),
+		body: text('body').notNull().default(''),
+		source: text('source', { enum: ['page', 'file', 'inventory'] }).notNull().default('page'),
+		sourcePath: text('source_path').unique(),
+		search: tsvector('search')
+			.notNull()
+			.generatedAlwaysAs(
+				sql`setweight(to_tsvector('english', coalesce("title", '')), 'A') || setweight(to_tsvector('english', coalesce("body", '')), 'B')`
+			),
+		createdAt: createdAt(),
+		updatedAt: ts('updated_at').notNull().defaultNow()
+	},
+	(t) => [index('knowledge_search_idx').using('gin', t.search)]
+);
+
+export const hosts = pgTable('hosts', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	name: text('name').notNull().unique(),
+	address: text('address').notNull(),
+	port: integer('port').notNull().default(22),
+	username: text('username').notNull().default('root'),
+	keyPath: text('key_path').notNull(),
+	/** Pinned sha256 host-key fingerprint; a host without one is never used. */
+	hostKeyFingerprint: text('host_key_fingerprint'),
+	/** The fingerprint last presented by the host, shown to the operator for pinning. */
+	seenFingerprint: text('seen_fingerprint'),
+	source: text('source', { enum: ['config', 'ui'] }).notNull().default('ui'),
+	lastCheckedAt: ts('last_checked_at'),
+	lastError: text('last_error'),
+	createdAt: createdAt(),
+	updatedAt: ts('updated_at').notNull().defaultNow()
+});
+
+export const classifications = ['read_only', 'config_mutation', 'destructive'] as const;
+export type Classification = (typeof classifications)[number];
+export const executionStatuses = [
+	'awaiting_approval',
+	'approved',
+	'running',
+	'succeeded',
+	'failed',
+	'cancelled',
+	'denied',
+	'expired'
+] as const;
+export type ExecutionStatus = (typeof executionStatuses)[number];
+
+export type ExecutionStep = {
+	index: number;
+	label: string;
+	command: string;
+	startedAt: string;
+	finishedAt?: string;
+	exitCode?: number | null;
+	stdoutTail?: string;
+	stderrTail?: string;
+	durationMs?: number;
+};
+
+export const plans = pgTable('plans', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	sessionId: uuid('session_id')
+		.notNull()
+		.references(() => chatSessions.id, { onDelete: 'cascade' }),
+	title: text('title').notNull(),
+	steps: jsonb('steps').$type<unknown[]>().notNull(),
+	status: text('status', { enum: ['proposed', 'approved', 'denied', 'superseded'] })
+		.notNull()
+		.default('proposed'),
+	createdAt: createdAt(),
+	decidedAt: ts('decided_at'),
+	decidedBy: uuid('decided_by').references(() => operators.id)
+});
+
+export const executions = pgTable(
+	'executions',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		requestedBySession: uuid('requested_by_session').references(() => chatSessions.id, {
+			onDelete: 'set null'
+		}),
+		planId: uuid('plan_id').references(() => plans.id),
+		retryOf: uuid('retry_of'),
+		hostName: text('host_name'),
+		target: text('target').notNull(),
+		action: text('action').notNull(),
+		params: jsonb('params').$type<Record<string, unknown>>().notNull().default({}),
+		classification: text('classification', { enum: classifications }).notNull(),
+		/** sha256 over action, target and canonical params: what an approval names. */
+		hash: text('hash').notNull(),
+		commandPreview: text('command_preview').notNull().default(''),
+		reason: text('reason').notNull().default(''),
+		status: text('status', { enum: executionStatuses }).notNull(),
+		steps: jsonb('steps').$type<ExecutionStep[]>().notNull().default([]),
+		result: text('result'),
+		error: text('error'),
+		leaseUntil: ts('lease_until'),
+		createdAt: createdAt(),
+		expiresAt: ts('expires_at'),
+		approvedAt: ts('approved_at'),
+		startedAt: ts('started_at'),
+		finishedAt: ts('finished_at')
+	},
+	(t) => [
+		index('executions_status_idx').on(t.status),
+		index('executions_session_idx').on(t.requestedBySession)
+	]
+);
+
+export const approvals = pgTable(
+	'approvals',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		executionId: uuid('execution_id')
+			.notNull()
+			.references(() => executions.id, { onDelete: 'cascade' }),
+		/** The execution hash this decision names; a different hash is not approved by it. */
+		hash: text('hash').notNull(),
+		decision: text('decision', { enum: ['approved', 'denied'] }).notNull(),
+		route: text('route', { enum: ['button', 'ops', 'chat', 'plan'] }).notNull(),
+		reason: text('reason'),
+		decidedBy: uuid('decided_by').references(() => operators.id),
+		decidedAt: ts('decided_at').notNull().defaultNow()
+	},
+	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
+);
+
+export const assentWindows = pgTable(
+	'assent_windows',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		sessionId: uuid('session_id')
+			.notNull()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		openedBy: uuid('opened_by').references(() => operators.id),
+		openedAt: ts('opened_at').notNull().defaultNow(),
+		expiresAt: ts('expires_at').notNull(),
+		revokedAt: ts('revoked_at'),
+		continuations: integer('continuations').notNull().default(0)
+	},
+	(t) => [index('assent_windows_session_idx').on(t.sessionId, t.expiresAt)]
+);
+
+/** Links an execution to the chat session that should hear about its result. */
+export const executionSessions = pgTable(
+	'execution_sessions',
+	{
+		executionId: uuid('execution_id')
+			.notNull()
+			.references(() => executions.id, { onDelete: 'cascade' }),
+		sessionId: uuid('session_id')
+			.notNull()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		createdAt: createdAt(),
+		/** Set atomically before a continuation turn runs, so a result is continued once. */
+		continuedAt: ts('continued_at')
+	},
+	(t) => [primaryKey({ columns: [t.executionId, t.sessionId] })]
+);
+
+export const sessionQuestions = pgTable(
+	'session_questions',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		sessionId: uuid('session_id')
+			.notNull()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		messageId: uuid('message_id').references(() => messages.id, { onDelete: 'set null' }),
+		prompt: text('prompt').notNull(),
+		why: text('why'),
+		options: jsonb('options').$type<string[]>().notNull().default([]),
+		contextEntities: jsonb('context_entities').$type<string[]>().notNull().default([]),
+		status: text('status', { enum: ['open', 'answered', 'cancelled'] }).notNull().default('open'),
+		answer: text('answer'),
+		answeredVia: text('answered_via', { enum: ['panel', 'chat'] }),
+		answeredBy: uuid('answered_by').references(() => operators.id),
+		createdAt: createdAt(),
+		answeredAt: ts('answered_at')
+	},
+	(t) => [index('session_questions_session_idx').on(t.sessionId, t.status)]
+);
+

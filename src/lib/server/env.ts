@@ -1,0 +1,94 @@
+import { z } from 'zod';
+
+const bool = z
+	.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no'])
+	.transform((v) => ['1', 'true', 'on', 'yes'].includes(v));
+
+const hostSchema = z.object({
+	name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]{0,62}$/, 'host name: letters, digits, dots, dashes'),
+	address: z.string().min(1),
+	port: z.number().int().min(1).max(65535).default(22),
+	user: z.string().min(1).default('root'),
+	keyPath: z.string().min(1),
+	hostKeyFingerprint: z
+		.string()
+		.regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'hostKeyFingerprint must look like SHA256:<43 base64 chars>')
+		.optional()
+});
+export type HostConfig = z.infer<typeof hostSchema>;
+
+const hostsJson = z.string().transform((raw, ctx) => {
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(raw);
+	} catch {
+		ctx.addIssue({ code: 'custom', message: 'is not valid JSON' });
+		return z.NEVER;
+	}
+	const result = z.array(hostSchema).safeParse(parsed);
+	if (!result.success) {
+		const issue = result.error.issues[0];
+		ctx.addIssue({ code: 'custom', message: `${issue.path.join('.')}: ${issue.message}` });
+		return z.NEVER;
+	}
+	return result.data;
+});
+
+const empty = (v: unknown) => (v === '' ? undefined : v);
+
+/** Every setting Nomos reads. `.env.example` lists the same names with their defaults. */
+export const envSchema = z.object({
+	NODE_ENV: z.preprocess(empty, z.enum(['development', 'production', 'test']).default('development')),
+	HOST: z.preprocess(empty, z.string().default('127.0.0.1')),
+	PORT: z.preprocess(empty, z.coerce.number().int().min(0).max(65535).default(3000)),
+	DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
+	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),
+	NOMOS_WORKER: z.preprocess(empty, bool.default(true)),
+	NOMOS_WORKER_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
+	NOMOS_OPERATOR_USERNAME: z.preprocess(empty, z.string().min(1).default('admin')),
+	NOMOS_OPERATOR_PASSWORD: z.preprocess(empty, z.string().min(8, 'must be at least 8 characters').optional()),
+	NOMOS_SESSION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(30)),
+	NOMOS_HOSTS: z.preprocess(empty, hostsJson.optional()),
+	NOMOS_KNOWLEDGE_DIR: z.preprocess(empty, z.string().optional()),
+	OPENAI_BASE_URL: z.preprocess(empty, z.url().optional()),
+	OPENAI_API_KEY: z.preprocess(empty, z.string().optional()),
+	NOMOS_MODEL: z.preprocess(empty, z.string().optional()),
+	NOMOS_MAX_STEPS: z.preprocess(empty, z.coerce.number().int().min(1).max(500).default(40)),
+	NOMOS_HTTP_ALLOW: z.preprocess(
+		empty,
+		z
+			.string()
+			.default('')
+			.transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+	),
+	NOMOS_ASSENT_WINDOW_MIN: z.preprocess(empty, z.coerce.number().positive().default(30)),
+	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),
+	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
+	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true))
+});
+export type Env = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses an environment; throws a ConfigError whose message is one line naming the variable. */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+	const result = envSchema.safeParse(source);
+	if (result.success) return result.data;
+	const issue = result.error.issues[0];
+	const name = String(issue.path[0] ?? 'environment');
+	throw new ConfigError(`Invalid configuration: ${name} ${issue.message}`);
+}
+
+let cached: Env | undefined;
+
+/** The process's validated configuration (parsed once). */
+export function env(): Env {
+	cached ??= parseEnv(process.env);
+	return cached;
+}
+
+/** For tests and tools that change process.env after start. */
+export function resetEnvCache(): void {
+	cached = undefined;
+}

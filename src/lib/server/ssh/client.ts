@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Client, type ConnectConfig } from 'ssh2';
+import { toCommand } from './quote';
+
+export interface SshTarget {
+	name: string;
+	address: string;
+	port: number;
+	username: string;
+	keyPath: string;
+	hostKeyFingerprint: string | null;
+}
+
+/** `SHA256:<base64, no padding>`, the form `ssh-keygen -lf` prints. */
+export function fingerprintOf(key: Buffer): string {
+	return 'SHA256:' + createHash('sha256').update(key).digest('base64').replace(/=+$/, '');
+}
+
+export class HostKeyError extends Error {
+	constructor(
+		readonly host: string,
+		readonly expected: string | null,
+		readonly presented: string
+	) {
+		super(
+			expected
+				? `host key of ${host} does not match the pinned fingerprint (expected ${expected}, got ${presented}); refusing to connect`
+				: `host key of ${host} is not pinned yet (it presented ${presented}); confirm it in Settings → Hosts`
+		);
+	}
+}
+
+export class SshError extends Error {}
+
+/**
+ * Opens an authenticated connection. The host key is checked against the pinned fingerprint
+ * during the handshake, before any authentication; a mismatch or a missing pin aborts.
+ */
+export async function connect(host: SshTarget, timeoutMs = 10_000): Promise<Client> {
+	let privateKey: Buffer;
+	try {
+		privateKey = await readFile(host.keyPath);
+	} catch (e) {
+		throw new SshError(`cannot read SSH key ${host.keyPath} for ${host.name}: ${(e as Error).message}`);
+	}
+	let presented: string | null = null;
+	const client = new Client();
+	const config: ConnectConfig = {
+		host: host.address,
+		port: host.port,
+		username: host.username,
+		privateKey,
+		readyTimeout: timeoutMs,
+		hostVerifier: (key: Buffer) => {
+			presented = fingerprintOf(key);
+			return host.hostKeyFingerprint !== null && presented === host.hostKeyFingerprint;
+		}
+	};
+	return new Promise((resolve, reject) => {
+		client.once('ready', () => resolve(client));
+		client.once('error', (err: Error & { level?: string }) => {
+			client.end();
+			if (presented && presented !== host.hostKeyFingerprint) {
+				reject(new HostKeyError(host.name, host.hostKeyFingerprint, presented));
+			} else reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: ${err.message}`));
+		});
+		client.connect(config);
+	});
+}
+
+/** Reads the host key a server presents, without authenticating (for pinning in settings). */
+export function readHostKey(address: string, port: number, timeoutMs = 10_000): Promise<string> {
+	return new Promise((resolve, reject) => {
+		let seen: string | null = null;
+		const client = new Client();
+		const done = () => {
+			client.end();
+			if (seen) resolve(seen);
+			else reject(new SshError(`no SSH server answered at ${address}:${port}`));
+		};
+		client.once('error', (err) => {
+			if (seen) done();
+			else {
+				client.end();
+				reject(new SshError(`SSH to ${address}:${port} failed: ${err.message}`));
+			}
+		});
+		client.connect({
+			host: address,
+			port,
+			username: 'nomos-probe',
+			readyTimeout: timeoutMs,
+			hostVerifier: (key: Buffer) => {
+				seen = fingerprintOf(key);
+				return false;
+			}
+		});
+	});
+}
+
+export interface ExecResult {
+	exitCode: number | null;
+	signal: string | null;
+	stdout: string;
+	stderr: string;
+	durationMs: number;
+	timedOut: boolean;
+	aborted: boolean;
+}
+
+export interface ExecOptions {
+	timeoutMs?: number;
+	signal?: AbortSignal;
+	onStdout?: (chunk: string) => void;
+	onStderr?: (chunk: string) => void;
+	/** Keep at most this many characters of each stream (the tail). */
+	maxOutput?: number;
+}
+
+/**
+ * Runs one argv on a connected host. The argv is quoted by `toCommand`, never interpolated.
+ * On timeout or abort the channel is closed (the remote command is signalled and stopped).
+ */
+export function execArgv(client: Client, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+	const command = toCommand(argv);
+	const max = opts.maxOutput ?? 64_000;
+	const started = Date.now();
+	return new Promise((resolve, reject) => {
+		if (opts.signal?.aborted) {
+			resolve({ exitCode: null, signal: null, stdout: '', stderr: '', durationMs: 0, timedOut: false, aborted: true });
+			return;
+		}
+		client.exec(command, (err, stream) => {
+			if (err) return reject(new SshError(`exec failed: ${err.message}`));
+			let stdout = '';
+			let stderr = '';
+			let exitCode: number | null = null;
+			let signal: string | null = null;
+			let timedOut = false;
+			let aborted = false;
+			const stop = () => {
+				try {
+					stream.signal('KILL');
+				} catch {
+					/* channel may be closed already */
+				}
+				stream.close();
+			};
+			const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), opts.timeoutMs) : undefined;
+			const onAbort = () => ((aborted = true), stop());
+			opts.signal?.addEventListener('abort', onAbort, { once: true });
+			stream.on('data', (d: Buffer) => {
+				const s = d.toString('utf8');
+				stdout = (stdout + s).slice(-max);
+				opts.onStdout?.(s);
+			});
+			stream.stderr.on('data', (d: Buffer) => {
+				const s = d.toString('utf8');
+				stderr = (stderr + s).slice(-max);
+				opts.onStderr?.(s);
+			});
+			stream.on('exit', (code: number | null, sig?: string) => {
+				exitCode = code ?? null;
+				signal = sig ?? null;
+			});
+			stream.on('close', () => {
+				clearTimeout(timer);
+				opts.signal?.removeEventListener('abort', onAbort);
+				resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted });
+			});
+		});
+	});
+}
+
+/** Connects, runs one argv, disconnects. */
+export async function runOnHost(host: SshTarget, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+	const client = await connect(host);
+	try {
+		return await execArgv(client, argv, opts);
+	} finally {
+		client.end();
+	}
+}

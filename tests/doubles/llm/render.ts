@@ -1,0 +1,193 @@
+/** Turns a ScriptedResponse into real OpenAI Chat Completions wire output (SSE or JSON). */
+import type { ServerResponse } from 'node:http';
+import type { ChatRequestBody, ScriptedResponse } from './types';
+
+interface PlannedToolCall {
+	id: string;
+	name: string;
+	arguments: string;
+}
+
+/** Normalized completion: what to say, how to pace it, and whether to kill the socket halfway. */
+interface Plan {
+	text: string;
+	chunkSize: number;
+	toolCalls: PlannedToolCall[];
+	delayMs: number;
+	/** Destroy the socket after this many SSE chunks (or halfway through the JSON body). */
+	cutAfterChunks?: number;
+}
+
+export interface RenderContext {
+	res: ServerResponse;
+	body: ChatRequestBody;
+	/** Unique per request; used for completion / tool-call ids. */
+	seq: number;
+	/** Aborted when the server closes: pending delays end early. */
+	signal: AbortSignal;
+	/** Called for `hang`: the server keeps the response open until reset()/close(). */
+	onHang(res: ServerResponse): void;
+}
+
+const ARGS_CHUNK_SIZE = 8;
+const CUT_TEXT = 'This answer will be cut off in the middle of a sentence because the connection';
+
+export function sendJson(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
+	const data = JSON.stringify(payload);
+	res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), ...headers });
+	res.end(data);
+}
+
+export function openAiError(message: string, type: string, code: string | null = null) {
+	return { error: { message, type, param: null, code } };
+}
+
+export async function render(response: ScriptedResponse, ctx: RenderContext): Promise<void> {
+	if ('fault' in response) {
+		switch (response.fault) {
+			case 'http500':
+				return sendJson(ctx.res, 500, openAiError('The server had an error while processing your request. (scripted)', 'server_error'));
+			case 'http429':
+				return sendJson(
+					ctx.res,
+					429,
+					openAiError('Rate limit reached for requests. (scripted)', 'requests', 'rate_limit_exceeded'),
+					{ 'retry-after': '0', 'retry-after-ms': '0' }
+				);
+			case 'hang':
+				return ctx.onHang(ctx.res);
+			case 'empty':
+				return emit({ text: '', chunkSize: 8, toolCalls: [], delayMs: 0 }, ctx);
+			case 'malformed-tool-json': {
+				const name = ctx.body.tools?.[0]?.function.name ?? 'unknown_tool';
+				const toolCalls = [{ id: `call_scripted_${ctx.seq}_0`, name, arguments: '{"malformed": tru, "unterminated": "' }];
+				return emit({ text: '', chunkSize: 8, toolCalls, delayMs: 0 }, ctx);
+			}
+			case 'cut-midway':
+				return emit({ text: CUT_TEXT, chunkSize: 16, toolCalls: [], delayMs: 0, cutAfterChunks: 3 }, ctx);
+		}
+	}
+	if ('toolCalls' in response) {
+		const toolCalls = response.toolCalls.map((call, i) => ({
+			id: call.id ?? `call_scripted_${ctx.seq}_${i}`,
+			name: call.name,
+			arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args ?? {})
+		}));
+		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0 }, ctx);
+	}
+	return emit({ text: response.text, chunkSize: response.chunkSize ?? 8, toolCalls: [], delayMs: response.delayMs ?? 0 }, ctx);
+}
+
+function emit(plan: Plan, ctx: RenderContext): Promise<void> {
+	return ctx.body.stream === true ? streamPlan(plan, ctx) : jsonPlan(plan, ctx);
+}
+
+function split(text: string, size: number): string[] {
+	const out: string[] = [];
+	for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+	return out;
+}
+
+function usage(plan: Plan, body: ChatRequestBody) {
+	const prompt_tokens = Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
+	const outChars = plan.text.length + plan.toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
+	const completion_tokens = Math.ceil(outChars / 4);
+	return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+}
+
+const finishReason = (plan: Plan) => (plan.toolCalls.length > 0 ? 'tool_calls' : 'stop');
+
+async function jsonPlan(plan: Plan, ctx: RenderContext): Promise<void> {
+	await sleep(plan.delayMs, ctx.signal);
+	const message = {
+		role: 'assistant',
+		content: plan.text.length > 0 || plan.toolCalls.length === 0 ? plan.text : null,
+		refusal: null,
+		...(plan.toolCalls.length > 0 && {
+			tool_calls: plan.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }))
+		})
+	};
+	const payload = {
+		id: `chatcmpl-scripted-${ctx.seq}`,
+		object: 'chat.completion',
+		created: Math.floor(Date.now() / 1000),
+		model: ctx.body.model ?? 'scripted',
+		choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(plan) }],
+		usage: usage(plan, ctx.body)
+	};
+	if (plan.cutAfterChunks === undefined) return sendJson(ctx.res, 200, payload);
+	const data = JSON.stringify(payload);
+	ctx.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) });
+	await write(ctx.res, data.slice(0, Math.floor(data.length / 2)));
+	await cut(ctx.res);
+}
+
+async function streamPlan(plan: Plan, ctx: RenderContext): Promise<void> {
+	const { res } = ctx;
+	const base = {
+		id: `chatcmpl-scripted-${ctx.seq}`,
+		object: 'chat.completion.chunk',
+		created: Math.floor(Date.now() / 1000),
+		model: ctx.body.model ?? 'scripted'
+	};
+	const chunk = (delta: object, finish_reason: string | null = null) => ({
+		...base,
+		choices: [{ index: 0, delta, logprobs: null, finish_reason }]
+	});
+
+	// Same shape as api.openai.com: a role chunk with empty content, content deltas, then tool-call deltas.
+	const chunks: object[] = [];
+	const hasText = plan.text.length > 0 || plan.toolCalls.length === 0;
+	if (hasText) chunks.push(chunk({ role: 'assistant', content: '', refusal: null }));
+	for (const piece of split(plan.text, plan.chunkSize)) chunks.push(chunk({ content: piece }));
+	plan.toolCalls.forEach((call, index) => {
+		const head = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
+		chunks.push(chunk(index === 0 && !hasText ? { role: 'assistant', content: null, tool_calls: [head] } : { tool_calls: [head] }));
+		for (const piece of split(call.arguments, ARGS_CHUNK_SIZE)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+	});
+	chunks.push(chunk({}, finishReason(plan)));
+	if (ctx.body.stream_options?.include_usage) chunks.push({ ...base, choices: [], usage: usage(plan, ctx.body) });
+
+	res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+	res.flushHeaders();
+	for (const [i, c] of chunks.entries()) {
+		if (plan.cutAfterChunks !== undefined && i >= plan.cutAfterChunks) return cut(res);
+		if (i > 0) await sleep(plan.delayMs, ctx.signal);
+		if (res.destroyed) return;
+		await write(res, `data: ${JSON.stringify(c)}\n\n`);
+	}
+	if (res.destroyed) return;
+	await write(res, 'data: [DONE]\n\n');
+	res.end();
+}
+
+function write(res: ServerResponse, data: string): Promise<void> {
+	return new Promise((resolve) => {
+		if (res.destroyed) return resolve();
+		const done = () => {
+			res.off('close', done);
+			resolve();
+		};
+		res.once('close', done);
+		res.write(data, done);
+	});
+}
+
+/** Let the already-written bytes reach the client, then kill the TCP connection without a proper end. */
+async function cut(res: ServerResponse): Promise<void> {
+	await sleep(20);
+	res.destroy();
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+	if (ms <= 0 || signal?.aborted) return Promise.resolve();
+	return new Promise((resolve) => {
+		const done = () => {
+			clearTimeout(timer);
+			signal?.removeEventListener('abort', done);
+			resolve();
+		};
+		const timer = setTimeout(done, ms);
+		signal?.addEventListener('abort', done, { once: true });
+	});
+}

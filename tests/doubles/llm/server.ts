@@ -1,0 +1,198 @@
+/**
+ * Scripted OpenAI-compatible Chat Completions server (test double), node:http only.
+ * Point the real client at it: `createOpenAI({ baseURL: llm.baseURL, apiKey: 'test' }).chat('scripted')`.
+ *
+ * OpenAI API (base http://127.0.0.1:PORT/v1):
+ *   POST /v1/chat/completions  answers with the next queued ScriptedResponse (FIFO); when the queue is
+ *                              empty, with the fallback; with neither, with the text "(script exhausted)"
+ *                              and the recorded request gets `error: 'script-exhausted'`.
+ *                              Honours `stream` (SSE chat.completion.chunk ... [DONE]) and
+ *                              `stream_options.include_usage` (final usage chunk).
+ *   GET  /v1/models            a models list.
+ * ScriptedResponse (see types.ts):
+ *   { text, chunkSize?=8, delayMs?=0 }            text in chunkSize-char deltas, delayMs apart
+ *   { toolCalls: [{ name, args?, id? }], text?, delayMs? }   args: JSON value, or a string sent raw
+ *   { fault: 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang' }
+ *       http500/http429: OpenAI error JSON (429 has retry-after: 0); empty: no content, finish 'stop';
+ *       malformed-tool-json: call to the request's first tool with invalid JSON arguments;
+ *       cut-midway: a few text chunks, then the socket is destroyed; hang: never answers (until reset/close).
+ *
+ * Control API (same server, for other processes; see client.ts), JSON in and out:
+ *   POST /__control/push       body: ScriptedResponse | ScriptedResponse[]        -> { pending }
+ *   POST /__control/fallback   body: { rules: FallbackRule[] | null } | null      -> { ok: true }
+ *                              FallbackRule = { whenLastUserIncludes?, whenLastMessageRole?,
+ *                              whenAnyMessageIncludes?, respond }; all given conditions must hold,
+ *                              first matching rule wins; no match counts as script exhausted.
+ *   GET  /__control/requests   RecordedRequest[] ({ seq, method, path, body, receivedAt, source, error? })
+ *   GET  /__control/state      { pending, hasFallback, requestCount, errorCount }
+ *   POST /__control/reset      clears queue, fallback and log; ends hanging requests.
+ * Invalid control bodies get a 400 with the validation error.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openAiError, render, sendJson } from './render';
+import { fallbackFromRules } from './rules';
+import {
+	fallbackBodySchema,
+	pushBodySchema,
+	type ChatRequestBody,
+	type Fallback,
+	type RecordedRequest,
+	type ResponseSource,
+	type ScriptedLlmState,
+	type ScriptedResponse
+} from './types';
+
+export type * from './types';
+export { fallbackFromRules } from './rules';
+
+export interface ScriptedLlm {
+	/** http://127.0.0.1:PORT/v1 */
+	baseURL: string;
+	port: number;
+	push(...responses: ScriptedResponse[]): void;
+	setFallback(fn: Fallback | null): void;
+	/** Every /v1 request received, in order (live array; reset() empties it in place). */
+	readonly requests: RecordedRequest[];
+	state(): ScriptedLlmState;
+	reset(): void;
+	close(): Promise<void>;
+}
+
+const EXHAUSTED: ScriptedResponse = { text: '(script exhausted)' };
+
+export async function startScriptedLlm(opts: { port?: number } = {}): Promise<ScriptedLlm> {
+	const queue: ScriptedResponse[] = [];
+	const requests: RecordedRequest[] = [];
+	const hanging = new Set<ServerResponse>();
+	const lifetime = new AbortController();
+	let fallback: Fallback | null = null;
+	let seq = 0;
+
+	const state = (): ScriptedLlmState => ({
+		pending: queue.length,
+		hasFallback: fallback !== null,
+		requestCount: requests.length,
+		errorCount: requests.filter((r) => r.error !== undefined).length
+	});
+
+	const reset = () => {
+		queue.length = 0;
+		requests.length = 0;
+		seq = 0;
+		fallback = null;
+		for (const res of hanging) res.destroy();
+		hanging.clear();
+	};
+
+	const onHang = (res: ServerResponse) => {
+		hanging.add(res);
+		res.once('close', () => hanging.delete(res));
+	};
+
+	async function handleChat(record: RecordedRequest, res: ServerResponse): Promise<void> {
+		let response = queue.shift();
+		let source: ResponseSource = 'queue';
+		if (response === undefined) {
+			response = fallback?.(record) ?? undefined;
+			source = 'fallback';
+		}
+		if (response === undefined) {
+			response = EXHAUSTED;
+			source = 'exhausted';
+			record.error = 'script-exhausted';
+		}
+		Object.assign(record, { source, response });
+		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang });
+	}
+
+	async function handleControl(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+		const route = `${req.method} ${path}`;
+		if (route === 'GET /__control/requests') return sendJson(res, 200, requests);
+		if (route === 'GET /__control/state') return sendJson(res, 200, state());
+		if (route === 'POST /__control/reset') {
+			reset();
+			return sendJson(res, 200, { ok: true });
+		}
+		if (route !== 'POST /__control/push' && route !== 'POST /__control/fallback') {
+			return sendJson(res, 404, openAiError(`Unknown control route ${route}`, 'invalid_request_error'));
+		}
+		const raw = await readBody(req);
+		let json: unknown;
+		try {
+			json = raw.trim() === '' ? null : JSON.parse(raw);
+		} catch {
+			return sendJson(res, 400, openAiError('Body is not valid JSON', 'invalid_request_error'));
+		}
+		if (route === 'POST /__control/push') {
+			const parsed = pushBodySchema.safeParse(json);
+			if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues });
+			queue.push(...(Array.isArray(parsed.data) ? parsed.data : [parsed.data]));
+			return sendJson(res, 200, { pending: queue.length });
+		}
+		const parsed = fallbackBodySchema.safeParse(json);
+		if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues });
+		fallback = parsed.data?.rules ? fallbackFromRules(parsed.data.rules) : null;
+		return sendJson(res, 200, { ok: true });
+	}
+
+	async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+		const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+		if (path.startsWith('/__control/')) return handleControl(req, res, path);
+
+		const raw = await readBody(req);
+		const record: RecordedRequest = { seq: seq++, method: req.method ?? 'GET', path, body: null, receivedAt: Date.now() };
+		requests.push(record);
+		if (raw.trim() !== '') {
+			try {
+				record.body = JSON.parse(raw) as ChatRequestBody;
+			} catch {
+				record.error = 'invalid-json';
+				return sendJson(res, 400, openAiError('We could not parse the JSON body of your request.', 'invalid_request_error'));
+			}
+		}
+		if (req.method === 'POST' && path === '/v1/chat/completions') return handleChat(record, res);
+		if (req.method === 'GET' && path === '/v1/models') {
+			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests' };
+			return sendJson(res, 200, { object: 'list', data: [model] });
+		}
+		return sendJson(res, 404, openAiError(`Unknown route ${req.method} ${path}`, 'invalid_request_error'));
+	}
+
+	const server = createServer((req, res) => {
+		handle(req, res).catch((err: unknown) => {
+			if (res.headersSent) return void res.destroy();
+			sendJson(res, 500, openAiError(`Scripted LLM double crashed: ${String(err)}`, 'server_error'));
+		});
+	});
+	await new Promise<void>((resolve, reject) => {
+		server.once('error', reject);
+		server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+	});
+	const { port } = server.address() as AddressInfo;
+
+	return {
+		baseURL: `http://127.0.0.1:${port}/v1`,
+		port,
+		push: (...responses) => void queue.push(...responses),
+		setFallback: (fn) => void (fallback = fn),
+		requests,
+		state,
+		reset,
+		close: () =>
+			new Promise<void>((resolve, reject) => {
+				lifetime.abort();
+				server.close((err) => (err ? reject(err) : resolve()));
+				server.closeAllConnections();
+			})
+	};
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+	return new Promise((resolve, reject) => {
+		const chunks: Buffer[] = [];
+		req.on('data', (c: Buffer) => chunks.push(c));
+		req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+		req.on('error', reject);
+	});
+}

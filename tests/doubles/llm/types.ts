@@ -1,0 +1,116 @@
+/**
+ * Shared types (and the zod schemas that validate control-API input) for the
+ * scripted OpenAI-compatible LLM test double. No runtime deps beyond zod, so
+ * `client.ts` can import it from any process.
+ */
+import { z } from 'zod';
+
+export type FaultKind = 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang';
+
+/** Plain assistant text, streamed in `chunkSize`-char deltas (default 8), `delayMs` apart (default 0). */
+export interface TextResponse {
+	text: string;
+	chunkSize?: number;
+	delayMs?: number;
+}
+
+export interface ScriptedToolCall {
+	name: string;
+	/** Serialized with JSON.stringify; a string is sent verbatim as the raw arguments text. Default `{}`. */
+	args?: unknown;
+	id?: string;
+}
+
+/** Optional text first, then the tool calls (finish_reason 'tool_calls'). */
+export interface ToolCallsResponse {
+	toolCalls: ScriptedToolCall[];
+	text?: string;
+	delayMs?: number;
+}
+
+export interface FaultResponse {
+	fault: FaultKind;
+}
+
+export type ScriptedResponse = TextResponse | ToolCallsResponse | FaultResponse;
+
+export interface ChatMessage {
+	role: string;
+	content?: string | Array<{ type: string; text?: string }> | null;
+	tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+	tool_call_id?: string;
+	name?: string;
+}
+
+/** The (loosely typed) Chat Completions request body as the client sent it. */
+export interface ChatRequestBody {
+	model?: string;
+	messages?: ChatMessage[];
+	stream?: boolean;
+	stream_options?: { include_usage?: boolean } | null;
+	tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: unknown } }>;
+	[key: string]: unknown;
+}
+
+export type ResponseSource = 'queue' | 'fallback' | 'exhausted';
+
+export interface RecordedRequest {
+	/** 0-based, in arrival order. */
+	seq: number;
+	method: string;
+	path: string;
+	/** Parsed JSON body; null when there was none (GET) or it was not valid JSON. */
+	body: ChatRequestBody | null;
+	/** Epoch milliseconds. */
+	receivedAt: number;
+	/** Where the answer came from (chat completions only). */
+	source?: ResponseSource;
+	response?: ScriptedResponse;
+	/** Set when the double could not answer as scripted: tests should treat it as a failure. */
+	error?: 'script-exhausted' | 'invalid-json';
+}
+
+/** Returning null/undefined means "no answer" and is treated like an exhausted script. */
+export type Fallback = (req: RecordedRequest) => ScriptedResponse | null | undefined;
+
+export interface FallbackRule {
+	/** The last message with role 'user' contains this substring. */
+	whenLastUserIncludes?: string;
+	whenLastMessageRole?: 'user' | 'tool' | 'system' | 'assistant';
+	/** Any message (content or tool-call name/arguments) contains this substring. */
+	whenAnyMessageIncludes?: string;
+	respond: ScriptedResponse;
+}
+
+export interface ScriptedLlmState {
+	/** Queued responses not consumed yet. */
+	pending: number;
+	hasFallback: boolean;
+	requestCount: number;
+	/** Number of recorded requests carrying an `error` flag. */
+	errorCount: number;
+}
+
+const faultKinds = ['http500', 'http429', 'empty', 'malformed-tool-json', 'cut-midway', 'hang'] as const;
+const delayMs = z.number().int().min(0).max(60_000).optional();
+
+export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
+	z.strictObject({ text: z.string(), chunkSize: z.number().int().min(1).optional(), delayMs }),
+	z.strictObject({
+		toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.unknown(), id: z.string().optional() })),
+		text: z.string().optional(),
+		delayMs
+	}),
+	z.strictObject({ fault: z.enum(faultKinds) })
+]);
+
+export const pushBodySchema = z.union([scriptedResponseSchema, z.array(scriptedResponseSchema)]);
+
+export const fallbackRuleSchema: z.ZodType<FallbackRule> = z.strictObject({
+	whenLastUserIncludes: z.string().optional(),
+	whenLastMessageRole: z.enum(['user', 'tool', 'system', 'assistant']).optional(),
+	whenAnyMessageIncludes: z.string().optional(),
+	respond: scriptedResponseSchema
+});
+
+export const fallbackBodySchema = z.union([z.null(), z.strictObject({ rules: z.array(fallbackRuleSchema).nullable() })]);

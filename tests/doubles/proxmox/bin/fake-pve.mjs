@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// Entry point for the fake Proxmox VE binaries. Usage: fake-pve.mjs <tool> [args...]
+// Every invocation appends its argv (argv[0] = tool name) to $PVE_DOUBLE_STATE/argv.log,
+// then applies faults from faults.json, then runs the tool.
+import { Exit, context, hangForever, logArgv, readFaults } from '../fake/common.mjs';
+import { aptGet } from '../fake/apt-get.mjs';
+import { pct } from '../fake/pct.mjs';
+import { pvesh } from '../fake/pvesh.mjs';
+import { pvesm } from '../fake/pvesm.mjs';
+import { systemctl } from '../fake/systemctl.mjs';
+
+/** @type {Record<string, (ctx: import('../fake/common.mjs').Ctx, args: string[]) => unknown>} */
+const TOOLS = { pct, pvesh, pvesm, systemctl, 'apt-get': aptGet };
+
+async function main() {
+	const [tool, ...args] = process.argv.slice(2);
+	const ctx = context();
+	logArgv(ctx, [tool, ...args]);
+	const run = TOOLS[tool];
+	if (!run) throw new Exit(127, `fake-pve: unknown tool '${tool}'`);
+
+	const faults = readFaults(ctx);
+	if (faults.hang === tool) return hangForever(ctx, tool);
+	const f = faults.fail;
+	if (f && f.tool === tool && (!f.match || [tool, ...args].join(' ').includes(f.match))) {
+		throw new Exit(f.exitCode ?? 255, f.stderr ?? '');
+	}
+	const code = await run(ctx, args);
+	return typeof code === 'number' ? code : 0;
+}
+
+main().then(
+	(code) => process.exit(code ?? 0),
+	(e) => {
+		if (e instanceof Exit) {
+			if (e.message) process.stderr.write(e.message.endsWith('\n') ? e.message : e.message + '\n');
+			process.exit(e.code);
+		}
+		process.stderr.write(`fake-pve internal error: ${e?.stack ?? e}\n`);
+		process.exit(70);
+	}
+);

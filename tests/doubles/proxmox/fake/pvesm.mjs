@@ -1,0 +1,55 @@
+// Fake `pvesm` — `status` and `list <storage>` in the real column layouts.
+import { diskGb, fail, listCts, out, parseOpts } from './common.mjs';
+import { storages, templates } from './model.mjs';
+
+function status(ctx, only) {
+	const rows = storages(ctx).filter((s) => !only || s.storage === only);
+	if (only && !rows.length) fail(`storage '${only}' does not exist`);
+	const w = Math.max(...rows.map((s) => s.storage.length)) + 1;
+	const fmt = (n) => String(Math.trunc(n)).padStart(15);
+	out(`${'Name'.padEnd(w)} ${'Type'.padStart(10)} ${'Status'.padStart(10)} ${'Total'.padStart(15)} ${'Used'.padStart(15)} ${'Available'.padStart(15)} ${'%'.padStart(8)}`);
+	for (const s of rows) {
+		const pct = `${((s.used * 100) / s.total).toFixed(2).padStart(7)}%`;
+		out(`${s.storage.padEnd(w)} ${s.type.padStart(10)} ${'active'.padStart(10)} ${fmt(s.total / 1024)} ${fmt(s.used / 1024)} ${fmt(s.avail / 1024)} ${pct}`);
+	}
+}
+
+const TEMPLATE_FORMATS = [['.tar.zst', 'tzst'], ['.tar.xz', 'txz'], ['.tar.gz', 'tgz']];
+
+function volumes(ctx, storage) {
+	if (storage === 'local') {
+		return templates(ctx).map((volid, i) => ({
+			volid,
+			format: TEMPLATE_FORMATS.find(([ext]) => volid.endsWith(ext))?.[1] ?? 'raw',
+			content: 'vztmpl',
+			size: 126_000_000 + i * 7_340_032
+		}));
+	}
+	if (storage === 'local-lvm') {
+		return listCts(ctx)
+			.filter((c) => String(c.rootfs).startsWith('local-lvm:'))
+			.map((c) => ({ volid: `local-lvm:vm-${c.vmid}-disk-0`, format: 'raw', content: 'rootdir', size: diskGb(c) * 1024 ** 3, vmid: c.vmid }));
+	}
+	fail(`storage '${storage}' does not exist`);
+}
+
+function list(ctx, storage, content) {
+	if (!storage) fail('400 not enough arguments\npvesm list <storage> [OPTIONS]');
+	const all = volumes(ctx, storage).filter((v) => !content || v.content === content);
+	// PVE prints guest-owned volumes first, then the rest sorted by format.
+	const vols = [...all.filter((v) => v.vmid), ...all.filter((v) => !v.vmid).sort((a, b) => a.format.localeCompare(b.format))];
+	const nameW = Math.max(5, ...vols.map((v) => v.volid.length));
+	const sizeW = Math.max(4, ...vols.map((v) => String(v.size).length));
+	const base = (a, b, c, d) => `${a.padEnd(nameW)} ${b.padEnd(7)} ${c.padEnd(9)} ${String(d).padStart(sizeW)}`;
+	out(`${base('Volid', 'Format', 'Type', 'Size')} VMID`);
+	for (const v of vols) out(v.vmid ? `${base(v.volid, v.format, v.content, v.size)} ${v.vmid}` : base(v.volid, v.format, v.content, v.size));
+}
+
+/** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
+export function pvesm(ctx, args) {
+	const [cmd, ...rest] = args;
+	const { positional, opts } = parseOpts(rest);
+	if (cmd === 'status') return status(ctx, opts.get('storage'));
+	if (cmd === 'list') return list(ctx, positional[0], opts.get('content'));
+	fail(`ERROR: unknown command 'pvesm${cmd ? ` ${cmd}` : ''}'\nUSAGE: pvesm <COMMAND> [ARGS] [OPTIONS]`);
+}

@@ -1,0 +1,160 @@
+// Proxmox VE node test double: a real SSH server on 127.0.0.1 whose exec requests run through
+// `bash -c` with fake pct/pvesh/pvesm/systemctl/apt-get first on PATH (see bin/ and fake/).
+import { timingSafeEqual } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { constants, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
+import { runOverChannel, type RunningCommand } from './exec';
+import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
+import {
+	readArgvLog, readContainers, readHangs, setFaultIn, writeSeed,
+	type CtState, type FaultName, type Faults, type SeedCt
+} from './state';
+
+export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
+export type { CtState, FailFault, FaultName, FaultValue, Faults, SeedCt, ToolName } from './state';
+
+const { Server, utils } = ssh2;
+const BIN_DIR = fileURLToPath(new URL('./bin', import.meta.url));
+
+export interface ProxmoxDoubleOptions {
+	/** default 0 = pick a free port */
+	port?: number;
+	/** default 'strong' */
+	nodeName?: string;
+	/** default: a fresh temp dir (removed on close); a given dir is kept */
+	stateDir?: string;
+	seed?: SeedCt[];
+	/** reuse this OpenSSH private host key instead of generating one */
+	hostKeyPath?: string;
+	/** delay between streamed progress lines (PVE_DOUBLE_DELAY_MS), default 50 */
+	delayMs?: number;
+	/** volids `pct create` accepts; default debian-12, ubuntu-24.04, alpine-3.20 on local:vztmpl */
+	templates?: string[];
+}
+
+export interface ProxmoxDouble {
+	host: '127.0.0.1';
+	port: number;
+	nodeName: string;
+	user: 'root';
+	/** OpenSSH-format ed25519 private key (no passphrase) the client must authenticate with */
+	clientKeyPath: string;
+	/** `SHA256:<base64 without padding>` as `ssh-keygen -lf` prints it */
+	hostKeyFingerprint: string;
+	stateDir: string;
+	/** argv of every fake-binary invocation (argv[0] = tool name), in order */
+	argvLog(): Promise<string[][]>;
+	/** raw command strings received over SSH, in order */
+	execLog(): string[];
+	setFault<K extends FaultName>(name: K, value: Faults[K] | null): Promise<void>;
+	containers(): Promise<CtState[]>;
+	/** pids of fake invocations that hung (fault or `create: 'hang'`) — to assert they were killed */
+	hangs(): Promise<{ pid: number; tool: string }[]>;
+	close(): Promise<void>;
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+	return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Publickey only, user root, only `allowed`; signatures really verified. Everything else is rejected. */
+function authenticate(ctx: AuthContext, allowed: ParsedKey): void {
+	if (ctx.method !== 'publickey' || ctx.username !== 'root') return ctx.reject(['publickey']);
+	if (ctx.key.algo !== allowed.type || !sameBytes(ctx.key.data, allowed.getPublicSSH())) return ctx.reject(['publickey']);
+	if (!ctx.signature || !ctx.blob) return ctx.accept(); // key probe -> PK_OK, client then signs
+	if (allowed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(['publickey']);
+	ctx.accept();
+}
+
+function parsePublicKey(data: Buffer): ParsedKey {
+	const parsed = utils.parseKey(data);
+	const key = Array.isArray(parsed) ? parsed[0] : parsed;
+	if (!key || key instanceof Error) throw new Error(`cannot parse client public key: ${String(key)}`);
+	return key;
+}
+
+export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promise<ProxmoxDouble> {
+	const nodeName = opts.nodeName ?? 'strong';
+	const keyDir = await mkdtemp(join(tmpdir(), 'pve-double-keys-'));
+	const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), 'pve-double-state-')));
+	await mkdir(stateDir, { recursive: true });
+	if (opts.seed) await writeSeed(stateDir, opts.seed);
+	if (opts.templates) await writeFile(join(stateDir, 'templates.json'), JSON.stringify(opts.templates));
+
+	const client = await generateKeyPair(keyDir, 'id_ed25519', 'nomos@proxmox-double');
+	const hostKeyPath = opts.hostKeyPath ?? (await generateKeyPair(keyDir, 'ssh_host_ed25519_key', `root@${nodeName}`)).privateKeyPath;
+	const hostKeyFingerprint = await fingerprintOfPrivateKey(hostKeyPath);
+	const allowedKey = parsePublicKey(await readFile(client.publicKeyPath));
+
+	// bash sources ~/.bashrc when stdin is a socket (it assumes sshd), so give it an empty HOME.
+	const home = join(stateDir, 'home');
+	await mkdir(home, { recursive: true });
+	const env: NodeJS.ProcessEnv = {
+		PATH: `${BIN_DIR}:${process.env.PATH ?? ''}`,
+		HOME: home,
+		PVE_DOUBLE_STATE: stateDir,
+		PVE_DOUBLE_NODE: nodeName,
+		PVE_DOUBLE_DELAY_MS: String(opts.delayMs ?? process.env.PVE_DOUBLE_DELAY_MS ?? 50)
+	};
+	const execLog: string[] = [];
+	const active = new Set<RunningCommand>();
+	const connections = new Set<Connection>();
+
+	const onConnection = (conn: Connection): void => {
+		connections.add(conn);
+		conn.on('close', () => connections.delete(conn));
+		conn.on('error', () => {}); // client resets are expected in tests
+		conn.on('authentication', (ctx) => authenticate(ctx, allowedKey));
+		conn.on('ready', () => {
+			conn.on('session', (acceptSession) => {
+				const session = acceptSession();
+				let running: RunningCommand | undefined;
+				session.on('exec', (accept, _reject, info) => {
+					execLog.push(info.command);
+					const cmd = runOverChannel(accept(), info.command, env);
+					running = cmd;
+					active.add(cmd);
+					void cmd.done.then(() => active.delete(cmd));
+				});
+				session.on('signal', (_accept, _reject, info) => {
+					const sig = `SIG${info.name}`;
+					if (sig in constants.signals) running?.kill(sig as NodeJS.Signals);
+				});
+			});
+		});
+	};
+
+	const server = new Server({ hostKeys: [await readFile(hostKeyPath)] }, onConnection);
+	await new Promise<void>((resolve, reject) => {
+		server.once('error', reject);
+		server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+	});
+	const port = (server.address() as AddressInfo).port;
+
+	return {
+		host: '127.0.0.1',
+		port,
+		nodeName,
+		user: 'root',
+		clientKeyPath: client.privateKeyPath,
+		hostKeyFingerprint,
+		stateDir,
+		argvLog: () => readArgvLog(stateDir),
+		execLog: () => [...execLog],
+		setFault: (name, value) => setFaultIn(stateDir, name, value),
+		containers: () => readContainers(stateDir),
+		hangs: () => readHangs(stateDir),
+		async close() {
+			for (const cmd of active) cmd.kill('SIGKILL');
+			for (const conn of connections) conn.end();
+			await new Promise<void>((resolve) => server.close(() => resolve()));
+			await Promise.all([...active].map((cmd) => cmd.done));
+			await rm(keyDir, { recursive: true, force: true });
+			if (!opts.stateDir) await rm(stateDir, { recursive: true, force: true });
+		}
+	};
+}

@@ -1,0 +1,133 @@
+// Types and state-dir helpers shared by the Proxmox double's server and tests.
+// The on-disk format is owned by fake/*.mjs; keep CtState in sync with fake/pct-create.mjs.
+import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export type ToolName = 'pct' | 'pvesh' | 'pvesm' | 'systemctl' | 'apt-get';
+
+export interface CtState {
+	vmid: number;
+	hostname: string;
+	status: 'running' | 'stopped';
+	arch: string;
+	cores: number;
+	memory: number;
+	swap: number;
+	ostype: string;
+	rootfs: string;
+	unprivileged: 0 | 1;
+	net0?: string;
+	features?: string;
+	onboot?: 0 | 1;
+	tags?: string;
+	lock?: string;
+	ostemplate?: string;
+	/** epoch ms of the last start, for uptime */
+	startedAt?: number;
+}
+
+export interface SeedCt {
+	vmid: number;
+	hostname: string;
+	status?: 'running' | 'stopped';
+	cores?: number;
+	memory?: number;
+	swap?: number;
+	diskGb?: number;
+	ostype?: string;
+	unprivileged?: 0 | 1;
+	features?: string;
+	/** defaults to `name=eth0,bridge=vmbr0,hwaddr=<derived>,ip=dhcp,type=veth` */
+	net0?: string;
+}
+
+export interface FailFault {
+	tool: ToolName;
+	/** only fail when the space-joined argv contains this substring */
+	match?: string;
+	exitCode: number;
+	stderr?: string;
+}
+
+/** Faults read by fake-pve.mjs on every invocation. */
+export interface Faults {
+	/** `pct create`: 'fail' = dies after some progress (exit 255); 'hang' = prints one line, then blocks until killed */
+	create?: 'fail' | 'hang';
+	/** every invocation of this tool blocks (after logging argv) until killed */
+	hang?: ToolName;
+	/** matching invocations print `stderr` and exit with `exitCode` before doing anything */
+	fail?: FailFault;
+}
+export type FaultName = keyof Faults;
+export type FaultValue = Faults[FaultName];
+
+/** Same derivation as fake/common.mjs hwaddrFor(). */
+export function hwaddrFor(vmid: number): string {
+	const h = (Math.imul(vmid, 2654435761) >>> 0).toString(16).padStart(8, '0').toUpperCase();
+	return `BC:24:11:${h.slice(0, 2)}:${h.slice(2, 4)}:${h.slice(4, 6)}`;
+}
+
+export function ctFromSeed(seed: SeedCt, now = Date.now()): CtState {
+	const status = seed.status ?? 'stopped';
+	const ct: CtState = {
+		vmid: seed.vmid,
+		hostname: seed.hostname,
+		status,
+		arch: 'amd64',
+		cores: seed.cores ?? 1,
+		memory: seed.memory ?? 512,
+		swap: seed.swap ?? 512,
+		ostype: seed.ostype ?? 'debian',
+		rootfs: `local-lvm:vm-${seed.vmid}-disk-0,size=${seed.diskGb ?? 8}G`,
+		unprivileged: seed.unprivileged ?? 1,
+		net0: seed.net0 ?? `name=eth0,bridge=vmbr0,hwaddr=${hwaddrFor(seed.vmid)},ip=dhcp,type=veth`
+	};
+	if (seed.features) ct.features = seed.features;
+	if (status === 'running') ct.startedAt = now - 3_600_000;
+	return ct;
+}
+
+async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+	const tmp = `${path}.${process.pid}.tmp`;
+	await writeFile(tmp, JSON.stringify(value, null, 2) + '\n');
+	await rename(tmp, path);
+}
+
+export async function writeSeed(stateDir: string, seeds: readonly SeedCt[]): Promise<void> {
+	await mkdir(join(stateDir, 'cts'), { recursive: true });
+	for (const seed of seeds) {
+		await mkdir(join(stateDir, 'guests', String(seed.vmid), 'rootfs'), { recursive: true });
+		await writeJsonAtomic(join(stateDir, 'cts', `${seed.vmid}.json`), ctFromSeed(seed));
+	}
+}
+
+export async function readContainers(stateDir: string): Promise<CtState[]> {
+	const dir = join(stateDir, 'cts');
+	const files = (await readdir(dir).catch(() => [])).filter((f) => /^\d+\.json$/.test(f));
+	const cts = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CtState));
+	return cts.sort((a, b) => a.vmid - b.vmid);
+}
+
+async function readLines(path: string): Promise<string[]> {
+	const text = await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+		if (e.code === 'ENOENT') return '';
+		throw e;
+	});
+	return text.split('\n').filter((l) => l.length > 0);
+}
+
+export async function readArgvLog(stateDir: string): Promise<string[][]> {
+	return (await readLines(join(stateDir, 'argv.log'))).map((l) => JSON.parse(l) as string[]);
+}
+
+export async function readHangs(stateDir: string): Promise<{ pid: number; tool: string }[]> {
+	return (await readLines(join(stateDir, 'hangs.log'))).map((l) => JSON.parse(l) as { pid: number; tool: string });
+}
+
+export async function setFaultIn<K extends FaultName>(stateDir: string, name: K, value: Faults[K] | null): Promise<void> {
+	const path = join(stateDir, 'faults.json');
+	const current = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Faults;
+	if (value === null) delete current[name];
+	else current[name] = value;
+	await writeJsonAtomic(path, current);
+}

@@ -1,0 +1,93 @@
+import postgres from 'postgres';
+import { describe, expect, it } from 'vitest';
+import { runMigrations } from '../../src/lib/server/db/migrate';
+import { createTestDatabase } from '../helpers/db';
+import { spawnTs } from '../helpers/spawn';
+
+const EXPECTED_TABLES = [
+	'approvals',
+	'assent_windows',
+	'auth_sessions',
+	'chat_sessions',
+	'entities',
+	'events',
+	'execution_sessions',
+	'executions',
+	'hosts',
+	'knowledge',
+	'messages',
+	'operators',
+	'plans',
+	'session_questions',
+	'settings',
+	'tasks'
+];
+
+async function tables(url: string): Promise<string[]> {
+	const sql = postgres(url, { max: 1 });
+	try {
+		const rows = await sql<{ table_name: string }[]>`
+			select table_name from information_schema.tables where table_schema = 'public' order by 1`;
+		return rows.map((r) => r.table_name);
+	} finally {
+		await sql.end();
+	}
+}
+
+async function appliedCount(url: string): Promise<number> {
+	const sql = postgres(url, { max: 1 });
+	try {
+		const [row] = await sql<{ n: number }[]>`select count(*)::int as n from drizzle.__drizzle_migrations`;
+		return row.n;
+	} finally {
+		await sql.end();
+	}
+}
+
+function migrateInChild(url: string): Promise<{ code: number | null; out: string }> {
+	return new Promise((resolve) => {
+		const child = spawnTs('tests/helpers/migrate-child.ts', [url]);
+		let out = '';
+		child.stdout!.on('data', (d) => (out += d));
+		child.stderr!.on('data', (d) => (out += d));
+		child.on('exit', (code) => resolve({ code, out }));
+	});
+}
+
+describe('migrations', () => {
+	it('create the whole schema on an empty database', async () => {
+		const url = await createTestDatabase({ empty: true });
+		expect(await tables(url)).toEqual([]);
+		await runMigrations(url);
+		expect(await tables(url)).toEqual(EXPECTED_TABLES);
+		const sql = postgres(url, { max: 1 });
+		const triggers = await sql`select tgname from pg_trigger where tgname = 'events_notify'`;
+		await sql.end();
+		expect(triggers).toHaveLength(1);
+	});
+
+	it('are a no-op on an existing, migrated database and keep its data', async () => {
+		const url = await createTestDatabase();
+		const sql = postgres(url, { max: 1 });
+		await sql`insert into knowledge (title, body) values ('kept', 'survives a re-run')`;
+		const before = await appliedCount(url);
+		await runMigrations(url);
+		expect(await appliedCount(url)).toBe(before);
+		const rows = await sql`select title from knowledge`;
+		await sql.end();
+		expect(rows.map((r) => r.title)).toEqual(['kept']);
+	});
+
+	it('serialise when two processes migrate the same empty database at once', async () => {
+		const url = await createTestDatabase({ empty: true });
+		const [a, b] = await Promise.all([migrateInChild(url), migrateInChild(url)]);
+		expect(a.code, a.out).toBe(0);
+		expect(b.code, b.out).toBe(0);
+		expect(await tables(url)).toEqual(EXPECTED_TABLES);
+		const count = await appliedCount(url);
+		const sql = postgres(url, { max: 1 });
+		const [{ n }] = await sql<{ n: number }[]>`select count(distinct hash)::int as n from drizzle.__drizzle_migrations`;
+		await sql.end();
+		expect(count).toBe(n);
+	}, 60_000);
+});

@@ -1,0 +1,263 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Client } from 'ssh2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { collect, connectTo, execOn, openExec, shQuote } from '../doubles/proxmox/client';
+import { generateHostKey, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+
+const run = promisify(execFile);
+const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+
+/** Alive = has a /proc entry that is not a zombie. */
+async function isAlive(pid: number): Promise<boolean> {
+	const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+	return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+	const until = Date.now() + timeoutMs;
+	for (;;) {
+		const v = await probe();
+		if (v !== undefined) return v;
+		if (Date.now() > until) throw new Error('waitFor: timed out');
+		await new Promise((r) => setTimeout(r, 25));
+	}
+}
+
+let pve: ProxmoxDouble;
+let conn: Client;
+const sh = (command: string) => execOn(conn, command);
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({
+		delayMs: 20,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running', cores: 2, memory: 1024 },
+			{ vmid: 101, hostname: 'db', status: 'stopped' }
+		]
+	});
+	conn = await connectTo(pve);
+});
+
+afterEach(async () => {
+	for (const name of ['create', 'hang', 'fail'] as const) await pve.setFault(name, null);
+});
+
+afterAll(async () => {
+	conn?.end();
+	await pve?.close();
+});
+
+describe('ssh transport', () => {
+	it('advertises the host key whose fingerprint ssh-keygen prints', async () => {
+		const { stdout: scan } = await run('ssh-keyscan', ['-t', 'ed25519', '-p', String(pve.port), '127.0.0.1']);
+		const keyscanLine = scan.split('\n').find((l) => l.includes('ssh-ed25519')) ?? '';
+		const lf = await new Promise<string>((resolve, reject) => {
+			const child = execFile('ssh-keygen', ['-lf', '-'], (e, out) => (e ? reject(e) : resolve(out)));
+			child.stdin?.end(keyscanLine + '\n');
+		});
+		expect(lf.split(/\s+/)[1]).toBe(pve.hostKeyFingerprint);
+		expect(pve.hostKeyFingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
+	});
+
+	it('reuses a given host key, and a different key fails host verification', async () => {
+		const key = await generateHostKey();
+		const other = await startProxmoxDouble({ hostKeyPath: key.privateKeyPath });
+		try {
+			const { stdout } = await run('ssh-keygen', ['-lf', key.publicKeyPath]);
+			expect(stdout.split(/\s+/)[1]).toBe(other.hostKeyFingerprint);
+			expect(other.hostKeyFingerprint).not.toBe(pve.hostKeyFingerprint);
+			// pinning the first server's fingerprint against the second server must fail
+			await expect(connectTo({ ...other, hostKeyFingerprint: pve.hostKeyFingerprint })).rejects.toThrow(/verification failed/i);
+		} finally {
+			await other.close();
+			await rm(dirname(key.privateKeyPath), { recursive: true, force: true });
+		}
+	});
+
+	it('rejects a wrong client key and password auth', async () => {
+		const stranger = await generateHostKey(); // any other ed25519 key pair
+		await expect(connectTo({ ...pve, clientKeyPath: stranger.privateKeyPath })).rejects.toThrow(/authentication methods failed/);
+		await expect(connectTo(pve, { privateKey: undefined, password: 'hunter22' })).rejects.toThrow(/authentication methods failed/);
+		await expect(connectTo({ ...pve, user: 'admin' })).rejects.toThrow(/authentication methods failed/);
+		await rm(dirname(stranger.privateKeyPath), { recursive: true, force: true });
+	});
+
+	it('runs commands through bash with stdin, stderr and exit codes', async () => {
+		expect(await sh('echo out; echo oops >&2; exit 7')).toMatchObject({ stdout: 'out\n', stderr: 'oops\n', code: 7 });
+		const ch = await openExec(conn, 'cat; echo done >&2');
+		ch.end('piped-in');
+		expect(await collect(ch)).toMatchObject({ stdout: 'piped-in', stderr: 'done\n', code: 0 });
+		expect(pve.execLog()).toContain('cat; echo done >&2');
+	});
+});
+
+describe('argv logging', () => {
+	const hostile = [
+		`it's "quoted"`, '$(touch /tmp/pve-double-pwned)', '`id`', 'line1\nline2', '  spaced  out  ',
+		'ünïcødé → 🚀', '', '--', '-n', '*', 'a;b|c&&d', 'back\\slash', '$HOME', "'"
+	];
+
+	it('logs pct exec argv byte-exact and executes it without a shell', async () => {
+		const r = await sh(`pct exec 100 -- printf '%s\\0' ${hostile.map(shQuote).join(' ')}`);
+		expect(r.code).toBe(0);
+		expect(r.stdout.split('\0').slice(0, -1)).toEqual(hostile);
+		const log = await pve.argvLog();
+		expect(log.at(-1)).toEqual(['pct', 'exec', '100', '--', 'printf', '%s\\0', ...hostile]);
+		expect(existsSync('/tmp/pve-double-pwned')).toBe(false);
+	});
+
+	it('logs every tool invocation with argv[0] = tool name', async () => {
+		await sh(`pvesh get ${shQuote('/nodes/$(id)')} --output-format json; systemctl is-active ${shQuote('we ird')}`);
+		expect((await pve.argvLog()).slice(-2)).toEqual([
+			['pvesh', 'get', '/nodes/$(id)', '--output-format', 'json'],
+			['systemctl', 'is-active', 'we ird']
+		]);
+	});
+});
+
+describe('pct', () => {
+	it('create streams progress, then list / status / config show the CT', async () => {
+		const ch = await openExec(conn, `pct create 120 ${TEMPLATE} --hostname web --cores 2 --memory 2048 --rootfs local-lvm:8 --net0 name=eth0,bridge=vmbr0,ip=dhcp --features nesting=1 --unprivileged 1`);
+		const chunkTimes: number[] = [];
+		ch.on('data', () => chunkTimes.push(Date.now()));
+		const r = await collect(ch);
+		expect(r.code).toBe(0);
+		expect(chunkTimes.length).toBeGreaterThan(5);
+		expect(chunkTimes.at(-1)! - chunkTimes[0]!).toBeGreaterThan(100); // really streamed over time
+		expect(r.stdout).toContain('  Logical volume "vm-120-disk-0" created.\n');
+		expect(r.stdout).toContain('Creating filesystem with 2097152 4k blocks and 524288 inodes\n');
+		expect(r.stdout).toContain("extracting archive '/var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst'\n");
+		expect(r.stdout).toContain('Total bytes read: 524288000 (500MiB, 250MiB/s)\n');
+
+		const list = await sh('pct list');
+		expect(list.stdout.split('\n')[0]).toBe('VMID       Status     Lock         Name                ');
+		expect(list.stdout).toContain('120        stopped                 web                 \n');
+		expect(list.stdout).toContain('100        running                 caddy               \n');
+
+		expect((await sh('pct status 120')).stdout).toBe('status: stopped\n');
+		expect((await sh('pct config 120')).stdout).toMatch(
+			/^arch: amd64\ncores: 2\nfeatures: nesting=1\nhostname: web\nmemory: 2048\nnet0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11(:[0-9A-F]{2}){3},ip=dhcp,type=veth\nostype: debian\nrootfs: local-lvm:vm-120-disk-0,size=8G\nswap: 512\nunprivileged: 1\n$/
+		);
+		expect(await sh('pct start 120 && pct status 120')).toMatchObject({ code: 0, stdout: 'status: running\n' });
+		expect(await sh('pct start 120')).toMatchObject({ code: 255, stderr: 'CT 120 already running\n' });
+		expect((await pve.containers()).find((c) => c.vmid === 120)).toMatchObject({ status: 'running', cores: 2, memory: 2048 });
+	});
+
+	it('reports real errors for existing / unknown ids and bad templates', async () => {
+		expect(await sh(`pct create 100 ${TEMPLATE} --rootfs local-lvm:4`)).toMatchObject({ code: 255, stderr: "CT 100 already exists on node 'strong'\n" });
+		expect(await sh('pct status 999')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/strong/lxc/999.conf' does not exist\n" });
+		const bad = await sh('pct create 121 local:vztmpl/nope.tar.zst --rootfs local-lvm:4');
+		expect(bad).toMatchObject({ code: 255, stderr: "unable to create CT 121 - volume 'local:vztmpl/nope.tar.zst' does not exist\n" });
+		expect(bad.stdout).toContain('  Logical volume "vm-121-disk-0" successfully removed.');
+		expect((await pve.containers()).map((c) => c.vmid)).not.toContain(121);
+		expect((await sh(`pct create 122 ${TEMPLATE}`)).stderr).toContain("storage: storage 'local' does not support container directories");
+	});
+
+	it('refuses to destroy a running CT, destroys a stopped one', async () => {
+		await sh(`pct create 130 ${TEMPLATE} --rootfs local-lvm:4 --start 1`);
+		expect(await sh('pct destroy 130 --purge')).toMatchObject({ code: 255, stderr: 'unable to destroy CT 130 - container is running\n' });
+		expect(await sh('pct stop 130 && pct destroy 130 --purge')).toMatchObject({ code: 0, stdout: '  Logical volume "vm-130-disk-0" successfully removed.\n' });
+		expect((await sh('pct list')).stdout).not.toContain('130 ');
+	});
+
+	it('pct exec requires a running CT and runs in the CT dir', async () => {
+		expect(await sh('pct exec 101 -- true')).toMatchObject({ code: 255, stderr: 'CT 101 not running\n' });
+		expect((await sh('pct exec 100 -- pwd')).stdout).toBe(join(pve.stateDir, 'guests', '100', 'rootfs') + '\n');
+		expect((await sh('pct exec 100 -- sh -c "exit 3"')).code).toBe(3);
+	});
+});
+
+describe('pvesh / pvesm / systemctl / apt-get', () => {
+	it('pvesh prints PVE JSON', async () => {
+		const nodes = JSON.parse((await sh('pvesh get /nodes --output-format json')).stdout) as Record<string, unknown>[];
+		expect(nodes).toEqual([expect.objectContaining({ node: 'strong', status: 'online', type: 'node', id: 'node/strong', maxcpu: 8 })]);
+
+		const cts = JSON.parse((await sh('pvesh get /nodes/strong/lxc --output-format json')).stdout) as Record<string, unknown>[];
+		const caddy = cts.find((c) => c.vmid === 100);
+		expect(caddy).toMatchObject({ name: 'caddy', status: 'running', type: 'lxc', cpus: 2, maxmem: 1024 * 1024 ** 2 });
+		expect(caddy?.cpu).toBeGreaterThan(0);
+		expect(caddy?.mem).toBeGreaterThan(0);
+		expect(cts.find((c) => c.vmid === 101)).toMatchObject({ status: 'stopped', cpu: 0, mem: 0, uptime: 0 });
+
+		const current = JSON.parse((await sh('pvesh get /nodes/strong/lxc/100/status/current --output-format json')).stdout) as Record<string, unknown>;
+		expect(current).toMatchObject({ vmid: 100, status: 'running', ha: { managed: 0 } });
+
+		expect((await sh('pvesh get /cluster/nextid')).stdout).toBe('102\n');
+		expect(JSON.parse((await sh('pvesh get /cluster/nextid --output-format json')).stdout)).toBe('102');
+		expect(await sh('pvesh get /nope')).toMatchObject({ code: 255, stderr: "No 'get' handler defined for '/nope'\n" });
+	});
+
+	it('pvesm status prints the real table', async () => {
+		const lines = (await sh('pvesm status')).stdout.trimEnd().split('\n');
+		expect(lines[0]).toBe('Name             Type     Status           Total            Used       Available        %');
+		expect(lines[1]).toMatch(/^local\s+dir\s+active\s+\d+\s+\d+\s+\d+\s+\d+\.\d\d%$/);
+		expect(lines[2]).toMatch(/^local-lvm\s+lvmthin\s+active\s+\d+\s+\d+\s+\d+\s+\d+\.\d\d%$/);
+	});
+
+	it('systemctl keeps unit state; status exits 3 when inactive', async () => {
+		expect(await sh('systemctl is-active pveproxy')).toMatchObject({ code: 0, stdout: 'active\n' });
+		await sh('systemctl stop pveproxy');
+		const st = await sh('systemctl status pveproxy');
+		expect(st.code).toBe(3);
+		expect(st.stdout).toMatch(/^○ pveproxy\.service - PVE API Proxy Server\n.*\n\s+Active: inactive \(dead\)\n$/);
+		await sh('systemctl start pveproxy');
+		expect((await sh('systemctl status pveproxy.service')).stdout).toContain('Active: active (running) since');
+		expect(await sh('systemctl status nope')).toMatchObject({ code: 4, stderr: 'Unit nope.service could not be found.\n' });
+	});
+
+	it('apt-get update / dist-upgrade print Debian-style output', async () => {
+		expect((await sh('apt-get update')).stdout).toMatch(/Hit:\d+ http:\/\/download\.proxmox\.com\/debian\/pve bookworm InRelease\n[\s\S]*Reading package lists\.\.\.\n$/);
+		expect(await sh('apt-get dist-upgrade')).toMatchObject({ code: 1, stdout: expect.stringContaining('Do you want to continue? [Y/n] Abort.') });
+		const up = await sh('apt-get -y dist-upgrade');
+		expect(up.stdout).toContain('Setting up pve-manager (8.3.3) ...');
+		expect((await sh('apt-get -y dist-upgrade')).stdout).toContain('0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.');
+	});
+});
+
+describe('faults', () => {
+	it('create: fail dies midway with a real-looking error', async () => {
+		await pve.setFault('create', 'fail');
+		const r = await sh(`pct create 140 ${TEMPLATE} --rootfs local-lvm:4`);
+		expect(r.code).toBe(255);
+		expect(r.stdout).toContain("extracting archive '/var/lib/vz/template/cache/");
+		expect(r.stderr).toMatch(/^tar: .*No space left on device\n[\s\S]*unable to create CT 140 - command 'lxc-usernsexec .* failed: exit code 2\n$/);
+		expect((await pve.containers()).map((c) => c.vmid)).not.toContain(140);
+	});
+
+	it('create: hang is killed when the client closes the channel', async () => {
+		await pve.setFault('create', 'hang');
+		const ch = await openExec(conn, `pct create 141 ${TEMPLATE} --rootfs local-lvm:4`);
+		const firstLine = new Promise<string>((resolve) => ch.once('data', (d: Buffer) => resolve(d.toString())));
+		const closed = collect(ch);
+		expect(await firstLine).toContain('Logical volume "vm-141-disk-0" created.');
+		const { pid } = await waitFor(async () => (await pve.hangs()).find((h) => h.tool === 'pct'));
+		expect(await isAlive(pid)).toBe(true);
+		expect((await sh('pct list')).stdout).toMatch(/141\s+stopped\s+create\s+CT141/); // locked while creating
+		ch.close();
+		await closed;
+		await waitFor(async () => ((await isAlive(pid)) ? undefined : true));
+	});
+
+	it('hang: <tool> blocks until an SSH signal kills the process group', async () => {
+		await pve.setFault('hang', 'pvesm');
+		const ch = await openExec(conn, 'echo started; pvesm status; echo never');
+		const result = collect(ch);
+		const { pid } = await waitFor(async () => (await pve.hangs()).find((h) => h.tool === 'pvesm'));
+		ch.signal('KILL');
+		const r = await result;
+		expect(r.stdout).toBe('started\n');
+		expect(r).toMatchObject({ code: null, signal: 'SIGKILL' }); // ssh2's client re-adds the SIG prefix
+		await waitFor(async () => ((await isAlive(pid)) ? undefined : true));
+	});
+
+	it('fail: makes a matching invocation exit with the given code and stderr', async () => {
+		const stderr = 'Job for pveproxy.service failed because the control process exited with error code.';
+		await pve.setFault('fail', { tool: 'systemctl', match: 'restart pveproxy', exitCode: 1, stderr });
+		expect(await sh('systemctl restart pveproxy')).toMatchObject({ code: 1, stderr: stderr + '\n' });
+		expect((await sh('systemctl restart pvedaemon')).code).toBe(0);
+	});
+});

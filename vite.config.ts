@@ -1,0 +1,17 @@
+import { sveltekit } from '@sveltejs/kit/vite';
+import tailwindcss from '@tailwindcss/vite';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+	plugins: [tailwindcss(), sveltekit()],
+	server: { watch: { ignored: ['**/.nomos/**', '**/tests/.tmp/**'] } },
+	test: {
+		include: ['tests/unit/**/*.test.ts', 'tests/integration/**/*.test.ts'],
+		globalSetup: ['tests/helpers/global-setup.ts'],
+		testTimeout: 30_000,
+		hookTimeout: 60_000,
+		pool: 'forks',
+		fileParallelism: true,
+		maxWorkers: 2
+	}
+});
