@@ -1,4 +1,5 @@
-import { connectDb, disconnectDb } from './db/index';
+import { connectDb, disconnectDb, sql } from './db/index';
+import { Hub, setHub } from './realtime/hub';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
 import { countOperators, ensureConfiguredOperator, issueSetupToken } from './db/queries/operators';
@@ -64,6 +65,10 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 	}
 	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(config.NOMOS_HOSTS);
 
+	const hub = new Hub(sql());
+	await hub.start();
+	setHub(hub);
+
 	let worker: WorkerHandle | undefined;
 	if (role === 'worker' || config.NOMOS_WORKER) {
 		worker = await startWorker({
@@ -88,6 +93,8 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 			stopping ??= (async () => {
 				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log(`shutdown: ${e}`));
 				await worker?.stop();
+				await hub.stop();
+				setHub(undefined);
 				await disconnectDb();
 				if (embedded?.owned) {
 					await embedded.stop();

@@ -95,6 +95,8 @@ export const messages = pgTable(
 		status: text('status', { enum: messageStatuses }).notNull().default('complete'),
 		origin: text('origin', { enum: messageOrigins }).notNull().default('chat'),
 		error: text('error'),
+		/** Bumped on every update; clients keep the snapshot with the highest rev. */
+		rev: integer('rev').notNull().default(0),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},

@@ -1,0 +1,136 @@
+import type { Sql } from '../db/index';
+import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
+import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
+
+/** An event as sent to browsers: the row, plus the message snapshot for `message.updated`. */
+export type OutEvent = EventRow & { message?: MessageRow };
+
+export interface Subscriber {
+	/** Which events this subscriber wants. */
+	accepts(e: EventRow): boolean;
+	deliver(e: OutEvent): void;
+	ping(): void;
+}
+
+type Listener = (e: EventRow) => void;
+
+const g = globalThis as unknown as { __nomosHub?: Hub };
+
+/**
+ * One LISTEN connection per process, fanned out in memory. On every notification (and after
+ * every reconnect of the LISTEN connection) it reads the events after the last one it saw —
+ * ids are commit-ordered (see emitEvent) — so a dropped notification loses nothing.
+ */
+export class Hub {
+	#sql: Sql;
+	#last = 0;
+	#subscribers = new Set<Subscriber>();
+	#listeners = new Set<Listener>();
+	#fetching: Promise<void> | null = null;
+	#again = false;
+	#heartbeat: NodeJS.Timeout | undefined;
+	#unlisten: (() => Promise<void>) | undefined;
+	#listenCount = 0;
+
+	constructor(sql: Sql) {
+		this.#sql = sql;
+	}
+
+	/** How many times the LISTEN was (re-)established; for tests. */
+	get listenCount() {
+		return this.#listenCount;
+	}
+
+	async start(): Promise<void> {
+		let ready = false;
+		const res = await this.#sql.listen(
+			'nomos_events',
+			() => ready && this.#catchUp(),
+			() => {
+				this.#listenCount++;
+				// A re-established LISTEN may have missed notifications: read what came since.
+				if (ready) this.#catchUp();
+			}
+		);
+		// LISTEN is active: every event after this id is read by #catchUp.
+		this.#last = await latestEventId(this.#sql);
+		ready = true;
+		this.#catchUp();
+		this.#unlisten = res.unlisten;
+		this.#heartbeat = setInterval(() => {
+			for (const s of this.#subscribers) s.ping();
+		}, 15_000);
+		this.#heartbeat.unref();
+	}
+
+	async stop(): Promise<void> {
+		clearInterval(this.#heartbeat);
+		await this.#unlisten?.().catch(() => undefined);
+		this.#subscribers.clear();
+		this.#listeners.clear();
+	}
+
+	subscribe(s: Subscriber): () => void {
+		this.#subscribers.add(s);
+		return () => this.#subscribers.delete(s);
+	}
+
+	/** In-process listeners (e.g. turn cancellation); called for every event, in order. */
+	onEvent(fn: Listener): () => void {
+		this.#listeners.add(fn);
+		return () => this.#listeners.delete(fn);
+	}
+
+	get subscriberCount() {
+		return this.#subscribers.size;
+	}
+
+	#catchUp(): void {
+		if (this.#fetching) {
+			this.#again = true;
+			return;
+		}
+		this.#fetching = (async () => {
+			do {
+				this.#again = false;
+				let batch: EventRow[];
+				do {
+					batch = await listEventsAfter(this.#sql, this.#last, { limit: 500 });
+					if (batch.length === 0) break;
+					this.#last = batch[batch.length - 1].id;
+					await this.#dispatch(batch);
+				} while (batch.length === 500);
+			} while (this.#again);
+		})()
+			.catch((e) => {
+				console.error(`[nomos] realtime: ${(e as Error).message}`);
+				this.#again = false;
+			})
+			.finally(() => {
+				this.#fetching = null;
+			});
+	}
+
+	async #dispatch(batch: EventRow[]): Promise<void> {
+		for (const e of batch) for (const l of this.#listeners) l(e);
+		if (this.#subscribers.size === 0) return;
+		const out = await enrich(this.#sql, batch);
+		for (const e of out) for (const s of this.#subscribers) if (s.accepts(e)) s.deliver(e);
+	}
+}
+
+/** Attaches the current message snapshot to `message.updated` events (one query per batch). */
+export async function enrich(sql: Sql, batch: EventRow[]): Promise<OutEvent[]> {
+	const ids = [...new Set(batch.filter((e) => e.type === 'message.updated').map((e) => String(e.payload.messageId)))];
+	const messages = new Map((await getMessagesByIds(sql, ids)).map((m) => [m.id, m]));
+	return batch.map((e) => (e.type === 'message.updated' ? { ...e, message: messages.get(String(e.payload.messageId)) } : e));
+}
+
+export function setHub(hub: Hub | undefined): void {
+	g.__nomosHub = hub;
+}
+
+export function hub(): Hub {
+	if (!g.__nomosHub) throw new Error('realtime hub not started');
+	return g.__nomosHub;
+}

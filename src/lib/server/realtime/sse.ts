@@ -1,0 +1,118 @@
+import type { Sql } from '../db/index';
+import { listEventsAfter, type EventRow } from '../db/queries/events';
+import { enrich, type Hub, type OutEvent } from './hub';
+
+/** Event types that only session streams carry (token-rate updates). */
+export const SESSION_ONLY_TYPES = ['message.updated'];
+
+export interface StreamScope {
+	sessionId?: string;
+}
+
+const encoder = new TextEncoder();
+/** A client this far behind (bytes queued) is dropped; it reconnects and replays. */
+const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
+
+export function formatEvent(e: OutEvent): string {
+	const data = JSON.stringify({ id: e.id, sessionId: e.sessionId, type: e.type, payload: e.payload, message: e.message, createdAt: e.createdAt });
+	return `id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`;
+}
+
+/** The cursor a (re)connecting client resumes after: Last-Event-ID wins over `?after=`. */
+export function resumeCursor(request: Request, url: URL): number {
+	const raw = request.headers.get('last-event-id') ?? url.searchParams.get('after') ?? '0';
+	const n = Number(raw);
+	return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+/**
+ * An SSE response that replays the events after `after` from the table, then streams live
+ * ones from the hub. Order of operations: subscribe (buffering) → replay → flush the buffer,
+ * skipping any id already sent; so nothing is lost or sent twice.
+ */
+export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; scope: StreamScope; signal: AbortSignal }): Response {
+	const { sql, hub, scope } = opts;
+	let lastSent = opts.after;
+	let live = false;
+	let closed = false;
+	const buffer: OutEvent[] = [];
+	let unsubscribe = () => false as boolean;
+
+	const accepts = (e: EventRow) =>
+		scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
+
+	const stream = new ReadableStream<Uint8Array>(
+		{
+			async start(controller) {
+				const close = () => {
+					if (closed) return;
+					closed = true;
+					unsubscribe();
+					try {
+						controller.close();
+					} catch {
+						/* already closed */
+					}
+				};
+				opts.signal.addEventListener('abort', close, { once: true });
+				const write = (text: string) => {
+					if (closed) return;
+					if ((controller.desiredSize ?? 0) < -MAX_QUEUED_BYTES) return close();
+					controller.enqueue(encoder.encode(text));
+				};
+				const send = (e: OutEvent) => {
+					if (e.id <= lastSent) return;
+					lastSent = e.id;
+					write(formatEvent(e));
+				};
+				unsubscribe = hub.subscribe({
+					accepts,
+					deliver: (e) => (live ? send(e) : buffer.push(e)),
+					ping: () => write(': ping\n\n')
+				});
+				write('retry: 1000\n\n');
+				try {
+					let batch: EventRow[];
+					do {
+						batch = await listEventsAfter(sql, lastSent, {
+							sessionId: scope.sessionId,
+							excludeTypes: scope.sessionId ? undefined : SESSION_ONLY_TYPES,
+							limit: 500
+						});
+						for (const e of await enrich(sql, collapseMessageUpdates(batch))) send(e);
+						if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
+					} while (batch.length === 500 && !closed);
+				} catch (e) {
+					console.error(`[nomos] event replay failed: ${(e as Error).message}`);
+					return close();
+				}
+				for (const e of buffer.splice(0)) send(e);
+				live = true;
+				write(': live\n\n');
+			},
+			cancel() {
+				closed = true;
+				unsubscribe();
+			}
+		},
+		new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 })
+	);
+
+	return new Response(stream, {
+		headers: {
+			'content-type': 'text/event-stream; charset=utf-8',
+			'cache-control': 'no-cache, no-transform',
+			connection: 'keep-alive',
+			'x-accel-buffering': 'no'
+		}
+	});
+}
+
+/** In a replay, only the last `message.updated` of each message matters (it carries the current snapshot). */
+function collapseMessageUpdates(batch: EventRow[]): EventRow[] {
+	const lastIndex = new Map<string, number>();
+	batch.forEach((e, i) => {
+		if (e.type === 'message.updated') lastIndex.set(String(e.payload.messageId), i);
+	});
+	return batch.filter((e, i) => e.type !== 'message.updated' || lastIndex.get(String(e.payload.messageId)) === i);
+}

@@ -1,0 +1,89 @@
+/** One event as the server streams it (see src/lib/server/realtime/sse.ts). */
+export type LiveEvent = {
+	id: number;
+	sessionId: string | null;
+	type: string;
+	payload: Record<string, unknown>;
+	message?: unknown;
+	createdAt: string;
+};
+
+type Handler = (e: LiveEvent) => void;
+
+/**
+ * A live event stream over SSE. EventSource reconnects by itself and sends Last-Event-ID, and
+ * the server replays what was missed; handlers see every event once, in order.
+ */
+export class LiveEvents {
+	#source: EventSource | null = null;
+	#handlers = new Map<string, Set<Handler>>();
+	#any = new Set<Handler>();
+	#lastId = 0;
+	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed'>('connecting');
+
+	constructor(
+		private url: string,
+		after: number
+	) {
+		this.#lastId = after;
+	}
+
+	get lastId() {
+		return this.#lastId;
+	}
+
+	connect(): this {
+		if (this.#source) return this;
+		const sep = this.url.includes('?') ? '&' : '?';
+		const source = new EventSource(`${this.url}${sep}after=${this.#lastId}`);
+		this.#source = source;
+		source.onopen = () => (this.status = 'open');
+		source.onerror = () => {
+			if (source.readyState === EventSource.CLOSED) {
+				// The server refused (e.g. signed out); EventSource gives up, so reopen from our cursor.
+				this.status = 'closed';
+				this.#source = null;
+			} else this.status = 'reconnecting';
+		};
+		source.onmessage = (m) => this.#dispatch(m);
+		for (const type of this.#handlers.keys()) source.addEventListener(type, (m) => this.#dispatch(m as MessageEvent));
+		return this;
+	}
+
+	/** Handles events of one type; returns an unsubscribe function. */
+	on(type: string, fn: Handler): () => void {
+		let set = this.#handlers.get(type);
+		if (!set) {
+			set = new Set();
+			this.#handlers.set(type, set);
+			this.#source?.addEventListener(type, (m) => this.#dispatch(m as MessageEvent));
+		}
+		set.add(fn);
+		return () => set.delete(fn);
+	}
+
+	/** Handles every event, whatever its type. */
+	onAny(types: string[], fn: Handler): () => void {
+		const offs = types.map((t) => this.on(t, fn));
+		return () => offs.forEach((off) => off());
+	}
+
+	close(): void {
+		this.#source?.close();
+		this.#source = null;
+		this.status = 'closed';
+	}
+
+	#dispatch(m: MessageEvent): void {
+		let e: LiveEvent;
+		try {
+			e = JSON.parse(m.data as string) as LiveEvent;
+		} catch {
+			return;
+		}
+		if (e.id <= this.#lastId) return;
+		this.#lastId = e.id;
+		for (const fn of this.#handlers.get(e.type) ?? []) fn(e);
+		for (const fn of this.#any) fn(e);
+	}
+}
