@@ -72,13 +72,13 @@ export class Hub {
 
 	subscribe(s: Subscriber): () => void {
 		this.#subscribers.add(s);
-		return () => this.#subscribers.delete(s);
+		return () => void this.#subscribers.delete(s);
 	}
 
 	/** In-process listeners (e.g. turn cancellation); called for every event, in order. */
 	onEvent(fn: Listener): () => void {
 		this.#listeners.add(fn);
-		return () => this.#listeners.delete(fn);
+		return () => void this.#listeners.delete(fn);
 	}
 
 	get subscriberCount() {

@@ -36,7 +36,7 @@ export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; s
 	let live = false;
 	let closed = false;
 	const buffer: OutEvent[] = [];
-	let unsubscribe = () => false as boolean;
+	let unsubscribe: () => void = () => undefined;
 
 	const accepts = (e: EventRow) =>
 		scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
