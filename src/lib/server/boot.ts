@@ -1,9 +1,11 @@
 import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
+import { installTurnCancellation } from './agent/turns';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
 import { countOperators, ensureConfiguredOperator, issueSetupToken } from './db/queries/operators';
 import { upsertConfiguredHosts } from './db/queries/hosts';
+import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { taskList, crontab } from '../../../tasks/index';
@@ -64,10 +66,18 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 		log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
 	}
 	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(config.NOMOS_HOSTS);
+	if (config.NOMOS_KNOWLEDGE_DIR) {
+		const dir = config.NOMOS_KNOWLEDGE_DIR;
+		await importKnowledgeDir(dir).then(
+			(r) => log(`knowledge: imported ${r.imported} notes from ${dir}` + (r.removed ? `, removed ${r.removed}` : '') + (r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')),
+			(e) => log(`knowledge: could not import ${dir}: ${(e as Error).message}`)
+		);
+	}
 
 	const hub = new Hub(sql());
 	await hub.start();
 	setHub(hub);
+	installTurnCancellation(hub);
 
 	let worker: WorkerHandle | undefined;
 	if (role === 'worker' || config.NOMOS_WORKER) {

@@ -1,0 +1,161 @@
+import { hasToolCall, stepCountIs, streamText, type ModelMessage, type ToolSet } from 'ai';
+import { sql } from '../db/index';
+import { listMessages } from '../db/queries/messages';
+import { setTaskState } from '../db/queries/sessions';
+import type { MessageOrigin, MessageStatus } from '../db/schema';
+import { env } from '../env';
+import { noteForModel, toModelMessages } from './history';
+import { MessageWriter } from './message-writer';
+import { describeModelError } from './model-errors';
+import { getModel, MODEL_SETUP_HELP } from './provider';
+import { systemPrompt } from './soul';
+import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
+import type { ToolContext } from './tools/context';
+import { afterTurnState } from './turn-state';
+
+export interface TurnOptions {
+	sessionId: string;
+	origin: MessageOrigin;
+	/** Injected after the replayed history for this turn only (not stored as operator words). */
+	notes?: string[];
+	signal?: AbortSignal;
+}
+
+export interface TurnResult {
+	messageId: string;
+	status: MessageStatus;
+}
+
+/** No stream part for this long means the model server stalled. */
+const IDLE_MS = 120_000;
+
+type Attempt = { produced: boolean; error?: unknown; aborted: boolean };
+
+/**
+ * The one turn runner: chat, question resumes and execution continuations all come here.
+ * Replays the stored history, streams the model's text and tool calls into one assistant
+ * message (created at once, updated as it goes), retries once when the model produced nothing,
+ * and never leaves a blank message behind.
+ */
+export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
+	const signal = opts.signal ?? new AbortController().signal;
+	await sql().begin((tx) => setTaskState(tx, opts.sessionId, 'executing'));
+	const writer = await MessageWriter.start(opts.sessionId, opts.origin);
+	const model = getModel();
+	if (!model) {
+		writer.appendText(MODEL_SETUP_HELP);
+		return finish(writer, 'error', 'no model configured');
+	}
+
+	const stored = await listMessages(sql(), opts.sessionId);
+	// Operator messages still queued are answered by their own turn, next.
+	const history = toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued'));
+	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
+	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 } };
+
+	for (let attempt = 1; attempt <= 2; attempt++) {
+		const r = await attemptStream(writer, model, messages, buildTools(ctx), signal);
+		if (r.aborted) {
+			writer.interruptRunning('stopped by the operator');
+			writer.addNote('cancelled', 'Stopped by the operator.');
+			return finish(writer, 'cancelled', null);
+		}
+		if (r.produced) {
+			if (r.error) {
+				writer.interruptRunning('the model stream broke');
+				const why = describeModelError(r.error);
+				writer.addNote('error', `The turn stopped early: ${why}.`);
+				return finish(writer, 'error', why);
+			}
+			return finish(writer, 'complete', null);
+		}
+		const why = r.error ? describeModelError(r.error) : 'an empty reply';
+		if (attempt === 1) {
+			writer.reset((p) => p.type === 'note');
+			writer.addNote('retry', `The model returned nothing (${why}); retrying once…`);
+		} else {
+			writer.appendText(`The model returned nothing twice (${why}), so this turn has no answer. Check the model server, then send your message again.`);
+			return finish(writer, 'error', why);
+		}
+	}
+	return finish(writer, 'error', 'unreachable');
+}
+
+async function finish(writer: MessageWriter, status: MessageStatus, error: string | null): Promise<TurnResult> {
+	await writer.finish(status, error);
+	await sql().begin(async (tx) => setTaskState(tx, writer.sessionId, await afterTurnState(tx, writer.sessionId, status)));
+	return { messageId: writer.id, status };
+}
+
+async function attemptStream(
+	writer: MessageWriter,
+	model: NonNullable<ReturnType<typeof getModel>>,
+	messages: ModelMessage[],
+	tools: ToolSet,
+	signal: AbortSignal
+): Promise<Attempt> {
+	const idle = new AbortController();
+	let idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
+	const bump = () => {
+		clearTimeout(idleTimer);
+		idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
+	};
+	let error: unknown;
+	let aborted = false;
+	try {
+		const result = streamText({
+			model,
+			system: systemPrompt(),
+			messages,
+			tools,
+			maxRetries: 0,
+			stopWhen: [stepCountIs(env().NOMOS_MAX_STEPS), ...TURN_ENDING_TOOLS.map((t) => hasToolCall(t))],
+			abortSignal: AbortSignal.any([signal, idle.signal]),
+			// Errors arrive as stream parts and are reported in the message; no console noise.
+			onError: () => undefined
+		});
+		for await (const part of result.fullStream) {
+			bump();
+			switch (part.type) {
+				case 'text-delta':
+					if (part.text) writer.appendText(part.text);
+					break;
+				case 'tool-input-start':
+					writer.startToolCall(part.id, part.toolName);
+					break;
+				case 'tool-call':
+					if ('invalid' in part && part.invalid) {
+						writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
+					} else writer.setToolInput(part.toolCallId, part.toolName, part.input);
+					break;
+				case 'tool-result':
+					writer.finishToolCall(part.toolCallId, part.output);
+					break;
+				case 'tool-error':
+					writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
+					break;
+				case 'finish-step':
+					writer.flush();
+					break;
+				case 'error':
+					error = part.error;
+					break;
+				case 'abort':
+					aborted = signal.aborted;
+					if (!aborted) error = idle.signal.reason ?? new Error('aborted');
+					break;
+			}
+		}
+	} catch (e) {
+		// A connection cut mid-stream throws from the iterator instead of yielding an error part.
+		if (signal.aborted) aborted = true;
+		else error = e;
+	} finally {
+		clearTimeout(idleTimer);
+	}
+	return { produced: writer.hasContent, error, aborted };
+}
+
+function errorText(e: unknown): string {
+	return e instanceof Error ? e.message : String(e);
+}

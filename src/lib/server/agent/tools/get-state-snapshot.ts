@@ -1,0 +1,69 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { fleetSnapshot, type Entity, type FleetHost } from '../../db/queries/entities';
+import { formatUptime } from '../../proxmox/inventory';
+import type { ToolContext } from './context';
+import { lxcRow } from './list-lxcs';
+
+export const getStateSnapshotInput = z.object({}).strict();
+
+/** `101 caddy running cpu 1.1% mem 102/1024MB up 1h 0m ip 10.0.0.5` */
+function ctLine(e: Entity): string {
+	const r = lxcRow(e);
+	const parts = [`${r.vmid ?? '?'} ${r.name} ${r.status}`];
+	if (r.status === 'running') {
+		parts.push(`cpu ${r.cpuPercent ?? '?'}%`, `mem ${r.memUsedMb ?? '?'}/${r.memLimitMb ?? '?'}MB`, `up ${r.uptime}`);
+	} else if (r.memLimitMb !== null) parts.push(`mem limit ${r.memLimitMb}MB`);
+	parts.push(r.ips.length ? `ip ${r.ips.join(',')}` : `ip ${r.ipMode}`);
+	if (typeof e.attributes.lock === 'string') parts.push(`locked (${e.attributes.lock})`);
+	return parts.join(' ');
+}
+
+function hostStatus(h: FleetHost): string {
+	if (!h.pinned) return 'unpinned';
+	if (h.lastError) return 'error';
+	if (!h.entity) return 'not synced';
+	return String(h.entity.attributes.pveStatus ?? 'unknown');
+}
+
+/** The per-host summary get_state_snapshot returns. */
+export function hostSummary(h: FleetHost) {
+	const a = h.entity?.attributes ?? {};
+	const count = (s: string) => h.containers.filter((c) => c.attributes.status === s).length;
+	const running = count('running');
+	const stopped = count('stopped');
+	return {
+		name: h.name,
+		status: hostStatus(h),
+		...(h.lastError ? { lastError: h.lastError } : {}),
+		syncedAt: h.entity?.seenAt.toISOString() ?? null,
+		cpuPercent: a.cpuPercent ?? null,
+		cpus: a.maxcpu ?? null,
+		memUsedMb: a.memUsedMb ?? null,
+		memLimitMb: a.memLimitMb ?? null,
+		uptime: typeof a.uptimeSec === 'number' ? formatUptime(a.uptimeSec) : null,
+		containers: { total: h.containers.length, running, stopped, other: h.containers.length - running - stopped },
+		cts: h.containers.map(ctLine)
+	};
+}
+
+/** `get_state_snapshot()`: the whole fleet summarised in one call. */
+export function getStateSnapshotTool(_ctx: ToolContext) {
+	return tool({
+		description:
+			'Summarise the whole fleet in one call: per host its status, CPU/memory, counts of running/stopped ' +
+			'containers and one compact line per container. From the inventory synced about every minute. ' +
+			'Start here to get an overview.',
+		inputSchema: getStateSnapshotInput,
+		execute: async () => {
+			const { hosts } = await fleetSnapshot();
+			const summaries = hosts.map(hostSummary);
+			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
+			return {
+				generatedAt: new Date().toISOString(),
+				totals: { hosts: hosts.length, containers: sum('total'), running: sum('running'), stopped: sum('stopped') },
+				hosts: summaries
+			};
+		}
+	});
+}

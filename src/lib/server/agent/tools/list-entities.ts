@@ -1,0 +1,58 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { entityKinds, entityRef, listEntities, type Entity } from '../../db/queries/entities';
+import { toolError, type ToolContext } from './context';
+
+const LIMIT = 100;
+
+export const listEntitiesInput = z
+	.object({
+		kind: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/).optional().describe('e.g. "host" or "lxc"'),
+		query: z.string().min(1).max(200).optional().describe('name/id substring or words from name and notes')
+	})
+	.strict();
+
+/** One line per entity, for listings. */
+export function entitySummary(e: Entity) {
+	const a = e.attributes;
+	return {
+		id: e.id,
+		ref: entityRef(e),
+		kind: e.kind,
+		name: e.name,
+		host: e.hostName,
+		status: (a.status ?? a.pveStatus ?? null) as string | null,
+		syncedAt: e.seenAt.toISOString()
+	};
+}
+
+/** `list_entities(kind?, query?)`: the known inventory (hosts, containers, …) with refs to pass on. */
+export function listEntitiesTool(_ctx: ToolContext) {
+	return tool({
+		description:
+			'List known infrastructure entities (Proxmox hosts, LXC containers, …) from the synced inventory. ' +
+			'Filter by kind and/or a query (case-insensitive name/id match or full-text over name and notes). ' +
+			'Each result has a ref (e.g. lxc:strong/101) usable with get_entity.',
+		inputSchema: listEntitiesInput,
+		execute: async ({ kind, query }) => {
+			if (kind) {
+				const kinds = await entityKinds();
+				if (!kinds.some((k) => k.kind === kind)) {
+					const known = kinds.map((k) => `${k.kind} (${k.count})`).join(', ');
+					return toolError(
+						`no entities of kind "${kind}"`,
+						known ? `Known kinds: ${known}. Omit kind to search all.` : 'The inventory is empty: no host has been synced yet.'
+					);
+				}
+			}
+			const rows = await listEntities({ kind, query, limit: LIMIT + 1 });
+			const entities = rows.slice(0, LIMIT).map(entitySummary);
+			return {
+				count: entities.length,
+				truncated: rows.length > LIMIT,
+				entities,
+				...(entities.length === 0 && query ? { hint: 'No match. Try a shorter query, or omit it to list everything.' } : {})
+			};
+		}
+	});
+}

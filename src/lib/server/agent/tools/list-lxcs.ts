@@ -1,0 +1,57 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { fleetSnapshot, listLxcs, type Entity } from '../../db/queries/entities';
+import { formatUptime } from '../../proxmox/inventory';
+import { toolError, type ToolContext } from './context';
+
+export const listLxcsInput = z
+	.object({ host: z.string().min(1).max(64).optional().describe('only containers on this host') })
+	.strict();
+
+const n = (v: unknown): number | null => (typeof v === 'number' ? v : null);
+
+/** The per-container row list_lxcs returns. */
+export function lxcRow(e: Entity) {
+	const a = e.attributes;
+	const uptimeSec = n(a.uptimeSec) ?? 0;
+	return {
+		vmid: n(a.vmid),
+		name: e.name,
+		host: e.hostName,
+		status: typeof a.status === 'string' ? a.status : 'unknown',
+		cpuPercent: n(a.cpuPercent),
+		memUsedMb: n(a.memUsedMb),
+		memLimitMb: n(a.memLimitMb),
+		uptime: formatUptime(uptimeSec),
+		uptimeSec,
+		ips: Array.isArray(a.ips) ? (a.ips as string[]) : [],
+		ipMode: typeof a.ipMode === 'string' ? a.ipMode : 'none',
+		syncedAt: e.seenAt.toISOString()
+	};
+}
+
+/** `list_lxcs(host?)`: every container (or one host's) in one call, with sync freshness. */
+export function listLxcsTool(_ctx: ToolContext) {
+	return tool({
+		description:
+			'List every LXC container (optionally on one host) with vmid, name, host, status, CPU %, memory, ' +
+			'uptime and IPs, from the inventory synced about every minute (syncedAt says when). ' +
+			'ipMode "dhcp" means the address is not known from the config. Use get_lxc_state for live detail.',
+		inputSchema: listLxcsInput,
+		execute: async ({ host }) => {
+			const fleet = await fleetSnapshot();
+			if (host && !fleet.hosts.some((h) => h.name === host)) {
+				const names = fleet.hosts.map((h) => h.name);
+				return toolError(
+					`unknown host "${host}"`,
+					names.length ? `Known hosts: ${names.join(', ')}. Omit host to list all.` : 'No hosts are configured yet.'
+				);
+			}
+			const rows = (await listLxcs(host)).map(lxcRow);
+			const warnings = fleet.hosts
+				.filter((h) => (!host || h.name === host) && (h.lastError || !h.pinned))
+				.map((h) => (h.pinned ? `${h.name}: last sync failed (${h.lastError}); its data may be stale` : `${h.name}: host key not pinned; not synced`));
+			return { count: rows.length, containers: rows, ...(warnings.length ? { warnings } : {}) };
+		}
+	});
+}

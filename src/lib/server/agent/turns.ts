@@ -1,0 +1,61 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import type { MessageOrigin } from '../db/schema';
+import { enqueueJob } from '../jobs/enqueue';
+import type { Hub } from '../realtime/hub';
+
+export const RUN_TURN_TASK = 'agent__run_turn';
+
+/** The graphile-worker job that runs one turn. */
+export interface RunTurnPayload {
+	sessionId: string;
+	origin: MessageOrigin;
+	/** Notes injected for this turn only (continuation results, question answers). */
+	notes?: string[];
+}
+
+export function assertRunTurnPayload(p: unknown): asserts p is RunTurnPayload {
+	const v = p as RunTurnPayload;
+	if (!v || typeof v.sessionId !== 'string' || !['chat', 'resume', 'continuation'].includes(v.origin)) {
+		throw new Error('invalid agent__run_turn payload');
+	}
+	if (v.notes !== undefined && !(Array.isArray(v.notes) && v.notes.every((n) => typeof n === 'string'))) {
+		throw new Error('invalid agent__run_turn notes');
+	}
+}
+
+/**
+ * Queues a turn for a session, in the caller's transaction. Jobs of one session share a
+ * graphile-worker queue, so turns of a session run one at a time, in order, in whichever
+ * process picks them up.
+ */
+export async function requestTurn(tx: TransactionSql | Sql, payload: RunTurnPayload): Promise<void> {
+	await enqueueJob(tx, RUN_TURN_TASK, payload, { queueName: `session:${payload.sessionId}`, maxAttempts: 1 });
+}
+
+/** Asks whichever process runs the session's turn to stop it (through the event log). */
+export async function requestStop(tx: TransactionSql, sessionId: string, operatorId: string): Promise<void> {
+	await emitEvent(tx, { sessionId, type: 'turn.cancel', payload: { by: operatorId } });
+}
+
+const g = globalThis as unknown as { __nomosActiveTurns?: Map<string, AbortController> };
+const active = (g.__nomosActiveTurns ??= new Map());
+
+/** Registers a running turn so a `turn.cancel` event can abort it; returns its signal and a release. */
+export function trackTurn(sessionId: string): { signal: AbortSignal; release: () => void } {
+	const ctrl = new AbortController();
+	active.set(sessionId, ctrl);
+	return { signal: ctrl.signal, release: () => active.get(sessionId) === ctrl && active.delete(sessionId) };
+}
+
+export function isTurnRunningHere(sessionId: string): boolean {
+	return active.has(sessionId);
+}
+
+/** Wires cancellation: every process aborts its own running turn when asked. */
+export function installTurnCancellation(hub: Hub): () => void {
+	return hub.onEvent((e) => {
+		if (e.type === 'turn.cancel' && e.sessionId) active.get(e.sessionId)?.abort();
+	});
+}

@@ -1,0 +1,95 @@
+// Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
+import { sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import { listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
+import { readInventory, type Inventory } from '../proxmox/inventory';
+import { connect, HostKeyError } from '../ssh/client';
+
+export type HostSyncResult =
+	| { host: string; ok: true; containers: number; removed: number; durationMs: number }
+	| { host: string; ok: false; skipped: true; reason: string }
+	| { host: string; ok: false; skipped?: false; error: string; durationMs: number };
+
+/** Arbitrary namespace for the per-host advisory lock that serialises concurrent syncs. */
+const SYNC_LOCK_NS = 7_140_202;
+
+/** Writes one host's inventory: upserts host + containers, deletes vanished ones, emits the event. */
+export async function writeInventory(hostName: string, inv: Inventory): Promise<{ removed: number }> {
+	const rows = [
+		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: inv.host.attributes },
+		...inv.containers.map((c) => ({
+			kind: 'lxc',
+			external_id: `${hostName}/${c.vmid}`,
+			name: c.name,
+			host_name: hostName,
+			attributes: c.attributes
+		}))
+	];
+	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
+	return sql().begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		await tx`
+			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+			select r.kind, r.external_id, r.name, r.host_name, r.attributes, now(), now()
+			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
+				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
+			on conflict (kind, external_id) do update set
+				name = excluded.name,
+				host_name = excluded.host_name,
+				attributes = excluded.attributes,
+				seen_at = now(),
+				updated_at = case
+					when entities.name is distinct from excluded.name
+						or entities.attributes is distinct from excluded.attributes
+					then now() else entities.updated_at end`;
+		const removed = await tx`
+			delete from entities
+			where kind = 'lxc' and host_name = ${hostName}
+				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))`;
+		await emitEvent(tx, {
+			sessionId: null,
+			type: 'inventory.synced',
+			payload: { host: hostName, containers: inv.containers.length }
+		});
+		return { removed: removed.count };
+	}) as Promise<{ removed: number }>;
+}
+
+/**
+ * Syncs one host over one SSH connection. Never throws for SSH/Proxmox problems: they are
+ * recorded on `hosts.last_error` and returned. An unpinned host is skipped.
+ */
+export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}): Promise<HostSyncResult> {
+	if (!host.hostKeyFingerprint) return { host: host.name, ok: false, skipped: true, reason: 'host key not pinned' };
+	const started = Date.now();
+	let inv: Inventory;
+	try {
+		const client = await connect(host);
+		try {
+			inv = await readInventory(client, host.name, { signal: opts.signal });
+		} finally {
+			client.end();
+		}
+	} catch (e) {
+		const error = (e as Error).message;
+		const seen = e instanceof HostKeyError ? e.presented : host.seenFingerprint;
+		await recordHostCheck(host.id, seen, error);
+		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
+	}
+	let removed: number;
+	try {
+		({ removed } = await writeInventory(host.name, inv));
+	} catch (e) {
+		const error = `saving the inventory failed: ${(e as Error).message}`;
+		await recordHostCheck(host.id, host.hostKeyFingerprint, error).catch(() => undefined);
+		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
+	}
+	await recordHostCheck(host.id, host.hostKeyFingerprint, null);
+	return { host: host.name, ok: true, containers: inv.containers.length, removed, durationMs: Date.now() - started };
+}
+
+/** Syncs every pinned host in parallel; one result per host (unpinned hosts are skipped). */
+export async function syncAllHosts(opts: { signal?: AbortSignal } = {}): Promise<HostSyncResult[]> {
+	const hosts = await listHosts();
+	return Promise.all(hosts.map((h) => syncHost(h, opts)));
+}

@@ -1,0 +1,48 @@
+import { TRPCError } from '@trpc/server';
+import { sendMessageInput, sessionIdInput } from '$lib/schemas/chat';
+import { sql } from '$lib/server/db/index';
+import { emitEvent } from '$lib/server/db/queries/events';
+import { insertMessage, listMessages } from '$lib/server/db/queries/messages';
+import { createSession, getSession, listSessions, titleFrom } from '$lib/server/db/queries/sessions';
+import { requestStop, requestTurn } from '$lib/server/agent/turns';
+import { operatorProcedure, router } from '../t';
+
+export const chatRouter = router({
+	/**
+	 * Stores the operator's message (queued until its turn runs) and queues a turn; a new
+	 * session is created when none is given. Returns at once: the reply streams over SSE.
+	 */
+	send: operatorProcedure.input(sendMessageInput).mutation(async ({ input, ctx }) => {
+		return sql().begin(async (tx) => {
+			let sessionId = input.sessionId;
+			if (sessionId) {
+				const [exists] = await tx`select 1 from chat_sessions where id = ${sessionId}`;
+				if (!exists) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
+			} else sessionId = await createSession(tx, ctx.user.id, titleFrom(input.text));
+			const msg = await insertMessage(tx, {
+				sessionId,
+				role: 'user',
+				parts: [{ type: 'text', text: input.text }],
+				status: 'queued',
+				origin: 'chat'
+			});
+			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
+			await requestTurn(tx, { sessionId, origin: 'chat' });
+			return { sessionId, messageId: msg.id };
+		});
+	}),
+
+	stop: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
+		await sql().begin((tx) => requestStop(tx, input.sessionId, ctx.user.id));
+		return { ok: true };
+	}),
+
+	/** The sidebar list, refetched when a session event arrives. */
+	sessions: operatorProcedure.query(() => listSessions()),
+
+	messages: operatorProcedure.input(sessionIdInput).query(async ({ input }) => {
+		const session = await getSession(sql(), input.sessionId);
+		if (!session) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
+		return { session, messages: await listMessages(sql(), input.sessionId) };
+	})
+});

@@ -1,0 +1,17 @@
+import { error } from '@sveltejs/kit';
+import { z } from 'zod';
+import { sql } from '$lib/server/db/index';
+import { latestEventId } from '$lib/server/db/queries/events';
+import { listMessages } from '$lib/server/db/queries/messages';
+import { getSession } from '$lib/server/db/queries/sessions';
+import type { PageServerLoad } from './$types';
+
+export const load: PageServerLoad = async ({ params }) => {
+	const id = z.uuid().safeParse(params.sessionId);
+	if (!id.success) error(404, 'No such chat session.');
+	// The cursor is read before the state: anything that changes afterwards is replayed over SSE.
+	const cursor = await latestEventId(sql());
+	const session = await getSession(sql(), id.data);
+	if (!session) error(404, 'No such chat session.');
+	return { session, messages: await listMessages(sql(), id.data), cursor };
+};

@@ -1,0 +1,46 @@
+import type { Task } from 'graphile-worker';
+import { z } from 'zod';
+import { getHostByName } from '../src/lib/server/db/queries/hosts';
+import { syncAllHosts, syncHost, type HostSyncResult } from '../src/lib/server/inventory/sync';
+
+// Cron adds `_cron` to the payload, hence a loose object.
+const payloadSchema = z.looseObject({ host: z.string().min(1).optional() });
+
+/** Set while a sync of every host runs in this process; overlapping ones return early. */
+let runningAll: Promise<HostSyncResult[]> | null = null;
+
+/**
+ * `inventory__sync` — `{ host?: string }`: syncs one host, or every pinned host. Host problems
+ * are recorded on the host row, never thrown, so a failing host never makes the job retry.
+ * Cron runs it with a job key in its own queue (see tasks/index.ts), so runs never pile up.
+ */
+export const inventory__sync: Task = async (raw, helpers) => {
+	const payload = payloadSchema.safeParse(raw ?? {});
+	if (!payload.success) {
+		helpers.logger.error(`inventory__sync: bad payload: ${payload.error.issues[0].message}`);
+		return;
+	}
+	let results: HostSyncResult[];
+	if (payload.data.host) {
+		const host = await getHostByName(payload.data.host);
+		if (!host) {
+			helpers.logger.error(`inventory__sync: unknown host "${payload.data.host}"`);
+			return;
+		}
+		results = [await syncHost(host, { signal: helpers.abortSignal })];
+	} else {
+		if (runningAll) {
+			helpers.logger.info('inventory__sync: a sync is already running; skipped');
+			return;
+		}
+		runningAll = syncAllHosts({ signal: helpers.abortSignal });
+		try {
+			results = await runningAll;
+		} finally {
+			runningAll = null;
+		}
+	}
+	for (const r of results) {
+		if (!r.ok && !r.skipped) helpers.logger.warn(`inventory__sync: ${r.host}: ${r.error}`);
+	}
+};

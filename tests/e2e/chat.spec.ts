@@ -1,0 +1,59 @@
+import { llmControl } from '../doubles/llm/client';
+import { login, test, expect } from './harness/fixtures';
+
+test.beforeEach(async ({ env }) => {
+	await llmControl(env.llmURL).reset();
+});
+
+test('a new chat streams the reply and appears in the sidebar', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({ text: 'Your fleet has **three** containers.', chunkSize: 4, delayMs: 40 });
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('How many containers do I have?');
+	await page.getByTestId('send').click();
+	await expect(page).toHaveURL(/\/chat\/[0-9a-f-]{36}$/);
+	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
+	await expect(reply).toContainText('Your fleet has three containers.');
+	await expect(reply).toHaveAttribute('data-status', 'complete');
+	await expect(reply.locator('strong')).toHaveText('three');
+	await expect(page.getByTestId('session-link').first()).toContainText('How many containers do I have?');
+});
+
+test('an empty completion shows the retry, then a message that says what went wrong', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({ fault: 'empty' }, { fault: 'empty' });
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('Say nothing');
+	await page.getByTestId('send').click();
+	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
+	await expect(reply.locator('[data-kind="retry"]')).toContainText('retrying once');
+	await expect(reply).toContainText('The model returned nothing twice');
+	await expect(reply).toHaveAttribute('data-status', 'error');
+	expect((await llm.requests()).length).toBe(2);
+});
+
+test('a message sent while a turn runs is queued and answered next; Stop keeps partial output', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ text: 'This is a slow answer that the operator will stop before it finishes streaming.', chunkSize: 2, delayMs: 60 },
+		{ text: 'Answer to the second question.' }
+	);
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('First question');
+	await page.getByTestId('send').click();
+	const assistant = page.locator('[data-testid="message"][data-role="assistant"]');
+	await expect(assistant.first()).toContainText('This is a slow');
+	await page.getByTestId('composer-input').fill('Second question');
+	await page.getByTestId('send').click();
+	await expect(page.locator('[data-testid="message"][data-role="user"]').nth(1).getByTestId('queued')).toBeVisible();
+	await page.getByTestId('stop').click();
+	await expect(assistant.first()).toHaveAttribute('data-status', 'cancelled');
+	await expect(assistant.first().locator('[data-kind="cancelled"]')).toBeVisible();
+	await expect(assistant.nth(1)).toContainText('Answer to the second question.');
+	await expect(page.getByTestId('queued')).toHaveCount(0);
+	// The second turn's request replayed the first, partial answer and both questions.
+	const reqs = await llm.requests();
+	const last = reqs[reqs.length - 1].body as { messages: Array<{ role: string; content: unknown }> };
+	expect(JSON.stringify(last.messages)).toContain('First question');
+	expect(last.messages.at(-1)).toMatchObject({ role: 'user', content: 'Second question' });
+});
