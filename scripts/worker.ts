@@ -1,7 +1,7 @@
 // A standalone worker process against the same database as the web processes: `npm run worker`.
 import { existsSync } from 'node:fs';
-import { runWorkerProcess } from '../src/lib/server/worker-process';
 
+// Settings from ./.env first (the environment wins), before any module reads them.
 if (existsSync('.env')) process.loadEnvFile('.env');
-
+const { runWorkerProcess } = await import('../src/lib/server/worker-process');
 await runWorkerProcess();

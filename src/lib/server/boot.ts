@@ -8,6 +8,7 @@ import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
+import { enqueueJob } from './jobs/enqueue';
 import { taskList, crontab } from '../../../tasks/index';
 
 export type Role = 'web' | 'worker';
@@ -85,10 +86,14 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 			url: databaseUrl,
 			taskList: options.taskList ?? taskList,
 			concurrency: config.NOMOS_WORKER_CONCURRENCY,
-			crontab
+			crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
 		});
 		log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
+	// A first inventory sync right away instead of waiting for the minute's cron.
+	if (config.NOMOS_INVENTORY_SYNC) {
+		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory' });
+	}
 
 	const hooks: Array<() => Promise<void> | void> = [];
 	let stopping: Promise<void> | undefined;

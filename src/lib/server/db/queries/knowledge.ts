@@ -58,7 +58,7 @@ export async function listKnowledge(): Promise<KnowledgeSummary[]> {
 			sourcePath: knowledge.sourcePath,
 			createdAt: knowledge.createdAt,
 			updatedAt: knowledge.updatedAt,
-			preview: dsql<string>`left(regexp_replace(${knowledge.body}, '\s+', ' ', 'g'), 240)`
+			preview: dsql<string>`left(regexp_replace(${knowledge.body}, '[[:space:]]+', ' ', 'g'), 240)`
 		})
 		.from(knowledge)
 		.orderBy(desc(knowledge.updatedAt), knowledge.title);
@@ -127,7 +127,7 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 	const pattern = likePattern(q);
 	const max = Math.max(1, Math.min(50, Math.floor(limit)));
 	const rows = await sql()<
-		{ kind: 'knowledge' | 'entity'; id: string; title: string; source: string; externalId: string | null; snippet: string; rank: number }[]
+		{ kind: 'knowledge' | 'entity'; id: string; title: string; source: string; externalId: string | null; snippet: string; rank: number; tier: number }[]
 	>`
 		with input as (
 			select websearch_to_tsquery('english', ${q}) as w, plainto_tsquery('english', ${q}) as p
@@ -141,15 +141,15 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 				)::tsquery as loose
 			from input
 		),
-		docs as (
+		docs as not materialized (
 			select 'knowledge'::text as kind, k.id, k.title, k.source, null::text as external_id,
-				k.search, k.title || E'\n\n' || k.body as doc,
+				k.search, k.body as text,
 				(k.title ilike ${pattern} or k.body ilike ${pattern}) as like_hit,
 				false as exact_hit
 			from knowledge k
 			union all
 			select 'entity', e.id, e.name, e.kind, e.external_id,
-				e.search, e.name || E'\n\n' || e.notes,
+				e.search, e.notes,
 				(e.name ilike ${pattern} or e.notes ilike ${pattern} or e.external_id ilike ${pattern}),
 				lower(e.external_id) = lower(${q})
 					or right(lower(e.external_id), ${q.length + 1}) in (${'/' + q.toLowerCase()}, ${':' + q.toLowerCase()})
@@ -157,17 +157,18 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 			from entities e
 		),
 		tier1 as (
-			select d.*, ts_rank_cd(d.search, qs.strict, 32) + (case when d.exact_hit then 1 else 0 end) as rank, qs.strict as hq
+			select d.*, ts_rank_cd(d.search, qs.strict, 32) + (case when d.exact_hit then 1 else 0 end) as rank,
+				qs.strict as hq, 1 as tier
 			from docs d, queries qs
 			where (numnode(qs.strict) > 0 and d.search @@ qs.strict) or d.exact_hit
 		),
 		tier2 as (
-			select d.*, ts_rank_cd(d.search, qs.loose, 32) as rank, qs.loose as hq
+			select d.*, ts_rank_cd(d.search, qs.loose, 32) as rank, qs.loose as hq, 2 as tier
 			from docs d, queries qs
 			where not exists (select 1 from tier1) and qs.loose is not null and d.search @@ qs.loose
 		),
 		tier3 as (
-			select d.*, 0::real as rank, null::tsquery as hq
+			select d.*, 0::real as rank, null::tsquery as hq, 3 as tier
 			from docs d
 			where not exists (select 1 from tier1) and not exists (select 1 from tier2) and d.like_hit
 		),
@@ -175,14 +176,40 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 			select * from tier1 union all select * from tier2 union all select * from tier3
 			order by rank desc, title
 			limit ${max}
+		),
+		-- The snippet comes from the body when the match is there (the title is shown anyway),
+		-- with Markdown syntax (fences, #, *, |, >, link targets) reduced to plain words.
+		prepared as (
+			select h.*, trim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+				case
+					when h.text = '' then h.title
+					when h.tier < 3 and numnode(h.hq) > 0 and to_tsvector('english', h.text) @@ h.hq then h.text
+					when h.tier = 3 and h.text ilike ${pattern} then h.text
+					else h.title || ': ' || h.text
+				end,
+				'!?[[]([^]]*)[]][(][^)]*[)]', '\1', 'g'),
+				'```[^[:space:]]*|:?-{3,}:?', ' ', 'g'),
+				'[*#>|~`]+', ' ', 'g'),
+				'[[:space:]]+', ' ', 'g')) as plain
+			from hits h
 		)
-		select kind, id, title, source, external_id as "externalId", rank::float8 as rank,
+		select kind, id, title, source, external_id as "externalId", rank::float8 as rank, tier,
 			case
-				when hq is not null and numnode(hq) > 0 then ts_headline('english', doc, hq,
+				when tier < 3 and numnode(hq) > 0 then ts_headline('english', plain, hq,
 					'StartSel=«, StopSel=», MaxFragments=2, MaxWords=28, MinWords=8, FragmentDelimiter=" … "')
-				else left(regexp_replace(doc, '\s+', ' ', 'g'), 200)
+				else substr(plain, greatest(1, strpos(lower(plain), lower(${q})) - 80), 220)
 			end as snippet
-		from hits
+		from prepared
 		order by rank desc, title`;
-	return rows.map((r) => ({ ...r, rank: Number(r.rank) }));
+	return rows.map(({ tier, ...r }) => ({
+		...r,
+		rank: Number(r.rank),
+		snippet: tier === 3 ? markLiteral(r.snippet, q) : r.snippet
+	}));
+}
+
+/** Wraps each case-insensitive occurrence of q in «» (the substring tier has no ts_headline). */
+function markLiteral(text: string, q: string): string {
+	const re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
+	return text.replace(re, (m) => `«${m}»`);
 }

@@ -1,0 +1,70 @@
+import { llmControl } from '../doubles/llm/client';
+import { login, test, expect } from './harness/fixtures';
+
+test.beforeEach(async ({ env }) => {
+	await llmControl(env.llmURL).reset();
+});
+
+test('five tool calls: live header counts up, stays collapsed, expands smoothly, reload shows it collapsed', async ({ page, env, sql }) => {
+	// The inventory sync runs at start; wait until the double's containers are in.
+	await expect.poll(async () => (await sql`select count(*)::int as n from entities where kind = 'lxc'`)[0].n, { timeout: 30_000 }).toBeGreaterThanOrEqual(3);
+	const llm = llmControl(env.llmURL);
+	const calls: Array<[string, Record<string, unknown>]> = [
+		['list_lxcs', {}],
+		['get_lxc_state', { name: 'caddy' }],
+		['get_lxc_state', { name: 'media' }],
+		['get_lxc_state', { vmid: '102' }],
+		['get_state_snapshot', {}]
+	];
+	for (const [name, args] of calls) await llm.push({ toolCalls: [{ name, args }], delayMs: 400 });
+	await llm.push({ text: 'caddy and media are running; backup is stopped.', chunkSize: 6, delayMs: 30 });
+
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('Check my containers');
+	await page.getByTestId('send').click();
+
+	const group = page.getByTestId('tool-group').first();
+	const progress = group.getByTestId('tool-group-progress');
+	// The header counts up live while the body stays collapsed.
+	const seen = new Set<string>();
+	await expect
+		.poll(
+			async () => {
+				const t = await progress.textContent({ timeout: 100 }).catch(() => null);
+				if (t) seen.add(t);
+				return seen.size;
+			},
+			{ timeout: 30_000, intervals: [50] }
+		)
+		.toBeGreaterThanOrEqual(3);
+	await expect(group.getByTestId('tool-group-status')).toContainText(/Running get_lxc_state \((caddy|media|102)\)…|✓ |Running /);
+	await expect(group.getByTestId('tool-group-body')).toHaveAttribute('data-open', 'false');
+	expect([...seen].every((s) => /^\[\d\/\d done\]$/.test(s))).toBe(true);
+
+	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
+	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: 30_000 });
+	await expect(reply).toContainText('backup is stopped');
+	await expect(group.getByTestId('tool-group-status')).toHaveText('5 tools');
+
+	// Expanding animates the height from 0.
+	const body = group.getByTestId('tool-group-body');
+	const closedHeight = (await body.boundingBox())!.height;
+	expect(closedHeight).toBeLessThan(2);
+	await group.getByTestId('tool-group-header').click();
+	await expect(body).toHaveAttribute('data-open', 'true');
+	const midHeight = (await body.boundingBox())!.height;
+	await page.waitForTimeout(400);
+	const openHeight = (await body.boundingBox())!.height;
+	expect(openHeight).toBeGreaterThan(100);
+	expect(midHeight).toBeLessThan(openHeight);
+	await expect(group.getByTestId('tool-call')).toHaveCount(5);
+	await expect(group.getByTestId('tool-call').nth(1)).toContainText('caddy');
+	await page.screenshot({ path: 'test-results/tool-group-open.png', fullPage: true });
+
+	// Replayed from history: the same turn, collapsed, with the final summary.
+	await page.reload();
+	const again = page.getByTestId('tool-group').first();
+	await expect(again.getByTestId('tool-group-status')).toHaveText('5 tools');
+	await expect(again.getByTestId('tool-group-body')).toHaveAttribute('data-open', 'false');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]')).toContainText('backup is stopped');
+});
