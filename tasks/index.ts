@@ -1,11 +1,17 @@
 import type { TaskList } from 'graphile-worker';
 import { inventory__sync } from './inventory__sync';
 import { agent__run_turn } from './agent__run_turn';
+import { agent__continue_session } from './agent__continue_session';
+import { executions__run } from './executions__run';
+import { executions__sweep } from './executions__sweep';
 
 /** Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). */
 export const taskList: TaskList = {
 	inventory__sync,
-	agent__run_turn
+	agent__run_turn,
+	agent__continue_session,
+	executions__run,
+	executions__sweep
 };
 
 /**

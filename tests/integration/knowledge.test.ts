@@ -118,6 +118,18 @@ describe('knowledge search', () => {
 		expect(await searchKnowledge('caddy', 1)).toHaveLength(1);
 	});
 
+	it('builds snippets from plain words: Markdown syntax and link targets are dropped', async () => {
+		const md = await createKnowledge({
+			title: 'Resolver',
+			body: '## Upstream\n\nUse **[unbound](https://nlnetlabs.nl/unbound)** as the resolver.\n\n| a | b |\n|---|---|\n| `x` | y |'
+		});
+		const [hit] = await searchKnowledge('unbound');
+		expect(hit.id).toBe(md.id);
+		expect(hit.snippet).toMatch(/^Upstream Use «unbound» as the resolver/);
+		expect(hit.snippet).not.toMatch(/[#*|`]|https?:|\]\(/);
+		await deleteKnowledge(md.id);
+	});
+
 	it('finds entities by name and notes, and a vmid-like query', async () => {
 		await addEntity('qemu', '101', 'media', 'Runs Jellyfin; transcoding uses the iGPU passed through.');
 		await addEntity('lxc', 'pve/105', 'pihole', 'DNS sinkhole for the LAN.');
@@ -149,14 +161,16 @@ describe('knowledge search', () => {
 		expect(stop.length).toBeGreaterThan(0);
 		// Part of a token (an address prefix, a half word).
 		expect((await searchKnowledge('10.0.0')).map((h) => h.title)).toContain('Network overview');
-		expect((await searchKnowledge('jellyf')).map((h) => h.title)).toEqual(['media']);
+		const partial = await searchKnowledge('jellyf');
+		expect(partial.map((h) => h.title)).toEqual(['media']);
+		expect(partial[0].snippet).toBe('Runs «Jellyf»in; transcoding uses the iGPU passed through.');
 		// LIKE wildcards in the query are literal.
 		expect(await searchKnowledge('%_%')).toEqual([]);
 	});
 
 	it('the search_knowledge tool returns results with note text, or a hint when nothing matched', async () => {
 		const t = searchKnowledgeTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } });
-		const run = (query: string) => t.execute!({ query }, { toolCallId: 'c', messages: [] }) as Promise<Record<string, unknown>>;
+		const run = (query: string) => t.execute!({ query }, { toolCallId: 'c', messages: [] }) as unknown as Promise<Record<string, unknown>>;
 		const found = (await run('caddy')) as { results: Array<Record<string, unknown>> };
 		expect(found.results[0]).toMatchObject({ kind: 'knowledge', title: 'Caddy reverse proxy', body: expect.stringContaining('Caddyfile') });
 		expect(found.results[0].snippet).toContain('«Caddy»');

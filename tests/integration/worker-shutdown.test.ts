@@ -26,14 +26,14 @@ describe('worker shutdown', () => {
 			await waitFor('worker ready');
 			await enqueueJob(sql, 'test__slow', { ms: 1500 });
 			await waitFor('slow job started');
-			const [locked] = await sql`select locked_by from graphile_worker._private_jobs`;
+			const [locked] = await sql`select locked_by from graphile_worker.jobs where task_identifier = 'test__slow'`;
 			expect(locked?.locked_by, out).toBeTruthy();
 
 			child.kill('SIGTERM');
 			expect(await exited).toBe(0);
 			expect(out).toContain('slow job finished');
 			// A completed job is deleted; a job left locked would have been retried hours later.
-			const left = await sql`select id, locked_by, attempts, last_error from graphile_worker._private_jobs`;
+			const left = await sql`select id, locked_by, attempts, last_error from graphile_worker.jobs where task_identifier = 'test__slow'`;
 			expect(left).toEqual([]);
 		} finally {
 			child.kill('SIGKILL');

@@ -10,6 +10,7 @@ import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { enqueueJob } from './jobs/enqueue';
 import { taskList, crontab } from '../../../tasks/index';
+import { scheduleSweep } from '../../../tasks/executions__sweep';
 
 export type Role = 'web' | 'worker';
 
@@ -89,6 +90,7 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 			crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
 		});
 		log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
+		await scheduleSweep();
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {

@@ -5,6 +5,8 @@ export type LiveEvent = {
 	type: string;
 	payload: Record<string, unknown>;
 	message?: unknown;
+	execution?: unknown;
+	plan?: unknown;
 	createdAt: string;
 };
 

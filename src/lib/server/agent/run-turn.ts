@@ -130,6 +130,8 @@ async function attemptStream(
 					break;
 				case 'tool-result':
 					writer.finishToolCall(part.toolCallId, part.output);
+					// A question is also the assistant's visible words, inline in the transcript.
+					if (part.toolName === 'ask_operator' && isQuestion(part.output)) writer.appendText(`\n\n${part.output.prompt}`);
 					break;
 				case 'tool-error':
 					writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
@@ -154,6 +156,10 @@ async function attemptStream(
 		clearTimeout(idleTimer);
 	}
 	return { produced: writer.hasContent, error, aborted };
+}
+
+function isQuestion(o: unknown): o is { prompt: string; questionId: string } {
+	return !!o && typeof o === 'object' && typeof (o as { prompt?: unknown }).prompt === 'string' && 'questionId' in o;
 }
 
 function errorText(e: unknown): string {

@@ -17,7 +17,7 @@ export async function enqueueJob(tx: Sql | TransactionSql, task: string, payload
 		${task},
 		${JSON.stringify(payload)}::text::json,
 		queue_name => ${opts.queueName ?? null}::text,
-		run_at => ${opts.runAt ?? null}::timestamptz,
+		run_at => ${opts.runAt ? opts.runAt.toISOString() : null}::timestamptz,
 		max_attempts => ${opts.maxAttempts ?? null}::int,
 		job_key => ${opts.jobKey ?? null}::text
 	)`;

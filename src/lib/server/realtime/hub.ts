@@ -1,9 +1,11 @@
 import type { Sql } from '../db/index';
 import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
 import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
+import { getExecutionsByIds, type ExecutionRow } from '../executions/store';
+import { getPlansByIds, type PlanRow } from '../executions/plans';
 
-/** An event as sent to browsers: the row, plus the message snapshot for `message.updated`. */
-export type OutEvent = EventRow & { message?: MessageRow };
+/** An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names. */
+export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow };
 
 export interface Subscriber {
 	/** Which events this subscriber wants. */
@@ -119,11 +121,26 @@ export class Hub {
 	}
 }
 
-/** Attaches the current message snapshot to `message.updated` events (one query per batch). */
+/** Attaches current snapshots of the messages, executions and plans the batch names (one query each). */
 export async function enrich(sql: Sql, batch: EventRow[]): Promise<OutEvent[]> {
-	const ids = [...new Set(batch.filter((e) => e.type === 'message.updated').map((e) => String(e.payload.messageId)))];
-	const messages = new Map((await getMessagesByIds(sql, ids)).map((m) => [m.id, m]));
-	return batch.map((e) => (e.type === 'message.updated' ? { ...e, message: messages.get(String(e.payload.messageId)) } : e));
+	const ids = (key: string, types?: string[]) => [
+		...new Set(batch.filter((e) => typeof e.payload[key] === 'string' && (!types || types.includes(e.type))).map((e) => String(e.payload[key])))
+	];
+	const [messages, executions, plans] = await Promise.all([
+		getMessagesByIds(sql, ids('messageId', ['message.updated'])),
+		getExecutionsByIds(sql, ids('executionId')),
+		getPlansByIds(sql, ids('planId'))
+	]);
+	const m = new Map(messages.map((x) => [x.id, x]));
+	const x = new Map(executions.map((r) => [r.id, r]));
+	const p = new Map(plans.map((r) => [r.id, r]));
+	return batch.map((e) => {
+		const out: OutEvent = { ...e };
+		if (e.type === 'message.updated') out.message = m.get(String(e.payload.messageId));
+		if (typeof e.payload.executionId === 'string') out.execution = x.get(e.payload.executionId);
+		if (typeof e.payload.planId === 'string') out.plan = p.get(e.payload.planId);
+		return out;
+	});
 }
 
 export function setHub(hub: Hub | undefined): void {

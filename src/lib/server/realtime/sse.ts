@@ -14,7 +14,7 @@ const encoder = new TextEncoder();
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 
 export function formatEvent(e: OutEvent): string {
-	const data = JSON.stringify({ id: e.id, sessionId: e.sessionId, type: e.type, payload: e.payload, message: e.message, createdAt: e.createdAt });
+	const data = JSON.stringify({ id: e.id, sessionId: e.sessionId, type: e.type, payload: e.payload, message: e.message, execution: e.execution, plan: e.plan, createdAt: e.createdAt });
 	return `id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`;
 }
 

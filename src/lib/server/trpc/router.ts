@@ -2,11 +2,15 @@ import { router } from './t';
 import { hostsRouter } from './routers/hosts';
 import { knowledgeRouter } from './routers/knowledge';
 import { chatRouter } from './routers/chat';
+import { executionsRouter } from './routers/executions';
+import { questionsRouter } from './routers/questions';
 
 export const appRouter = router({
 	hosts: hostsRouter,
 	knowledge: knowledgeRouter,
-	chat: chatRouter
+	chat: chatRouter,
+	executions: executionsRouter,
+	questions: questionsRouter
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,8 +1,14 @@
-import { desc } from 'drizzle-orm';
-import { db } from '$lib/server/db/index';
-import { executions } from '$lib/server/db/schema';
+import { sql } from '$lib/server/db/index';
+import { latestEventId } from '$lib/server/db/queries/events';
+import { listRecentExecutions } from '$lib/server/executions/store';
+import { listOpenQuestions } from '$lib/server/questions/store';
 import type { PageServerLoad } from './$types';
 
-export const load: PageServerLoad = async () => ({
-	executions: await db().select().from(executions).orderBy(desc(executions.createdAt)).limit(100)
-});
+export const load: PageServerLoad = async () => {
+	const cursor = await latestEventId(sql());
+	const [executions, questions] = await Promise.all([
+		listRecentExecutions(sql(), 200),
+		listOpenQuestions(sql())
+	]);
+	return { executions, questions, cursor };
+};

@@ -178,7 +178,7 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 			limit ${max}
 		),
 		-- The snippet comes from the body when the match is there (the title is shown anyway),
-		-- with Markdown syntax (fences, #, *, |, >, link targets) reduced to plain words.
+		-- with Markdown syntax (code fences, #, *, |, >, link targets) reduced to plain words.
 		prepared as (
 			select h.*, trim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
 				case
@@ -187,9 +187,9 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 					when h.tier = 3 and h.text ilike ${pattern} then h.text
 					else h.title || ': ' || h.text
 				end,
-				'!?[[]([^]]*)[]][(][^)]*[)]', '\1', 'g'),
-				'```[^[:space:]]*|:?-{3,}:?', ' ', 'g'),
-				'[*#>|~`]+', ' ', 'g'),
+				'!?[[]([^]]*)[]][(][^)]*[)]', '\\1', 'g'),
+				'\`\`\`[^[:space:]]*|:?-{3,}:?', ' ', 'g'),
+				'[*#>|~\`]+', ' ', 'g'),
 				'[[:space:]]+', ' ', 'g')) as plain
 			from hits h
 		)

@@ -4,6 +4,10 @@ import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
 import { listMessages } from '$lib/server/db/queries/messages';
 import { getSession } from '$lib/server/db/queries/sessions';
+import { activeWindow } from '$lib/server/executions/assent';
+import { listSessionPlans } from '$lib/server/executions/plans';
+import { listSessionExecutions } from '$lib/server/executions/store';
+import { listSessionQuestions } from '$lib/server/questions/store';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ params }) => {
@@ -13,5 +17,12 @@ export const load: PageServerLoad = async ({ params }) => {
 	const cursor = await latestEventId(sql());
 	const session = await getSession(sql(), id.data);
 	if (!session) error(404, 'No such chat session.');
-	return { session, messages: await listMessages(sql(), id.data), cursor };
+	const [messages, executions, plans, window, questions] = await Promise.all([
+		listMessages(sql(), id.data),
+		listSessionExecutions(sql(), id.data),
+		listSessionPlans(sql(), id.data),
+		activeWindow(sql(), id.data),
+		listSessionQuestions(sql(), id.data)
+	]);
+	return { session, messages, executions, plans, window, questions, cursor };
 };

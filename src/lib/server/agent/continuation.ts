@@ -1,0 +1,77 @@
+import type { TransactionSql } from 'postgres';
+import { sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import { insertMessage } from '../db/queries/messages';
+import { setTaskState } from '../db/queries/sessions';
+import { env } from '../env';
+import { activeWindow } from '../executions/assent';
+import type { ExecutionRow } from '../executions/store';
+import { runTurn } from './run-turn';
+
+/** How a finished execution is told to the agent (and shown as a small note in the chat). */
+export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'>): string {
+	const outcome =
+		e.status === 'succeeded'
+			? `succeeded: ${(e.result ?? 'done').trim().slice(0, 800)}`
+			: `${e.status}: ${(e.error ?? e.result ?? 'no details').trim().slice(0, 800)}`;
+	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}`;
+}
+
+/** Appends a system note message (shown distinct from operator messages; replayed to the model). */
+export async function addSystemNote(tx: TransactionSql, sessionId: string, kind: string, text: string, data?: Record<string, unknown>): Promise<void> {
+	const m = await insertMessage(tx, { sessionId, role: 'system', parts: [{ type: 'note', kind, text, ...(data ? { data } : {}) }], status: 'complete', origin: 'continuation' });
+	await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: m.id } });
+}
+
+const SAME_FAILURE_LIMIT = 3;
+
+export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached' | 'repeated-failure';
+
+/**
+ * The system as the event loop: when executions linked to a session have finished, tell the
+ * agent and run a continuation turn while the session's assent window is open. Every finished,
+ * not yet continued execution of the session is claimed atomically *before* the turn (so two
+ * workers or a retried job never continue one twice) and folded into one turn.
+ */
+export async function continueSession(sessionId: string, signal?: AbortSignal): Promise<ContinueResult> {
+	const decision = await sql().begin(async (tx) => {
+		const claimed = await tx<ExecutionRow[]>`
+			update execution_sessions l set continued_at = now()
+			from executions e
+			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
+			  and e.status in ('succeeded', 'failed', 'cancelled', 'denied', 'expired')
+			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash`;
+		if (!claimed.length) return { kind: 'nothing' as const };
+		const notes = claimed.map((e) => executionNote(e));
+
+		const [repeat] = await tx<{ n: number }[]>`
+			select count(*)::int as n from executions
+			where requested_by_session = ${sessionId} and status = 'failed'
+			  and hash = any(${claimed.filter((e) => e.status === 'failed').map((e) => (e as ExecutionRow & { hash: string }).hash)}::text[])
+			  and created_at > now() - interval '2 hours'
+			group by hash order by 1 desc limit 1`;
+		const window = await activeWindow(tx, sessionId);
+		let kind: Exclude<ContinueResult, 'nothing'>;
+		if ((repeat?.n ?? 0) >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
+		else if (!window) kind = 'window-closed';
+		else if (window.continuations >= env().NOMOS_MAX_CONTINUATIONS) kind = 'cap-reached';
+		else {
+			kind = 'turn';
+			await tx`update assent_windows set continuations = continuations + 1 where id = ${window.id}`;
+		}
+		const suffix: Record<typeof kind, string> = {
+			turn: '',
+			'window-closed': ' — the approval window has closed; reply to continue',
+			'cap-reached': ` — ${env().NOMOS_MAX_CONTINUATIONS} automatic continuations in this window; reply to continue`,
+			'repeated-failure': ` — the same action failed ${SAME_FAILURE_LIMIT} times, so Nomos stopped continuing by itself; tell it how to proceed`
+		};
+		for (const [i, e] of claimed.entries()) {
+			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
+		}
+		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
+		return { kind };
+	});
+	if (decision.kind !== 'turn') return decision.kind;
+	await runTurn({ sessionId, origin: 'continuation', signal });
+	return 'turn';
+}

@@ -1,0 +1,36 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { sql } from '../../db/index';
+import { raiseQuestion } from '../../questions/store';
+import type { ToolContext } from './context';
+
+export const askOperatorInput = z
+	.object({
+		prompt: z.string().min(3).max(2000).describe('the question, addressed to the operator'),
+		why: z.string().max(1000).optional().describe('why only the operator can decide this'),
+		options: z.array(z.string().min(1).max(200)).max(8).optional().describe('suggested answers, if the choice is among a few'),
+		context_entities: z.array(z.string().max(200)).max(10).optional().describe("entities the question is about, e.g. 'host:strong'")
+	})
+	.strict();
+
+/** ask_operator: a structured question; the turn ends right after it. */
+export function askOperatorTool(ctx: ToolContext) {
+	return tool({
+		description:
+			'Ask the operator a question only they can answer (a name, a size, a trade-off) instead of guessing or stalling. Your turn ends right after; the answer comes back to you.',
+		inputSchema: askOperatorInput,
+		execute: async (input) => {
+			const q = await sql().begin((tx) =>
+				raiseQuestion(tx, {
+					sessionId: ctx.sessionId,
+					messageId: ctx.messageId,
+					prompt: input.prompt,
+					why: input.why,
+					options: input.options ?? [],
+					contextEntities: input.context_entities ?? []
+				})
+			);
+			return { questionId: q.id, status: 'waiting for the operator', prompt: input.prompt };
+		}
+	});
+}

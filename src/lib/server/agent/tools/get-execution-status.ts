@@ -1,0 +1,29 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { sql } from '../../db/index';
+import { getExecution } from '../../executions/store';
+import { toolError, type ToolContext } from './context';
+
+/** get_execution_status: one execution's state, steps and result. */
+export function getExecutionStatusTool(_ctx: ToolContext) {
+	return tool({
+		description: 'Status, steps and result of one execution by id. Finished executions re-invoke you by themselves: do not poll.',
+		inputSchema: z.object({ id: z.string().describe('the execution id (uuid)') }).strict(),
+		execute: async ({ id }) => {
+			if (!z.uuid().safeParse(id).success) return toolError(`'${id}' is not an execution id`, 'execution ids are uuids, as returned by request_execution');
+			const e = await getExecution(sql(), id);
+			if (!e) return toolError(`no execution ${id}`);
+			return {
+				id: e.id,
+				action: e.action,
+				target: e.target,
+				status: e.status,
+				command: e.commandPreview,
+				result: e.result,
+				error: e.error,
+				steps: e.steps.map((s) => ({ label: s.label, exitCode: s.exitCode, stdoutTail: s.stdoutTail?.slice(-1500), stderrTail: s.stderrTail?.slice(-1500) })),
+				decision: e.decision
+			};
+		}
+	});
+}

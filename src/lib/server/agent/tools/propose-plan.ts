@@ -1,0 +1,50 @@
+import { tool } from 'ai';
+import { z } from 'zod';
+import { sql } from '../../db/index';
+import { insertPlan } from '../../executions/plans';
+import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
+import { toolError, type ToolContext } from './context';
+
+export const proposePlanInput = z
+	.object({
+		title: z.string().min(3).max(200),
+		steps: z
+			.array(
+				z
+					.object({
+						action: z.string(),
+						target: z.string(),
+						params: z.record(z.string(), z.unknown()).default({}),
+						why: z.string().max(500).default('')
+					})
+					.strict()
+			)
+			.min(1)
+			.max(20)
+	})
+	.strict();
+
+/** propose_plan: lay out a multi-step change; approving it approves exactly these steps. */
+export function proposePlanTool(ctx: ToolContext) {
+	return tool({
+		description:
+			'Propose a plan of executions for the operator to approve once. Each step is validated now. After approval you are re-invoked: ' +
+			'request the steps one at a time with request_execution using exactly the same action, target and params; a step that differs needs its own approval. Ends your turn.',
+		inputSchema: proposePlanInput,
+		execute: async (input) => {
+			const prepared: Array<PreparedExecution & { why: string }> = [];
+			for (const [i, s] of input.steps.entries()) {
+				const p = await prepareExecution({ target: s.target, action: s.action, params: s.params, reason: s.why });
+				if ('error' in p) return toolError(`step ${i + 1}: ${p.error}`, p.hint);
+				prepared.push({ ...p, why: s.why });
+			}
+			const plan = await sql().begin((tx) => insertPlan(tx, ctx.sessionId, input.title, prepared));
+			return {
+				planId: plan.id,
+				status: 'awaiting_approval',
+				steps: plan.steps.map((s) => ({ step: s.index + 1, action: s.action, target: s.target, params: s.params, command: s.commandPreview })),
+				message: 'The plan waits for the operator. End your turn now; you will be re-invoked when it is decided.'
+			};
+		}
+	});
+}

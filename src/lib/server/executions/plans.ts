@@ -1,0 +1,96 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import type { PreparedExecution } from './prepare';
+
+export type PlanStep = {
+	index: number;
+	action: string;
+	target: string;
+	params: Record<string, unknown>;
+	why: string;
+	hash: string;
+	commandPreview: string;
+	classification: string;
+	/** Set when a request_execution consumed this step's approval. */
+	executionId: string | null;
+};
+
+export type PlanRow = {
+	id: string;
+	sessionId: string;
+	title: string;
+	steps: PlanStep[];
+	status: 'proposed' | 'approved' | 'denied' | 'superseded';
+	createdAt: string;
+	decidedAt: string | null;
+	decidedBy: string | null;
+};
+
+const columns = (sql: Sql | TransactionSql) =>
+	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy"`;
+
+export async function getPlan(sql: Sql | TransactionSql, id: string): Promise<PlanRow | null> {
+	const [row] = await sql<PlanRow[]>`select ${columns(sql)} from plans where id = ${id}`;
+	return row ?? null;
+}
+
+export async function getPlansByIds(sql: Sql, ids: string[]): Promise<PlanRow[]> {
+	if (!ids.length) return [];
+	return sql<PlanRow[]>`select ${columns(sql)} from plans where id = any(${ids}::uuid[])`;
+}
+
+export async function listSessionPlans(sql: Sql, sessionId: string): Promise<PlanRow[]> {
+	return sql<PlanRow[]>`select ${columns(sql)} from plans where session_id = ${sessionId} order by created_at`;
+}
+
+/** Stores a proposed plan; an older proposed plan of the session is superseded. */
+export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: Array<PreparedExecution & { why: string }>): Promise<PlanRow> {
+	await tx`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed'`;
+	const planSteps: PlanStep[] = steps.map((s, index) => ({
+		index,
+		action: s.action,
+		target: s.target,
+		params: s.params,
+		why: s.why,
+		hash: s.hash,
+		commandPreview: s.commandPreview,
+		classification: s.classification,
+		executionId: null
+	}));
+	const [row] = await tx<PlanRow[]>`
+		insert into plans (session_id, title, steps) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb)
+		returning ${columns(tx)}`;
+	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: row.id } });
+	return row;
+}
+
+/**
+ * Finds an approved, not yet used plan step of the session with exactly this hash and marks it
+ * used by the execution. Returns who approved the plan, or null (then it needs its own approval).
+ */
+export async function consumePlanStep(tx: TransactionSql, sessionId: string, hash: string, executionId: string): Promise<{ planId: string; decidedBy: string | null } | null> {
+	const plans = await tx<PlanRow[]>`
+		select ${columns(tx)} from plans
+		where session_id = ${sessionId} and status = 'approved'
+		  and steps @> ${JSON.stringify([{ hash, executionId: null }])}::text::jsonb
+		order by decided_at desc limit 1 for update`;
+	const plan = plans[0];
+	if (!plan) return null;
+	const steps = plan.steps.map((s) => ({ ...s }));
+	const step = steps.find((s) => s.hash === hash && s.executionId === null)!;
+	step.executionId = executionId;
+	await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${plan.id}`;
+	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: plan.id } });
+	return { planId: plan.id, decidedBy: plan.decidedBy };
+}
+
+/** Approves or denies a proposed plan with one conditional update. */
+export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string): Promise<PlanRow | null> {
+	const [row] = await tx<PlanRow[]>`
+		update plans set status = ${decision}, decided_at = now(), decided_by = ${operatorId}
+		where id = ${id} and status = 'proposed' returning ${columns(tx)}`;
+	if (!row) return null;
+	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
+	return row;
+}

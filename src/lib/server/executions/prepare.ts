@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
+import { resolveEntity } from '../db/queries/entities';
+import { ACTIONS, ACTION_NAMES, catalogueSummary, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
+import { vmid as vmidSchema } from '../proxmox/params';
+import { runOnHost } from '../ssh/client';
+import { toCommand } from '../ssh/quote';
+import type { Classification } from '../db/schema';
+
+/** What the agent (or a plan step) asks for, before validation. */
+export const executionRequest = z
+	.object({
+		target: z.string().trim().min(1).max(200).describe("a host ('strong') or a container ('lxc:strong/101', '101', 'caddy')"),
+		action: z.string().min(1).max(64),
+		params: z.record(z.string(), z.unknown()).default({}),
+		reason: z.string().max(2000).default('')
+	})
+	.strict();
+export type ExecutionRequest = z.input<typeof executionRequest>;
+
+/** A validated, resolved execution: exactly what an approval names and the worker runs. */
+export interface PreparedExecution {
+	action: ActionName;
+	classification: Classification;
+	hostName: string;
+	vmid?: string;
+	/** Normalised: `host:<name>` or `lxc:<host>/<vmid>`. */
+	target: string;
+	params: Record<string, unknown>;
+	steps: Step[];
+	preconditions: Precondition[];
+	commandPreview: string;
+	hash: string;
+	reason: string;
+}
+
+export type PrepareError = { error: string; hint?: string };
+
+function describeIssues(e: z.ZodError): string {
+	return e.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
+}
+
+/** Stable JSON (sorted keys) so equal requests hash equally. */
+export function canonical(v: unknown): string {
+	if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+	if (v && typeof v === 'object') {
+		return `{${Object.keys(v as object)
+			.filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+			.sort()
+			.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+			.join(',')}}`;
+	}
+	return JSON.stringify(v);
+}
+
+export function executionHash(action: string, target: string, params: Record<string, unknown>): string {
+	return createHash('sha256').update(canonical({ action, target, params })).digest('hex');
+}
+
+type ResolvedTarget = { host: Host; vmid?: string } | PrepareError;
+
+async function resolveTarget(raw: string): Promise<ResolvedTarget> {
+	const t = raw.trim();
+	const hostsHint = async () => `hosts: ${(await listHosts()).map((h) => h.name).join(', ') || '(none configured)'}`;
+	const bare = t.replace(/^(host|node):/i, '');
+	const asHost = await getHostByName(bare);
+	if (asHost && !/^(lxc|ct):/i.test(t)) return { host: asHost };
+
+	const m = /^(?:(?:lxc|ct):)?([a-zA-Z0-9][a-zA-Z0-9.-]*)\/([1-9][0-9]{2,8})$/.exec(t);
+	if (m) {
+		const host = await getHostByName(m[1]);
+		if (!host) return { error: `unknown host '${m[1]}' in target '${t}'`, hint: await hostsHint() };
+		return { host, vmid: m[2] };
+	}
+	const ref = /^(lxc|ct):/i.test(t) ? `lxc:${t.replace(/^(lxc|ct):/i, '')}` : `lxc:${t}`;
+	const found = await resolveEntity(ref);
+	if (found.ok) {
+		const host = found.entity.hostName ? await getHostByName(found.entity.hostName) : null;
+		const vmid = String((found.entity.attributes as { vmid?: unknown }).vmid ?? found.entity.externalId.split('/')[1] ?? '');
+		if (!host) return { error: `container '${t}' is on host '${found.entity.hostName}', which is not configured`, hint: await hostsHint() };
+		return { host, vmid };
+	}
+	if (!found.ok && found.reason === 'ambiguous') {
+		return { error: `target '${t}' matches several containers`, hint: `use one of: ${found.candidates.map((c) => `lxc:${c.externalId}`).join(', ')}` };
+	}
+	return { error: `unknown target '${t}'`, hint: `a host name or a container (lxc:<host>/<vmid>, a vmid or a name); ${await hostsHint()}; list_lxcs shows the containers` };
+}
+
+/** Asks the host for the next free guest id (`pvesh get /cluster/nextid`). */
+async function nextFreeVmid(host: Host): Promise<string | PrepareError> {
+	try {
+		const r = await runOnHost(host, ['pvesh', 'get', '/cluster/nextid'], { timeoutMs: 20_000 });
+		const id = r.stdout.trim().replace(/"/g, '');
+		if (r.exitCode === 0 && /^[1-9][0-9]{2,8}$/.test(id)) return id;
+		return { error: `could not get the next free vmid from ${host.name}: ${(r.stderr || r.stdout).trim().slice(0, 300)}` };
+	} catch (e) {
+		return { error: `could not reach ${host.name} to get the next free vmid: ${(e as Error).message}` };
+	}
+}
+
+/**
+ * Validates a request against the catalogue and resolves it to one exact, hashable execution.
+ * Returns an error the model can act on (valid actions, fields, targets) instead of throwing;
+ * nothing is written here.
+ */
+export async function prepareExecution(input: unknown): Promise<PreparedExecution | PrepareError> {
+	const req = executionRequest.safeParse(input);
+	if (!req.success) {
+		return { error: `bad request_execution call: ${describeIssues(req.error)}`, hint: 'give target, action, params (an object) and reason' };
+	}
+	const { target: rawTarget, action, reason } = req.data;
+	if (!isActionName(action)) {
+		return { error: `unknown action '${action}'`, hint: `valid actions: ${ACTION_NAMES.join(', ')}. ${catalogueSummary()}` };
+	}
+	const def = ACTIONS[action];
+	const parsed = (def.params as z.ZodType).safeParse(req.data.params);
+	if (!parsed.success) {
+		return { error: `bad params for ${action}: ${describeIssues(parsed.error)}`, hint: `fields of ${action}: ${paramFields(action)}` };
+	}
+	const params = { ...(parsed.data as Record<string, unknown>) };
+
+	const resolved = await resolveTarget(rawTarget);
+	if ('error' in resolved) return resolved;
+	const { host } = resolved;
+	if (!host.hostKeyFingerprint) {
+		return { error: `host '${host.name}' has no pinned host key yet`, hint: 'the operator must confirm its fingerprint in Settings → Hosts' };
+	}
+
+	let vmid: string | undefined;
+	if (def.scope === 'host') {
+		if (resolved.vmid) return { error: `${action} runs on a host: target must be a host name, not a container`, hint: `e.g. target '${host.name}'` };
+	} else {
+		const fromParams = params.vmid as string | undefined;
+		delete params.vmid;
+		if (resolved.vmid && fromParams && resolved.vmid !== fromParams) {
+			return { error: `target '${rawTarget}' is CT ${resolved.vmid} but params.vmid is ${fromParams}` };
+		}
+		vmid = resolved.vmid ?? fromParams;
+		if (def.scope === 'ct' && !vmid) {
+			return { error: `${action} needs a container`, hint: `target 'lxc:${host.name}/<vmid>' or params.vmid` };
+		}
+	}
+
+	if (action === 'pct_create' && params.vmid === 'auto') {
+		const id = await nextFreeVmid(host);
+		if (typeof id !== 'string') return id;
+		params.vmid = id;
+	} else if (action === 'pct_create') {
+		params.vmid = vmidSchema.parse(params.vmid);
+	}
+
+	const target = vmid ? `lxc:${host.name}/${vmid}` : `host:${host.name}`;
+	const steps = def.steps(params as never, { vmid });
+	const preconditions = def.preconditions?.(params as never, { vmid }) ?? [];
+	return {
+		action,
+		classification: def.classification,
+		hostName: host.name,
+		vmid,
+		target,
+		params,
+		steps,
+		preconditions,
+		commandPreview: steps.map((s) => toCommand(s.argv)).join('\n'),
+		hash: executionHash(action, target, params),
+		reason
+	};
+}

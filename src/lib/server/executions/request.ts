@@ -1,0 +1,39 @@
+import { sql } from '../db/index';
+import { env } from '../env';
+import { consumePlanStep } from './plans';
+import { prepareExecution, type PrepareError } from './prepare';
+import { enqueueRun, getExecution, insertExecution, type ExecutionRow } from './store';
+import { runExecution } from './runner';
+
+export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' };
+
+/**
+ * Records a requested execution for a session. Read-only actions run right away (their result
+ * comes back to the caller); a mutation that matches an approved plan step by hash is approved by
+ * that plan; anything else waits for the operator. Invalid requests write nothing.
+ */
+export async function requestExecution(sessionId: string | null, input: unknown, opts: { retryOf?: string } = {}): Promise<RequestOutcome | PrepareError> {
+	const prepared = await prepareExecution(input);
+	if ('error' in prepared) return prepared;
+	const ttlHours = env().NOMOS_APPROVAL_TTL_H;
+
+	if (prepared.classification === 'read_only') {
+		const e = await sql().begin((tx) => insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours }));
+		await sql()`update executions set requested_by_session = ${sessionId} where id = ${(e as ExecutionRow).id}`;
+		await runExecution((e as ExecutionRow).id);
+		return { execution: (await getExecution(sql(), (e as ExecutionRow).id))!, via: 'read_only' };
+	}
+
+	return sql().begin(async (tx) => {
+		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
+		const plan = sessionId && !opts.retryOf ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
+		if (plan) {
+			await tx`update executions set status = 'approved', approved_at = now(), expires_at = null, plan_id = ${plan.planId} where id = ${e.id}`;
+			await tx`insert into approvals (execution_id, hash, decision, route, decided_by) values (${e.id}, ${prepared.hash}, 'approved', 'plan', ${plan.decidedBy})`;
+			await enqueueRun(tx, e.id);
+			e = (await getExecution(tx, e.id))!;
+			return { execution: e, via: 'plan' as const };
+		}
+		return { execution: e, via: 'approval' as const };
+	}) as Promise<RequestOutcome>;
+}

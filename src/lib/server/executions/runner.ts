@@ -1,0 +1,135 @@
+import type { Client } from 'ssh2';
+import { sql } from '../db/index';
+import { getHostByName } from '../db/queries/hosts';
+import type { ExecutionStep } from '../db/schema';
+import { ACTIONS, isActionName, type Precondition } from '../proxmox/actions';
+import { hub } from '../realtime/hub';
+import { connect, execArgv } from '../ssh/client';
+import { toCommand } from '../ssh/quote';
+import { executionHash } from './prepare';
+import { claimExecution, finishExecution, heartbeat, saveSteps, type ExecutionRow } from './store';
+
+const LEASE_SECONDS = 60;
+const HEARTBEAT_MS = 10_000;
+const TAIL = 4000;
+const STEP_FLUSH_MS = 250;
+
+const tail = (s: string) => (s.length > TAIL ? '…' + s.slice(-TAIL) : s);
+
+class Failure extends Error {}
+
+/** The container status read right before running: the world may have changed since approval. */
+async function checkPrecondition(client: Client, p: Precondition): Promise<string | null> {
+	const r = await execArgv(client, ['pct', 'status', p.vmid], { timeoutMs: 30_000 });
+	const exists = r.exitCode === 0;
+	const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
+	if (p.kind === 'ct-absent') return exists ? `CT ${p.vmid} already exists now (it did not when this was approved)` : null;
+	if (!exists) return `CT ${p.vmid} does not exist (anymore)`;
+	if (p.kind === 'ct-status' && status !== p.status) return `CT ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
+	return null;
+}
+
+/**
+ * Runs one approved execution exactly as stored: claims it (a duplicate delivery gets nothing),
+ * keeps a lease alive, re-checks the target, runs each templated step over SSH while recording
+ * output live, and records the terminal state. Never consults the model.
+ */
+export async function runExecution(id: string): Promise<void> {
+	const e = await claimExecution(sql(), id, LEASE_SECONDS);
+	if (!e) return;
+	const beat = setInterval(() => void heartbeat(sql(), id, LEASE_SECONDS).catch(() => undefined), HEARTBEAT_MS);
+	const cancel = new AbortController();
+	const off = hub().onEvent((ev) => {
+		if (ev.type === 'execution.cancel' && ev.payload.executionId === id) cancel.abort();
+	});
+	const steps: ExecutionStep[] = [];
+	let client: Client | undefined;
+	try {
+		const { planned, vmid } = await plannedSteps(e);
+		const host = e.hostName ? await getHostByName(e.hostName) : null;
+		if (!host) throw new Failure(`host '${e.hostName}' is no longer configured`);
+		client = await connect(host).catch((err: Error) => {
+			throw new Failure(err.message);
+		});
+		const def = ACTIONS[e.action as keyof typeof ACTIONS];
+		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
+			const stale = await checkPrecondition(client, p);
+			if (stale) throw new Failure(`not run: ${stale}`);
+		}
+		for (const [index, s] of planned.entries()) {
+			if (cancel.signal.aborted) break;
+			const step: ExecutionStep = { index, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '' };
+			steps.push(step);
+			await saveSteps(sql(), e, steps);
+			let out = '';
+			let err = '';
+			let timer: NodeJS.Timeout | undefined;
+			const flushSoon = () => {
+				timer ??= setTimeout(() => {
+					timer = undefined;
+					step.stdoutTail = tail(out);
+					step.stderrTail = tail(err);
+					void saveSteps(sql(), e, steps).catch(() => undefined);
+				}, STEP_FLUSH_MS);
+			};
+			const r = await execArgv(client, s.argv, {
+				timeoutMs: s.timeoutMs,
+				signal: cancel.signal,
+				onStdout: (c) => ((out += c), flushSoon()),
+				onStderr: (c) => ((err += c), flushSoon())
+			});
+			clearTimeout(timer);
+			Object.assign(step, {
+				finishedAt: new Date().toISOString(),
+				exitCode: r.exitCode,
+				durationMs: r.durationMs,
+				stdoutTail: tail(r.stdout),
+				stderrTail: tail(r.stderr)
+			});
+			await saveSteps(sql(), e, steps);
+			if (r.aborted) break;
+			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped`);
+			if (r.exitCode !== 0) {
+				const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500);
+				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
+			}
+		}
+		if (cancel.signal.aborted) {
+			await finishExecution(sql(), id, { status: 'cancelled', result: null, error: 'cancelled by the operator', steps });
+			return;
+		}
+		const last = steps[steps.length - 1];
+		const summary = (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
+		await finishExecution(sql(), id, {
+			status: 'succeeded',
+			result: summary || 'done (no output)',
+			error: null,
+			steps,
+			refreshHost: def.changesInventory ? e.hostName : null
+		});
+	} catch (err) {
+		const message = err instanceof Failure ? err.message : `internal error: ${(err as Error).message}`;
+		const ok = await finishExecution(sql(), id, { status: 'failed', result: null, error: message, steps, refreshHost: null }).catch(() => false);
+		if (!ok && !(err instanceof Failure)) throw err;
+	} finally {
+		clearInterval(beat);
+		off();
+		client?.end();
+	}
+}
+
+/**
+ * Rebuilds the steps from the stored record and checks it is still exactly what was approved:
+ * its hash matches its content, and (for anything but read-only) an approval names that hash.
+ */
+async function plannedSteps(e: ExecutionRow) {
+	if (!isActionName(e.action)) throw new Failure(`unknown action '${e.action}'`);
+	if (executionHash(e.action, e.target, e.params) !== e.hash) throw new Failure('the stored execution does not match its hash; refusing to run');
+	if (ACTIONS[e.action].classification !== 'read_only') {
+		const [a] = await sql()<{ hash: string }[]>`select hash from approvals where execution_id = ${e.id} and decision = 'approved'`;
+		if (!a || a.hash !== e.hash) throw new Failure('no approval names this exact execution; refusing to run');
+	}
+	const m = /^lxc:[^/]+\/([0-9]+)$/.exec(e.target);
+	const vmid = m?.[1];
+	return { planned: ACTIONS[e.action].steps(e.params as never, { vmid }), vmid };
+}

@@ -1,0 +1,18 @@
+import { sql } from '../db/index';
+import { addSystemNote } from '../agent/continuation';
+import { requestTurn } from '../agent/turns';
+import { answerQuestion, type AnswerResult } from './store';
+
+/**
+ * The panel route: closes the question and resumes the agent in the background (a worker job
+ * in the session's queue) with the answer injected as a note.
+ */
+export async function answerFromPanel(sessionId: string | undefined, questionId: string, answer: string, operatorId: string): Promise<AnswerResult> {
+	return sql().begin(async (tx) => {
+		const r = await answerQuestion(tx, questionId, { answer, via: 'panel', operatorId, sessionId });
+		if (!r.ok) return r;
+		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
+		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'resume' });
+		return r;
+	}) as Promise<AnswerResult>;
+}

@@ -1,0 +1,83 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import { setTaskState } from '../db/queries/sessions';
+
+export type QuestionRow = {
+	id: string;
+	sessionId: string;
+	messageId: string | null;
+	prompt: string;
+	why: string | null;
+	options: string[];
+	contextEntities: string[];
+	status: 'open' | 'answered' | 'cancelled';
+	answer: string | null;
+	answeredVia: 'panel' | 'chat' | null;
+	createdAt: string;
+	answeredAt: string | null;
+};
+
+const columns = (sql: Sql | TransactionSql) => sql`
+	id, session_id as "sessionId", message_id as "messageId", prompt, why, options, context_entities as "contextEntities",
+	status, answer, answered_via as "answeredVia", created_at as "createdAt", answered_at as "answeredAt"`;
+
+export async function listSessionQuestions(sql: Sql, sessionId: string): Promise<QuestionRow[]> {
+	return sql<QuestionRow[]>`select ${columns(sql)} from session_questions where session_id = ${sessionId} order by created_at`;
+}
+
+export type OpenQuestion = { id: string; sessionId: string; prompt: string; createdAt: string; title: string };
+
+export async function listOpenQuestions(sql: Sql): Promise<OpenQuestion[]> {
+	return sql<OpenQuestion[]>`
+		select q.id, q.session_id as "sessionId", q.prompt, q.created_at as "createdAt", s.title
+		from session_questions q join chat_sessions s on s.id = q.session_id
+		where q.status = 'open' order by q.created_at`;
+}
+
+/** Records a question, moves the task to awaiting_input and announces it. */
+export async function raiseQuestion(
+	tx: TransactionSql,
+	q: { sessionId: string; messageId: string; prompt: string; why?: string; options: string[]; contextEntities: string[] }
+): Promise<QuestionRow> {
+	// A new question replaces an older one left open in the same session.
+	await tx`update session_questions set status = 'cancelled' where session_id = ${q.sessionId} and status = 'open'`;
+	const [row] = await tx<QuestionRow[]>`
+		insert into session_questions (session_id, message_id, prompt, why, options, context_entities)
+		values (${q.sessionId}, ${q.messageId}, ${q.prompt}, ${q.why ?? null}, ${JSON.stringify(q.options)}::text::jsonb,
+			${JSON.stringify(q.contextEntities)}::text::jsonb)
+		returning ${columns(tx)}`;
+	await setTaskState(tx, q.sessionId, 'awaiting_input');
+	await emitEvent(tx, { sessionId: q.sessionId, type: 'question.raised', payload: { questionId: row.id } });
+	return row;
+}
+
+export type AnswerResult = { ok: true; question: QuestionRow } | { ok: false; reason: 'not_found' | 'closed' };
+
+/**
+ * Closes an open question with its answer. One conditional update: of two tabs answering at
+ * once exactly one wins; the task returns to executing.
+ */
+export async function answerQuestion(
+	tx: TransactionSql,
+	id: string,
+	a: { answer: string; via: 'panel' | 'chat'; operatorId: string; sessionId?: string }
+): Promise<AnswerResult> {
+	const [row] = await tx<QuestionRow[]>`
+		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
+			answered_by = ${a.operatorId}, answered_at = now()
+		where id = ${id} and status = 'open' ${a.sessionId ? tx`and session_id = ${a.sessionId}` : tx``}
+		returning ${columns(tx)}`;
+	if (!row) {
+		const [exists] = await tx`select 1 from session_questions where id = ${id} ${a.sessionId ? tx`and session_id = ${a.sessionId}` : tx``}`;
+		return { ok: false, reason: exists ? 'closed' : 'not_found' };
+	}
+	await setTaskState(tx, row.sessionId, 'executing');
+	await emitEvent(tx, { sessionId: row.sessionId, type: 'question.answered', payload: { questionId: row.id, via: a.via } });
+	return { ok: true, question: row };
+}
+
+export async function openQuestionOf(tx: TransactionSql, sessionId: string): Promise<QuestionRow | null> {
+	const [row] = await tx<QuestionRow[]>`select ${columns(tx)} from session_questions where session_id = ${sessionId} and status = 'open' order by created_at desc limit 1`;
+	return row ?? null;
+}

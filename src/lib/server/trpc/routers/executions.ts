@@ -1,0 +1,67 @@
+import { TRPCError } from '@trpc/server';
+import { decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
+import { sessionIdInput } from '$lib/schemas/chat';
+import { sql } from '$lib/server/db/index';
+import { emitEvent } from '$lib/server/db/queries/events';
+import { activeWindow, revokeWindow } from '$lib/server/executions/assent';
+import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
+import { requestExecution } from '$lib/server/executions/request';
+import { getExecution, listRecentExecutions, onTerminal } from '$lib/server/executions/store';
+import { operatorProcedure, router } from '../t';
+
+const conflictMessages = {
+	not_found: 'No such execution.',
+	already_decided: 'This execution was already decided.',
+	expired: 'This approval has expired; ask the agent to request it again.'
+} as const;
+
+export const executionsRouter = router({
+	recent: operatorProcedure.query(() => listRecentExecutions(sql(), 200)),
+
+	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
+		const r = await sql().begin((tx) =>
+			operatorDecides(tx, input.executionId, { decision: input.decision, route: input.route, operatorId: ctx.user.id, reason: input.reason ?? null })
+		);
+		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
+		return r.execution;
+	}),
+
+	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
+	cancel: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
+		return sql().begin(async (tx) => {
+			const e = await getExecution(tx, input.executionId);
+			if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+			const withdrawn = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
+				where id = ${e.id} and status = 'approved' returning id`;
+			if (withdrawn.length) await onTerminal(tx, e.id);
+			else if (e.status === 'running') {
+				await emitEvent(tx, { sessionId: e.requestedBySession, type: 'execution.cancel', payload: { executionId: e.id, by: ctx.user.id } });
+			} else throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${e.status}; only approved or running ones can be cancelled.` });
+			return { ok: true };
+		});
+	}),
+
+	/** A retry is a new execution of the same action, target and params, and needs its own approval. */
+	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input }) => {
+		const e = await getExecution(sql(), input.executionId);
+		if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+		if (!['failed', 'cancelled', 'expired'].includes(e.status)) {
+			throw new TRPCError({ code: 'CONFLICT', message: `Only failed, cancelled or expired executions can be retried (this one is ${e.status}).` });
+		}
+		const r = await requestExecution(e.requestedBySession, { target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` }, { retryOf: e.id });
+		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
+		return r.execution;
+	}),
+
+	decidePlan: operatorProcedure.input(decidePlanInput).mutation(async ({ input, ctx }) => {
+		const plan = await sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null }));
+		if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan was already decided or replaced.' });
+		return plan;
+	}),
+
+	window: operatorProcedure.input(sessionIdInput).query(({ input }) => activeWindow(sql(), input.sessionId)),
+
+	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
+		return { revoked: await sql().begin((tx) => revokeWindow(tx, input.sessionId, ctx.user.id)) };
+	})
+});

@@ -1,0 +1,39 @@
+import { SvelteMap } from 'svelte/reactivity';
+import type { ExecutionRow } from '$lib/server/executions/store';
+import type { PlanRow } from '$lib/server/executions/plans';
+import type { LiveEvents, LiveEvent } from './live-events.svelte';
+
+export type Execution = ExecutionRow;
+export type Plan = PlanRow;
+
+const EXECUTION_EVENTS = ['execution.updated', 'execution.step', 'approval.decided'];
+
+/** Executions and plans by id, kept current by the snapshots that live events carry. */
+export class ExecutionsState {
+	executions = new SvelteMap<string, Execution>();
+	plans = new SvelteMap<string, Plan>();
+
+	constructor(executions: Execution[] = [], plans: Plan[] = []) {
+		for (const e of executions) this.executions.set(e.id, e);
+		for (const p of plans) this.plans.set(p.id, p);
+	}
+
+	/** Follows a live stream; returns the unsubscribe function. */
+	follow(events: LiveEvents): () => void {
+		const offs = [events.onAny(EXECUTION_EVENTS, (e) => this.#apply(e)), events.on('plan.updated', (e) => this.#apply(e))];
+		return () => offs.forEach((off) => off());
+	}
+
+	put(e: Execution): void {
+		this.executions.set(e.id, e);
+	}
+
+	get pending(): Execution[] {
+		return [...this.executions.values()].filter((e) => e.status === 'awaiting_approval');
+	}
+
+	#apply(ev: LiveEvent): void {
+		if (ev.execution) this.executions.set((ev.execution as Execution).id, ev.execution as Execution);
+		if (ev.plan) this.plans.set((ev.plan as Plan).id, ev.plan as Plan);
+	}
+}

@@ -1,0 +1,26 @@
+import { json } from '@sveltejs/kit';
+import { z } from 'zod';
+import { answerBody } from '$lib/schemas/questions';
+import { answerFromPanel } from '$lib/server/questions/answer';
+import type { RequestHandler } from './$types';
+
+/** Answers an open question: 202 at once; the agent resumes in the background. */
+export const POST: RequestHandler = async ({ request, params, locals }) => {
+	const ids = z.object({ id: z.uuid(), qid: z.uuid() }).safeParse(params);
+	if (!ids.success) return json({ message: 'No such question.' }, { status: 404 });
+	let body: unknown;
+	try {
+		body = await request.json();
+	} catch {
+		return json({ message: 'Send JSON like {"answer": "…"}.' }, { status: 400 });
+	}
+	const parsed = answerBody.safeParse(body);
+	if (!parsed.success) return json({ message: parsed.error.issues[0].message }, { status: 400 });
+	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id);
+	if (!r.ok) {
+		return r.reason === 'not_found'
+			? json({ message: 'No such question.' }, { status: 404 })
+			: json({ message: 'This question was already answered.' }, { status: 409 });
+	}
+	return json({ status: 'accepted', questionId: r.question.id }, { status: 202 });
+};

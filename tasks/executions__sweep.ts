@@ -1,0 +1,24 @@
+import type { Task } from 'graphile-worker';
+import { sql } from '../src/lib/server/db/index';
+import { sweep } from '../src/lib/server/executions/store';
+import { enqueueJob } from '../src/lib/server/jobs/enqueue';
+
+export const SWEEP_EVERY_SECONDS = 15;
+
+/**
+ * Fails executions whose worker died (lease expired) and expires stale approvals, then
+ * schedules itself again; the job key keeps exactly one sweeper queued across all processes.
+ */
+export const executions__sweep: Task = async () => {
+	const r = await sweep(sql());
+	if (r.lost || r.expired) console.log(`[nomos] sweeper: ${r.lost} lost execution(s) failed, ${r.expired} approval(s) expired`);
+	await scheduleSweep();
+};
+
+export async function scheduleSweep(): Promise<void> {
+	await enqueueJob(sql(), 'executions__sweep', {}, {
+		jobKey: 'executions__sweep',
+		runAt: new Date(Date.now() + SWEEP_EVERY_SECONDS * 1000),
+		maxAttempts: 5
+	});
+}
