@@ -70,6 +70,10 @@ test('knowledge: add a Markdown note, preview, search, edit and delete it', asyn
 		await expect(results.first().locator('mark').first()).toHaveText(/zeppelin/i);
 		await expect(results.nth(1)).toContainText('E2E imported runbook');
 		await page.screenshot({ path: 'test-results/knowledge-page.png', fullPage: true });
+		await page.getByTestId('theme-toggle').click();
+		await row.getByTestId('knowledge-body').scrollIntoViewIfNeeded();
+		await page.screenshot({ path: 'test-results/knowledge-note-dark.png' });
+		await page.getByTestId('theme-toggle').click();
 
 		// Collapse the row, then open it again from the search result.
 		await row.getByTestId('knowledge-title').click();

@@ -128,6 +128,12 @@ describe('knowledge search', () => {
 		expect(hit.snippet).toMatch(/^Upstream Use «unbound» as the resolver/);
 		expect(hit.snippet).not.toMatch(/[#*|`]|https?:|\]\(/);
 		await deleteKnowledge(md.id);
+
+		const list = await createKnowledge({ title: 'Quirks', body: '> note\n\n- see issue #12 for the **fanspeed** bug\n1. a -> b' });
+		const [q] = await searchKnowledge('fanspeed');
+		expect(q.id).toBe(list.id);
+		expect(q.snippet).toMatch(/^note see issue #12 for the «fanspeed»/);
+		await deleteKnowledge(list.id);
 	});
 
 	it('finds entities by name and notes, and a vmid-like query', async () => {

@@ -94,3 +94,16 @@ export async function decidePlan(tx: TransactionSql, id: string, decision: 'appr
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
 	return row;
 }
+
+/**
+ * A plan step whose execution failed may be requested again (e.g. after the agent fixed the
+ * cause); the loop guard in the continuation stops endless repeats.
+ */
+export async function releasePlanStep(tx: TransactionSql, planId: string, executionId: string): Promise<void> {
+	const plan = await getPlan(tx, planId);
+	if (!plan) return;
+	const steps = plan.steps.map((s) => (s.executionId === executionId ? { ...s, executionId: null } : s));
+	if (steps.every((s, i) => s.executionId === plan.steps[i].executionId)) return;
+	await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${planId}`;
+	await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId } });
+}

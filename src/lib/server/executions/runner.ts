@@ -99,7 +99,7 @@ export async function runExecution(id: string): Promise<void> {
 			return;
 		}
 		const last = steps[steps.length - 1];
-		const summary = (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
+		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',
 			result: summary || 'done (no output)',

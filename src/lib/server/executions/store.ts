@@ -4,6 +4,7 @@ import { emitEvent } from '../db/queries/events';
 import type { Classification, ExecutionStatus, ExecutionStep } from '../db/schema';
 import { enqueueJob } from '../jobs/enqueue';
 import type { PreparedExecution } from './prepare';
+import { releasePlanStep } from './plans';
 
 export type ExecutionRow = {
 	id: string;
@@ -184,6 +185,7 @@ export async function finishExecution(
  */
 export async function onTerminal(tx: TransactionSql, id: string): Promise<void> {
 	const e = (await getExecution(tx, id))!;
+	if (e.planId && e.status === 'failed') await releasePlanStep(tx, e.planId, e.id);
 	await announce(tx, e, 'execution.updated', { terminal: e.status });
 	const links = await tx<{ sessionId: string }[]>`select session_id as "sessionId" from execution_sessions where execution_id = ${id}`;
 	for (const l of links) {

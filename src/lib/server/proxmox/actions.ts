@@ -24,6 +24,8 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	preconditions?(p: z.output<P>, ctx: { vmid?: string }): Precondition[];
 	/** Refresh the inventory afterwards. */
 	changesInventory?: boolean;
+	/** A one-line result for a success (default: the last lines of output). */
+	summary?(p: z.output<P>, ctx: { vmid?: string }): string;
 }
 
 const MIN = 60_000;
@@ -139,7 +141,8 @@ export const ACTIONS = {
 			return [{ label: `pct create ${p.vmid} (${p.hostname})`, argv, timeoutMs: 20 * MIN }];
 		},
 		preconditions: (p) => [{ kind: 'ct-absent', vmid: String(p.vmid) }],
-		changesInventory: true
+		changesInventory: true,
+		summary: (p) => `CT ${p.vmid} (${p.hostname}) created${p.start ? ' and started' : ''}`
 	}),
 	pct_start: def({
 		classification: 'config_mutation',
@@ -148,7 +151,8 @@ export const ACTIONS = {
 		params: ctParams,
 		steps: (_p, { vmid }) => [{ label: 'pct start', argv: ['pct', 'start', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'stopped' }],
-		changesInventory: true
+		changesInventory: true,
+		summary: (_p, { vmid }) => `CT ${vmid} started`
 	}),
 	pct_stop: def({
 		classification: 'config_mutation',
@@ -157,7 +161,8 @@ export const ACTIONS = {
 		params: ctParams,
 		steps: (_p, { vmid }) => [{ label: 'pct stop', argv: ['pct', 'stop', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }],
-		changesInventory: true
+		changesInventory: true,
+		summary: (_p, { vmid }) => `CT ${vmid} stopped`
 	}),
 	pct_destroy: def({
 		classification: 'destructive',
@@ -166,7 +171,8 @@ export const ACTIONS = {
 		params: ctParams,
 		steps: (_p, { vmid }) => [{ label: 'pct destroy', argv: ['pct', 'destroy', vmid!, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-exists', vmid: vmid! }],
-		changesInventory: true
+		changesInventory: true,
+		summary: (_p, { vmid }) => `CT ${vmid} destroyed`
 	})
 } satisfies Record<string, ActionDef>;
 

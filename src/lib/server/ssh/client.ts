@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
 import { Client, type ConnectConfig } from 'ssh2';
 import { toCommand } from './quote';
 
@@ -150,21 +151,29 @@ export function execArgv(client: Client, argv: readonly string[], opts: ExecOpti
 			const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), opts.timeoutMs) : undefined;
 			const onAbort = () => ((aborted = true), stop());
 			opts.signal?.addEventListener('abort', onAbort, { once: true });
-			stream.on('data', (d: Buffer) => {
-				const s = d.toString('utf8');
+			// SSH splits output into packets anywhere, also inside a multi-byte UTF-8 character:
+			// decode each stream statefully so a character split across two chunks stays intact.
+			const outDecoder = new StringDecoder('utf8');
+			const errDecoder = new StringDecoder('utf8');
+			const onOut = (s: string) => {
+				if (!s) return;
 				stdout = (stdout + s).slice(-max);
 				opts.onStdout?.(s);
-			});
-			stream.stderr.on('data', (d: Buffer) => {
-				const s = d.toString('utf8');
+			};
+			const onErr = (s: string) => {
+				if (!s) return;
 				stderr = (stderr + s).slice(-max);
 				opts.onStderr?.(s);
-			});
+			};
+			stream.on('data', (d: Buffer) => onOut(outDecoder.write(d)));
+			stream.stderr.on('data', (d: Buffer) => onErr(errDecoder.write(d)));
 			stream.on('exit', (code: number | null, sig?: string) => {
 				exitCode = code ?? null;
 				signal = sig ?? null;
 			});
 			stream.on('close', () => {
+				onOut(outDecoder.end());
+				onErr(errDecoder.end());
 				clearTimeout(timer);
 				opts.signal?.removeEventListener('abort', onAbort);
 				resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted });

@@ -178,9 +178,10 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 			limit ${max}
 		),
 		-- The snippet comes from the body when the match is there (the title is shown anyway),
-		-- with Markdown syntax (code fences, #, *, |, >, link targets) reduced to plain words.
+		-- with Markdown syntax (headings, quotes, list markers, fences, emphasis, table pipes, link
+		-- targets) reduced to plain words.
 		prepared as (
-			select h.*, trim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+			select h.*, trim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
 				case
 					when h.text = '' then h.title
 					when h.tier < 3 and numnode(h.hq) > 0 and to_tsvector('english', h.text) @@ h.hq then h.text
@@ -188,8 +189,9 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 					else h.title || ': ' || h.text
 				end,
 				'!?[[]([^]]*)[]][(][^)]*[)]', '\\1', 'g'),
+				'(^|\\n)[ \\t]*(#{1,6}|>+|[-+*]|[0-9]+[.)])[ \\t]+', '\\1', 'g'),
 				'\`\`\`[^[:space:]]*|:?-{3,}:?', ' ', 'g'),
-				'[*#>|~\`]+', ' ', 'g'),
+				'[*|~\`]+|_{2,}', ' ', 'g'),
 				'[[:space:]]+', ' ', 'g')) as plain
 			from hits h
 		)

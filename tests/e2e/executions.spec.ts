@@ -1,0 +1,169 @@
+import { llmControl } from '../doubles/llm/client';
+import { login, test, expect } from './harness/fixtures';
+import type { Page } from '@playwright/test';
+
+test.beforeEach(async ({ env }) => {
+	await llmControl(env.llmURL).reset();
+});
+
+async function startChat(page: Page, text: string) {
+	await page.getByTestId('composer-input').fill(text);
+	await page.getByTestId('send').click();
+	await expect(page).toHaveURL(/\/chat\/[0-9a-f-]{36}$/);
+}
+
+const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+
+test('deploy TypeType: plan → one approval → create runs → the agent verifies by itself', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	const create = { vmid: '105', hostname: 'typetype', template: TEMPLATE, cores: 2, memory: 2048, disk: 8, storage: 'local-lvm', features: { nesting: true } };
+	await llm.push(
+		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Deploy TypeType on strong', steps: [{ action: 'pct_create', target: 'strong', params: create, why: 'a Debian 12 CT for TypeType' }] } }] },
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'strong', action: 'pct_create', params: create, reason: 'step 1 of the approved plan' } }] },
+		{ text: 'Creating CT 105 now; I will verify when it finishes.' },
+		{ toolCalls: [{ name: 'list_lxcs', args: {} }] },
+		{ text: 'TypeType is deployed: CT 105 `typetype` is **running** on strong.' }
+	);
+	await login(page, env.admin);
+	await startChat(page, 'deploy TypeType on strong as an LXC');
+
+	const plan = page.getByTestId('plan-card');
+	await expect(plan).toContainText('Deploy TypeType on strong');
+	await expect(plan.getByTestId('plan-step')).toContainText("'pct' 'create' '105' 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' '--hostname' 'typetype'");
+	await page.getByTestId('approve-plan').click();
+	await expect(page.getByTestId('assent-window')).toBeVisible();
+
+	const card = page.getByTestId('execution-card');
+	await expect(card).toBeVisible();
+	await expect(card.getByTestId('execution-step').first()).toContainText('pct create 105');
+	await expect(card.getByTestId('step-output')).toContainText('extracting archive');
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card.getByTestId('decision')).toContainText('via plan');
+
+	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
+	await expect(last).toContainText('TypeType is deployed', { timeout: 30_000 });
+	await expect(last).toHaveAttribute('data-origin', 'continuation');
+	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_create on host:strong' })).toContainText('succeeded: CT 105 (typetype) created and started');
+	await page.screenshot({ path: 'test-results/deploy-typetype.png', fullPage: true });
+
+	// Zero operator messages after the approval; the note reached the model but is no user turn.
+	const sessionId = page.url().split('/').pop()!;
+	const users = await sql`select count(*)::int as n from messages where session_id = ${sessionId} and role = 'user'`;
+	expect(users[0].n).toBe(1);
+	const reqs = await llm.requests();
+	expect(JSON.stringify(reqs[3].body)).toContain('(pct_create on host:strong) succeeded: CT 105 (typetype) created and started');
+	const ct = await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`;
+	expect(ct).toEqual([{ name: 'typetype', status: 'running' }]);
+});
+
+test('inline Approve in the bubble runs exactly the shown command', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'backup must run tonight' } }] },
+		{ text: 'Waiting for your approval to start backup.' },
+		{ text: 'backup (CT 102) is running now.' }
+	);
+	await login(page, env.admin);
+	await startChat(page, 'start the backup container');
+	const card = page.getByTestId('execution-card');
+	await expect(card.getByTestId('command-preview')).toHaveText("'pct' 'start' '102'");
+	await expect(card.getByTestId('classification')).toHaveText('config mutation');
+	await expect(card.getByTestId('execution-reason')).toHaveText('backup must run tonight');
+	await card.getByTestId('approve').click();
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card.getByTestId('decision')).toContainText('approved by admin via button');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup (CT 102) is running now.');
+});
+
+test('approve on the Ops page; deny with a reason the agent receives', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_stop', params: {}, reason: 'maintenance' } }] },
+		{ text: 'Asked to stop backup.' },
+		{ text: 'backup is stopped.' }
+	);
+	await login(page, env.admin);
+	await startChat(page, 'stop backup');
+	await expect(page.getByTestId('execution-card')).toHaveAttribute('data-status', 'awaiting_approval');
+	const chatUrl = page.url();
+
+	await page.goto('/ops');
+	const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
+	await expect(pending).toHaveCount(1);
+	await pending.getByTestId('approve').click();
+	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+
+	await page.goto(chatUrl);
+	await expect(page.getByTestId('execution-card').getByTestId('decision')).toContainText('via ops');
+
+	// Now a destroy, denied with a reason.
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_destroy', params: {}, reason: 'no longer needed' } }] },
+		{ text: 'Waiting for approval.' }
+	);
+	await page.getByTestId('composer-input').fill('and destroy it');
+	await page.getByTestId('send').click();
+	const destroy = page.getByTestId('execution-card').last();
+	await expect(destroy.getByTestId('classification')).toHaveText('destructive');
+	await destroy.getByTestId('deny').click();
+	await destroy.getByTestId('deny-reason').fill('keep it, it holds the old backups');
+	await destroy.getByTestId('confirm-deny').click();
+	await expect(destroy).toHaveAttribute('data-status', 'denied');
+	await expect(page.getByTestId('system-note').last()).toContainText('keep it, it holds the old backups');
+	const sessionId = chatUrl.split('/').pop()!;
+	const [{ n }] = await sql`select count(*)::int as n from executions where requested_by_session = ${sessionId} and action = 'pct_destroy' and status = 'denied'`;
+	expect(n).toBe(1);
+});
+
+test('typing "go ahead" approves what is pending; the turn is told', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'start again' } }] },
+		{ text: 'Say the word and I will start it.' },
+		{ text: 'Starting it as you said.' },
+		{ text: 'backup is up.' }
+	);
+	await login(page, env.admin);
+	await startChat(page, 'start backup again');
+	await expect(page.getByTestId('execution-card')).toHaveAttribute('data-status', 'awaiting_approval');
+	await page.getByTestId('composer-input').fill('go ahead');
+	await page.getByTestId('send').click();
+	const card = page.getByTestId('execution-card');
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card.getByTestId('decision')).toContainText('via chat');
+	await expect(page.getByTestId('system-note').filter({ hasText: 'by typing "go ahead"' })).toBeVisible();
+});
+
+test('a destroy that fails because the CT runs recovers by itself: stop, destroy again, verify', async ({ page, env, sql }) => {
+	const { writeSeed } = await import('../doubles/proxmox/state');
+	await writeSeed(env.proxmox.stateDir, [{ vmid: 110, hostname: 'scratch', status: 'running', cores: 1, memory: 256 }]);
+	const llm = llmControl(env.llmURL);
+	const target = 'lxc:strong/110';
+	await llm.push(
+		{ toolCalls: [{ name: 'propose_plan', args: { title: 'Remove scratch', steps: [{ action: 'pct_stop', target, why: 'it must be stopped' }, { action: 'pct_destroy', target, why: 'remove it' }] } }] },
+		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_destroy', params: {}, reason: 'remove scratch' } }] },
+		{ text: 'Destroying scratch.' },
+		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_stop', params: {}, reason: 'the destroy failed because it runs: stop it first' } }] },
+		{ text: 'It was still running; stopping it first.' },
+		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_destroy', params: {}, reason: 'now that it is stopped' } }] },
+		{ text: 'Destroying it again.' },
+		{ toolCalls: [{ name: 'list_lxcs', args: {} }] },
+		{ text: 'scratch (CT 110) is gone.' }
+	);
+	await login(page, env.admin);
+	await startChat(page, 'remove the scratch container');
+	await page.getByTestId('approve-plan').click();
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: 45_000 });
+	const cards = page.getByTestId('execution-card');
+	await expect(cards).toHaveCount(3);
+	await expect(cards.nth(0)).toHaveAttribute('data-status', 'failed');
+	await expect(cards.nth(0).getByTestId('execution-error')).toContainText('container is running');
+	await expect(cards.nth(1)).toHaveAttribute('data-status', 'succeeded');
+	await expect(cards.nth(2)).toHaveAttribute('data-status', 'succeeded');
+
+	const sessionId = page.url().split('/').pop()!;
+	const users = await sql`select count(*)::int as n from messages where session_id = ${sessionId} and role = 'user'`;
+	expect(users[0].n).toBe(1);
+	const reqs = await llm.requests();
+	expect(JSON.stringify(reqs[3].body)).toMatch(/pct_destroy on lxc:strong\/110\) failed: .*container is running/);
+});

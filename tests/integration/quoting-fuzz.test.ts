@@ -1,0 +1,180 @@
+// Quoting fuzz: 10,000 hostile argv words must reach the remote program byte-exact, and no
+// shell along the way may ever interpret one of them.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prepareExecution } from '../../src/lib/server/executions/prepare';
+import { ACTIONS } from '../../src/lib/server/proxmox/actions';
+import { argvWord } from '../../src/lib/server/proxmox/params';
+import { connect, execArgv, type SshTarget } from '../../src/lib/server/ssh/client';
+import { shellQuote, toCommand } from '../../src/lib/server/ssh/quote';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost } from '../helpers/executions';
+import { hostileValues } from '../helpers/hostile';
+
+useTestDatabase();
+
+const COUNT = 10_000;
+const canaryDir = mkdtempSync(join(tmpdir(), 'nomos-canary-'));
+const values = hostileValues(COUNT, 0x5eed_2024, canaryDir);
+
+/** Splits into chunks of at most `maxArgs` words whose quoted command stays under `maxBytes`. */
+function chunk(words: string[], maxArgs: number, maxBytes: number, fixedBytes = 0): string[][] {
+	const out: string[][] = [];
+	let cur: string[] = [];
+	let bytes = fixedBytes;
+	for (const w of words) {
+		const b = Buffer.byteLength(shellQuote(w)) + 1;
+		if (cur.length && (cur.length >= maxArgs || bytes + b > maxBytes)) {
+			out.push(cur);
+			cur = [];
+			bytes = fixedBytes;
+		}
+		cur.push(w);
+		bytes += b;
+	}
+	if (cur.length) out.push(cur);
+	return out;
+}
+
+/** The first differing stretch of two strings, for a short failure message. */
+function firstDiff(sent: string, got: string | undefined): string {
+	if (got === undefined) return `sent ${JSON.stringify(sent.slice(0, 80))}, got nothing`;
+	let i = 0;
+	while (i < sent.length && sent[i] === got[i]) i++;
+	const at = Math.max(0, i - 10);
+	return `differs at ${i}: sent …${JSON.stringify(sent.slice(at, i + 20))}, got …${JSON.stringify(got.slice(at, i + 20))}`;
+}
+
+const nulJoined = (words: string[]) => Buffer.from(words.map((w) => w + '\0').join(''), 'utf8');
+const canaries = () => readdirSync(canaryDir);
+
+let pve: ProxmoxDouble;
+let target: SshTarget;
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'fuzz', status: 'running' }] });
+	await addHost(pve);
+	target = {
+		name: pve.nodeName,
+		address: pve.host,
+		port: pve.port,
+		username: 'root',
+		keyPath: pve.clientKeyPath,
+		hostKeyFingerprint: pve.hostKeyFingerprint
+	};
+});
+
+afterAll(async () => {
+	await pve?.close();
+	rmSync(canaryDir, { recursive: true, force: true });
+});
+
+describe('the generated corpus', () => {
+	it('is 10,000 distinct-enough hostile words, all valid argv words', () => {
+		expect(values).toHaveLength(COUNT);
+		expect(new Set(values).size).toBeGreaterThan(COUNT * 0.85);
+		expect(values.every((v) => !v.includes('\0'))).toBe(true);
+		expect(values.every((v) => v.length <= 4096)).toBe(true);
+		// no lone surrogates: every word survives a UTF-8 round trip
+		expect(values.every((v) => Buffer.from(v, 'utf8').toString('utf8') === v)).toBe(true);
+		for (const needle of [';', '$(', '`', "'", '"', '\\', '\n', '\r', '\t', '$IFS', '*', '?', '[', '~', '&&', '|', '>', '#', '!', '\u202e', '😀', '\u0301']) {
+			expect(values.some((v) => v.includes(needle)), `corpus contains ${JSON.stringify(needle)}`).toBe(true);
+		}
+		expect(values.some((v) => v.startsWith('-'))).toBe(true);
+		expect(values.some((v) => v === '')).toBe(true);
+		expect(values.filter((v) => v.length > 1000).length).toBeGreaterThan(50);
+		for (const v of values) expect(argvWord.safeParse(v).success).toBe(true);
+	});
+});
+
+describe('toCommand (local shells)', () => {
+	for (const shell of ['sh', 'bash']) {
+		it(`round-trips every word byte-exact through ${shell} -c`, () => {
+			const batches = chunk(values, 500, 120_000, 20);
+			expect(batches.length).toBeLessThan(60);
+			for (const batch of batches) {
+				const script = `printf '%s\\0' ${toCommand(batch)}`;
+				const r = spawnSync(shell, ['-c', script], { maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH, HOME: canaryDir } });
+				expect(r.error).toBeUndefined();
+				expect(r.stderr.toString()).toBe('');
+				expect(r.status).toBe(0);
+				const expected = nulJoined(batch);
+				if (!r.stdout.equals(expected)) {
+					const got = r.stdout.toString('utf8').split('\0');
+					const i = batch.findIndex((w, k) => got[k] !== w);
+					expect.fail(`word ${i} changed: ${firstDiff(batch[i], got[i])}`);
+				}
+			}
+			expect(canaries()).toEqual([]);
+		});
+	}
+
+	it('refuses NUL in shellQuote, toCommand and the argv schemas', async () => {
+		expect(() => shellQuote('a\0b')).toThrow(/NUL/);
+		expect(() => shellQuote('\0')).toThrow(/NUL/);
+		expect(() => toCommand(['echo', 'ok', 'x\0;touch /tmp/x'])).toThrow(/NUL/);
+		expect(() => toCommand([])).toThrow(/empty/);
+		const word = argvWord.safeParse('a\0b');
+		expect(word.success).toBe(false);
+		expect(word.error?.issues[0].message).toMatch(/NUL/);
+		const params = ACTIONS.pct_exec.params.safeParse({ argv: ['echo', 'x\0y'] });
+		expect(params.success).toBe(false);
+		expect(params.error?.issues[0].path).toEqual(['argv', 1]);
+		const prepared = await prepareExecution({ target: 'strong/100', action: 'pct_exec', params: { argv: ['echo', '\0'] }, reason: 'x' });
+		expect(prepared).toMatchObject({ error: expect.stringMatching(/argv\.1: arguments cannot contain NUL/) });
+	});
+});
+
+describe('pct exec over SSH', () => {
+	it('delivers every word to the container program exactly, over one connection, running nothing else', async () => {
+		// `printf '%s\0' …` inside the CT echoes each word back NUL-terminated (pct exec runs argv without a shell).
+		const head = ['printf', '%s\\0'];
+		// ssh2's server refuses packets over 35,000 bytes: keep each command well below.
+		const batches = chunk(values, 40, 28_000, 64);
+		expect(batches.length).toBeGreaterThanOrEqual(250);
+		const client: Client = await connect(target);
+		const argvs: string[][] = [];
+		const failures: string[] = [];
+		try {
+			let next = 0;
+			const worker = async () => {
+				while (next < batches.length) {
+					const i = next++;
+					const params = ACTIONS.pct_exec.params.parse({ argv: [...head, ...batches[i]] });
+					const [step] = ACTIONS.pct_exec.steps(params, { vmid: '100' });
+					expect(step.argv).toEqual(['pct', 'exec', '100', '--', ...head, ...batches[i]]);
+					argvs[i] = step.argv;
+					const r = await execArgv(client, step.argv, { timeoutMs: 30_000, maxOutput: 1 << 20 });
+					if (r.exitCode !== 0 || r.stderr) failures.push(`batch ${i}: exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
+					const want = nulJoined(batches[i]).toString('utf8');
+					if (r.stdout !== want) {
+						const got = r.stdout.split('\0');
+						const k = batches[i].findIndex((w, j) => got[j] !== w);
+						failures.push(`batch ${i} word ${k}: ${firstDiff(batches[i][k], got[k])}`);
+					}
+				}
+			};
+			await Promise.all(Array.from({ length: 6 }, worker));
+		} finally {
+			client.end();
+		}
+		expect(failures.slice(0, 5)).toEqual([]);
+
+		const execs = (await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'exec');
+		expect(execs).toHaveLength(batches.length);
+		// Runs were concurrent: match each logged argv to its batch by content.
+		const byKey = new Map(execs.map((a) => [JSON.stringify(a), a]));
+		for (const argv of argvs) expect(byKey.get(JSON.stringify(argv)), 'logged exactly as sent').toEqual(argv);
+		expect(execs.reduce((n, a) => n + a.length - 6, 0)).toBe(COUNT);
+		// Nothing but `pct exec` ran: no other fake binary was invoked and no payload created its canary.
+		expect((await pve.argvLog()).filter((a) => !(a[0] === 'pct' && a[1] === 'exec'))).toEqual([]);
+		expect(canaries()).toEqual([]);
+		// The double saw one SSH exec per command, each the single-quoted argv.
+		expect(pve.execLog()).toHaveLength(batches.length);
+	}, 60_000);
+});
