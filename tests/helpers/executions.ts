@@ -6,6 +6,7 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { operatorDecides } from '../../src/lib/server/executions/decisions';
 import type { DecideResult } from '../../src/lib/server/executions/store';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
+import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
 
 /** Registers a double as a host row (pinned to its own fingerprint unless told otherwise). */
@@ -64,6 +65,11 @@ export async function jobs(task?: string): Promise<JobRow[]> {
 		order by j.id`;
 }
 
+/** The jobs that name one execution (run, continuation). */
+export async function jobsFor(executionId: string): Promise<JobRow[]> {
+	return (await jobs()).filter((j) => j.payload.executionId === executionId);
+}
+
 export async function executionStatus(id: string): Promise<string | undefined> {
 	const [row] = await sql()<{ status: string }[]>`select status from executions where id = ${id}`;
 	return row?.status;
@@ -94,3 +100,13 @@ export function alive(pid: number): boolean {
 }
 
 export const DEBIAN = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+
+/** Runs a shell command on the double directly (someone else changing the host behind our back). */
+export async function onDouble(pve: ProxmoxDouble, command: string): Promise<ExecResult> {
+	const conn = await connectTo(pve);
+	try {
+		return await execOn(conn, command);
+	} finally {
+		conn.end();
+	}
+}
