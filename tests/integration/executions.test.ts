@@ -1,0 +1,419 @@
+// Executions end to end against the SSH Proxmox double: request → approval → run, and every way
+// that can go wrong (double decisions, denial, staleness, real command errors, plan drift,
+// expiry, cancellation).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { emitEventNow } from '../../src/lib/server/db/queries/events';
+import { getPlan, decidePlan, insertPlan } from '../../src/lib/server/executions/plans';
+import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
+import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
+import { runExecution } from '../../src/lib/server/executions/runner';
+import { getExecution, sweep, type ExecutionRow } from '../../src/lib/server/executions/store';
+import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { toCommand } from '../../src/lib/server/ssh/quote';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import {
+	DEBIAN, addHost, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, useHub, waitUntil
+} from '../helpers/executions';
+
+useTestDatabase();
+useHub();
+
+let pve: ProxmoxDouble;
+let operatorId: string;
+let sessionId: string;
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			{ vmid: 101, hostname: 'db', status: 'stopped' },
+			{ vmid: 102, hostname: 'web', status: 'running' },
+			{ vmid: 103, hostname: 'scratch', status: 'stopped' },
+			{ vmid: 104, hostname: 'planned', status: 'stopped' },
+			{ vmid: 105, hostname: 'other', status: 'stopped' }
+		]
+	});
+	await addHost(pve);
+	expect((await syncAllHosts())[0]).toMatchObject({ ok: true, containers: 6 });
+	operatorId = await newOperator('alice');
+	sessionId = await newSession(operatorId, 'deploy typetype');
+});
+
+afterAll(async () => {
+	await pve?.close();
+});
+
+/** requestExecution that must succeed (not a validation error). */
+async function request(input: Record<string, unknown>, session: string | null = sessionId): Promise<RequestOutcome> {
+	const r = await requestExecution(session, input);
+	if ('error' in r) throw new Error(`unexpected request error: ${r.error} (${r.hint ?? ''})`);
+	return r;
+}
+
+const load = async (id: string): Promise<ExecutionRow> => (await getExecution(sql(), id))!;
+
+/** The fake-binary invocations that happen while `fn` runs. */
+async function argvDuring(fn: () => Promise<unknown>): Promise<string[][]> {
+	const before = (await pve.argvLog()).length;
+	await fn();
+	return (await pve.argvLog()).slice(before);
+}
+
+async function nextFreeVmid(): Promise<number> {
+	const used = new Set((await pve.containers()).map((c) => c.vmid));
+	let id = 100;
+	while (used.has(id)) id++;
+	return id;
+}
+
+const typetype = {
+	hostname: 'typetype',
+	template: DEBIAN,
+	memory: 2048,
+	cores: 2,
+	disk: 8,
+	storage: 'local-lvm',
+	features: { nesting: true }
+};
+
+describe('pct_create, approved and run', () => {
+	it('previews the exact command, runs it after approval, records steps and queues what follows', async () => {
+		const vmid = await nextFreeVmid();
+		let r!: RequestOutcome;
+		const duringRequest = await argvDuring(async () => {
+			r = await request({ target: 'strong', action: 'pct_create', params: typetype, reason: 'deploy TypeType' });
+		});
+		// The vmid was resolved on the host at request time, not left to the run.
+		expect(duringRequest).toEqual([['pvesh', 'get', '/cluster/nextid']]);
+		const argv = [
+			'pct', 'create', String(vmid), DEBIAN,
+			'--hostname', 'typetype', '--cores', '2', '--memory', '2048', '--swap', '512',
+			'--rootfs', 'local-lvm:8', '--net0', 'name=eth0,bridge=vmbr0,ip=dhcp',
+			'--unprivileged', '1', '--features', 'nesting=1', '--start', '1'
+		];
+		expect(r.via).toBe('approval');
+		expect(r.execution).toMatchObject({
+			status: 'awaiting_approval',
+			action: 'pct_create',
+			classification: 'config_mutation',
+			target: 'host:strong',
+			hostName: 'strong',
+			requestedBySession: sessionId,
+			commandPreview: toCommand(argv),
+			reason: 'deploy TypeType',
+			decision: null
+		});
+		expect(r.execution.commandPreview).toBe(
+			`'pct' 'create' '${vmid}' '${DEBIAN}' '--hostname' 'typetype' '--cores' '2' '--memory' '2048' '--swap' '512' ` +
+				`'--rootfs' 'local-lvm:8' '--net0' 'name=eth0,bridge=vmbr0,ip=dhcp' '--unprivileged' '1' '--features' 'nesting=1' '--start' '1'`
+		);
+		expect(r.execution.params).toMatchObject({ vmid: String(vmid), hostname: 'typetype', memory: 2048, cores: 2 });
+		expect(Date.parse(r.execution.expiresAt!)).toBeGreaterThan(Date.now() + 23 * 3600_000);
+		const id = r.execution.id;
+		expect(await jobsFor(id)).toEqual([]);
+
+		const d = await decide(id, operatorId, 'approved');
+		expect(d.ok).toBe(true);
+		expect(await load(id)).toMatchObject({ status: 'approved', decision: { decision: 'approved', route: 'button', decidedBy: 'alice' } });
+		expect(await jobsFor(id)).toEqual([{ task: 'executions__run', payload: { executionId: id }, key: `execution:${id}`, queue: null }]);
+
+		// What the executions__run job does:
+		const during = await argvDuring(() => runExecution(id));
+		expect(during).toEqual([['pct', 'status', String(vmid)], argv]);
+
+		const e = await load(id);
+		expect(e.status).toBe('succeeded');
+		expect(e.error).toBeNull();
+		expect(e.result).toContain(String(vmid));
+		expect(e.startedAt).not.toBeNull();
+		expect(e.finishedAt).not.toBeNull();
+		expect(e.steps).toHaveLength(1);
+		const [step] = e.steps;
+		expect(step).toMatchObject({ index: 0, label: `pct create ${vmid} (typetype)`, command: toCommand(argv), exitCode: 0 });
+		expect(step.stdoutTail).toContain(`Logical volume "vm-${vmid}-disk-0" created.`);
+		expect(step.stdoutTail).toContain("extracting archive '/var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst'");
+		expect(step.stdoutTail).toContain("Creating SSH host key 'ssh_host_ed25519_key'");
+		expect(step.durationMs).toBeGreaterThan(0);
+
+		const ct = (await pve.containers()).find((c) => c.vmid === vmid);
+		expect(ct).toMatchObject({ hostname: 'typetype', status: 'running', cores: 2, memory: 2048, features: 'nesting=1', unprivileged: 1 });
+		expect(ct?.lock).toBeUndefined();
+
+		// Queued in the transaction that finished it: an inventory refresh and the session's continuation.
+		expect(await jobs('inventory__sync')).toContainEqual({ task: 'inventory__sync', payload: { host: 'strong' }, key: null, queue: 'inventory' });
+		expect(await jobs('agent__continue_session')).toContainEqual({
+			task: 'agent__continue_session',
+			payload: { sessionId, executionId: id },
+			key: `continue:${id}:${sessionId}`,
+			queue: `session:${sessionId}`
+		});
+		// The assent window opened by the approval, and the audit trail.
+		const [w] = await sql()`select opened_by from assent_windows where session_id = ${sessionId} and expires_at > now()`;
+		expect(w?.opened_by).toBe(operatorId);
+		const types = (await sql()<{ type: string }[]>`select type from events where payload->>'executionId' = ${id} order by id`).map((x) => x.type);
+		expect(types).toEqual(expect.arrayContaining(['execution.updated', 'approval.decided', 'audit.decision', 'execution.step']));
+		expect(types.at(-1)).toBe('execution.updated');
+
+		// A second delivery of the same job finds nothing to do.
+		expect(await argvDuring(() => runExecution(id))).toEqual([]);
+		expect((await load(id)).status).toBe('succeeded');
+	});
+});
+
+describe('double decisions', () => {
+	it('two concurrent approvals: one wins, one already_decided, one run job, one pct create', async () => {
+		const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'twice', template: DEBIAN }, reason: 'r' });
+		const id = r.execution.id;
+		const vmid = String(r.execution.params.vmid);
+		const results = await Promise.all([decide(id, operatorId, 'approved'), decide(id, operatorId, 'approved')]);
+		expect(results.filter((x) => x.ok)).toHaveLength(1);
+		expect(results.filter((x) => !x.ok)).toEqual([{ ok: false, reason: 'already_decided', status: 'approved' }]);
+		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from approvals where execution_id = ${id}`;
+		expect(n).toBe(1);
+		expect((await jobsFor(id)).filter((j) => j.task === 'executions__run')).toHaveLength(1);
+		const [{ e }] = await sql()<{ e: number }[]>`select count(*)::int as e from events where type = 'audit.decision' and payload->>'executionId' = ${id}`;
+		expect(e).toBe(1);
+
+		const during = await argvDuring(() => Promise.all([runExecution(id), runExecution(id)]));
+		expect(during.filter((a) => a[0] === 'pct' && a[1] === 'create')).toHaveLength(1);
+		expect(during.filter((a) => a[0] === 'pct' && a[1] === 'create')[0][2]).toBe(vmid);
+		expect((await load(id)).status).toBe('succeeded');
+		expect((await jobsFor(id)).filter((j) => j.task === 'agent__continue_session')).toHaveLength(1);
+	});
+
+	it('an approval racing a denial: exactly one decision sticks', async () => {
+		const r = await request({ target: 'strong/101', action: 'pct_start', params: {}, reason: 'r' });
+		const id = r.execution.id;
+		const [a, b] = await Promise.all([decide(id, operatorId, 'approved'), decide(id, operatorId, 'denied', 'changed my mind')]);
+		expect([a.ok, b.ok].filter(Boolean)).toHaveLength(1);
+		const e = await load(id);
+		const runJobs = (await jobsFor(id)).filter((j) => j.task === 'executions__run');
+		if (a.ok) {
+			expect(e.status).toBe('approved');
+			expect(runJobs).toHaveLength(1);
+			expect(b).toEqual({ ok: false, reason: 'already_decided', status: 'approved' });
+		} else {
+			expect(e.status).toBe('denied');
+			expect(runJobs).toHaveLength(0);
+			expect(a).toEqual({ ok: false, reason: 'already_decided', status: 'denied' });
+		}
+		// Leave nothing runnable behind for later tests.
+		await sql()`update executions set status = 'cancelled', finished_at = now() where id = ${id} and status = 'approved'`;
+	});
+});
+
+describe('denial', () => {
+	it('records the reason on the execution and the approval, runs nothing and tells the session', async () => {
+		const r = await request({ target: 'lxc:strong/100', action: 'pct_stop', params: {}, reason: 'stop caddy' });
+		const id = r.execution.id;
+		const d = await decide(id, operatorId, 'denied', 'not during business hours');
+		expect(d.ok).toBe(true);
+		const e = await load(id);
+		expect(e.status).toBe('denied');
+		expect(e.error).toBe('denied by the operator: not during business hours');
+		expect(e.finishedAt).not.toBeNull();
+		expect(e.decision).toMatchObject({ decision: 'denied', route: 'button', reason: 'not during business hours', decidedBy: 'alice' });
+		const [row] = await sql()`select decision, reason, hash, decided_by from approvals where execution_id = ${id}`;
+		expect(row).toEqual({ decision: 'denied', reason: 'not during business hours', hash: e.hash, decided_by: operatorId });
+		const queued = await jobsFor(id);
+		expect(queued.map((j) => j.task)).toEqual(['agent__continue_session']);
+		// A run job delivered anyway (it never is) would find nothing to claim.
+		expect(await argvDuring(() => runExecution(id))).toEqual([]);
+		expect((await load(id)).status).toBe('denied');
+		expect((await pve.containers()).find((c) => c.vmid === 100)?.status).toBe('running');
+		// Deciding again changes nothing.
+		expect(await decide(id, operatorId, 'approved')).toEqual({ ok: false, reason: 'already_decided', status: 'denied' });
+	});
+});
+
+describe('staleness', () => {
+	it('pct_start of a CT someone started after approval fails fast without running pct start', async () => {
+		const r = await request({ target: 'strong/103', action: 'pct_start', params: {}, reason: 'start scratch' });
+		const id = r.execution.id;
+		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+		const manual = await onDouble(pve, 'pct start 103');
+		expect(manual.code, manual.stderr).toBe(0);
+
+		const syncs = (await jobs('inventory__sync')).length;
+		const t0 = Date.now();
+		const during = await argvDuring(() => runExecution(id));
+		expect(Date.now() - t0).toBeLessThan(5_000);
+		expect(during).toEqual([['pct', 'status', '103']]);
+		const e = await load(id);
+		expect(e.status).toBe('failed');
+		expect(e.error).toBe('not run: CT 103 is running, expected stopped');
+		expect(e.steps).toEqual([]);
+		expect((await jobsFor(id)).map((j) => j.task).sort()).toEqual(['agent__continue_session', 'executions__run']);
+		expect(await jobs('inventory__sync')).toHaveLength(syncs); // nothing changed, nothing to refresh
+	});
+
+	it('pct_create whose vmid was taken after approval fails with "already exists now"', async () => {
+		const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'late', template: DEBIAN }, reason: 'r' });
+		const id = r.execution.id;
+		const vmid = String(r.execution.params.vmid);
+		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+		const squat = await onDouble(pve, `pct create ${vmid} ${DEBIAN} --hostname squatter --rootfs local-lvm:4`);
+		expect(squat.code, squat.stderr).toBe(0);
+
+		const during = await argvDuring(() => runExecution(id));
+		expect(during).toEqual([['pct', 'status', vmid]]);
+		const e = await load(id);
+		expect(e.status).toBe('failed');
+		expect(e.error).toBe(`not run: CT ${vmid} already exists now (it did not when this was approved)`);
+		expect((await pve.containers()).find((c) => String(c.vmid) === vmid)?.hostname).toBe('squatter');
+	});
+
+	it('a CT that vanished after approval is reported as gone', async () => {
+		const r = await request({ target: 'strong/105', action: 'pct_start', params: {}, reason: 'r' });
+		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+		expect((await onDouble(pve, 'pct destroy 105')).code).toBe(0);
+		await runExecution(r.execution.id);
+		expect(await load(r.execution.id)).toMatchObject({ status: 'failed', error: 'not run: CT 105 does not exist (anymore)' });
+	});
+});
+
+describe('real command errors', () => {
+	it('destroying a running CT fails with the host\'s own error text', async () => {
+		const r = await request({ target: 'strong/102', action: 'pct_destroy', params: {}, reason: 'remove web' });
+		expect(r.execution).toMatchObject({ status: 'awaiting_approval', classification: 'destructive', commandPreview: "'pct' 'destroy' '102' '--purge'" });
+		const id = r.execution.id;
+		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+		const during = await argvDuring(() => runExecution(id));
+		expect(during).toEqual([
+			['pct', 'status', '102'],
+			['pct', 'destroy', '102', '--purge']
+		]);
+		const e = await load(id);
+		expect(e.status).toBe('failed');
+		expect(e.error).toContain('unable to destroy CT 102 - container is running');
+		expect(e.error).toMatch(/^pct destroy exited with 255: /);
+		expect(e.steps[0]).toMatchObject({ exitCode: 255, label: 'pct destroy' });
+		expect(e.steps[0].stderrTail).toContain('unable to destroy CT 102 - container is running');
+		expect((await pve.containers()).find((c) => c.vmid === 102)?.status).toBe('running');
+		expect((await jobsFor(id)).map((j) => j.task).sort()).toEqual(['agent__continue_session', 'executions__run']);
+	});
+});
+
+describe('plans', () => {
+	it('a request matching an approved plan step runs without another approval; any drift needs one', async () => {
+		const startStep = { target: 'strong/104', action: 'pct_start', params: {}, reason: 'start planned' };
+		const createParams = { vmid: '160', hostname: 'plan-ct', template: DEBIAN, memory: 1024 };
+		const createStep = { target: 'strong', action: 'pct_create', params: createParams, reason: 'create plan-ct' };
+		const steps: Array<PreparedExecution & { why: string }> = [];
+		for (const s of [startStep, createStep]) {
+			const p = await prepareExecution(s);
+			if ('error' in p) throw new Error(p.error);
+			steps.push({ ...p, why: s.reason });
+		}
+		const plan = await sql().begin(async (tx) => {
+			const row = await insertPlan(tx, sessionId, 'Start planned, create plan-ct', steps);
+			return decidePlan(tx, row.id, 'approved', operatorId);
+		});
+		expect(plan?.status).toBe('approved');
+
+		// Exactly the planned step: approved by the plan, run job queued.
+		const same = await request(startStep);
+		expect(same.via).toBe('plan');
+		expect(same.execution).toMatchObject({ status: 'approved', planId: plan!.id, expiresAt: null });
+		expect(same.execution.decision).toMatchObject({ decision: 'approved', route: 'plan', decidedBy: 'alice' });
+		expect((await jobsFor(same.execution.id)).map((j) => j.task)).toEqual(['executions__run']);
+		expect((await getPlan(sql(), plan!.id))!.steps[0].executionId).toBe(same.execution.id);
+
+		// Drift: different params, different target, a used step again, another session.
+		const drifted = [
+			await request({ ...createStep, params: { ...createParams, memory: 2048 } }),
+			await request({ ...createStep, params: { ...createParams, vmid: '161' } }),
+			await request({ ...startStep, target: 'strong/101' }),
+			await request(startStep),
+			await request(createStep, await newSession(operatorId, 'another chat'))
+		];
+		for (const d of drifted) {
+			expect(d.via).toBe('approval');
+			expect(d.execution.status).toBe('awaiting_approval');
+			expect(d.execution.planId).toBeNull();
+			expect(await jobsFor(d.execution.id)).toEqual([]);
+		}
+
+		// The exact create step still matches.
+		const create = await request(createStep);
+		expect(create.via).toBe('plan');
+		expect(create.execution.status).toBe('approved');
+		const after = (await getPlan(sql(), plan!.id))!;
+		expect(after.steps.map((s) => s.executionId)).toEqual([same.execution.id, create.execution.id]);
+
+		// And it really runs.
+		await runExecution(same.execution.id);
+		expect((await load(same.execution.id)).status).toBe('succeeded');
+		expect((await pve.containers()).find((c) => c.vmid === 104)?.status).toBe('running');
+		await sql()`update executions set status = 'cancelled', finished_at = now() where id = ${create.execution.id}`;
+	});
+});
+
+describe('expiry', () => {
+	it('sweep expires stale approvals; deciding them is refused', async () => {
+		const a = await request({ target: 'strong/100', action: 'pct_stop', params: {}, reason: 'r' });
+		const b = await request({ target: 'strong/100', action: 'restart', params: {}, reason: 'r' });
+		await sql()`update executions set expires_at = now() - interval '1 second' where id in ${sql()([a.execution.id, b.execution.id])}`;
+
+		// Past its expiry but not swept yet: refused as expired.
+		expect(await decide(a.execution.id, operatorId, 'approved')).toEqual({ ok: false, reason: 'expired', status: 'awaiting_approval' });
+
+		const swept = await sweep(sql());
+		expect(swept).toEqual({ lost: 0, expired: 2 });
+		for (const x of [a, b]) {
+			const e = await load(x.execution.id);
+			expect(e.status).toBe('expired');
+			expect(e.error).toBe('approval expired: nobody decided in time');
+			expect(e.finishedAt).not.toBeNull();
+			expect((await jobsFor(x.execution.id)).map((j) => j.task)).toEqual(['agent__continue_session']);
+		}
+		expect(await decide(b.execution.id, operatorId, 'approved')).toEqual({ ok: false, reason: 'already_decided', status: 'expired' });
+		expect(await decide(a.execution.id, operatorId, 'denied')).toEqual({ ok: false, reason: 'already_decided', status: 'expired' });
+		expect(await sweep(sql())).toEqual({ lost: 0, expired: 0 });
+		expect(await argvDuring(() => runExecution(b.execution.id))).toEqual([]);
+	});
+});
+
+describe('cancellation', () => {
+	it('an execution.cancel event stops a hung pct create and kills the remote process', async () => {
+		await pve.setFault('create', 'hang');
+		try {
+			const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'hangs', template: DEBIAN }, reason: 'r' });
+			const id = r.execution.id;
+			expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+			const run = runExecution(id);
+			let settled = false;
+			void run.finally(() => (settled = true));
+
+			await waitUntil(async () => {
+				const e = await load(id);
+				return e.status === 'running' && e.steps.length > 0;
+			}, 'the run to start its step');
+			const [hung] = await waitUntil(async () => {
+				const h = await pve.hangs();
+				return h.length ? h : null;
+			}, 'the fake pct create to hang');
+			expect(alive(hung.pid)).toBe(true);
+			await new Promise((res) => setTimeout(res, 300));
+			expect(settled).toBe(false);
+			expect(await executionStatus(id)).toBe('running');
+
+			await emitEventNow(sql(), { sessionId, type: 'execution.cancel', payload: { executionId: id } });
+			await run;
+			const e = await load(id);
+			expect(e.status).toBe('cancelled');
+			expect(e.error).toBe('cancelled by the operator');
+			expect(e.steps).toHaveLength(1);
+			expect(e.steps[0].stdoutTail).toContain('created.');
+			expect(e.steps[0].finishedAt).toBeDefined();
+			await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung process to die', { timeoutMs: 5_000 });
+			expect((await jobsFor(id)).map((j) => j.task).sort()).toEqual(['agent__continue_session', 'executions__run']);
+		} finally {
+			await pve.setFault('create', null);
+		}
+	});
+});
