@@ -16,6 +16,9 @@ test('the shell: sidebar, home, ops, settings with the pinned host', async ({ pa
 	await row.getByTestId('test-host').click();
 	await expect(row.getByTestId('host-status')).toContainText('Connected as root');
 
+	await page.getByTestId('sync-now').click();
+	await expect(page.getByTestId('sync-note')).toContainText('Inventory refresh queued');
+
 	await page.getByTestId('theme-toggle').click();
 	await page.screenshot({ path: 'test-results/shell-settings-theme.png', fullPage: true });
 });

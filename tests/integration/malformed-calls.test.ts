@@ -106,7 +106,7 @@ function corpus(): Case[] {
 			// a ct action gets the vmid through params (target is the host); pct_create through its own vmid param
 			const input = { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: v } };
 			add(`${action}: params.vmid=${JSON.stringify(v)}`, input, /vmid/);
-			if (inTarget && typeof v === 'string') add(`${action}: target strong/${JSON.stringify(v)}`, { ...base(action), target: `strong/${v}` }, /target/);
+			if (inTarget && typeof v === 'string' && v.trim() === v) add(`${action}: target strong/${JSON.stringify(v)}`, { ...base(action), target: `strong/${v}` }, /target/);
 		}
 		if (action !== 'pct_create') add(`${action}: vmid 'auto'`, { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: 'auto' } }, /vmid/);
 	}
@@ -173,7 +173,7 @@ function corpus(): Case[] {
 	add('huge hostname', create({ hostname: 'a'.repeat(1_000_000) }), /hostname/);
 	add('huge unit', { ...base('systemctl'), params: { unit: 'u'.repeat(1_000_000), op: 'start' } }, /unit/);
 	add('huge extra key', { ...base('pct_start'), params: { ['k'.repeat(100_000)]: 1 } }, /Unrecognized key/);
-	add('10,000 extra params', { ...base('pct_start'), params: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i])) }, /Unrecognized keys?.*k9999/s);
+	add('10,000 extra params', { ...base('pct_start'), params: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i])) }, /Unrecognized keys: "k0", "k1"/);
 	return cases;
 }
 
@@ -249,7 +249,8 @@ describe('malformed request_execution calls', () => {
 			}
 			if (!message || message.length < 10) bad.push(`${c.name}: unreadable error ${JSON.stringify(message)}`);
 			else if (!c.mention.test(message)) bad.push(`${c.name}: error does not mention ${c.mention}: ${message.slice(0, 300)}`);
-			else if (message.length > 200_000) bad.push(`${c.name}: error is ${message.length} characters`);
+			// Bounded, whatever the input: the error goes back into the model's context.
+			else if (message.length > 4000) bad.push(`${c.name}: error is ${message.length} characters`);
 		}
 		expect(bad.slice(0, 20), `${bad.length} cases`).toEqual([]);
 		// All three layers did real work.

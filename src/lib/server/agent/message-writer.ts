@@ -7,6 +7,7 @@ type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
 
 /** At most this many writes per second per message while streaming; the final write is exact. */
 const FLUSH_MS = 50;
+const HEARTBEAT_MS = 15_000;
 
 /**
  * The assistant message of one turn: created as a `streaming` placeholder at once, then
@@ -18,11 +19,16 @@ export class MessageWriter {
 	#timer: NodeJS.Timeout | undefined;
 	#chain: Promise<void> = Promise.resolve();
 	#status: MessageStatus = 'streaming';
+	#heartbeat: NodeJS.Timeout;
 
 	private constructor(
 		readonly id: string,
 		readonly sessionId: string
-	) {}
+	) {
+		// Proof of life for the sweeper: a streaming message nobody touches for a minute was orphaned by a dead worker.
+		this.#heartbeat = setInterval(() => void sql()`update messages set updated_at = now() where id = ${id} and status = 'streaming'`.catch(() => undefined), HEARTBEAT_MS);
+		this.#heartbeat.unref();
+	}
 
 	static async start(sessionId: string, origin: MessageOrigin): Promise<MessageWriter> {
 		const id = await sql().begin(async (tx) => {
@@ -106,6 +112,7 @@ export class MessageWriter {
 	}
 
 	async finish(status: MessageStatus, error: string | null = null): Promise<void> {
+		clearInterval(this.#heartbeat);
 		this.#status = status;
 		clearTimeout(this.#timer);
 		this.#timer = undefined;

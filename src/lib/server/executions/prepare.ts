@@ -37,8 +37,13 @@ export interface PreparedExecution {
 
 export type PrepareError = { error: string; hint?: string };
 
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/** The issues, bounded: a hostile input (10,000 unknown keys, a 1 MB key) must not become a 1 MB error for the model. */
 function describeIssues(e: z.ZodError): string {
-	return e.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
+	const shown = e.issues.slice(0, 10).map((i) => clip(i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message, 300));
+	const more = e.issues.length - shown.length;
+	return shown.join('; ') + (more > 0 ? `; …and ${more} more` : '');
 }
 
 /** Stable JSON (sorted keys) so equal requests hash equally. */

@@ -208,6 +208,14 @@ export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }
 			update executions set status = 'expired', error = 'approval expired: nobody decided in time', finished_at = now()
 			where status = 'awaiting_approval' and expires_at <= now() returning id`;
 		for (const r of [...lost, ...expired]) await onTerminal(tx, r.id);
+		// Turns whose worker died mid-stream: mark the message so it does not show thinking dots forever.
+		const orphaned = await tx<{ id: string; sessionId: string }[]>`
+			update messages set status = 'error', error = 'interrupted: the process running this turn stopped',
+				parts = parts || ${JSON.stringify([{ type: 'note', kind: 'error', text: 'This turn was interrupted: the process running it stopped. Send your message again to continue.' }])}::text::jsonb,
+				rev = rev + 1, updated_at = now()
+			where status = 'streaming' and updated_at < now() - interval '60 seconds'
+			returning id, session_id as "sessionId"`;
+		for (const m of orphaned) await emitEvent(tx, { sessionId: m.sessionId, type: 'message.updated', payload: { messageId: m.id } });
 		return { lost: lost.length, expired: expired.length };
 	}) as Promise<{ lost: number; expired: number }>;
 }

@@ -11,6 +11,8 @@ import {
 	updateHost
 } from '$lib/server/db/queries/hosts';
 import { readHostKey, runOnHost } from '$lib/server/ssh/client';
+import { sql } from '$lib/server/db/index';
+import { enqueueJob } from '$lib/server/jobs/enqueue';
 import { operatorProcedure, router } from '../t';
 
 const id = z.object({ id: z.uuid() });
@@ -39,6 +41,11 @@ export const hostsRouter = router({
 			if (!row) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
 			return row;
 		}),
+	/** Refreshes the inventory of one host (or all) now, in the background. */
+	sync: operatorProcedure.input(z.object({ host: z.string().max(63).optional() })).mutation(async ({ input }) => {
+		await enqueueJob(sql(), 'inventory__sync', input.host ? { host: input.host } : {}, { queueName: 'inventory' });
+		return { queued: true };
+	}),
 	remove: operatorProcedure.input(id).mutation(({ input }) => deleteHost(input.id)),
 	/** Reads the key the host presents now, without authenticating, so the operator can pin it. */
 	scanKey: operatorProcedure.input(id).mutation(async ({ input }) => {

@@ -1,0 +1,104 @@
+// A worker killed with SIGKILL mid-execution: its lease runs out, the sweeper fails the execution
+// as "worker lost" (never leaving it running), and the remote command does not outlive the worker.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { requestExecution } from '../../src/lib/server/executions/request';
+import { getExecution, sweep, TERMINAL } from '../../src/lib/server/executions/store';
+import { runExecution } from '../../src/lib/server/executions/runner';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { DEBIAN, addHost, alive, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { spawnTs } from '../helpers/spawn';
+
+const dbUrl = useTestDatabase();
+useHub();
+
+let pve: ProxmoxDouble;
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
+	await addHost(pve);
+	await pve.setFault('create', 'hang');
+});
+
+afterAll(async () => {
+	await pve?.close();
+});
+
+describe('worker crash', () => {
+	it('fails a running execution as "worker lost" after the worker is killed with SIGKILL', async () => {
+		const operatorId = await newOperator();
+		const sessionId = await newSession(operatorId);
+		const r = await requestExecution(sessionId, { target: 'strong', action: 'pct_create', params: { hostname: 'crashy', template: DEBIAN }, reason: 'r' });
+		if ('error' in r) throw new Error(r.error);
+		const id = r.execution.id;
+		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+
+		const child = spawnTs('tests/helpers/exec-worker-child.ts', [], {
+			env: {
+				...process.env,
+				DATABASE_URL: dbUrl(),
+				NOMOS_INVENTORY_SYNC: 'off',
+				NOMOS_WORKER: 'on',
+				NOMOS_WORKER_CONCURRENCY: '2',
+				NOMOS_HOSTS: '',
+				NOMOS_KNOWLEDGE_DIR: '',
+				NOMOS_OPERATOR_PASSWORD: ''
+			}
+		});
+		let out = '';
+		child.stdout!.on('data', (d) => (out += d));
+		child.stderr!.on('data', (d) => (out += d));
+		const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_code, signal) => res(signal)));
+		try {
+			// The child's worker picks up the executions__run job and the fake `pct create` hangs.
+			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${out}`, { timeoutMs: 30_000, intervalMs: 100 });
+			const [hung] = await waitUntil(async () => {
+				const h = await pve.hangs();
+				return h.length ? h : null;
+			}, 'pct create to hang', { timeoutMs: 15_000 });
+			const running = (await getExecution(sql(), id))!;
+			expect(running.steps).toHaveLength(1);
+			expect(out).toContain('worker ready');
+
+			child.kill('SIGKILL');
+			expect(await exited).toBe('SIGKILL');
+			const killedAt = Date.now();
+
+			// The connection died with the worker: the double stops the remote command.
+			await waitUntil(async () => !alive(hung.pid), 'the hung pct create to be killed', { timeoutMs: 10_000 });
+
+			// Sweep like the executions__sweep job does (it ran in the dead process), every 2 s.
+			const seen = new Set<string>();
+			let status = 'running';
+			while (!TERMINAL.includes(status as never)) {
+				expect(Date.now() - killedAt, `still ${status} 90 s after the kill`).toBeLessThan(90_000);
+				const s = await sweep(sql());
+				status = (await getExecution(sql(), id))!.status;
+				seen.add(status);
+				if (s.lost) expect(status).toBe('failed');
+				if (!TERMINAL.includes(status as never)) await new Promise((res) => setTimeout(res, 2_000));
+			}
+			const lostAfter = Date.now() - killedAt;
+			expect([...seen].filter((s) => s !== 'running' && s !== 'failed')).toEqual([]);
+
+			const e = (await getExecution(sql(), id))!;
+			expect(e.status).toBe('failed');
+			expect(e.error).toMatch(/^worker lost/);
+			expect(e.finishedAt).not.toBeNull();
+			// Not before the lease (60 s, renewed every 10 s) could have run out, and within 90 s.
+			expect(lostAfter).toBeGreaterThan(40_000);
+			expect(lostAfter).toBeLessThan(90_000);
+			const [{ lease }] = await sql()<{ lease: Date | null }[]>`select lease_until as lease from executions where id = ${id}`;
+			expect(lease).toBeNull();
+			// The session hears about it; nothing will run it again.
+			expect((await jobsFor(id)).map((j) => j.task).sort()).toEqual(['agent__continue_session', 'executions__run']);
+			const before = (await pve.argvLog()).length;
+			await runExecution(id);
+			expect((await pve.argvLog()).length).toBe(before);
+			expect((await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'create')).toHaveLength(1);
+		} finally {
+			child.kill('SIGKILL');
+		}
+	}, 120_000);
+});
