@@ -1,26 +1,10 @@
-/** Client-side mirror of a stored message (src/lib/server/db/queries/messages.ts). */
-export type ToolCallPart = {
-	type: 'tool-call';
-	toolCallId: string;
-	toolName: string;
-	input: unknown;
-	state: 'running' | 'done' | 'error';
-	output?: unknown;
-	error?: string;
-};
-export type ChatPart = { type: 'text'; text: string } | ToolCallPart | { type: 'note'; kind: string; text: string; data?: Record<string, unknown> };
+import type { MessageRow } from '$lib/server/db/queries/messages';
+import type { MessagePart } from '$lib/server/db/schema';
 
-export type ChatMessage = {
-	id: string;
-	sessionId: string;
-	seq: number;
-	role: 'user' | 'assistant' | 'system';
-	parts: ChatPart[];
-	status: 'queued' | 'streaming' | 'complete' | 'error' | 'cancelled';
-	origin: 'chat' | 'resume' | 'continuation';
-	error: string | null;
-	rev: number;
-};
+/** Stored message shapes, shared with the server (type-only imports). */
+export type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
+export type ChatPart = MessagePart;
+export type ChatMessage = Omit<MessageRow, 'createdAt' | 'updatedAt'> & { createdAt?: string; updatedAt?: string };
 
 /** Consecutive tool calls of a message form one group; text and notes stand alone. */
 export type Segment =

@@ -10,6 +10,7 @@ import { requestExecution, type RequestOutcome } from '../../src/lib/server/exec
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, sweep, type ExecutionRow } from '../../src/lib/server/executions/store';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
@@ -18,7 +19,7 @@ import {
 } from '../helpers/executions';
 
 useTestDatabase();
-useHub();
+const theHub = useHub();
 
 let pve: ProxmoxDouble;
 let operatorId: string;
@@ -298,6 +299,54 @@ describe('real command errors', () => {
 	});
 });
 
+describe('output Postgres cannot store verbatim', () => {
+	async function runExec(argv: string[]) {
+		const r = await request({ target: 'strong/100', action: 'pct_exec', params: { argv }, reason: 'r' });
+		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+		await runExecution(r.execution.id);
+		return load(r.execution.id);
+	}
+
+	it('a command printing NUL bytes succeeds and its output is stored', async () => {
+		const e = await runExec(['printf', 'a\\0b\\n']);
+		expect(e.status, e.error ?? '').toBe('succeeded');
+		expect(e.steps[0].exitCode).toBe(0);
+		expect(e.steps[0].stdoutTail).toMatch(/^a.b\n$/);
+		expect(e.steps[0].stdoutTail).not.toContain('\0');
+	});
+
+	it('a failing command whose error output has NUL bytes is recorded as failed with its error', async () => {
+		const e = await runExec(['sh', '-c', 'printf "bad\\0thing\\n" >&2; exit 3']);
+		expect(e.status).toBe('failed');
+		expect(e.error).toMatch(/^exec sh exited with 3: bad.thing$/);
+		expect(e.error).not.toContain('\0');
+	});
+
+	it('long emoji output whose 4000-character tail would start inside a surrogate pair is stored', async () => {
+		const e = await runExec(['printf', '%s', '😀'.repeat(2500) + 'y']);
+		expect(e.status, e.error ?? '').toBe('succeeded');
+		const t = e.steps[0].stdoutTail!;
+		expect(t.startsWith('…')).toBe(true);
+		expect(t.endsWith('😀y')).toBe(true);
+		expect(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(t)).toBe(false);
+	});
+});
+
+describe('a process without the realtime hub', () => {
+	it('refuses to run before claiming, so nothing is left running with a live heartbeat', async () => {
+		const r = await request({ target: 'strong/101', action: 'pct_start', params: {}, reason: 'r' });
+		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+		setHub(undefined);
+		try {
+			await expect(runExecution(r.execution.id)).rejects.toThrow(/realtime hub not started/);
+		} finally {
+			setHub(theHub());
+		}
+		expect(await executionStatus(r.execution.id)).toBe('approved');
+		await sql()`update executions set status = 'cancelled', finished_at = now() where id = ${r.execution.id}`;
+	});
+});
+
 describe('plans', () => {
 	it('a request matching an approved plan step runs without another approval; any drift needs one', async () => {
 		const startStep = { target: 'strong/104', action: 'pct_start', params: {}, reason: 'start planned' };
@@ -416,4 +465,30 @@ describe('cancellation', () => {
 			await pve.setFault('create', null);
 		}
 	});
+});
+
+describe('a lease taken away', () => {
+	it('a run that the sweeper declared lost stops its command at the next heartbeat', async () => {
+		await pve.setFault('create', 'hang');
+		try {
+			const hangsBefore = (await pve.hangs()).length;
+			const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'stalled', template: DEBIAN }, reason: 'r' });
+			const id = r.execution.id;
+			expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+			const run = runExecution(id);
+			const hung = await waitUntil(async () => (await pve.hangs()).slice(hangsBefore)[0], 'the fake pct create to hang');
+			// As if this worker had not been able to heartbeat for a minute:
+			await sql()`update executions set lease_until = now() - interval '1 second' where id = ${id}`;
+			expect(await sweep(sql())).toMatchObject({ lost: 1 });
+			const t0 = Date.now();
+			await run;
+			expect(Date.now() - t0).toBeLessThan(12_000);
+			const e = await load(id);
+			expect(e.status).toBe('failed');
+			expect(e.error).toMatch(/^worker lost/);
+			await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
+		} finally {
+			await pve.setFault('create', null);
+		}
+	}, 20_000);
 });

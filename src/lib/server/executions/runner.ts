@@ -14,7 +14,13 @@ const HEARTBEAT_MS = 10_000;
 const TAIL = 4000;
 const STEP_FLUSH_MS = 250;
 
-const tail = (s: string) => (s.length > TAIL ? '…' + s.slice(-TAIL) : s);
+/**
+ * Output as it can be stored: Postgres text and jsonb cannot hold NUL (shown as ␀), and jsonb
+ * rejects half a surrogate pair, which cutting a tail inside an emoji would leave behind.
+ */
+const storable = (s: string) =>
+	s.replace(/\0/g, '\u2400').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '');
+const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
 class Failure extends Error {}
 
@@ -35,11 +41,19 @@ async function checkPrecondition(client: Client, p: Precondition): Promise<strin
  * output live, and records the terminal state. Never consults the model.
  */
 export async function runExecution(id: string): Promise<void> {
+	// Before claiming: a process without a hub must not leave a claimed execution behind with a
+	// heartbeat that keeps its lease alive forever.
+	const events = hub();
 	const e = await claimExecution(sql(), id, LEASE_SECONDS);
 	if (!e) return;
-	const beat = setInterval(() => void heartbeat(sql(), id, LEASE_SECONDS).catch(() => undefined), HEARTBEAT_MS);
 	const cancel = new AbortController();
-	const off = hub().onEvent((ev) => {
+	// A heartbeat that finds the execution no longer running means the sweeper declared this
+	// worker lost (e.g. after a long database outage): stop the command instead of finishing a
+	// mutation everyone was already told had failed (and that may be retried).
+	const beat = setInterval(() => {
+		void heartbeat(sql(), id, LEASE_SECONDS).then((held) => held || cancel.abort(), () => undefined);
+	}, HEARTBEAT_MS);
+	const off = events.onEvent((ev) => {
 		if (ev.type === 'execution.cancel' && ev.payload.executionId === id) cancel.abort();
 	});
 	const steps: ExecutionStep[] = [];
@@ -90,7 +104,7 @@ export async function runExecution(id: string): Promise<void> {
 			if (r.aborted) break;
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped`);
 			if (r.exitCode !== 0) {
-				const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500);
+				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
 				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
 			}
 		}

@@ -1,0 +1,60 @@
+import { sql as appSql, type Sql } from '../db/index';
+import { reviewSession } from './session';
+import type { SessionReview } from './types';
+
+/** A table cell: one line, pipes escaped. */
+const cell = (s: string) => s.replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
+
+export function formatDuration(seconds: number): string {
+	if (seconds < 60) return `${seconds} s`;
+	const m = Math.round(seconds / 60);
+	if (m < 60) return `${m} min`;
+	const h = Math.floor(m / 60);
+	return `${h} h ${m % 60} min`;
+}
+
+/** The review as Markdown: title, totals, findings with evidence and fixes, the message table. */
+export function renderReviewMarkdown(r: SessionReview): string {
+	const t = r.totals;
+	const e = t.executions;
+	const out: string[] = [];
+	out.push(`# Session review: ${r.session.title}`, '');
+	out.push(`- Session: \`${r.session.id}\` (started ${r.session.createdAt})`);
+	out.push(`- Goal: ${r.goal || '—'}`);
+	out.push(`- Outcome: **${r.outcome.reached ? 'reached' : 'not reached'}** — ${r.outcome.reason}`);
+	out.push('');
+	out.push('## Totals', '');
+	out.push(`- ${t.messages} messages (${t.byRole.user} user, ${t.byRole.assistant} assistant, ${t.byRole.system} system)`);
+	out.push(`- ${t.toolCalls} tool calls`);
+	out.push(`- Duration: ${formatDuration(t.durationSeconds)} (first to last message)`);
+	out.push(
+		`- Executions: ${e.requested} requested, ${e.approved} approved, ${e.succeeded} succeeded, ${e.failed} failed, ${e.denied} denied, ${e.expired} expired`
+	);
+	out.push(`- Questions: ${t.questions.asked} asked, ${t.questions.answered} answered${t.questions.open ? `, ${t.questions.open} open` : ''}`);
+	out.push('');
+	out.push('## Findings', '');
+	if (!r.findings.length) out.push('No findings.', '');
+	for (const [i, f] of r.findings.entries()) {
+		out.push(`### ${i + 1}. [${f.severity}] ${f.kind}: ${f.title}`, '');
+		if (f.evidence.messageIndexes.length) out.push(`Messages: ${f.evidence.messageIndexes.map((n) => `#${n}`).join(', ')}`, '');
+		for (const d of f.evidence.detail) out.push(`- ${d}`);
+		if (f.evidence.detail.length) out.push('');
+		out.push(`**Fix:** ${f.fix}`, '');
+	}
+	out.push('## Messages', '');
+	out.push('| # | Role | Origin | Tool calls | Top tools | Summary |');
+	out.push('|--:|------|--------|-----------:|-----------|---------|');
+	for (const m of r.messages) {
+		const tools = m.topTools.slice(0, 3).map((x) => `${x.tool} ×${x.n}`).join(', ');
+		const status = m.status === 'complete' ? '' : ` (${m.status})`;
+		out.push(`| ${m.index} | ${m.role}${status} | ${m.origin} | ${m.toolCalls} | ${cell(tools)} | ${cell(m.summary)} |`);
+	}
+	out.push('');
+	return out.join('\n');
+}
+
+/** The Markdown export of one session's review, or null when there is no such session. */
+export async function reviewSessionMarkdown(sessionId: string, sql: Sql = appSql()): Promise<string | null> {
+	const r = await reviewSession(sessionId, sql);
+	return r ? renderReviewMarkdown(r) : null;
+}

@@ -1,0 +1,328 @@
+import { sql as appSql, type Sql } from '../db/index';
+import { ACTION_NAMES } from '../proxmox/actions';
+import { reviewCtes } from './facts';
+import {
+	BULK_ALTERNATIVE,
+	BULK_ALTERNATIVE_LXC,
+	N_PLUS_ONE_MIN,
+	PENDING_APPROVAL_HOURS,
+	kindRank,
+	severityRank,
+	type Severity
+} from './rules';
+import type { Finding, ReviewMessage, SessionReview } from './types';
+
+/** One session's facts as r_scored computes them (detail mode). */
+interface FactsRow {
+	messages: number;
+	user_messages: number;
+	assistant_messages: number;
+	system_messages: number;
+	tool_calls: number;
+	first_at: string | null;
+	last_at: string | null;
+	n1_max: number | null;
+	n1_idx: number[];
+	nudge_idx: number[];
+	blank_idx: number[];
+	retry_idx: number[];
+	notext_idx: number[];
+	exec_requested: number;
+	exec_approved: number;
+	exec_succeeded: number;
+	exec_failed: number;
+	exec_denied: number;
+	exec_expired: number;
+	pending_long: number;
+	questions_asked: number;
+	questions_answered: number;
+	questions_open: number;
+	silent_failed: number;
+	silent_list: { id: string; action: string; target: string; error: string | null }[] | null;
+	cap_idx: number[];
+	cap_names: string[];
+	cap_detail: { idx: number; name: string | null; says_cannot: boolean; excerpt: string | null; cap_errs: number; cap_example: string | null }[] | null;
+	open_prompts: string[] | null;
+	sev_missing_capability: Severity | null;
+	sev_n_plus_one: Severity | null;
+	sev_operator_as_event_loop: Severity | null;
+	sev_silent_failure: Severity | null;
+	sev_stall: Severity | null;
+	reached: boolean;
+	score: number;
+}
+
+interface MessageRow {
+	idx: number;
+	id: string;
+	role: ReviewMessage['role'];
+	origin: string;
+	status: string;
+	created_at: string;
+	calls: number;
+	top_tools: { tool: string; n: number }[] | null;
+	summary: string;
+	text: string;
+	ent_max: number;
+	ent_tool: string | null;
+	lxc_refs: number;
+	last_assistant: boolean;
+}
+
+const SUMMARY_CHARS = 120;
+
+const one = (s: string | null | undefined, max = 160) => {
+	const t = (s ?? '').replace(/\s+/g, ' ').trim();
+	return t.length > max ? t.slice(0, max - 1).trimEnd() + '…' : t;
+};
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const list = (xs: string[]) => (xs.length <= 1 ? xs.join('') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}`);
+
+/**
+ * The review of one session: its messages, totals and findings, computed in Postgres
+ * (see facts.ts); this only turns the aggregates into sentences. Null when no such session.
+ */
+export async function reviewSession(sessionId: string, sql: Sql = appSql()): Promise<SessionReview | null> {
+	const [session] = await sql<{ id: string; title: string; createdAt: string }[]>`
+		select id, title, created_at::text as "createdAt" from chat_sessions where id = ${sessionId}`;
+	if (!session) return null;
+
+	const [row] = await sql<{ facts: FactsRow | null; messages: MessageRow[] | null }[]>`
+		with ${reviewCtes(sql, sql`select id, title, created_at from chat_sessions where id = ${sessionId}`, { detail: true })}
+		select
+			(select row_to_json(r) from r_scored r) as facts,
+			(select json_agg(json_build_object(
+				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
+				'created_at', m.created_at::text, 'calls', m.calls, 'top_tools', m.top_tools,
+				'summary', left(regexp_replace(coalesce(nullif(btrim(m.text), ''), m.note_text, ''), '\s+', ' ', 'g'), ${SUMMARY_CHARS + 1}),
+				'text', case when m.last_assistant then left(m.text, 400) else '' end,
+				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant
+			) order by m.idx) from r_mf m) as messages`;
+
+	const rows = row.messages ?? [];
+	const messages: ReviewMessage[] = rows.map((m) => ({
+		index: m.idx,
+		id: m.id,
+		role: m.role,
+		origin: m.origin,
+		status: m.status,
+		createdAt: m.created_at,
+		toolCalls: m.calls,
+		topTools: m.top_tools ?? [],
+		summary: m.summary.length > SUMMARY_CHARS ? m.summary.slice(0, SUMMARY_CHARS).trimEnd() + '…' : m.summary
+	}));
+	const f = row.facts;
+	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
+	if (!f) {
+		return {
+			session,
+			goal,
+			totals: emptyTotals(),
+			outcome: { reached: false, reason: 'The session has no messages.' },
+			findings: [],
+			messages
+		};
+	}
+
+	const totals: SessionReview['totals'] = {
+		messages: f.messages,
+		byRole: { user: f.user_messages, assistant: f.assistant_messages, system: f.system_messages },
+		toolCalls: f.tool_calls,
+		firstAt: f.first_at,
+		lastAt: f.last_at,
+		durationSeconds: f.first_at && f.last_at ? Math.round((Date.parse(f.last_at) - Date.parse(f.first_at)) / 1000) : 0,
+		executions: {
+			requested: f.exec_requested,
+			approved: f.exec_approved,
+			succeeded: f.exec_succeeded,
+			failed: f.exec_failed,
+			denied: f.exec_denied,
+			expired: f.exec_expired
+		},
+		questions: { asked: f.questions_asked, answered: f.questions_answered, open: f.questions_open }
+	};
+
+	const byIdx = new Map(rows.map((m) => [m.idx, m]));
+	const findings: Finding[] = [];
+	if (f.sev_missing_capability) findings.push(missingCapability(f, f.sev_missing_capability));
+	if (f.sev_n_plus_one) findings.push(nPlusOne(f, f.sev_n_plus_one, byIdx));
+	if (f.sev_operator_as_event_loop) findings.push(eventLoop(f, f.sev_operator_as_event_loop, byIdx));
+	if (f.sev_silent_failure) findings.push(silentFailure(f, f.sev_silent_failure, byIdx));
+	if (f.sev_stall) findings.push(stall(f, f.sev_stall));
+	const outcome = goalOutcome(f, rows);
+	findings.push(outcome.finding);
+	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
+
+	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages };
+}
+
+function emptyTotals(): SessionReview['totals'] {
+	return {
+		messages: 0,
+		byRole: { user: 0, assistant: 0, system: 0 },
+		toolCalls: 0,
+		firstAt: null,
+		lastAt: null,
+		durationSeconds: 0,
+		executions: { requested: 0, approved: 0, succeeded: 0, failed: 0, denied: 0, expired: 0 },
+		questions: { asked: 0, answered: 0, open: 0 }
+	};
+}
+
+function missingCapability(f: FactsRow, severity: Severity): Finding {
+	const names = f.cap_names;
+	const detail: string[] = [];
+	for (const d of f.cap_detail ?? []) {
+		if (d.cap_errs > 0) {
+			detail.push(`message ${d.idx}: ${plural(d.cap_errs, 'tool result')} said “${one(d.cap_example, 120)}”`);
+		}
+		if (d.says_cannot && d.excerpt) detail.push(`message ${d.idx}: “${one(d.excerpt, 200)}”`);
+	}
+	detail.push(f.exec_succeeded > 0 ? 'no execution succeeded after these messages' : 'no execution succeeded in the session');
+	const known = names.filter((n) => (ACTION_NAMES as string[]).includes(n));
+	const missing = names.filter((n) => !known.includes(n));
+	const fixes: string[] = [];
+	if (missing.length) {
+		fixes.push(
+			`Add ${list(missing.map((n) => `a \`${n}\` action`))} to the execution catalogue (src/lib/server/proxmox/actions.ts: zod params, a fixed argv template, a classification) so request_execution accepts it.`
+		);
+	}
+	if (known.length) {
+		fixes.push(
+			`${list(known.map((n) => `\`${n}\``))} ${known.length === 1 ? 'is' : 'are'} in the catalogue now; re-run the goal and check the request_execution description lists ${known.length === 1 ? 'it' : 'them'}.`
+		);
+	}
+	if (!names.length) fixes.push('Give the agent the action it asked for (execution catalogue or a tool), or a plan the operator can run by hand.');
+	return {
+		kind: 'missing_capability',
+		severity,
+		title: names.length
+			? `Missing capability: ${list(names)} — the agent could not do what the goal needed`
+			: 'Missing capability: the agent said it could not do what the goal needed',
+		evidence: { messageIndexes: f.cap_idx, detail },
+		fix: fixes.join(' ')
+	};
+}
+
+function bulkFor(tool: string, m: MessageRow | undefined, n: number): string {
+	if (tool === 'get_entity' && m && m.lxc_refs * 2 >= n) return BULK_ALTERNATIVE_LXC;
+	return BULK_ALTERNATIVE[tool] ?? 'a bulk tool';
+}
+
+function nPlusOne(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>): Finding {
+	const detail: string[] = [];
+	let worst: { idx: number; tool: string; n: number } | null = null;
+	for (const idx of f.n1_idx) {
+		const m = byIdx.get(idx);
+		for (const t of m?.top_tools ?? []) {
+			if (!(t.tool in BULK_ALTERNATIVE) || t.n < N_PLUS_ONE_MIN) continue;
+			detail.push(`message ${idx}: ${t.tool} ×${t.n} (of ${m!.calls} tool calls); ${bulkFor(t.tool, m, t.n)} answers it in one call`);
+			if (!worst || t.n > worst.n) worst = { idx, tool: t.tool, n: t.n };
+		}
+	}
+	const w = worst ?? { idx: f.n1_idx[0] ?? 0, tool: 'get_entity', n: f.n1_max ?? 0 };
+	const alt = bulkFor(w.tool, byIdx.get(w.idx), w.n);
+	return {
+		kind: 'n_plus_one',
+		severity,
+		title: `${w.tool} ×${w.n} in message ${w.idx}; use ${alt}`,
+		evidence: { messageIndexes: f.n1_idx, detail },
+		fix: `Fetch the fleet once with ${alt} instead of one ${w.tool} per entity; tell the agent (soul.md / tool descriptions) to prefer bulk tools when more than a few entities are involved.`
+	};
+}
+
+function eventLoop(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>): Finding {
+	const said = f.nudge_idx.map((i) => `message ${i}: “${one(byIdx.get(i)?.summary, 60)}”`);
+	const words = [...new Set(f.nudge_idx.map((i) => `“${one(byIdx.get(i)?.summary, 30)}”`))];
+	return {
+		kind: 'operator_as_event_loop',
+		severity,
+		title: `The operator nudged the agent on ${f.nudge_idx.length}× (${words.join(', ')})`,
+		evidence: { messageIndexes: f.nudge_idx, detail: said },
+		fix: 'The agent stopped after each step and waited to be told to go on. Let a turn keep working until the goal is reached or a real decision is needed, and end a turn with ask_operator / propose_plan when it needs input.'
+	};
+}
+
+function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>): Finding {
+	const detail: string[] = [];
+	for (const e of f.silent_list ?? []) {
+		detail.push(`execution ${e.id.slice(0, 8)} (${e.action} on ${e.target}) failed${e.error ? `: ${one(e.error, 100)}` : ''} — no later assistant message mentions it`);
+	}
+	for (const i of f.blank_idx) {
+		const m = byIdx.get(i);
+		detail.push(`message ${i}: assistant turn ${m?.status === 'error' ? 'ended with status error' : 'is blank'}`);
+	}
+	for (const i of f.retry_idx) detail.push(`message ${i}: the model returned nothing and the turn was retried`);
+	const parts = [
+		f.silent_failed ? plural(f.silent_failed, 'failed execution') + ' never reported' : '',
+		f.blank_idx.length ? plural(f.blank_idx.length, 'blank or errored turn') : '',
+		f.retry_idx.length ? plural(f.retry_idx.length, 'retried turn') : ''
+	].filter(Boolean);
+	return {
+		kind: 'silent_failure',
+		severity,
+		title: `Silent failure: ${parts.join(', ')}`,
+		evidence: { messageIndexes: [...new Set([...f.blank_idx, ...f.retry_idx])].sort((a, b) => a - b), detail },
+		fix: 'Make every failure visible: the continuation turn after an execution should say when it failed and why (get_execution_status), and empty or errored model replies need a check of the model server.'
+	};
+}
+
+function stall(f: FactsRow, severity: Severity): Finding {
+	const detail: string[] = [];
+	for (const p of f.open_prompts ?? []) detail.push(`open question never answered: “${one(p, 120)}”`);
+	if (f.pending_long) detail.push(`${plural(f.pending_long, 'approval')} pending for more than ${PENDING_APPROVAL_HOURS} h`);
+	for (const i of f.notext_idx) detail.push(`message ${i}: the assistant turn ended with tool calls and no text`);
+	const parts = [
+		f.questions_open ? plural(f.questions_open, 'open question') : '',
+		f.pending_long ? plural(f.pending_long, 'stale approval') : '',
+		f.notext_idx.length ? plural(f.notext_idx.length, 'turn') + ' without a final answer' : ''
+	].filter(Boolean);
+	return {
+		kind: 'stall',
+		severity,
+		title: `Stalled: ${parts.join(', ')}`,
+		evidence: { messageIndexes: f.notext_idx, detail },
+		fix: 'Answer or cancel open questions and decide pending approvals (Ops page); make the agent end every turn with a sentence saying what happens next.'
+	};
+}
+
+function goalOutcome(f: FactsRow, rows: MessageRow[]): { finding: Finding; reason: string } {
+	const last = [...rows].reverse().find((m) => m.last_assistant);
+	const lastIdx = last ? [last.idx] : [];
+	const lastText = last ? `last assistant message ${last.idx}: “${one(last.text, 160)}”` : 'no assistant message';
+	if (f.reached) {
+		const reason = `${plural(f.exec_succeeded, 'execution')} succeeded and the last assistant message reports success.`;
+		return {
+			reason,
+			finding: {
+				kind: 'goal_outcome',
+				severity: 'low',
+				title: 'Goal reached',
+				evidence: { messageIndexes: lastIdx, detail: [reason, lastText] },
+				fix: 'Nothing to fix.'
+			}
+		};
+	}
+	let reason: string;
+	if (f.cap_idx.length) reason = `blocked by a missing capability${f.cap_names.length ? ` (${list(f.cap_names)})` : ''}`;
+	else if (f.exec_succeeded === 0) reason = f.exec_requested ? 'no requested execution succeeded' : 'no execution was requested';
+	else reason = 'the last assistant message does not report success';
+	return {
+		reason: reason[0].toUpperCase() + reason.slice(1) + '.',
+		finding: {
+			kind: 'goal_outcome',
+			severity: 'low',
+			title: `Goal not reached: ${reason}`,
+			evidence: {
+				messageIndexes: lastIdx,
+				detail: [
+					`executions: ${f.exec_requested} requested, ${f.exec_succeeded} succeeded, ${f.exec_failed} failed, ${f.exec_denied} denied`,
+					lastText
+				]
+			},
+			fix: f.cap_idx.length
+				? 'Close the capability gap above, then re-run the goal.'
+				: 'Check why the executions did not lead to the goal and make the agent report the final state explicitly.'
+		}
+	};
+}

@@ -1,0 +1,85 @@
+import type { FindingKind, Severity } from './rules';
+
+export type { FindingKind, Severity };
+
+export interface Finding {
+	kind: FindingKind;
+	severity: Severity;
+	title: string;
+	evidence: { messageIndexes: number[]; detail: string[] };
+	fix: string;
+}
+
+export interface ReviewMessage {
+	/** 0-based position in the session. */
+	index: number;
+	id: string;
+	role: 'user' | 'assistant' | 'system';
+	origin: string;
+	status: string;
+	createdAt: string;
+	toolCalls: number;
+	/** Tools called in the message, most called first. */
+	topTools: { tool: string; n: number }[];
+	/** The first ~120 characters of its text (or note). */
+	summary: string;
+}
+
+export interface ReviewTotals {
+	messages: number;
+	byRole: { user: number; assistant: number; system: number };
+	toolCalls: number;
+	firstAt: string | null;
+	lastAt: string | null;
+	durationSeconds: number;
+	executions: { requested: number; approved: number; succeeded: number; failed: number; denied: number; expired: number };
+	questions: { asked: number; answered: number; open: number };
+}
+
+export interface SessionReview {
+	session: { id: string; title: string; createdAt: string };
+	/** The operator's first message: what the session was for. */
+	goal: string;
+	totals: ReviewTotals;
+	outcome: { reached: boolean; reason: string };
+	/** Most severe first. */
+	findings: Finding[];
+	messages: ReviewMessage[];
+}
+
+export type Outcome = 'reached' | 'not_reached';
+
+export interface OverviewFilter {
+	/** Inclusive dates (YYYY-MM-DD, UTC) on the session's creation. */
+	from?: string;
+	to?: string;
+	outcome?: Outcome;
+	/** How many ranked sessions to return (default 50). */
+	limit?: number;
+}
+
+export interface OverviewSession {
+	id: string;
+	title: string;
+	createdAt: string;
+	messages: number;
+	toolCalls: number;
+	score: number;
+	kinds: FindingKind[];
+	/** The worst severity among its findings, if any. */
+	worst: Severity | null;
+	reached: boolean;
+}
+
+export interface ReviewOverview {
+	filter: { from: string | null; to: string | null; outcome: Outcome | null };
+	/** Sessions in the filter (all of them, not only the ranked page). */
+	sessionCount: number;
+	reachedCount: number;
+	toolCallCount: number;
+	sessions: OverviewSession[];
+	/** Sessions having each finding kind, most frequent first. */
+	kinds: { kind: FindingKind; sessions: number }[];
+	/** Calls per tool with the share that failed, most called first. */
+	tools: { tool: string; calls: number; failed: number; failureRate: number }[];
+}
