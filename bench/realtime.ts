@@ -13,7 +13,8 @@
 //
 // Knobs (env): BENCH_SIZES=100,1000  BENCH_RATE=20  BENCH_SECONDS=10  BENCH_SYSTEMS=nomos,bare,poll
 //              BENCH_CLIENT_PROCS (default: one client process per 500 connections)
-//              BENCH_NOMOS_NODE_ARGS (extra node flags for the Nomos process, e.g. --cpu-prof)
+//              BENCH_NODE_ARGS / BENCH_NOMOS_NODE_ARGS (extra node flags for all servers / Nomos only,
+//              e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_HOLD_MS (keep streams open after a run)
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -30,7 +31,7 @@ const RATE = Number(process.env.BENCH_RATE ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'nomos,bare,poll').split(',') as System[];
 const POLL_MS = 3000;
-const SETTLE_MS = 2000;
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 2000);
 const DEADLINE_MS = 290_000;
 const EVENT_ORDER_LOCK = 7_140_202_613; // as in src/lib/server/db/queries/events.ts
 const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
@@ -132,6 +133,10 @@ interface Server {
 	base: string;
 }
 
+/** Extra node flags for the servers under test (BENCH_NODE_ARGS for all, plus one for Nomos only). */
+const nodeArgs = (extra?: string) =>
+	[process.env.BENCH_NODE_ARGS, extra && process.env[extra]].flatMap((v) => v?.split(' ').filter(Boolean) ?? []);
+
 async function startServer(system: System, databaseUrl: string): Promise<Server> {
 	const port = await freePort();
 	const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl };
@@ -149,9 +154,9 @@ async function startServer(system: System, databaseUrl: string): Promise<Server>
 		});
 		delete env.ORIGIN;
 		delete env.PROTOCOL_HEADER;
-		args = [...(process.env.BENCH_NOMOS_NODE_ARGS?.split(' ').filter(Boolean) ?? []), 'server.js'];
+		args = [...nodeArgs('BENCH_NOMOS_NODE_ARGS'), 'server.js'];
 	} else {
-		args = ['--import', 'tsx', system === 'bare' ? 'bench/bare-sse-server.ts' : 'bench/poll-server.ts'];
+		args = [...nodeArgs(), '--import', 'tsx', system === 'bare' ? 'bench/bare-sse-server.ts' : 'bench/poll-server.ts'];
 	}
 	const child = track(spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }));
 	const tail: string[] = [];
@@ -188,7 +193,7 @@ async function login(base: string): Promise<string> {
 	const res = await fetch(`${base}/login`, {
 		method: 'POST',
 		redirect: 'manual',
-		headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+		headers: { origin: base, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
 		body: new URLSearchParams(OPERATOR)
 	});
 	const cookie = res.headers.getSetCookie().find((c) => c.startsWith('nomos_session='));
@@ -387,6 +392,11 @@ async function runSse(system: 'nomos' | 'bare', n: number, databaseUrl: string):
 		const rssN = rssKb(server.pid);
 		row.kbPerStream = (rssN - rss0) / Math.max(1, row.open);
 		await eventPhase(row, server, clients, after, 10_000);
+		// Debugging aid: keep the streams open (e.g. to take a heap snapshot of the server).
+		if (process.env.BENCH_HOLD_MS) {
+			log(`holding ${n} streams open for ${process.env.BENCH_HOLD_MS} ms (server pid ${server.pid})`);
+			await sleep(Number(process.env.BENCH_HOLD_MS));
+		}
 		await Promise.all(clients.map((c) => c.close()));
 	} finally {
 		await killChild(server.child);

@@ -70,7 +70,7 @@ const UNICODE_BITS = [
 	'日本語', '中文', '한국어', 'Ελληνικά', 'кириллица', 'ﷺ', '\ufffd', '\uffff', '\ud7ff', '\ue000', 'ß', 'İı', 'ǅ', '🀄'
 ];
 
-const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@+,';
+const ALNUM = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@+,'];
 
 /**
  * `count` hostile words: concatenations of shell metacharacters, injection payloads, control

@@ -29,6 +29,13 @@ function calls(msg: number) {
 	});
 }
 
+/** Timestamps go over the wire as ISO text: the app's client has no Date serialiser. */
+function iso(d: Date): string;
+function iso(d: Date | undefined): string | null;
+function iso(d: Date | undefined): string | null {
+	return d ? d.toISOString() : null;
+}
+const plus = (d: Date, minutes: number) => new Date(d.getTime() + minutes * 60_000);
 const repeat = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
 const unknownPctCreate = { error: "unknown action 'pct_create'", hint: VALID_ACTIONS_HINT };
 const pctCreateInput = (i: number) => ({
@@ -125,7 +132,7 @@ export interface SessionFixtureOptions {
 
 async function insertSession(sql: Sql, title: string, at: Date, msgs: Msg[], stepMinutes = 4): Promise<{ id: string; times: Date[] }> {
 	const [s] = await sql<{ id: string }[]>`
-		insert into chat_sessions (title, created_at, updated_at) values (${title}, ${at}, ${at}) returning id`;
+		insert into chat_sessions (title, created_at, updated_at) values (${title}, ${iso(at)}::timestamptz, ${iso(at)}::timestamptz) returning id`;
 	await sql`insert into tasks (session_id, goal, state) values (${s.id}, ${title}, 'executing')`;
 	const times: Date[] = [];
 	for (const [i, m] of msgs.entries()) {
@@ -134,9 +141,9 @@ async function insertSession(sql: Sql, title: string, at: Date, msgs: Msg[], ste
 		await sql`
 			insert into messages (session_id, role, parts, status, origin, created_at, updated_at)
 			values (${s.id}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status ?? 'complete'},
-				${m.origin ?? 'chat'}, ${t}, ${t})`;
+				${m.origin ?? 'chat'}, ${iso(t)}::timestamptz, ${iso(t)}::timestamptz)`;
 	}
-	await sql`update chat_sessions set updated_at = ${times[times.length - 1] ?? at} where id = ${s.id}`;
+	await sql`update chat_sessions set updated_at = ${iso(times[times.length - 1] ?? at)}::timestamptz where id = ${s.id}`;
 	return { id: s.id, times };
 }
 
@@ -148,12 +155,12 @@ async function insertExecution(
 		insert into executions (requested_by_session, target, action, classification, hash, status, error, result,
 			created_at, approved_at, finished_at)
 		values (${e.session}, ${e.target}, ${e.action}, 'config_mutation', ${'fixture-' + Math.random().toString(36).slice(2)},
-			${e.status}, ${e.error ?? null}, ${e.result ?? null}, ${e.at}, ${e.approved ?? null}, ${e.finished ?? null})
+			${e.status}, ${e.error ?? null}, ${e.result ?? null}, ${iso(e.at)}::timestamptz,
+			${iso(e.approved)}::timestamptz, ${iso(e.finished)}::timestamptz)
 		returning id`;
 	return row.id;
 }
 
-const plus = (d: Date, minutes: number) => new Date(d.getTime() + minutes * 60_000);
 
 /**
  * The real failed session: the operator asked for TypeType on strong as an LXC, the agent
@@ -256,6 +263,6 @@ export async function insertSilentSessionFixture(sql: Sql, opts: SessionFixtureO
 		approved: plus(times[1], 1), finished: plus(times[1], 2), error: 'storage backup-zfs is not online'
 	});
 	await sql`insert into session_questions (session_id, prompt, status, created_at)
-		values (${id}, 'Which storage should backup use?', 'open', ${plus(times[2], 1)})`;
+		values (${id}, 'Which storage should backup use?', 'open', ${iso(plus(times[2], 1))}::timestamptz)`;
 	return id;
 }

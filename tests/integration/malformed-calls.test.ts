@@ -152,6 +152,10 @@ function corpus(): Case[] {
 	];
 	for (const v of badArgv) add(`pct_exec: argv=${JSON.stringify(v)?.slice(0, 40)}`, { ...base('pct_exec'), params: { argv: v } }, /argv/);
 	add('pct_exec: no argv', { ...base('pct_exec'), params: {} }, /argv/);
+	// Every word valid, but the quoted command cannot go through one SSH exec request.
+	for (const [word, n] of [["'".repeat(4096), 63], ["'".repeat(4096), 3], ['x'.repeat(4096), 9], ['😀'.repeat(2048), 5], ['日'.repeat(4096), 3]] as const) {
+		add(`pct_exec: ${n} words of ${Buffer.byteLength(word)} bytes`, { ...base('pct_exec'), params: { argv: ['printf', ...Array(n).fill(word)] } }, /the command would be \d+ bytes once quoted; at most 32768 .*argv/);
+	}
 
 	// 8. Well-typed but impossible targets (resolved against the hosts and the inventory).
 	for (const action of ACTION_NAMES) {

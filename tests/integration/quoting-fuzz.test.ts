@@ -165,6 +165,14 @@ describe('pct exec over SSH', () => {
 		}
 		expect(failures.slice(0, 5)).toEqual([]);
 
+		// The same batches through the whole request path (validation, target resolution, preview).
+		for (let i = 0; i < batches.length; i += 10) {
+			const p = await prepareExecution({ target: 'lxc:strong/100', action: 'pct_exec', params: { argv: [...head, ...batches[i]] }, reason: 'fuzz' });
+			if ('error' in p) expect.fail(`batch ${i}: ${p.error}`);
+			expect(p.steps[0].argv).toEqual(argvs[i]);
+			expect(p.commandPreview).toBe(toCommand(argvs[i]));
+		}
+
 		const execs = (await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'exec');
 		expect(execs).toHaveLength(batches.length);
 		// Runs were concurrent: match each logged argv to its batch by content.

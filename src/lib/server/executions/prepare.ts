@@ -37,6 +37,12 @@ export interface PreparedExecution {
 
 export type PrepareError = { error: string; hint?: string };
 
+/**
+ * One SSH exec request carries a whole command, which the host runs as `sh -c <command>`: stay
+ * well below what servers accept (OpenSSH: 256 KiB packets, 128 KiB for one exec argument).
+ */
+export const MAX_COMMAND_BYTES = 32_768;
+
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 /** The issues, bounded: a hostile input (10,000 unknown keys, a 1 MB key) must not become a 1 MB error for the model. */
@@ -157,6 +163,15 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 
 	const target = vmid ? `lxc:${host.name}/${vmid}` : `host:${host.name}`;
 	const steps = def.steps(params as never, { vmid });
+	for (const s of steps) {
+		const bytes = Buffer.byteLength(toCommand(s.argv));
+		if (bytes > MAX_COMMAND_BYTES) {
+			return {
+				error: `${action}: the command would be ${bytes} bytes once quoted; at most ${MAX_COMMAND_BYTES} fit in one SSH request`,
+				...(action === 'pct_exec' ? { hint: 'use fewer or shorter argv items, or split the work into several executions' } : {})
+			};
+		}
+	}
 	const preconditions = def.preconditions?.(params as never, { vmid }) ?? [];
 	return {
 		action,

@@ -59,7 +59,7 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 					or (jsonb_typeof(p.output) = 'string' and p.output #>> '{}' ~* 'error'))::int as errs,
 				count(*) filter (where ${capText} ~* ${TOOL_CAP_RE})::int as cap_errs,
 				min((regexp_match(${capText}, ${TOOL_NAME_RE}, 'i'))[1]) as cap_name,
-				string_agg(p.text, E'\n') as txt,
+				string_agg(p.text, chr(10)) as txt,
 				count(*) filter (where p.kind = 'retry')::int as retries
 				${detail ? sql`, min(${capText}) filter (where ${capText} ~* ${TOOL_CAP_RE}) as cap_example,
 					count(*) filter (where p."toolName" = 'get_entity' and p.input ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
@@ -81,8 +81,8 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 				sum(n) filter (where type = 'tool-call')::int as calls,
 				max(n) filter (where tool in ('get_entity', 'get_lxc_state'))::int as ent_max,
 				(array_agg(tool order by n desc, tool) filter (where tool in ('get_entity', 'get_lxc_state')))[1] as ent_tool,
-				string_agg(txt, E'\n') filter (where type = 'text') as text,
-				string_agg(txt, E'\n') filter (where type = 'note') as note_text,
+				string_agg(txt, chr(10)) filter (where type = 'text') as text,
+				string_agg(txt, chr(10)) filter (where type = 'note') as note_text,
 				sum(cap_errs)::int as cap_errs, min(cap_name) as cap_name, sum(retries)::int as retries
 				${detail ? sql`, json_agg(json_build_object('tool', tool, 'n', n) order by n desc, tool) filter (where type = 'tool-call') as top_tools,
 					min(cap_example) as cap_example, sum(lxc_refs)::int as lxc_refs` : sql``}
@@ -108,7 +108,9 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 	),
 	r_silent as (
 		select f.sid, count(*)::int as n,
-			json_agg(json_build_object('id', f.id, 'action', f.action, 'target', f.target, 'error', left(f.error, 200)) order by f.done_at) as list
+			json_agg(json_build_object('id', f.id, 'action', f.action, 'target', f.target, 'error', left(f.error, 200)
+				${detail ? sql`, 'next_idx', (select min(n.idx) from r_mf n where n.sid = f.sid and n.role = 'assistant' and n.created_at > f.done_at)` : sql``}
+			) order by f.done_at) as list
 		from r_ex f
 		where f.status = 'failed' and not exists (
 			select 1 from r_mf m

@@ -19,7 +19,7 @@ export function renderReviewMarkdown(r: SessionReview): string {
 	const e = t.executions;
 	const out: string[] = [];
 	out.push(`# Session review: ${r.session.title}`, '');
-	out.push(`- Session: \`${r.session.id}\` (started ${r.session.createdAt})`);
+	out.push(`- Session: \`${r.session.id}\` (started ${r.session.createdAt.replace('T', ' ').replace(/:\d\dZ$/, ' UTC')})`);
 	out.push(`- Goal: ${r.goal || '—'}`);
 	out.push(`- Outcome: **${r.outcome.reached ? 'reached' : 'not reached'}** — ${r.outcome.reason}`);
 	out.push('');

@@ -38,7 +38,7 @@ interface FactsRow {
 	questions_answered: number;
 	questions_open: number;
 	silent_failed: number;
-	silent_list: { id: string; action: string; target: string; error: string | null }[] | null;
+	silent_list: { id: string; action: string; target: string; error: string | null; next_idx: number | null }[] | null;
 	cap_idx: number[];
 	cap_names: string[];
 	cap_detail: { idx: number; name: string | null; says_cannot: boolean; excerpt: string | null; cap_errs: number; cap_example: string | null }[] | null;
@@ -84,7 +84,7 @@ const list = (xs: string[]) => (xs.length <= 1 ? xs.join('') : `${xs.slice(0, -1
  */
 export async function reviewSession(sessionId: string, sql: Sql = appSql()): Promise<SessionReview | null> {
 	const [session] = await sql<{ id: string; title: string; createdAt: string }[]>`
-		select id, title, created_at::text as "createdAt" from chat_sessions where id = ${sessionId}`;
+		select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`;
 	if (!session) return null;
 
 	const [row] = await sql<{ facts: FactsRow | null; messages: MessageRow[] | null }[]>`
@@ -94,7 +94,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql()): Pro
 			(select json_agg(json_build_object(
 				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
 				'created_at', m.created_at::text, 'calls', m.calls, 'top_tools', m.top_tools,
-				'summary', left(regexp_replace(coalesce(nullif(btrim(m.text), ''), m.note_text, ''), '\s+', ' ', 'g'), ${SUMMARY_CHARS + 1}),
+				'summary', left(regexp_replace(coalesce(nullif(btrim(m.text), ''), m.note_text, ''), '[[:space:]]+', ' ', 'g'), ${SUMMARY_CHARS + 1}),
 				'text', case when m.last_assistant then left(m.text, 400) else '' end,
 				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant
 			) order by m.idx) from r_mf m) as messages`;
@@ -189,7 +189,7 @@ function missingCapability(f: FactsRow, severity: Severity): Finding {
 	}
 	if (known.length) {
 		fixes.push(
-			`${list(known.map((n) => `\`${n}\``))} ${known.length === 1 ? 'is' : 'are'} in the catalogue now; re-run the goal and check the request_execution description lists ${known.length === 1 ? 'it' : 'them'}.`
+			`${list(known.map((n) => `\`${n}\``))} ${known.length === 1 ? 'is' : 'are'} in the catalogue now: if the session predates ${known.length === 1 ? 'it' : 'them'}, re-run the goal; otherwise check that the request_execution description lists ${known.length === 1 ? 'it' : 'them'}.`
 		);
 	}
 	if (!names.length) fixes.push('Give the agent the action it asked for (execution catalogue or a tool), or a plan the operator can run by hand.');
@@ -245,8 +245,11 @@ function eventLoop(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRo
 
 function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>): Finding {
 	const detail: string[] = [];
+	const silentIdx: number[] = [];
 	for (const e of f.silent_list ?? []) {
-		detail.push(`execution ${e.id.slice(0, 8)} (${e.action} on ${e.target}) failed${e.error ? `: ${one(e.error, 100)}` : ''} — no later assistant message mentions it`);
+		const after = e.next_idx === null ? 'no assistant message came after it' : `no assistant message from ${e.next_idx} on mentions it`;
+		detail.push(`execution ${e.id.slice(0, 8)} (${e.action} on ${e.target}) failed${e.error ? `: ${one(e.error, 100)}` : ''} — ${after}`);
+		if (e.next_idx !== null) silentIdx.push(e.next_idx);
 	}
 	for (const i of f.blank_idx) {
 		const m = byIdx.get(i);
@@ -262,7 +265,7 @@ function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, Messa
 		kind: 'silent_failure',
 		severity,
 		title: `Silent failure: ${parts.join(', ')}`,
-		evidence: { messageIndexes: [...new Set([...f.blank_idx, ...f.retry_idx])].sort((a, b) => a - b), detail },
+		evidence: { messageIndexes: [...new Set([...silentIdx, ...f.blank_idx, ...f.retry_idx])].sort((a, b) => a - b), detail },
 		fix: 'Make every failure visible: the continuation turn after an execution should say when it failed and why (get_execution_status), and empty or errored model replies need a check of the model server.'
 	};
 }

@@ -59,7 +59,11 @@ export async function connect(host: SshTarget, timeoutMs = 10_000): Promise<Clie
 		}
 	};
 	return new Promise((resolve, reject) => {
-		client.once('ready', () => resolve(client));
+		client.once('ready', () => {
+			// Later errors surface through the exec callbacks and 'close'; never as an unhandled event.
+			client.on('error', () => undefined);
+			resolve(client);
+		});
 		client.once('error', (err: Error & { level?: string }) => {
 			client.end();
 			if (presented && presented !== host.hostKeyFingerprint) {

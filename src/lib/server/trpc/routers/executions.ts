@@ -29,14 +29,20 @@ export const executionsRouter = router({
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
 	cancel: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
 		return sql().begin(async (tx) => {
-			const e = await getExecution(tx, input.executionId);
-			if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
 			const withdrawn = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
-				where id = ${e.id} and status = 'approved' returning id`;
-			if (withdrawn.length) await onTerminal(tx, e.id);
-			else if (e.status === 'running') {
-				await emitEvent(tx, { sessionId: e.requestedBySession, type: 'execution.cancel', payload: { executionId: e.id, by: ctx.user.id } });
-			} else throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${e.status}; only approved or running ones can be cancelled.` });
+				where id = ${input.executionId} and status = 'approved' returning id`;
+			if (withdrawn.length) {
+				await onTerminal(tx, input.executionId);
+				return { ok: true };
+			}
+			// Read after the update (and lock the row): a worker may have claimed it in between.
+			const [cur] = await tx<{ status: string; sessionId: string | null }[]>`
+				select status, requested_by_session as "sessionId" from executions where id = ${input.executionId} for update`;
+			if (!cur) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+			if (cur.status !== 'running') {
+				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${cur.status}; only approved or running ones can be cancelled.` });
+			}
+			await emitEvent(tx, { sessionId: cur.sessionId, type: 'execution.cancel', payload: { executionId: input.executionId, by: ctx.user.id } });
 			return { ok: true };
 		});
 	}),
