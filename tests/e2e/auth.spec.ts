@@ -51,3 +51,11 @@ test('/admin needs role admin', async ({ page, env }) => {
 	expect(ok?.status()).toBe(200);
 	await expect(page.getByTestId('review-page')).toBeVisible();
 });
+
+test('live event streams serve only a signed-in operator', async ({ playwright, env }) => {
+	const anon = await playwright.request.newContext({ baseURL: env.baseURL });
+	expect((await anon.get('/api/events')).status()).toBe(401);
+	expect((await anon.get('/api/sessions/00000000-0000-4000-8000-000000000001/events')).status()).toBe(401);
+	expect((await anon.get('/trpc/chat.sessions')).status()).toBe(401);
+	await anon.dispose();
+});
