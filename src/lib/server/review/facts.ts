@@ -1,93 +1,136 @@
-import type { PendingQuery, Row } from 'postgres';
-import type { Sql } from '../db/index';
+import type { PendingQuery, Row, TransactionSql } from 'postgres';
+import type { Sql as PoolSql } from '../db/index';
+
+/** The pool or a transaction on it. */
+export type Sql = PoolSql | TransactionSql;
 import {
+	CANNOT_LIKE,
 	CANNOT_RE,
 	CLI_WORDS_RE,
+	FAILURE_LIKE,
 	FAILURE_RE,
-	MENTIONS_FAILURE_RE,
+	MENTIONS_FAILURE_LIKE,
 	N_PLUS_ONE_HIGH,
 	N_PLUS_ONE_MIN,
+	NUDGE_MAX_CHARS,
 	NUDGE_RE,
 	NUDGES_MEDIUM,
 	PENDING_APPROVAL_HOURS,
 	SEVERITY_WEIGHT,
+	SUCCESS_LIKE,
 	SUCCESS_RE,
 	TEXT_NAME_RES,
 	TOOL_CAP_RE,
+	TOOL_NAMES,
 	TOOL_NAME_RE
 } from './rules';
 
 export type Fragment = PendingQuery<Row[]>;
 
+/** Second words that end a command name rather than continue it ("run commands directly"). */
+const STOP_WORDS_RE = String.raw`^(for|on|in|as|at|to|here|there|that|this|it|them|yourself|myself|directly|without|because|since|from|with|now|anymore|the|a|an|any)$`;
+
 /** The sentence around a "cannot" phrase. */
 const EXCERPT_RE = String.raw`[^.!?\n]*(?:` + CANNOT_RE + String.raw`)[^.!?\n]*`;
 
-/** Second words that end a command name rather than continue it ("run commands directly"). */
-const STOP_WORDS_RE = String.raw`^(for|on|in|as|at|to|here|there|that|this|it|them|yourself|myself|directly|without|because|since|from|with|now|anymore|the|a|an|any|—|-)$`;
+/**
+ * r_m.tbits, over the message's non-blank text parts: 1 has text, 2 says it cannot (assistant),
+ * 4 is not a nudge (user), 16 reports success, 32 reports failure (assistant).
+ */
+
+/** 1-based position of a tool in r_m.tool_counts. */
+export const toolSlot = (name: (typeof TOOL_NAMES)[number]) => TOOL_NAMES.indexOf(name) + 1;
+
+/** Fragments joined with commas. */
+export function commaList(sql: Sql, frags: Fragment[]): Fragment {
+	return frags.reduce((acc, f) => sql`${acc}, ${f}`);
+}
 
 /**
- * The CTE chain every review query starts with, over the sessions `sessions` selects
- * (`id, title, created_at`). Everything is computed in Postgres with one pass over each
- * message's parts (jsonb_to_recordset); nothing but aggregates leaves the database.
+ * The CTE chain every review query starts with, over the chat sessions `where` selects (a
+ * condition on `chat_sessions c`; null: all). Everything is computed in Postgres:
  *
- * CTEs: r_sess, r_msg (message order), r_pe (message × part type × tool, materialised: the one
- * scan over parts), r_mf (one row per message with its flags), r_ex / r_exs (executions),
- * r_silent (failed executions no later assistant message talks about), r_qs (questions),
- * r_sf (one row per session: counts, evidence arrays, the severity of each finding, score).
+ * - r_m: the ONE pass over every message's parts (jsonb_to_recordset, grouped by message id so
+ *   it streams over the primary key and runs in parallel workers on a large table). Only
+ *   cheap per-part aggregates: counts per known tool, failed tool names, and boolean verdicts
+ *   on text parts, where a regex only runs on texts that pass a LIKE on its keywords.
+ * - r_mf: per message (+ its position and whether it is the session's last assistant message,
+ *   window functions, only for the one-session page); r_ex/r_exs executions; r_silent failed
+ *   executions no later assistant message talks about; r_qs questions; r_sf0 counts per
+ *   session; r_cap/r_caps "cannot" messages with no success after them; r_sf the severity of
+ *   each finding; r_scored the weighted score and the kinds.
  *
- * `detail` adds what only the one-session page shows (top tools, excerpts, lxc refs).
+ * `detail` (one session) adds message positions, evidence arrays, summaries, top tools and
+ * the missing capability's name.
  */
-export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolean } = {}): Fragment {
+export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: boolean } = {}): Fragment {
 	const detail = opts.detail ?? false;
 	const w = SEVERITY_WEIGHT;
-	// The text a tool result or error gives when the action/tool does not exist.
-	const capText = sql`coalesce(p.error, p.output ->> 'error', case when jsonb_typeof(p.output) = 'string' then p.output #>> '{}' end)`;
+	const sessions = where ?? sql`true`;
+	// p: one part of a message, its fields extracted once.
+	const errText = (p: Fragment) =>
+		sql`coalesce(${p}.error, ${p}.output ->> 'error', case when jsonb_typeof(${p}.output) = 'string' then ${p}.output #>> '{}' end)`;
+	const failed = sql`(p.state = 'error' or p.output ->> 'error' is not null
+		or (jsonb_typeof(p.output) = 'string' and lower(p.output #>> '{}') like '%error%'))`;
+	// The list goes over as one string: array parameters depend on the client's type setup.
+	const likeAny = (x: Fragment, patterns: string[]) => sql`lower(${x}) like any(string_to_array(${patterns.join('\n')}::text, chr(10)))`;
+	const toolCounts = commaList(
+		sql,
+		TOOL_NAMES.map((n) => sql`count(*) filter (where p."toolName" = ${n})`)
+	);
+	const ge = toolSlot('get_entity');
+	const gl = toolSlot('get_lxc_state');
+	// Message positions and evidence arrays only where a single session is shown.
+	const idxArray = (cond: Fragment) => sql`coalesce(array_agg(m.idx order by m.idx) filter (where ${cond}), '{}')`;
+	const fullText = sql`coalesce(string_agg(p.text, chr(10)) filter (where p.type = 'text'), '')`;
+
+	const blankCond = sql`m.role = 'assistant' and (m.status = 'error' or (m.status = 'complete' and m.calls = 0 and m.blank))`;
+	const notextCond = sql`m.role = 'assistant' and m.status = 'complete' and m.calls > 0 and m.blank`;
+	const ent = sql`greatest(m.tool_counts[${ge}], m.tool_counts[${gl}])`;
+
 	return sql`
-	r_sess as (${sessions}),
-	r_msg as (
-		select m.session_id as sid, m.id, m.seq, m.role, m.status, m.origin, m.created_at,
-			(row_number() over (partition by m.session_id order by m.seq) - 1)::int as idx,
-			(m.role = 'assistant' and row_number() over (partition by m.session_id, m.role order by m.seq desc) = 1) as last_assistant
-		from messages m join r_sess s on s.id = m.session_id
+	r_sess as (select c.id, c.title, c.created_at from chat_sessions c where ${sessions}),
+	r_m as materialized (
+		select m.id, m.session_id as sid, m.seq, m.role, m.status, m.origin, m.created_at,
+			count(*) filter (where p.type = 'tool-call')::int as calls,
+			array[${toolCounts}]::int[] as tool_counts,
+			-- failed calls' tool names, space-separated; '!' marks "unknown action/tool" errors
+			string_agg(coalesce(p."toolName", '?') || case when ${errText(sql`p`)} ~* ${TOOL_CAP_RE} then '!' else '' end, ' ')
+				filter (where p.type = 'tool-call' and ${failed}) as failed_tools,
+			count(*) filter (where p.type = 'note' and p.kind = 'retry')::int as retries,
+			-- what the text parts say, as bits (one aggregate instead of five; see above)
+			coalesce(bit_or(case when p.type = 'text' and btrim(p.text) <> '' then 1
+				| case when m.role = 'assistant' and ${likeAny(sql`p.text`, CANNOT_LIKE)} and p.text ~* ${CANNOT_RE} then 2 else 0 end
+				| case when m.role = 'user' and not (length(btrim(p.text)) <= ${NUDGE_MAX_CHARS} and btrim(p.text) ~* ${NUDGE_RE}) then 4 else 0 end
+				| case when m.role = 'assistant' and ${likeAny(sql`p.text`, SUCCESS_LIKE)} and p.text ~* ${SUCCESS_RE} then 16 else 0 end
+				| case when m.role = 'assistant' and ${likeAny(sql`p.text`, FAILURE_LIKE)} and p.text ~* ${FAILURE_RE} then 32 else 0 end
+				end), 0) as tbits
+			${detail ? sql`,
+			left(regexp_replace(coalesce(nullif(btrim(${fullText}), ''),
+				string_agg(p.text, chr(10)) filter (where p.type = 'note'), ''), '[[:space:]]+', ' ', 'g'), 121) as summary,
+			left(${fullText}, 400) as text,
+			string_agg(p."toolName", ' ') filter (where p.type = 'tool-call') as tools,
+			count(*) filter (where p."toolName" = 'get_entity' and p.input ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
+		from messages m
+		left join lateral jsonb_to_recordset(m.parts)
+			as p(type text, "toolName" text, state text, error text, output jsonb, text text, kind text ${detail ? sql`, input jsonb` : sql``}) on true
+		${where ? sql`where m.session_id in (select c.id from chat_sessions c where ${where})` : sql``}
+		group by m.id
 	),
-	r_pe as materialized (
-		select m.session_id as sid, m.id as mid, g.*
-		from messages m join r_sess s on s.id = m.session_id
-		cross join lateral (
-			select p.type, p."toolName" as tool, count(*)::int as n,
-				count(*) filter (where p.state = 'error' or p.output ->> 'error' is not null
-					or (jsonb_typeof(p.output) = 'string' and p.output #>> '{}' ~* 'error'))::int as errs,
-				count(*) filter (where ${capText} ~* ${TOOL_CAP_RE})::int as cap_errs,
-				min((regexp_match(${capText}, ${TOOL_NAME_RE}, 'i'))[1]) as cap_name,
-				string_agg(p.text, chr(10)) as txt,
-				count(*) filter (where p.kind = 'retry')::int as retries
-				${detail ? sql`, min(${capText}) filter (where ${capText} ~* ${TOOL_CAP_RE}) as cap_example,
-					count(*) filter (where p."toolName" = 'get_entity' and p.input ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
-			from jsonb_to_recordset(m.parts) as p(
-				type text, "toolName" text, state text, error text, output jsonb, text text, kind text
-				${detail ? sql`, input jsonb` : sql``})
-			group by 1, 2
-		) g
-	),
-	r_mf as (
-		select m.*, coalesce(a.calls, 0) as calls, coalesce(a.ent_max, 0) as ent_max, a.ent_tool,
-			coalesce(a.text, '') as text, a.note_text, coalesce(a.cap_errs, 0) as cap_errs, a.cap_name,
-			coalesce(a.retries, 0) as retries,
-			(m.role = 'assistant' and coalesce(a.text, '') ~* ${CANNOT_RE}) as says_cannot,
-			(m.role = 'user' and btrim(coalesce(a.text, '')) ~* ${NUDGE_RE}) as nudge
-			${detail ? sql`, a.top_tools, a.cap_example, coalesce(a.lxc_refs, 0) as lxc_refs` : sql``}
-		from r_msg m left join (
-			select mid,
-				sum(n) filter (where type = 'tool-call')::int as calls,
-				max(n) filter (where tool in ('get_entity', 'get_lxc_state'))::int as ent_max,
-				(array_agg(tool order by n desc, tool) filter (where tool in ('get_entity', 'get_lxc_state')))[1] as ent_tool,
-				string_agg(txt, chr(10)) filter (where type = 'text') as text,
-				string_agg(txt, chr(10)) filter (where type = 'note') as note_text,
-				sum(cap_errs)::int as cap_errs, min(cap_name) as cap_name, sum(retries)::int as retries
-				${detail ? sql`, json_agg(json_build_object('tool', tool, 'n', n) order by n desc, tool) filter (where type = 'tool-call') as top_tools,
-					min(cap_example) as cap_example, sum(lxc_refs)::int as lxc_refs` : sql``}
-			from r_pe group by mid
-		) a on a.mid = m.id
+	r_mf as not materialized (
+		select m.id, m.sid, m.seq, m.role, m.status, m.origin, m.created_at, m.calls, m.retries,
+			m.tbits & 1 = 0 as blank,
+			m.tbits & 2 <> 0 as says_cannot,
+			(m.role = 'user' and m.tbits & 1 <> 0 and m.tbits & 4 = 0) as nudge,
+			${ent}::int as ent_max,
+			case when m.tool_counts[${ge}] >= m.tool_counts[${gl}] then 'get_entity' else 'get_lxc_state' end as ent_tool,
+			coalesce(length(m.failed_tools) - length(replace(m.failed_tools, '!', '')), 0) as cap_errs,
+			(m.tbits & 16 <> 0 and m.tbits & 32 = 0 and m.tbits & 2 = 0) as reports_success
+			${detail ? sql`,
+			(row_number() over (partition by m.sid order by m.seq) - 1)::int as idx,
+			(m.role = 'assistant' and m.seq = max(m.seq) filter (where m.role = 'assistant') over (partition by m.sid)) as last_assistant,
+			m.summary, m.text, m.lxc_refs, m.tools` : sql``}
+		from r_m m
 	),
 	r_ex as (
 		select e.requested_by_session as sid, e.id, e.action, e.target, e.status, e.error, e.created_at, e.approved_at,
@@ -107,15 +150,16 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 		from r_ex group by sid
 	),
 	r_silent as (
+		-- failed executions that no later assistant message talks about ('fail', 'error' or the id)
 		select f.sid, count(*)::int as n,
 			json_agg(json_build_object('id', f.id, 'action', f.action, 'target', f.target, 'error', left(f.error, 200)
 				${detail ? sql`, 'next_idx', (select min(n.idx) from r_mf n where n.sid = f.sid and n.role = 'assistant' and n.created_at > f.done_at)` : sql``}
 			) order by f.done_at) as list
 		from r_ex f
-		where f.status = 'failed' and not exists (
-			select 1 from r_mf m
-			where m.sid = f.sid and m.role = 'assistant' and m.created_at > f.done_at
-				and (m.text ~* ${MENTIONS_FAILURE_RE} or position(left(f.id::text, 8) in m.text) > 0))
+		where f.status = 'failed'
+			and not exists (select 1 from messages m cross join lateral jsonb_to_recordset(m.parts) as p(type text, text text)
+				where m.session_id = f.sid and m.role = 'assistant' and m.created_at > f.done_at and p.type = 'text'
+					and (${likeAny(sql`p.text`, MENTIONS_FAILURE_LIKE)} or strpos(p.text, left(f.id::text, 8)) > 0))
 		group by f.sid
 	),
 	r_qs as (
@@ -134,39 +178,51 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 			sum(m.calls)::int as tool_calls,
 			min(m.created_at) as first_at, max(m.created_at) as last_at,
 			max(m.ent_max)::int as n1_max,
-			coalesce(array_agg(m.idx order by m.idx) filter (where m.ent_max >= ${N_PLUS_ONE_MIN}), '{}') as n1_idx,
-			coalesce(array_agg(m.idx order by m.idx) filter (where m.nudge), '{}') as nudge_idx,
-			coalesce(array_agg(m.idx order by m.idx) filter (where m.role = 'assistant'
-				and (m.status = 'error' or (m.status = 'complete' and m.calls = 0 and btrim(m.text) = ''))), '{}') as blank_idx,
-			coalesce(array_agg(m.idx order by m.idx) filter (where m.retries > 0), '{}') as retry_idx,
-			coalesce(array_agg(m.idx order by m.idx) filter (where m.role = 'assistant' and m.status = 'complete'
-				and m.calls > 0 and btrim(m.text) = ''), '{}') as notext_idx,
-			bool_or(m.last_assistant and m.text ~* ${SUCCESS_RE} and m.text !~* ${FAILURE_RE} and not m.says_cannot) as last_ok
+			count(*) filter (where m.nudge)::int as nudges,
+			count(*) filter (where ${blankCond})::int as blanks,
+			count(*) filter (where m.retries > 0)::int as retried,
+			count(*) filter (where ${notextCond})::int as notext,
+			-- the last assistant message reports success: no later assistant message than the last successful one
+			coalesce(max(m.seq) filter (where m.role = 'assistant' and m.reports_success) = max(m.seq) filter (where m.role = 'assistant'), false) as last_ok
+			${detail ? sql`,
+			${idxArray(sql`m.ent_max >= ${N_PLUS_ONE_MIN}`)} as n1_idx,
+			${idxArray(sql`m.nudge`)} as nudge_idx,
+			${idxArray(blankCond)} as blank_idx,
+			${idxArray(sql`m.retries > 0`)} as retry_idx,
+			${idxArray(notextCond)} as notext_idx` : sql``}
 		from r_mf m
 		group by m.sid
 	),
 	r_cap as (
-		-- a "cannot" or unknown-action message only counts when no execution succeeded after it
-		select m.sid, m.idx, m.says_cannot, m.cap_errs, n.nm
-			${detail ? sql`, m.text, m.cap_example` : sql``}
+		-- a "cannot" or unknown-action message only counts when no execution succeeded after it;
+		-- for the one-session page these few messages are read again for the missing name
+		select m.sid, m.says_cannot, m.cap_errs
+			${detail ? sql`, m.idx, t.cannot_text, t.cap_example, coalesce(t.cap_name, (
+				select case
+					when c[1] ~* ${CLI_WORDS_RE} and c[2] is not null and c[2] !~* ${STOP_WORDS_RE} then lower(c[1] || '_' || c[2])
+					when c[1] ~ '_' then lower(c[1])
+				end
+				from (select coalesce(regexp_match(t.cannot_text, ${TEXT_NAME_RES[0]}, 'i'), regexp_match(t.cannot_text, ${TEXT_NAME_RES[1]}, 'i'),
+					regexp_match(t.cannot_text, ${TEXT_NAME_RES[2]}, 'i')) as c) n)) as nm` : sql``}
 		from r_mf m
 		left join r_exs x on x.sid = m.sid
-		cross join lateral (select coalesce(m.cap_name, case when m.says_cannot then (
-			select case
-				when c[1] ~* ${CLI_WORDS_RE} and c[2] is not null and c[2] !~* ${STOP_WORDS_RE} then lower(c[1] || '_' || c[2])
-				when c[1] ~ '_' then lower(c[1])
-			end
-			from (select coalesce(regexp_match(m.text, ${TEXT_NAME_RES[0]}, 'i'), regexp_match(m.text, ${TEXT_NAME_RES[1]}, 'i'),
-				regexp_match(m.text, ${TEXT_NAME_RES[2]}, 'i')) as c) t) end) as nm) n
+		${detail ? sql`cross join lateral (
+			select case when m.says_cannot then string_agg(q.text, chr(10)) filter (where q.type = 'text') end as cannot_text,
+				min((regexp_match(${errText(sql`q`)}, ${TOOL_NAME_RE}, 'i'))[1]) filter (where ${errText(sql`q`)} ~* ${TOOL_CAP_RE}) as cap_name,
+				min(left(${errText(sql`q`)}, 200)) filter (where ${errText(sql`q`)} ~* ${TOOL_CAP_RE}) as cap_example
+			from messages mm cross join lateral jsonb_to_recordset(mm.parts) as q(type text, error text, output jsonb, text text)
+			where mm.id = m.id
+		) t` : sql``}
 		where m.role = 'assistant' and (m.says_cannot or m.cap_errs > 0)
 			and (x.last_success_at is null or x.last_success_at <= m.created_at)
 	),
 	r_caps as (
-		select sid, array_agg(idx order by idx) as cap_idx,
-			coalesce(array_agg(distinct nm) filter (where nm is not null), '{}') as cap_names
-			${detail ? sql`, json_agg(json_build_object('idx', idx, 'name', nm, 'says_cannot', says_cannot,
-				'excerpt', left(regexp_substr(text, ${EXCERPT_RE}, 1, 1, 'i'), 240),
-				'cap_errs', cap_errs, 'cap_example', left(cap_example, 200)) order by idx) as cap_detail` : sql``}
+		select sid, count(*)::int as n
+			${detail ? sql`, array_agg(idx order by idx) as cap_idx,
+			coalesce(array_agg(distinct nm) filter (where nm is not null), '{}') as cap_names,
+			json_agg(json_build_object('idx', idx, 'name', nm, 'says_cannot', says_cannot,
+				'excerpt', left(regexp_substr(cannot_text, ${EXCERPT_RE}, 1, 1, 'i'), 240),
+				'cap_errs', cap_errs, 'cap_example', cap_example) order by idx) as cap_detail` : sql``}
 		from r_cap group by sid
 	),
 	r_sf as (
@@ -177,15 +233,14 @@ export function reviewCtes(sql: Sql, sessions: Fragment, opts: { detail?: boolea
 			coalesce(x.pending_long, 0) as pending_long,
 			coalesce(q.asked, 0) as questions_asked, coalesce(q.answered, 0) as questions_answered, coalesce(q.open, 0) as questions_open,
 			coalesce(si.n, 0) as silent_failed, si.list as silent_list,
-			coalesce(c.cap_idx, '{}') as cap_idx, coalesce(c.cap_names, '{}') as cap_names,
 			case when c.sid is not null then 'high' end as sev_missing_capability,
 			case when f.n1_max >= ${N_PLUS_ONE_HIGH} then 'high' when f.n1_max >= ${N_PLUS_ONE_MIN} then 'medium' end as sev_n_plus_one,
-			case when cardinality(f.nudge_idx) >= ${NUDGES_MEDIUM} then 'medium' when cardinality(f.nudge_idx) > 0 then 'low' end as sev_operator_as_event_loop,
-			case when coalesce(si.n, 0) > 0 or cardinality(f.blank_idx) > 0 or cardinality(f.retry_idx) > 0 then 'medium' end as sev_silent_failure,
+			case when f.nudges >= ${NUDGES_MEDIUM} then 'medium' when f.nudges > 0 then 'low' end as sev_operator_as_event_loop,
+			case when coalesce(si.n, 0) > 0 or f.blanks > 0 or f.retried > 0 then 'medium' end as sev_silent_failure,
 			case when coalesce(q.open, 0) > 0 or coalesce(x.pending_long, 0) > 0 then 'medium'
-				when cardinality(f.notext_idx) > 0 then 'low' end as sev_stall,
-			(coalesce(x.succeeded, 0) > 0 and coalesce(f.last_ok, false) and c.sid is null) as reached
-			${detail ? sql`, q.open_prompts, c.cap_detail` : sql``}
+				when f.notext > 0 then 'low' end as sev_stall,
+			(coalesce(x.succeeded, 0) > 0 and f.last_ok and c.sid is null) as reached
+			${detail ? sql`, q.open_prompts, coalesce(c.cap_idx, '{}') as cap_idx, coalesce(c.cap_names, '{}') as cap_names, c.cap_detail` : sql``}
 		from r_sf0 f
 		join r_sess s on s.id = f.sid
 		left join r_exs x on x.sid = f.sid

@@ -1,17 +1,12 @@
 import { sql as appSql, type Sql } from '../db/index';
+import { formatDuration } from '../../components/review/labels';
 import { reviewSession } from './session';
+
+export { formatDuration };
 import type { SessionReview } from './types';
 
 /** A table cell: one line, pipes escaped. */
 const cell = (s: string) => s.replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
-
-export function formatDuration(seconds: number): string {
-	if (seconds < 60) return `${seconds} s`;
-	const m = Math.round(seconds / 60);
-	if (m < 60) return `${m} min`;
-	const h = Math.floor(m / 60);
-	return `${h} h ${m % 60} min`;
-}
 
 /** The review as Markdown: title, totals, findings with evidence and fixes, the message table. */
 export function renderReviewMarkdown(r: SessionReview): string {

@@ -1,6 +1,6 @@
 import { sql as appSql, type Sql } from '../db/index';
-import { reviewCtes } from './facts';
-import type { FindingKind, Severity } from './rules';
+import { commaList, reviewCtes } from './facts';
+import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from './rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -28,7 +28,9 @@ interface Result {
 		reached: boolean;
 	}[];
 	kinds: { kind: FindingKind; sessions: number }[];
-	tools: { tool: string; calls: number; failed: number }[];
+	/** Calls per TOOL_NAMES entry, in that order. */
+	tool_counts: number[] | null;
+	tool_failures: Record<string, number>;
 }
 
 /**
@@ -42,13 +44,22 @@ export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = app
 	const outcome = filter.outcome === 'reached' || filter.outcome === 'not_reached' ? filter.outcome : null;
 	const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
 
-	const sessions = sql`
-		select id, title, created_at from chat_sessions
-		where (${from}::date is null or created_at >= (${from}::date)::timestamp at time zone 'UTC')
-			and (${to}::date is null or created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`;
+	// One statement over every message of the range: give it room to sort and hash in memory,
+	// and let the parallel workers scan while this backend only merges.
+	const [r] = await sql.begin(async (tx) => {
+		await tx`set local work_mem = '64MB'`;
+		await tx`set local parallel_leader_participation = off`;
+		const where =
+			from || to
+				? tx`(${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
+					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
+				: null;
 
-	const [r] = await sql<Result[]>`
-		with ${reviewCtes(sql, sessions)},
+		// Without an outcome filter every message in r_m belongs to a session in r_in.
+		const inRange = outcome ? tx`where m.sid in (select sid from r_in)` : tx``;
+		const sums = commaList(tx, TOOL_NAMES.map((_, i) => tx`coalesce(sum(m.tool_counts[${i + 1}]), 0)::int`));
+		return tx<Result[]>`
+		with ${reviewCtes(tx, where)},
 		r_in as (
 			select * from r_scored
 			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
@@ -65,11 +76,12 @@ export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = app
 			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]') from (
 				select k, count(*)::int as n from r_in, unnest(kinds) k group by k
 			) y) as kinds,
-			(select coalesce(json_agg(json_build_object('tool', tool, 'calls', calls, 'failed', failed) order by calls desc, tool), '[]') from (
-				select p.tool, sum(p.n)::int as calls, sum(p.errs)::int as failed
-				from r_pe p where p.type = 'tool-call' and p.sid in (select sid from r_in)
-				group by p.tool
-			) z) as tools`;
+			(select json_build_array(${sums}) from r_m m ${inRange}) as tool_counts,
+			(select coalesce(json_object_agg(tool, n), '{}') from (
+				select tool, count(*)::int as n from r_m m, string_to_table(replace(m.failed_tools, '!', ''), ' ') tool
+				where m.failed_tools is not null ${outcome ? tx`and m.sid in (select sid from r_in)` : tx``} group by tool
+			) f) as tool_failures`;
+	});
 
 	const rank = { high: 0, medium: 1, low: 2 } as const;
 	return {
@@ -91,6 +103,19 @@ export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = app
 			})
 		),
 		kinds: r.kinds,
-		tools: r.tools.map((t) => ({ ...t, tool: t.tool ?? '(unnamed)', failureRate: t.calls ? t.failed / t.calls : 0 }))
+		tools: histogram(r.tool_counts ?? TOOL_NAMES.map(() => 0), r.tool_call_count, r.tool_failures)
 	};
+}
+
+/** Calls and failures per tool, most called first; names outside TOOL_NAMES are "other". */
+function histogram(counts: number[], total: number, failures: Record<string, number>): ReviewOverview['tools'] {
+	const known = new Set<string>(TOOL_NAMES);
+	const rows = TOOL_NAMES.map((tool, i) => ({ tool: tool as string, calls: counts[i], failed: failures[tool] ?? 0 }));
+	const otherCalls = total - counts.reduce((a, b) => a + b, 0);
+	const otherFailed = Object.entries(failures).reduce((n, [t, f]) => (known.has(t) ? n : n + f), 0);
+	if (otherCalls > 0) rows.push({ tool: OTHER_TOOL, calls: otherCalls, failed: otherFailed });
+	return rows
+		.filter((t) => t.calls > 0)
+		.map((t) => ({ ...t, failureRate: t.failed / t.calls }))
+		.sort((a, b) => b.calls - a.calls || a.tool.localeCompare(b.tool));
 }

@@ -54,8 +54,36 @@ export const SUCCESS_RE = String.raw`\m(done|success|successful|successfully|suc
 /** … and does not report a failure. */
 export const FAILURE_RE = String.raw`\m(failed|failure|unable|could not|couldn['’]?t|not reached)\M`;
 
-/** A later assistant message that talks about a failure. */
-export const MENTIONS_FAILURE_RE = String.raw`fail|error`;
+/**
+ * Cheap LIKE patterns (on the lower-cased text) that any match of the regex above contains:
+ * Postgres regexes cost microseconds per text, so they only run on texts passing these.
+ */
+export const CANNOT_LIKE = ['%can%t %', '%cannot%', '%can not%', '%unable%', '%not able%', '%not supported%', '%action%', '%only %'];
+export const SUCCESS_LIKE = ['%done%', '%succe%', '%complete%', '%deployed%', '%installed%', '%created%', '%finished%', '%all set%', '%is up%', '%is now %', '%is running%', '%is live%', '%is reachable%'];
+export const FAILURE_LIKE = ['%fail%', '%unable%', '%could%', '%not reached%'];
+/** A later assistant message that talks about a failure (plain substrings). */
+export const MENTIONS_FAILURE_LIKE = ['%fail%', '%error%'];
+/** Nudges are short; longer operator messages are not tested against NUDGE_RE. */
+export const NUDGE_MAX_CHARS = 40;
+
+/**
+ * The agent's tools (src/lib/server/agent/tools/index.ts). The cross-session histogram counts
+ * these one by one; a call to any other name is counted as "other".
+ */
+export const TOOL_NAMES = [
+	'list_entities',
+	'get_entity',
+	'list_lxcs',
+	'get_lxc_state',
+	'get_state_snapshot',
+	'search_knowledge',
+	'http_get',
+	'request_execution',
+	'propose_plan',
+	'get_execution_status',
+	'ask_operator'
+] as const;
+export const OTHER_TOOL = 'other';
 
 /** Per-entity tools and the bulk tools that answer the same question in one call. */
 export const PER_ENTITY_TOOLS = ['get_entity', 'get_lxc_state'] as const;

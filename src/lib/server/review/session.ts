@@ -88,14 +88,15 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql()): Pro
 	if (!session) return null;
 
 	const [row] = await sql<{ facts: FactsRow | null; messages: MessageRow[] | null }[]>`
-		with ${reviewCtes(sql, sql`select id, title, created_at from chat_sessions where id = ${sessionId}`, { detail: true })}
+		with ${reviewCtes(sql, sql`c.id = ${sessionId}`, { detail: true })}
 		select
 			(select row_to_json(r) from r_scored r) as facts,
 			(select json_agg(json_build_object(
 				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
-				'created_at', m.created_at::text, 'calls', m.calls, 'top_tools', m.top_tools,
-				'summary', left(regexp_replace(coalesce(nullif(btrim(m.text), ''), m.note_text, ''), '[[:space:]]+', ' ', 'g'), ${SUMMARY_CHARS + 1}),
-				'text', case when m.last_assistant then left(m.text, 400) else '' end,
+				'created_at', to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'calls', m.calls,
+				'top_tools', (select json_agg(json_build_object('tool', t.tool, 'n', t.n) order by t.n desc, t.tool)
+					from (select tool, count(*)::int as n from string_to_table(m.tools, ' ') tool group by tool) t),
+				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
 				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant
 			) order by m.idx) from r_mf m) as messages`;
 
@@ -184,12 +185,12 @@ function missingCapability(f: FactsRow, severity: Severity): Finding {
 	const fixes: string[] = [];
 	if (missing.length) {
 		fixes.push(
-			`Add ${list(missing.map((n) => `a \`${n}\` action`))} to the execution catalogue (src/lib/server/proxmox/actions.ts: zod params, a fixed argv template, a classification) so request_execution accepts it.`
+			`Add ${list(missing.map((n) => `a ${n} action`))} to the execution catalogue (src/lib/server/proxmox/actions.ts: zod params, a fixed argv template, a classification) so request_execution accepts it.`
 		);
 	}
 	if (known.length) {
 		fixes.push(
-			`${list(known.map((n) => `\`${n}\``))} ${known.length === 1 ? 'is' : 'are'} in the catalogue now: if the session predates ${known.length === 1 ? 'it' : 'them'}, re-run the goal; otherwise check that the request_execution description lists ${known.length === 1 ? 'it' : 'them'}.`
+			`${list(known)} ${known.length === 1 ? 'is' : 'are'} in the catalogue now: if the session predates ${known.length === 1 ? 'it' : 'them'}, re-run the goal; otherwise check that the request_execution description lists ${known.length === 1 ? 'it' : 'them'}.`
 		);
 	}
 	if (!names.length) fixes.push('Give the agent the action it asked for (execution catalogue or a tool), or a plan the operator can run by hand.');
@@ -197,8 +198,8 @@ function missingCapability(f: FactsRow, severity: Severity): Finding {
 		kind: 'missing_capability',
 		severity,
 		title: names.length
-			? `Missing capability: ${list(names)} — the agent could not do what the goal needed`
-			: 'Missing capability: the agent said it could not do what the goal needed',
+			? `The agent lacked ${list(names)}, which the goal needed`
+			: 'The agent said it could not do what the goal needed',
 		evidence: { messageIndexes: f.cap_idx, detail },
 		fix: fixes.join(' ')
 	};

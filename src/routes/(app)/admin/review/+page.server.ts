@@ -1,4 +1,14 @@
-import { listSessions } from '$lib/server/db/queries/sessions';
+import { reviewOverview, type Outcome } from '$lib/server/review';
 import type { PageServerLoad } from './$types';
 
-export const load: PageServerLoad = async () => ({ sessions: await listSessions(500) });
+/** The cross-session review; filters are plain GET parameters (?from=YYYY-MM-DD&to=…&outcome=…). */
+export const load: PageServerLoad = async ({ url }) => {
+	const q = url.searchParams;
+	const outcome = q.get('outcome');
+	const overview = await reviewOverview({
+		from: q.get('from') ?? undefined,
+		to: q.get('to') ?? undefined,
+		outcome: outcome === 'reached' || outcome === 'not_reached' ? (outcome as Outcome) : undefined
+	});
+	return { overview };
+};
