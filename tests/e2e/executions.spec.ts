@@ -99,7 +99,8 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	// Now a destroy, denied with a reason.
 	await llm.push(
 		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_destroy', params: {}, reason: 'no longer needed' } }] },
-		{ text: 'Waiting for approval.' }
+		{ text: 'Waiting for approval.' },
+		{ text: 'Understood, backup stays.' }
 	);
 	await page.getByTestId('composer-input').fill('and destroy it');
 	await page.getByTestId('send').click();
@@ -113,6 +114,10 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	const sessionId = chatUrl.split('/').pop()!;
 	const [{ n }] = await sql`select count(*)::int as n from executions where requested_by_session = ${sessionId} and action = 'pct_destroy' and status = 'denied'`;
 	expect(n).toBe(1);
+	// The window is still open from the earlier approval, so the agent hears about the denial by itself.
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood, backup stays.');
+	const reqs = await llm.requests();
+	expect(JSON.stringify(reqs.at(-1)!.body)).toContain('keep it, it holds the old backups');
 });
 
 test('typing "go ahead" approves what is pending; the turn is told', async ({ page, env }) => {
@@ -132,6 +137,7 @@ test('typing "go ahead" approves what is pending; the turn is told', async ({ pa
 	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
 	await expect(card.getByTestId('decision')).toContainText('via chat');
 	await expect(page.getByTestId('system-note').filter({ hasText: 'by typing "go ahead"' })).toBeVisible();
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup is up.');
 });
 
 test('a destroy that fails because the CT runs recovers by itself: stop, destroy again, verify', async ({ page, env, sql }) => {
