@@ -7,17 +7,31 @@
 //      (bench/bare-sse-server.ts), polling (bench/poll-server.ts) — starts the server as a fresh
 //      child process, opens N clients from separate processes (bench/sse-clients.ts), commits
 //      RATE events/s for SECONDS s from this process (advisory lock + insert, like emitEvent) and
-//      measures commit→receipt latency, deliveries/s, RSS per open stream and CPU per delivery;
+//      measures:
+//      - latency: client receipt − commit (taken when COMMIT returned), both CLOCK_MONOTONIC;
+//      - deliveries/s: deliveries / (first commit → last receipt); lost/dup/out-of-order per
+//        client against the table;
+//      - KB/stream 0→N: server RSS with N streams − RSS with none, after a 20-stream warm-up,
+//        each read 2 s after the connections settled (no forced GC);
+//        KB/stream N→2N: RSS growth when N more streams are opened on top (then closed again) —
+//        the marginal cost, without one-off growth such as V8's young generation becoming resident;
+//      - CPU/delivery: server utime+stime over the event phase / deliveries;
+//      - polling: requests/s while idle, then the same event phase;
 //   4. prints one table and a verdict per N; stops everything and removes the temp dir (also on
 //      Ctrl-C and on the 290 s watchdog).
 //
 // Knobs (env): BENCH_SIZES=100,1000  BENCH_RATE=20  BENCH_SECONDS=10  BENCH_SYSTEMS=nomos,bare,poll
 //              BENCH_CLIENT_PROCS (default: one client process per 500 connections)
-//              BENCH_NODE_ARGS / BENCH_NOMOS_NODE_ARGS (extra node flags for all servers / Nomos only,
-//              e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_HOLD_MS (keep streams open after a run)
+//              BENCH_NICE=-10 (run everything at that niceness: steadier figures on a busy machine)
+//              BENCH_NOMOS_DIR (run Nomos from another checkout with its own build/, to compare)
+// Debugging:   BENCH_NODE_ARGS / BENCH_NOMOS_NODE_ARGS (extra node flags for all servers / Nomos
+//              only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_HOLD_MS (keep the streams
+//              open after a run, e.g. for a heap snapshot), BENCH_SERVER_LOG=file (servers' output),
+//              BENCH_DUMP=prefix (raw client reports as JSON), BENCH_SETTLE_MS, BENCH_DEADLINE_MS
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { availableParallelism, getPriority, loadavg, setPriority } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
@@ -32,7 +46,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'nomos,bare,poll').split(',') as System[];
 const POLL_MS = 3000;
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 2000);
-const DEADLINE_MS = 290_000;
+const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 290_000);
 const EVENT_ORDER_LOCK = 7_140_202_613; // as in src/lib/server/db/queries/events.ts
 const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
 const CLK_TCK = (() => {
@@ -85,7 +99,9 @@ function cleanup(): Promise<void> {
 
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 	process.on(sig, () => {
+		if (cleaning) return;
 		log(`${sig}: stopping`);
+		printResults();
 		void cleanup().finally(() => process.exit(130));
 	});
 }
@@ -158,9 +174,12 @@ async function startServer(system: System, databaseUrl: string): Promise<Server>
 	} else {
 		args = [...nodeArgs(), '--import', 'tsx', system === 'bare' ? 'bench/bare-sse-server.ts' : 'bench/poll-server.ts'];
 	}
-	const child = track(spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+	// BENCH_NOMOS_DIR: run Nomos from another checkout's build (e.g. to compare before/after a change).
+	const cwd = system === 'nomos' && process.env.BENCH_NOMOS_DIR ? path.resolve(process.env.BENCH_NOMOS_DIR) : ROOT;
+	const child = track(spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] }));
 	const tail: string[] = [];
 	const keep = (prefix: string) => (chunk: Buffer) => {
+		if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, chunk);
 		for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
 			tail.push(line);
 			if (tail.length > 30) tail.shift();
@@ -252,8 +271,20 @@ class Clients {
 	}
 }
 
+/** Open files a process may have (`ulimit -n`); each client connection is one. */
+const NOFILE = (() => {
+	try {
+		return Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim()) || 1024;
+	} catch {
+		return 1024;
+	}
+})();
+
 async function spawnClients(n: number): Promise<Clients[]> {
-	const procs = Math.max(1, Number(process.env.BENCH_CLIENT_PROCS) || Math.ceil(n / 500));
+	// One client process per 500 connections (parsing spreads over processes), more if the
+	// open-file limit (which node cannot raise itself) is lower than that.
+	const perProcess = Math.max(50, Math.min(500, NOFILE - 100));
+	const procs = Math.max(1, Number(process.env.BENCH_CLIENT_PROCS) || Math.ceil(n / perProcess));
 	return Promise.all(Array.from({ length: Math.min(procs, n) }, () => Clients.spawn()));
 }
 
@@ -301,6 +332,7 @@ interface Row {
 	mean?: number;
 	perSec?: number;
 	kbPerStream?: number;
+	kbPerStreamMarginal?: number;
 	cpuUs?: number;
 	lost?: number;
 	dup?: number;
@@ -343,6 +375,7 @@ async function eventPhase(row: Row, server: Server, clients: Clients[], after: n
 	const expected = (await producer!<{ id: number }[]>`select id::float8 as id from events where id > ${after} order by id`).map((r) => r.id);
 	const commitTimes = expected.map((id) => commits.get(id) ?? NaN);
 	const reports = await Promise.all(clients.map((c) => c.ask<Report>({ cmd: 'report', expected, commitTimes }, 'report', 30_000)));
+	if (process.env.BENCH_DUMP) writeFileSync(`${process.env.BENCH_DUMP}-${row.system}-${row.n}.json`, JSON.stringify({ expected, commitTimes, reports }));
 	const lat = new Float64Array(reports.reduce((n, r) => n + r.latencies.length, 0));
 	let k = 0;
 	for (const r of reports) for (const v of r.latencies) lat[k++] = v;
@@ -370,9 +403,10 @@ async function runSse(system: 'nomos' | 'bare', n: number, databaseUrl: string):
 		const headers: Record<string, string> = system === 'nomos' ? { cookie: await login(server.base) } : {};
 		const endpoint = `${server.base}${system === 'nomos' ? '/api/events' : '/events'}`;
 
-		// Warm-up (JIT, lazily loaded code, pool connections): 20 streams, 20 events, then closed.
+		// Warm-up, the same for every system and N (JIT, lazily loaded code, pool connections):
+		// 20 streams, 20 events, then closed.
 		const warm = await Clients.spawn();
-		await warm.ask({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${await latestId()}`, count: Math.min(20, n), headers }, 'opened');
+		await warm.ask({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${await latestId()}`, count: 20, headers }, 'opened');
 		const warmCommits = await produce(20, 40);
 		await warm.ask({ cmd: 'await', lastId: Math.max(...warmCommits.keys()), timeoutMs: 5000 }, 'awaited', 15_000);
 		await warm.close();
@@ -391,6 +425,16 @@ async function runSse(system: 'nomos' | 'bare', n: number, databaseUrl: string):
 		await sleep(SETTLE_MS);
 		const rssN = rssKb(server.pid);
 		row.kbPerStream = (rssN - rss0) / Math.max(1, row.open);
+		// Marginal cost: N more streams on top of the N open ones (from other client processes),
+		// measured, then closed before the event phase. Unlike 0→N, this is free of one-off growth
+		// (V8's young generation becoming resident, lazily compiled code), which at N=100 would
+		// otherwise be charged to the streams.
+		const probe = await spawnClients(n);
+		const probed = await Promise.all(shares(n, probe.length).map((k, i) => probe[i].ask<Msg & { open: number }>({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${after}`, count: k, headers }, 'opened', 120_000)));
+		await sleep(SETTLE_MS);
+		row.kbPerStreamMarginal = (rssKb(server.pid) - rssN) / Math.max(1, probed.reduce((s, o) => s + o.open, 0));
+		await Promise.all(probe.map((c) => c.close()));
+		await sleep(500);
 		await eventPhase(row, server, clients, after, 10_000);
 		// Debugging aid: keep the streams open (e.g. to take a heap snapshot of the server).
 		if (process.env.BENCH_HOLD_MS) {
@@ -434,7 +478,7 @@ async function runPoll(n: number, databaseUrl: string): Promise<Row> {
 const fmt = (v: number | undefined, digits = 1) => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(digits));
 
 function table(rows: Row[]): string {
-	const head = ['system', 'N', 'median ms', 'p99 ms', 'mean ms', 'deliveries/s', 'KB/stream', 'CPU µs/deliv', 'lost/dup', 'idle req/s'];
+	const head = ['system', 'N', 'median ms', 'p99 ms', 'mean ms', 'deliveries/s', 'KB/stream 0→N', 'KB/stream N→2N', 'CPU µs/deliv', 'lost/dup', 'idle req/s'];
 	const body = rows.map((r) => [
 		LABEL[r.system],
 		String(r.n),
@@ -443,6 +487,7 @@ function table(rows: Row[]): string {
 		fmt(r.mean),
 		fmt(r.perSec, 0),
 		r.system === 'poll' ? 'n/a' : fmt(r.kbPerStream),
+		r.system === 'poll' ? 'n/a' : fmt(r.kbPerStreamMarginal),
 		fmt(r.cpuUs, 0),
 		r.lost === undefined ? '—' : `${r.lost}/${r.dup}` + (r.outOfOrder || r.unexpected ? ` (ooo ${r.outOfOrder}, extra ${r.unexpected})` : ''),
 		r.system === 'poll' ? fmt(r.idleReqPerSec, 0) : '—'
@@ -463,7 +508,10 @@ function verdicts(rows: Row[]): string[] {
 			`N=${n}: Nomos median/p99 within 1.5× of bare: ${ok ? 'yes' : 'no'} ` +
 				`(median ${fmt(nomos.median)} vs ${fmt(bare.median)} ms = ${fmt(nomos.median / bare.median!, 2)}×, p99 ${fmt(nomos.p99)} vs ${fmt(bare.p99)} ms = ${fmt(nomos.p99! / bare.p99!, 2)}×)`
 		);
-		out.push(`N=${n}: KB per stream < 20: ${nomos.kbPerStream! < 20 ? 'yes' : 'no'} (Nomos ${fmt(nomos.kbPerStream)} KB, bare ${fmt(bare.kbPerStream)} KB)`);
+		out.push(
+			`N=${n}: KB per stream < 20: ${nomos.kbPerStream! < 20 ? 'yes' : 'no'} (0→N: Nomos ${fmt(nomos.kbPerStream)} KB, bare ${fmt(bare.kbPerStream)} KB; ` +
+				`marginal N→2N: Nomos ${fmt(nomos.kbPerStreamMarginal)} KB, bare ${fmt(bare.kbPerStreamMarginal)} KB)`
+		);
 		const lossless = (r: Row) => r.lost === 0 && r.dup === 0 && r.outOfOrder === 0;
 		out.push(`N=${n}: every client got every event once, in order: Nomos ${lossless(nomos) ? 'yes' : 'no'}, bare ${lossless(bare) ? 'yes' : 'no'}`);
 	}
@@ -482,6 +530,7 @@ function printResults(): void {
 }
 
 const watchdog = setTimeout(() => {
+	if (cleaning) return;
 	log(`watchdog: still running after ${DEADLINE_MS / 1000} s; stopping with partial results`);
 	printResults();
 	void cleanup().finally(() => process.exit(1));
@@ -489,8 +538,13 @@ const watchdog = setTimeout(() => {
 
 async function main(): Promise<void> {
 	const started = nowMs();
+	if (process.env.BENCH_NICE) {
+		// Children (servers, clients, Postgres) inherit it: less noise from other work on the machine.
+		setPriority(Number(process.env.BENCH_NICE));
+		log(`niceness ${getPriority()}`);
+	}
 	execFileSync(process.execPath, ['scripts/ensure-build.js'], { stdio: 'inherit' });
-	log(`ulimit -n: ${execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim()}, CPUs: ${(await import('node:os')).availableParallelism()}, CLK_TCK ${CLK_TCK}`);
+	log(`ulimit -n: ${NOFILE}, CPUs: ${availableParallelism()}, load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}, CLK_TCK ${CLK_TCK}`);
 
 	const pgPort = await freePort();
 	pg = await startEmbeddedPostgres({ dataDir: tmp, port: pgPort, log: (l) => log(`postgres: ${l}`) });
@@ -508,6 +562,7 @@ async function main(): Promise<void> {
 			try {
 				rows.push(system === 'poll' ? await runPoll(n, pg.url) : await runSse(system, n, pg.url));
 			} catch (e) {
+				if (cleaning) await new Promise(() => undefined); // stopping (Ctrl-C, watchdog): that handler exits
 				log(`${LABEL[system]} N=${n} failed: ${(e as Error).stack}`);
 				rows.push({ system, n, note: `failed: ${(e as Error).message.split('\n')[0]}` });
 			}
@@ -521,6 +576,7 @@ async function main(): Promise<void> {
 
 try {
 	await main();
+	if (cleaning) await new Promise(() => undefined);
 	clearTimeout(watchdog);
 	await cleanup();
 	process.exit(0);

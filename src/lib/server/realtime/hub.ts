@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Sql } from '../db/index';
 import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
 import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
@@ -16,6 +17,9 @@ export interface Subscriber {
 
 type Listener = (e: EventRow) => void;
 
+/** Subscribers served per event-loop turn when fanning out a batch (see #dispatch). */
+const FANOUT_SLICE = 100;
+
 const g = globalThis as unknown as { __nomosHub?: Hub };
 
 /**
@@ -33,9 +37,30 @@ export class Hub {
 	#heartbeat: NodeJS.Timeout | undefined;
 	#unlisten: (() => Promise<void>) | undefined;
 	#listenCount = 0;
+	/** The async context the hub was created in (boot, outside any request); see `detached`. */
+	#context = new AsyncResource('NomosHub');
 
 	constructor(sql: Sql) {
 		this.#sql = sql;
+	}
+
+	/**
+	 * Runs `fn` in the hub's own async context instead of the caller's. Long-lived objects built
+	 * inside a request (an SSE stream) would otherwise carry SvelteKit's AsyncLocalStorage store in
+	 * every promise they create, keeping the whole RequestEvent (request, headers, cookies,
+	 * closures) alive for as long as the stream stays open.
+	 */
+	detached<T>(fn: () => T): T {
+		return this.#context.runInAsyncScope(fn);
+	}
+
+	/**
+	 * The id of the last event read from the table. Every later event is still to be read and
+	 * reaches the subscribers present when it is dispatched; so a stream that subscribed and is
+	 * at this id or beyond has nothing to replay.
+	 */
+	get lastId(): number {
+		return this.#last;
 	}
 
 	/** How many times the LISTEN was (re-)established; for tests. */
@@ -117,7 +142,16 @@ export class Hub {
 		for (const e of batch) for (const l of this.#listeners) l(e);
 		if (this.#subscribers.size === 0) return;
 		const out = await enrich(this.#sql, batch);
-		for (const e of out) for (const s of this.#subscribers) if (s.accepts(e)) s.deliver(e);
+		// In slices, yielding to the event loop in between: the sockets of one slice are written
+		// (their writes flush on the next tick) while the next slice is prepared, instead of every
+		// client waiting for the JavaScript work of the whole fan-out. A subscriber that joins
+		// during a yield is not in `subs`, and needs not be: it subscribed after these events were
+		// committed, so its replay from the table carries them.
+		const subs = [...this.#subscribers];
+		for (let i = 0; i < subs.length; i += FANOUT_SLICE) {
+			if (i > 0) await new Promise((r) => setImmediate(r));
+			for (const s of subs.slice(i, i + FANOUT_SLICE)) for (const e of out) if (s.accepts(e)) s.deliver(e);
+		}
 	}
 }
 

@@ -18,6 +18,18 @@ export function formatEvent(e: OutEvent): string {
 	return `id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`;
 }
 
+/** Encoded events by object: the hub hands the same OutEvent to every stream, so it is serialised once, not once per client. */
+const encoded = new WeakMap<OutEvent, Uint8Array>();
+
+function eventBytes(e: OutEvent): Uint8Array {
+	let bytes = encoded.get(e);
+	if (!bytes) {
+		bytes = encoder.encode(formatEvent(e));
+		encoded.set(e, bytes);
+	}
+	return bytes;
+}
+
 /** The cursor a (re)connecting client resumes after: Last-Event-ID wins over `?after=`. */
 export function resumeCursor(request: Request, url: URL): number {
 	const raw = request.headers.get('last-event-id') ?? url.searchParams.get('after') ?? '0';
@@ -41,36 +53,39 @@ export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; s
 	const accepts = (e: EventRow) =>
 		scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
 
-	const stream = new ReadableStream<Uint8Array>(
-		{
-			async start(controller) {
-				const close = () => {
-					if (closed) return;
-					closed = true;
-					unsubscribe();
-					try {
-						controller.close();
-					} catch {
-						/* already closed */
-					}
-				};
-				opts.signal.addEventListener('abort', close, { once: true });
-				const write = (text: string) => {
-					if (closed) return;
-					if ((controller.desiredSize ?? 0) < -MAX_QUEUED_BYTES) return close();
-					controller.enqueue(encoder.encode(text));
-				};
-				const send = (e: OutEvent) => {
-					if (e.id <= lastSent) return;
-					lastSent = e.id;
-					write(formatEvent(e));
-				};
-				unsubscribe = hub.subscribe({
-					accepts,
-					deliver: (e) => (live ? send(e) : buffer.push(e)),
-					ping: () => write(': ping\n\n')
-				});
-				write('retry: 1000\n\n');
+	const source: UnderlyingDefaultSource<Uint8Array> = {
+		async start(controller) {
+			const close = () => {
+				if (closed) return;
+				closed = true;
+				unsubscribe();
+				try {
+					controller.close();
+				} catch {
+					/* already closed */
+				}
+			};
+			opts.signal.addEventListener('abort', close, { once: true });
+			const enqueue = (bytes: Uint8Array) => {
+				if (closed) return;
+				if ((controller.desiredSize ?? 0) < -MAX_QUEUED_BYTES) return close();
+				controller.enqueue(bytes);
+			};
+			const write = (text: string) => enqueue(encoder.encode(text));
+			const send = (e: OutEvent) => {
+				if (e.id <= lastSent) return;
+				lastSent = e.id;
+				enqueue(eventBytes(e));
+			};
+			unsubscribe = hub.subscribe({
+				accepts,
+				deliver: (e) => (live ? send(e) : buffer.push(e)),
+				ping: () => write(': ping\n\n')
+			});
+			write('retry: 1000\n\n');
+			// Subscribed before this check: a client already at the hub's last id (the usual case for
+			// a reconnect or a fresh page) gets everything newer from the hub, so no replay query.
+			if (lastSent < hub.lastId) {
 				try {
 					let batch: EventRow[];
 					do {
@@ -86,17 +101,19 @@ export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; s
 					console.error(`[nomos] event replay failed: ${(e as Error).message}`);
 					return close();
 				}
-				for (const e of buffer.splice(0)) send(e);
-				live = true;
-				write(': live\n\n');
-			},
-			cancel() {
-				closed = true;
-				unsubscribe();
 			}
+			for (const e of buffer.splice(0)) send(e);
+			live = true;
+			write(': live\n\n');
 		},
-		new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 })
-	);
+		cancel() {
+			closed = true;
+			unsubscribe();
+		}
+	};
+	// Built in the hub's async context, not the request's (see Hub.detached): an open stream then
+	// keeps only itself alive, not the request that opened it.
+	const stream = hub.detached(() => new ReadableStream<Uint8Array>(source, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 })));
 
 	return new Response(stream, {
 		headers: {
