@@ -89,8 +89,8 @@ export async function runExecution(id: string): Promise<void> {
 			const r = await execArgv(client, s.argv, {
 				timeoutMs: s.timeoutMs,
 				signal: cancel.signal,
-				onStdout: (c) => ((out += c), flushSoon()),
-				onStderr: (c) => ((err += c), flushSoon())
+				onStdout: (c) => ((out = (out + c).slice(-65_536)), flushSoon()),
+				onStderr: (c) => ((err = (err + c).slice(-65_536)), flushSoon())
 			});
 			clearTimeout(timer);
 			Object.assign(step, {
