@@ -52,8 +52,10 @@ test('deploy TypeType: plan → one approval → create runs → the agent verif
 	expect(users[0].n).toBe(1);
 	const reqs = await llm.requests();
 	expect(JSON.stringify(reqs[3].body)).toContain('(pct_create on host:strong) succeeded: CT 105 (typetype) created and started');
-	const ct = await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`;
-	expect(ct).toEqual([{ name: 'typetype', status: 'running' }]);
+	// The inventory refreshes after the create (a sync that started before it may land first).
+	await expect
+		.poll(async () => [...(await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`)], { timeout: 20_000 })
+		.toEqual([{ name: 'typetype', status: 'running' }]);
 });
 
 test('inline Approve in the bubble runs exactly the shown command', async ({ page, env }) => {

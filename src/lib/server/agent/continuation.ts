@@ -7,6 +7,11 @@ import { env } from '../env';
 import { activeWindow } from '../executions/assent';
 import type { ExecutionRow } from '../executions/store';
 import { runTurn } from './run-turn';
+import { getHostByName } from '../db/queries/hosts';
+import { syncHost } from '../inventory/sync';
+import { ACTIONS, isActionName } from '../proxmox/actions';
+
+const changesInventory = (action: string) => isActionName(action) && Boolean((ACTIONS[action] as { changesInventory?: boolean }).changesInventory);
 
 /** How a finished execution is told to the agent (and shown as a small note in the chat). */
 export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'>): string {
@@ -40,7 +45,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			from executions e
 			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
 			  and e.status in ('succeeded', 'failed', 'cancelled', 'denied', 'expired')
-			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash`;
+			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName"`;
 		if (!claimed.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
 
@@ -69,9 +74,15 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
-		return { kind };
+		const refresh = [...new Set(claimed.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName).map((e) => e.hostName!))];
+		return { kind, refresh };
 	});
 	if (decision.kind !== 'turn') return decision.kind;
+	// The agent verifies next: let it see the world after the change, not the last minute's sync.
+	for (const name of decision.refresh) {
+		const host = await getHostByName(name);
+		if (host) await syncHost(host).catch(() => undefined);
+	}
 	await runTurn({ sessionId, origin: 'continuation', signal });
 	return 'turn';
 }
