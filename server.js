@@ -16,6 +16,18 @@ const { handler } = await import('./build/handler.js');
 
 const server = http.createServer((req, res) => {
 	if (markHttp && !req.headers['x-forwarded-proto']) req.headers['x-forwarded-proto'] = 'http';
+	// Live event streams are served below SvelteKit (src/lib/server/realtime/node-sse.ts).
+	const sse = globalThis.__nomosServeSse;
+	if (sse && req.method === 'GET' && req.url?.startsWith('/api/') && req.url.includes('events')) {
+		sse(req, res).then(
+			(handled) => handled || handler(req, res),
+			(err) => {
+				console.error(`[nomos] event stream: ${err.message}`);
+				if (!res.headersSent) res.writeHead(500).end();
+			}
+		);
+		return;
+	}
 	handler(req, res);
 });
 

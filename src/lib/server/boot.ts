@@ -1,6 +1,7 @@
 import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
 import { installTurnCancellation } from './agent/turns';
+import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
 import { countOperators, ensureConfiguredOperator, issueSetupToken } from './db/queries/operators';
@@ -80,6 +81,8 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 	await hub.start();
 	setHub(hub);
 	installTurnCancellation(hub);
+	// server.js hands the SSE endpoints to this handler, below SvelteKit (see node-sse.ts).
+	(globalThis as { __nomosServeSse?: typeof serveNodeSse }).__nomosServeSse = serveNodeSse;
 
 	let worker: WorkerHandle | undefined;
 	if (role === 'worker' || config.NOMOS_WORKER) {

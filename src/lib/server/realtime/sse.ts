@@ -37,92 +37,120 @@ export function resumeCursor(request: Request, url: URL): number {
 	return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
+/** Where an event stream writes: a web ReadableStream or a node ServerResponse. */
+export interface StreamSink {
+	write(bytes: Uint8Array): void;
+	/** Bytes written but not yet sent to the client. */
+	backlog(): number;
+	end(): void;
+}
+
 /**
- * An SSE response that replays the events after `after` from the table, then streams live
- * ones from the hub. Order of operations: subscribe (buffering) → replay → flush the buffer,
- * skipping any id already sent; so nothing is lost or sent twice.
+ * Streams events to one client: subscribe to the hub (buffering) → replay what came after
+ * `after` from the table → flush the buffer, skipping any id already sent; so nothing is lost or
+ * sent twice. A client more than MAX_QUEUED_BYTES behind is dropped (it reconnects and replays).
+ * Returns the function that stops the stream.
  */
-export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; scope: StreamScope; signal: AbortSignal }): Response {
-	const { sql, hub, scope } = opts;
+export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope: StreamScope; sink: StreamSink }): () => void {
+	const { sql, hub, scope, sink } = opts;
 	let lastSent = opts.after;
 	let live = false;
 	let closed = false;
 	const buffer: OutEvent[] = [];
-	let unsubscribe: () => void = () => undefined;
-
-	const accepts = (e: EventRow) =>
-		scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
-
-	const source: UnderlyingDefaultSource<Uint8Array> = {
-		async start(controller) {
-			const close = () => {
-				if (closed) return;
-				closed = true;
-				unsubscribe();
-				try {
-					controller.close();
-				} catch {
-					/* already closed */
-				}
-			};
-			opts.signal.addEventListener('abort', close, { once: true });
-			const enqueue = (bytes: Uint8Array) => {
-				if (closed) return;
-				if ((controller.desiredSize ?? 0) < -MAX_QUEUED_BYTES) return close();
-				controller.enqueue(bytes);
-			};
-			const write = (text: string) => enqueue(encoder.encode(text));
-			const send = (e: OutEvent) => {
-				if (e.id <= lastSent) return;
-				lastSent = e.id;
-				enqueue(eventBytes(e));
-			};
-			unsubscribe = hub.subscribe({
-				accepts,
-				deliver: (e) => (live ? send(e) : buffer.push(e)),
-				ping: () => write(': ping\n\n')
-			});
-			write('retry: 1000\n\n');
-			// Subscribed before this check: a client already at the hub's last id (the usual case for
-			// a reconnect or a fresh page) gets everything newer from the hub, so no replay query.
-			if (lastSent < hub.lastId) {
-				try {
-					let batch: EventRow[];
-					do {
-						batch = await listEventsAfter(sql, lastSent, {
-							sessionId: scope.sessionId,
-							excludeTypes: scope.sessionId ? undefined : SESSION_ONLY_TYPES,
-							limit: 500
-						});
-						for (const e of await enrich(sql, collapseMessageUpdates(batch))) send(e);
-						if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
-					} while (batch.length === 500 && !closed);
-				} catch (e) {
-					console.error(`[nomos] event replay failed: ${(e as Error).message}`);
-					return close();
-				}
+	const accepts = (e: EventRow) => (scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type));
+	const stop = () => {
+		if (closed) return;
+		closed = true;
+		unsubscribe();
+	};
+	const close = () => {
+		if (closed) return;
+		stop();
+		sink.end();
+	};
+	const enqueue = (bytes: Uint8Array) => {
+		if (closed) return;
+		if (sink.backlog() > MAX_QUEUED_BYTES) return close();
+		sink.write(bytes);
+	};
+	const write = (text: string) => enqueue(encoder.encode(text));
+	const send = (e: OutEvent) => {
+		if (e.id <= lastSent) return;
+		lastSent = e.id;
+		enqueue(eventBytes(e));
+	};
+	const unsubscribe = hub.subscribe({
+		accepts,
+		deliver: (e) => (live ? send(e) : buffer.push(e)),
+		ping: () => write(': ping\n\n')
+	});
+	write('retry: 1000\n\n');
+	void (async () => {
+		// Subscribed before this check: a client already at the hub's last id (the usual case for
+		// a reconnect or a fresh page) gets everything newer from the hub, so no replay query.
+		if (lastSent < hub.lastId) {
+			try {
+				let batch: EventRow[];
+				do {
+					batch = await listEventsAfter(sql, lastSent, {
+						sessionId: scope.sessionId,
+						excludeTypes: scope.sessionId ? undefined : SESSION_ONLY_TYPES,
+						limit: 500
+					});
+					for (const e of await enrich(sql, collapseMessageUpdates(batch))) send(e);
+					if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
+				} while (batch.length === 500 && !closed);
+			} catch (e) {
+				console.error(`[nomos] event replay failed: ${(e as Error).message}`);
+				return close();
 			}
-			for (const e of buffer.splice(0)) send(e);
-			live = true;
-			write(': live\n\n');
+		}
+		for (const e of buffer.splice(0)) send(e);
+		live = true;
+		write(': live\n\n');
+	})();
+	return stop;
+}
+
+export const SSE_HEADERS = {
+	'content-type': 'text/event-stream; charset=utf-8',
+	'cache-control': 'no-cache, no-transform',
+	connection: 'keep-alive',
+	'x-accel-buffering': 'no'
+} as const;
+
+/** The event stream as a SvelteKit (web) Response: used by the routes under `vite dev`. */
+export function eventStreamResponse(opts: { sql: Sql; hub: Hub; after: number; scope: StreamScope; signal: AbortSignal }): Response {
+	let stop = () => undefined as void;
+	const source: UnderlyingDefaultSource<Uint8Array> = {
+		start(controller) {
+			let ended = false;
+			stop = openEventStream({
+				...opts,
+				sink: {
+					write: (bytes) => controller.enqueue(bytes),
+					backlog: () => -(controller.desiredSize ?? 0),
+					end: () => {
+						if (ended) return;
+						ended = true;
+						try {
+							controller.close();
+						} catch {
+							/* already closed */
+						}
+					}
+				}
+			});
+			opts.signal.addEventListener('abort', () => stop(), { once: true });
 		},
 		cancel() {
-			closed = true;
-			unsubscribe();
+			stop();
 		}
 	};
 	// Built in the hub's async context, not the request's (see Hub.detached): an open stream then
 	// keeps only itself alive, not the request that opened it.
-	const stream = hub.detached(() => new ReadableStream<Uint8Array>(source, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 })));
-
-	return new Response(stream, {
-		headers: {
-			'content-type': 'text/event-stream; charset=utf-8',
-			'cache-control': 'no-cache, no-transform',
-			connection: 'keep-alive',
-			'x-accel-buffering': 'no'
-		}
-	});
+	const stream = opts.hub.detached(() => new ReadableStream<Uint8Array>(source, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 })));
+	return new Response(stream, { headers: SSE_HEADERS });
 }
 
 /** In a replay, only the last `message.updated` of each message matters (it carries the current snapshot). */
