@@ -30,12 +30,12 @@
 //              BENCH_DUMP=prefix (raw client reports as JSON), BENCH_SETTLE_MS, BENCH_DEADLINE_MS
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { availableParallelism, getPriority, loadavg, setPriority } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import { freePort } from '../tests/helpers/ports';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -119,16 +119,6 @@ process.on('exit', () => {
 
 // ---------------------------------------------------------------------------------- helpers
 
-function freePort(): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const s = net.createServer();
-		s.once('error', reject);
-		s.listen(0, '127.0.0.1', () => {
-			const { port } = s.address() as net.AddressInfo;
-			s.close(() => resolve(port));
-		});
-	});
-}
 
 function rssKb(pid: number): number {
 	const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

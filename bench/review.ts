@@ -6,7 +6,6 @@
 // then times the cross-session page's data (reviewOverview) and the biggest session's
 // review (reviewSession) against their targets. Stops Postgres and removes the dir at the end.
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,6 +13,7 @@ import { connectDb, disconnectDb, sql as appSql } from '../src/lib/server/db/ind
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { runMigrations } from '../src/lib/server/db/migrate';
 import { reviewOverview, reviewSession } from '../src/lib/server/review';
+import { freePort } from '../tests/helpers/ports';
 
 const SESSIONS = 10_000;
 const TOOL_CALLS = 1_000_000;
@@ -23,16 +23,6 @@ const BIG = { sessions: 20, turns: 10, perTurn: 150 };
 const RUNS = { overview: 10, session: 25 };
 const TARGET_MS = { overview: 2000, session: 200 };
 
-function freePort(): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const srv = net.createServer();
-		srv.once('error', reject);
-		srv.listen(0, '127.0.0.1', () => {
-			const { port } = srv.address() as net.AddressInfo;
-			srv.close(() => resolve(port));
-		});
-	});
-}
 
 const log = (s: string) => process.stdout.write(s + '\n');
 const ms = (n: number) => `${n.toFixed(n < 10 ? 1 : 0)} ms`;

@@ -3,7 +3,7 @@ import { SESSION_COOKIE } from '../auth/cookies';
 import { sql } from '../db/index';
 import { getOperatorBySessionToken } from '../db/queries/operators';
 import { hub } from './hub';
-import { openEventStream, SSE_HEADERS, type StreamScope } from './sse';
+import { openEventStream, parseCursor, SSE_HEADERS, type StreamScope } from './sse';
 
 const SESSION_STREAM = /^\/api\/sessions\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/events$/i;
 
@@ -37,9 +37,8 @@ export async function serveNodeSse(req: IncomingMessage, res: ServerResponse): P
 		res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Sign in first.' }));
 		return true;
 	}
-	const raw = req.headers['last-event-id'] ?? url.searchParams.get('after') ?? '0';
-	const n = Number(Array.isArray(raw) ? raw[0] : raw);
-	const after = Number.isSafeInteger(n) && n >= 0 ? n : 0;
+	const header = req.headers['last-event-id'];
+	const after = parseCursor((Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('after'));
 	res.writeHead(200, SSE_HEADERS);
 	res.socket?.setNoDelay(true);
 	const h = hub();

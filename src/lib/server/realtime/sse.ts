@@ -32,8 +32,12 @@ function eventBytes(e: OutEvent): Uint8Array {
 
 /** The cursor a (re)connecting client resumes after: Last-Event-ID wins over `?after=`. */
 export function resumeCursor(request: Request, url: URL): number {
-	const raw = request.headers.get('last-event-id') ?? url.searchParams.get('after') ?? '0';
-	const n = Number(raw);
+	return parseCursor(request.headers.get('last-event-id') ?? url.searchParams.get('after'));
+}
+
+/** An event id to resume after; anything that is not a non-negative integer means "from now". */
+export function parseCursor(raw: string | null | undefined): number {
+	const n = Number(raw ?? '0');
 	return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
