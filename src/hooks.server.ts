@@ -1,4 +1,4 @@
-import { error, json, redirect, type Handle, type ServerInit } from '@sveltejs/kit';
+import { json, redirect, type Handle, type ServerInit } from '@sveltejs/kit';
 import { sequence } from '@sveltejs/kit/hooks';
 import { building } from '$app/environment';
 import { createTRPCHandle } from 'trpc-sveltekit';
@@ -6,7 +6,7 @@ import { boot } from '$lib/server/boot';
 import { ConfigError } from '$lib/server/env';
 import { getOperatorBySessionToken } from '$lib/server/db/queries/operators';
 import { SESSION_COOKIE } from '$lib/server/auth/cookies';
-import { isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
+import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
 import { appRouter } from '$lib/server/trpc/router';
 import { createContext } from '$lib/server/trpc/context';
 
@@ -41,8 +41,9 @@ const authenticate: Handle = async ({ event, resolve }) => {
 		}
 		redirect(303, `/login?next=${encodeURIComponent(path + event.url.search)}`);
 	}
-	if (path.startsWith('/admin') && event.locals.user?.role !== 'admin') {
-		error(403, 'Admins only.');
+	// A second lock only: each admin load, endpoint and procedure checks the role itself.
+	if (isAdminRoute(event.route.id) && event.locals.user?.role !== 'admin') {
+		return json({ message: 'Admins only.' }, { status: 403 });
 	}
 	return resolve(event);
 };

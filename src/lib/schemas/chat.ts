@@ -2,7 +2,9 @@ import { z } from 'zod';
 
 export const sendMessageInput = z.object({
 	sessionId: z.uuid().optional(),
-	text: z.string().trim().min(1, 'Type a message first.').max(20_000, 'That message is too long (20,000 characters at most).')
+	text: z.string().trim().min(1, 'Type a message first.').max(20_000, 'That message is too long (20,000 characters at most).'),
+	/** Pending executions whose cards were on the operator's screen when they sent this; typed assent approves only among these. */
+	shownExecutionIds: z.array(z.uuid()).max(50).default([])
 });
 
 export const sessionIdInput = z.object({ sessionId: z.uuid() });

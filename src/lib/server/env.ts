@@ -65,7 +65,11 @@ export const envSchema = z.object({
 	NOMOS_ASSENT_WINDOW_MIN: z.preprocess(empty, z.coerce.number().positive().default(30)),
 	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
-	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true))
+	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
+	/** The longest a username or address is made to wait after repeated failed sign-ins. */
+	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
+	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */
+	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000))
 });
 export type Env = z.infer<typeof envSchema>;
 

@@ -66,3 +66,53 @@ export function toModelMessages(rows: MessageRow[]): ModelMessage[] {
 	}
 	return out;
 }
+
+const size = (m: ModelMessage) => JSON.stringify(m).length;
+const SHORTENED = 'older tool output shortened to fit the history budget';
+
+/** A tool result cut to a short preview (the call itself stays, so the model knows it happened). */
+function shortenToolMessage(m: ToolModelMessage): ToolModelMessage {
+	return {
+		...m,
+		content: m.content.map((part) => {
+			if (part.type !== 'tool-result') return part;
+			const text = JSON.stringify('value' in part.output ? part.output.value : '') ?? '';
+			if (text.length <= 400) return part;
+			return { ...part, output: { type: 'json' as const, value: { note: SHORTENED, preview: text.slice(0, 300) } } };
+		})
+	};
+}
+
+/**
+ * Keeps the replayed history under `budget` characters: first the oldest tool outputs are
+ * shortened to previews, then the oldest exchanges are left out (a note says so), never the
+ * latest operator message or anything after it. An assistant message and the tool results that
+ * answer it go together, so the model never sees a call without its result.
+ */
+export function fitHistory(messages: ModelMessage[], budget: number): ModelMessage[] {
+	let total = messages.reduce((n, m) => n + size(m), 0);
+	if (total <= budget) return messages;
+	const out = [...messages];
+	let lastUser = -1;
+	out.forEach((m, i) => {
+		if (m.role === 'user') lastUser = i;
+	});
+	const protectedFrom = lastUser >= 0 ? lastUser : out.length;
+	for (let i = 0; i < protectedFrom && total > budget; i++) {
+		const m = out[i];
+		if (m.role !== 'tool') continue;
+		const short = shortenToolMessage(m);
+		total += size(short) - size(m);
+		out[i] = short;
+	}
+	if (total <= budget) return out;
+	// Drop whole exchanges from the front: a message plus the tool results that follow it.
+	let cut = 0;
+	while (cut < protectedFrom && total > budget) {
+		let end = cut + 1;
+		while (end < protectedFrom && out[end].role === 'tool') end++;
+		for (let i = cut; i < end; i++) total -= size(out[i]);
+		cut = end;
+	}
+	return [noteForModel(`${cut} earlier messages of this conversation were left out to fit the history budget.`), ...out.slice(cut)];
+}

@@ -2,6 +2,7 @@ import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import { insertMessage, updateMessage } from '../db/queries/messages';
 import type { MessageOrigin, MessagePart, MessageStatus } from '../db/schema';
+import { boundedForStorage, boundedText } from './tools/context';
 
 type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
 
@@ -62,7 +63,8 @@ export class MessageWriter {
 		this.flush();
 	}
 
-	setToolInput(toolCallId: string, toolName: string, input: unknown): void {
+	setToolInput(toolCallId: string, toolName: string, rawInput: unknown): void {
+		const input = boundedForStorage(rawInput);
 		const call = this.#call(toolCallId);
 		if (call) call.input = input;
 		else this.parts.push({ type: 'tool-call', toolCallId, toolName, input, state: 'running' });
@@ -72,14 +74,16 @@ export class MessageWriter {
 	finishToolCall(toolCallId: string, output: unknown): void {
 		const call = this.#call(toolCallId);
 		if (!call) return;
-		call.output = output;
+		call.output = boundedForStorage(output, 64 * 1024);
 		const err = output && typeof output === 'object' && 'error' in output ? String((output as { error: unknown }).error) : null;
 		call.state = err ? 'error' : 'done';
 		if (err) call.error = err;
 		this.flush();
 	}
 
-	failToolCall(toolCallId: string, toolName: string, error: string, input?: unknown): void {
+	failToolCall(toolCallId: string, toolName: string, rawError: string, rawInput?: unknown): void {
+		const input = boundedForStorage(rawInput);
+		const error = boundedText(rawError);
 		let call = this.#call(toolCallId);
 		if (!call) {
 			call = { type: 'tool-call', toolCallId, toolName, input, state: 'error' };
@@ -87,6 +91,7 @@ export class MessageWriter {
 		}
 		call.state = 'error';
 		call.error = error;
+		if (call.input === undefined || input !== undefined) call.input = input;
 		this.flush();
 	}
 

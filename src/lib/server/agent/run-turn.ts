@@ -4,7 +4,7 @@ import { listMessages } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { env } from '../env';
-import { noteForModel, toModelMessages } from './history';
+import { fitHistory, noteForModel, toModelMessages } from './history';
 import { MessageWriter } from './message-writer';
 import { describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
@@ -49,7 +49,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 
 	const stored = await listMessages(sql(), opts.sessionId);
 	// Operator messages still queued are answered by their own turn, next.
-	const history = toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued'));
+	const history = fitHistory(toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), env().NOMOS_HISTORY_BUDGET_CHARS);
 	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 } };
 

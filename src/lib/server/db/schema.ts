@@ -26,6 +26,8 @@ export const operators = pgTable('operators', {
 	username: text('username').notNull().unique(),
 	passwordHash: text('password_hash').notNull(),
 	role: text('role', { enum: operatorRoles }).notNull().default('operator'),
+	/** Set when an admin disables the account: it can no longer sign in, and its sessions end. */
+	disabledAt: ts('disabled_at'),
 	createdAt: createdAt()
 });
 
@@ -285,17 +287,51 @@ export const approvals = pgTable(
 		id: uuid('id').primaryKey().defaultRandom(),
 		executionId: uuid('execution_id')
 			.notNull()
-			.references(() => executions.id, { onDelete: 'cascade' }),
+			.references(() => executions.id),
 		/** The execution hash this decision names; a different hash is not approved by it. */
 		hash: text('hash').notNull(),
 		decision: text('decision', { enum: ['approved', 'denied'] }).notNull(),
 		route: text('route', { enum: ['button', 'ops', 'chat', 'plan'] }).notNull(),
 		reason: text('reason'),
 		decidedBy: uuid('decided_by').references(() => operators.id),
+		/** For route `chat`: the operator message whose words approved it. */
+		messageId: uuid('message_id'),
 		decidedAt: ts('decided_at').notNull().defaultNow()
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
 );
+
+/**
+ * The audit trail: every decision, host/key change, account change and sign-in, with who, when
+ * and via which route. Append-only: a trigger refuses UPDATE and DELETE, and nothing cascades
+ * into it (ids are kept as plain values, with the actor's name copied at write time).
+ */
+export const auditLog = pgTable(
+	'audit_log',
+	{
+		id: bigserial('id', { mode: 'number' }).primaryKey(),
+		at: ts('at').notNull().defaultNow(),
+		actorId: uuid('actor_id'),
+		actorName: text('actor_name'),
+		/** e.g. execution.approved, plan.denied, host.pinned, operator.disabled, login.failed */
+		action: text('action').notNull(),
+		/** How the actor acted: button, ops, chat, plan, settings, login, config, system. */
+		route: text('route').notNull(),
+		subjectType: text('subject_type'),
+		subjectId: text('subject_id'),
+		sessionId: uuid('session_id'),
+		detail: jsonb('detail').$type<Record<string, unknown>>().notNull().default({})
+	},
+	(t) => [index('audit_log_at_idx').on(t.at), index('audit_log_action_idx').on(t.action, t.at)]
+);
+
+/** Failed sign-ins per username and per client address, for backoff; rows are upserted. */
+export const loginThrottle = pgTable('login_throttle', {
+	key: text('key').primaryKey(),
+	failures: integer('failures').notNull().default(0),
+	lastFailureAt: ts('last_failure_at').notNull().defaultNow(),
+	blockedUntil: ts('blocked_until')
+});
 
 export const assentWindows = pgTable(
 	'assent_windows',

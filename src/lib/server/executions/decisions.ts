@@ -1,29 +1,36 @@
 import type { TransactionSql } from 'postgres';
-import { emitEvent } from '../db/queries/events';
+import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
 import { addSystemNote } from '../agent/continuation';
 import { requestTurn } from '../agent/turns';
 import { openWindow } from './assent';
 import { decidePlan } from './plans';
-import { decideExecution, type DecideResult } from './store';
+import { decideExecution, listAssentCandidates, type DecideResult } from './store';
+import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
+import { approveLabel } from '../../execution-labels';
 
 /**
  * An operator's decision on one execution, by any route. Approving opens (or extends) the
- * session's assent window and records who, when and how as an audit event.
+ * session's assent window; who, when, how (and for chat, which message) goes to the audit trail.
  */
 export async function operatorDecides(
 	tx: TransactionSql,
 	executionId: string,
-	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat'; operatorId: string; reason?: string | null }
+	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat'; operatorId: string; reason?: string | null; messageId?: string | null }
 ): Promise<DecideResult> {
 	const r = await decideExecution(tx, executionId, d);
 	if (!r.ok) return r;
-	const sessionId = r.execution.requestedBySession;
+	const e = r.execution;
+	const sessionId = e.requestedBySession;
 	if (d.decision === 'approved' && sessionId) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
-	await emitEvent(tx, {
+	await recordAudit(tx, {
+		actor: { id: d.operatorId },
+		action: `execution.${d.decision}`,
+		route: d.route,
+		subjectType: 'execution',
+		subjectId: executionId,
 		sessionId,
-		type: 'audit.decision',
-		payload: { executionId, decision: d.decision, route: d.route, operatorId: d.operatorId, reason: d.reason ?? null }
+		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null }
 	});
 	return r;
 }
@@ -47,7 +54,59 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 	} else {
 		await addSystemNote(tx, plan.sessionId, 'plan', `The operator denied the plan "${plan.title}"${d.reason ? `: ${d.reason}` : ''}. Nothing was run.`, { planId });
 	}
-	await emitEvent(tx, { sessionId: plan.sessionId, type: 'audit.decision', payload: { planId, decision: d.decision, route: 'button', operatorId: d.operatorId } });
+	await recordAudit(tx, {
+		actor: { id: d.operatorId },
+		action: `plan.${d.decision}`,
+		route: 'button',
+		subjectType: 'plan',
+		subjectId: planId,
+		sessionId: plan.sessionId,
+		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null }
+	});
 	await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
 	return plan;
+}
+
+const describe = (c: AssentCandidate) => `execution ${c.id} (${c.action} on ${c.target})`;
+
+/**
+ * An operator message read as typed assent (see resolveTypedAssent). Approves what it clearly
+ * names among the executions on the operator's screen, with route `chat` and the message id in
+ * the trail, and leaves a system note naming each one; when it is ambiguous or names a
+ * destructive execution, nothing of that is approved and the note tells the agent what to do.
+ */
+export async function approveByTyping(
+	tx: TransactionSql,
+	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string }
+): Promise<string[]> {
+	const candidates = await listAssentCandidates(tx, m.sessionId, m.shownIds);
+	const r = resolveTypedAssent(m.text, candidates);
+	if (r.kind === 'none') return [];
+	const quoted = `"${m.text.trim()}"`;
+	if (r.kind === 'ambiguous') {
+		await addSystemNote(
+			tx,
+			m.sessionId,
+			'assent',
+			`The operator typed ${quoted} while ${r.candidates.length} executions wait for approval (${r.candidates.map(describe).join(', ')}). Typing approves only what it names, so nothing was approved. Ask the operator which one they mean, or they can click Approve on its card.`,
+			{ executionIds: [], ambiguous: r.candidates.map((c) => c.id) }
+		);
+		return [];
+	}
+	const approved: AssentCandidate[] = [];
+	for (const c of r.approve) {
+		const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId });
+		if (d.ok) approved.push(c);
+	}
+	const said: string[] = [];
+	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}.`);
+	for (const c of r.refused) {
+		said.push(
+			`${describe(c)} is destructive and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
+		);
+	}
+	if (said.length) {
+		await addSystemNote(tx, m.sessionId, 'assent', said.join(' '), { executionIds: approved.map((a) => a.id), refused: r.refused.map((c) => c.id) });
+	}
+	return approved.map((a) => a.id);
 }

@@ -1,4 +1,5 @@
 import { sql } from '../db/index';
+import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
 import { consumePlanStep } from './plans';
 import { prepareExecution, type PrepareError } from './prepare';
@@ -30,6 +31,15 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 		if (plan) {
 			await tx`update executions set status = 'approved', approved_at = now(), expires_at = null, plan_id = ${plan.planId} where id = ${e.id}`;
 			await tx`insert into approvals (execution_id, hash, decision, route, decided_by) values (${e.id}, ${prepared.hash}, 'approved', 'plan', ${plan.decidedBy})`;
+			await recordAudit(tx, {
+				actor: plan.decidedBy ? { id: plan.decidedBy } : null,
+				action: 'execution.approved',
+				route: 'plan',
+				subjectType: 'execution',
+				subjectId: e.id,
+				sessionId,
+				detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, planId: plan.planId }
+			});
 			await enqueueRun(tx, e.id);
 			e = (await getExecution(tx, e.id))!;
 			return { execution: e, via: 'plan' as const };

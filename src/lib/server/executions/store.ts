@@ -5,6 +5,7 @@ import type { Classification, ExecutionStatus, ExecutionStep } from '../db/schem
 import { enqueueJob } from '../jobs/enqueue';
 import type { PreparedExecution } from './prepare';
 import { releasePlanStep } from './plans';
+import type { AssentCandidate } from './typed-assent';
 
 export type ExecutionRow = {
 	id: string;
@@ -107,7 +108,7 @@ export type DecideResult =
 export async function decideExecution(
 	tx: TransactionSql,
 	id: string,
-	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat' | 'plan'; operatorId: string | null; reason?: string | null }
+	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat' | 'plan'; operatorId: string | null; reason?: string | null; messageId?: string | null }
 ): Promise<DecideResult> {
 	const rows = await tx<{ id: string; hash: string; requestedBySession: string | null }[]>`
 		update executions set
@@ -124,8 +125,8 @@ export async function decideExecution(
 		return { ok: false, reason: cur.status === 'awaiting_approval' && cur.expired ? 'expired' : 'already_decided', status: cur.status };
 	}
 	const e = rows[0];
-	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by)
-		values (${id}, ${e.hash}, ${d.decision}, ${d.route}, ${d.reason ?? null}, ${d.operatorId})`;
+	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by, message_id)
+		values (${id}, ${e.hash}, ${d.decision}, ${d.route}, ${d.reason ?? null}, ${d.operatorId}, ${d.messageId ?? null})`;
 	await announce(tx, e, 'approval.decided', { decision: d.decision, route: d.route });
 	if (d.decision === 'approved') await enqueueRun(tx, id);
 	else await onTerminal(tx, id);
@@ -218,4 +219,28 @@ export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }
 		for (const m of orphaned) await emitEvent(tx, { sessionId: m.sessionId, type: 'message.updated', payload: { messageId: m.id } });
 		return { lost: lost.length, expired: expired.length };
 	}) as Promise<{ lost: number; expired: number }>;
+}
+
+/**
+ * Executions the operator may approve by typing in this session: pending, not expired, and
+ * requested in the agent's latest reply (not some older one scrolled out of view), limited to
+ * the ids the operator's screen showed when the message was sent.
+ */
+export async function listAssentCandidates(tx: TransactionSql, sessionId: string, shownIds: string[]): Promise<AssentCandidate[]> {
+	if (!shownIds.length) return [];
+	return tx<AssentCandidate[]>`
+		with latest as (
+			select parts from messages where session_id = ${sessionId} and role = 'assistant' order by seq desc limit 1
+		), requested as (
+			select p->'output'->>'executionId' as id from latest, jsonb_array_elements(latest.parts) p
+			where p->>'type' = 'tool-call' and p->>'toolName' = 'request_execution'
+		)
+		select e.id, e.action, e.target, e.classification, e.params,
+			(select name from entities n where n.kind = 'lxc' and 'lxc:' || n.external_id = e.target limit 1) as name
+		from executions e
+		where e.requested_by_session = ${sessionId} and e.status = 'awaiting_approval'
+			and (e.expires_at is null or e.expires_at > now())
+			and e.id::text in (select id from requested)
+			and e.id = any(${shownIds}::uuid[])
+		order by e.created_at`;
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SESSION_COOKIE } from '../auth/cookies';
 import { sql } from '../db/index';
-import { getOperatorBySessionToken } from '../db/queries/operators';
+import { getOperatorBySessionToken, sessionTokenHash } from '../db/queries/operators';
 import { hub } from './hub';
 import { openEventStream, parseCursor, SSE_HEADERS, type StreamScope } from './sse';
 
@@ -37,6 +37,8 @@ export async function serveNodeSse(req: IncomingMessage, res: ServerResponse): P
 		res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Sign in first.' }));
 		return true;
 	}
+	scope.operatorId = user.id;
+	scope.tokenHash = sessionTokenHash(token!);
 	const header = req.headers['last-event-id'];
 	const after = parseCursor((Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('after'));
 	res.writeHead(200, SSE_HEADERS);

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index';
 import { listEventsAfter, type EventRow } from '../db/queries/events';
+import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
 
 /** Event types that only session streams carry (token-rate updates). */
@@ -7,6 +8,21 @@ export const SESSION_ONLY_TYPES = ['message.updated'];
 
 export interface StreamScope {
 	sessionId?: string;
+	/** Whose stream this is: an `auth.revoked` naming them (and not this sign-in) closes it. */
+	operatorId?: string;
+	tokenHash?: string;
+}
+
+/** The stream scope part that ties a stream to the signed-in operator (SvelteKit routes). */
+export function ownerScope(locals: { user: { id: string } | null; sessionToken: string | null }): StreamScope {
+	return locals.user && locals.sessionToken ? { operatorId: locals.user.id, tokenHash: sessionTokenHash(locals.sessionToken) } : {};
+}
+
+/** Revocations are never sent to clients; they end the streams of the operator they name. */
+const REVOKED = 'auth.revoked';
+
+function revokes(e: EventRow, scope: StreamScope): boolean {
+	return e.type === REVOKED && !!scope.operatorId && e.payload.operatorId === scope.operatorId && e.payload.keep !== scope.tokenHash;
 }
 
 const encoder = new TextEncoder();
@@ -61,7 +77,8 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 	let live = false;
 	let closed = false;
 	const buffer: OutEvent[] = [];
-	const accepts = (e: EventRow) => (scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type));
+	const accepts = (e: EventRow) =>
+		e.type === REVOKED ? revokes(e, scope) : scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
 	const stop = () => {
 		if (closed) return;
 		closed = true;
@@ -79,6 +96,7 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 	};
 	const write = (text: string) => enqueue(encoder.encode(text));
 	const send = (e: OutEvent) => {
+		if (e.type === REVOKED) return close();
 		if (e.id <= lastSent) return;
 		lastSent = e.id;
 		enqueue(eventBytes(e));
@@ -98,7 +116,7 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 				do {
 					batch = await listEventsAfter(sql, lastSent, {
 						sessionId: scope.sessionId,
-						excludeTypes: scope.sessionId ? undefined : SESSION_ONLY_TYPES,
+						excludeTypes: scope.sessionId ? [REVOKED] : [...SESSION_ONLY_TYPES, REVOKED],
 						limit: 500
 					});
 					for (const e of await enrich(sql, collapseMessageUpdates(batch))) send(e);

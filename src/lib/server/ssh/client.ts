@@ -32,7 +32,18 @@ export class HostKeyError extends Error {
 	}
 }
 
-export class SshError extends Error {}
+/**
+ * An SSH failure. `message` is safe to show the model and the operator; `localDetail` may name
+ * local files (the key path) and is shown only to admins in Settings and in the server log.
+ */
+export class SshError extends Error {
+	constructor(
+		message: string,
+		readonly localDetail: string | null = null
+	) {
+		super(message);
+	}
+}
 
 /**
  * Opens an authenticated connection. The host key is checked against the pinned fingerprint
@@ -43,7 +54,11 @@ export async function connect(host: SshTarget, timeoutMs = 10_000): Promise<Clie
 	try {
 		privateKey = await readFile(host.keyPath);
 	} catch (e) {
-		throw new SshError(`cannot read SSH key ${host.keyPath} for ${host.name}: ${(e as Error).message}`);
+		const code = (e as NodeJS.ErrnoException).code;
+		const why = code === 'ENOENT' ? 'it does not exist' : code === 'EACCES' ? 'permission denied' : 'unreadable';
+		const detail = `cannot read SSH key ${host.keyPath} for ${host.name}: ${(e as Error).message}`;
+		console.error(`[nomos] ${detail}`);
+		throw new SshError(`cannot read the SSH private key configured for ${host.name} (${why}); an admin can fix it in Settings`, detail);
 	}
 	let presented: string | null = null;
 	const client = new Client();

@@ -4,13 +4,15 @@ import { knowledgeRouter } from './routers/knowledge';
 import { chatRouter } from './routers/chat';
 import { executionsRouter } from './routers/executions';
 import { questionsRouter } from './routers/questions';
+import { operatorsRouter } from './routers/operators';
 
 export const appRouter = router({
 	hosts: hostsRouter,
 	knowledge: knowledgeRouter,
 	chat: chatRouter,
 	executions: executionsRouter,
-	questions: questionsRouter
+	questions: questionsRouter,
+	operators: operatorsRouter
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,4 +1,12 @@
 import { listHosts } from '$lib/server/db/queries/hosts';
+import { listOperators } from '$lib/server/db/queries/operators';
+import { hostsFor } from '$lib/server/trpc/routers/hosts';
 import type { PageServerLoad } from './$types';
 
-export const load: PageServerLoad = async () => ({ hosts: await listHosts() });
+export const load: PageServerLoad = async ({ locals }) => {
+	const user = locals.user!;
+	return {
+		hosts: hostsFor(user.role, await listHosts()),
+		operators: user.role === 'admin' ? await listOperators() : []
+	};
+};

@@ -8,7 +8,7 @@ import { toolError, type ToolContext } from './context';
 export function getExecutionStatusTool(_ctx: ToolContext) {
 	return tool({
 		description: 'Status, steps and result of one execution by id. Finished executions re-invoke you by themselves: do not poll.',
-		inputSchema: z.object({ id: z.string().describe('the execution id (uuid)') }).strict(),
+		inputSchema: z.object({ id: z.string().max(64).describe('the execution id (uuid)') }).strict(),
 		execute: async ({ id }) => {
 			if (!z.uuid().safeParse(id).success) return toolError(`'${id}' is not an execution id`, 'execution ids are uuids, as returned by request_execution');
 			const e = await getExecution(sql(), id);

@@ -1,5 +1,5 @@
-import type { ToolSet } from 'ai';
-import type { ToolContext } from './context';
+import type { Tool, ToolSet } from 'ai';
+import { MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
 import { searchKnowledgeTool } from './search-knowledge';
@@ -11,9 +11,25 @@ import { askOperatorTool } from './ask-operator';
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
 
+/** Refuses a call whose arguments are larger than MAX_TOOL_INPUT_BYTES, whatever the tool's own schema allows. */
+function capped(t: Tool): Tool {
+	const execute = t.execute;
+	if (!execute) return t;
+	return {
+		...t,
+		execute: (input, options) => {
+			const bytes = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
+			if (bytes > MAX_TOOL_INPUT_BYTES) {
+				return toolError(`the arguments are ${bytes} bytes; a tool call may carry at most ${MAX_TOOL_INPUT_BYTES}`, 'send smaller arguments');
+			}
+			return execute(input, options);
+		}
+	} as Tool;
+}
+
 /** Every tool the agent has in one turn. */
 export function buildTools(ctx: ToolContext): ToolSet {
-	return {
+	const tools: ToolSet = {
 		...fleetTools(ctx),
 		search_knowledge: searchKnowledgeTool(ctx),
 		http_get: httpGetTool(ctx),
@@ -22,4 +38,5 @@ export function buildTools(ctx: ToolContext): ToolSet {
 		get_execution_status: getExecutionStatusTool(ctx),
 		ask_operator: askOperatorTool(ctx)
 	};
+	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, capped(t)]));
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { sql } from '../../db/index';
 import { insertPlan } from '../../executions/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
-import { toolError, type ToolContext } from './context';
+import { boundedParams, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
 	.object({
@@ -12,9 +12,9 @@ export const proposePlanInput = z
 			.array(
 				z
 					.object({
-						action: z.string(),
-						target: z.string(),
-						params: z.record(z.string(), z.unknown()).default({}),
+						action: z.string().max(64),
+						target: z.string().max(200),
+						params: boundedParams,
 						why: z.string().max(500).default('')
 					})
 					.strict()

@@ -1,6 +1,9 @@
-import { and, eq, gt, sql as dsql } from 'drizzle-orm';
+import { and, eq, gt, isNull, sql as dsql } from 'drizzle-orm';
+import type { TransactionSql } from 'postgres';
 import { createHash, randomBytes } from 'node:crypto';
-import { db } from '../index';
+import { db, sql } from '../index';
+import { emitEvent } from './events';
+import { recordAudit } from './audit';
 import { authSessions, operators, settings, type OperatorRole } from '../schema';
 import { hashPassword, verifyPassword } from '../../auth/password';
 
@@ -53,6 +56,7 @@ export async function checkCredentials(username: string, password: string): Prom
 		return null;
 	}
 	if (!(await verifyPassword(row.passwordHash, password))) return null;
+	if (row.disabledAt) return null;
 	return { id: row.id, username: row.username, role: row.role };
 }
 
@@ -64,12 +68,15 @@ export async function createAuthSession(operatorId: string, days: number): Promi
 	return { token, expiresAt };
 }
 
+/** The stored form of a session token (what `auth.revoked` events name). */
+export const sessionTokenHash = (token: string) => sha256(token);
+
 export async function getOperatorBySessionToken(token: string): Promise<Operator | null> {
 	const [row] = await db()
 		.select({ id: operators.id, username: operators.username, role: operators.role })
 		.from(authSessions)
 		.innerJoin(operators, eq(operators.id, authSessions.operatorId))
-		.where(and(eq(authSessions.tokenHash, sha256(token)), gt(authSessions.expiresAt, new Date())));
+		.where(and(eq(authSessions.tokenHash, sha256(token)), gt(authSessions.expiresAt, new Date()), isNull(operators.disabledAt)));
 	return row ?? null;
 }
 
@@ -110,4 +117,111 @@ export async function completeSetup(token: string, username: string, password: s
 			.returning({ id: operators.id, username: operators.username, role: operators.role });
 		return op;
 	});
+}
+
+export type OperatorListing = Operator & { createdAt: string; disabledAt: string | null; activeSessions: number };
+
+export async function listOperators(): Promise<OperatorListing[]> {
+	return sql()<OperatorListing[]>`
+		select o.id, o.username, o.role, o.created_at::text as "createdAt", o.disabled_at::text as "disabledAt",
+			(select count(*)::int from auth_sessions s where s.operator_id = o.id and s.expires_at > now()) as "activeSessions"
+		from operators o order by o.created_at`;
+}
+
+/** Arbitrary constant: serialises changes that could leave no enabled admin. */
+const ADMIN_GUARD_LOCK = 7_140_202_614;
+
+export type AccountError = { error: string; code: 'NOT_FOUND' | 'CONFLICT' | 'BAD_REQUEST' };
+type Actor = { id: string; username: string };
+
+/**
+ * Ends every sign-in session of an operator at once: the rows go, and an `auth.revoked` event
+ * closes the operator's open live streams in every process.
+ */
+async function revokeSessions(tx: TransactionSql, operatorId: string, keepTokenHash: string | null = null): Promise<void> {
+	await tx`delete from auth_sessions where operator_id = ${operatorId} ${keepTokenHash ? tx`and token_hash <> ${keepTokenHash}` : tx``}`;
+	await emitEvent(tx, { sessionId: null, type: 'auth.revoked', payload: { operatorId, keep: keepTokenHash } });
+}
+
+async function lockedTarget(tx: TransactionSql, id: string) {
+	await tx`select pg_advisory_xact_lock(${ADMIN_GUARD_LOCK})`;
+	const [row] = await tx<{ id: string; username: string; role: OperatorRole; disabledAt: string | null }[]>`
+		select id, username, role, disabled_at as "disabledAt" from operators where id = ${id}`;
+	return row ?? null;
+}
+
+async function otherEnabledAdmins(tx: TransactionSql, id: string): Promise<number> {
+	const [{ n }] = await tx<{ n: number }[]>`select count(*)::int as n from operators where role = 'admin' and disabled_at is null and id <> ${id}`;
+	return n;
+}
+
+/** An admin creates an account. */
+export async function adminCreateOperator(actor: Actor, input: { username: string; password: string; role: OperatorRole }): Promise<Operator | AccountError> {
+	const passwordHash = await hashPassword(input.password);
+	return sql().begin(async (tx) => {
+		const [taken] = await tx`select 1 from operators where lower(username) = lower(${input.username})`;
+		if (taken) return { error: `The username "${input.username}" is taken.`, code: 'CONFLICT' as const };
+		const [op] = await tx<Operator[]>`
+			insert into operators (username, password_hash, role) values (${input.username}, ${passwordHash}, ${input.role})
+			returning id, username, role`;
+		await recordAudit(tx, { actor, action: 'operator.created', route: 'settings', subjectType: 'operator', subjectId: op.username, detail: { operatorId: op.id, role: op.role } });
+		return op;
+	}) as Promise<Operator | AccountError>;
+}
+
+/** Sets a new password for someone else; their sessions end (they sign in with the new one). */
+export async function adminResetPassword(actor: Actor, id: string, password: string): Promise<Operator | AccountError> {
+	const passwordHash = await hashPassword(password);
+	return sql().begin(async (tx) => {
+		const t = await lockedTarget(tx, id);
+		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
+		await tx`update operators set password_hash = ${passwordHash} where id = ${id}`;
+		await revokeSessions(tx, id);
+		await recordAudit(tx, { actor, action: 'operator.password_reset', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
+		return { id: t.id, username: t.username, role: t.role };
+	}) as Promise<Operator | AccountError>;
+}
+
+/** Disables or re-enables an account. The last enabled admin cannot be disabled. */
+export async function adminSetDisabled(actor: Actor, id: string, disabled: boolean): Promise<Operator | AccountError> {
+	return sql().begin(async (tx) => {
+		const t = await lockedTarget(tx, id);
+		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
+		if (disabled && t.role === 'admin' && !t.disabledAt && (await otherEnabledAdmins(tx, id)) === 0) {
+			return { error: `${t.username} is the last admin and cannot be disabled; make another admin first.`, code: 'CONFLICT' as const };
+		}
+		if (disabled === !!t.disabledAt) return { id: t.id, username: t.username, role: t.role };
+		await tx`update operators set disabled_at = ${disabled ? tx`now()` : null} where id = ${id}`;
+		if (disabled) await revokeSessions(tx, id);
+		await recordAudit(tx, { actor, action: disabled ? 'operator.disabled' : 'operator.enabled', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
+		return { id: t.id, username: t.username, role: t.role };
+	}) as Promise<Operator | AccountError>;
+}
+
+/** Changes an account's role. The last enabled admin cannot be demoted. */
+export async function adminSetRole(actor: Actor, id: string, role: OperatorRole): Promise<Operator | AccountError> {
+	return sql().begin(async (tx) => {
+		const t = await lockedTarget(tx, id);
+		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
+		if (t.role === role) return { id: t.id, username: t.username, role: t.role };
+		if (t.role === 'admin' && !t.disabledAt && (await otherEnabledAdmins(tx, id)) === 0) {
+			return { error: `${t.username} is the last admin and cannot be demoted; make another admin first.`, code: 'CONFLICT' as const };
+		}
+		await tx`update operators set role = ${role} where id = ${id}`;
+		await recordAudit(tx, { actor, action: 'operator.role_changed', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, from: t.role, to: role } });
+		return { id: t.id, username: t.username, role };
+	}) as Promise<Operator | AccountError>;
+}
+
+/** An operator changes their own password (the current one is required); their other sessions end. */
+export async function changeOwnPassword(actor: Actor, currentToken: string | null, current: string, next: string): Promise<true | AccountError> {
+	const [row] = await db().select().from(operators).where(eq(operators.id, actor.id));
+	if (!row || !(await verifyPassword(row.passwordHash, current))) return { error: 'The current password is wrong.', code: 'BAD_REQUEST' };
+	const passwordHash = await hashPassword(next);
+	await sql().begin(async (tx) => {
+		await tx`update operators set password_hash = ${passwordHash} where id = ${actor.id}`;
+		await revokeSessions(tx, actor.id, currentToken ? sha256(currentToken) : null);
+		await recordAudit(tx, { actor, action: 'operator.password_changed', route: 'settings', subjectType: 'operator', subjectId: actor.username, detail: { operatorId: actor.id } });
+	});
+	return true;
 }

@@ -1,30 +1,13 @@
 import { TRPCError } from '@trpc/server';
-import type { TransactionSql } from 'postgres';
 import { sendMessageInput, sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { emitEvent } from '$lib/server/db/queries/events';
 import { insertMessage, listMessages } from '$lib/server/db/queries/messages';
 import { createSession, getSession, listSessions, titleFrom } from '$lib/server/db/queries/sessions';
 import { requestStop, requestTurn } from '$lib/server/agent/turns';
-import { addSystemNote } from '$lib/server/agent/continuation';
-import { isClearAssent } from '$lib/server/executions/assent';
-import { operatorDecides } from '$lib/server/executions/decisions';
+import { approveByTyping } from '$lib/server/executions/decisions';
 import { answerQuestion, openQuestionOf } from '$lib/server/questions/store';
 import { operatorProcedure, router } from '../t';
-
-/** Chat assent: a clearly assenting message approves every execution pending in the session. */
-async function approveByAssent(tx: TransactionSql, sessionId: string, operatorId: string) {
-	const pending = await tx<{ id: string; action: string; target: string }[]>`
-		select id, action, target from executions
-		where requested_by_session = ${sessionId} and status = 'awaiting_approval' and (expires_at is null or expires_at > now())
-		order by created_at`;
-	const approved: Array<{ id: string; action: string; target: string }> = [];
-	for (const p of pending) {
-		const r = await operatorDecides(tx, p.id, { decision: 'approved', route: 'chat', operatorId });
-		if (r.ok) approved.push(p);
-	}
-	return approved;
-}
 
 export const chatRouter = router({
 	/**
@@ -38,19 +21,6 @@ export const chatRouter = router({
 				const [exists] = await tx`select 1 from chat_sessions where id = ${sessionId}`;
 				if (!exists) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
 			} else sessionId = await createSession(tx, ctx.user.id, titleFrom(input.text));
-			// With a question open, the operator's next message is its answer; this turn resumes.
-			const open = input.sessionId ? await openQuestionOf(tx, sessionId) : null;
-			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id });
-			const approved = isClearAssent(input.text) ? await approveByAssent(tx, sessionId, ctx.user.id) : [];
-			if (approved.length) {
-				await addSystemNote(
-					tx,
-					sessionId,
-					'assent',
-					`The operator approved ${approved.map((a) => `execution ${a.id} (${a.action} on ${a.target})`).join(', ')} by typing "${input.text.trim()}".`,
-					{ executionIds: approved.map((a) => a.id) }
-				);
-			}
 			const msg = await insertMessage(tx, {
 				sessionId,
 				role: 'user',
@@ -58,6 +28,13 @@ export const chatRouter = router({
 				status: 'queued',
 				origin: 'chat'
 			});
+			// With a question open, the operator's next message is its answer, and only that:
+			// it approves nothing, whatever it says. This turn resumes the agent.
+			const open = input.sessionId ? await openQuestionOf(tx, sessionId) : null;
+			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id });
+			else if (input.sessionId) {
+				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id });
+			}
 			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
 			await requestTurn(tx, { sessionId, origin: 'chat' });
 			return { sessionId, messageId: msg.id };

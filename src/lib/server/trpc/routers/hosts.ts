@@ -10,10 +10,11 @@ import {
 	recordHostCheck,
 	updateHost
 } from '$lib/server/db/queries/hosts';
-import { readHostKey, runOnHost } from '$lib/server/ssh/client';
+import { readHostKey, runOnHost, SshError } from '$lib/server/ssh/client';
 import { sql } from '$lib/server/db/index';
 import { enqueueJob } from '$lib/server/jobs/enqueue';
-import { operatorProcedure, router } from '../t';
+import { recordAudit } from '$lib/server/db/queries/audit';
+import { adminProcedure, operatorProcedure, router } from '../t';
 
 const id = z.object({ id: z.uuid() });
 
@@ -31,14 +32,33 @@ function uniqueViolation(e: unknown): never {
 	throw e;
 }
 
+type Actor = { id: string; username: string };
+
+/** Host and SSH-key changes go to the audit trail (who, what, which host). */
+function audit(actor: Actor, action: string, host: { id: string; name: string }, detail: Record<string, unknown> = {}) {
+	return recordAudit(sql(), { actor, action: `host.${action}`, route: 'settings', subjectType: 'host', subjectId: host.name, detail: { hostId: host.id, ...detail } });
+}
+
+const hostDetail = (h: { address: string; port: number; username: string; keyPath: string }) => ({ address: h.address, port: h.port, user: h.username, keyPath: h.keyPath });
+
+/** Everyone sees the hosts; only admins see where the private keys live. */
+export function hostsFor(role: string, hosts: Awaited<ReturnType<typeof listHosts>>) {
+	return role === 'admin' ? hosts : hosts.map((h) => ({ ...h, keyPath: '' }));
+}
+
 export const hostsRouter = router({
-	list: operatorProcedure.query(() => listHosts()),
-	create: operatorProcedure.input(hostInput).mutation(({ input }) => createHost(input).catch(uniqueViolation)),
-	update: operatorProcedure
+	list: operatorProcedure.query(async ({ ctx }) => hostsFor(ctx.user.role, await listHosts())),
+	create: adminProcedure.input(hostInput).mutation(async ({ input, ctx }) => {
+		const row = await createHost(input).catch(uniqueViolation);
+		await audit(ctx.user, 'created', row, hostDetail(row));
+		return row;
+	}),
+	update: adminProcedure
 		.input(id.extend({ host: hostInput }))
-		.mutation(async ({ input }) => {
+		.mutation(async ({ input, ctx }) => {
 			const row = await updateHost(input.id, input.host).catch(uniqueViolation);
 			if (!row) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
+			await audit(ctx.user, 'updated', row, hostDetail(row));
 			return row;
 		}),
 	/** Refreshes the inventory of one host (or all) now, in the background. */
@@ -46,9 +66,14 @@ export const hostsRouter = router({
 		await enqueueJob(sql(), 'inventory__sync', input.host ? { host: input.host } : {}, { queueName: 'inventory' });
 		return { queued: true };
 	}),
-	remove: operatorProcedure.input(id).mutation(({ input }) => deleteHost(input.id)),
+	remove: adminProcedure.input(id).mutation(async ({ input, ctx }) => {
+		const host = await mustGet(input.id);
+		const r = await deleteHost(input.id);
+		await audit(ctx.user, 'removed', host, hostDetail(host));
+		return r;
+	}),
 	/** Reads the key the host presents now, without authenticating, so the operator can pin it. */
-	scanKey: operatorProcedure.input(id).mutation(async ({ input }) => {
+	scanKey: adminProcedure.input(id).mutation(async ({ input }) => {
 		const host = await mustGet(input.id);
 		try {
 			const seen = await readHostKey(host.address, host.port);
@@ -59,23 +84,26 @@ export const hostsRouter = router({
 			throw new TRPCError({ code: 'PRECONDITION_FAILED', message: (e as Error).message });
 		}
 	}),
-	pin: operatorProcedure.input(id.extend({ fingerprint })).mutation(async ({ input }) => {
+	pin: adminProcedure.input(id.extend({ fingerprint })).mutation(async ({ input, ctx }) => {
+		const before = await mustGet(input.id);
 		const row = await pinHostFingerprint(input.id, input.fingerprint);
 		if (!row) {
 			throw new TRPCError({ code: 'CONFLICT', message: 'That is not the fingerprint the host last presented; scan again.' });
 		}
+		await audit(ctx.user, 'key_pinned', row, { fingerprint: input.fingerprint, previous: before.hostKeyFingerprint });
 		return row;
 	}),
 	/** Connects with the pinned key and the configured private key and runs `true`. */
-	test: operatorProcedure.input(id).mutation(async ({ input }) => {
+	test: adminProcedure.input(id).mutation(async ({ input }) => {
 		const host = await mustGet(input.id);
 		try {
 			const r = await runOnHost(host, ['true'], { timeoutMs: 10_000 });
 			await recordHostCheck(host.id, host.hostKeyFingerprint, null);
 			return { ok: r.exitCode === 0, message: `Connected as ${host.username}, ran a command in ${r.durationMs} ms.` };
 		} catch (e) {
-			await recordHostCheck(host.id, host.seenFingerprint, (e as Error).message);
-			return { ok: false, message: (e as Error).message };
+			const message = e instanceof SshError && e.localDetail ? e.localDetail : (e as Error).message;
+			await recordHostCheck(host.id, host.seenFingerprint, message);
+			return { ok: false, message };
 		}
 	})
 });

@@ -1,10 +1,12 @@
 import { error } from '@sveltejs/kit';
 import { z } from 'zod';
 import { renderReviewMarkdown, reviewSession } from '$lib/server/review';
+import { requireAdmin } from '$lib/server/auth/guard';
 import type { RequestHandler } from './$types';
 
 /** The review as a Markdown file, for a plan document. */
-export const GET: RequestHandler = async ({ params }) => {
+export const GET: RequestHandler = async ({ params, locals }) => {
+	requireAdmin(locals);
 	const id = z.uuid().safeParse(params.sessionId);
 	if (!id.success) error(404, 'No such chat session.');
 	const review = await reviewSession(id.data);

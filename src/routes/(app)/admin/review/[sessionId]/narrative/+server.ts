@@ -4,12 +4,14 @@ import { z } from 'zod';
 import { getModel } from '$lib/server/agent/provider';
 import { describeModelError } from '$lib/server/agent/model-errors';
 import { reviewSession, writeNarrative } from '$lib/server/review';
+import { requireAdmin } from '$lib/server/auth/guard';
 import type { RequestHandler } from './$types';
 
 const TIMEOUT_MS = 60_000;
 
 /** Asks the model to tell the root cause from the computed findings. The review never depends on it. */
-export const POST: RequestHandler = async ({ params }) => {
+export const POST: RequestHandler = async ({ params, locals }) => {
+	requireAdmin(locals);
 	const id = z.uuid().safeParse(params.sessionId);
 	if (!id.success) return json({ message: 'No such chat session.' }, { status: 404 });
 	const model = getModel();

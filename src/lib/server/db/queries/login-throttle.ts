@@ -1,0 +1,41 @@
+import type { Sql } from '../index';
+
+export type ThrottleRule = { key: string; threshold: number };
+
+/** Seconds until every one of these keys may try again (0 when none is blocked). */
+export async function loginBlockedFor(sql: Sql, keys: string[]): Promise<number> {
+	const [row] = await sql<{ wait: number | null }[]>`
+		select ceil(extract(epoch from max(blocked_until) - now()))::int as wait
+		from login_throttle where key = any(${keys}) and blocked_until > now()`;
+	return Math.max(0, row?.wait ?? 0);
+}
+
+/**
+ * Counts a failed sign-in against each key. From the `threshold`-th failure within the
+ * `windowSeconds` on, the key is blocked for 1, 2, 4 … seconds, never longer than `maxSeconds`.
+ * Returns the longest block now in force, in seconds.
+ */
+export async function recordLoginFailure(sql: Sql, rules: ThrottleRule[], o: { maxSeconds: number; windowSeconds: number }): Promise<number> {
+	let longest = 0;
+	for (const r of rules) {
+		const [row] = await sql<{ wait: number }[]>`
+			insert into login_throttle as t (key, failures, last_failure_at, blocked_until)
+			values (${r.key}, 1, now(), case when ${r.threshold} <= 1 then now() + make_interval(secs => 1) end)
+			on conflict (key) do update set
+				failures = case when t.last_failure_at < now() - make_interval(secs => ${o.windowSeconds}) then 1 else t.failures + 1 end,
+				last_failure_at = now(),
+				blocked_until = case
+					when (case when t.last_failure_at < now() - make_interval(secs => ${o.windowSeconds}) then 1 else t.failures + 1 end) >= ${r.threshold}
+					then now() + make_interval(secs => least(${o.maxSeconds}::float8,
+						power(2, least(30, (case when t.last_failure_at < now() - make_interval(secs => ${o.windowSeconds}) then 1 else t.failures + 1 end) - ${r.threshold}))))
+					else t.blocked_until end
+			returning coalesce(ceil(extract(epoch from blocked_until - now()))::int, 0) as wait`;
+		longest = Math.max(longest, row.wait);
+	}
+	return longest;
+}
+
+/** A successful sign-in clears the username's count (the address keeps its own). */
+export async function clearLoginFailures(sql: Sql, key: string): Promise<void> {
+	await sql`delete from login_throttle where key = ${key}`;
+}
