@@ -1,4 +1,4 @@
-import { json, redirect, type Handle, type ServerInit } from '@sveltejs/kit';
+import { error, json, redirect, type Handle, type ServerInit } from '@sveltejs/kit';
 import { sequence } from '@sveltejs/kit/hooks';
 import { building } from '$app/environment';
 import { createTRPCHandle } from 'trpc-sveltekit';
@@ -43,7 +43,7 @@ const authenticate: Handle = async ({ event, resolve }) => {
 	}
 	// A second lock only: each admin load, endpoint and procedure checks the role itself.
 	if (isAdminRoute(event.route.id) && event.locals.user?.role !== 'admin') {
-		return json({ message: 'Admins only.' }, { status: 403 });
+		error(403, 'Admins only.');
 	}
 	return resolve(event);
 };

@@ -4,6 +4,7 @@
 import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
+import type { MessagePart } from '../../src/lib/server/db/schema';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listAudit } from '../../src/lib/server/db/queries/audit';
 import { loginBlockedFor, recordLoginFailure } from '../../src/lib/server/db/queries/login-throttle';
@@ -23,10 +24,12 @@ import { chatRouter } from '../../src/lib/server/trpc/routers/chat';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
-import { addHost, newSession, useHub } from '../helpers/executions';
+import { addHost, newSession, useHub, waitUntil } from '../helpers/executions';
+import { openEventStream } from '../../src/lib/server/realtime/sse';
+import { emitEventNow } from '../../src/lib/server/db/queries/events';
 
 useTestDatabase();
-useHub();
+const theHub = useHub();
 
 let pve: ProxmoxDouble;
 let admin: { id: string; username: string; role: 'admin' };
@@ -57,7 +60,7 @@ const chat = () => createCallerFactory(chatRouter)({ user: admin, event: {} as R
 /** An agent reply in `sessionId` whose tool calls requested these executions (as run-turn stores them). */
 async function agentRequests(sessionId: string, requests: Array<Record<string, unknown>>): Promise<string[]> {
 	const ids: string[] = [];
-	const parts = [];
+	const parts: MessagePart[] = [];
 	for (const [i, input] of requests.entries()) {
 		const r = await requestExecution(sessionId, input);
 		if ('error' in r) throw new Error(r.error);
@@ -167,13 +170,28 @@ describe('accounts', () => {
 		await sql()`update operators set role = 'admin' where id = ${admin.id}`;
 	});
 
-	it("disabling an operator ends their sessions at once and refuses their password", async () => {
+	it("disabling an operator ends their sessions at once, closes their live streams and refuses their password", async () => {
 		const [op] = await sql()<{ id: string }[]>`
 			insert into operators (username, password_hash, role) values ('bob', ${await hashPassword('bobs password!')}, 'operator') returning id`;
 		const { token } = await createAuthSession(op.id, 1);
+		const streams = ['bob', 'someone else'].map((who) => {
+			const s = { ended: false, bytes: 0 };
+			openEventStream({
+				sql: sql(),
+				hub: theHub(),
+				after: theHub().lastId,
+				scope: { operatorId: who === 'bob' ? op.id : admin.id, tokenHash: 'x' },
+				sink: { write: (b) => void (s.bytes += b.length), backlog: () => 0, end: () => void (s.ended = true) }
+			});
+			return s;
+		});
+		await emitEventNow(sql(), { type: 'inventory.updated', payload: {} });
+		await waitUntil(async () => streams.every((s) => s.bytes > 20), 'both streams live');
 		expect(await getOperatorBySessionToken(token)).toMatchObject({ username: 'bob' });
 		expect(await adminSetDisabled(admin, op.id, true)).toMatchObject({ username: 'bob' });
 		expect(await getOperatorBySessionToken(token)).toBeNull();
+		await waitUntil(async () => streams[0].ended, "bob's stream closed");
+		expect(streams[1].ended).toBe(false);
 		expect(await checkCredentials('bob', 'bobs password!')).toBeNull();
 		const [ev] = await sql()`select payload from events where type = 'auth.revoked' order by id desc limit 1`;
 		expect(ev.payload).toMatchObject({ operatorId: op.id });

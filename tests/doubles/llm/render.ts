@@ -14,6 +14,8 @@ interface Plan {
 	chunkSize: number;
 	toolCalls: PlannedToolCall[];
 	delayMs: number;
+	/** Characters of tool-call arguments per streamed delta (default ARGS_CHUNK_SIZE). */
+	argsChunkSize?: number;
 	/** Destroy the socket after this many SSE chunks (or halfway through the JSON body). */
 	cutAfterChunks?: number;
 }
@@ -73,7 +75,7 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 			name: call.name,
 			arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args ?? {})
 		}));
-		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0 }, ctx);
+		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0, argsChunkSize: response.argsChunkSize }, ctx);
 	}
 	return emit({ text: response.text, chunkSize: response.chunkSize ?? 8, toolCalls: [], delayMs: response.delayMs ?? 0 }, ctx);
 }
@@ -143,7 +145,7 @@ async function streamPlan(plan: Plan, ctx: RenderContext): Promise<void> {
 	plan.toolCalls.forEach((call, index) => {
 		const head = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
 		chunks.push(chunk(index === 0 && !hasText ? { role: 'assistant', content: null, tool_calls: [head] } : { tool_calls: [head] }));
-		for (const piece of split(call.arguments, ARGS_CHUNK_SIZE)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+		for (const piece of split(call.arguments, plan.argsChunkSize ?? ARGS_CHUNK_SIZE)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
 	});
 	chunks.push(chunk({}, finishReason(plan)));
 	if (ctx.body.stream_options?.include_usage) chunks.push({ ...base, choices: [], usage: usage(plan, ctx.body) });

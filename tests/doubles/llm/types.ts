@@ -26,6 +26,8 @@ export interface ToolCallsResponse {
 	toolCalls: ScriptedToolCall[];
 	text?: string;
 	delayMs?: number;
+	/** Characters of arguments per streamed delta (default 8); large for huge arguments. */
+	argsChunkSize?: number;
 }
 
 export interface FaultResponse {
@@ -99,7 +101,8 @@ export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
 	z.strictObject({
 		toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.unknown(), id: z.string().optional() })),
 		text: z.string().optional(),
-		delayMs
+		delayMs,
+		argsChunkSize: z.number().int().min(1).optional()
 	}),
 	z.strictObject({ fault: z.enum(faultKinds) })
 ]);

@@ -50,6 +50,9 @@ export default async function globalSetup(config: FullConfig) {
 			OPENAI_BASE_URL: llm.baseURL,
 			OPENAI_API_KEY: 'e2e',
 			NOMOS_MODEL: 'scripted',
+			// Short sign-in backoff so the brute-force test can wait it out; the injected page is served on loopback.
+			NOMOS_LOGIN_BACKOFF_MAX_S: '2',
+			NOMOS_HTTP_ALLOW: '127.0.0.1',
 			NOMOS_HOSTS: JSON.stringify([
 				{
 					name: pve.nodeName,

@@ -223,14 +223,18 @@ export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }
 
 /**
  * Executions the operator may approve by typing in this session: pending, not expired, and
- * requested in the agent's latest reply (not some older one scrolled out of view), limited to
- * the ids the operator's screen showed when the message was sent.
+ * requested in the agent's latest reply that requested any (its latest batch: a later "which one
+ * do you mean?" keeps them in play; an older batch never is), limited to the ids the operator's
+ * screen showed when the message was sent.
  */
 export async function listAssentCandidates(tx: TransactionSql, sessionId: string, shownIds: string[]): Promise<AssentCandidate[]> {
 	if (!shownIds.length) return [];
 	return tx<AssentCandidate[]>`
 		with latest as (
-			select parts from messages where session_id = ${sessionId} and role = 'assistant' order by seq desc limit 1
+			select parts from messages
+			where session_id = ${sessionId} and role = 'assistant'
+				and parts @> '[{"type":"tool-call","toolName":"request_execution"}]'::jsonb
+			order by seq desc limit 1
 		), requested as (
 			select p->'output'->>'executionId' as id from latest, jsonb_array_elements(latest.parts) p
 			where p->>'type' = 'tool-call' and p->>'toolName' = 'request_execution'
