@@ -156,7 +156,9 @@ describe('pct_create, approved and run', () => {
 		const [w] = await sql()`select opened_by from assent_windows where session_id = ${sessionId} and expires_at > now()`;
 		expect(w?.opened_by).toBe(operatorId);
 		const types = (await sql()<{ type: string }[]>`select type from events where payload->>'executionId' = ${id} order by id`).map((x) => x.type);
-		expect(types).toEqual(expect.arrayContaining(['execution.updated', 'approval.decided', 'audit.decision', 'execution.step']));
+		expect(types).toEqual(expect.arrayContaining(['execution.updated', 'approval.decided', 'execution.step']));
+		const trail = await sql()`select action, route, actor_id from audit_log where subject_id = ${id}`;
+		expect(trail).toEqual([{ action: 'execution.approved', route: 'button', actor_id: operatorId }]);
 		expect(types.at(-1)).toBe('execution.updated');
 
 		// A second delivery of the same job finds nothing to do.
@@ -176,7 +178,7 @@ describe('double decisions', () => {
 		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from approvals where execution_id = ${id}`;
 		expect(n).toBe(1);
 		expect((await jobsFor(id)).filter((j) => j.task === 'executions__run')).toHaveLength(1);
-		const [{ e }] = await sql()<{ e: number }[]>`select count(*)::int as e from events where type = 'audit.decision' and payload->>'executionId' = ${id}`;
+		const [{ e }] = await sql()<{ e: number }[]>`select count(*)::int as e from audit_log where action = 'execution.approved' and subject_id = ${id}`;
 		expect(e).toBe(1);
 
 		const during = await argvDuring(() => Promise.all([runExecution(id), runExecution(id)]));

@@ -7,6 +7,7 @@ import { spawnTs } from '../helpers/spawn';
 const EXPECTED_TABLES = [
 	'approvals',
 	'assent_windows',
+	'audit_log',
 	'auth_sessions',
 	'chat_sessions',
 	'entities',
@@ -15,6 +16,7 @@ const EXPECTED_TABLES = [
 	'executions',
 	'hosts',
 	'knowledge',
+	'login_throttle',
 	'messages',
 	'operators',
 	'plans',

@@ -45,7 +45,7 @@ describe('bounded model input', () => {
 		expect(stored.originalBytes).toBe(JSON.stringify(big).length);
 		expect(JSON.stringify(stored).length).toBeLessThan(2000);
 		expect(boundedForStorage({ a: 1 })).toEqual({ a: 1 });
-		expect(MAX_TOOL_INPUT_BYTES).toBe(16 * 1024);
+		expect(MAX_TOOL_INPUT_BYTES).toBe(40 * 1024);
 		expect(boundedText('y'.repeat(10_000)).length).toBeLessThan(2100);
 	});
 
@@ -94,5 +94,15 @@ describe('secrets', () => {
 		expect(err.message).not.toContain('nomos-secret-dir');
 		expect(err.message).toContain('strong');
 		expect(err.localDetail).toContain(keyPath);
+	});
+});
+
+describe('the per-call argument cap', () => {
+	it('refuses a call over the cap before it runs, naming the largest field', async () => {
+		const { buildTools } = await import('../../src/lib/server/agent/tools/index');
+		const tools = buildTools({ sessionId: '00000000-0000-4000-8000-000000000001', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } });
+		const input = { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['ls', 'y'.repeat(50_000)] }, reason: 'r' };
+		const out = await tools.request_execution.execute!(input, { toolCallId: 't', messages: [] });
+		expect(out).toMatchObject({ error: expect.stringMatching(/at most 40960 \(the largest field is params\.argv\.1, 50000 characters\)/) });
 	});
 });

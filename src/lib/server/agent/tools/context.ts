@@ -18,13 +18,30 @@ export function toolError(error: string, hint?: string): ToolError {
 	return hint ? { error, hint } : { error };
 }
 
-/** The largest arguments one tool call may carry (UTF-8 bytes of their JSON). */
-export const MAX_TOOL_INPUT_BYTES = 16 * 1024;
-/** An action's params: a small object (no field alone may carry kilobytes). */
-export const boundedParams = z
-	.record(z.string().max(64), z.unknown())
-	.default({})
-	.refine((p) => Buffer.byteLength(JSON.stringify(p), 'utf8') <= 4096, 'params are larger than 4 KB');
+/**
+ * The largest arguments one tool call may carry (UTF-8 bytes of their JSON). Room for the
+ * largest legitimate call (a pct_exec command may be 32 KB once quoted), nothing more.
+ */
+export const MAX_TOOL_INPUT_BYTES = 40 * 1024;
+/**
+ * An action's params. Each action's own schema checks every field (strict, with caps) and says
+ * which one is wrong; the whole call is kept within MAX_TOOL_INPUT_BYTES by the tool wrapper.
+ */
+export const actionParams = z.record(z.string(), z.unknown()).default({});
+
+/** The path of the largest string (or key) inside a value, e.g. `params.argv.1`, for size errors. */
+export function largestField(value: unknown, path = ''): { path: string; bytes: number } {
+	let best = { path: path || '(arguments)', bytes: typeof value === 'string' ? value.length : 0 };
+	if (value && typeof value === 'object') {
+		for (const [k, v] of Object.entries(value)) {
+			const here = path ? `${path}.${k}` : k;
+			const keyed = k.length > best.bytes ? { path: `${here} (the key)`, bytes: k.length } : best;
+			const inner = largestField(v, here);
+			best = [best, keyed, inner].reduce((a, b) => (b.bytes > a.bytes ? b : a));
+		}
+	}
+	return best;
+}
 
 /**
  * What is stored (and replayed) of a tool call's input or error: as it is when small, else a

@@ -1,5 +1,5 @@
 import type { Tool, ToolSet } from 'ai';
-import { MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
+import { largestField, MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
 import { searchKnowledgeTool } from './search-knowledge';
@@ -20,7 +20,11 @@ function capped(t: Tool): Tool {
 		execute: (input, options) => {
 			const bytes = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
 			if (bytes > MAX_TOOL_INPUT_BYTES) {
-				return toolError(`the arguments are ${bytes} bytes; a tool call may carry at most ${MAX_TOOL_INPUT_BYTES}`, 'send smaller arguments');
+				const big = largestField(input);
+				return toolError(
+					`the arguments are ${bytes} bytes; a tool call may carry at most ${MAX_TOOL_INPUT_BYTES} (the largest field is ${big.path}, ${big.bytes} characters)`,
+					'send smaller arguments'
+				);
 			}
 			return execute(input, options);
 		}

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { sql } from '../../db/index';
 import { insertPlan } from '../../executions/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
-import { boundedParams, toolError, type ToolContext } from './context';
+import { actionParams, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
 	.object({
@@ -14,7 +14,7 @@ export const proposePlanInput = z
 					.object({
 						action: z.string().max(64),
 						target: z.string().max(200),
-						params: boundedParams,
+						params: actionParams,
 						why: z.string().max(500).default('')
 					})
 					.strict()

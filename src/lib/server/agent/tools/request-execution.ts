@@ -2,13 +2,13 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { ACTION_NAMES, catalogueSummary } from '../../proxmox/actions';
 import { requestExecution } from '../../executions/request';
-import { boundedParams, toolError, type ToolContext } from './context';
+import { actionParams, toolError, type ToolContext } from './context';
 
 export const requestExecutionInput = z
 	.object({
 		target: z.string().max(200).describe("where: a host ('strong') for pct_create and host-level actions, or a container ('lxc:strong/101', '101', 'caddy')"),
 		action: z.string().max(64).describe(`one of: ${ACTION_NAMES.join(', ')}`),
-		params: boundedParams.describe('the action\'s parameters, e.g. pct_create: { hostname, template, cores, memory, swap, disk, storage, bridge, ip, unprivileged, features: { nesting }, start }'),
+		params: actionParams.describe('the action\'s parameters, e.g. pct_create: { hostname, template, cores, memory, swap, disk, storage, bridge, ip, unprivileged, features: { nesting }, start }'),
 		reason: z.string().max(1000).describe('why, in one sentence, for the operator')
 	})
 	.strict();

@@ -7,6 +7,7 @@ import { activeWindow, revokeWindow } from '$lib/server/executions/assent';
 import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
 import { requestExecution } from '$lib/server/executions/request';
 import { getExecution, listRecentExecutions, onTerminal } from '$lib/server/executions/store';
+import { recordAudit } from '$lib/server/db/queries/audit';
 import { operatorProcedure, router } from '../t';
 
 const conflictMessages = {
@@ -31,7 +32,10 @@ export const executionsRouter = router({
 		return sql().begin(async (tx) => {
 			const withdrawn = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
 				where id = ${input.executionId} and status = 'approved' returning id`;
+			const audit = () =>
+				recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: 'button', subjectType: 'execution', subjectId: input.executionId });
 			if (withdrawn.length) {
+				await audit();
 				await onTerminal(tx, input.executionId);
 				return { ok: true };
 			}
@@ -42,13 +46,14 @@ export const executionsRouter = router({
 			if (cur.status !== 'running') {
 				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${cur.status}; only approved or running ones can be cancelled.` });
 			}
+			await audit();
 			await emitEvent(tx, { sessionId: cur.sessionId, type: 'execution.cancel', payload: { executionId: input.executionId, by: ctx.user.id } });
 			return { ok: true };
 		});
 	}),
 
 	/** A retry is a new execution of the same action, target and params, and needs its own approval. */
-	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input }) => {
+	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
 		const e = await getExecution(sql(), input.executionId);
 		if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
 		if (!['failed', 'cancelled', 'expired'].includes(e.status)) {
@@ -56,6 +61,15 @@ export const executionsRouter = router({
 		}
 		const r = await requestExecution(e.requestedBySession, { target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` }, { retryOf: e.id });
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
+		await recordAudit(sql(), {
+			actor: ctx.user,
+			action: 'execution.retry_requested',
+			route: 'button',
+			subjectType: 'execution',
+			subjectId: r.execution.id,
+			sessionId: e.requestedBySession,
+			detail: { retryOf: e.id, action: e.action, target: e.target }
+		});
 		return r.execution;
 	}),
 
@@ -68,6 +82,11 @@ export const executionsRouter = router({
 	window: operatorProcedure.input(sessionIdInput).query(({ input }) => activeWindow(sql(), input.sessionId)),
 
 	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
-		return { revoked: await sql().begin((tx) => revokeWindow(tx, input.sessionId, ctx.user.id)) };
+		const revoked = await sql().begin(async (tx) => {
+			const done = await revokeWindow(tx, input.sessionId, ctx.user.id);
+			if (done) await recordAudit(tx, { actor: ctx.user, action: 'assent_window.revoked', route: 'button', subjectType: 'session', subjectId: input.sessionId, sessionId: input.sessionId });
+			return done;
+		});
+		return { revoked };
 	})
 });
