@@ -1,6 +1,7 @@
 import type { Task } from 'graphile-worker';
 import { sql } from '../src/lib/server/db/index';
 import { sweep } from '../src/lib/server/executions/store';
+import { releaseDeadWorkerLocks } from '../src/lib/server/db/queries/workers';
 import { enqueueJob } from '../src/lib/server/jobs/enqueue';
 
 export const SWEEP_EVERY_SECONDS = 15;
@@ -10,8 +11,10 @@ export const SWEEP_EVERY_SECONDS = 15;
  * schedules itself again; the job key keeps exactly one sweeper queued across all processes.
  */
 export const executions__sweep: Task = async () => {
+	const released = await releaseDeadWorkerLocks(sql());
+	if (released.length) console.log(`[nomos] sweeper: released the locks of ${released.length} dead worker(s)`);
 	const r = await sweep(sql());
-	if (r.lost || r.expired) console.log(`[nomos] sweeper: ${r.lost} lost execution(s) failed, ${r.expired} approval(s) expired`);
+	if (r.lost || r.expired) console.log(`[nomos] sweeper: ${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired`);
 	await scheduleSweep();
 };
 

@@ -56,6 +56,7 @@ test('an injected page and a yes/no question cannot get a destroy approved by ty
 
 		// Only a click on the card itself, which names the target, approves it.
 		await expect(card.getByTestId('approve')).toHaveText('Destroy CT 100');
+		await page.screenshot({ path: 'test-results/trust-destroy-card.png', fullPage: true });
 		await card.getByTestId('deny').click();
 		await card.getByTestId('confirm-deny').click();
 		await expect(card).toHaveAttribute('data-status', 'denied');
@@ -221,6 +222,7 @@ test('accounts: an admin adds an operator, cannot disable the last admin, and di
 	await expect(adminRow.getByTestId('operator-status')).toContainText('last admin');
 	await adminRow.getByTestId('toggle-role').click();
 	await expect(adminRow.getByTestId('operator-status')).toContainText('last admin');
+	await page.screenshot({ path: 'test-results/trust-settings.png', fullPage: true });
 
 	const carolContext = await browser.newContext();
 	const carol = await carolContext.newPage();
@@ -239,6 +241,7 @@ test('accounts: an admin adds an operator, cannot disable the last admin, and di
 	await page.goto('/admin/audit');
 	const actions = await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
 	expect(actions).toEqual(expect.arrayContaining(['operator.created', 'operator.disabled', 'login.succeeded']));
+	await page.screenshot({ path: 'test-results/trust-audit.png', fullPage: true });
 	const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('audit-export-csv').click()]);
 	const csv = await (await import('node:fs/promises')).readFile((await download.path())!, 'utf8');
 	expect(csv.split('\r\n')[0]).toBe('id,at,actorName,action,route,subjectType,subjectId,sessionId,detail');

@@ -214,6 +214,8 @@ export const executionStatuses = [
 	'succeeded',
 	'failed',
 	'cancelled',
+	/** Stopped part-way (worker died, SSH dropped, cancelled mid-step): it may have partly run. */
+	'interrupted',
 	'denied',
 	'expired'
 ] as const;
@@ -243,7 +245,9 @@ export const plans = pgTable('plans', {
 		.default('proposed'),
 	createdAt: createdAt(),
 	decidedAt: ts('decided_at'),
-	decidedBy: uuid('decided_by').references(() => operators.id)
+	decidedBy: uuid('decided_by').references(() => operators.id),
+	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
+	expiresAt: ts('expires_at')
 });
 
 export const executions = pgTable(
@@ -269,6 +273,10 @@ export const executions = pgTable(
 		result: text('result'),
 		error: text('error'),
 		leaseUntil: ts('lease_until'),
+		/** Set when the operator asked to cancel a running execution (the card says "cancelling…"). */
+		cancelRequestedAt: ts('cancel_requested_at'),
+		/** What a failed, cancelled or interrupted mutation left on its target, read back afterwards. */
+		leftovers: text('leftovers'),
 		createdAt: createdAt(),
 		expiresAt: ts('expires_at'),
 		approvedAt: ts('approved_at'),
@@ -388,3 +396,16 @@ export const sessionQuestions = pgTable(
 	(t) => [index('session_questions_session_idx').on(t.sessionId, t.status)]
 );
 
+
+/**
+ * Processes running graphile-worker workers, with their worker ids and a heartbeat. A lock held
+ * by a worker id that no live process claims belongs to a dead process and is released.
+ */
+export const workerProcesses = pgTable('worker_processes', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	hostname: text('hostname').notNull(),
+	pid: integer('pid').notNull(),
+	workerIds: text('worker_ids').array().notNull().default(sql`'{}'::text[]`),
+	startedAt: ts('started_at').notNull().defaultNow(),
+	beatAt: ts('beat_at').notNull().defaultNow()
+});

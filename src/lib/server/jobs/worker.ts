@@ -1,5 +1,11 @@
+import { EventEmitter } from 'node:events';
+import os from 'node:os';
 import pg from 'pg';
-import { run, runMigrations, type Runner, type TaskList } from 'graphile-worker';
+import postgres from 'postgres';
+import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { beatWorkerProcess, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
+
+const BEAT_MS = 10_000;
 
 export interface WorkerHandle {
 	stop(): Promise<void>;
@@ -20,6 +26,9 @@ export async function migrateWorkerSchema(url: string): Promise<void> {
 /**
  * Runs graphile-worker with Nomos's tasks. Signal handling is ours (see `stop`), and job
  * outcomes are written without batching so a shutdown mid-job never leaves a job locked.
+ * The process announces its worker ids with a heartbeat (`worker_processes`); any process
+ * releases the locks of workers whose process stopped beating (see releaseDeadWorkerLocks),
+ * which it also does once right here, at start, for whatever a crashed predecessor held.
  */
 export async function startWorker(opts: {
 	url: string;
@@ -31,8 +40,15 @@ export async function startWorker(opts: {
 	const pool = new pg.Pool({ connectionString: opts.url, max: opts.concurrency + 2 });
 	pool.on('error', (e) => console.error(`[nomos] worker pool: ${e.message}`));
 	pool.on('connect', (client) => client.on('error', (e) => console.error(`[nomos] worker connection: ${e.message}`)));
+	const beatSql = postgres(opts.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
+	const released = await releaseDeadWorkerLocks(beatSql);
+	if (released.length) console.log(`[nomos] worker: released the locks of ${released.length} dead worker(s)`);
+	const events = new EventEmitter() as WorkerEvents;
+	const workerIds: string[] = [];
+	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
 	const runner: Runner = await run({
 		pgPool: pool,
+		events,
 		taskList: opts.taskList,
 		concurrency: opts.concurrency,
 		noHandleSignals: true,
@@ -40,13 +56,25 @@ export async function startWorker(opts: {
 		...(opts.crontab ? { crontab: opts.crontab } : { parsedCronItems: [] }),
 		preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } }
 	});
+	let processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
+	const beat = setInterval(() => {
+		void beatWorkerProcess(beatSql, processId)
+			.then(async (alive) => {
+				if (!alive) processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
+			})
+			.catch((e: Error) => console.error(`[nomos] worker heartbeat: ${e.message}`));
+	}, BEAT_MS);
+	beat.unref();
 	let stopping: Promise<void> | undefined;
 	return {
 		stop() {
 			stopping ??= (async () => {
+				clearInterval(beat);
 				await runner.stop();
 				await runner.promise.catch(() => undefined);
 				await pool.end();
+				await unregisterWorkerProcess(beatSql, processId).catch(() => undefined);
+				await beatSql.end({ timeout: 5 });
 			})();
 			return stopping;
 		}
