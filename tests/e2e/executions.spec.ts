@@ -142,7 +142,7 @@ test('typing "go ahead" approves what is pending; the turn is told', async ({ pa
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup is up.');
 });
 
-test('a destroy that fails because the CT runs recovers by itself: stop, destroy again, verify', async ({ page, env, sql }) => {
+test('a destroy that fails because the CT runs recovers: stop, destroy again (a new approval, the plan step was used), verify', async ({ page, env, sql }) => {
 	const { writeSeed } = await import('../doubles/proxmox/state');
 	await writeSeed(env.proxmox.stateDir, [{ vmid: 110, hostname: 'scratch', status: 'running', cores: 1, memory: 256 }]);
 	const llm = llmControl(env.llmURL);
@@ -161,6 +161,11 @@ test('a destroy that fails because the CT runs recovers by itself: stop, destroy
 	await login(page, env.admin);
 	await startChat(page, 'remove the scratch container');
 	await page.getByTestId('approve-plan').click();
+	// The plan approved one destroy; it failed, so the second destroy needs its own click.
+	const again = page.getByTestId('execution-card').nth(2);
+	await expect(again).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 45_000 });
+	await expect(again.getByTestId('approve')).toHaveText('Destroy CT 110');
+	await again.getByTestId('approve').click();
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: 45_000 });
 	const cards = page.getByTestId('execution-card');
 	await expect(cards).toHaveCount(3);

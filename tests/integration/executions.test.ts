@@ -286,12 +286,16 @@ describe('real command errors', () => {
 		const id = r.execution.id;
 		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
 		const during = await argvDuring(() => runExecution(id));
+		// Pre-check, the step, then the read-back of what a failed mutation left behind.
 		expect(during).toEqual([
 			['pct', 'status', '102'],
-			['pct', 'destroy', '102', '--purge']
+			['pct', 'destroy', '102', '--purge'],
+			['pct', 'status', '102'],
+			['pct', 'config', '102']
 		]);
 		const e = await load(id);
 		expect(e.status).toBe('failed');
+		expect(e.leftovers).toBe('CT 102 exists on strong, running');
 		expect(e.error).toContain('unable to destroy CT 102 - container is running');
 		expect(e.error).toMatch(/^pct destroy exited with 255: /);
 		expect(e.steps[0]).toMatchObject({ exitCode: 255, label: 'pct destroy' });
@@ -362,7 +366,7 @@ describe('plans', () => {
 		}
 		const plan = await sql().begin(async (tx) => {
 			const row = await insertPlan(tx, sessionId, 'Start planned, create plan-ct', steps);
-			return decidePlan(tx, row.id, 'approved', operatorId);
+			return decidePlan(tx, row.id, 'approved', operatorId, 24);
 		});
 		expect(plan?.status).toBe('approved');
 
@@ -456,8 +460,9 @@ describe('cancellation', () => {
 			await emitEventNow(sql(), { sessionId, type: 'execution.cancel', payload: { executionId: id } });
 			await run;
 			const e = await load(id);
-			expect(e.status).toBe('cancelled');
-			expect(e.error).toBe('cancelled by the operator');
+			// Cancelled mid-step: the create may have partly run.
+			expect(e.status).toBe('interrupted');
+			expect(e.error).toMatch(/^cancelled by the operator while pct create .* was running; it may have partly run$/);
 			expect(e.steps).toHaveLength(1);
 			expect(e.steps[0].stdoutTail).toContain('created.');
 			expect(e.steps[0].finishedAt).toBeDefined();
@@ -486,7 +491,7 @@ describe('a lease taken away', () => {
 			await run;
 			expect(Date.now() - t0).toBeLessThan(12_000);
 			const e = await load(id);
-			expect(e.status).toBe('failed');
+			expect(e.status).toBe('interrupted');
 			expect(e.error).toMatch(/^worker lost/);
 			await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
 		} finally {

@@ -9,17 +9,21 @@ import type { ExecutionRow } from '../executions/store';
 import { runTurn } from './run-turn';
 import { getHostByName } from '../db/queries/hosts';
 import { syncHost } from '../inventory/sync';
+import { recordLeftovers } from '../executions/leftovers';
+import { listUnreadLeftovers } from '../executions/store';
 import { ACTIONS, isActionName } from '../proxmox/actions';
 
 const changesInventory = (action: string) => isActionName(action) && Boolean((ACTIONS[action] as { changesInventory?: boolean }).changesInventory);
 
 /** How a finished execution is told to the agent (and shown as a small note in the chat). */
-export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'>): string {
+export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'> & { leftovers?: string | null }): string {
 	const outcome =
 		e.status === 'succeeded'
 			? `succeeded: ${(e.result ?? 'done').trim().slice(0, 800)}`
 			: `${e.status}: ${(e.error ?? e.result ?? 'no details').trim().slice(0, 800)}`;
-	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}`;
+	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
+	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
+	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${left}${check}`;
 }
 
 /** Appends a system note message (shown distinct from operator messages; replayed to the model). */
@@ -39,13 +43,16 @@ export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached
  * workers or a retried job never continue one twice) and folded into one turn.
  */
 export async function continueSession(sessionId: string, signal?: AbortSignal): Promise<ContinueResult> {
+	// Mutations that stopped part-way: read back what they left on their target first (also
+	// for those the sweeper marked, which could not reach the host), so the note can say it.
+	for (const e of await listUnreadLeftovers(sql(), sessionId)) await recordLeftovers(e).catch(() => undefined);
 	const decision = await sql().begin(async (tx) => {
 		const claimed = await tx<ExecutionRow[]>`
 			update execution_sessions l set continued_at = now()
 			from executions e
 			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
-			  and e.status in ('succeeded', 'failed', 'cancelled', 'denied', 'expired')
-			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName"`;
+			  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
+			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
 		if (!claimed.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
 

@@ -40,7 +40,7 @@ export async function operatorDecides(
  * the agent so it requests them; denying tells the agent why.
  */
 export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; reason?: string | null }) {
-	const plan = await decidePlan(tx, planId, d.decision, d.operatorId);
+	const plan = await decidePlan(tx, planId, d.decision, d.operatorId, env().NOMOS_APPROVAL_TTL_H);
 	if (!plan) return null;
 	if (d.decision === 'approved') {
 		await openWindow(tx, plan.sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
@@ -48,7 +48,7 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 			tx,
 			plan.sessionId,
 			'plan',
-			`The operator approved the plan "${plan.title}" (${plan.steps.length} steps). Request its steps in order with request_execution, exactly as proposed; each runs without another approval.`,
+			`The operator approved the plan "${plan.title}" (${plan.steps.length} steps). Request its steps in order with request_execution, exactly as proposed; each runs once without another approval (until the approval expires); a step that failed needs a new approval to run again.`,
 			{ planId }
 		);
 	} else {

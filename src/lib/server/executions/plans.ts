@@ -25,10 +25,11 @@ export type PlanRow = {
 	createdAt: string;
 	decidedAt: string | null;
 	decidedBy: string | null;
+	expiresAt: string | null;
 };
 
 const columns = (sql: Sql | TransactionSql) =>
-	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy"`;
+	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt"`;
 
 export async function getPlan(sql: Sql | TransactionSql, id: string): Promise<PlanRow | null> {
 	const [row] = await sql<PlanRow[]>`select ${columns(sql)} from plans where id = ${id}`;
@@ -66,13 +67,15 @@ export async function insertPlan(tx: TransactionSql, sessionId: string, title: s
 }
 
 /**
- * Finds an approved, not yet used plan step of the session with exactly this hash and marks it
- * used by the execution. Returns who approved the plan, or null (then it needs its own approval).
+ * Finds an approved, unexpired, not yet used plan step of the session with exactly this hash and
+ * marks it used by the execution. A step is used once per decision: whatever its execution's
+ * outcome (failed, interrupted), running it again needs a new approval. Returns who approved
+ * the plan, or null (then it needs its own approval).
  */
 export async function consumePlanStep(tx: TransactionSql, sessionId: string, hash: string, executionId: string): Promise<{ planId: string; decidedBy: string | null } | null> {
 	const plans = await tx<PlanRow[]>`
 		select ${columns(tx)} from plans
-		where session_id = ${sessionId} and status = 'approved'
+		where session_id = ${sessionId} and status = 'approved' and (expires_at is null or expires_at > now())
 		  and steps @> ${JSON.stringify([{ hash, executionId: null }])}::text::jsonb
 		order by decided_at desc limit 1 for update`;
 	const plan = plans[0];
@@ -86,24 +89,12 @@ export async function consumePlanStep(tx: TransactionSql, sessionId: string, has
 }
 
 /** Approves or denies a proposed plan with one conditional update. */
-export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string): Promise<PlanRow | null> {
+export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string, ttlHours: number): Promise<PlanRow | null> {
 	const [row] = await tx<PlanRow[]>`
-		update plans set status = ${decision}, decided_at = now(), decided_by = ${operatorId}
+		update plans set status = ${decision}, decided_at = now(), decided_by = ${operatorId},
+			expires_at = case when ${decision} = 'approved' then now() + make_interval(secs => ${ttlHours * 3600}) end
 		where id = ${id} and status = 'proposed' returning ${columns(tx)}`;
 	if (!row) return null;
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
 	return row;
-}
-
-/**
- * A plan step whose execution failed may be requested again (e.g. after the agent fixed the
- * cause); the loop guard in the continuation stops endless repeats.
- */
-export async function releasePlanStep(tx: TransactionSql, planId: string, executionId: string): Promise<void> {
-	const plan = await getPlan(tx, planId);
-	if (!plan) return;
-	const steps = plan.steps.map((s) => (s.executionId === executionId ? { ...s, executionId: null } : s));
-	if (steps.every((s, i) => s.executionId === plan.steps[i].executionId)) return;
-	await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${planId}`;
-	await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId } });
 }

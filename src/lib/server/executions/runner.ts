@@ -6,6 +6,7 @@ import { ACTIONS, isActionName, type Precondition } from '../proxmox/actions';
 import { hub } from '../realtime/hub';
 import { connect, execArgv } from '../ssh/client';
 import { toCommand } from '../ssh/quote';
+import { recordLeftovers } from './leftovers';
 import { executionHash } from './prepare';
 import { claimExecution, finishExecution, heartbeat, saveSteps, type ExecutionRow } from './store';
 
@@ -23,10 +24,15 @@ const storable = (s: string) =>
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
 class Failure extends Error {}
+/** Stopped part-way: the mutation may have partly run (worker, link or operator stopped it mid-step). */
+class Interrupted extends Error {}
+/** Stopped before anything ran. */
+class Cancelled extends Error {}
 
 /** The container status read right before running: the world may have changed since approval. */
-async function checkPrecondition(client: Client, p: Precondition): Promise<string | null> {
-	const r = await execArgv(client, ['pct', 'status', p.vmid], { timeoutMs: 30_000 });
+async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal): Promise<string | null> {
+	const r = await execArgv(client, ['pct', 'status', p.vmid], { timeoutMs: 30_000, signal });
+	if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
 	const exists = r.exitCode === 0;
 	const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
 	if (p.kind === 'ct-absent') return exists ? `CT ${p.vmid} already exists now (it did not when this was approved)` : null;
@@ -53,9 +59,14 @@ export async function runExecution(id: string): Promise<void> {
 	const beat = setInterval(() => {
 		void heartbeat(sql(), id, LEASE_SECONDS).then((held) => held || cancel.abort(), () => undefined);
 	}, HEARTBEAT_MS);
+	let cancelledByOperator = false;
 	const off = events.onEvent((ev) => {
-		if (ev.type === 'execution.cancel' && ev.payload.executionId === id) cancel.abort();
+		if (ev.type === 'execution.cancel' && ev.payload.executionId === id) {
+			cancelledByOperator = true;
+			cancel.abort();
+		}
 	});
+	const mutation = e.classification !== 'read_only';
 	const steps: ExecutionStep[] = [];
 	let client: Client | undefined;
 	try {
@@ -67,11 +78,14 @@ export async function runExecution(id: string): Promise<void> {
 		});
 		const def = ACTIONS[e.action as keyof typeof ACTIONS];
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
-			const stale = await checkPrecondition(client, p);
+			const stale = await checkPrecondition(client, p, cancel.signal);
 			if (stale) throw new Failure(`not run: ${stale}`);
 		}
 		for (const [index, s] of planned.entries()) {
-			if (cancel.signal.aborted) break;
+			if (cancel.signal.aborted) {
+				if (index === 0) throw new Cancelled('cancelled by the operator before anything ran');
+				throw new Interrupted(`cancelled by the operator after ${planned[index - 1].label}; the remaining steps did not run`);
+			}
 			const step: ExecutionStep = { index, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '' };
 			steps.push(step);
 			await saveSteps(sql(), e, steps);
@@ -86,7 +100,7 @@ export async function runExecution(id: string): Promise<void> {
 					void saveSteps(sql(), e, steps).catch(() => undefined);
 				}, STEP_FLUSH_MS);
 			};
-			const r = await execArgv(client, s.argv, {
+			const r = await execArgv(client!, s.argv, {
 				timeoutMs: s.timeoutMs,
 				signal: cancel.signal,
 				onStdout: (c) => ((out = (out + c).slice(-65_536)), flushSoon()),
@@ -101,16 +115,20 @@ export async function runExecution(id: string): Promise<void> {
 				stderrTail: tail(r.stderr)
 			});
 			await saveSteps(sql(), e, steps);
-			if (r.aborted) break;
+			if (r.aborted) {
+				const who = cancelledByOperator ? 'cancelled by the operator' : 'stopped (this worker lost its lease)';
+				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running`);
+				throw new Interrupted(`${who} while ${s.label} was running; it may have partly run`);
+			}
+			if (r.exitCode === null && r.signal === null && !r.timedOut) {
+				const why = `the SSH connection dropped while ${s.label} was running`;
+				throw mutation ? new Interrupted(`${why}; it may have partly run`) : new Failure(why);
+			}
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped`);
 			if (r.exitCode !== 0) {
 				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
 				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
 			}
-		}
-		if (cancel.signal.aborted) {
-			await finishExecution(sql(), id, { status: 'cancelled', result: null, error: 'cancelled by the operator', steps });
-			return;
 		}
 		const last = steps[steps.length - 1];
 		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
@@ -122,9 +140,17 @@ export async function runExecution(id: string): Promise<void> {
 			refreshHost: def.changesInventory ? e.hostName : null
 		});
 	} catch (err) {
-		const message = err instanceof Failure ? err.message : `internal error: ${(err as Error).message}`;
-		const ok = await finishExecution(sql(), id, { status: 'failed', result: null, error: message, steps, refreshHost: null }).catch(() => false);
-		if (!ok && !(err instanceof Failure)) throw err;
+		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
+		const status = err instanceof Interrupted ? 'interrupted' : err instanceof Cancelled ? 'cancelled' : 'failed';
+		const message = known ? (err as Error).message : `internal error: ${(err as Error).message}`;
+		client?.end();
+		client = undefined;
+		const touched = steps.length > 0;
+		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
+		// Then (the outcome is already on screen) read back what it left on its target; not for a
+		// precondition refusal or a cancel before anything ran: nothing was touched.
+		if (ok && touched && mutation) await recordLeftovers(e).catch(() => undefined);
+		if (!ok && !known) throw err;
 	} finally {
 		clearInterval(beat);
 		off();

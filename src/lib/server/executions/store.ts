@@ -4,7 +4,6 @@ import { emitEvent } from '../db/queries/events';
 import type { Classification, ExecutionStatus, ExecutionStep } from '../db/schema';
 import { enqueueJob } from '../jobs/enqueue';
 import type { PreparedExecution } from './prepare';
-import { releasePlanStep } from './plans';
 import type { AssentCandidate } from './typed-assent';
 
 export type ExecutionRow = {
@@ -29,10 +28,12 @@ export type ExecutionRow = {
 	approvedAt: string | null;
 	startedAt: string | null;
 	finishedAt: string | null;
+	cancelRequestedAt: string | null;
+	leftovers: string | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 };
 
-export const TERMINAL: ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'denied', 'expired'];
+export const TERMINAL: ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired'];
 export const RUN_TASK = 'executions__run';
 
 const columns = (sql: Sql | TransactionSql) => sql`
@@ -41,6 +42,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
+	e.cancel_requested_at as "cancelRequestedAt", e.leftovers,
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by), 'decidedAt', a.decided_at)
 	 from approvals a where a.execution_id = e.id) as decision`;
@@ -166,11 +168,18 @@ export async function saveSteps(sql: Sql, e: { id: string; requestedBySession: s
 export async function finishExecution(
 	sql: Sql,
 	id: string,
-	r: { status: 'succeeded' | 'failed' | 'cancelled'; result: string | null; error: string | null; steps: ExecutionStep[]; refreshHost?: string | null }
+	r: {
+		status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+		result: string | null;
+		error: string | null;
+		steps: ExecutionStep[];
+		refreshHost?: string | null;
+		leftovers?: string | null;
+	}
 ): Promise<boolean> {
 	return sql.begin(async (tx) => {
 		const rows = await tx`
-			update executions set status = ${r.status}, result = ${r.result}, error = ${r.error},
+			update executions set status = ${r.status}, result = ${r.result}, error = ${r.error}, leftovers = ${r.leftovers ?? null},
 				steps = ${JSON.stringify(r.steps)}::text::jsonb, finished_at = now(), lease_until = null
 			where id = ${id} and status = 'running' returning id`;
 		if (!rows.length) return false;
@@ -186,7 +195,6 @@ export async function finishExecution(
  */
 export async function onTerminal(tx: TransactionSql, id: string): Promise<void> {
 	const e = (await getExecution(tx, id))!;
-	if (e.planId && e.status === 'failed') await releasePlanStep(tx, e.planId, e.id);
 	await announce(tx, e, 'execution.updated', { terminal: e.status });
 	const links = await tx<{ sessionId: string }[]>`select session_id as "sessionId" from execution_sessions where execution_id = ${id}`;
 	for (const l of links) {
@@ -198,11 +206,15 @@ export async function onTerminal(tx: TransactionSql, id: string): Promise<void> 
 	}
 }
 
-/** Fails running executions whose worker stopped heartbeating, and expires stale approvals. */
+/**
+ * Marks running executions whose worker stopped heartbeating as interrupted (they may have
+ * partly run; the continuation reads their target back), and expires stale approvals.
+ */
 export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }> {
 	return sql.begin(async (tx) => {
 		const lost = await tx<{ id: string }[]>`
-			update executions set status = 'failed', error = 'worker lost: no heartbeat for 60 s (the process running it stopped)',
+			update executions set status = 'interrupted',
+				error = 'worker lost: the process running it stopped (no heartbeat for 60 s); it may have partly run',
 				finished_at = now(), lease_until = null
 			where status = 'running' and lease_until < now() returning id`;
 		const expired = await tx<{ id: string }[]>`
@@ -247,4 +259,38 @@ export async function listAssentCandidates(tx: TransactionSql, sessionId: string
 			and e.id::text in (select id from requested)
 			and e.id = any(${shownIds}::uuid[])
 		order by e.created_at`;
+}
+
+/** Records what a finished mutation left on its target, read back after the fact. */
+export async function setLeftovers(tx: TransactionSql, id: string, leftovers: string): Promise<void> {
+	await tx`update executions set leftovers = ${leftovers} where id = ${id} and leftovers is null`;
+	await announce(tx, { id, requestedBySession: (await getExecution(tx, id))?.requestedBySession ?? null });
+}
+
+/** Asks for a running execution to be cancelled: marks it (the card says "cancelling…") and tells its runner. */
+export async function requestCancel(tx: TransactionSql, id: string, by: string): Promise<'requested' | 'withdrawn' | { status: ExecutionStatus } | null> {
+	const withdrawn = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
+		where id = ${id} and status = 'approved' returning id`;
+	if (withdrawn.length) {
+		await onTerminal(tx, id);
+		return 'withdrawn';
+	}
+	// Read after the update (and lock the row): a worker may have claimed it in between.
+	const [cur] = await tx<{ status: ExecutionStatus; sessionId: string | null }[]>`
+		select status, requested_by_session as "sessionId" from executions where id = ${id} for update`;
+	if (!cur) return null;
+	if (cur.status !== 'running') return { status: cur.status };
+	await tx`update executions set cancel_requested_at = coalesce(cancel_requested_at, now()) where id = ${id}`;
+	await announce(tx, { id, requestedBySession: cur.sessionId });
+	await emitEvent(tx, { sessionId: cur.sessionId, type: 'execution.cancel', payload: { executionId: id, by } });
+	return 'requested';
+}
+
+/** Finished, not yet continued mutations of a session that touched their target and whose leftovers are unknown. */
+export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<ExecutionRow[]> {
+	return sql<ExecutionRow[]>`
+		select ${columns(sql)} from executions e
+		join execution_sessions l on l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
+		where e.status in ('failed', 'cancelled', 'interrupted') and e.classification <> 'read_only'
+			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }

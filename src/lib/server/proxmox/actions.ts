@@ -154,6 +154,16 @@ export const ACTIONS = {
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} started`
 	}),
+	pct_unlock: def({
+		classification: 'config_mutation',
+		description: "remove a container's lock (e.g. 'create' left by an interrupted pct create) so it can be destroyed or started",
+		scope: 'ct',
+		params: ctParams,
+		steps: (_p, { vmid }) => [{ label: 'pct unlock', argv: ['pct', 'unlock', vmid!], timeoutMs: 1 * MIN }],
+		preconditions: (_p, { vmid }) => [{ kind: 'ct-exists', vmid: vmid! }],
+		changesInventory: true,
+		summary: (_p, { vmid }) => `CT ${vmid} unlocked`
+	}),
 	pct_stop: def({
 		classification: 'config_mutation',
 		description: 'stop a running container (hard stop)',

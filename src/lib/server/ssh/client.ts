@@ -138,6 +138,9 @@ export interface ExecOptions {
 	maxOutput?: number;
 }
 
+/** How long a stopped command may take to confirm before execArgv returns anyway. */
+const STOP_GRACE_MS = 1_000;
+
 /**
  * Runs one argv on a connected host. The argv is quoted by `toCommand`, never interpolated.
  * On timeout or abort the channel is closed (the remote command is signalled and stopped).
@@ -159,6 +162,20 @@ export function execArgv(client: Client, argv: readonly string[], opts: ExecOpti
 			let signal: string | null = null;
 			let timedOut = false;
 			let aborted = false;
+			let settled = false;
+			let graceTimer: NodeJS.Timeout | undefined;
+			const finish = () => {
+				if (settled) return;
+				settled = true;
+				onOut(outDecoder.end());
+				onErr(errDecoder.end());
+				clearTimeout(timer);
+				clearTimeout(graceTimer);
+				opts.signal?.removeEventListener('abort', onAbort);
+				resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted });
+			};
+			// Signal the remote process and close the channel; a host that does not confirm the
+			// close (a hung command, a dead link) still lets go of us within STOP_GRACE_MS.
 			const stop = () => {
 				try {
 					stream.signal('KILL');
@@ -166,6 +183,7 @@ export function execArgv(client: Client, argv: readonly string[], opts: ExecOpti
 					/* channel may be closed already */
 				}
 				stream.close();
+				graceTimer ??= setTimeout(finish, STOP_GRACE_MS);
 			};
 			const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), opts.timeoutMs) : undefined;
 			const onAbort = () => ((aborted = true), stop());
@@ -190,13 +208,7 @@ export function execArgv(client: Client, argv: readonly string[], opts: ExecOpti
 				exitCode = code ?? null;
 				signal = sig ?? null;
 			});
-			stream.on('close', () => {
-				onOut(outDecoder.end());
-				onErr(errDecoder.end());
-				clearTimeout(timer);
-				opts.signal?.removeEventListener('abort', onAbort);
-				resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted });
-			});
+			stream.on('close', finish);
 		});
 	});
 }

@@ -103,7 +103,7 @@ export async function pct(ctx, args) {
 	const [cmd, ...rest] = args;
 	if (cmd === 'create') return pctCreate(ctx, rest);
 	if (cmd === 'list') return list(ctx);
-	const known = ['status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull'];
+	const known = ['status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull', 'unlock'];
 	if (!cmd || !known.includes(cmd)) {
 		fail(`ERROR: unknown command 'pct${cmd ? ` ${cmd}` : ''}'\nUSAGE: pct <COMMAND> [ARGS] [OPTIONS]`);
 	}
@@ -124,6 +124,11 @@ export async function pct(ctx, args) {
 			if (ct.status !== 'running') fail(`CT ${ct.vmid} not running`);
 			return setRunning(ctx, ct, true);
 		case 'destroy': return destroy(ctx, ct, opts);
+		case 'unlock': {
+			// Like Proxmox: removes the lock whatever it was; silent and exit 0.
+			const { lock: _lock, ...rest } = ct;
+			return saveCt(ctx, rest);
+		}
 		case 'exec': return exec(ctx, ct, extra ?? positional.slice(1));
 		case 'set': return set(ctx, ct, opts);
 		case 'push': return transfer(ctx, ct, positional[1], positional[2], true);

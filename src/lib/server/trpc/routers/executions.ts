@@ -2,11 +2,10 @@ import { TRPCError } from '@trpc/server';
 import { decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
-import { emitEvent } from '$lib/server/db/queries/events';
 import { activeWindow, revokeWindow } from '$lib/server/executions/assent';
 import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
 import { requestExecution } from '$lib/server/executions/request';
-import { getExecution, listRecentExecutions, onTerminal } from '$lib/server/executions/store';
+import { getExecution, listRecentExecutions, requestCancel } from '$lib/server/executions/store';
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { operatorProcedure, router } from '../t';
 
@@ -30,24 +29,12 @@ export const executionsRouter = router({
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
 	cancel: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
 		return sql().begin(async (tx) => {
-			const withdrawn = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
-				where id = ${input.executionId} and status = 'approved' returning id`;
-			const audit = () =>
-				recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: 'button', subjectType: 'execution', subjectId: input.executionId });
-			if (withdrawn.length) {
-				await audit();
-				await onTerminal(tx, input.executionId);
-				return { ok: true };
+			const r = await requestCancel(tx, input.executionId, ctx.user.id);
+			if (r === null) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+			if (typeof r === 'object') {
+				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${r.status}; only approved or running ones can be cancelled.` });
 			}
-			// Read after the update (and lock the row): a worker may have claimed it in between.
-			const [cur] = await tx<{ status: string; sessionId: string | null }[]>`
-				select status, requested_by_session as "sessionId" from executions where id = ${input.executionId} for update`;
-			if (!cur) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
-			if (cur.status !== 'running') {
-				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${cur.status}; only approved or running ones can be cancelled.` });
-			}
-			await audit();
-			await emitEvent(tx, { sessionId: cur.sessionId, type: 'execution.cancel', payload: { executionId: input.executionId, by: ctx.user.id } });
+			await recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: 'button', subjectType: 'execution', subjectId: input.executionId, detail: { how: r } });
 			return { ok: true };
 		});
 	}),
@@ -56,8 +43,8 @@ export const executionsRouter = router({
 	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
 		const e = await getExecution(sql(), input.executionId);
 		if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
-		if (!['failed', 'cancelled', 'expired'].includes(e.status)) {
-			throw new TRPCError({ code: 'CONFLICT', message: `Only failed, cancelled or expired executions can be retried (this one is ${e.status}).` });
+		if (!['failed', 'cancelled', 'interrupted', 'expired'].includes(e.status)) {
+			throw new TRPCError({ code: 'CONFLICT', message: `Only failed, cancelled, interrupted or expired executions can be retried (this one is ${e.status}).` });
 		}
 		const r = await requestExecution(e.requestedBySession, { target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` }, { retryOf: e.id });
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });

@@ -1,0 +1,43 @@
+// What the operator sees when a mutation is cancelled mid-step: "cancelling…" at once, then
+// interrupted with what it left on the host, and the agent told to look before acting.
+import { llmControl } from '../doubles/llm/client';
+import { setFaultIn } from '../doubles/proxmox/state';
+import { login, test, expect } from './harness/fixtures';
+
+const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+
+test('Cancel during a hung pct create: cancelling at once, interrupted in seconds, leftovers shown and told to the agent', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.reset();
+	const create = { vmid: '151', hostname: 'hangs', template: TEMPLATE, cores: 1, memory: 512, disk: 4, storage: 'local-lvm' };
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'strong', action: 'pct_create', params: create, reason: 'a scratch CT' } }] },
+		{ text: 'Waiting for your approval.' },
+		{ toolCalls: [{ name: 'get_lxc_state', args: { name: 'strong/151' } }] },
+		{ text: 'The create was interrupted: CT 151 exists, stopped and locked. I can unlock and destroy it if you approve.' }
+	);
+	await setFaultIn(env.proxmox.stateDir, 'create', 'hang');
+	try {
+		await login(page, env.admin);
+		await page.getByTestId('composer-input').fill('make me a scratch container');
+		await page.getByTestId('send').click();
+		const card = page.getByTestId('execution-card');
+		await card.getByTestId('approve').click();
+		await expect(card).toHaveAttribute('data-status', 'running', { timeout: 20_000 });
+		await expect(card.getByTestId('execution-step').first()).toContainText('pct create 151');
+		await card.getByTestId('cancel-execution').click();
+		await expect(card.getByTestId('status-pill')).toHaveText('cancelling', { timeout: 1_000 });
+		await expect(card).toHaveAttribute('data-status', 'interrupted', { timeout: 3_000 });
+		await expect(card.getByTestId('execution-interrupted')).toContainText('may have partly run');
+		await expect(card.getByTestId('execution-leftovers')).toHaveText('Left behind: CT 151 exists on strong, stopped, locked: create');
+		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 151 exists, stopped and locked', { timeout: 20_000 });
+		await page.screenshot({ path: 'test-results/truth-interrupted.png', fullPage: true });
+		const reqs = await llm.requests();
+		const told = JSON.stringify(reqs[2].body);
+		expect(told).toContain('interrupted: cancelled by the operator while pct create');
+		expect(told).toContain('Left behind: CT 151 exists on strong, stopped, locked: create');
+	} finally {
+		await setFaultIn(env.proxmox.stateDir, 'create', null);
+	}
+	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+});
