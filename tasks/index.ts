@@ -4,6 +4,7 @@ import { agent__run_turn } from './agent__run_turn';
 import { agent__continue_session } from './agent__continue_session';
 import { executions__run } from './executions__run';
 import { executions__sweep } from './executions__sweep';
+import { events__prune } from './events__prune';
 
 /** Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). */
 export const taskList: TaskList = {
@@ -11,7 +12,8 @@ export const taskList: TaskList = {
 	agent__run_turn,
 	agent__continue_session,
 	executions__run,
-	executions__sweep
+	executions__sweep,
+	events__prune
 };
 
 /**
@@ -19,5 +21,7 @@ export const taskList: TaskList = {
  * most one runs and one waits, however long a sync takes.
  */
 export function crontab(opts: { inventorySync: boolean }): string {
-	return [opts.inventorySync ? '* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory' : ''].filter(Boolean).join('\n');
+	return [opts.inventorySync ? '* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory' : '', '17 * * * * events__prune ?jobKey=events__prune']
+		.filter(Boolean)
+		.join('\n');
 }

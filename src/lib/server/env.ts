@@ -66,6 +66,8 @@ export const envSchema = z.object({
 	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
+	/** Events (the live-update log) older than this are pruned hourly. */
+	NOMOS_EVENTS_RETENTION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(14)),
 	/** The longest a username or address is made to wait after repeated failed sign-ins. */
 	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
 	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */

@@ -21,7 +21,8 @@ export class LiveEvents {
 	#handlers = new Map<string, Set<Handler>>();
 	#any = new Set<Handler>();
 	#lastId = 0;
-	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed'>('connecting');
+	/** `stale`: the server no longer has the events this page missed; only a reload shows the truth. */
+	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed' | 'stale'>('connecting');
 
 	constructor(
 		private url: string,
@@ -48,6 +49,11 @@ export class LiveEvents {
 			} else this.status = 'reconnecting';
 		};
 		source.onmessage = (m) => this.#dispatch(m);
+		source.addEventListener('stream.reset', () => {
+			source.close();
+			this.#source = null;
+			this.status = 'stale';
+		});
 		for (const type of this.#handlers.keys()) source.addEventListener(type, (m) => this.#dispatch(m as MessageEvent));
 		return this;
 	}
@@ -73,7 +79,7 @@ export class LiveEvents {
 	close(): void {
 		this.#source?.close();
 		this.#source = null;
-		this.status = 'closed';
+		if (this.status !== 'stale') this.status = 'closed';
 	}
 
 	#dispatch(m: MessageEvent): void {

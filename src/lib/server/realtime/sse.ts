@@ -1,5 +1,5 @@
 import type { Sql } from '../db/index';
-import { listEventsAfter, type EventRow } from '../db/queries/events';
+import { listEventsAfter, prunedThrough, type EventRow } from '../db/queries/events';
 import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
 
@@ -17,6 +17,9 @@ export interface StreamScope {
 export function ownerScope(locals: { user: { id: string } | null; sessionToken: string | null }): StreamScope {
 	return locals.user && locals.sessionToken ? { operatorId: locals.user.id, tokenHash: sessionTokenHash(locals.sessionToken) } : {};
 }
+
+/** Sent instead of a replay that would have a gap (the events were pruned): the client reloads. */
+export const RESET = 'stream.reset';
 
 /** Revocations are never sent to clients; they end the streams of the operator they name. */
 const REVOKED = 'auth.revoked';
@@ -112,6 +115,11 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 		// a reconnect or a fresh page) gets everything newer from the hub, so no replay query.
 		if (lastSent < hub.lastId) {
 			try {
+				// Older than what is kept: replaying would leave a gap, so the client reloads instead.
+				if (lastSent > 0 && lastSent < (await prunedThrough(sql))) {
+					write(`event: ${RESET}\ndata: {"reason":"events older than the retained range"}\n\n`);
+					return close();
+				}
 				let batch: EventRow[];
 				do {
 					batch = await listEventsAfter(sql, lastSent, {

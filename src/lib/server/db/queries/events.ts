@@ -65,3 +65,39 @@ export async function latestEventId(sql: Sql): Promise<number> {
 	const [row] = await sql<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from events`;
 	return row.id;
 }
+
+const PRUNED_KEY = 'events.pruned_through';
+
+/** The highest event id pruning has removed (0 when nothing was): a cursor below it has a gap. */
+export async function prunedThrough(sql: Sql): Promise<number> {
+	const [row] = await sql<{ id: number }[]>`select coalesce((value->>'id')::float8, 0) as id from settings where key = ${PRUNED_KEY}`;
+	return row?.id ?? 0;
+}
+
+/**
+ * Deletes events older than `days`, oldest first, `batch` ids at a time (short transactions,
+ * no long lock on the table), and records the highest id removed. Returns how many went.
+ */
+export async function pruneEvents(sql: Sql, days: number, batch = 5000): Promise<number> {
+	let total = 0;
+	for (;;) {
+		const n = await sql.begin(async (tx) => {
+			const [r] = await tx<{ n: number; top: number | null }[]>`
+				with doomed as (
+					select id from events where created_at < now() - make_interval(days => ${days}) order by id limit ${batch}
+				), gone as (
+					delete from events where id in (select id from doomed) returning id
+				)
+				select count(*)::int as n, max(id)::float8 as top from gone`;
+			if (r.top !== null) {
+				await tx`
+					insert into settings (key, value) values (${PRUNED_KEY}, ${JSON.stringify({ id: r.top })}::text::jsonb)
+					on conflict (key) do update set value = excluded.value, updated_at = now()
+					where (settings.value->>'id')::float8 < ${r.top}`;
+			}
+			return r.n;
+		});
+		total += n as number;
+		if ((n as number) < batch) return total;
+	}
+}
