@@ -22,15 +22,18 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 		await page.getByTestId('composer-input').fill('make me a scratch container');
 		await page.getByTestId('send').click();
 		const card = page.getByTestId('execution-card');
+		await expect(page.getByTestId('session-state')).toHaveText('Waiting for your approval (1)');
 		await card.getByTestId('approve').click();
 		await expect(card).toHaveAttribute('data-status', 'running', { timeout: 20_000 });
 		await expect(card.getByTestId('execution-step').first()).toContainText('pct create 151');
+		await expect(page.getByTestId('session-state')).toHaveText('Running pct_create on host:strong…');
 		await card.getByTestId('cancel-execution').click();
 		await expect(card.getByTestId('status-pill')).toHaveText('cancelling', { timeout: 1_000 });
 		await expect(card).toHaveAttribute('data-status', 'interrupted', { timeout: 3_000 });
 		await expect(card.getByTestId('execution-interrupted')).toContainText('may have partly run');
 		await expect(card.getByTestId('execution-leftovers')).toHaveText('Left behind: CT 151 exists on strong, stopped, locked: create');
 		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 151 exists, stopped and locked', { timeout: 20_000 });
+		await expect(page.getByTestId('session-state')).toHaveText('Idle');
 		await page.screenshot({ path: 'test-results/truth-interrupted.png', fullPage: true });
 		const reqs = await llm.requests();
 		const told = JSON.stringify(reqs[2].body);
@@ -40,4 +43,19 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 		await setFaultIn(env.proxmox.stateDir, 'create', null);
 	}
 	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+});
+
+test('when no worker is alive the chat and Ops pages say so, live, and stop saying it when one is back', async ({ page, env, sql }) => {
+	await login(page, env.admin);
+	await page.goto('/ops');
+	await expect(page.getByTestId('ops-page')).toBeVisible();
+	await expect(page.getByTestId('no-worker')).toHaveCount(0);
+	// As if the only worker process had died: its heartbeat is old, and the web process's check
+	// said so (it emits workers.changed). The in-process worker's next beat (every 10 s) revives it.
+	await sql`update worker_processes set beat_at = now() - interval '1 hour'`;
+	await sql`insert into events (type, payload) values ('workers.changed', '{"alive":0}'::jsonb)`;
+	await expect(page.getByTestId('no-worker')).toBeVisible({ timeout: 20_000 });
+	await expect(page.getByTestId('no-worker')).toContainText('npm run worker');
+	await page.screenshot({ path: 'test-results/truth-no-worker.png', fullPage: true });
+	await expect(page.getByTestId('no-worker')).toHaveCount(0, { timeout: 40_000 });
 });

@@ -10,6 +10,7 @@ import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { enqueueJob } from './jobs/enqueue';
+import { watchWorkerPresence } from './jobs/presence';
 import { taskList, crontab } from '../../../tasks/index';
 import { scheduleSweep } from '../../../tasks/executions__sweep';
 
@@ -95,6 +96,7 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 		log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
 		await scheduleSweep();
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
+	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory' });
@@ -112,6 +114,7 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 		shutdown() {
 			stopping ??= (async () => {
 				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log(`shutdown: ${e}`));
+				stopPresence();
 				await worker?.stop();
 				await hub.stop();
 				setHub(undefined);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import pg from 'pg';
 import postgres from 'postgres';
 import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { emitEventNow } from '../db/queries/events';
 import { beatWorkerProcess, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
 
 const BEAT_MS = 10_000;
@@ -57,10 +58,12 @@ export async function startWorker(opts: {
 		preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } }
 	});
 	let processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
+	await emitEventNow(beatSql, { type: 'workers.changed', payload: { started: processId } });
 	const beat = setInterval(() => {
 		void beatWorkerProcess(beatSql, processId)
-			.then(async (alive) => {
-				if (!alive) processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
+			.then(async (beat) => {
+				if (beat === 'gone') processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
+				if (beat !== 'alive') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: processId } });
 			})
 			.catch((e: Error) => console.error(`[nomos] worker heartbeat: ${e.message}`));
 	}, BEAT_MS);
@@ -74,6 +77,7 @@ export async function startWorker(opts: {
 				await runner.promise.catch(() => undefined);
 				await pool.end();
 				await unregisterWorkerProcess(beatSql, processId).catch(() => undefined);
+				await emitEventNow(beatSql, { type: 'workers.changed', payload: { stopped: processId } }).catch(() => undefined);
 				await beatSql.end({ timeout: 5 });
 			})();
 			return stopping;

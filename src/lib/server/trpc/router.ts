@@ -5,6 +5,7 @@ import { chatRouter } from './routers/chat';
 import { executionsRouter } from './routers/executions';
 import { questionsRouter } from './routers/questions';
 import { operatorsRouter } from './routers/operators';
+import { systemRouter } from './routers/system';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -12,7 +13,8 @@ export const appRouter = router({
 	chat: chatRouter,
 	executions: executionsRouter,
 	questions: questionsRouter,
-	operators: operatorsRouter
+	operators: operatorsRouter,
+	system: systemRouter
 });
 
 export type AppRouter = typeof appRouter;

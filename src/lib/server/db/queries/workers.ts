@@ -10,10 +10,18 @@ export async function registerWorkerProcess(sql: Sql, p: { hostname: string; pid
 	return row.id;
 }
 
-/** Proof of life; false when the row is gone (then register again). */
-export async function beatWorkerProcess(sql: Sql, id: string): Promise<boolean> {
-	const rows = await sql`update worker_processes set beat_at = now() where id = ${id} returning id`;
-	return rows.length > 0;
+/**
+ * Proof of life: 'gone' when the row was removed (register again), 'revived' when the process
+ * had been taken for dead (a long pause, a DB outage), else 'alive'.
+ */
+export async function beatWorkerProcess(sql: Sql, id: string): Promise<'alive' | 'revived' | 'gone'> {
+	const [row] = await sql<{ revived: boolean }[]>`
+		update worker_processes w set beat_at = now()
+		from (select beat_at from worker_processes where id = ${id}) before
+		where w.id = ${id}
+		returning before.beat_at < now() - make_interval(secs => ${WORKER_DEAD_AFTER_S}) as revived`;
+	if (!row) return 'gone';
+	return row.revived ? 'revived' : 'alive';
 }
 
 export async function unregisterWorkerProcess(sql: Sql, id: string): Promise<void> {

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { sessionState } from '../../src/lib/components/chat/session-state';
+import type { ChatMessage } from '../../src/lib/chat-types';
+
+const msg = (m: Partial<ChatMessage>): ChatMessage => ({ id: 'x', sessionId: 's', seq: 1, role: 'assistant', parts: [], status: 'complete', origin: 'chat', error: null, rev: 0, ...m }) as ChatMessage;
+const base = { messages: [] as ChatMessage[], executions: [] as Array<{ status: string; action: string; target: string }>, openQuestion: false, noWorker: false };
+
+describe('the session state in the chat header', () => {
+	it('names what the operator must do first, then the work in progress, then the outcome', () => {
+		expect(sessionState(base)).toEqual({ kind: 'idle', text: 'Idle' });
+		expect(sessionState({ ...base, openQuestion: true, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] }).kind).toBe('answer');
+		expect(sessionState({ ...base, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] })).toEqual({ kind: 'approval', text: 'Waiting for your approval (1)' });
+		expect(sessionState({ ...base, executions: [{ status: 'running', action: 'pct_create', target: 'host:strong' }] }).text).toBe('Running pct_create on host:strong…');
+		const streaming = msg({ status: 'streaming', parts: [{ type: 'tool-call', toolCallId: 't', toolName: 'get_lxc_state', input: { name: 'caddy' }, state: 'running' }] });
+		expect(sessionState({ ...base, messages: [streaming] }).text).toBe('Running get_lxc_state (caddy)…');
+		expect(sessionState({ ...base, messages: [msg({ status: 'streaming' })] }).text).toBe('Thinking…');
+		expect(sessionState({ ...base, messages: [msg({ status: 'error', error: 'the model server answered HTTP 500' })] }).kind).toBe('failed');
+	});
+
+	it('says when nothing can run because no worker is alive', () => {
+		const queued = msg({ role: 'user', status: 'queued' });
+		expect(sessionState({ ...base, messages: [queued], noWorker: true })).toEqual({ kind: 'no-worker', text: 'Queued, waiting for a worker' });
+		expect(sessionState({ ...base, messages: [queued] }).kind).toBe('queued');
+		expect(sessionState({ ...base, noWorker: true, executions: [{ status: 'approved', action: 'pct_start', target: 'lxc:strong/1' }] }).text).toBe('Approved, waiting for a worker');
+	});
+});
