@@ -26,6 +26,7 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	apt_upgrade: { target: 'strong/100', params: {} },
 	pct_create: { target: 'strong', params: { hostname: 'typetype', template: DEBIAN } },
 	pct_start: { target: 'strong/101', params: {} },
+	pct_unlock: { target: 'strong/101', params: {} },
 	pct_stop: { target: 'strong/100', params: {} },
 	pct_destroy: { target: 'strong/101', params: {} }
 };

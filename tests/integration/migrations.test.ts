@@ -22,7 +22,8 @@ const EXPECTED_TABLES = [
 	'plans',
 	'session_questions',
 	'settings',
-	'tasks'
+	'tasks',
+	'worker_processes'
 ];
 
 async function tables(url: string): Promise<string[]> {

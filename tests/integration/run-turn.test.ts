@@ -49,17 +49,19 @@ describe('the turn runner', () => {
 		expect(body.messages.at(-1)).toMatchObject({ role: 'user', content: 'hello' });
 	});
 
-	it('retries once on an empty completion, then says what went wrong', async () => {
+	it('retries an empty completion twice, then says what went wrong', async () => {
 		const sessionId = await newSession('anything');
-		llm.push({ fault: 'empty' }, { fault: 'empty' });
+		llm.push({ fault: 'empty' }, { fault: 'empty' }, { fault: 'empty' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('error');
-		expect(llm.requests).toHaveLength(2);
+		expect(llm.requests).toHaveLength(3);
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.status).toBe('error');
-		expect(msg.parts[0]).toMatchObject({ type: 'note', kind: 'retry' });
-		expect(msg.parts[1]).toMatchObject({ type: 'text' });
-		expect((msg.parts[1] as { text: string }).text).toMatch(/returned nothing twice/);
+		expect(msg.parts.slice(0, 2)).toMatchObject([
+			{ type: 'note', kind: 'retry', text: expect.stringMatching(/^An empty reply; retrying \(attempt 2 of 3\)/) },
+			{ type: 'note', kind: 'retry' }
+		]);
+		expect((msg.parts[2] as { text: string }).text).toMatch(/returned nothing 3 times \(an empty reply\)/);
 	});
 
 	it('recovers when the retry answers', async () => {
@@ -69,12 +71,12 @@ describe('the turn runner', () => {
 		expect(r.status).toBe('complete');
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.parts.map((p) => p.type)).toEqual(['note', 'text']);
-		expect((msg.parts[0] as { text: string }).text).toMatch(/HTTP 500/);
+		expect((msg.parts[0] as { text: string }).text).toMatch(/^A server error \(HTTP 500\); retrying/);
 	});
 
-	it('reports HTTP 429 twice as an error message, never a blank one', async () => {
+	it('reports HTTP 429 three times as an error message, never a blank one', async () => {
 		const sessionId = await newSession('anything');
-		llm.push({ fault: 'http429' }, { fault: 'http429' });
+		llm.push({ fault: 'http429' }, { fault: 'http429' }, { fault: 'http429' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('error');
 		const [, msg] = await listMessages(sql(), sessionId);
@@ -82,14 +84,62 @@ describe('the turn runner', () => {
 		expect(JSON.stringify(msg.parts)).toMatch(/rate-limiting/);
 	});
 
-	it('keeps partial output when the stream is cut midway', async () => {
+	it('a stream cut mid-way is retried, keeping what was shown, and the model continues from it', async () => {
 		const sessionId = await newSession('anything');
-		llm.push({ fault: 'cut-midway' });
+		llm.push({ fault: 'cut-midway' }, { text: ' …and that is the rest of it.' });
+		const r = await runTurn({ sessionId, origin: 'chat' });
+		expect(r.status).toBe('complete');
+		const [, msg] = await listMessages(sql(), sessionId);
+		const partial = (msg.parts[0] as { text: string }).text;
+		expect(partial.length).toBeGreaterThan(0);
+		expect(msg.parts[1]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^The connection to the model server dropped mid-reply; retrying/) });
+		expect(msg.parts[2]).toMatchObject({ type: 'text', text: ' …and that is the rest of it.' });
+		// The retry carried the partial answer as the assistant's own words.
+		const sent = llm.requests[1].body!.messages!;
+		expect(sent.at(-1)).toMatchObject({ role: 'assistant' });
+		expect(JSON.stringify(sent.at(-1))).toContain(partial.slice(0, 10));
+		// And the transient note is not replayed to the model on the next turn.
+		llm.push({ text: 'ok' });
+		await runTurn({ sessionId, origin: 'chat' });
+		expect(JSON.stringify(llm.requests[2].body)).not.toContain('retrying');
+	});
+
+	it('keeps partial output when the stream is cut every time', async () => {
+		const sessionId = await newSession('anything');
+		llm.push({ fault: 'cut-midway' }, { fault: 'cut-midway' }, { fault: 'cut-midway' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('error');
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.parts[0].type).toBe('text');
 		expect(msg.parts.at(-1)).toMatchObject({ type: 'note', kind: 'error' });
+		expect(msg.parts.at(-1)).not.toMatchObject({ text: expect.stringContaining('HTTP 200') });
+	});
+
+	it('honours Retry-After on a 429, with a note that says when, and Stop works while it waits', async () => {
+		const sessionId = await newSession('anything');
+		llm.push({ fault: 'http429', retryAfter: 1 }, { text: 'Back.' });
+		const r = await runTurn({ sessionId, origin: 'chat' });
+		expect(r.status).toBe('complete');
+		const gap = llm.requests[1].receivedAt - llm.requests[0].receivedAt;
+		expect(gap).toBeGreaterThanOrEqual(1000);
+		expect(gap).toBeLessThan(5000);
+		const [, msg] = await listMessages(sql(), sessionId);
+		expect(msg.parts[0]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^Rate limited by the model server \(HTTP 429\); retrying in 1 s/), data: { until: expect.any(String) } });
+
+		const s2 = await newSession('again');
+		llm.push({ fault: 'http429', retryAfter: 30 });
+		const ctrl = new AbortController();
+		const started = Date.now();
+		setTimeout(() => ctrl.abort(), 500);
+		const stopped = await runTurn({ sessionId: s2, origin: 'chat', signal: ctrl.signal });
+		expect(stopped.status).toBe('cancelled');
+		expect(Date.now() - started).toBeLessThan(3000);
+		// A Retry-After beyond the bound is capped at 60 s.
+		const { classifyModelError } = await import('../../src/lib/server/agent/model-errors');
+		const { APICallError } = await import('ai');
+		const huge = new APICallError({ message: 'slow down', url: 'x', requestBodyValues: {}, statusCode: 429, responseHeaders: { 'retry-after': '3600' } });
+		expect(classifyModelError(huge).waitMs).toBe(60_000);
+		expect(classifyModelError(new APICallError({ message: 'no', url: 'x', requestBodyValues: {}, statusCode: 400 })).retry).toBe(false);
 	});
 
 	it('a cancelled turn keeps its partial output, marked', async () => {

@@ -54,7 +54,7 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 					ctx.res,
 					429,
 					openAiError('Rate limit reached for requests. (scripted)', 'requests', 'rate_limit_exceeded'),
-					{ 'retry-after': '0', 'retry-after-ms': '0' }
+					{ 'retry-after': String(response.retryAfter ?? 0), 'retry-after-ms': String((response.retryAfter ?? 0) * 1000) }
 				);
 			case 'hang':
 				return ctx.onHang(ctx.res);

@@ -32,6 +32,8 @@ export interface ToolCallsResponse {
 
 export interface FaultResponse {
 	fault: FaultKind;
+	/** For http429: the Retry-After header, in seconds (default 0). */
+	retryAfter?: number;
 }
 
 export type ScriptedResponse = TextResponse | ToolCallsResponse | FaultResponse;
@@ -104,7 +106,7 @@ export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
 		delayMs,
 		argsChunkSize: z.number().int().min(1).optional()
 	}),
-	z.strictObject({ fault: z.enum(faultKinds) })
+	z.strictObject({ fault: z.enum(faultKinds), retryAfter: z.number().min(0).max(3600).optional() })
 ]);
 
 export const pushBodySchema = z.union([scriptedResponseSchema, z.array(scriptedResponseSchema)]);

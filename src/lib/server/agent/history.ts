@@ -21,7 +21,7 @@ function resultOutput(p: ToolCallPart): ToolModelMessage['content'][number] {
  * Replays one stored assistant message as model messages: each run of text + tool calls becomes
  * an assistant message followed by a tool message with those calls' results, as it was live.
  */
-function assistantMessages(parts: MessagePart[]): ModelMessage[] {
+export function assistantMessages(parts: MessagePart[]): ModelMessage[] {
 	const out: ModelMessage[] = [];
 	let content: AssistantModelMessage['content'] & unknown[] = [];
 	let calls: ToolCallPart[] = [];

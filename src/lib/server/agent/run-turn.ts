@@ -4,9 +4,9 @@ import { listMessages } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { env } from '../env';
-import { fitHistory, noteForModel, toModelMessages } from './history';
+import { assistantMessages, fitHistory, noteForModel, toModelMessages } from './history';
 import { MessageWriter } from './message-writer';
-import { describeModelError } from './model-errors';
+import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
 import { systemPrompt } from './soul';
 import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
@@ -34,8 +34,9 @@ type Attempt = { produced: boolean; error?: unknown; aborted: boolean };
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
  * Replays the stored history, streams the model's text and tool calls into one assistant
- * message (created at once, updated as it goes), retries once when the model produced nothing,
- * and never leaves a blank message behind.
+ * message (created at once, updated as it goes). A rate limit, server error, dropped or stalled
+ * stream or empty reply is retried (up to MAX_ATTEMPTS, honouring Retry-After, Stop still
+ * works), continuing the same message; every note names its cause; never a blank message.
  */
 export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const signal = opts.signal ?? new AbortController().signal;
@@ -53,32 +54,59 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 } };
 
-	for (let attempt = 1; attempt <= 2; attempt++) {
-		const r = await attemptStream(writer, model, messages, buildTools(ctx), signal);
-		if (r.aborted) {
-			writer.interruptRunning('stopped by the operator');
-			writer.addNote('cancelled', 'Stopped by the operator.');
-			return finish(writer, 'cancelled', null);
-		}
-		if (r.produced) {
-			if (r.error) {
-				writer.interruptRunning('the model stream broke');
-				const why = describeModelError(r.error);
+	let emptyReplies = 0;
+	for (let attempt = 1; ; attempt++) {
+		// A retry continues the same reply: what the operator already saw stays, and the model
+		// is shown it (as its own partial answer) so it carries on instead of starting over.
+		const sofar = assistantMessages(writer.parts);
+		const r = await attemptStream(writer, model, [...messages, ...sofar], buildTools(ctx), signal);
+		if (r.aborted) return stopped(writer);
+		if (!r.error && r.produced) return finish(writer, 'complete', null);
+		if (!r.error) emptyReplies++;
+		const fault = classifyModelError(r.error);
+		writer.interruptRunning(fault.cause);
+		if (!fault.retry || attempt >= MAX_ATTEMPTS) {
+			const why = r.error ? describeModelError(r.error) : 'an empty reply';
+			if (writer.hasContent) {
 				writer.addNote('error', `The turn stopped early: ${why}.`);
-				return finish(writer, 'error', why);
+			} else {
+				const times = emptyReplies === attempt ? `${attempt === 2 ? 'twice' : `${attempt} times`} (an empty reply)` : `(${why})`;
+				writer.appendText(`The model returned nothing ${times}, so this turn has no answer. Check the model server, then send your message again.`);
 			}
-			return finish(writer, 'complete', null);
-		}
-		const why = r.error ? describeModelError(r.error) : 'an empty reply';
-		if (attempt === 1) {
-			writer.reset((p) => p.type === 'note');
-			writer.addNote('retry', `The model returned nothing (${why}); retrying once…`);
-		} else {
-			writer.appendText(`The model returned nothing twice (${why}), so this turn has no answer. Check the model server, then send your message again.`);
 			return finish(writer, 'error', why);
 		}
+		const seconds = Math.ceil(fault.waitMs / 1000);
+		const until = new Date(Date.now() + fault.waitMs).toISOString();
+		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
+		if (!(await sleep(fault.waitMs, signal))) return stopped(writer);
 	}
-	return finish(writer, 'error', 'unreachable');
+}
+
+/** Attempts per turn: the first and two retries. */
+const MAX_ATTEMPTS = 3;
+
+const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** Waits, unless the operator stops the turn first; false when stopped. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+	if (signal.aborted) return Promise.resolve(false);
+	return new Promise((resolve) => {
+		const timer = setTimeout(() => {
+			signal.removeEventListener('abort', onAbort);
+			resolve(true);
+		}, ms);
+		const onAbort = () => {
+			clearTimeout(timer);
+			resolve(false);
+		};
+		signal.addEventListener('abort', onAbort, { once: true });
+	});
+}
+
+function stopped(writer: MessageWriter): Promise<TurnResult> {
+	writer.interruptRunning('stopped by the operator');
+	writer.addNote('cancelled', 'Stopped by the operator.');
+	return finish(writer, 'cancelled', null);
 }
 
 async function finish(writer: MessageWriter, status: MessageStatus, error: string | null): Promise<TurnResult> {
