@@ -19,17 +19,17 @@ test('a new chat streams the reply and appears in the sidebar', async ({ page, e
 	await expect(page.getByTestId('session-link').first()).toContainText('How many containers do I have?');
 });
 
-test('an empty completion shows the retry, then a message that says what went wrong', async ({ page, env }) => {
+test('an empty completion shows the retries, then a message that says what went wrong', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
-	await llm.push({ fault: 'empty' }, { fault: 'empty' });
+	await llm.push({ fault: 'empty' }, { fault: 'empty' }, { fault: 'empty' });
 	await login(page, env.admin);
 	await page.getByTestId('composer-input').fill('Say nothing');
 	await page.getByTestId('send').click();
 	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
-	await expect(reply.locator('[data-kind="retry"]')).toContainText('retrying once');
-	await expect(reply).toContainText('The model returned nothing twice');
+	await expect(reply.locator('[data-kind="retry"]').first()).toContainText('An empty reply; retrying (attempt 2 of 3)');
+	await expect(reply).toContainText('The model returned nothing 3 times (an empty reply)');
 	await expect(reply).toHaveAttribute('data-status', 'error');
-	expect((await llm.requests()).length).toBe(2);
+	expect((await llm.requests()).length).toBe(3);
 });
 
 test('a message sent while a turn runs is queued and answered next; Stop keeps partial output', async ({ page, env }) => {

@@ -2,6 +2,7 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import { listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
+import { hostSyncTimes, removeOrphanedEntities } from '../db/queries/entities';
 import { readInventory, type Inventory } from '../proxmox/inventory';
 import { connect, HostKeyError } from '../ssh/client';
 
@@ -88,8 +89,43 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	return { host: host.name, ok: true, containers: inv.containers.length, removed, durationMs: Date.now() - started };
 }
 
-/** Syncs every pinned host in parallel; one result per host (unpinned hosts are skipped). */
+/**
+ * Syncs every pinned host in parallel; one result per host (unpinned hosts are skipped). What
+ * the inventory still holds of hosts that are no longer configured is removed.
+ */
 export async function syncAllHosts(opts: { signal?: AbortSignal } = {}): Promise<HostSyncResult[]> {
 	const hosts = await listHosts();
-	return Promise.all(hosts.map((h) => syncHost(h, opts)));
+	const results = await Promise.all(hosts.map((h) => syncHost(h, opts)));
+	await removeOrphanedEntities(sql(), hosts.map((h) => h.name));
+	return results;
+}
+
+/** Inventory older than this is refreshed before a fleet tool answers from it. */
+export const INVENTORY_MAX_AGE_S = 300;
+
+/** How fresh the inventory is per host: when it was last synced, and how long ago (null: never). */
+export type Freshness = Record<string, { syncedAt: string | null; ageSeconds: number | null; error?: string }>;
+
+/**
+ * Makes sure the inventory a fleet tool answers from is real: any pinned host never synced (the
+ * first sync after start may still be running) or synced longer than INVENTORY_MAX_AGE_S ago is
+ * read live now. Returns each host's freshness, to be said in the answer.
+ */
+export async function ensureFreshInventory(maxAgeS = INVENTORY_MAX_AGE_S): Promise<Freshness> {
+	const hosts = (await listHosts()).filter((h) => h.hostKeyFingerprint);
+	const seen = await hostSyncTimes(sql());
+	const out: Freshness = {};
+	await Promise.all(
+		hosts.map(async (h) => {
+			const at = seen.get(h.name);
+			if (!at || Date.now() - at.getTime() > maxAgeS * 1000) {
+				const r = await syncHost(h);
+				if (!r.ok) out[h.name] = { syncedAt: at?.toISOString() ?? null, ageSeconds: at ? Math.round((Date.now() - at.getTime()) / 1000) : null, error: 'error' in r ? r.error : r.reason };
+				else out[h.name] = { syncedAt: new Date().toISOString(), ageSeconds: 0 };
+				return;
+			}
+			out[h.name] = { syncedAt: at.toISOString(), ageSeconds: Math.round((Date.now() - at.getTime()) / 1000) };
+		})
+	);
+	return out;
 }

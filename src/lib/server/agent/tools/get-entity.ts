@@ -1,4 +1,5 @@
 import { tool } from 'ai';
+import { ensureFreshInventory } from '../../inventory/sync';
 import { z } from 'zod';
 import { entityRef, listEntities, resolveEntity, type Entity } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
@@ -60,6 +61,7 @@ export function getEntityTool(_ctx: ToolContext) {
 			'(lxc:strong/101, host:strong, or lxc:<name>). Data is from the last inventory sync (see syncedAt).',
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
+			await ensureFreshInventory();
 			const r = await resolveEntity(id);
 			if (!r.ok) return unresolvedError(id, r);
 			return entityDetail(r.entity);

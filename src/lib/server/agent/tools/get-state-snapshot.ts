@@ -1,5 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { ensureFreshInventory } from '../../inventory/sync';
 import { fleetSnapshot, type Entity, type FleetHost } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
 import type { ToolContext } from './context';
@@ -56,10 +57,12 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 			'Start here to get an overview.',
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
+			const inventoryAsOf = await ensureFreshInventory();
 			const { hosts } = await fleetSnapshot();
 			const summaries = hosts.map(hostSummary);
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
 			return {
+				inventoryAsOf,
 				generatedAt: new Date().toISOString(),
 				totals: { hosts: hosts.length, containers: sum('total'), running: sum('running'), stopped: sum('stopped') },
 				hosts: summaries

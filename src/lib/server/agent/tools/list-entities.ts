@@ -1,4 +1,5 @@
 import { tool } from 'ai';
+import { ensureFreshInventory } from '../../inventory/sync';
 import { z } from 'zod';
 import { entityKinds, entityRef, listEntities, type Entity } from '../../db/queries/entities';
 import { toolError, type ToolContext } from './context';
@@ -35,6 +36,7 @@ export function listEntitiesTool(_ctx: ToolContext) {
 			'Each result has a ref (e.g. lxc:strong/101) usable with get_entity.',
 		inputSchema: listEntitiesInput,
 		execute: async ({ kind, query }) => {
+			await ensureFreshInventory();
 			if (kind) {
 				const kinds = await entityKinds();
 				if (!kinds.some((k) => k.kind === kind)) {

@@ -2,6 +2,7 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { fleetSnapshot, listLxcs, type Entity } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
+import { ensureFreshInventory } from '../../inventory/sync';
 import { toolError, type ToolContext } from './context';
 
 export const listLxcsInput = z
@@ -35,10 +36,12 @@ export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
 		description:
 			'List every LXC container (optionally on one host) with vmid, name, host, status, CPU %, memory, ' +
-			'uptime and IPs, from the inventory synced about every minute (syncedAt says when). ' +
+			'uptime and IPs, from the inventory synced about every minute (inventoryAsOf says how fresh, per host; ' +
+			'a host never synced or stale is read live first). ' +
 			'ipMode "dhcp" means the address is not known from the config. Use get_lxc_state for live detail.',
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
+			const inventoryAsOf = await ensureFreshInventory();
 			const fleet = await fleetSnapshot();
 			if (host && !fleet.hosts.some((h) => h.name === host)) {
 				const names = fleet.hosts.map((h) => h.name);
@@ -51,7 +54,7 @@ export function listLxcsTool(_ctx: ToolContext) {
 			const warnings = fleet.hosts
 				.filter((h) => (!host || h.name === host) && (h.lastError || !h.pinned))
 				.map((h) => (h.pinned ? `${h.name}: last sync failed (${h.lastError}); its data may be stale` : `${h.name}: host key not pinned; not synced`));
-			return { count: rows.length, containers: rows, ...(warnings.length ? { warnings } : {}) };
+			return { count: rows.length, containers: rows, inventoryAsOf, ...(warnings.length ? { warnings } : {}) };
 		}
 	});
 }

@@ -1,5 +1,5 @@
 import { and, asc, eq, ilike, or, sql as dsql, type SQL } from 'drizzle-orm';
-import { db } from '../index';
+import { db, type Sql } from '../index';
 import { entities, hosts } from '../schema';
 
 /** An entity row without its generated search vector. */
@@ -152,4 +152,19 @@ export async function fleetSnapshot(): Promise<{ hosts: FleetHost[] }> {
 		else h.containers.push(e);
 	}
 	return { hosts: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)) };
+}
+
+/** When each host's inventory was last written (its host entity's seen_at). */
+export async function hostSyncTimes(sql: Sql): Promise<Map<string, Date>> {
+	const rows = await sql<{ name: string; at: Date }[]>`select external_id as name, seen_at as at from entities where kind = 'host'`;
+	return new Map(rows.map((r) => [r.name, new Date(r.at)]));
+}
+
+/** Removes hosts and containers of hosts that are no longer configured. */
+export async function removeOrphanedEntities(sql: Sql, hostNames: string[]): Promise<number> {
+	const r = await sql`
+		delete from entities
+		where (kind = 'host' and external_id <> all(${hostNames}::text[]))
+			or (kind = 'lxc' and host_name is not null and host_name <> all(${hostNames}::text[]))`;
+	return r.count;
 }

@@ -1,6 +1,6 @@
-import { asc, eq, sql as dsql } from 'drizzle-orm';
+import { and, asc, eq, or, sql as dsql } from 'drizzle-orm';
 import { db } from '../index';
-import { hosts } from '../schema';
+import { entities, hosts } from '../schema';
 import type { HostConfig } from '../../env';
 
 export type Host = typeof hosts.$inferSelect;
@@ -57,8 +57,12 @@ export async function updateHost(id: string, input: HostInput): Promise<Host | n
 	return row ?? null;
 }
 
+/** Removes a host and everything the inventory knew about it (its containers are not "present" anymore). */
 export async function deleteHost(id: string): Promise<void> {
-	await db().delete(hosts).where(eq(hosts.id, id));
+	await db().transaction(async (tx) => {
+		const [gone] = await tx.delete(hosts).where(eq(hosts.id, id)).returning({ name: hosts.name });
+		if (gone) await tx.delete(entities).where(or(eq(entities.hostName, gone.name), and(eq(entities.kind, 'host'), eq(entities.externalId, gone.name))));
+	});
 }
 
 export async function recordHostCheck(id: string, seenFingerprint: string | null, error: string | null): Promise<void> {
