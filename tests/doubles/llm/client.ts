@@ -1,5 +1,5 @@
 /** Typed helper for driving a running scripted LLM double from another process (e.g. Playwright). */
-import type { FallbackRule, RecordedRequest, ScriptedLlmState, ScriptedResponse } from './types';
+import type { Dialect, FallbackRule, RecordedRequest, ScriptedLlmState, ScriptedResponse } from './types';
 
 export type * from './types';
 
@@ -10,6 +10,7 @@ export interface LlmControl {
 	requests(): Promise<RecordedRequest[]>;
 	state(): Promise<ScriptedLlmState>;
 	reset(): Promise<void>;
+	dialect(dialect: Dialect, contextTokens?: number | null): Promise<void>;
 }
 
 /** `baseURL` may be the OpenAI base (http://127.0.0.1:PORT/v1) or just the origin. */
@@ -30,6 +31,7 @@ export function llmControl(baseURL: string): LlmControl {
 		fallback: async (rules) => void (await call('POST', 'fallback', { rules })),
 		requests: () => call<RecordedRequest[]>('GET', 'requests'),
 		state: () => call<ScriptedLlmState>('GET', 'state'),
-		reset: async () => void (await call('POST', 'reset'))
+		reset: async () => void (await call('POST', 'reset')),
+		dialect: async (dialect, contextTokens) => void (await call('POST', 'dialect', { dialect, contextTokens: contextTokens ?? null }))
 	};
 }

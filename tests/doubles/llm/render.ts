@@ -1,6 +1,6 @@
 /** Turns a ScriptedResponse into real OpenAI Chat Completions wire output (SSE or JSON). */
 import type { ServerResponse } from 'node:http';
-import type { ChatRequestBody, ScriptedResponse } from './types';
+import type { ChatRequestBody, Dialect, ScriptedResponse } from './types';
 
 interface PlannedToolCall {
 	id: string;
@@ -29,6 +29,9 @@ export interface RenderContext {
 	signal: AbortSignal;
 	/** Called for `hang`: the server keeps the response open until reset()/close(). */
 	onHang(res: ServerResponse): void;
+	dialect?: Dialect;
+	/** Ollama-style context limit: reported prompt_tokens never exceed it. */
+	contextTokens?: number | null;
 }
 
 const ARGS_CHUNK_SIZE = 8;
@@ -65,6 +68,9 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 				const toolCalls = [{ id: `call_scripted_${ctx.seq}_0`, name, arguments: '{"malformed": tru, "unterminated": "' }];
 				return emit({ text: '', chunkSize: 8, toolCalls, delayMs: 0 }, ctx);
 			}
+			case 'no-tools':
+				// Ollama's answer for a model without tool support (an HTTP 400).
+				return sendJson(ctx.res, 400, openAiError(`registry.ollama.ai/library/${ctx.body.model ?? 'scripted'}:latest does not support tools`, 'api_error'));
 			case 'cut-midway':
 				return emit({ text: CUT_TEXT, chunkSize: 16, toolCalls: [], delayMs: 0, cutAfterChunks: 3 }, ctx);
 		}
@@ -90,8 +96,9 @@ function split(text: string, size: number): string[] {
 	return out;
 }
 
-function usage(plan: Plan, body: ChatRequestBody) {
-	const prompt_tokens = Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
+function usage(plan: Plan, body: ChatRequestBody, ctx?: RenderContext) {
+	const sent = Math.ceil((JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length) / 4);
+	const prompt_tokens = ctx?.contextTokens ? Math.min(sent, ctx.contextTokens) : sent;
 	const outChars = plan.text.length + plan.toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
 	const completion_tokens = Math.ceil(outChars / 4);
 	return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
@@ -115,7 +122,7 @@ async function jsonPlan(plan: Plan, ctx: RenderContext): Promise<void> {
 		created: Math.floor(Date.now() / 1000),
 		model: ctx.body.model ?? 'scripted',
 		choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(plan) }],
-		usage: usage(plan, ctx.body)
+		usage: usage(plan, ctx.body, ctx)
 	};
 	if (plan.cutAfterChunks === undefined) return sendJson(ctx.res, 200, payload);
 	const data = JSON.stringify(payload);
@@ -132,23 +139,43 @@ async function streamPlan(plan: Plan, ctx: RenderContext): Promise<void> {
 		created: Math.floor(Date.now() / 1000),
 		model: ctx.body.model ?? 'scripted'
 	};
-	const chunk = (delta: object, finish_reason: string | null = null) => ({
+	const dialect = ctx.dialect ?? 'openai';
+	const extra = dialect === 'ollama' || dialect === 'ollama-no-stream-tools' ? { system_fingerprint: 'fp_ollama' } : {};
+	const chunk = (delta: object, finish_reason: string | null = null, more: object = {}) => ({
 		...base,
-		choices: [{ index: 0, delta, logprobs: null, finish_reason }]
+		...extra,
+		choices: [{ index: 0, delta, logprobs: null, finish_reason, ...more }]
 	});
 
-	// Same shape as api.openai.com: a role chunk with empty content, content deltas, then tool-call deltas.
 	const chunks: object[] = [];
-	const hasText = plan.text.length > 0 || plan.toolCalls.length === 0;
-	if (hasText) chunks.push(chunk({ role: 'assistant', content: '', refusal: null }));
-	for (const piece of split(plan.text, plan.chunkSize)) chunks.push(chunk({ content: piece }));
-	plan.toolCalls.forEach((call, index) => {
-		const head = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
-		chunks.push(chunk(index === 0 && !hasText ? { role: 'assistant', content: null, tool_calls: [head] } : { tool_calls: [head] }));
-		for (const piece of split(call.arguments, plan.argsChunkSize ?? ARGS_CHUNK_SIZE)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
-	});
-	chunks.push(chunk({}, finishReason(plan)));
-	if (ctx.body.stream_options?.include_usage) chunks.push({ ...base, choices: [], usage: usage(plan, ctx.body) });
+	const toolsOffered = (ctx.body.tools?.length ?? 0) > 0;
+	if (dialect === 'ollama-no-stream-tools' && toolsOffered && plan.toolCalls.length) {
+		// The streamed tool calls are lost: an empty answer that says it stopped.
+		chunks.push(chunk({ role: 'assistant', content: '' }), chunk({}, 'stop'));
+	} else if (dialect === 'ollama' || dialect === 'ollama-no-stream-tools') {
+		for (const piece of split(plan.text, plan.chunkSize)) chunks.push(chunk({ role: 'assistant', content: piece }));
+		// Every tool call whole in one chunk, each with index 0.
+		for (const call of plan.toolCalls) {
+			chunks.push(chunk({ role: 'assistant', content: '', tool_calls: [{ id: call.id, index: 0, type: 'function', function: { name: call.name, arguments: call.arguments } }] }));
+		}
+		chunks.push(chunk({ role: 'assistant', content: '' }, finishReason(plan)));
+	} else {
+		// Same shape as api.openai.com: a role chunk with empty content, content deltas, then tool-call deltas.
+		const hasText = plan.text.length > 0 || plan.toolCalls.length === 0;
+		if (hasText) chunks.push(chunk({ role: 'assistant', content: '', refusal: null }));
+		for (const piece of split(plan.text, plan.chunkSize)) chunks.push(chunk({ content: piece }));
+		plan.toolCalls.forEach((call, index) => {
+			const pieces = split(call.arguments, plan.argsChunkSize ?? ARGS_CHUNK_SIZE);
+			// llama.cpp starts the arguments in the same delta as the name.
+			const first = dialect === 'llamacpp' ? (pieces.shift() ?? '') : '';
+			const head = { index, id: call.id, type: 'function', function: { name: call.name, arguments: first } };
+			chunks.push(chunk(index === 0 && !hasText ? { role: 'assistant', content: null, tool_calls: [head] } : { tool_calls: [head] }));
+			for (const piece of pieces) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+		});
+		chunks.push(chunk({}, finishReason(plan), dialect === 'vllm' ? { stop_reason: null } : {}));
+		if (dialect === 'llamacpp') Object.assign(chunks[chunks.length - 1], { timings: { prompt_n: 1, predicted_n: 1, predicted_per_second: 40 } });
+	}
+	if (ctx.body.stream_options?.include_usage) chunks.push({ ...base, choices: [], usage: usage(plan, ctx.body, ctx) });
 
 	res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
 	res.flushHeaders();

@@ -35,6 +35,8 @@ import { fallbackFromRules } from './rules';
 import {
 	fallbackBodySchema,
 	pushBodySchema,
+	dialectBodySchema,
+	type Dialect,
 	type ChatRequestBody,
 	type Fallback,
 	type RecordedRequest,
@@ -52,6 +54,8 @@ export interface ScriptedLlm {
 	port: number;
 	push(...responses: ScriptedResponse[]): void;
 	setFallback(fn: Fallback | null): void;
+	/** Speak another server's stream shape (see Dialect); `contextTokens` caps reported prompt tokens. */
+	setDialect(dialect: Dialect, contextTokens?: number | null): void;
 	/** Every /v1 request received, in order (live array; reset() empties it in place). */
 	readonly requests: RecordedRequest[];
 	state(): ScriptedLlmState;
@@ -61,13 +65,15 @@ export interface ScriptedLlm {
 
 const EXHAUSTED: ScriptedResponse = { text: '(script exhausted)' };
 
-export async function startScriptedLlm(opts: { port?: number } = {}): Promise<ScriptedLlm> {
+export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect } = {}): Promise<ScriptedLlm> {
 	const queue: ScriptedResponse[] = [];
 	const requests: RecordedRequest[] = [];
 	const hanging = new Set<ServerResponse>();
 	const lifetime = new AbortController();
 	let fallback: Fallback | null = null;
 	let seq = 0;
+	let dialect: Dialect = opts.dialect ?? 'openai';
+	let contextTokens: number | null = null;
 
 	const state = (): ScriptedLlmState => ({
 		pending: queue.length,
@@ -81,6 +87,8 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 		requests.length = 0;
 		seq = 0;
 		fallback = null;
+		dialect = opts.dialect ?? 'openai';
+		contextTokens = null;
 		for (const res of hanging) res.destroy();
 		hanging.clear();
 	};
@@ -103,7 +111,7 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 			record.error = 'script-exhausted';
 		}
 		Object.assign(record, { source, response });
-		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang });
+		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens });
 	}
 
 	async function handleControl(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -114,7 +122,7 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 			reset();
 			return sendJson(res, 200, { ok: true });
 		}
-		if (route !== 'POST /__control/push' && route !== 'POST /__control/fallback') {
+		if (route !== 'POST /__control/push' && route !== 'POST /__control/fallback' && route !== 'POST /__control/dialect') {
 			return sendJson(res, 404, openAiError(`Unknown control route ${route}`, 'invalid_request_error'));
 		}
 		const raw = await readBody(req);
@@ -123,6 +131,13 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 			json = raw.trim() === '' ? null : JSON.parse(raw);
 		} catch {
 			return sendJson(res, 400, openAiError('Body is not valid JSON', 'invalid_request_error'));
+		}
+		if (route === 'POST /__control/dialect') {
+			const parsed = dialectBodySchema.safeParse(json);
+			if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues });
+			dialect = parsed.data.dialect;
+			contextTokens = parsed.data.contextTokens ?? null;
+			return sendJson(res, 200, { ok: true });
 		}
 		if (route === 'POST /__control/push') {
 			const parsed = pushBodySchema.safeParse(json);
@@ -153,8 +168,16 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 		}
 		if (req.method === 'POST' && path === '/v1/chat/completions') return handleChat(record, res);
 		if (req.method === 'GET' && path === '/v1/models') {
-			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests' };
+			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests', ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
 			return sendJson(res, 200, { object: 'list', data: [model] });
+		}
+		if (req.method === 'POST' && path === '/api/show' && dialect.startsWith('ollama')) {
+			// Ollama's native model info: the trained context length, and num_ctx when a Modelfile sets it.
+			return sendJson(res, 200, {
+				model_info: { 'general.architecture': 'qwen2', 'qwen2.context_length': 32768 },
+				parameters: contextTokens ? `num_ctx                        ${contextTokens}` : '',
+				capabilities: ['completion', 'tools']
+			});
 		}
 		return sendJson(res, 404, openAiError(`Unknown route ${req.method} ${path}`, 'invalid_request_error'));
 	}
@@ -175,6 +198,10 @@ export async function startScriptedLlm(opts: { port?: number } = {}): Promise<Sc
 		baseURL: `http://127.0.0.1:${port}/v1`,
 		port,
 		push: (...responses) => void queue.push(...responses),
+		setDialect: (d, ctxTokens) => {
+			dialect = d;
+			contextTokens = ctxTokens ?? null;
+		},
 		setFallback: (fn) => void (fallback = fn),
 		requests,
 		state,

@@ -5,7 +5,24 @@
  */
 import { z } from 'zod';
 
-export type FaultKind = 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang';
+export type FaultKind = 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang' | 'no-tools';
+
+/**
+ * Whose stream shape the double speaks (taken from each server's docs and issue trackers):
+ * - `openai`: api.openai.com (role chunk, content deltas, tool calls with increasing `index`,
+ *   arguments in small pieces).
+ * - `ollama`: each tool call whole in one chunk, every one with `index: 0` (ollama/ollama#15457),
+ *   `system_fingerprint: "fp_ollama"`; `prompt_tokens` capped at `contextTokens` like its silent
+ *   front truncation.
+ * - `ollama-no-stream-tools`: older Ollama builds that drop streamed tool calls when tools are
+ *   offered (empty content, `finish_reason: "stop"`, ollama/ollama#9632, #12557); non-streamed
+ *   answers carry them.
+ * - `llamacpp`: llama.cpp's server: OpenAI-like, first tool delta carries name and the start of the
+ *   arguments, a `timings` object in the last chunk.
+ * - `vllm`: vLLM: OpenAI-like with `stop_reason` on the final chunk and `max_model_len` in /v1/models.
+ */
+export type Dialect = 'openai' | 'ollama' | 'ollama-no-stream-tools' | 'llamacpp' | 'vllm';
+export const dialects: Dialect[] = ['openai', 'ollama', 'ollama-no-stream-tools', 'llamacpp', 'vllm'];
 
 /** Plain assistant text, streamed in `chunkSize`-char deltas (default 8), `delayMs` apart (default 0). */
 export interface TextResponse {
@@ -95,7 +112,12 @@ export interface ScriptedLlmState {
 	errorCount: number;
 }
 
-const faultKinds = ['http500', 'http429', 'empty', 'malformed-tool-json', 'cut-midway', 'hang'] as const;
+const faultKinds = ['http500', 'http429', 'empty', 'malformed-tool-json', 'cut-midway', 'hang', 'no-tools'] as const;
+
+export const dialectBodySchema = z.strictObject({
+	dialect: z.enum(['openai', 'ollama', 'ollama-no-stream-tools', 'llamacpp', 'vllm']),
+	contextTokens: z.number().int().min(256).nullable().optional()
+});
 const delayMs = z.number().int().min(0).max(60_000).optional();
 
 export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
