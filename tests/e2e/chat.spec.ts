@@ -26,7 +26,7 @@ test('an empty completion shows the retries, then a message that says what went 
 	await page.getByTestId('composer-input').fill('Say nothing');
 	await page.getByTestId('send').click();
 	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
-	await expect(reply.locator('[data-kind="retry"]').first()).toContainText('An empty reply; retrying (attempt 2 of 3)');
+	await expect(reply.locator('[data-kind="retry"]').first()).toContainText('An empty reply; retrying without streaming (attempt 2 of 3)');
 	await expect(reply).toContainText('The model returned nothing 3 times (an empty reply)');
 	await expect(reply).toHaveAttribute('data-status', 'error');
 	expect((await llm.requests()).length).toBe(3);

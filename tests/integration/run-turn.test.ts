@@ -58,7 +58,7 @@ describe('the turn runner', () => {
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.status).toBe('error');
 		expect(msg.parts.slice(0, 2)).toMatchObject([
-			{ type: 'note', kind: 'retry', text: expect.stringMatching(/^An empty reply; retrying \(attempt 2 of 3\)/) },
+			{ type: 'note', kind: 'retry', text: expect.stringMatching(/^An empty reply; retrying without streaming \(attempt 2 of 3\)/) },
 			{ type: 'note', kind: 'retry' }
 		]);
 		expect((msg.parts[2] as { text: string }).text).toMatch(/returned nothing 3 times \(an empty reply\)/);

@@ -54,6 +54,10 @@ export const envSchema = z.object({
 	OPENAI_BASE_URL: z.preprocess(empty, z.url().optional()),
 	OPENAI_API_KEY: z.preprocess(empty, z.string().optional()),
 	NOMOS_MODEL: z.preprocess(empty, z.string().optional()),
+	/** Stream replies when tools are offered (off for servers that drop streamed tool calls, e.g. some Ollama builds). */
+	NOMOS_MODEL_STREAM_TOOLS: z.preprocess(empty, bool.default(true)),
+	/** The model's context window in tokens, when the server does not say (Ollama's OpenAI endpoint runs at 4096 unless told). */
+	NOMOS_CONTEXT_TOKENS: z.preprocess(empty, z.coerce.number().int().min(1024).optional()),
 	NOMOS_MAX_STEPS: z.preprocess(empty, z.coerce.number().int().min(1).max(500).default(40)),
 	NOMOS_HTTP_ALLOW: z.preprocess(
 		empty,

@@ -155,6 +155,21 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect 
 		const path = new URL(req.url ?? '/', 'http://localhost').pathname;
 		if (path.startsWith('/__control/')) return handleControl(req, res, path);
 
+		// Model metadata (what Nomos asks to size its context) is answered but not recorded:
+		// `requests` is the conversation.
+		if (req.method === 'GET' && path === '/v1/models') {
+			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests', ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
+			return sendJson(res, 200, { object: 'list', data: [model] });
+		}
+		if (req.method === 'POST' && path === '/api/show') {
+			if (!dialect.startsWith('ollama')) return sendJson(res, 404, openAiError('Unknown route POST /api/show', 'invalid_request_error'));
+			// Ollama's native model info: the trained context length, and num_ctx when a Modelfile sets it.
+			return sendJson(res, 200, {
+				model_info: { 'general.architecture': 'qwen2', 'qwen2.context_length': 32768 },
+				parameters: contextTokens ? `num_ctx                        ${contextTokens}` : '',
+				capabilities: ['completion', 'tools']
+			});
+		}
 		const raw = await readBody(req);
 		const record: RecordedRequest = { seq: seq++, method: req.method ?? 'GET', path, body: null, receivedAt: Date.now() };
 		requests.push(record);
@@ -167,18 +182,6 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect 
 			}
 		}
 		if (req.method === 'POST' && path === '/v1/chat/completions') return handleChat(record, res);
-		if (req.method === 'GET' && path === '/v1/models') {
-			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests', ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
-			return sendJson(res, 200, { object: 'list', data: [model] });
-		}
-		if (req.method === 'POST' && path === '/api/show' && dialect.startsWith('ollama')) {
-			// Ollama's native model info: the trained context length, and num_ctx when a Modelfile sets it.
-			return sendJson(res, 200, {
-				model_info: { 'general.architecture': 'qwen2', 'qwen2.context_length': 32768 },
-				parameters: contextTokens ? `num_ctx                        ${contextTokens}` : '',
-				capabilities: ['completion', 'tools']
-			});
-		}
 		return sendJson(res, 404, openAiError(`Unknown route ${req.method} ${path}`, 'invalid_request_error'));
 	}
 

@@ -1,10 +1,18 @@
 import { APICallError } from 'ai';
+import { env } from '../env';
+
+/** What to tell the operator when the configured model cannot call tools. */
+function noToolsText(): string {
+	const model = env().NOMOS_MODEL ?? 'the configured model';
+	return `the model "${model}" does not support tools, which Nomos needs; set NOMOS_MODEL to a tool-capable model (for Ollama e.g. qwen2.5, llama3.1 or mistral-nemo)`;
+}
 
 /** One readable sentence about why a model call failed, for the operator. */
 export function describeModelError(e: unknown): string {
 	if (APICallError.isInstance(e)) {
 		const status = e.statusCode;
 		const detail = (e.message || '').slice(0, 300);
+		if (status === 400 && /does not support tools/i.test(e.message + (e.responseBody ?? ''))) return noToolsText();
 		if (status === 429) return `the model server is rate-limiting requests (HTTP 429): ${detail}`;
 		if (status === 401 || status === 403) return `the model server refused the API key (HTTP ${status}): ${detail}`;
 		if (status === 404) return `the model server does not know this model or URL (HTTP 404): ${detail}`;
@@ -67,6 +75,9 @@ export function classifyModelError(e: unknown): ModelFault {
 		if (status && status >= 500) {
 			const after = retryAfterMs(e.responseHeaders);
 			return { retry: true, waitMs: Math.min(MAX_RETRY_AFTER_MS, Math.max(500, after ?? 1_000)), cause: `a server error (HTTP ${status})` };
+		}
+		if (status === 400 && /does not support tools/i.test(e.message + (e.responseBody ?? ''))) {
+			return { retry: false, waitMs: 0, cause: noToolsText() };
 		}
 		if (status) return { retry: false, waitMs: 0, cause: `the model server refused the request (HTTP ${status})` };
 		return { retry: true, waitMs: 1_000, cause: 'the connection to the model server dropped' };

@@ -1,6 +1,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
 import { env } from '../env';
+import { compatFetch } from './compat-fetch';
 
 export const MODEL_SETUP_HELP =
 	'No model is configured, so the agent cannot answer yet. Set OPENAI_BASE_URL, OPENAI_API_KEY and NOMOS_MODEL ' +
@@ -10,6 +11,11 @@ export const MODEL_SETUP_HELP =
 export function getModel(): LanguageModel | null {
 	const config = env();
 	if (!config.OPENAI_BASE_URL || !config.NOMOS_MODEL) return null;
-	const provider = createOpenAI({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY ?? 'none' });
+	const provider = createOpenAI({
+		baseURL: config.OPENAI_BASE_URL,
+		apiKey: config.OPENAI_API_KEY ?? 'none',
+		// Local servers' stream quirks (Ollama's reused tool-call indices, dropped streamed tool calls).
+		fetch: compatFetch({ streamWithTools: config.NOMOS_MODEL_STREAM_TOOLS })
+	});
 	return provider.chat(config.NOMOS_MODEL);
 }

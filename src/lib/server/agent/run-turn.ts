@@ -8,6 +8,8 @@ import { assistantMessages, fitHistory, noteForModel, toModelMessages } from './
 import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
+import { NO_STREAM_HEADER } from './compat-fetch';
+import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from './context-budget';
 import { systemPrompt } from './soul';
 import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
 import type { ToolContext } from './tools/context';
@@ -29,7 +31,7 @@ export interface TurnResult {
 /** No stream part for this long means the model server stalled. */
 const IDLE_MS = 120_000;
 
-type Attempt = { produced: boolean; error?: unknown; aborted: boolean };
+type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number };
 
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
@@ -49,20 +51,33 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	}
 
 	const stored = await listMessages(sql(), opts.sessionId);
-	// Operator messages still queued are answered by their own turn, next.
-	const history = fitHistory(toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), env().NOMOS_HISTORY_BUDGET_CHARS);
-	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 } };
+	// The history must fit the model's context next to the instructions and tool definitions,
+	// which are never cut (local servers silently drop the front of an overlong prompt).
+	const window = await contextWindow();
+	const fixedChars = systemPrompt().length + toolsChars(buildTools(ctx));
+	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
+	// Operator messages still queued are answered by their own turn, next.
+	const history = fitHistory(toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
+	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 
 	let emptyReplies = 0;
+	let unstreamed = false;
 	for (let attempt = 1; ; attempt++) {
 		// A retry continues the same reply: what the operator already saw stays, and the model
 		// is shown it (as its own partial answer) so it carries on instead of starting over.
 		const sofar = assistantMessages(writer.parts);
-		const r = await attemptStream(writer, model, [...messages, ...sofar], buildTools(ctx), signal);
+		const sent = [...messages, ...sofar];
+		const r = await attemptStream(writer, model, sent, buildTools(ctx), signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer);
+		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
+		if (cut && !writer.parts.some((p) => p.type === 'note' && p.kind === 'context')) writer.addNote('context', cut);
 		if (!r.error && r.produced) return finish(writer, 'complete', null);
-		if (!r.error) emptyReplies++;
+		if (!r.error) {
+			emptyReplies++;
+			// Some servers (older Ollama builds) drop streamed tool calls: ask without streaming.
+			unstreamed = true;
+		}
 		const fault = classifyModelError(r.error);
 		writer.interruptRunning(fault.cause);
 		if (!fault.retry || attempt >= MAX_ATTEMPTS) {
@@ -77,7 +92,8 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		}
 		const seconds = Math.ceil(fault.waitMs / 1000);
 		const until = new Date(Date.now() + fault.waitMs).toISOString();
-		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
+		const how = !r.error ? ' without streaming' : '';
+		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${how}${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
 		if (!(await sleep(fault.waitMs, signal))) return stopped(writer);
 	}
 }
@@ -120,7 +136,8 @@ async function attemptStream(
 	model: NonNullable<ReturnType<typeof getModel>>,
 	messages: ModelMessage[],
 	tools: ToolSet,
-	signal: AbortSignal
+	signal: AbortSignal,
+	headers?: Record<string, string>
 ): Promise<Attempt> {
 	const idle = new AbortController();
 	let idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
@@ -130,9 +147,11 @@ async function attemptStream(
 	};
 	let error: unknown;
 	let aborted = false;
+	let promptTokens: number | undefined;
 	try {
 		const result = streamText({
 			model,
+			headers,
 			system: systemPrompt(),
 			messages,
 			tools,
@@ -165,6 +184,7 @@ async function attemptStream(
 					writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
 					break;
 				case 'finish-step':
+					promptTokens ??= part.usage?.inputTokens;
 					writer.flush();
 					break;
 				case 'error':
@@ -183,7 +203,7 @@ async function attemptStream(
 	} finally {
 		clearTimeout(idleTimer);
 	}
-	return { produced: writer.hasContent, error, aborted };
+	return { produced: writer.hasContent, error, aborted, promptTokens };
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {

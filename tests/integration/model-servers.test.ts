@@ -1,0 +1,159 @@
+// The model servers homelabs run, emulated by the scripted server's dialects (Ollama, llama.cpp,
+// vLLM): parallel tool calls that all say index 0, streamed tool calls that get dropped, models
+// without tools, silent context truncation, and the chat / execution / question flows on each.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { resetEnvCache } from '../../src/lib/server/env';
+import { runTurn } from '../../src/lib/server/agent/run-turn';
+import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
+import { ToolIndexFixer } from '../../src/lib/server/agent/compat-fetch';
+import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
+import type { Dialect } from '../doubles/llm/types';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost } from '../helpers/executions';
+
+useTestDatabase();
+let llm: ScriptedLlm;
+let pve: ProxmoxDouble;
+
+beforeAll(async () => {
+	llm = await startScriptedLlm();
+	process.env.OPENAI_BASE_URL = llm.baseURL;
+	process.env.OPENAI_API_KEY = 'test';
+	process.env.NOMOS_MODEL = 'qwen2.5:7b';
+	resetEnvCache();
+	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }, { vmid: 102, hostname: 'backup', status: 'stopped' }] });
+	await addHost(pve);
+	await syncAllHosts();
+});
+afterAll(async () => {
+	await llm.close();
+	await pve?.close();
+	delete process.env.OPENAI_BASE_URL;
+	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
+	resetEnvCache();
+});
+beforeEach(() => {
+	llm.reset();
+	forgetContextWindow();
+	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
+	resetEnvCache();
+});
+
+async function session(text: string): Promise<string> {
+	return sql().begin(async (tx) => {
+		const id = await createSession(tx, null, 'model servers');
+		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' });
+		return id;
+	}) as Promise<string>;
+}
+const reply = async (sessionId: string) => (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant').at(-1)!;
+type Call = { type: 'tool-call'; toolName: string; input: unknown; state: string; output?: unknown };
+const calls = (parts: unknown[]) => parts.filter((p): p is Call => (p as Call).type === 'tool-call');
+
+describe('Ollama', () => {
+	it('two parallel tool calls that both say index 0 run as two calls, not one merged call', async () => {
+		llm.setDialect('ollama');
+		llm.push(
+			{ toolCalls: [{ name: 'list_lxcs', args: {} }, { name: 'search_knowledge', args: { query: 'caddy reverse proxy' } }] },
+			{ text: 'Two containers; no notes about caddy.' }
+		);
+		const s = await session('what runs, and how is caddy set up?');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts).map((c) => [c.toolName, c.input, c.state])).toEqual([
+			['list_lxcs', {}, 'done'],
+			['search_knowledge', { query: 'caddy reverse proxy' }, 'done']
+		]);
+		expect(llm.requests).toHaveLength(2);
+		// The raw stream really did reuse index 0 (the double speaks Ollama's shape).
+		const fixer = new ToolIndexFixer();
+		const a = fixer.fix({ choices: [{ index: 0, delta: { tool_calls: [{ id: 'a', index: 0, function: { name: 'x', arguments: '{}' } }] } }] });
+		const b = fixer.fix({ choices: [{ index: 0, delta: { tool_calls: [{ id: 'b', index: 0, function: { name: 'y', arguments: '{}' } }] } }] });
+		expect([a.choices![0].delta!.tool_calls![0].index, b.choices![0].delta!.tool_calls![0].index]).toEqual([0, 1]);
+	});
+
+	it('a build that drops streamed tool calls: the empty step is retried without streaming and the call runs', async () => {
+		llm.setDialect('ollama-no-stream-tools');
+		llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { toolCalls: [{ name: 'list_lxcs', args: {} }] }, { text: 'CT 100 caddy and CT 102 backup.' });
+		const s = await session('list my containers');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts).map((c) => c.toolName)).toEqual(['list_lxcs']);
+		expect(JSON.stringify(m.parts)).toContain('retrying without streaming');
+		// Streamed, dropped; then the rest of this turn's steps are asked without streaming.
+		expect(llm.requests.map((r) => r.body?.stream)).toEqual([true, false, false]);
+		expect(m.parts.at(-1)).toMatchObject({ type: 'text', text: 'CT 100 caddy and CT 102 backup.' });
+	});
+
+	it('NOMOS_MODEL_STREAM_TOOLS=off never streams a request that offers tools', async () => {
+		process.env.NOMOS_MODEL_STREAM_TOOLS = 'off';
+		resetEnvCache();
+		llm.setDialect('ollama-no-stream-tools');
+		llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { text: 'Done.' });
+		const s = await session('list my containers');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		expect(llm.requests.map((r) => r.body?.stream)).toEqual([false, false]);
+		expect(calls((await reply(s)).parts).map((c) => c.state)).toEqual(['done']);
+	});
+
+	it('a model without tools is named in one readable line, and not retried', async () => {
+		llm.setDialect('ollama');
+		llm.push({ fault: 'no-tools' });
+		const s = await session('hello');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('error');
+		expect(llm.requests).toHaveLength(1);
+		const m = await reply(s);
+		expect(m.error).toBe('the model "qwen2.5:7b" does not support tools, which Nomos needs; set NOMOS_MODEL to a tool-capable model (for Ollama e.g. qwen2.5, llama3.1 or mistral-nemo)');
+		expect(JSON.stringify(m.parts)).toContain('does not support tools');
+	});
+
+	it('a small context: the history is fitted to num_ctx, and a cut prompt is reported with how to raise it', async () => {
+		llm.setDialect('ollama', 2048);
+		const s = await session('first question');
+		await sql().begin(async (tx) => {
+			for (let i = 0; i < 20; i++) {
+				await insertMessage(tx, { sessionId: s, role: 'assistant', parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }], status: 'complete', origin: 'chat' });
+				await insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: `follow-up ${i}` }], status: 'complete', origin: 'chat' });
+			}
+		});
+		llm.push({ text: 'Short answer.' });
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const body = JSON.stringify(llm.requests[0].body!.messages);
+		expect(body.length).toBeLessThan(20_000);
+		expect(body).toContain('follow-up 19');
+		expect(body).toContain('left out to fit');
+		const m = await reply(s);
+		const note = m.parts.find((p) => p.type === 'note' && p.kind === 'context') as { text: string } | undefined;
+		expect(note?.text).toMatch(/read only 2048 prompt tokens of about \d+ sent/);
+		expect(note?.text).toContain('OLLAMA_CONTEXT_LENGTH');
+	});
+});
+
+describe.each<Dialect>(['openai', 'ollama', 'llamacpp', 'vllm'])('the flows on %s', (dialect) => {
+	it('chat, an execution request and a question', async () => {
+		llm.setDialect(dialect);
+		llm.push(
+			{ text: 'All quiet on strong.' },
+			{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'backup tonight' } }] },
+			{ text: 'Waiting for your approval.' },
+			{ toolCalls: [{ name: 'ask_operator', args: { prompt: 'Keep the old backups?', options: ['yes', 'no'] } }] }
+		);
+		const s = await session('how is strong?');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		expect((await reply(s)).parts).toEqual([{ type: 'text', text: 'All quiet on strong.' }]);
+
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const [req] = calls((await reply(s)).parts);
+		expect(req).toMatchObject({ toolName: 'request_execution', state: 'done', output: { status: 'awaiting_approval', command: "'pct' 'start' '102'" } });
+
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const [q] = await sql()`select prompt, options, status from session_questions where session_id = ${s}`;
+		expect(q).toEqual({ prompt: 'Keep the old backups?', options: ['yes', 'no'], status: 'open' });
+		expect(llm.state().errorCount).toBe(0);
+	});
+});
