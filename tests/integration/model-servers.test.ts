@@ -157,3 +157,56 @@ describe.each<Dialect>(['openai', 'ollama', 'llamacpp', 'vllm'])('the flows on %
 		expect(llm.state().errorCount).toBe(0);
 	});
 });
+
+describe('the model check', () => {
+	const probes = () =>
+		llm.push(
+			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
+			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] },
+			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
+			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] }
+		);
+
+	it('on Ollama: lists models, reads the context it runs at, and every probe passes (parallel calls too)', async () => {
+		const { checkModel, describeCheck } = await import('../../src/lib/server/agent/model-check');
+		llm.setDialect('ollama');
+		probes();
+		const c = await checkModel({ probe: true });
+		expect(c.models).toEqual(['scripted']);
+		expect(c.listed).toBe(false);
+		expect(c.context).toEqual({ tokens: 4096, source: "Ollama's default for its OpenAI endpoint" });
+		expect(c.probes.map((p) => [p.name, p.ok])).toEqual([
+			['one tool call, streamed', true],
+			['two parallel tool calls, streamed', true],
+			['one tool call, not streamed', true],
+			['two parallel tool calls, not streamed', true]
+		]);
+		expect(c.probes[1].detail).toBe('2 tool calls: {"word":"alpha"}, {"word":"beta"}');
+		expect(c.probes[0].ttftMs).toBeGreaterThanOrEqual(0);
+		expect(c.probes[0].tokensPerSec).toBeGreaterThan(0);
+		expect(describeCheck(c)).toContain('"qwen2.5:7b" is NOT among the 1 it serves (scripted); context 4096 tokens');
+	});
+
+	it('on a build that drops streamed tool calls: says which probes fail and what to set', async () => {
+		const { checkModel } = await import('../../src/lib/server/agent/model-check');
+		llm.setDialect('ollama-no-stream-tools');
+		probes();
+		const c = await checkModel({ probe: true });
+		expect(c.probes.map((p) => p.ok)).toEqual([false, false, true, true]);
+		expect(c.probes[0].detail).toContain('NOMOS_MODEL_STREAM_TOOLS=off');
+	});
+
+	it('on vLLM: the context comes from max_model_len', async () => {
+		const { checkModel } = await import('../../src/lib/server/agent/model-check');
+		llm.setDialect('vllm', 16384);
+		process.env.NOMOS_MODEL = 'scripted';
+		resetEnvCache();
+		try {
+			const c = await checkModel({ probe: false });
+			expect(c).toMatchObject({ listed: true, context: { tokens: 16384, source: 'the server (max_model_len)' }, probes: [] });
+		} finally {
+			process.env.NOMOS_MODEL = 'qwen2.5:7b';
+			resetEnvCache();
+		}
+	});
+});

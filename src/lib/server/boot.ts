@@ -11,6 +11,7 @@ import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { enqueueJob } from './jobs/enqueue';
 import { watchWorkerPresence } from './jobs/presence';
+import { checkModel, describeCheck } from './agent/model-check';
 import { taskList, crontab } from '../../../tasks/index';
 import { scheduleSweep } from '../../../tasks/executions__sweep';
 
@@ -97,6 +98,8 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 		await scheduleSweep();
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
+	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
+	if (role === 'web') void checkModel({ probe: false }).then((c) => log(describeCheck(c)), () => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory' });

@@ -38,13 +38,21 @@ export async function contextWindow(): Promise<{ tokens: number | null; source: 
 	const config = env();
 	if (config.NOMOS_CONTEXT_TOKENS) return { tokens: config.NOMOS_CONTEXT_TOKENS, source: 'NOMOS_CONTEXT_TOKENS' };
 	const key = `${config.OPENAI_BASE_URL}|${config.NOMOS_MODEL}`;
-	if (cached && cached.key === key && Date.now() - cached.at < 600_000) return cached;
-	cached = { ...(await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY)), at: Date.now(), key };
-	return cached;
+	if (!cached || cached.key !== key || Date.now() - cached.at >= 600_000) {
+		cached = { ...(await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY)), at: Date.now(), key };
+	}
+	return { tokens: cached.tokens, source: cached.source };
 }
 
 export function forgetContextWindow(): void {
 	cached = undefined;
+}
+
+/** The context window as the server says it now (not cached; for the model check). */
+export async function readContextWindow(): Promise<{ tokens: number | null; source: string }> {
+	const config = env();
+	if (config.NOMOS_CONTEXT_TOKENS) return { tokens: config.NOMOS_CONTEXT_TOKENS, source: 'NOMOS_CONTEXT_TOKENS' };
+	return askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
 }
 
 async function askServer(baseURL: string | undefined, model: string | undefined, apiKey: string | undefined): Promise<{ tokens: number | null; source: string }> {
