@@ -35,7 +35,7 @@ test('an empty completion shows the retries, then a message that says what went 
 test('a message sent while a turn runs is queued and answered next; Stop keeps partial output', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ text: 'This is a slow answer that the operator will stop before it finishes streaming.', chunkSize: 2, delayMs: 60 },
+		{ text: 'This is a slow answer that the operator will stop before it finishes streaming.', chunkSize: 2, delayMs: 200 },
 		{ text: 'Answer to the second question.' }
 	);
 	await login(page, env.admin);

@@ -17,10 +17,45 @@ export const NO_STREAM_HEADER = 'x-nomos-no-stream';
 type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } };
 type Chunk = { choices?: Array<{ index?: number; delta?: { tool_calls?: ToolCallDelta[] } & Record<string, unknown> }> } & Record<string, unknown>;
 
+/**
+ * The most argument text one streamed tool call may carry. Beyond it the deltas are dropped (the
+ * call then fails as invalid JSON, a bounded error): a parser that re-reads the whole argument
+ * string on every delta would otherwise spend minutes on a megabyte sent in tiny pieces.
+ */
+export const MAX_STREAMED_ARGS = 64 * 1024;
+
 /** Rewrites tool-call indices in a stream of chunks (one instance per response). */
 export class ToolIndexFixer {
 	/** Per choice: the id each index is bound to, and which index the server's index maps to now. */
-	#byChoice = new Map<number, { ids: Map<number, string>; current: Map<number, number> }>();
+	#byChoice = new Map<number, { ids: Map<number, string>; current: Map<number, number>; args: Map<number, number> }>();
+
+	/** Fixes indices in place and drops argument text past MAX_STREAMED_ARGS; null when nothing is left to send. */
+	fixOrDrop(chunk: Chunk): Chunk | null {
+		this.fix(chunk);
+		let dropped = false;
+		for (const choice of chunk.choices ?? []) {
+			const calls = choice.delta?.tool_calls;
+			if (!Array.isArray(calls)) continue;
+			const st = this.#byChoice.get(choice.index ?? 0)!;
+			choice.delta!.tool_calls = calls.filter((call) => {
+				const piece = call.function?.arguments;
+				if (typeof piece !== 'string' || !piece) return true;
+				const index = call.index ?? 0;
+				const had = st.args.get(index) ?? 0;
+				st.args.set(index, had + piece.length);
+				if (had >= MAX_STREAMED_ARGS) {
+					dropped = true;
+					call.function!.arguments = '';
+					return !!call.id; // a head delta (id, name) stays, without more arguments
+				}
+				if (had + piece.length > MAX_STREAMED_ARGS) call.function!.arguments = piece.slice(0, MAX_STREAMED_ARGS - had);
+				return true;
+			});
+		}
+		if (!dropped) return chunk;
+		const empty = (chunk.choices ?? []).every((c) => !c.delta?.tool_calls?.length && !c.delta?.content && !(c as { finish_reason?: unknown }).finish_reason);
+		return empty && !(chunk as { usage?: unknown }).usage ? null : chunk;
+	}
 
 	fix(chunk: Chunk): Chunk {
 		for (const choice of chunk.choices ?? []) {
@@ -28,7 +63,7 @@ export class ToolIndexFixer {
 			if (!Array.isArray(calls)) continue;
 			const key = choice.index ?? 0;
 			let st = this.#byChoice.get(key);
-			if (!st) this.#byChoice.set(key, (st = { ids: new Map(), current: new Map() }));
+			if (!st) this.#byChoice.set(key, (st = { ids: new Map(), current: new Map(), args: new Map() }));
 			calls.forEach((call, i) => {
 				const raw = typeof call.index === 'number' ? call.index : i;
 				if (call.id) {
@@ -54,15 +89,31 @@ function fixSseStream(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Arr
 	const decoder = new TextDecoder();
 	const encoder = new TextEncoder();
 	let buffer = '';
-	const rewrite = (line: string) => {
+	const rewrite = (line: string): string | null => {
 		if (!line.startsWith('data:')) return line;
 		const data = line.slice(5).trim();
 		if (!data || data === '[DONE]') return line;
 		try {
-			return `data: ${JSON.stringify(fixer.fix(JSON.parse(data) as Chunk))}`;
+			const fixed = fixer.fixOrDrop(JSON.parse(data) as Chunk);
+			return fixed ? `data: ${JSON.stringify(fixed)}` : null;
 		} catch {
 			return line;
 		}
+	};
+	/** Rewritten lines; a dropped data line takes the blank line that ended its event along. */
+	const rewriteAll = (lines: string[]) => {
+		const out: string[] = [];
+		let skipBlank = false;
+		for (const line of lines) {
+			if (skipBlank && line.trim() === '') {
+				skipBlank = false;
+				continue;
+			}
+			const r = rewrite(line);
+			if (r === null) skipBlank = true;
+			else out.push(r);
+		}
+		return out;
 	};
 	return body.pipeThrough(
 		new TransformStream<Uint8Array, Uint8Array>({
@@ -70,11 +121,13 @@ function fixSseStream(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Arr
 				buffer += decoder.decode(bytes, { stream: true });
 				const lines = buffer.split('\n');
 				buffer = lines.pop() ?? '';
-				if (lines.length) controller.enqueue(encoder.encode(lines.map(rewrite).join('\n') + '\n'));
+				const out = rewriteAll(lines);
+				if (out.length) controller.enqueue(encoder.encode(out.join('\n') + '\n'));
 			},
 			flush(controller) {
 				buffer += decoder.decode();
-				if (buffer) controller.enqueue(encoder.encode(rewrite(buffer)));
+				const last = buffer ? rewrite(buffer) : null;
+				if (last) controller.enqueue(encoder.encode(last));
 			}
 		})
 	);
