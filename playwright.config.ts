@@ -1,9 +1,10 @@
-import { existsSync } from 'node:fs';
 import { defineConfig } from '@playwright/test';
+import { CHROMIUM_ARGS, findBrowser } from './scripts/browser.js';
 
 const port = Number(process.env.E2E_PORT ?? 41731);
-// Debian's chromium where it exists (CI and this machine); Playwright's own browser elsewhere.
-const systemChromium = '/usr/bin/chromium';
+// A system Chromium where there is one (Debian's on CI and here), else Playwright's own browser
+// (`npm test` runs scripts/ensure-browser.js first, which installs one when none is found).
+const browser = findBrowser();
 
 export default defineConfig({
 	testDir: 'tests/e2e',
@@ -19,20 +20,6 @@ export default defineConfig({
 		baseURL: `http://127.0.0.1:${port}`,
 		trace: 'retain-on-failure',
 		screenshot: 'only-on-failure',
-		launchOptions: existsSync(systemChromium)
-			? {
-					executablePath: systemChromium,
-					args: [
-						'--headless',
-						'--no-sandbox',
-						'--disable-gpu',
-						'--disable-quic',
-						'--no-first-run',
-						'--disable-background-networking',
-						'--disable-component-update',
-						'--disable-sync'
-					]
-				}
-			: {}
+		launchOptions: browser.kind === 'system' ? { executablePath: browser.path, args: CHROMIUM_ARGS } : {}
 	}
 });
