@@ -48,8 +48,9 @@ test('an event committed by another process reaches pages on both web processes 
 	const b = await (await browser.newContext({ baseURL: web2URL })).newPage();
 	await login(a, env.admin);
 	await login(b, env.admin);
-	// Make sure both live streams are up before committing.
-	await a.waitForTimeout(300);
+	// Both live streams are up (the page marks its fleet stream open) before committing.
+	await expect(a.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
+	await expect(b.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 
 	const title = `Made elsewhere ${Date.now()}`;
 	await sql.begin(async (tx) => {
