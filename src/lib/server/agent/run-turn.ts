@@ -55,7 +55,8 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	// The history must fit the model's context next to the instructions and tool definitions,
 	// which are never cut (local servers silently drop the front of an overlong prompt).
 	const window = await contextWindow();
-	const fixedChars = systemPrompt().length + toolsChars(buildTools(ctx));
+	const tools = buildTools(ctx);
+	const fixedChars = systemPrompt().length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
 	// Operator messages still queued are answered by their own turn, next.
 	const history = fitHistory(toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
@@ -68,7 +69,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		// is shown it (as its own partial answer) so it carries on instead of starting over.
 		const sofar = assistantMessages(writer.parts);
 		const sent = [...messages, ...sofar];
-		const r = await attemptStream(writer, model, sent, buildTools(ctx), signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const r = await attemptStream(writer, model, sent, tools, signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer);
 		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
 		if (cut && !writer.parts.some((p) => p.type === 'note' && p.kind === 'context')) writer.addNote('context', cut);

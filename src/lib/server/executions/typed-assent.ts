@@ -94,7 +94,6 @@ export function resolveTypedAssent(text: string, candidates: AssentCandidate[]):
 	if (namedSomething) chosen = [...named];
 	else if (all || candidates.length === 1) chosen = candidates;
 	else return { kind: 'ambiguous', candidates };
-	if (all && namedSomething) chosen = candidates.filter((c) => named.has(c));
 	if (all && words.includes('both') && !namedSomething && candidates.length !== 2) return { kind: 'ambiguous', candidates };
 
 	return {
