@@ -46,7 +46,11 @@ async function catchUp(): Promise<void> {
 				if (!rows.length) break;
 				last = rows[rows.length - 1].id;
 				const out = rows.map((e) => ({ id: e.id, text: format(e) }));
-				for (const c of clients) for (const o of out) c.live ? deliver(c, o.id, o.text) : c.buffer.push(o);
+				for (const c of clients)
+					for (const o of out) {
+						if (c.live) deliver(c, o.id, o.text);
+						else c.buffer.push(o);
+					}
 			} while (rows.length === 500);
 		} while (again);
 	} catch (e) {
@@ -56,7 +60,7 @@ async function catchUp(): Promise<void> {
 	}
 }
 
-const server = http.createServer(async (req, res) => {
+async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
 	const url = new URL(req.url ?? '/', 'http://x');
 	if (url.pathname !== '/events') return void res.writeHead(404).end();
 	const raw = req.headers['last-event-id'] ?? url.searchParams.get('after') ?? '0';
@@ -77,7 +81,9 @@ const server = http.createServer(async (req, res) => {
 	for (const o of c.buffer.splice(0)) deliver(c, o.id, o.text);
 	c.live = true;
 	res.write(': live\n\n');
-});
+}
+
+const server = http.createServer((req, res) => void handle(req, res));
 
 setInterval(() => {
 	for (const c of clients) c.res.write(': ping\n\n');

@@ -8,7 +8,7 @@ import postgres from 'postgres';
 
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => undefined, connection: { application_name: 'bench-poll' } });
 
-const server = http.createServer(async (req, res) => {
+async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
 	const url = new URL(req.url ?? '/', 'http://x');
 	if (url.pathname !== '/events') return void res.writeHead(404).end();
 	const after = Number(url.searchParams.get('after')) || 0;
@@ -22,7 +22,9 @@ const server = http.createServer(async (req, res) => {
 	} catch (e) {
 		res.writeHead(500).end((e as Error).message);
 	}
-});
+}
+
+const server = http.createServer((req, res) => void handle(req, res));
 
 server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`[poll] listening on 127.0.0.1:${process.env.PORT}`));
 const stop = () => {

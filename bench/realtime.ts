@@ -299,13 +299,13 @@ async function produce(count: number, rate: number): Promise<Map<number, number>
 		const wait = due - nowMs();
 		if (wait > 0) await sleep(wait);
 		const payload = JSON.stringify({ seq, sentAt: nowMs(), note: NOTE });
-		const id = (await sql.begin(async (tx) => {
+		const id = (await sql.begin<number>(async (tx) => {
 			await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
 			const [row] = await tx<{ id: number }[]>`
 				insert into events (session_id, type, payload) values (null, 'bench.tick', ${payload}::text::jsonb)
 				returning id::float8 as id`;
 			return row.id;
-		})) as number;
+		}));
 		commits.set(id, nowMs());
 	}
 	return commits;
@@ -493,10 +493,10 @@ function verdicts(rows: Row[]): string[] {
 		const nomos = rows.find((r) => r.system === 'nomos' && r.n === n);
 		const bare = rows.find((r) => r.system === 'bare' && r.n === n);
 		if (!nomos || !bare || nomos.median === undefined || bare.median === undefined) continue;
-		const ok = nomos.median <= 1.5 * bare.median! && nomos.p99! <= 1.5 * bare.p99!;
+		const ok = nomos.median <= 1.5 * bare.median && nomos.p99! <= 1.5 * bare.p99!;
 		out.push(
 			`N=${n}: Nomos median/p99 within 1.5× of bare: ${ok ? 'yes' : 'no'} ` +
-				`(median ${fmt(nomos.median)} vs ${fmt(bare.median)} ms = ${fmt(nomos.median / bare.median!, 2)}×, p99 ${fmt(nomos.p99)} vs ${fmt(bare.p99)} ms = ${fmt(nomos.p99! / bare.p99!, 2)}×)`
+				`(median ${fmt(nomos.median)} vs ${fmt(bare.median)} ms = ${fmt(nomos.median / bare.median, 2)}×, p99 ${fmt(nomos.p99)} vs ${fmt(bare.p99)} ms = ${fmt(nomos.p99! / bare.p99!, 2)}×)`
 		);
 		out.push(
 			`N=${n}: KB per stream < 20: ${nomos.kbPerStream! < 20 ? 'yes' : 'no'} (0→N: Nomos ${fmt(nomos.kbPerStream)} KB, bare ${fmt(bare.kbPerStream)} KB; ` +

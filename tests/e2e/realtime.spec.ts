@@ -12,7 +12,7 @@ function waitFor(child: ChildProcess, text: string): Promise<void> {
 		let out = '';
 		const timer = setTimeout(() => reject(new Error(`never saw "${text}":\n${out}`)), 60_000);
 		const on = (d: Buffer) => {
-			out += d;
+			out += d.toString();
 			if (out.includes(text)) {
 				clearTimeout(timer);
 				resolve();

@@ -243,7 +243,7 @@ test('accounts: an admin adds an operator, cannot disable the last admin, and di
 	expect(actions).toEqual(expect.arrayContaining(['operator.created', 'operator.disabled', 'login.succeeded']));
 	await page.screenshot({ path: 'test-results/trust-audit.png', fullPage: true });
 	const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('audit-export-csv').click()]);
-	const csv = await (await import('node:fs/promises')).readFile((await download.path())!, 'utf8');
+	const csv = await (await import('node:fs/promises')).readFile((await download.path()), 'utf8');
 	expect(csv.split('\r\n')[0]).toBe('id,at,actorName,action,route,subjectType,subjectId,sessionId,detail');
 	expect(csv).toContain('operator.disabled');
 });

@@ -29,7 +29,7 @@ export async function newOperator(username = 'alice'): Promise<string> {
 }
 
 export async function newSession(operatorId: string | null, title = 'test'): Promise<string> {
-	return sql().begin((tx) => createSession(tx, operatorId, title)) as Promise<string>;
+	return sql().begin<string>((tx) => createSession(tx, operatorId, title));
 }
 
 /** Starts the process's realtime hub (the runner listens on it for cancellation) for the file. */
@@ -49,7 +49,7 @@ export function useHub(): () => Hub {
 
 /** An operator decision in its own transaction, as the approve/deny routes do. */
 export function decide(id: string, operatorId: string, decision: 'approved' | 'denied', reason?: string): Promise<DecideResult> {
-	return sql().begin((tx) => operatorDecides(tx, id, { decision, route: 'button', operatorId, reason })) as Promise<DecideResult>;
+	return sql().begin<DecideResult>((tx) => operatorDecides(tx, id, { decision, route: 'button', operatorId, reason }));
 }
 
 export type JobRow = { task: string; payload: Record<string, unknown>; key: string | null; queue: string | null };

@@ -29,13 +29,13 @@ afterAll(async () => {
 beforeEach(() => llm.reset());
 
 async function session(opts: { window: boolean }): Promise<string> {
-	return sql().begin(async (tx) => {
+	return sql().begin<string>(async (tx) => {
 		const id = await createSession(tx, null, 'deploy');
 		await tx`insert into messages (session_id, role, parts, status, origin) values (${id}, 'user', ${JSON.stringify([{ type: 'text', text: 'deploy it' }])}::text::jsonb, 'complete', 'chat')`;
 		if (opts.window) await tx`insert into assent_windows (session_id, expires_at) values (${id}, now() + interval '30 minutes')`;
 		else await tx`insert into assent_windows (session_id, expires_at) values (${id}, now() - interval '1 minute')`;
 		return id;
-	}) as Promise<string>;
+	});
 }
 
 async function finished(sessionId: string, status: 'succeeded' | 'failed', opts: { hash?: string; error?: string } = {}): Promise<string> {

@@ -21,7 +21,7 @@ import { useTestDatabase } from '../helpers/db';
 useTestDatabase();
 
 const caller = (user: { id: string; username: string; role: 'operator' | 'admin' } | null) =>
-	createCallerFactory(knowledgeRouter)({ user, event: {} as RequestEvent } as never);
+	createCallerFactory(knowledgeRouter)({ user, event: {} as RequestEvent });
 const operator = caller({ id: '00000000-0000-0000-0000-000000000001', username: 'ops', role: 'operator' });
 
 async function addEntity(kind: string, externalId: string, name: string, notes: string) {

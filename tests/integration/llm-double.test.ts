@@ -108,7 +108,7 @@ describe('happy paths', () => {
 		]);
 		const toolMsg = followUp.find((m) => m.role === 'tool');
 		expect(toolMsg?.tool_call_id).toBe('call_abc');
-		expect(JSON.parse(String(toolMsg?.content))).toEqual({ vmid: 101, node: 'pve1', status: 'running' });
+		expect(JSON.parse(toolMsg?.content as string)).toEqual({ vmid: 101, node: 'pve1', status: 'running' });
 	});
 
 	it('serves stream: false as a chat.completion (generateText)', async () => {
@@ -198,7 +198,7 @@ describe('faults', () => {
 
 		const toolMsg = chatBodies()[1].messages?.find((m) => m.role === 'tool');
 		expect(toolMsg?.tool_call_id).toBe(call.toolCallId);
-		expect(String(toolMsg?.content)).toContain('Invalid input for tool get_vm');
+		expect(toolMsg?.content as string).toContain('Invalid input for tool get_vm');
 	});
 
 	it('cut-midway: some text arrives, then iterating fullStream throws APICallError (no error part, onError not called)', async () => {
@@ -213,12 +213,12 @@ describe('faults', () => {
 		expect((thrown as APICallError).message).toBe('Failed to process successful response');
 		expect(String((thrown as APICallError).cause)).toContain('terminated');
 		expect(onError).not.toHaveBeenCalled();
-		await expect(result.text).rejects.toSatisfy(APICallError.isInstance);
+		await expect(result.text).rejects.toSatisfy((e) => APICallError.isInstance(e));
 	});
 
 	it('cut-midway on stream: false rejects generateText', async () => {
 		llm.push({ fault: 'cut-midway' });
-		await expect(generateText({ model, prompt: 'hi', maxRetries: 0 })).rejects.toSatisfy(APICallError.isInstance);
+		await expect(generateText({ model, prompt: 'hi', maxRetries: 0 })).rejects.toSatisfy((e) => APICallError.isInstance(e));
 	});
 
 	it('hang never answers: the caller must abort', async () => {

@@ -45,11 +45,11 @@ beforeEach(() => {
 });
 
 async function session(text: string): Promise<string> {
-	return sql().begin(async (tx) => {
+	return sql().begin<string>(async (tx) => {
 		const id = await createSession(tx, null, 'model servers');
 		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' });
 		return id;
-	}) as Promise<string>;
+	});
 }
 const reply = async (sessionId: string) => (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant').at(-1)!;
 type Call = { type: 'tool-call'; toolName: string; input: unknown; state: string; output?: unknown };

@@ -27,7 +27,7 @@ const SESSION = '00000000-0000-4000-8000-000000000001';
 
 describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	it('a client 1,000 events behind catches up in order, then gets live ones', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' })) as number;
+		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
 		for (let i = 0; i < 1000; i += 100) {
 			await sql().begin(async (tx) => {
 				for (let j = 0; j < 100; j++) await emitEvent(tx, { type: 'test.backlog', payload: { n: i + j } });
@@ -49,7 +49,7 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('session streams carry only that session; the global stream skips message updates', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' })) as number;
+		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
 		const s = open(start, { sessionId: SESSION });
 		const g = open(start);
 		await emitEventNow(sql(), { type: 'message.updated', sessionId: SESSION, payload: { messageId: '00000000-0000-4000-8000-0000000000aa' } });
@@ -72,7 +72,7 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('chaos: 20 clients, 2,000 events, random disconnects and a killed LISTEN: every event once, in order', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' })) as number;
+		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
 		const TOTAL = 2000;
 		const CLIENTS = 20;
 		const received: number[][] = Array.from({ length: CLIENTS }, () => []);

@@ -25,11 +25,11 @@ afterAll(async () => {
 beforeEach(() => llm.reset());
 
 async function newSession(userText: string) {
-	return sql().begin(async (tx) => {
+	return sql().begin<string>(async (tx) => {
 		const id = await createSession(tx, null, 'test');
 		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: userText }], status: 'complete', origin: 'chat' });
 		return id;
-	}) as Promise<string>;
+	});
 }
 
 describe('the turn runner', () => {

@@ -55,7 +55,7 @@ afterAll(async () => {
 	await pve?.close();
 });
 
-const chat = () => createCallerFactory(chatRouter)({ user: admin, event: {} as RequestEvent } as never);
+const chat = () => createCallerFactory(chatRouter)({ user: admin, event: {} as RequestEvent });
 
 /** An agent reply in `sessionId` whose tool calls requested these executions (as run-turn stores them). */
 async function agentRequests(sessionId: string, requests: Array<Record<string, unknown>>): Promise<string[]> {

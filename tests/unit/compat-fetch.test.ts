@@ -43,7 +43,7 @@ describe('the compatibility fetch', () => {
 	it('asked not to stream, sends stream:false and replays the JSON answer as the same SSE a server would send', async () => {
 		let sent: { stream?: boolean } = {};
 		const inner = (async (_u: unknown, init?: RequestInit) => {
-			sent = JSON.parse(String(init!.body));
+			sent = JSON.parse(init!.body as string);
 			return Response.json({ id: 'c', model: 'm', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null, tool_calls: [{ id: 't', function: { name: 'list_lxcs', arguments: '{}' } }] } }] });
 		}) as typeof fetch;
 		const res = await compatFetch({ inner })('http://x/v1/chat/completions', { method: 'POST', headers: { [NO_STREAM_HEADER]: '1' }, body: JSON.stringify({ stream: true, tools: [{}] }) });

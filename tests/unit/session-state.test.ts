@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { sessionState } from '../../src/lib/components/chat/session-state';
 import type { ChatMessage } from '../../src/lib/chat-types';
 
-const msg = (m: Partial<ChatMessage>): ChatMessage => ({ id: 'x', sessionId: 's', seq: 1, role: 'assistant', parts: [], status: 'complete', origin: 'chat', error: null, rev: 0, ...m }) as ChatMessage;
+const msg = (m: Partial<ChatMessage>): ChatMessage => ({ id: 'x', sessionId: 's', seq: 1, role: 'assistant', parts: [], status: 'complete', origin: 'chat', error: null, rev: 0, ...m });
 const base = { messages: [] as ChatMessage[], executions: [] as Array<{ status: string; action: string; target: string }>, openQuestion: false, noWorker: false };
 
 describe('the session state in the chat header', () => {

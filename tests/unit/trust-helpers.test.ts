@@ -88,7 +88,7 @@ describe('secrets', () => {
 
 	it('an unreadable SSH key is reported without its local path', async () => {
 		const keyPath = '/etc/nomos-secret-dir/id_ed25519';
-		const err = await connect({ name: 'strong', address: '127.0.0.1', port: 1, username: 'root', keyPath, hostKeyFingerprint: 'SHA256:x' } as never).catch((e) => e);
+		const err = await connect({ name: 'strong', address: '127.0.0.1', port: 1, username: 'root', keyPath, hostKeyFingerprint: 'SHA256:x' }).catch((e) => e);
 		expect(err).toBeInstanceOf(SshError);
 		expect(err.message).not.toContain(keyPath);
 		expect(err.message).not.toContain('nomos-secret-dir');

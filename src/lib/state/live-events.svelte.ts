@@ -18,7 +18,10 @@ type Handler = (e: LiveEvent) => void;
  */
 export class LiveEvents {
 	#source: EventSource | null = null;
+	// Handler registries, not state: nothing renders from them, so plain collections are right.
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity
 	#handlers = new Map<string, Set<Handler>>();
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity
 	#any = new Set<Handler>();
 	#lastId = 0;
 	/** `stale`: the server no longer has the events this page missed; only a reload shows the truth. */
@@ -54,7 +57,7 @@ export class LiveEvents {
 			this.#source = null;
 			this.status = 'stale';
 		});
-		for (const type of this.#handlers.keys()) source.addEventListener(type, (m) => this.#dispatch(m as MessageEvent));
+		for (const type of this.#handlers.keys()) source.addEventListener(type, (m) => this.#dispatch(m));
 		return this;
 	}
 
@@ -62,9 +65,10 @@ export class LiveEvents {
 	on(type: string, fn: Handler): () => void {
 		let set = this.#handlers.get(type);
 		if (!set) {
+			// eslint-disable-next-line svelte/prefer-svelte-reactivity -- part of the handler registry
 			set = new Set();
 			this.#handlers.set(type, set);
-			this.#source?.addEventListener(type, (m) => this.#dispatch(m as MessageEvent));
+			this.#source?.addEventListener(type, (m) => this.#dispatch(m));
 		}
 		set.add(fn);
 		return () => set.delete(fn);

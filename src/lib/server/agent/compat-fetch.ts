@@ -177,7 +177,7 @@ export function compatFetch(opts: { streamWithTools?: boolean; inner?: typeof fe
 		headers.delete(NO_STREAM_HEADER);
 		let body = init?.body;
 		let unstreamed = false;
-		if (typeof body === 'string' && String(input).endsWith('/chat/completions')) {
+		if (typeof body === 'string' && requestUrl(input).endsWith('/chat/completions')) {
 			try {
 				const json = JSON.parse(body) as { stream?: boolean; tools?: unknown[]; stream_options?: unknown };
 				if (json.stream && (forceNoStream || (opts.streamWithTools === false && Array.isArray(json.tools) && json.tools.length))) {
@@ -199,4 +199,8 @@ export function compatFetch(opts: { streamWithTools?: boolean; inner?: typeof fe
 		if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
 		return new Response(fixSseStream(res.body), { status: res.status, statusText: res.statusText, headers: res.headers });
 	};
+}
+
+function requestUrl(input: string | URL | Request): string {
+	return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
 }

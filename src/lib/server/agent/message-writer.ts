@@ -37,7 +37,7 @@ export class MessageWriter {
 			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: row.id } });
 			return row.id;
 		});
-		return new MessageWriter(id as string, sessionId);
+		return new MessageWriter(id, sessionId);
 	}
 
 	get hasContent(): boolean {
@@ -75,7 +75,7 @@ export class MessageWriter {
 		const call = this.#call(toolCallId);
 		if (!call) return;
 		call.output = boundedForStorage(output, 64 * 1024);
-		const err = output && typeof output === 'object' && 'error' in output ? String((output as { error: unknown }).error) : null;
+		const err = output && typeof output === 'object' && 'error' in output ? String((output).error) : null;
 		call.state = err ? 'error' : 'done';
 		if (err) call.error = err;
 		this.flush();
@@ -105,7 +105,11 @@ export class MessageWriter {
 
 	/** Marks tool calls still running as interrupted (cancel, crash of the stream). */
 	interruptRunning(reason: string): void {
-		for (const p of this.parts) if (p.type === 'tool-call' && p.state === 'running') ((p.state = 'error'), (p.error = reason));
+		for (const p of this.parts)
+			if (p.type === 'tool-call' && p.state === 'running') {
+				p.state = 'error';
+				p.error = reason;
+			}
 	}
 
 	flush(): void {

@@ -56,7 +56,7 @@ function describeIssues(e: z.ZodError): string {
 export function canonical(v: unknown): string {
 	if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
 	if (v && typeof v === 'object') {
-		return `{${Object.keys(v as object)
+		return `{${Object.keys(v)
 			.filter((k) => (v as Record<string, unknown>)[k] !== undefined)
 			.sort()
 			.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
@@ -88,7 +88,8 @@ async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 	const found = await resolveEntity(ref);
 	if (found.ok) {
 		const host = found.entity.hostName ? await getHostByName(found.entity.hostName) : null;
-		const vmid = String((found.entity.attributes as { vmid?: unknown }).vmid ?? found.entity.externalId.split('/')[1] ?? '');
+		const attrVmid = (found.entity.attributes as { vmid?: unknown }).vmid;
+		const vmid = typeof attrVmid === 'number' || typeof attrVmid === 'string' ? String(attrVmid) : (found.entity.externalId.split('/')[1] ?? '');
 		if (!host) return { error: `container '${t}' is on host '${found.entity.hostName}', which is not configured`, hint: await hostsHint() };
 		return { host, vmid };
 	}

@@ -20,9 +20,9 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 
 	if (prepared.classification === 'read_only') {
 		const e = await sql().begin((tx) => insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours }));
-		await sql()`update executions set requested_by_session = ${sessionId} where id = ${(e as ExecutionRow).id}`;
-		await runExecution((e as ExecutionRow).id);
-		return { execution: (await getExecution(sql(), (e as ExecutionRow).id))!, via: 'read_only' };
+		await sql()`update executions set requested_by_session = ${sessionId} where id = ${(e).id}`;
+		await runExecution((e).id);
+		return { execution: (await getExecution(sql(), (e).id))!, via: 'read_only' };
 	}
 
 	return sql().begin(async (tx) => {
@@ -45,5 +45,5 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 			return { execution: e, via: 'plan' as const };
 		}
 		return { execution: e, via: 'approval' as const };
-	}) as Promise<RequestOutcome>;
+	});
 }

@@ -100,7 +100,7 @@ export async function runExecution(id: string): Promise<void> {
 					void saveSteps(sql(), e, steps).catch(() => undefined);
 				}, STEP_FLUSH_MS);
 			};
-			const r = await execArgv(client!, s.argv, {
+			const r = await execArgv(client, s.argv, {
 				timeoutMs: s.timeoutMs,
 				signal: cancel.signal,
 				onStdout: (c) => ((out = (out + c).slice(-65_536)), flushSoon()),
@@ -142,7 +142,7 @@ export async function runExecution(id: string): Promise<void> {
 	} catch (err) {
 		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
 		const status = err instanceof Interrupted ? 'interrupted' : err instanceof Cancelled ? 'cancelled' : 'failed';
-		const message = known ? (err as Error).message : `internal error: ${(err as Error).message}`;
+		const message = known ? (err).message : `internal error: ${(err as Error).message}`;
 		client?.end();
 		client = undefined;
 		const touched = steps.length > 0;

@@ -137,7 +137,7 @@ export async function decideExecution(
 
 /** Atomically takes an approved execution for running; null when someone else has (or it is not approved). */
 export async function claimExecution(sql: Sql, id: string, leaseSeconds: number): Promise<ExecutionRow | null> {
-	return sql.begin(async (tx) => {
+	return sql.begin<ExecutionRow | null>(async (tx) => {
 		const rows = await tx`
 			update executions set status = 'running', started_at = now(), lease_until = now() + make_interval(secs => ${leaseSeconds})
 			where id = ${id} and status = 'approved' returning id`;
@@ -145,7 +145,7 @@ export async function claimExecution(sql: Sql, id: string, leaseSeconds: number)
 		const e = (await getExecution(tx, id))!;
 		await announce(tx, e);
 		return e;
-	}) as Promise<ExecutionRow | null>;
+	});
 }
 
 export async function heartbeat(sql: Sql, id: string, leaseSeconds: number): Promise<boolean> {
@@ -186,7 +186,7 @@ export async function finishExecution(
 		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory' });
 		await onTerminal(tx, id);
 		return true;
-	}) as Promise<boolean>;
+	});
 }
 
 /**
@@ -230,7 +230,7 @@ export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }
 			returning id, session_id as "sessionId"`;
 		for (const m of orphaned) await emitEvent(tx, { sessionId: m.sessionId, type: 'message.updated', payload: { messageId: m.id } });
 		return { lost: lost.length, expired: expired.length };
-	}) as Promise<{ lost: number; expired: number }>;
+	});
 }
 
 /**

@@ -53,7 +53,7 @@ export async function writeInventory(hostName: string, inv: Inventory): Promise<
 			payload: { host: hostName, containers: inv.containers.length }
 		});
 		return { removed: removed.count };
-	}) as Promise<{ removed: number }>;
+	});
 }
 
 /**

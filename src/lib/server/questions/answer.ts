@@ -14,5 +14,5 @@ export async function answerFromPanel(sessionId: string | undefined, questionId:
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
 		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'resume' });
 		return r;
-	}) as Promise<AnswerResult>;
+	});
 }

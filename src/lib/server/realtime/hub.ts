@@ -83,7 +83,7 @@ export class Hub {
 		this.#last = await latestEventId(this.#sql);
 		ready = true;
 		this.#catchUp();
-		this.#unlisten = res.unlisten;
+		this.#unlisten = () => res.unlisten();
 		this.#heartbeat = setInterval(() => {
 			for (const s of this.#subscribers) s.ping();
 		}, 15_000);

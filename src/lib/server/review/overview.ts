@@ -110,7 +110,7 @@ export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = app
 /** Calls and failures per tool, most called first; names outside TOOL_NAMES are "other". */
 function histogram(counts: number[], total: number, failures: Record<string, number>): ReviewOverview['tools'] {
 	const known = new Set<string>(TOOL_NAMES);
-	const rows = TOOL_NAMES.map((tool, i) => ({ tool: tool as string, calls: counts[i], failed: failures[tool] ?? 0 }));
+	const rows: Array<{ tool: string; calls: number; failed: number }> = TOOL_NAMES.map((tool, i) => ({ tool, calls: counts[i], failed: failures[tool] ?? 0 }));
 	const otherCalls = total - counts.reduce((a, b) => a + b, 0);
 	const otherFailed = Object.entries(failures).reduce((n, [t, f]) => (known.has(t) ? n : n + f), 0);
 	if (otherCalls > 0) rows.push({ tool: OTHER_TOOL, calls: otherCalls, failed: otherFailed });

@@ -24,7 +24,8 @@ function hostStatus(h: FleetHost): string {
 	if (!h.pinned) return 'unpinned';
 	if (h.lastError) return 'error';
 	if (!h.entity) return 'not synced';
-	return String(h.entity.attributes.pveStatus ?? 'unknown');
+	const status = h.entity.attributes.pveStatus;
+	return typeof status === 'string' || typeof status === 'number' ? String(status) : 'unknown';
 }
 
 /** The per-host summary get_state_snapshot returns. */

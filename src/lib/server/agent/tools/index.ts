@@ -28,7 +28,7 @@ function capped(t: Tool): Tool {
 			}
 			return execute(input, options);
 		}
-	} as Tool;
+	};
 }
 
 /** Every tool the agent has in one turn. */

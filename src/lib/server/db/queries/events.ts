@@ -39,7 +39,7 @@ export async function emitEvent(tx: TransactionSql, e: EventInput): Promise<numb
 
 /** Emits one event in its own transaction. */
 export async function emitEventNow(sql: Sql, e: EventInput): Promise<number> {
-	return sql.begin((tx) => emitEvent(tx, e)) as Promise<number>;
+	return sql.begin<number>((tx) => emitEvent(tx, e));
 }
 
 const columns = (sql: Sql | TransactionSql) =>
@@ -97,7 +97,7 @@ export async function pruneEvents(sql: Sql, days: number, batch = 5000): Promise
 			}
 			return r.n;
 		});
-		total += n as number;
-		if ((n as number) < batch) return total;
+		total += n;
+		if ((n) < batch) return total;
 	}
 }

@@ -166,7 +166,7 @@ export async function adminCreateOperator(actor: Actor, input: { username: strin
 			returning id, username, role`;
 		await recordAudit(tx, { actor, action: 'operator.created', route: 'settings', subjectType: 'operator', subjectId: op.username, detail: { operatorId: op.id, role: op.role } });
 		return op;
-	}) as Promise<Operator | AccountError>;
+	});
 }
 
 /** Sets a new password for someone else; their sessions end (they sign in with the new one). */
@@ -179,7 +179,7 @@ export async function adminResetPassword(actor: Actor, id: string, password: str
 		await revokeSessions(tx, id);
 		await recordAudit(tx, { actor, action: 'operator.password_reset', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
 		return { id: t.id, username: t.username, role: t.role };
-	}) as Promise<Operator | AccountError>;
+	});
 }
 
 /** Disables or re-enables an account. The last enabled admin cannot be disabled. */
@@ -195,7 +195,7 @@ export async function adminSetDisabled(actor: Actor, id: string, disabled: boole
 		if (disabled) await revokeSessions(tx, id);
 		await recordAudit(tx, { actor, action: disabled ? 'operator.disabled' : 'operator.enabled', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
 		return { id: t.id, username: t.username, role: t.role };
-	}) as Promise<Operator | AccountError>;
+	});
 }
 
 /** Changes an account's role. The last enabled admin cannot be demoted. */
@@ -210,7 +210,7 @@ export async function adminSetRole(actor: Actor, id: string, role: OperatorRole)
 		await tx`update operators set role = ${role} where id = ${id}`;
 		await recordAudit(tx, { actor, action: 'operator.role_changed', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, from: t.role, to: role } });
 		return { id: t.id, username: t.username, role };
-	}) as Promise<Operator | AccountError>;
+	});
 }
 
 /** An operator changes their own password (the current one is required); their other sessions end. */

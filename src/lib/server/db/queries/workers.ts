@@ -42,7 +42,7 @@ export async function countLiveWorkers(sql: Sql): Promise<number> {
  * about four hours and the session's turns wait behind it. Returns the worker ids released.
  */
 export async function releaseDeadWorkerLocks(sql: Sql): Promise<string[]> {
-	return sql.begin(async (tx) => {
+	return sql.begin<string[]>(async (tx) => {
 		const dead = await tx<{ id: string }[]>`
 			with live as (
 				select unnest(worker_ids) as id from worker_processes where beat_at > now() - make_interval(secs => ${WORKER_DEAD_AFTER_S})
@@ -58,5 +58,5 @@ export async function releaseDeadWorkerLocks(sql: Sql): Promise<string[]> {
 		if (ids.length) await tx`select graphile_worker.force_unlock_workers(${ids}::text[])`;
 		await tx`delete from worker_processes where beat_at < now() - interval '1 day'`;
 		return ids;
-	}) as Promise<string[]>;
+	});
 }

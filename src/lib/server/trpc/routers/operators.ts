@@ -13,7 +13,7 @@ import { adminProcedure, operatorProcedure, router } from '../t';
 
 function orThrow<T>(r: T | AccountError): T {
 	if (r && typeof r === 'object' && 'error' in r) throw new TRPCError({ code: r.code, message: r.error });
-	return r as T;
+	return r;
 }
 
 /** Accounts: admins manage every operator; everyone changes their own password. */

@@ -1,4 +1,4 @@
-import { reviewOverview, type Outcome } from '$lib/server/review';
+import { reviewOverview } from '$lib/server/review';
 import { requireAdmin } from '$lib/server/auth/guard';
 import type { PageServerLoad } from './$types';
 
@@ -10,7 +10,7 @@ export const load: PageServerLoad = async ({ url, locals }) => {
 	const overview = await reviewOverview({
 		from: q.get('from') ?? undefined,
 		to: q.get('to') ?? undefined,
-		outcome: outcome === 'reached' || outcome === 'not_reached' ? (outcome as Outcome) : undefined
+		outcome: outcome === 'reached' || outcome === 'not_reached' ? (outcome) : undefined
 	});
 	return { overview };
 };

@@ -9,7 +9,7 @@ const COLUMNS: Array<keyof AuditEntry> = ['id', 'at', 'actorName', 'action', 'ro
 
 /** One CSV field: quoted, quotes doubled; a leading = + - @ is prefixed so spreadsheets do not run it. */
 function csvField(v: unknown): string {
-	let s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+	let s = v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
 	if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
 	return `"${s.replace(/"/g, '""')}"`;
 }
