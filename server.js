@@ -16,19 +16,19 @@ const { handler } = await import('./build/handler.js');
 
 const server = http.createServer((req, res) => {
 	if (markHttp && !req.headers['x-forwarded-proto']) req.headers['x-forwarded-proto'] = 'http';
-	// Live event streams are served below SvelteKit (src/lib/server/realtime/node-sse.ts).
-	const sse = globalThis.__nomosServeSse;
-	if (sse && req.method === 'GET' && req.url?.startsWith('/api/') && req.url.includes('events')) {
-		sse(req, res).then(
-			(handled) => handled || handler(req, res),
-			(err) => {
-				console.error(`[nomos] event stream: ${err.message}`);
-				if (!res.headersSent) res.writeHead(500).end();
-			}
-		);
+	// Live event streams are served below SvelteKit: the hook (set at boot) matches the request
+	// against the SSE route table (src/lib/server/realtime/sse-routes.ts) and returns null at once
+	// for anything else, which SvelteKit answers.
+	const streaming = globalThis.__nomosServeSse?.(req, res);
+	if (!streaming) {
+		handler(req, res);
 		return;
 	}
-	handler(req, res);
+	streaming.catch((err) => {
+		console.error(`[nomos] event stream: ${err.message}`);
+		if (!res.headersSent) res.writeHead(500).end();
+		else res.end();
+	});
 });
 
 server.listen(Number(process.env.PORT), process.env.HOST, () => {

@@ -3,9 +3,9 @@ import { sequence } from '@sveltejs/kit/hooks';
 import { building } from '$app/environment';
 import { createTRPCHandle } from 'trpc-sveltekit';
 import { boot } from '$lib/server/boot';
+import { taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
-import { getOperatorBySessionToken } from '$lib/server/db/queries/operators';
-import { SESSION_COOKIE } from '$lib/server/auth/cookies';
+import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
 import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
 import { appRouter } from '$lib/server/trpc/router';
 import { createContext } from '$lib/server/trpc/context';
@@ -13,7 +13,7 @@ import { createContext } from '$lib/server/trpc/context';
 export const init: ServerInit = async () => {
 	if (building) return;
 	try {
-		await boot('web');
+		await boot('web', { taskList });
 	} catch (e) {
 		if (e instanceof ConfigError) {
 			console.error(e.message);
@@ -30,19 +30,20 @@ const originCheck: Handle = async ({ event, resolve }) => {
 	return resolve(event);
 };
 
-const authenticate: Handle = async ({ event, resolve }) => {
-	const token = event.cookies.get(SESSION_COOKIE) ?? null;
-	event.locals.sessionToken = token;
-	event.locals.user = token ? await getOperatorBySessionToken(token) : null;
+// The same check as the node SSE fast path (realtime/node-sse.ts): one function, one cookie parser.
+const signIn: Handle = async ({ event, resolve }) => {
+	const { user, sessionToken } = await authenticate(event.request.headers.get('cookie'));
+	event.locals.user = user;
+	event.locals.sessionToken = sessionToken;
 	const path = event.url.pathname;
-	if (!event.locals.user && !isPublicPath(path)) {
+	if (!user && !isPublicPath(path)) {
 		if (isApiPath(path) || event.request.method !== 'GET') {
-			return json({ message: 'Sign in first.' }, { status: 401 });
+			return json(SIGN_IN_FIRST, { status: 401 });
 		}
 		redirect(303, `/login?next=${encodeURIComponent(path + event.url.search)}`);
 	}
 	// A second lock only: each admin load, endpoint and procedure checks the role itself.
-	if (isAdminRoute(event.route.id) && event.locals.user?.role !== 'admin') {
+	if (isAdminRoute(event.route.id) && user?.role !== 'admin') {
 		error(403, 'Admins only.');
 	}
 	return resolve(event);
@@ -50,6 +51,6 @@ const authenticate: Handle = async ({ event, resolve }) => {
 
 export const handle = sequence(
 	originCheck,
-	authenticate,
+	signIn,
 	createTRPCHandle({ router: appRouter, createContext, url: '/trpc' })
 );

@@ -1,6 +1,6 @@
 import type { Task } from 'graphile-worker';
 import { continueSession } from '../src/lib/server/agent/continuation';
-import { trackTurn } from '../src/lib/server/agent/turns';
+import { trackTurn } from '../src/lib/server/conversation/active-turns';
 
 /** The job queued (in the same transaction) when an execution linked to a session finishes. */
 export interface ContinueSessionPayload {

@@ -1,10 +1,8 @@
 import type { Task } from 'graphile-worker';
 import { sql } from '../src/lib/server/db/index';
-import { sweep } from '../src/lib/server/executions/store';
+import { sweep } from '../src/lib/server/executions/lifecycle';
 import { releaseDeadWorkerLocks } from '../src/lib/server/db/queries/workers';
-import { enqueueJob } from '../src/lib/server/jobs/enqueue';
-
-export const SWEEP_EVERY_SECONDS = 15;
+import { scheduleSweep } from '../src/lib/server/jobs/schedule';
 
 /**
  * Fails executions whose worker died (lease expired) and expires stale approvals, then
@@ -17,11 +15,3 @@ export const executions__sweep: Task = async () => {
 	if (r.lost || r.expired) console.log(`[nomos] sweeper: ${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired`);
 	await scheduleSweep();
 };
-
-export async function scheduleSweep(): Promise<void> {
-	await enqueueJob(sql(), 'executions__sweep', {}, {
-		jobKey: 'executions__sweep',
-		runAt: new Date(Date.now() + SWEEP_EVERY_SECONDS * 1000),
-		maxAttempts: 5
-	});
-}

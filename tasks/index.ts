@@ -6,7 +6,10 @@ import { executions__run } from './executions__run';
 import { executions__sweep } from './executions__sweep';
 import { events__prune } from './events__prune';
 
-/** Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). */
+/**
+ * Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). The entry points (the
+ * web hooks, `npm run worker`) hand this list to boot(); nothing under src/lib/server imports it.
+ */
 export const taskList: TaskList = {
 	inventory__sync,
 	agent__run_turn,
@@ -15,13 +18,3 @@ export const taskList: TaskList = {
 	executions__sweep,
 	events__prune
 };
-
-/**
- * Recurring jobs. The inventory sync runs every minute in its own queue with a job key, so at
- * most one runs and one waits, however long a sync takes.
- */
-export function crontab(opts: { inventorySync: boolean }): string {
-	return [opts.inventorySync ? '* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory' : '', '17 * * * * events__prune ?jobKey=events__prune']
-		.filter(Boolean)
-		.join('\n');
-}

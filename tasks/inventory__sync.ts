@@ -1,5 +1,6 @@
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
+import { sql } from '../src/lib/server/db/index';
 import { getHostByName } from '../src/lib/server/db/queries/hosts';
 import { syncAllHosts, syncHost, type HostSyncResult } from '../src/lib/server/inventory/sync';
 
@@ -22,7 +23,7 @@ export const inventory__sync: Task = async (raw, helpers) => {
 	}
 	let results: HostSyncResult[];
 	if (payload.data.host) {
-		const host = await getHostByName(payload.data.host);
+		const host = await getHostByName(sql(), payload.data.host);
 		if (!host) {
 			helpers.logger.error(`inventory__sync: unknown host "${payload.data.host}"`);
 			return;

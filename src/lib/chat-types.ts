@@ -1,7 +1,6 @@
-import type { MessageRow } from '$lib/server/db/queries/messages';
-import type { MessagePart } from '$lib/server/db/schema';
+import type { MessagePart, MessageRow } from '$lib/types/messages';
 
-/** Stored message shapes, shared with the server (type-only imports). */
+/** Message shapes as the chat renders them (see $lib/types/messages for the stored ones). */
 export type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
 export type ChatPart = MessagePart;
 export type ChatMessage = Omit<MessageRow, 'createdAt' | 'updatedAt'> & { createdAt?: string; updatedAt?: string };

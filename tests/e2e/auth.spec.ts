@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { login, test, expect } from './harness/fixtures';
 
 test('every page sends a stranger to the login page', async ({ page }) => {
@@ -59,3 +60,79 @@ test('live event streams serve only a signed-in operator', async ({ playwright, 
 	expect((await anon.get('/trpc/chat.sessions')).status()).toBe(401);
 	await anon.dispose();
 });
+
+test('the node SSE fast path and the SvelteKit routes authenticate the same way', async ({ env, sql }) => {
+	const session = '00000000-0000-4000-8000-0000000000e5';
+	// `/api/events` is served below SvelteKit (server.js → realtime/node-sse.ts); `%65` is an
+	// encoded `e` that the exact route table leaves alone, so SvelteKit routes it to the same
+	// endpoint through hooks.server.ts.
+	const pairs = [
+		{ fast: '/api/events', kit: '/api/%65vents' },
+		{ fast: `/api/sessions/${session}/events`, kit: `/api/sessions/${session}/%65vents` }
+	];
+	const token = () => randomBytes(32).toString('base64url');
+	const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+	const suffix = randomBytes(4).toString('hex');
+	const [admin] = await sql`select id from operators where username = ${env.admin.username}`;
+	const [off] = await sql`insert into operators (username, password_hash, role) values (${`sse-off-${suffix}`}, 'x', 'operator') returning id`;
+	const [revokee] = await sql`insert into operators (username, password_hash, role) values (${`sse-revoked-${suffix}`}, 'x', 'operator') returning id`;
+	const valid = token();
+	const expired = token();
+	const disabled = token();
+	const revoked = token();
+	await sql`insert into auth_sessions (token_hash, operator_id, expires_at) values
+		(${hash(valid)}, ${admin.id}, now() + interval '1 hour'),
+		(${hash(expired)}, ${admin.id}, now() - interval '1 second'),
+		(${hash(disabled)}, ${off.id}, now() + interval '1 hour'),
+		(${hash(revoked)}, ${revokee.id}, now() + interval '1 hour')`;
+	await sql`update operators set disabled_at = now() where id = ${off.id}`;
+
+	try {
+		const encoded = [...valid].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+		const cases: Array<[string, string | null, number]> = [
+			['no cookie', null, 401],
+			['empty', 'nomos_session=', 401],
+			['unknown token', 'nomos_session=nope', 401],
+			['malformed encoding', 'nomos_session=%E0%A4%A', 401],
+			['malformed header', ';;=; nomos_session', 401],
+			['expired session', `nomos_session=${expired}`, 401],
+			['disabled operator', `nomos_session=${disabled}`, 401],
+			['valid', `theme=dark; nomos_session=${valid}`, 200],
+			['URL-encoded', `nomos_session=${encoded}`, 200],
+			['duplicate, valid first', `nomos_session=${valid}; nomos_session=nope`, 200],
+			['duplicate, valid second', `nomos_session=nope; nomos_session=${valid}`, 401]
+		];
+		for (const [name, cookie, status] of cases) {
+			for (const { fast, kit } of pairs) {
+				const [a, b] = await Promise.all([open(env.baseURL + fast, cookie), open(env.baseURL + kit, cookie)]);
+				expect(a, `${name}: ${fast}`).toEqual(b);
+				expect(a.status, `${name}: ${fast}`).toBe(status);
+			}
+		}
+
+		// An `auth.revoked` naming the operator ends their streams on both paths.
+		const streams = await Promise.all(pairs.flatMap(({ fast, kit }) => [fast, kit]).map((p) => stream(env.baseURL + p, `nomos_session=${revoked}`)));
+		await sql`insert into events (type, payload) values ('auth.revoked', ${sql.json({ operatorId: revokee.id, keep: null })})`;
+		for (const s of streams) await expect(s.ended).resolves.toContain('retry: 1000');
+	} finally {
+		await sql`delete from operators where id in (${off.id}, ${revokee.id})`;
+		await sql`delete from auth_sessions where token_hash in (${hash(valid)}, ${hash(expired)})`;
+	}
+});
+
+/** Status, type, length and the first line of a GET, then the connection is dropped. */
+async function open(url: string, cookie: string | null) {
+	const ctrl = new AbortController();
+	const res = await fetch(url, { headers: cookie === null ? {} : { cookie }, signal: ctrl.signal });
+	const reader = res.body!.getReader();
+	const first = new TextDecoder().decode((await reader.read()).value);
+	ctrl.abort();
+	return { status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), first: first.split('\n')[0] };
+}
+
+/** An open event stream; `ended` resolves with all it received once the server closes it. */
+async function stream(url: string, cookie: string) {
+	const res = await fetch(url, { headers: { cookie } });
+	expect(res.status).toBe(200);
+	return { ended: Promise.race([res.text(), new Promise<string>((_, reject) => setTimeout(() => reject(new Error(`${url} stayed open`)), 10_000))]) };
+}

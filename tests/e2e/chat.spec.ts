@@ -57,3 +57,33 @@ test('a message sent while a turn runs is queued and answered next; Stop keeps p
 	expect(JSON.stringify(last.messages)).toContain('First question');
 	expect(last.messages.at(-1)).toMatchObject({ role: 'user', content: 'Second question' });
 });
+
+test('switching sessions in the sidebar shows the other session, and it stays live', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({ text: 'The first answer.' }, { text: 'The second answer.' }, { text: 'Back in the first.' });
+	await login(page, env.admin);
+	const messages = page.getByTestId('message');
+	await page.getByTestId('composer-input').fill('Switch test: first question');
+	await page.getByTestId('send').click();
+	await expect(messages.last()).toContainText('The first answer.');
+	const first = page.url();
+
+	await page.getByTestId('new-chat').click();
+	await page.getByTestId('composer-input').fill('Switch test: second question');
+	await page.getByTestId('send').click();
+	await expect(messages.last()).toContainText('The second answer.');
+	await expect(messages).toHaveCount(2);
+
+	await page.getByTestId('session-link').filter({ hasText: 'Switch test: first question' }).click();
+	await expect(page).toHaveURL(first);
+	await expect(messages).toHaveCount(2);
+	await expect(messages.first()).toContainText('Switch test: first question');
+	await expect(messages.last()).toContainText('The first answer.');
+	await expect(page.getByTestId('chat-page')).not.toContainText('The second answer.');
+
+	// The stream now follows the first session: a new reply arrives live.
+	await page.getByTestId('composer-input').fill('and again');
+	await page.getByTestId('send').click();
+	await expect(messages.last()).toContainText('Back in the first.');
+	await expect(messages).toHaveCount(4);
+});

@@ -109,7 +109,9 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	const destroy = page.getByTestId('execution-card').last();
 	await expect(destroy.getByTestId('classification')).toHaveText('destructive');
 	await destroy.getByTestId('deny').click();
-	await destroy.getByTestId('deny-reason').fill('keep it, it holds the old backups');
+	const reason = destroy.getByLabel('Reason for denying');
+	await expect(reason).toHaveAttribute('data-testid', 'deny-reason');
+	await reason.fill('keep it, it holds the old backups');
 	await destroy.getByTestId('confirm-deny').click();
 	await expect(destroy).toHaveAttribute('data-status', 'denied');
 	await expect(page.getByTestId('system-note').last()).toContainText('keep it, it holds the old backups');

@@ -92,3 +92,22 @@ test('the panel buttons answer too, and the Ops page lists open questions', asyn
 	await page.goto('/ops');
 	await expect(page.getByTestId('ops-question').filter({ hasText: 'Keep the old backups?' })).toHaveCount(0);
 });
+
+test('the answer box, found by its label, answers in the operator’s own words', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({ toolCalls: [{ name: 'ask_operator', args: { prompt: 'Which VLAN should it join?', options: ['10', '20'] } }] }, { text: 'VLAN 30 it is.' });
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('put it on the network');
+	await page.getByTestId('send').click();
+	const panel = page.getByTestId('question-panel');
+	await expect(panel.getByTestId('question-prompt')).toHaveText('Which VLAN should it join?');
+	const box = panel.getByLabel('Your answer');
+	await expect(box).toHaveAttribute('data-testid', 'question-answer');
+	await box.fill('30, the lab one');
+	await panel.getByRole('button', { name: 'Answer', exact: true }).click();
+	await expect(panel).toHaveCount(0);
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('VLAN 30 it is.');
+	const sessionId = page.url().split('/').pop()!;
+	const [row] = await sql`select answer, answered_via from session_questions where session_id = ${sessionId}`;
+	expect(row).toMatchObject({ answer: '30, the lab one', answered_via: 'panel' });
+});

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { operatorDecides } from '../../src/lib/server/executions/decisions';
-import type { DecideResult } from '../../src/lib/server/executions/store';
+import type { DecideResult } from '../../src/lib/server/executions/lifecycle';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';

@@ -4,11 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { emitEventNow } from '../../src/lib/server/db/queries/events';
-import { getPlan, decidePlan, insertPlan } from '../../src/lib/server/executions/plans';
+import { getPlan, decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { getExecution, sweep, type ExecutionRow } from '../../src/lib/server/executions/store';
+import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
+import { sweep } from '../../src/lib/server/executions/lifecycle';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';

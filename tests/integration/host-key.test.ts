@@ -10,7 +10,7 @@ import { getHostByName } from '../../src/lib/server/db/queries/hosts';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { getExecution } from '../../src/lib/server/executions/store';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { connect, HostKeyError, readHostKey, SshError } from '../../src/lib/server/ssh/client';
 import { generateHostKey, startProxmoxDouble, type KeyPair, type ProxmoxDouble } from '../doubles/proxmox/server';
@@ -65,7 +65,7 @@ describe('host key pinning', () => {
 	});
 
 	it('connect refuses a mismatched key with a HostKeyError naming both fingerprints, before authenticating', async () => {
-		const evil = (await getHostByName('evil'))!;
+		const evil = (await getHostByName(sql(), 'evil'))!;
 		const err = await connect(evil).then(
 			(c) => {
 				c.end();
@@ -100,7 +100,7 @@ describe('host key pinning', () => {
 		});
 		await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 		try {
-			const evil = (await getHostByName('evil'))!;
+			const evil = (await getHostByName(sql(), 'evil'))!;
 			const port = (server.address() as AddressInfo).port;
 			const err = await connect({ ...evil, port }).catch((e: unknown) => e);
 			expect(err).toBeInstanceOf(HostKeyError);
@@ -118,14 +118,14 @@ describe('host key pinning', () => {
 	});
 
 	it('the same host row with the impostor\'s own fingerprint connects, so the refusal is the host key alone', async () => {
-		const evil = (await getHostByName('evil'))!;
+		const evil = (await getHostByName(sql(), 'evil'))!;
 		const c = await connect({ ...evil, hostKeyFingerprint: impostor.hostKeyFingerprint });
 		c.end();
 		expect(impostor.execLog()).toEqual([]);
 	});
 
 	it('inventory sync recorded the mismatch on the host row', async () => {
-		const evil = (await getHostByName('evil'))!;
+		const evil = (await getHostByName(sql(), 'evil'))!;
 		expect(evil.lastError).toMatch(/does not match the pinned fingerprint/);
 		expect(evil.seenFingerprint).toBe(impostor.hostKeyFingerprint);
 		expect(evil.hostKeyFingerprint).toBe(real.hostKeyFingerprint);
@@ -181,7 +181,7 @@ describe('host key pinning', () => {
 		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from executions where host_name = 'fresh'`;
 		expect(n).toBe(0);
 		// connect() itself also refuses an unpinned host (it presents a key nobody confirmed).
-		const fresh = (await getHostByName('fresh'))!;
+		const fresh = (await getHostByName(sql(), 'fresh'))!;
 		const err = await connect(fresh).catch((e: unknown) => e);
 		expect(err).toBeInstanceOf(HostKeyError);
 		expect((err as Error).message).toMatch(/is not pinned yet \(it presented SHA256:/);

@@ -1,10 +1,8 @@
-import { eq } from 'drizzle-orm';
 import type { JobHelpers } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { db, sql } from '../../src/lib/server/db/index';
+import { sql } from '../../src/lib/server/db/index';
 import { getEntity, listEntities, listLxcs } from '../../src/lib/server/db/queries/entities';
 import { getHostByName } from '../../src/lib/server/db/queries/hosts';
-import { hosts } from '../../src/lib/server/db/schema';
 import { fleetTools } from '../../src/lib/server/agent/tools/fleet';
 import type { ToolContext } from '../../src/lib/server/agent/tools/context';
 import { syncAllHosts, syncHost } from '../../src/lib/server/inventory/sync';
@@ -64,14 +62,12 @@ beforeAll(async () => {
 			{ vmid: 103, hostname: 'scratch', status: 'stopped' }
 		]
 	});
-	const base = { address: pve.host, port: pve.port, username: 'root', keyPath: pve.clientKeyPath };
-	await db()
-		.insert(hosts)
-		.values([
-			{ ...base, name: 'strong', hostKeyFingerprint: pve.hostKeyFingerprint },
-			{ ...base, name: 'unpinned' },
-			{ ...base, name: 'down', port: await freePort(), hostKeyFingerprint: pve.hostKeyFingerprint }
-		]);
+	const [address, key, fp] = [pve.host, pve.clientKeyPath, pve.hostKeyFingerprint];
+	await sql()`
+		insert into hosts (name, address, port, username, key_path, host_key_fingerprint) values
+			('strong', ${address}, ${pve.port}, 'root', ${key}, ${fp}),
+			('unpinned', ${address}, ${pve.port}, 'root', ${key}, null),
+			('down', ${address}, ${await freePort()}, 'root', ${key}, ${fp})`;
 });
 
 afterAll(async () => {
@@ -87,26 +83,26 @@ describe('inventory sync', () => {
 		expect(by.down).toMatchObject({ ok: false });
 		expect((by.down as { error: string }).error).toMatch(/SSH to down .* failed/);
 
-		const down = await getHostByName('down');
+		const down = await getHostByName(sql(), 'down');
 		expect(down?.lastError).toMatch(/failed/);
-		expect(down?.lastCheckedAt).toBeInstanceOf(Date);
-		const strong = await getHostByName('strong');
+		expect(down?.lastCheckedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+		const strong = await getHostByName(sql(), 'strong');
 		expect(strong?.lastError).toBeNull();
 		expect(strong?.seenFingerprint).toBe(pve.hostKeyFingerprint);
-		expect((await getHostByName('unpinned'))?.lastCheckedAt).toBeNull();
+		expect((await getHostByName(sql(), 'unpinned'))?.lastCheckedAt).toBeNull();
 
 		expect(await syncedEvents()).toEqual([{ host: 'strong', containers: 4 }]);
-		expect(await listEntities({ kind: 'host' })).toHaveLength(1);
+		expect(await listEntities(sql(), { kind: 'host' })).toHaveLength(1);
 	});
 
 	it('stores host and container attributes', async () => {
-		const host = await getEntity('host:strong');
+		const host = await getEntity(sql(), 'host:strong');
 		expect(host).toMatchObject({ kind: 'host', externalId: 'strong', name: 'strong', hostName: 'strong' });
 		expect(host!.attributes).toMatchObject({ pveStatus: 'online', maxcpu: 8, uptimeSec: 1_209_600 });
 		expect(host!.attributes.cpuPercent).toBeGreaterThan(0);
 		expect(host!.attributes.memLimitMb).toBe(32 * 1024);
 
-		const cts = await listLxcs('strong');
+		const cts = await listLxcs(sql(), 'strong');
 		expect(cts.map((c) => [c.externalId, c.name])).toEqual([
 			['strong/100', 'caddy'],
 			['strong/101', 'db'],
@@ -140,27 +136,27 @@ describe('inventory sync', () => {
 	});
 
 	it('resolves entity refs and searches', async () => {
-		const caddy = await getEntity('lxc:caddy');
+		const caddy = await getEntity(sql(), 'lxc:caddy');
 		expect(caddy?.externalId).toBe('strong/100');
-		expect((await getEntity(caddy!.id))?.name).toBe('caddy');
-		expect((await getEntity('lxc:strong/101'))?.name).toBe('db');
-		expect((await getEntity('lxc:CADDY'))?.id).toBe(caddy!.id);
-		expect(await getEntity('lxc:nope')).toBeNull();
-		expect((await listEntities({ query: 'CAD' })).map((e) => e.name)).toEqual(['caddy']);
-		expect((await listEntities({ query: 'strong/10' })).length).toBe(4);
-		expect(await listEntities({ kind: 'host', query: 'caddy' })).toEqual([]);
+		expect((await getEntity(sql(), caddy!.id))?.name).toBe('caddy');
+		expect((await getEntity(sql(), 'lxc:strong/101'))?.name).toBe('db');
+		expect((await getEntity(sql(), 'lxc:CADDY'))?.id).toBe(caddy!.id);
+		expect(await getEntity(sql(), 'lxc:nope')).toBeNull();
+		expect((await listEntities(sql(), { query: 'CAD' })).map((e) => e.name)).toEqual(['caddy']);
+		expect((await listEntities(sql(), { query: 'strong/10' })).length).toBe(4);
+		expect(await listEntities(sql(), { kind: 'host', query: 'caddy' })).toEqual([]);
 	});
 
 	it('deletes containers that disappeared, in the same sync', async () => {
 		const r = await pveSh('pct destroy 103');
 		expect(r.code, r.stderr).toBe(0);
-		const strong = (await getHostByName('strong'))!;
-		const before = (await getEntity('lxc:strong/100'))!.seenAt;
+		const strong = (await getHostByName(sql(), 'strong'))!;
+		const before = (await getEntity(sql(), 'lxc:strong/100'))!.seenAt;
 		await new Promise((res) => setTimeout(res, 5));
 		expect(await syncHost(strong)).toMatchObject({ ok: true, containers: 3, removed: 1 });
-		expect(await getEntity('lxc:strong/103')).toBeNull();
-		expect((await listLxcs()).map((c) => c.name)).toEqual(['caddy', 'db', 'web']);
-		expect((await getEntity('lxc:strong/100'))!.seenAt.getTime()).toBeGreaterThan(before.getTime());
+		expect(await getEntity(sql(), 'lxc:strong/103')).toBeNull();
+		expect((await listLxcs(sql())).map((c) => c.name)).toEqual(['caddy', 'db', 'web']);
+		expect(Date.parse((await getEntity(sql(), 'lxc:strong/100'))!.seenAt)).toBeGreaterThan(Date.parse(before));
 		expect((await syncedEvents()).at(-1)).toEqual({ host: 'strong', containers: 3 });
 	});
 
@@ -228,7 +224,7 @@ describe('fleet tools', () => {
 		expect(byVmid).toMatchObject({ vmid: 101, name: 'db', host: 'strong', status: 'running', live: true, stale: false, memLimitMb: 2048 });
 		expect(byVmid.memUsedMb).toBeGreaterThan(0); // live: the stored row still says stopped
 		expect(byVmid.config).toMatchObject({ hostname: 'db', memory: '2048' });
-		expect((await getEntity('lxc:db'))!.attributes.status).toBe('stopped');
+		expect((await getEntity(sql(), 'lxc:db'))!.attributes.status).toBe('stopped');
 
 		const byName: Loose = await tools().get_lxc_state.execute!({ name: 'caddy' }, call);
 		expect(byName).toMatchObject({ vmid: 100, status: 'running', live: true, ips: ['10.0.0.5'], features: 'nesting=1', cores: 2 });
@@ -257,18 +253,15 @@ describe('fleet tools', () => {
 	});
 
 	it('get_lxc_state falls back to stored data when the host is unreachable', async () => {
-		const strong = (await getHostByName('strong'))!;
-		await db()
-			.update(hosts)
-			.set({ port: await freePort() })
-			.where(eq(hosts.id, strong.id));
+		const strong = (await getHostByName(sql(), 'strong'))!;
+		await sql()`update hosts set port = ${await freePort()} where id = ${strong.id}`;
 		try {
 			const r: Loose = await tools().get_lxc_state.execute!({ name: 'caddy' }, call);
 			expect(r).toMatchObject({ vmid: 100, name: 'caddy', status: 'running', live: false, stale: true, memLimitMb: 1024 });
 			expect(r.sshError).toMatch(/SSH to strong .* failed/);
 			expect(typeof r.syncedAt).toBe('string');
 		} finally {
-			await db().update(hosts).set({ port: strong.port }).where(eq(hosts.id, strong.id));
+			await sql()`update hosts set port = ${strong.port} where id = ${strong.id}`;
 		}
 		// the host is reachable again through the ordinary helper
 		expect((await runOnHost(strong, ['pct', 'status', '100'])).stdout).toBe('status: running\n');

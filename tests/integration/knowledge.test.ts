@@ -35,27 +35,27 @@ afterAll(async () => {
 
 describe('knowledge notes', () => {
 	it('creates, lists, reads, updates and deletes page notes', async () => {
-		const a = await createKnowledge({ title: 'Zigbee coordinator', body: 'The **Sonoff** stick hangs off `ha-vm`.\n\nIt needs USB passthrough.' });
+		const a = await createKnowledge(sql(), { title: 'Zigbee coordinator', body: 'The **Sonoff** stick hangs off `ha-vm`.\n\nIt needs USB passthrough.' });
 		expect(a).toMatchObject({ title: 'Zigbee coordinator', source: 'page', sourcePath: null });
 		expect(a.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
 
-		const b = await createKnowledge({ title: 'UPS', body: '' });
-		const list = await listKnowledge();
+		const b = await createKnowledge(sql(), { title: 'UPS', body: '' });
+		const list = await listKnowledge(sql());
 		expect(list.map((n) => n.title)).toEqual(['UPS', 'Zigbee coordinator']);
 		expect(list[1].preview).toBe('The **Sonoff** stick hangs off `ha-vm`. It needs USB passthrough.');
 		expect(list[1]).not.toHaveProperty('body');
 
-		expect((await getKnowledge(a.id))?.body).toContain('USB passthrough');
-		const updated = await updateKnowledge(a.id, { title: 'Zigbee stick', body: 'Moved to the Pi.' });
+		expect((await getKnowledge(sql(), a.id))?.body).toContain('USB passthrough');
+		const updated = await updateKnowledge(sql(), a.id, { title: 'Zigbee stick', body: 'Moved to the Pi.' });
 		expect(updated).toMatchObject({ id: a.id, title: 'Zigbee stick', body: 'Moved to the Pi.' });
 		expect(updated !== null && typeof updated === 'object' && updated.updatedAt >= a.updatedAt).toBe(true);
-		expect((await listKnowledge())[0].id).toBe(a.id);
+		expect((await listKnowledge(sql()))[0].id).toBe(a.id);
 
-		expect(await deleteKnowledge(b.id)).toBe(true);
-		expect(await getKnowledge(b.id)).toBeNull();
-		expect(await deleteKnowledge(b.id)).toBeNull();
-		expect(await updateKnowledge(b.id, { title: 'x', body: '' })).toBeNull();
-		await deleteKnowledge(a.id);
+		expect(await deleteKnowledge(sql(), b.id)).toBe(true);
+		expect(await getKnowledge(sql(), b.id)).toBeNull();
+		expect(await deleteKnowledge(sql(), b.id)).toBeNull();
+		expect(await updateKnowledge(sql(), b.id, { title: 'x', body: '' })).toBeNull();
+		await deleteKnowledge(sql(), a.id);
 	});
 
 	it('the tRPC router validates input and refuses to edit file notes, with readable errors', async () => {
@@ -80,7 +80,7 @@ describe('knowledge notes', () => {
 			message: expect.stringContaining('imported from a file')
 		});
 		await expect(operator.remove({ id: file.id })).rejects.toMatchObject({ code: 'FORBIDDEN' });
-		expect((await getKnowledge(file.id))?.body).toBe('disk text');
+		expect((await getKnowledge(sql(), file.id))?.body).toBe('disk text');
 
 		await expect(caller(null).list()).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
 		expect(await operator.remove({ id: note.id })).toEqual({ ok: true });
@@ -90,19 +90,19 @@ describe('knowledge notes', () => {
 
 describe('knowledge search', () => {
 	it('ranks a title match above a single mention in a body, and marks matches with «»', async () => {
-		const inBody = await createKnowledge({
+		const inBody = await createKnowledge(sql(), {
 			title: 'Network overview',
 			body:
 				'The LAN is 10.0.0.0/24 with the router at 10.0.0.1. DNS runs on pihole, DHCP on the router. ' +
 				'Ingress goes through caddy on the edge VM, and the rest of the services sit behind a VLAN for IoT devices.'
 		});
-		const inTitle = await createKnowledge({
+		const inTitle = await createKnowledge(sql(), {
 			title: 'Caddy reverse proxy',
 			body: 'Certificates come from Let’s Encrypt via DNS challenge. The config lives in /etc/caddy/Caddyfile.'
 		});
-		await createKnowledge({ title: 'Unrelated', body: 'Nothing about proxies here, only the NAS and its disks.' });
+		await createKnowledge(sql(), { title: 'Unrelated', body: 'Nothing about proxies here, only the NAS and its disks.' });
 
-		const hits = await searchKnowledge('caddy');
+		const hits = await searchKnowledge(sql(), 'caddy');
 		expect(hits.map((h) => h.id)).toEqual([inTitle.id, inBody.id]);
 		expect(hits[0].rank).toBeGreaterThan(hits[1].rank);
 		expect(hits[0]).toMatchObject({ kind: 'knowledge', title: 'Caddy reverse proxy', source: 'page', externalId: null });
@@ -110,68 +110,68 @@ describe('knowledge search', () => {
 		expect(hits[1].snippet).toMatch(/through «caddy» on the edge/);
 
 		// websearch syntax: phrase and exclusion; stemming ("certificate" finds "Certificates").
-		expect((await searchKnowledge('"reverse proxy"')).map((h) => h.id)).toEqual([inTitle.id]);
-		expect((await searchKnowledge('caddy -certificate')).map((h) => h.id)).toEqual([inBody.id]);
-		expect((await searchKnowledge('certificate')).map((h) => h.id)).toEqual([inTitle.id]);
-		expect(await searchKnowledge('kubernetes')).toEqual([]);
-		expect(await searchKnowledge('   ')).toEqual([]);
-		expect(await searchKnowledge('caddy', 1)).toHaveLength(1);
+		expect((await searchKnowledge(sql(), '"reverse proxy"')).map((h) => h.id)).toEqual([inTitle.id]);
+		expect((await searchKnowledge(sql(), 'caddy -certificate')).map((h) => h.id)).toEqual([inBody.id]);
+		expect((await searchKnowledge(sql(), 'certificate')).map((h) => h.id)).toEqual([inTitle.id]);
+		expect(await searchKnowledge(sql(), 'kubernetes')).toEqual([]);
+		expect(await searchKnowledge(sql(), '   ')).toEqual([]);
+		expect(await searchKnowledge(sql(), 'caddy', 1)).toHaveLength(1);
 	});
 
 	it('builds snippets from plain words: Markdown syntax and link targets are dropped', async () => {
-		const md = await createKnowledge({
+		const md = await createKnowledge(sql(), {
 			title: 'Resolver',
 			body: '## Upstream\n\nUse **[unbound](https://nlnetlabs.nl/unbound)** as the resolver.\n\n| a | b |\n|---|---|\n| `x` | y |'
 		});
-		const [hit] = await searchKnowledge('unbound');
+		const [hit] = await searchKnowledge(sql(), 'unbound');
 		expect(hit.id).toBe(md.id);
 		expect(hit.snippet).toMatch(/^Upstream Use «unbound» as the resolver/);
 		expect(hit.snippet).not.toMatch(/[#*|`]|https?:|\]\(/);
-		await deleteKnowledge(md.id);
+		await deleteKnowledge(sql(), md.id);
 
-		const list = await createKnowledge({ title: 'Quirks', body: '> note\n\n- see issue #12 for the **fanspeed** bug\n1. a -> b' });
-		const [q] = await searchKnowledge('fanspeed');
+		const list = await createKnowledge(sql(), { title: 'Quirks', body: '> note\n\n- see issue #12 for the **fanspeed** bug\n1. a -> b' });
+		const [q] = await searchKnowledge(sql(), 'fanspeed');
 		expect(q.id).toBe(list.id);
 		expect(q.snippet).toMatch(/^note see issue #12 for the «fanspeed»/);
-		await deleteKnowledge(list.id);
+		await deleteKnowledge(sql(), list.id);
 	});
 
 	it('finds entities by name and notes, and a vmid-like query', async () => {
 		await addEntity('qemu', '101', 'media', 'Runs Jellyfin; transcoding uses the iGPU passed through.');
 		await addEntity('lxc', 'pve/105', 'pihole', 'DNS sinkhole for the LAN.');
-		const vmNote = await createKnowledge({ title: 'Media box', body: 'VM 101 keeps its library on the NAS share.' });
+		const vmNote = await createKnowledge(sql(), { title: 'Media box', body: 'VM 101 keeps its library on the NAS share.' });
 
-		const jelly = await searchKnowledge('jellyfin');
+		const jelly = await searchKnowledge(sql(), 'jellyfin');
 		expect(jelly).toHaveLength(1);
 		expect(jelly[0]).toMatchObject({ kind: 'entity', title: 'media', source: 'qemu', externalId: '101' });
 		expect(jelly[0].snippet).toContain('«Jellyfin»');
 
-		const byVmid = await searchKnowledge('101');
+		const byVmid = await searchKnowledge(sql(), '101');
 		expect(byVmid[0]).toMatchObject({ kind: 'entity', externalId: '101' });
 		expect(byVmid.map((h) => h.id)).toContain(vmNote.id);
-		expect((await searchKnowledge('105'))[0]).toMatchObject({ kind: 'entity', title: 'pihole', externalId: 'pve/105' });
+		expect((await searchKnowledge(sql(), '105'))[0]).toMatchObject({ kind: 'entity', title: 'pihole', externalId: 'pve/105' });
 
 		// Notes and entities in one ranked list.
-		const dns = await searchKnowledge('dns');
+		const dns = await searchKnowledge(sql(), 'dns');
 		expect(dns.map((h) => h.kind).sort()).toEqual(['entity', 'knowledge', 'knowledge']);
 	});
 
 	it('falls back to any word, then to a substring match when full-text finds nothing', async () => {
 		// All words must match first; a question with extra words still finds the note.
-		const loose = await searchKnowledge('where are the caddy certificates stored nowadays');
+		const loose = await searchKnowledge(sql(), 'where are the caddy certificates stored nowadays');
 		expect(loose[0]?.title).toBe('Caddy reverse proxy');
 		expect(loose[0].snippet).toContain('«');
 
 		// Stop words only: the tsquery is empty, ILIKE is used.
-		const stop = await searchKnowledge('the');
+		const stop = await searchKnowledge(sql(), 'the');
 		expect(stop.length).toBeGreaterThan(0);
 		// Part of a token (an address prefix, a half word).
-		expect((await searchKnowledge('10.0.0')).map((h) => h.title)).toContain('Network overview');
-		const partial = await searchKnowledge('jellyf');
+		expect((await searchKnowledge(sql(), '10.0.0')).map((h) => h.title)).toContain('Network overview');
+		const partial = await searchKnowledge(sql(), 'jellyf');
 		expect(partial.map((h) => h.title)).toEqual(['media']);
 		expect(partial[0].snippet).toBe('Runs «Jellyf»in; transcoding uses the iGPU passed through.');
 		// LIKE wildcards in the query are literal.
-		expect(await searchKnowledge('%_%')).toEqual([]);
+		expect(await searchKnowledge(sql(), '%_%')).toEqual([]);
 	});
 
 	it('the search_knowledge tool returns results with note text, or a hint when nothing matched', async () => {
@@ -196,16 +196,16 @@ describe('importing a knowledge directory', () => {
 		await fs.writeFile(path.join(dir, 'hosts/strong/gpu.md'), 'The quadrodisk GPU is passed to VM 120.\n\n# Not the first line\n');
 		await fs.writeFile(path.join(dir, 'hosts/readme.txt'), 'not markdown');
 		await fs.writeFile(path.join(dir, '.git/ignored.md'), '# hidden');
-		const page = await createKnowledge({ title: 'Operator note', body: 'stays' });
+		const page = await createKnowledge(sql(), { title: 'Operator note', body: 'stays' });
 
 		const first = await importKnowledgeDir(dir);
 		expect(first).toMatchObject({ imported: 2, created: 2, updated: 0, unchanged: 0, removed: 0, skipped: [] });
-		const files = (await listKnowledge()).filter((n) => n.source === 'file');
+		const files = (await listKnowledge(sql())).filter((n) => n.source === 'file');
 		expect(files.map((n) => [n.sourcePath, n.title]).sort()).toEqual([
 			['backups.md', 'Backup policy'],
 			['hosts/strong/gpu.md', 'Not the first line']
 		]);
-		expect((await searchKnowledge('quadrodisk'))[0]).toMatchObject({ source: 'file', title: 'Not the first line' });
+		expect((await searchKnowledge(sql(), 'quadrodisk'))[0]).toMatchObject({ source: 'file', title: 'Not the first line' });
 
 		const again = await importKnowledgeDir(dir);
 		expect(again).toMatchObject({ imported: 2, created: 0, updated: 0, unchanged: 2, removed: 0 });
@@ -215,17 +215,17 @@ describe('importing a knowledge directory', () => {
 		await fs.writeFile(path.join(dir, 'hosts/new.md'), 'No heading here.');
 		const third = await importKnowledgeDir(dir);
 		expect(third).toMatchObject({ imported: 2, created: 1, updated: 1, unchanged: 0, removed: 1 });
-		const after = await listKnowledge();
+		const after = await listKnowledge(sql());
 		expect(after.filter((n) => n.source === 'file').map((n) => [n.sourcePath, n.title]).sort()).toEqual([
 			['hosts/new.md', 'new'],
 			['hosts/strong/gpu.md', 'GPU passthrough']
 		]);
 		expect(after.some((n) => n.id === page.id)).toBe(true);
-		expect(await searchKnowledge('quadrodisk')).toEqual([]);
-		expect((await searchKnowledge('121'))[0]?.title).toBe('GPU passthrough');
+		expect(await searchKnowledge(sql(), 'quadrodisk')).toEqual([]);
+		expect((await searchKnowledge(sql(), '121'))[0]?.title).toBe('GPU passthrough');
 
 		await expect(importKnowledgeDir(path.join(dir, 'missing'))).rejects.toThrow();
-		expect((await listKnowledge()).filter((n) => n.source === 'file')).toHaveLength(2);
+		expect((await listKnowledge(sql())).filter((n) => n.source === 'file')).toHaveLength(2);
 
 		// Concurrent imports (web and worker at boot) serialise and agree.
 		const [x, y] = await Promise.all([importKnowledgeDir(dir), importKnowledgeDir(dir)]);

@@ -8,17 +8,12 @@ import type { MessagePart } from '../../src/lib/server/db/schema';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listAudit } from '../../src/lib/server/db/queries/audit';
 import { loginBlockedFor, recordLoginFailure } from '../../src/lib/server/db/queries/login-throttle';
-import {
-	adminSetDisabled,
-	adminSetRole,
-	createAuthSession,
-	getOperatorBySessionToken,
-	checkCredentials
-} from '../../src/lib/server/db/queries/operators';
+import { adminSetDisabled, adminSetRole, createAuthSession, getOperatorBySessionToken } from '../../src/lib/server/db/queries/operators';
+import { checkCredentials } from '../../src/lib/server/auth/accounts';
 import { hashPassword, passwordWork, PasswordBusyError, verifyPassword } from '../../src/lib/server/auth/password';
 import { requestExecution } from '../../src/lib/server/executions/request';
-import { getExecution } from '../../src/lib/server/executions/store';
-import { raiseQuestion } from '../../src/lib/server/questions/store';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { chatRouter } from '../../src/lib/server/trpc/routers/chat';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
@@ -157,12 +152,12 @@ describe('audit trail', () => {
 
 describe('accounts', () => {
 	it('the last admin can be neither disabled nor demoted, even by two admins racing', async () => {
-		const r1 = await adminSetDisabled(admin, admin.id, true);
+		const r1 = await adminSetDisabled(sql(), admin, admin.id, true);
 		expect(r1).toMatchObject({ code: 'CONFLICT' });
-		expect(await adminSetRole(admin, admin.id, 'operator')).toMatchObject({ code: 'CONFLICT' });
+		expect(await adminSetRole(sql(), admin, admin.id, 'operator')).toMatchObject({ code: 'CONFLICT' });
 		// A second admin: now two concurrent demotions of each other leave exactly one admin.
 		const [b] = await sql()<{ id: string }[]>`insert into operators (username, password_hash, role) values ('second-admin', 'x', 'admin') returning id`;
-		const results = await Promise.all([adminSetRole(admin, b.id, 'operator'), adminSetRole(admin, admin.id, 'operator')]);
+		const results = await Promise.all([adminSetRole(sql(), admin, b.id, 'operator'), adminSetRole(sql(), admin, admin.id, 'operator')]);
 		expect(results.filter((r) => 'error' in r)).toHaveLength(1);
 		const [{ n }] = await sql()`select count(*)::int as n from operators where role = 'admin' and disabled_at is null`;
 		expect(n).toBe(1);
@@ -173,7 +168,7 @@ describe('accounts', () => {
 	it("disabling an operator ends their sessions at once, closes their live streams and refuses their password", async () => {
 		const [op] = await sql()<{ id: string }[]>`
 			insert into operators (username, password_hash, role) values ('bob', ${await hashPassword('bobs password!')}, 'operator') returning id`;
-		const { token } = await createAuthSession(op.id, 1);
+		const { token } = await createAuthSession(sql(), op.id, 1);
 		const streams = ['bob', 'someone else'].map((who) => {
 			const s = { ended: false, bytes: 0 };
 			openEventStream({
@@ -187,12 +182,12 @@ describe('accounts', () => {
 		});
 		await emitEventNow(sql(), { type: 'inventory.updated', payload: {} });
 		await waitUntil(async () => streams.every((s) => s.bytes > 20), 'both streams live');
-		expect(await getOperatorBySessionToken(token)).toMatchObject({ username: 'bob' });
-		expect(await adminSetDisabled(admin, op.id, true)).toMatchObject({ username: 'bob' });
-		expect(await getOperatorBySessionToken(token)).toBeNull();
+		expect(await getOperatorBySessionToken(sql(), token)).toMatchObject({ username: 'bob' });
+		expect(await adminSetDisabled(sql(), admin, op.id, true)).toMatchObject({ username: 'bob' });
+		expect(await getOperatorBySessionToken(sql(), token)).toBeNull();
 		await waitUntil(async () => streams[0].ended, "bob's stream closed");
 		expect(streams[1].ended).toBe(false);
-		expect(await checkCredentials('bob', 'bobs password!')).toBeNull();
+		expect(await checkCredentials(sql(), 'bob', 'bobs password!')).toBeNull();
 		const [ev] = await sql()`select payload from events where type = 'auth.revoked' order by id desc limit 1`;
 		expect(ev.payload).toMatchObject({ operatorId: op.id });
 		const trail = await listAudit(sql(), { action: 'operator' });

@@ -5,11 +5,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession, executionNote } from '../../src/lib/server/agent/continuation';
-import { decidePlan, insertPlan } from '../../src/lib/server/executions/plans';
+import { decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { getExecution, requestCancel, sweep, TERMINAL, type ExecutionRow } from '../../src/lib/server/executions/store';
+import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
+import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
+import { TERMINAL } from '../../src/lib/types/executions';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';

@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
-import { getExecution, sweep, TERMINAL } from '../../src/lib/server/executions/store';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { sweep } from '../../src/lib/server/executions/lifecycle';
+import { TERMINAL } from '../../src/lib/types/executions';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';

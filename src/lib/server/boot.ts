@@ -1,10 +1,11 @@
 import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
-import { installTurnCancellation } from './agent/turns';
+import { installTurnCancellation } from './conversation/active-turns';
 import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
-import { countOperators, ensureConfiguredOperator, issueSetupToken } from './db/queries/operators';
+import { countOperators, issueSetupToken } from './db/queries/operators';
+import { ensureConfiguredOperator } from './auth/accounts';
 import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
@@ -12,8 +13,8 @@ import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/work
 import { enqueueJob } from './jobs/enqueue';
 import { watchWorkerPresence } from './jobs/presence';
 import { checkModel, describeCheck } from './agent/model-check';
-import { taskList, crontab } from '../../../tasks/index';
-import { scheduleSweep } from '../../../tasks/executions__sweep';
+import { crontab, scheduleSweep } from './jobs/schedule';
+import type { TaskList } from 'graphile-worker';
 
 export type Role = 'web' | 'worker';
 
@@ -28,12 +29,17 @@ export interface Runtime {
 	onShutdown(fn: () => Promise<void> | void): void;
 }
 
+export interface BootOptions {
+	/** The graphile-worker tasks (repo-root `tasks/`); needed wherever this process runs a worker. */
+	taskList?: TaskList;
+}
+
 const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
 
 const log = (msg: string) => console.log(`[nomos] ${msg}`);
 
 /** The process's runtime, booting it on first call (idempotent across dev reloads). */
-export function boot(role: Role, options: { taskList?: typeof taskList } = {}): Promise<Runtime> {
+export function boot(role: Role, options: BootOptions = {}): Promise<Runtime> {
 	g.__nomosRuntime ??= start(role, options);
 	return g.__nomosRuntime;
 }
@@ -42,7 +48,7 @@ export function currentRuntime(): Promise<Runtime> | undefined {
 	return g.__nomosRuntime;
 }
 
-async function start(role: Role, options: { taskList?: typeof taskList }): Promise<Runtime> {
+async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const config = env();
 	let embedded: EmbeddedPostgres | undefined;
 	let databaseUrl: string;
@@ -63,14 +69,14 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 	connectDb(databaseUrl);
 
 	if (config.NOMOS_OPERATOR_PASSWORD) {
-		const r = await ensureConfiguredOperator(config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
+		const r = await ensureConfiguredOperator(sql(), config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
 		if (r !== 'unchanged') log(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
-	} else if (role === 'web' && (await countOperators()) === 0) {
-		const token = await issueSetupToken();
+	} else if (role === 'web' && (await countOperators(sql())) === 0) {
+		const token = await issueSetupToken(sql());
 		const base = `http://${config.HOST}:${config.PORT}`;
 		log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
 	}
-	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(config.NOMOS_HOSTS);
+	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(sql(), config.NOMOS_HOSTS);
 	if (config.NOMOS_KNOWLEDGE_DIR) {
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
 		await importKnowledgeDir(dir).then(
@@ -88,9 +94,10 @@ async function start(role: Role, options: { taskList?: typeof taskList }): Promi
 
 	let worker: WorkerHandle | undefined;
 	if (role === 'worker' || config.NOMOS_WORKER) {
+		if (!options.taskList) throw new Error('boot: this process runs a worker but was given no task list');
 		worker = await startWorker({
 			url: databaseUrl,
-			taskList: options.taskList ?? taskList,
+			taskList: options.taskList,
 			concurrency: config.NOMOS_WORKER_CONCURRENCY,
 			crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
 		});

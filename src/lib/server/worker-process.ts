@@ -6,7 +6,7 @@ import { ConfigError } from './env';
  * Boots a worker-only process and stops it cleanly on SIGINT/SIGTERM: running jobs finish
  * and their outcomes are recorded before the pool and any embedded Postgres stop.
  */
-export async function runWorkerProcess(options: { taskList?: TaskList } = {}): Promise<void> {
+export async function runWorkerProcess(options: { taskList: TaskList }): Promise<void> {
 	try {
 		const runtime = await boot('worker', options);
 		const stop = (signal: string) => {

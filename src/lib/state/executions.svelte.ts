@@ -1,6 +1,5 @@
 import { SvelteMap } from 'svelte/reactivity';
-import type { ExecutionRow } from '$lib/server/executions/store';
-import type { PlanRow } from '$lib/server/executions/plans';
+import type { ExecutionRow, PlanRow } from '$lib/types/executions';
 import type { LiveEvents, LiveEvent } from './live-events.svelte';
 
 export type Execution = ExecutionRow;

@@ -18,11 +18,9 @@ type Handler = (e: LiveEvent) => void;
  */
 export class LiveEvents {
 	#source: EventSource | null = null;
-	// Handler registries, not state: nothing renders from them, so plain collections are right.
+	// The handler registry is not state: nothing renders from it, so a plain Map is right.
 	// eslint-disable-next-line svelte/prefer-svelte-reactivity
 	#handlers = new Map<string, Set<Handler>>();
-	// eslint-disable-next-line svelte/prefer-svelte-reactivity
-	#any = new Set<Handler>();
 	#lastId = 0;
 	/** `stale`: the server no longer has the events this page missed; only a reload shows the truth. */
 	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed' | 'stale'>('connecting');
@@ -74,7 +72,7 @@ export class LiveEvents {
 		return () => set.delete(fn);
 	}
 
-	/** Handles every event, whatever its type. */
+	/** Handles events of any of the given types (`on` for each); returns one unsubscribe function for all. */
 	onAny(types: string[], fn: Handler): () => void {
 		const offs = types.map((t) => this.on(t, fn));
 		return () => offs.forEach((off) => off());
@@ -96,6 +94,5 @@ export class LiveEvents {
 		if (e.id <= this.#lastId) return;
 		this.#lastId = e.id;
 		for (const fn of this.#handlers.get(e.type) ?? []) fn(e);
-		for (const fn of this.#any) fn(e);
 	}
 }

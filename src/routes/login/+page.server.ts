@@ -1,6 +1,7 @@
 import { fail, redirect } from '@sveltejs/kit';
 import { z } from 'zod';
-import { checkCredentials, createAuthSession } from '$lib/server/db/queries/operators';
+import { createAuthSession } from '$lib/server/db/queries/operators';
+import { checkCredentials } from '$lib/server/auth/accounts';
 import { clearLoginFailures, loginBlockedFor, recordLoginFailure } from '$lib/server/db/queries/login-throttle';
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { sql } from '$lib/server/db/index';
@@ -45,7 +46,7 @@ export const actions: Actions = {
 		if (blocked > 0) return refuse(blocked);
 		let op;
 		try {
-			op = await checkCredentials(parsed.data.username, parsed.data.password);
+			op = await checkCredentials(sql(), parsed.data.username, parsed.data.password);
 		} catch (e) {
 			if (!(e instanceof PasswordBusyError)) throw e;
 			setHeaders({ 'retry-after': '1' });
@@ -66,8 +67,8 @@ export const actions: Actions = {
 		}
 		await clearLoginFailures(sql(), userKey);
 		await recordAudit(sql(), { actor: op, action: 'login.succeeded', route: 'login', subjectType: 'operator', subjectId: op.username, detail: { address: keys[1].slice(5) } });
-		const { token, expiresAt } = await createAuthSession(op.id, env().NOMOS_SESSION_DAYS);
-		setSessionCookie(cookies, url, token, expiresAt);
+		const { token, expiresAt } = await createAuthSession(sql(), op.id, env().NOMOS_SESSION_DAYS);
+		setSessionCookie(cookies, url, token, new Date(expiresAt));
 		redirect(303, safeNext(url.searchParams.get('next'), url.origin));
 	}
 };

@@ -1,4 +1,5 @@
 import { redirect } from '@sveltejs/kit';
+import { sql } from '$lib/server/db/index';
 import { deleteAuthSession } from '$lib/server/db/queries/operators';
 import { clearSessionCookie } from '$lib/server/auth/cookies';
 import type { Actions, PageServerLoad } from './$types';
@@ -7,7 +8,7 @@ export const load: PageServerLoad = () => redirect(303, '/');
 
 export const actions: Actions = {
 	default: async ({ locals, cookies }) => {
-		if (locals.sessionToken) await deleteAuthSession(locals.sessionToken);
+		if (locals.sessionToken) await deleteAuthSession(sql(), locals.sessionToken);
 		clearSessionCookie(cookies);
 		redirect(303, '/login');
 	}

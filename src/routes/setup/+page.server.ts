@@ -1,6 +1,8 @@
 import { fail, redirect } from '@sveltejs/kit';
 import { z } from 'zod';
-import { completeSetup, countOperators, createAuthSession } from '$lib/server/db/queries/operators';
+import { sql } from '$lib/server/db/index';
+import { countOperators, createAuthSession } from '$lib/server/db/queries/operators';
+import { completeSetup } from '$lib/server/auth/accounts';
 import { setSessionCookie } from '$lib/server/auth/cookies';
 import { env } from '$lib/server/env';
 import type { Actions, PageServerLoad } from './$types';
@@ -15,7 +17,7 @@ const setupForm = z
 	.refine((v) => v.password === v.confirm, { message: 'The passwords differ.' });
 
 export const load: PageServerLoad = async ({ url }) => {
-	if ((await countOperators()) > 0) redirect(303, '/login');
+	if ((await countOperators(sql())) > 0) redirect(303, '/login');
 	return { token: url.searchParams.get('token') ?? '' };
 };
 
@@ -25,11 +27,11 @@ export const actions: Actions = {
 		const parsed = setupForm.safeParse(form);
 		const username = typeof form.username === 'string' ? form.username : '';
 		if (!parsed.success) return fail(400, { username, error: parsed.error.issues[0].message });
-		const r = await completeSetup(parsed.data.token, parsed.data.username, parsed.data.password);
+		const r = await completeSetup(sql(), parsed.data.token, parsed.data.username, parsed.data.password);
 		if (r === 'already-set-up') redirect(303, '/login');
 		if (r === 'invalid-token') return fail(400, { username, error: 'The setup token is wrong or has expired; restart Nomos for a new one.' });
-		const { token, expiresAt } = await createAuthSession(r.id, env().NOMOS_SESSION_DAYS);
-		setSessionCookie(cookies, url, token, expiresAt);
+		const { token, expiresAt } = await createAuthSession(sql(), r.id, env().NOMOS_SESSION_DAYS);
+		setSessionCookie(cookies, url, token, new Date(expiresAt));
 		redirect(303, '/');
 	}
 };

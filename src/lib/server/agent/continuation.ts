@@ -1,17 +1,14 @@
-import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
-import { emitEvent } from '../db/queries/events';
-import { insertMessage } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
 import { env } from '../env';
-import { activeWindow } from '../executions/assent';
-import type { ExecutionRow } from '../executions/store';
-import { runTurn } from './run-turn';
+import { activeWindow, countContinuation } from '../db/queries/assent-windows';
+import { claimFinishedForSession, listUnreadLeftovers, maxRecentFailures, type ExecutionRow } from '../db/queries/executions';
 import { getHostByName } from '../db/queries/hosts';
-import { syncHost } from '../inventory/sync';
+import { addSystemNote } from '../conversation/notes';
 import { recordLeftovers } from '../executions/leftovers';
-import { listUnreadLeftovers } from '../executions/store';
+import { syncHost } from '../inventory/sync';
 import { ACTIONS, isActionName } from '../proxmox/actions';
+import { runTurn } from './run-turn';
 
 const changesInventory = (action: string) => isActionName(action) && Boolean((ACTIONS[action] as { changesInventory?: boolean }).changesInventory);
 
@@ -26,11 +23,6 @@ export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' |
 	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${left}${check}`;
 }
 
-/** Appends a system note message (shown distinct from operator messages; replayed to the model). */
-export async function addSystemNote(tx: TransactionSql, sessionId: string, kind: string, text: string, data?: Record<string, unknown>): Promise<void> {
-	const m = await insertMessage(tx, { sessionId, role: 'system', parts: [{ type: 'note', kind, text, ...(data ? { data } : {}) }], status: 'complete', origin: 'continuation' });
-	await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: m.id } });
-}
 
 const SAME_FAILURE_LIMIT = 3;
 
@@ -47,29 +39,18 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	// for those the sweeper marked, which could not reach the host), so the note can say it.
 	for (const e of await listUnreadLeftovers(sql(), sessionId)) await recordLeftovers(e).catch(() => undefined);
 	const decision = await sql().begin(async (tx) => {
-		const claimed = await tx<ExecutionRow[]>`
-			update execution_sessions l set continued_at = now()
-			from executions e
-			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
-			  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
-			returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
+		const claimed = await claimFinishedForSession(tx, sessionId);
 		if (!claimed.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
-
-		const [repeat] = await tx<{ n: number }[]>`
-			select count(*)::int as n from executions
-			where requested_by_session = ${sessionId} and status = 'failed'
-			  and hash = any(${claimed.filter((e) => e.status === 'failed').map((e) => (e as ExecutionRow & { hash: string }).hash)}::text[])
-			  and created_at > now() - interval '2 hours'
-			group by hash order by 1 desc limit 1`;
+		const repeats = await maxRecentFailures(tx, sessionId, claimed.filter((e) => e.status === 'failed').map((e) => e.hash));
 		const window = await activeWindow(tx, sessionId);
 		let kind: Exclude<ContinueResult, 'nothing'>;
-		if ((repeat?.n ?? 0) >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
+		if (repeats >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
 		else if (!window) kind = 'window-closed';
 		else if (window.continuations >= env().NOMOS_MAX_CONTINUATIONS) kind = 'cap-reached';
 		else {
 			kind = 'turn';
-			await tx`update assent_windows set continuations = continuations + 1 where id = ${window.id}`;
+			await countContinuation(tx, window.id);
 		}
 		const suffix: Record<typeof kind, string> = {
 			turn: '',
@@ -87,7 +68,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	if (decision.kind !== 'turn') return decision.kind;
 	// The agent verifies next: let it see the world after the change, not the last minute's sync.
 	for (const name of decision.refresh) {
-		const host = await getHostByName(name);
+		const host = await getHostByName(sql(), name);
 		if (host) await syncHost(host).catch(() => undefined);
 	}
 	await runTurn({ sessionId, origin: 'continuation', signal });

@@ -1,6 +1,6 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
-import { insertMessage, updateMessage } from '../db/queries/messages';
+import { insertMessage, touchStreaming, updateMessage } from '../db/queries/messages';
 import type { MessageOrigin, MessagePart, MessageStatus } from '../db/schema';
 import { boundedForStorage, boundedText } from './tools/context';
 
@@ -27,7 +27,7 @@ export class MessageWriter {
 		readonly sessionId: string
 	) {
 		// Proof of life for the sweeper: a streaming message nobody touches for a minute was orphaned by a dead worker.
-		this.#heartbeat = setInterval(() => void sql()`update messages set updated_at = now() where id = ${id} and status = 'streaming'`.catch(() => undefined), HEARTBEAT_MS);
+		this.#heartbeat = setInterval(() => void touchStreaming(sql(), id).catch(() => undefined), HEARTBEAT_MS);
 		this.#heartbeat.unref();
 	}
 

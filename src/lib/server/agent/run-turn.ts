@@ -13,7 +13,7 @@ import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from
 import { systemPrompt } from './soul';
 import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
 import type { ToolContext } from './tools/context';
-import { afterTurnState } from './turn-state';
+import { afterTurnState } from '../conversation/task-state';
 
 export interface TurnOptions {
 	sessionId: string;

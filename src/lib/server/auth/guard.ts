@@ -7,7 +7,7 @@ export function isPublicPath(pathname: string): boolean {
 
 /** Requests answered with a status instead of a redirect to /login. */
 export function isApiPath(pathname: string): boolean {
-	return pathname.startsWith('/trpc') || pathname.startsWith('/api/') || pathname.endsWith('/events');
+	return pathname.startsWith('/trpc') || pathname.startsWith('/api/');
 }
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -13,9 +13,12 @@ import {
 	uniqueIndex,
 	uuid
 } from 'drizzle-orm/pg-core';
+import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
+import { classifications, executionStatuses, type Classification, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+// 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'string' });
 const createdAt = () => ts('created_at').notNull().defaultNow();
 
 export const operatorRoles = ['operator', 'admin'] as const;
@@ -64,25 +67,8 @@ export const chatSessions = pgTable(
 	(t) => [index('chat_sessions_updated_idx').on(t.updatedAt)]
 );
 
-export const messageRoles = ['user', 'assistant', 'system'] as const;
-export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
-export const messageOrigins = ['chat', 'resume', 'continuation'] as const;
-export type MessageStatus = (typeof messageStatuses)[number];
-export type MessageOrigin = (typeof messageOrigins)[number];
-
-/** One ordered part of a message, as stored and as rendered. */
-export type MessagePart =
-	| { type: 'text'; text: string }
-	| {
-			type: 'tool-call';
-			toolCallId: string;
-			toolName: string;
-			input: unknown;
-			state: 'running' | 'done' | 'error';
-			output?: unknown;
-			error?: string;
-	  }
-	| { type: 'note'; kind: string; text: string; data?: Record<string, unknown> };
+export { messageRoles, messageStatuses, messageOrigins };
+export type { MessageOrigin, MessagePart, MessageStatus };
 
 export const messages = pgTable(
 	'messages',
@@ -205,33 +191,8 @@ export const hosts = pgTable('hosts', {
 	updatedAt: ts('updated_at').notNull().defaultNow()
 });
 
-export const classifications = ['read_only', 'config_mutation', 'destructive'] as const;
-export type Classification = (typeof classifications)[number];
-export const executionStatuses = [
-	'awaiting_approval',
-	'approved',
-	'running',
-	'succeeded',
-	'failed',
-	'cancelled',
-	/** Stopped part-way (worker died, SSH dropped, cancelled mid-step): it may have partly run. */
-	'interrupted',
-	'denied',
-	'expired'
-] as const;
-export type ExecutionStatus = (typeof executionStatuses)[number];
-
-export type ExecutionStep = {
-	index: number;
-	label: string;
-	command: string;
-	startedAt: string;
-	finishedAt?: string;
-	exitCode?: number | null;
-	stdoutTail?: string;
-	stderrTail?: string;
-	durationMs?: number;
-};
+export { classifications, executionStatuses };
+export type { Classification, ExecutionStatus, ExecutionStep };
 
 export const plans = pgTable('plans', {
 	id: uuid('id').primaryKey().defaultRandom(),

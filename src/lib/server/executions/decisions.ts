@@ -1,11 +1,12 @@
 import type { TransactionSql } from 'postgres';
 import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
-import { addSystemNote } from '../agent/continuation';
-import { requestTurn } from '../agent/turns';
-import { openWindow } from './assent';
-import { decidePlan } from './plans';
-import { decideExecution, listAssentCandidates, type DecideResult } from './store';
+import { addSystemNote } from '../conversation/notes';
+import { requestTurn } from '../conversation/turn-queue';
+import { openWindow } from '../db/queries/assent-windows';
+import { decidePlan } from '../db/queries/plans';
+import { decideExecution, type DecideResult } from './lifecycle';
+import { listAssentCandidates } from '../db/queries/executions';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
 

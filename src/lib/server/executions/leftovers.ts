@@ -1,7 +1,7 @@
 import { sql } from '../db/index';
 import { getHostByName } from '../db/queries/hosts';
 import { connect, execArgv } from '../ssh/client';
-import { setLeftovers, type ExecutionRow } from './store';
+import { setLeftovers, type ExecutionRow } from '../db/queries/executions';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
 export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'>): string | null {
@@ -21,7 +21,7 @@ export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 
 	if (e.classification === 'read_only') return null;
 	const vmid = targetVmid(e);
 	if (!vmid || !e.hostName) return null;
-	const host = await getHostByName(e.hostName);
+	const host = await getHostByName(sql(), e.hostName);
 	if (!host) return null;
 	let client;
 	try {

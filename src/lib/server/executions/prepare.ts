@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { sql } from '../db/index';
 import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
 import { ACTIONS, ACTION_NAMES, catalogueSummary, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
@@ -73,21 +74,21 @@ type ResolvedTarget = { host: Host; vmid?: string } | PrepareError;
 
 async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 	const t = raw.trim();
-	const hostsHint = async () => `hosts: ${(await listHosts()).map((h) => h.name).join(', ') || '(none configured)'}`;
+	const hostsHint = async () => `hosts: ${(await listHosts(sql())).map((h) => h.name).join(', ') || '(none configured)'}`;
 	const bare = t.replace(/^(host|node):/i, '');
-	const asHost = await getHostByName(bare);
+	const asHost = await getHostByName(sql(), bare);
 	if (asHost && !/^(lxc|ct):/i.test(t)) return { host: asHost };
 
 	const m = /^(?:(?:lxc|ct):)?([a-zA-Z0-9][a-zA-Z0-9.-]*)\/([1-9][0-9]{2,8})$/.exec(t);
 	if (m) {
-		const host = await getHostByName(m[1]);
+		const host = await getHostByName(sql(), m[1]);
 		if (!host) return { error: `unknown host '${m[1]}' in target '${t}'`, hint: await hostsHint() };
 		return { host, vmid: m[2] };
 	}
 	const ref = /^(lxc|ct):/i.test(t) ? `lxc:${t.replace(/^(lxc|ct):/i, '')}` : `lxc:${t}`;
-	const found = await resolveEntity(ref);
+	const found = await resolveEntity(sql(), ref);
 	if (found.ok) {
-		const host = found.entity.hostName ? await getHostByName(found.entity.hostName) : null;
+		const host = found.entity.hostName ? await getHostByName(sql(), found.entity.hostName) : null;
 		const attrVmid = (found.entity.attributes as { vmid?: unknown }).vmid;
 		const vmid = typeof attrVmid === 'number' || typeof attrVmid === 'string' ? String(attrVmid) : (found.entity.externalId.split('/')[1] ?? '');
 		if (!host) return { error: `container '${t}' is on host '${found.entity.hostName}', which is not configured`, hint: await hostsHint() };

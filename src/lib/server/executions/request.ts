@@ -1,9 +1,11 @@
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
-import { consumePlanStep } from './plans';
+import { consumePlanStep } from '../db/queries/plans';
 import { prepareExecution, type PrepareError } from './prepare';
-import { enqueueRun, getExecution, insertExecution, type ExecutionRow } from './store';
+import { enqueueRun } from './lifecycle';
+import { approveForPlan, getExecution, insertExecution, setRequester, type ExecutionRow } from '../db/queries/executions';
+import { insertApproval } from '../db/queries/approvals';
 import { runExecution } from './runner';
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' };
@@ -20,17 +22,17 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 
 	if (prepared.classification === 'read_only') {
 		const e = await sql().begin((tx) => insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours }));
-		await sql()`update executions set requested_by_session = ${sessionId} where id = ${(e).id}`;
-		await runExecution((e).id);
-		return { execution: (await getExecution(sql(), (e).id))!, via: 'read_only' };
+		await setRequester(sql(), e.id, sessionId);
+		await runExecution(e.id);
+		return { execution: (await getExecution(sql(), e.id))!, via: 'read_only' };
 	}
 
 	return sql().begin(async (tx) => {
 		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
 		const plan = sessionId && !opts.retryOf ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
 		if (plan) {
-			await tx`update executions set status = 'approved', approved_at = now(), expires_at = null, plan_id = ${plan.planId} where id = ${e.id}`;
-			await tx`insert into approvals (execution_id, hash, decision, route, decided_by) values (${e.id}, ${prepared.hash}, 'approved', 'plan', ${plan.decidedBy})`;
+			await approveForPlan(tx, e.id, plan.planId);
+			await insertApproval(tx, { executionId: e.id, hash: prepared.hash, decision: 'approved', route: 'plan', decidedBy: plan.decidedBy });
 			await recordAudit(tx, {
 				actor: plan.decidedBy ? { id: plan.decidedBy } : null,
 				action: 'execution.approved',

@@ -1,5 +1,6 @@
 import type { Client } from 'ssh2';
 import { sql } from '../db/index';
+import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, isActionName, type Precondition } from '../proxmox/actions';
@@ -8,7 +9,8 @@ import { connect, execArgv } from '../ssh/client';
 import { toCommand } from '../ssh/quote';
 import { recordLeftovers } from './leftovers';
 import { executionHash } from './prepare';
-import { claimExecution, finishExecution, heartbeat, saveSteps, type ExecutionRow } from './store';
+import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
+import { finishExecution } from './lifecycle';
 
 const LEASE_SECONDS = 60;
 const HEARTBEAT_MS = 10_000;
@@ -71,7 +73,7 @@ export async function runExecution(id: string): Promise<void> {
 	let client: Client | undefined;
 	try {
 		const { planned, vmid } = await plannedSteps(e);
-		const host = e.hostName ? await getHostByName(e.hostName) : null;
+		const host = e.hostName ? await getHostByName(sql(), e.hostName) : null;
 		if (!host) throw new Failure(`host '${e.hostName}' is no longer configured`);
 		client = await connect(host).catch((err: Error) => {
 			throw new Failure(err.message);
@@ -166,8 +168,8 @@ async function plannedSteps(e: ExecutionRow) {
 	if (!isActionName(e.action)) throw new Failure(`unknown action '${e.action}'`);
 	if (executionHash(e.action, e.target, e.params) !== e.hash) throw new Failure('the stored execution does not match its hash; refusing to run');
 	if (ACTIONS[e.action].classification !== 'read_only') {
-		const [a] = await sql()<{ hash: string }[]>`select hash from approvals where execution_id = ${e.id} and decision = 'approved'`;
-		if (!a || a.hash !== e.hash) throw new Failure('no approval names this exact execution; refusing to run');
+		const approved = await approvedHash(sql(), e.id);
+		if (approved !== e.hash) throw new Failure('no approval names this exact execution; refusing to run');
 	}
 	const m = /^lxc:[^/]+\/([0-9]+)$/.exec(e.target);
 	const vmid = m?.[1];

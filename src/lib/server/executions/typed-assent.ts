@@ -1,15 +1,8 @@
 import { isClearAssent } from './assent';
 
-/** An execution the operator could approve by typing: pending, requested in the agent's latest reply, shown on screen. */
-export type AssentCandidate = {
-	id: string;
-	action: string;
-	target: string;
-	classification: string;
-	params: Record<string, unknown>;
-	/** The container's name from the inventory, when the target is a container. */
-	name?: string | null;
-};
+import type { AssentCandidate } from '../../types/executions';
+
+export type { AssentCandidate };
 
 export type TypedAssent =
 	/** Not assent at all (or it names something that is not pending): nothing happens. */

@@ -1,8 +1,7 @@
 // Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
 import { sql } from '../db/index';
-import { emitEvent } from '../db/queries/events';
 import { listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, removeOrphanedEntities } from '../db/queries/entities';
+import { hostSyncTimes, removeOrphanedEntities, replaceHostInventory } from '../db/queries/entities';
 import { readInventory, type Inventory } from '../proxmox/inventory';
 import { connect, HostKeyError } from '../ssh/client';
 
@@ -10,9 +9,6 @@ export type HostSyncResult =
 	| { host: string; ok: true; containers: number; removed: number; durationMs: number }
 	| { host: string; ok: false; skipped: true; reason: string }
 	| { host: string; ok: false; skipped?: false; error: string; durationMs: number };
-
-/** Arbitrary namespace for the per-host advisory lock that serialises concurrent syncs. */
-const SYNC_LOCK_NS = 7_140_202;
 
 /** Writes one host's inventory: upserts host + containers, deletes vanished ones, emits the event. */
 export async function writeInventory(hostName: string, inv: Inventory): Promise<{ removed: number }> {
@@ -26,34 +22,7 @@ export async function writeInventory(hostName: string, inv: Inventory): Promise<
 			attributes: c.attributes
 		}))
 	];
-	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
-	return sql().begin(async (tx) => {
-		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
-		await tx`
-			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-			select r.kind, r.external_id, r.name, r.host_name, r.attributes, now(), now()
-			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
-				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
-			on conflict (kind, external_id) do update set
-				name = excluded.name,
-				host_name = excluded.host_name,
-				attributes = excluded.attributes,
-				seen_at = now(),
-				updated_at = case
-					when entities.name is distinct from excluded.name
-						or entities.attributes is distinct from excluded.attributes
-					then now() else entities.updated_at end`;
-		const removed = await tx`
-			delete from entities
-			where kind = 'lxc' and host_name = ${hostName}
-				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))`;
-		await emitEvent(tx, {
-			sessionId: null,
-			type: 'inventory.synced',
-			payload: { host: hostName, containers: inv.containers.length }
-		});
-		return { removed: removed.count };
-	});
+	return replaceHostInventory(sql(), hostName, rows, inv.containers.length);
 }
 
 /**
@@ -74,7 +43,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	} catch (e) {
 		const error = (e as Error).message;
 		const seen = e instanceof HostKeyError ? e.presented : host.seenFingerprint;
-		await recordHostCheck(host.id, seen, error);
+		await recordHostCheck(sql(), host.id, seen, error);
 		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
 	}
 	let removed: number;
@@ -82,10 +51,10 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 		({ removed } = await writeInventory(host.name, inv));
 	} catch (e) {
 		const error = `saving the inventory failed: ${(e as Error).message}`;
-		await recordHostCheck(host.id, host.hostKeyFingerprint, error).catch(() => undefined);
+		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error).catch(() => undefined);
 		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
 	}
-	await recordHostCheck(host.id, host.hostKeyFingerprint, null);
+	await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, null);
 	return { host: host.name, ok: true, containers: inv.containers.length, removed, durationMs: Date.now() - started };
 }
 
@@ -94,7 +63,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
  * the inventory still holds of hosts that are no longer configured is removed.
  */
 export async function syncAllHosts(opts: { signal?: AbortSignal } = {}): Promise<HostSyncResult[]> {
-	const hosts = await listHosts();
+	const hosts = await listHosts(sql());
 	const results = await Promise.all(hosts.map((h) => syncHost(h, opts)));
 	await removeOrphanedEntities(sql(), hosts.map((h) => h.name));
 	return results;
@@ -112,12 +81,13 @@ export type Freshness = Record<string, { syncedAt: string | null; ageSeconds: nu
  * read live now. Returns each host's freshness, to be said in the answer.
  */
 export async function ensureFreshInventory(maxAgeS = INVENTORY_MAX_AGE_S): Promise<Freshness> {
-	const hosts = (await listHosts()).filter((h) => h.hostKeyFingerprint);
+	const hosts = (await listHosts(sql())).filter((h) => h.hostKeyFingerprint);
 	const seen = await hostSyncTimes(sql());
 	const out: Freshness = {};
 	await Promise.all(
 		hosts.map(async (h) => {
-			const at = seen.get(h.name);
+			const synced = seen.get(h.name);
+			const at = synced ? new Date(synced) : undefined;
 			if (!at || Date.now() - at.getTime() > maxAgeS * 1000) {
 				const r = await syncHost(h);
 				if (!r.ok) out[h.name] = { syncedAt: at?.toISOString() ?? null, ageSeconds: at ? Math.round((Date.now() - at.getTime()) / 1000) : null, error: 'error' in r ? r.error : r.reason };

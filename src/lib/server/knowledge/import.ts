@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from '../db/index';
+import { replaceFileNotes } from '../db/queries/knowledge';
 
 export type ImportCounts = {
 	/** Markdown files read and kept in the knowledge table. */
@@ -17,8 +18,6 @@ export type ImportCounts = {
 /** A larger note is not useful to the agent and could overflow a tsvector (1 MB). */
 const MAX_FILE_BYTES = 512 * 1024;
 const MAX_TITLE = 200;
-/** Serialises concurrent imports (web and worker both import at boot). */
-const IMPORT_LOCK = 7_140_202_614;
 
 /** The first level-1 ATX heading outside code fences, else the file name without `.md`. */
 export function titleOf(markdown: string, relPath: string): string {
@@ -78,38 +77,7 @@ export async function importKnowledgeDir(dir: string): Promise<ImportCounts> {
 		}
 	}
 
-	return sql().begin(async (tx) => {
-		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
-		let created = 0;
-		let updated = 0;
-		for (const f of files) {
-			const rows = await tx<{ inserted: boolean }[]>`
-				insert into knowledge (title, body, source, source_path)
-				values (${f.title}, ${f.body}, 'file', ${f.path})
-				on conflict (source_path) do update
-					set title = excluded.title, body = excluded.body, source = 'file', updated_at = now()
-					where knowledge.title is distinct from excluded.title
-						or knowledge.body is distinct from excluded.body
-						or knowledge.source is distinct from 'file'
-				returning (xmax = 0) as inserted`;
-			if (rows.length) {
-				if (rows[0].inserted) created++;
-				else updated++;
-			}
-		}
-		// A file that is present but was skipped keeps its previous note.
-		const paths = [...files.map((f) => f.path), ...skipped.map((s) => s.path)];
-		const gone = await tx`
-			delete from knowledge
-			where source = 'file' and not (source_path = any(${paths}::text[]))
-			returning id`;
-		return {
-			imported: files.length,
-			created,
-			updated,
-			unchanged: files.length - created - updated,
-			removed: gone.length,
-			skipped
-		};
-	});
+	// A file that is present but was skipped keeps its previous note.
+	const counts = await replaceFileNotes(sql(), files, [...files.map((f) => f.path), ...skipped.map((s) => s.path)]);
+	return { imported: files.length, ...counts, unchanged: files.length - counts.created - counts.updated, skipped };
 }

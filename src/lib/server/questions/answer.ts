@@ -1,7 +1,7 @@
 import { sql } from '../db/index';
-import { addSystemNote } from '../agent/continuation';
-import { requestTurn } from '../agent/turns';
-import { answerQuestion, type AnswerResult } from './store';
+import { addSystemNote } from '../conversation/notes';
+import { requestTurn } from '../conversation/turn-queue';
+import { answerQuestion, type AnswerResult } from '../db/queries/questions';
 
 /**
  * The panel route: closes the question and resumes the agent in the background (a worker job

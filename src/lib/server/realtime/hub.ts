@@ -2,8 +2,8 @@ import { AsyncResource } from 'node:async_hooks';
 import type { Sql } from '../db/index';
 import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
 import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
-import { getExecutionsByIds, type ExecutionRow } from '../executions/store';
-import { getPlansByIds, type PlanRow } from '../executions/plans';
+import { getExecutionsByIds, type ExecutionRow } from '../db/queries/executions';
+import { getPlansByIds, type PlanRow } from '../db/queries/plans';
 
 /** An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names. */
 export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow };

@@ -13,9 +13,9 @@ export interface StreamScope {
 	tokenHash?: string;
 }
 
-/** The stream scope part that ties a stream to the signed-in operator (SvelteKit routes). */
-export function ownerScope(locals: { user: { id: string } | null; sessionToken: string | null }): StreamScope {
-	return locals.user && locals.sessionToken ? { operatorId: locals.user.id, tokenHash: sessionTokenHash(locals.sessionToken) } : {};
+/** The stream scope part that ties a stream to the signed-in operator (`locals`, or `authenticate()` on the fast path). */
+export function ownerScope(auth: { user: { id: string } | null; sessionToken: string | null }): StreamScope {
+	return auth.user && auth.sessionToken ? { operatorId: auth.user.id, tokenHash: sessionTokenHash(auth.sessionToken) } : {};
 }
 
 /** Sent instead of a replay that would have a gap (the events were pruned): the client reloads. */

@@ -1,7 +1,7 @@
 import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
-import { listRecentExecutions } from '$lib/server/executions/store';
-import { listOpenQuestions } from '$lib/server/questions/store';
+import { listRecentExecutions } from '$lib/server/db/queries/executions';
+import { listOpenQuestions } from '$lib/server/db/queries/questions';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async () => {

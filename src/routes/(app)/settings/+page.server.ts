@@ -1,3 +1,4 @@
+import { sql } from '$lib/server/db/index';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
 import { hostsFor } from '$lib/server/trpc/routers/hosts';
@@ -6,7 +7,7 @@ import type { PageServerLoad } from './$types';
 export const load: PageServerLoad = async ({ locals }) => {
 	const user = locals.user!;
 	return {
-		hosts: hostsFor(user.role, await listHosts()),
-		operators: user.role === 'admin' ? await listOperators() : []
+		hosts: hostsFor(user.role, await listHosts(sql())),
+		operators: user.role === 'admin' ? await listOperators(sql()) : []
 	};
 };

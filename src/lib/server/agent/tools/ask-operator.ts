@@ -1,7 +1,7 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import { sql } from '../../db/index';
-import { raiseQuestion } from '../../questions/store';
+import { raiseQuestion } from '../../db/queries/questions';
 import type { ToolContext } from './context';
 
 export const askOperatorInput = z

@@ -1,6 +1,7 @@
 import { tool } from 'ai';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { z } from 'zod';
+import { sql } from '../../db/index';
 import { entityRef, listEntities, resolveEntity, type Entity } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
 import { toolError, type ToolContext, type ToolError } from './context';
@@ -13,7 +14,7 @@ export const getEntityInput = z
 
 /** Up to `max` known refs, e.g. `host:strong, lxc:strong/101 (caddy)`, for hints. */
 export async function knownRefs(kind?: string, max = 30): Promise<string> {
-	const rows = await listEntities({ kind, limit: max + 1 });
+	const rows = await listEntities(sql(), { kind, limit: max + 1 });
 	if (rows.length === 0) return kind ? `no ${kind} entities are known yet` : 'the inventory is empty (no host synced yet)';
 	const refs = rows.slice(0, max).map((e) => (e.externalId === e.name ? entityRef(e) : `${entityRef(e)} (${e.name})`));
 	return refs.join(', ') + (rows.length > max ? ', …' : '');
@@ -48,8 +49,8 @@ export function entityDetail(e: Entity) {
 		attributes: e.attributes,
 		...(typeof uptimeSec === 'number' ? { uptime: formatUptime(uptimeSec) } : {}),
 		notes: e.notes,
-		syncedAt: e.seenAt.toISOString(),
-		changedAt: e.updatedAt.toISOString()
+		syncedAt: e.seenAt,
+		changedAt: e.updatedAt
 	};
 }
 
@@ -62,7 +63,7 @@ export function getEntityTool(_ctx: ToolContext) {
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
 			await ensureFreshInventory();
-			const r = await resolveEntity(id);
+			const r = await resolveEntity(sql(), id);
 			if (!r.ok) return unresolvedError(id, r);
 			return entityDetail(r.entity);
 		}

@@ -1,7 +1,7 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import { sql } from '../../db/index';
-import { getExecution } from '../../executions/store';
+import { getExecution } from '../../db/queries/executions';
 import { toolError, type ToolContext } from './context';
 
 /** get_execution_status: one execution's state, steps and result. */

@@ -1,5 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { sql } from '../../db/index';
 import { entityRef, resolveEntity, type Entity } from '../../db/queries/entities';
 import { getHostByName } from '../../db/queries/hosts';
 import {
@@ -44,7 +45,7 @@ type Live = { ok: true; attributes: LxcAttributes; config: CtConfig } | { ok: fa
 
 /** Runs `pct status --verbose` and `pct config` on the container's host over one connection. */
 async function readLive(hostName: string, vmid: number, signal: AbortSignal): Promise<Live> {
-	const host = await getHostByName(hostName);
+	const host = await getHostByName(sql(), hostName);
 	if (!host) return { ok: false, gone: false, error: `host "${hostName}" is no longer configured` };
 	try {
 		const client = await connect(host);
@@ -78,12 +79,12 @@ export function getLxcStateTool(ctx: ToolContext) {
 				return toolError('give exactly one of vmid or name', 'e.g. { "vmid": "101" } or { "name": "caddy" }');
 			}
 			const ref = vmid ?? name!;
-			const r = await resolveEntity(ref.startsWith('lxc:') ? ref : `lxc:${ref}`);
+			const r = await resolveEntity(sql(), ref.startsWith('lxc:') ? ref : `lxc:${ref}`);
 			if (!r.ok) return unresolvedError(ref, r, 'lxc');
 			const e = r.entity;
 			const stored = e.attributes;
 			const id = Number(stored.vmid ?? e.externalId.split('/').pop());
-			const syncedAt = e.seenAt.toISOString();
+			const syncedAt = e.seenAt;
 			const live = await readLive(e.hostName ?? '', id, ctx.signal);
 			if (live.ok) {
 				const checkedAt = new Date().toISOString();

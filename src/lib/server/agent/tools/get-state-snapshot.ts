@@ -1,6 +1,7 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import { ensureFreshInventory } from '../../inventory/sync';
+import { sql } from '../../db/index';
 import { fleetSnapshot, type Entity, type FleetHost } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
 import type { ToolContext } from './context';
@@ -38,7 +39,7 @@ export function hostSummary(h: FleetHost) {
 		name: h.name,
 		status: hostStatus(h),
 		...(h.lastError ? { lastError: h.lastError } : {}),
-		syncedAt: h.entity?.seenAt.toISOString() ?? null,
+		syncedAt: h.entity?.seenAt ?? null,
 		cpuPercent: a.cpuPercent ?? null,
 		cpus: a.maxcpu ?? null,
 		memUsedMb: a.memUsedMb ?? null,
@@ -59,7 +60,7 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();
-			const { hosts } = await fleetSnapshot();
+			const { hosts } = await fleetSnapshot(sql());
 			const summaries = hosts.map(hostSummary);
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
 			return {

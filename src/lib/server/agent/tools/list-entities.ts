@@ -1,6 +1,7 @@
 import { tool } from 'ai';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { z } from 'zod';
+import { sql } from '../../db/index';
 import { entityKinds, entityRef, listEntities, type Entity } from '../../db/queries/entities';
 import { toolError, type ToolContext } from './context';
 
@@ -23,7 +24,7 @@ export function entitySummary(e: Entity) {
 		name: e.name,
 		host: e.hostName,
 		status: (a.status ?? a.pveStatus ?? null) as string | null,
-		syncedAt: e.seenAt.toISOString()
+		syncedAt: e.seenAt
 	};
 }
 
@@ -38,7 +39,7 @@ export function listEntitiesTool(_ctx: ToolContext) {
 		execute: async ({ kind, query }) => {
 			await ensureFreshInventory();
 			if (kind) {
-				const kinds = await entityKinds();
+				const kinds = await entityKinds(sql());
 				if (!kinds.some((k) => k.kind === kind)) {
 					const known = kinds.map((k) => `${k.kind} (${k.count})`).join(', ');
 					return toolError(
@@ -47,7 +48,7 @@ export function listEntitiesTool(_ctx: ToolContext) {
 					);
 				}
 			}
-			const rows = await listEntities({ kind, query, limit: LIMIT + 1 });
+			const rows = await listEntities(sql(), { kind, query, limit: LIMIT + 1 });
 			const entities = rows.slice(0, LIMIT).map(entitySummary);
 			return {
 				count: entities.length,

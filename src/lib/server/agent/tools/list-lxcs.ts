@@ -1,5 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { sql } from '../../db/index';
 import { fleetSnapshot, listLxcs, type Entity } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
 import { ensureFreshInventory } from '../../inventory/sync';
@@ -27,7 +28,7 @@ export function lxcRow(e: Entity) {
 		uptimeSec,
 		ips: Array.isArray(a.ips) ? (a.ips as string[]) : [],
 		ipMode: typeof a.ipMode === 'string' ? a.ipMode : 'none',
-		syncedAt: e.seenAt.toISOString()
+		syncedAt: e.seenAt
 	};
 }
 
@@ -42,7 +43,7 @@ export function listLxcsTool(_ctx: ToolContext) {
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
 			const inventoryAsOf = await ensureFreshInventory();
-			const fleet = await fleetSnapshot();
+			const fleet = await fleetSnapshot(sql());
 			if (host && !fleet.hosts.some((h) => h.name === host)) {
 				const names = fleet.hosts.map((h) => h.name);
 				return toolError(
@@ -50,7 +51,7 @@ export function listLxcsTool(_ctx: ToolContext) {
 					names.length ? `Known hosts: ${names.join(', ')}. Omit host to list all.` : 'No hosts are configured yet.'
 				);
 			}
-			const rows = (await listLxcs(host)).map(lxcRow);
+			const rows = (await listLxcs(sql(), host)).map(lxcRow);
 			const warnings = fleet.hosts
 				.filter((h) => (!host || h.name === host) && (h.lastError || !h.pinned))
 				.map((h) => (h.pinned ? `${h.name}: last sync failed (${h.lastError}); its data may be stale` : `${h.name}: host key not pinned; not synced`));

@@ -1,7 +1,7 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import { sql } from '../../db/index';
-import { insertPlan } from '../../executions/plans';
+import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
 import { actionParams, toolError, type ToolContext } from './context';
 

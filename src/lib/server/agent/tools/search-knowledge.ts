@@ -1,5 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { sql } from '../../db/index';
 import { getKnowledge, searchKnowledge } from '../../db/queries/knowledge';
 import { toolError, type ToolContext } from './context';
 
@@ -30,7 +31,7 @@ export function searchKnowledgeTool(ctx: ToolContext) {
 		execute: async ({ query }) => {
 			let hits;
 			try {
-				hits = await searchKnowledge(query, 8);
+				hits = await searchKnowledge(sql(), query, 8);
 			} catch (e) {
 				return toolError(`knowledge search failed: ${(e as Error).message}`);
 			}
@@ -51,7 +52,7 @@ export function searchKnowledgeTool(ctx: ToolContext) {
 					};
 					if (h.kind !== 'knowledge' || withBody >= BODIES) return base;
 					withBody++;
-					const note = await getKnowledge(h.id);
+					const note = await getKnowledge(sql(), h.id);
 					if (!note) return base;
 					const truncated = note.body.length > BODY_CHARS;
 					return { ...base, body: truncated ? note.body.slice(0, BODY_CHARS) : note.body, ...(truncated ? { truncated } : {}) };

@@ -1,25 +1,30 @@
-import { and, asc, eq, ilike, or, sql as dsql, type SQL } from 'drizzle-orm';
-import { db, type Sql } from '../index';
-import { entities, hosts } from '../schema';
+import type { Fragment, TransactionSql } from 'postgres';
+import type { Sql } from '../index';
+import { emitEvent } from './events';
 
-/** An entity row without its generated search vector. */
-export type Entity = Omit<typeof entities.$inferSelect, 'search'>;
-
-const cols = {
-	id: entities.id,
-	kind: entities.kind,
-	externalId: entities.externalId,
-	name: entities.name,
-	hostName: entities.hostName,
-	attributes: entities.attributes,
-	notes: entities.notes,
-	seenAt: entities.seenAt,
-	updatedAt: entities.updatedAt
+/** An entity row without its generated search vector. Timestamps are ISO 8601 text. */
+export type Entity = {
+	id: string;
+	kind: string;
+	externalId: string;
+	name: string;
+	hostName: string | null;
+	attributes: Record<string, unknown>;
+	notes: string;
+	seenAt: string;
+	updatedAt: string;
 };
 
+const columns = (sql: Sql | TransactionSql) =>
+	sql`id, kind, external_id as "externalId", name, host_name as "hostName", attributes, notes,
+		seen_at as "seenAt", updated_at as "updatedAt"`;
+
+/** Containers by numeric vmid (a non-numeric one sorts last). */
+const byVmid = (sql: Sql | TransactionSql) =>
+	sql`case when attributes->>'vmid' ~ '^[0-9]+$' then (attributes->>'vmid')::bigint end`;
+const order = (sql: Sql | TransactionSql) => sql`kind, host_name, ${byVmid(sql)}, name`;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const byVmid = dsql`case when ${entities.attributes}->>'vmid' ~ '^[0-9]+$' then (${entities.attributes}->>'vmid')::bigint end`;
-const order = [asc(entities.kind), asc(entities.hostName), byVmid, asc(entities.name)];
 
 /** The short reference the tools show: `host:strong`, `lxc:strong/101`. */
 export const entityRef = (e: Pick<Entity, 'kind' | 'externalId'>): string => `${e.kind}:${e.externalId}`;
@@ -30,35 +35,24 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => '\\' + c);
  * Entities, optionally of one kind and matching `query`: a case-insensitive substring of the
  * name or external id, or a full-text match on name + notes.
  */
-export async function listEntities(opts: { kind?: string; query?: string; limit?: number } = {}): Promise<Entity[]> {
-	const where: (SQL | undefined)[] = [];
-	if (opts.kind) where.push(eq(entities.kind, opts.kind));
+export async function listEntities(
+	sql: Sql | TransactionSql,
+	opts: { kind?: string; query?: string; limit?: number } = {}
+): Promise<Entity[]> {
 	const q = opts.query?.trim();
-	if (q) {
-		const like = `%${likeEscape(q)}%`;
-		where.push(
-			or(
-				ilike(entities.name, like),
-				ilike(entities.externalId, like),
-				dsql`${entities.search} @@ websearch_to_tsquery('english', ${q})`
-			)
-		);
-	}
-	return db()
-		.select(cols)
-		.from(entities)
-		.where(and(...where))
-		.orderBy(...order)
-		.limit(opts.limit ?? 500);
+	const like = q ? `%${likeEscape(q)}%` : '';
+	return sql<Entity[]>`
+		select ${columns(sql)} from entities
+		where true
+		${opts.kind ? sql`and kind = ${opts.kind}` : sql``}
+		${q ? sql`and (name ilike ${like} or external_id ilike ${like} or search @@ websearch_to_tsquery('english', ${q}))` : sql``}
+		order by ${order(sql)}
+		limit ${opts.limit ?? 500}`;
 }
 
 /** Distinct entity kinds with counts (for hints). */
-export async function entityKinds(): Promise<{ kind: string; count: number }[]> {
-	return db()
-		.select({ kind: entities.kind, count: dsql<number>`count(*)::int` })
-		.from(entities)
-		.groupBy(entities.kind)
-		.orderBy(asc(entities.kind));
+export async function entityKinds(sql: Sql | TransactionSql): Promise<{ kind: string; count: number }[]> {
+	return sql<{ kind: string; count: number }[]>`select kind, count(*)::int as count from entities group by kind order by kind`;
 }
 
 export type ResolveResult =
@@ -69,23 +63,21 @@ export type ResolveResult =
  * Resolves a uuid, `kind:externalId` (`lxc:strong/101`, `host:strong`), `kind:name`
  * (`lxc:caddy`), `lxc:<vmid>`, or a bare external id / name. Names match case-insensitively.
  */
-export async function resolveEntity(idOrRef: string): Promise<ResolveResult> {
+export async function resolveEntity(sql: Sql | TransactionSql, idOrRef: string): Promise<ResolveResult> {
 	const ref = idOrRef.trim();
 	const found = (rows: Entity[]): ResolveResult | null =>
 		rows.length === 1 ? { ok: true, entity: rows[0] } : rows.length > 1 ? { ok: false, reason: 'ambiguous', candidates: rows } : null;
-	const select = (where: SQL | undefined) => db().select(cols).from(entities).where(where).orderBy(...order).limit(20);
+	const select = (where: Fragment) =>
+		sql<Entity[]>`select ${columns(sql)} from entities where ${where} order by ${order(sql)} limit 20`;
 
-	if (UUID.test(ref)) return found(await select(eq(entities.id, ref))) ?? { ok: false, reason: 'not_found', candidates: [] };
+	if (UUID.test(ref)) return found(await select(sql`id = ${ref}`)) ?? { ok: false, reason: 'not_found', candidates: [] };
 
 	const m = /^([a-z][a-z0-9_-]*):(.+)$/i.exec(ref);
 	const kind = m ? m[1].toLowerCase() : undefined;
 	const rest = m ? m[2].trim() : ref;
-	const ofKind = kind ? eq(entities.kind, kind) : undefined;
-	const attempts: (SQL | undefined)[] = [
-		and(ofKind, eq(entities.externalId, rest)),
-		and(ofKind, dsql`lower(${entities.name}) = lower(${rest})`)
-	];
-	if (/^\d+$/.test(rest)) attempts.push(and(ofKind, dsql`${entities.attributes}->>'vmid' = ${rest}`));
+	const ofKind = kind ? sql`and kind = ${kind}` : sql``;
+	const attempts = [sql`external_id = ${rest} ${ofKind}`, sql`lower(name) = lower(${rest}) ${ofKind}`];
+	if (/^\d+$/.test(rest)) attempts.push(sql`attributes->>'vmid' = ${rest} ${ofKind}`);
 	for (const where of attempts) {
 		const r = found(await select(where));
 		if (r) return r;
@@ -94,25 +86,25 @@ export async function resolveEntity(idOrRef: string): Promise<ResolveResult> {
 }
 
 /** One entity by uuid or ref (see `resolveEntity`); null when unknown or ambiguous. */
-export async function getEntity(idOrRef: string): Promise<Entity | null> {
-	const r = await resolveEntity(idOrRef);
+export async function getEntity(sql: Sql | TransactionSql, idOrRef: string): Promise<Entity | null> {
+	const r = await resolveEntity(sql, idOrRef);
 	return r.ok ? r.entity : null;
 }
 
 /** Every container, optionally on one host, ordered by host then vmid. */
-export async function listLxcs(host?: string): Promise<Entity[]> {
-	return db()
-		.select(cols)
-		.from(entities)
-		.where(and(eq(entities.kind, 'lxc'), host ? eq(entities.hostName, host) : undefined))
-		.orderBy(asc(entities.hostName), byVmid, asc(entities.name));
+export async function listLxcs(sql: Sql | TransactionSql, host?: string): Promise<Entity[]> {
+	return sql<Entity[]>`
+		select ${columns(sql)} from entities
+		where kind = 'lxc' ${host ? sql`and host_name = ${host}` : sql``}
+		order by host_name, ${byVmid(sql)}, name`;
 }
 
 export interface FleetHost {
 	name: string;
 	address: string | null;
 	pinned: boolean;
-	lastCheckedAt: Date | null;
+	/** ISO 8601 */
+	lastCheckedAt: string | null;
 	lastError: string | null;
 	/** the host entity (null until its first successful sync) */
 	entity: Entity | null;
@@ -120,21 +112,23 @@ export interface FleetHost {
 }
 
 /** Every configured host (and any host known only from entities) with its containers. */
-export async function fleetSnapshot(): Promise<{ hosts: FleetHost[] }> {
+export async function fleetSnapshot(sql: Sql | TransactionSql): Promise<{ hosts: FleetHost[] }> {
 	const [hostRows, rows] = await Promise.all([
-		db().select().from(hosts).orderBy(asc(hosts.name)),
-		db()
-			.select(cols)
-			.from(entities)
-			.where(or(eq(entities.kind, 'host'), eq(entities.kind, 'lxc')))
-			.orderBy(asc(entities.hostName), byVmid)
+		sql<{ name: string; address: string; port: number; pinned: boolean; lastCheckedAt: string | null; lastError: string | null }[]>`
+			select name, address, port, host_key_fingerprint is not null as pinned,
+				last_checked_at as "lastCheckedAt", last_error as "lastError"
+			from hosts order by name`,
+		sql<Entity[]>`
+			select ${columns(sql)} from entities
+			where kind = 'host' or kind = 'lxc'
+			order by host_name, ${byVmid(sql)}`
 	]);
 	const byName = new Map<string, FleetHost>();
 	for (const h of hostRows) {
 		byName.set(h.name, {
 			name: h.name,
 			address: `${h.address}:${h.port}`,
-			pinned: h.hostKeyFingerprint !== null,
+			pinned: h.pinned,
 			lastCheckedAt: h.lastCheckedAt,
 			lastError: h.lastError,
 			entity: null,
@@ -154,17 +148,55 @@ export async function fleetSnapshot(): Promise<{ hosts: FleetHost[] }> {
 	return { hosts: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)) };
 }
 
-/** When each host's inventory was last written (its host entity's seen_at). */
-export async function hostSyncTimes(sql: Sql): Promise<Map<string, Date>> {
-	const rows = await sql<{ name: string; at: Date }[]>`select external_id as name, seen_at as at from entities where kind = 'host'`;
-	return new Map(rows.map((r) => [r.name, new Date(r.at)]));
+/** When each host's inventory was last written (its host entity's seen_at, ISO 8601). */
+export async function hostSyncTimes(sql: Sql | TransactionSql): Promise<Map<string, string>> {
+	const rows = await sql<{ name: string; at: string }[]>`select external_id as name, seen_at as at from entities where kind = 'host'`;
+	return new Map(rows.map((r) => [r.name, r.at]));
 }
 
 /** Removes hosts and containers of hosts that are no longer configured. */
-export async function removeOrphanedEntities(sql: Sql, hostNames: string[]): Promise<number> {
+export async function removeOrphanedEntities(sql: Sql | TransactionSql, hostNames: string[]): Promise<number> {
 	const r = await sql`
 		delete from entities
 		where (kind = 'host' and external_id <> all(${hostNames}::text[]))
 			or (kind = 'lxc' and host_name is not null and host_name <> all(${hostNames}::text[]))`;
 	return r.count;
+}
+
+/** Arbitrary namespace for the per-host advisory lock that serialises concurrent syncs. */
+const SYNC_LOCK_NS = 7_140_202;
+
+/** One entity as an inventory sync writes it. */
+export type InventoryRow = { kind: string; external_id: string; name: string; host_name: string; attributes: Record<string, unknown> };
+
+/**
+ * Writes one host's inventory in one transaction: upserts the host and its containers (touching
+ * `updated_at` only when something changed), deletes the host's vanished containers, and emits
+ * `inventory.synced`. Concurrent syncs of one host are serialised.
+ */
+export async function replaceHostInventory(sql: Sql, hostName: string, rows: InventoryRow[], containers: number): Promise<{ removed: number }> {
+	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
+	return sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		await tx`
+			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+			select r.kind, r.external_id, r.name, r.host_name, r.attributes, now(), now()
+			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
+				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
+			on conflict (kind, external_id) do update set
+				name = excluded.name,
+				host_name = excluded.host_name,
+				attributes = excluded.attributes,
+				seen_at = now(),
+				updated_at = case
+					when entities.name is distinct from excluded.name
+						or entities.attributes is distinct from excluded.attributes
+					then now() else entities.updated_at end`;
+		const removed = await tx`
+			delete from entities
+			where kind = 'lxc' and host_name = ${hostName}
+				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))`;
+		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
+		return { removed: removed.count };
+	});
 }

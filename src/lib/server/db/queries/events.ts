@@ -12,7 +12,7 @@ export type EventRow = {
 	sessionId: string | null;
 	type: string;
 	payload: Record<string, unknown>;
-	/** ISO-like text (the app's client leaves timestamps unparsed). */
+	/** ISO 8601 text, like every timestamp a query returns (see db/index.ts). */
 	createdAt: string;
 };
 

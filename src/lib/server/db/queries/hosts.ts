@@ -1,83 +1,97 @@
-import { and, asc, eq, or, sql as dsql } from 'drizzle-orm';
-import { db } from '../index';
-import { entities, hosts } from '../schema';
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
 import type { HostConfig } from '../../env';
 
-export type Host = typeof hosts.$inferSelect;
+/** A configured Proxmox host. Timestamps are ISO 8601 text. */
+export type Host = {
+	id: string;
+	name: string;
+	address: string;
+	port: number;
+	username: string;
+	keyPath: string;
+	/** Pinned sha256 host-key fingerprint; a host without one is never used. */
+	hostKeyFingerprint: string | null;
+	/** The fingerprint last presented by the host, shown to the operator for pinning. */
+	seenFingerprint: string | null;
+	source: 'config' | 'ui';
+	lastCheckedAt: string | null;
+	lastError: string | null;
+	createdAt: string;
+	updatedAt: string;
+};
 
-export async function listHosts(): Promise<Host[]> {
-	return db().select().from(hosts).orderBy(asc(hosts.name));
+const columns = (sql: Sql | TransactionSql) =>
+	sql`id, name, address, port, username, key_path as "keyPath", host_key_fingerprint as "hostKeyFingerprint",
+		seen_fingerprint as "seenFingerprint", source, last_checked_at as "lastCheckedAt", last_error as "lastError",
+		created_at as "createdAt", updated_at as "updatedAt"`;
+
+export async function listHosts(sql: Sql | TransactionSql): Promise<Host[]> {
+	return sql<Host[]>`select ${columns(sql)} from hosts order by name`;
 }
 
-export async function getHostByName(name: string): Promise<Host | null> {
-	const [row] = await db().select().from(hosts).where(eq(hosts.name, name));
+export async function getHostByName(sql: Sql | TransactionSql, name: string): Promise<Host | null> {
+	const [row] = await sql<Host[]>`select ${columns(sql)} from hosts where name = ${name}`;
 	return row ?? null;
 }
 
-export async function getHostById(id: string): Promise<Host | null> {
-	const [row] = await db().select().from(hosts).where(eq(hosts.id, id));
+export async function getHostById(sql: Sql | TransactionSql, id: string): Promise<Host | null> {
+	const [row] = await sql<Host[]>`select ${columns(sql)} from hosts where id = ${id}`;
 	return row ?? null;
 }
 
-/** Upserts the hosts from NOMOS_HOSTS; a configured fingerprint pins the host. */
-export async function upsertConfiguredHosts(list: HostConfig[]): Promise<void> {
+/** Upserts the hosts from NOMOS_HOSTS; a configured fingerprint pins the host (none keeps the pin). */
+export async function upsertConfiguredHosts(sql: Sql | TransactionSql, list: HostConfig[]): Promise<void> {
 	for (const h of list) {
-		const values = {
-			name: h.name,
-			address: h.address,
-			port: h.port,
-			username: h.user,
-			keyPath: h.keyPath,
-			source: 'config' as const,
-			updatedAt: new Date(),
-			...(h.hostKeyFingerprint ? { hostKeyFingerprint: h.hostKeyFingerprint } : {})
-		};
-		await db().insert(hosts).values(values).onConflictDoUpdate({ target: hosts.name, set: values });
+		await sql`
+			insert into hosts (name, address, port, username, key_path, source, host_key_fingerprint)
+			values (${h.name}, ${h.address}, ${h.port}, ${h.user}, ${h.keyPath}, 'config', ${h.hostKeyFingerprint ?? null})
+			on conflict (name) do update set
+				address = excluded.address, port = excluded.port, username = excluded.username,
+				key_path = excluded.key_path, source = excluded.source, updated_at = now(),
+				host_key_fingerprint = coalesce(excluded.host_key_fingerprint, hosts.host_key_fingerprint)`;
 	}
 }
 
 export type HostInput = { name: string; address: string; port: number; username: string; keyPath: string };
 
-export async function createHost(input: HostInput): Promise<Host> {
-	const [row] = await db().insert(hosts).values({ ...input, source: 'ui' }).returning();
+export async function createHost(sql: Sql | TransactionSql, input: HostInput): Promise<Host> {
+	const [row] = await sql<Host[]>`
+		insert into hosts (name, address, port, username, key_path, source)
+		values (${input.name}, ${input.address}, ${input.port}, ${input.username}, ${input.keyPath}, 'ui')
+		returning ${columns(sql)}`;
 	return row;
 }
 
 /** Editing the address or port unpins the key: a different machine must be re-confirmed. */
-export async function updateHost(id: string, input: HostInput): Promise<Host | null> {
-	const [row] = await db()
-		.update(hosts)
-		.set({
-			...input,
-			updatedAt: new Date(),
-			hostKeyFingerprint: dsql`case when ${hosts.address} = ${input.address} and ${hosts.port} = ${input.port} then ${hosts.hostKeyFingerprint} else null end`
-		})
-		.where(eq(hosts.id, id))
-		.returning();
+export async function updateHost(sql: Sql | TransactionSql, id: string, input: HostInput): Promise<Host | null> {
+	const [row] = await sql<Host[]>`
+		update hosts set
+			name = ${input.name}, address = ${input.address}, port = ${input.port}, username = ${input.username},
+			key_path = ${input.keyPath}, updated_at = now(),
+			host_key_fingerprint = case when address = ${input.address} and port = ${input.port} then host_key_fingerprint end
+		where id = ${id}
+		returning ${columns(sql)}`;
 	return row ?? null;
 }
 
 /** Removes a host and everything the inventory knew about it (its containers are not "present" anymore). */
-export async function deleteHost(id: string): Promise<void> {
-	await db().transaction(async (tx) => {
-		const [gone] = await tx.delete(hosts).where(eq(hosts.id, id)).returning({ name: hosts.name });
-		if (gone) await tx.delete(entities).where(or(eq(entities.hostName, gone.name), and(eq(entities.kind, 'host'), eq(entities.externalId, gone.name))));
-	});
+export async function deleteHost(sql: Sql | TransactionSql, id: string): Promise<void> {
+	await sql`
+		with gone as (delete from hosts where id = ${id} returning name)
+		delete from entities
+		where host_name in (select name from gone) or (kind = 'host' and external_id in (select name from gone))`;
 }
 
-export async function recordHostCheck(id: string, seenFingerprint: string | null, error: string | null): Promise<void> {
-	await db()
-		.update(hosts)
-		.set({ seenFingerprint, lastError: error, lastCheckedAt: new Date() })
-		.where(eq(hosts.id, id));
+export async function recordHostCheck(sql: Sql | TransactionSql, id: string, seenFingerprint: string | null, error: string | null): Promise<void> {
+	await sql`update hosts set seen_fingerprint = ${seenFingerprint}, last_error = ${error}, last_checked_at = now() where id = ${id}`;
 }
 
 /** Pins exactly the fingerprint the operator confirmed (it must be the one last seen). */
-export async function pinHostFingerprint(id: string, fingerprint: string): Promise<Host | null> {
-	const [row] = await db()
-		.update(hosts)
-		.set({ hostKeyFingerprint: fingerprint, updatedAt: new Date() })
-		.where(dsql`${hosts.id} = ${id} and ${hosts.seenFingerprint} = ${fingerprint}`)
-		.returning();
+export async function pinHostFingerprint(sql: Sql | TransactionSql, id: string, fingerprint: string): Promise<Host | null> {
+	const [row] = await sql<Host[]>`
+		update hosts set host_key_fingerprint = ${fingerprint}, updated_at = now()
+		where id = ${id} and seen_fingerprint = ${fingerprint}
+		returning ${columns(sql)}`;
 	return row ?? null;
 }

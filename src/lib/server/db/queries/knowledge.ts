@@ -1,6 +1,5 @@
-import { and, desc, eq, sql as dsql } from 'drizzle-orm';
-import { db, sql } from '../index';
-import { knowledge } from '../schema';
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
 
 export type KnowledgeSource = 'page' | 'file' | 'inventory';
 
@@ -34,73 +33,53 @@ export type SearchResult = {
 	rank: number;
 };
 
-const iso = (d: Date) => d.toISOString();
-
-function toNote(row: typeof knowledge.$inferSelect): KnowledgeNote {
-	return {
-		id: row.id,
-		title: row.title,
-		body: row.body,
-		source: row.source,
-		sourcePath: row.sourcePath,
-		createdAt: iso(row.createdAt),
-		updatedAt: iso(row.updatedAt)
-	};
-}
+const noteColumns = (sql: Sql | TransactionSql) =>
+	sql`id, title, body, source, source_path as "sourcePath", created_at as "createdAt", updated_at as "updatedAt"`;
 
 /** Every note, most recently updated first, without bodies. */
-export async function listKnowledge(): Promise<KnowledgeSummary[]> {
-	const rows = await db()
-		.select({
-			id: knowledge.id,
-			title: knowledge.title,
-			source: knowledge.source,
-			sourcePath: knowledge.sourcePath,
-			createdAt: knowledge.createdAt,
-			updatedAt: knowledge.updatedAt,
-			preview: dsql<string>`left(regexp_replace(${knowledge.body}, '[[:space:]]+', ' ', 'g'), 240)`
-		})
-		.from(knowledge)
-		.orderBy(desc(knowledge.updatedAt), knowledge.title);
-	return rows.map((r) => ({ ...r, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) }));
+export async function listKnowledge(sql: Sql | TransactionSql): Promise<KnowledgeSummary[]> {
+	return sql<KnowledgeSummary[]>`
+		select id, title, source, source_path as "sourcePath", created_at as "createdAt", updated_at as "updatedAt",
+			left(regexp_replace(body, '[[:space:]]+', ' ', 'g'), 240) as preview
+		from knowledge
+		order by updated_at desc, title`;
 }
 
-export async function getKnowledge(id: string): Promise<KnowledgeNote | null> {
-	const [row] = await db().select().from(knowledge).where(eq(knowledge.id, id));
-	return row ? toNote(row) : null;
+export async function getKnowledge(sql: Sql | TransactionSql, id: string): Promise<KnowledgeNote | null> {
+	const [row] = await sql<KnowledgeNote[]>`select ${noteColumns(sql)} from knowledge where id = ${id}`;
+	return row ?? null;
 }
 
 /** Creates an operator-written note (source 'page'). */
-export async function createKnowledge(input: KnowledgeInput): Promise<KnowledgeNote> {
-	const [row] = await db()
-		.insert(knowledge)
-		.values({ title: input.title, body: input.body, source: 'page' })
-		.returning();
-	return toNote(row);
+export async function createKnowledge(sql: Sql | TransactionSql, input: KnowledgeInput): Promise<KnowledgeNote> {
+	const [row] = await sql<KnowledgeNote[]>`
+		insert into knowledge (title, body, source) values (${input.title}, ${input.body}, 'page')
+		returning ${noteColumns(sql)}`;
+	return row;
 }
 
 /**
  * Updates a 'page' note. Returns null when there is no such note, 'read-only' when it exists
  * but came from a file or the inventory (those are rewritten by their importer).
  */
-export async function updateKnowledge(id: string, input: KnowledgeInput): Promise<KnowledgeNote | 'read-only' | null> {
-	const [row] = await db()
-		.update(knowledge)
-		.set({ title: input.title, body: input.body, updatedAt: new Date() })
-		.where(and(eq(knowledge.id, id), eq(knowledge.source, 'page')))
-		.returning();
-	if (row) return toNote(row);
-	return (await getKnowledge(id)) ? 'read-only' : null;
+export async function updateKnowledge(
+	sql: Sql | TransactionSql,
+	id: string,
+	input: KnowledgeInput
+): Promise<KnowledgeNote | 'read-only' | null> {
+	const [row] = await sql<KnowledgeNote[]>`
+		update knowledge set title = ${input.title}, body = ${input.body}, updated_at = now()
+		where id = ${id} and source = 'page'
+		returning ${noteColumns(sql)}`;
+	if (row) return row;
+	return (await getKnowledge(sql, id)) ? 'read-only' : null;
 }
 
 /** Deletes a 'page' note; same results as updateKnowledge (true when deleted). */
-export async function deleteKnowledge(id: string): Promise<true | 'read-only' | null> {
-	const rows = await db()
-		.delete(knowledge)
-		.where(and(eq(knowledge.id, id), eq(knowledge.source, 'page')))
-		.returning({ id: knowledge.id });
+export async function deleteKnowledge(sql: Sql | TransactionSql, id: string): Promise<true | 'read-only' | null> {
+	const rows = await sql`delete from knowledge where id = ${id} and source = 'page' returning id`;
 	if (rows.length) return true;
-	return (await getKnowledge(id)) ? 'read-only' : null;
+	return (await getKnowledge(sql, id)) ? 'read-only' : null;
 }
 
 /** `%q%` for ILIKE, with the pattern characters in q taken literally. */
@@ -121,12 +100,12 @@ function likePattern(q: string): string {
  * e.g. a vmid like "101", always matches and ranks first.
  * Ranked with `ts_rank_cd` (normalised to 0..1; titles and names weigh more than bodies).
  */
-export async function searchKnowledge(query: string, limit = 8): Promise<SearchResult[]> {
+export async function searchKnowledge(sql: Sql | TransactionSql, query: string, limit = 8): Promise<SearchResult[]> {
 	const q = query.trim();
 	if (!q) return [];
 	const pattern = likePattern(q);
 	const max = Math.max(1, Math.min(50, Math.floor(limit)));
-	const rows = await sql()<
+	const rows = await sql<
 		{ kind: 'knowledge' | 'entity'; id: string; title: string; source: string; externalId: string | null; snippet: string; rank: number; tier: number }[]
 	>`
 		with input as (
@@ -214,4 +193,43 @@ export async function searchKnowledge(query: string, limit = 8): Promise<SearchR
 function markLiteral(text: string, q: string): string {
 	const re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
 	return text.replace(re, (m) => `«${m}»`);
+}
+
+/** Serialises imports of the knowledge directory (web and worker both import at boot). */
+const IMPORT_LOCK = 7_140_202_615;
+
+/**
+ * Makes the file notes match the files read: inserts new ones, updates changed ones, and deletes
+ * file notes whose path is not in `keepPaths`. One transaction; concurrent imports wait in turn.
+ */
+export async function replaceFileNotes(
+	sql: Sql,
+	files: Array<{ path: string; title: string; body: string }>,
+	keepPaths: string[]
+): Promise<{ created: number; updated: number; removed: number }> {
+	return sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
+		let created = 0;
+		let updated = 0;
+		for (const f of files) {
+			const rows = await tx<{ inserted: boolean }[]>`
+				insert into knowledge (title, body, source, source_path)
+				values (${f.title}, ${f.body}, 'file', ${f.path})
+				on conflict (source_path) do update
+					set title = excluded.title, body = excluded.body, source = 'file', updated_at = now()
+					where knowledge.title is distinct from excluded.title
+						or knowledge.body is distinct from excluded.body
+						or knowledge.source is distinct from 'file'
+				returning (xmax = 0) as inserted`;
+			if (rows.length) {
+				if (rows[0].inserted) created++;
+				else updated++;
+			}
+		}
+		const gone = await tx`
+			delete from knowledge
+			where source = 'file' and not (source_path = any(${keepPaths}::text[]))
+			returning id`;
+		return { created, updated, removed: gone.length };
+	});
 }

@@ -1,21 +1,9 @@
 import type { Sql } from '../index';
 import type { TransactionSql } from 'postgres';
-import type { MessageOrigin, MessagePart, MessageStatus } from '../schema';
+import type { MessageOrigin, MessagePart, MessageRow, MessageStatus } from '../../../types/messages';
+import { emitEvent } from './events';
 
-export type MessageRow = {
-	id: string;
-	sessionId: string;
-	seq: number;
-	role: 'user' | 'assistant' | 'system';
-	parts: MessagePart[];
-	status: MessageStatus;
-	origin: MessageOrigin;
-	error: string | null;
-	rev: number;
-	/** ISO-like text (the app's client leaves timestamps unparsed). */
-	createdAt: string;
-	updatedAt: string;
-};
+export type { MessageRow };
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", seq::float8 as seq, role, parts, status, origin, error, rev, created_at as "createdAt", updated_at as "updatedAt"`;
@@ -34,7 +22,7 @@ export async function getMessage(sql: Sql | TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
-/** Inserts a message and its `message.updated` event in one transaction. */
+/** Inserts a message and touches its session; the caller emits `message.updated` (it knows when). */
 export async function insertMessage(
 	tx: TransactionSql,
 	m: { sessionId: string; role: MessageRow['role']; parts: MessagePart[]; status: MessageStatus; origin: MessageOrigin; error?: string | null }
@@ -63,4 +51,32 @@ export async function updateMessage(
 		where id = ${id}
 		returning ${columns(tx)}`;
 	return row ?? null;
+}
+
+/** Keeps a streaming message fresh, so the sweeper does not take its turn for dead. */
+export async function touchStreaming(sql: Sql, id: string): Promise<void> {
+	await sql`update messages set updated_at = now() where id = ${id} and status = 'streaming'`;
+}
+
+/** Marks the session's queued operator messages as taken by a turn and announces them; returns how many. */
+export async function claimQueued(tx: TransactionSql, sessionId: string): Promise<number> {
+	const rows = await tx<{ id: string }[]>`
+		update messages set status = 'complete', rev = rev + 1, updated_at = now()
+		where session_id = ${sessionId} and role = 'user' and status = 'queued'
+		returning id`;
+	for (const r of rows) await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: r.id } });
+	return rows.length;
+}
+
+/** Turns whose process died mid-stream: marks the message so it does not show thinking dots forever. */
+export async function interruptOrphanedTurns(tx: TransactionSql): Promise<number> {
+	const note: MessagePart = { type: 'note', kind: 'error', text: 'This turn was interrupted: the process running it stopped. Send your message again to continue.' };
+	const orphaned = await tx<{ id: string; sessionId: string }[]>`
+		update messages set status = 'error', error = 'interrupted: the process running this turn stopped',
+			parts = parts || ${JSON.stringify([note])}::text::jsonb,
+			rev = rev + 1, updated_at = now()
+		where status = 'streaming' and updated_at < now() - interval '60 seconds'
+		returning id, session_id as "sessionId"`;
+	for (const m of orphaned) await emitEvent(tx, { sessionId: m.sessionId, type: 'message.updated', payload: { messageId: m.id } });
+	return orphaned.length;
 }

@@ -1,99 +1,91 @@
-import { and, eq, gt, isNull, sql as dsql } from 'drizzle-orm';
 import type { TransactionSql } from 'postgres';
 import { createHash, randomBytes } from 'node:crypto';
-import { db, sql } from '../index';
+import type { Sql } from '../index';
 import { emitEvent } from './events';
 import { recordAudit } from './audit';
-import { authSessions, operators, settings, type OperatorRole } from '../schema';
-import { hashPassword, verifyPassword } from '../../auth/password';
+import type { OperatorRole } from '../schema';
 
 export type Operator = { id: string; username: string; role: OperatorRole };
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-export async function countOperators(): Promise<number> {
-	const [row] = await db().select({ n: dsql<number>`count(*)::int` }).from(operators);
+export async function countOperators(sql: Sql | TransactionSql): Promise<number> {
+	const [row] = await sql<{ n: number }[]>`select count(*)::int as n from operators`;
 	return row.n;
 }
 
-export async function createOperator(username: string, password: string, role: OperatorRole): Promise<Operator> {
-	const [row] = await db()
-		.insert(operators)
-		.values({ username, passwordHash: await hashPassword(password), role })
-		.returning({ id: operators.id, username: operators.username, role: operators.role });
+// Passwords never reach this file: auth/accounts.ts hashes and verifies them, these store hashes.
+
+export async function insertOperator(sql: Sql | TransactionSql, username: string, passwordHash: string, role: OperatorRole): Promise<Operator> {
+	const [row] = await sql<Operator[]>`
+		insert into operators (username, password_hash, role) values (${username}, ${passwordHash}, ${role})
+		returning id, username, role`;
 	return row;
 }
 
-/**
- * Makes sure the configured first operator exists (role admin) and that its password is the
- * configured one; a changed NOMOS_OPERATOR_PASSWORD re-hashes it.
- */
-export async function ensureConfiguredOperator(username: string, password: string): Promise<'created' | 'updated' | 'unchanged'> {
-	const [existing] = await db().select().from(operators).where(eq(operators.username, username));
-	if (!existing) {
-		await db()
-			.insert(operators)
-			.values({ username, passwordHash: await hashPassword(password), role: 'admin' })
-			.onConflictDoNothing();
-		return 'created';
-	}
-	if (await verifyPassword(existing.passwordHash, password)) return 'unchanged';
-	await db()
-		.update(operators)
-		.set({ passwordHash: await hashPassword(password) })
-		.where(eq(operators.id, existing.id));
-	return 'updated';
+export type Credentials = Operator & { passwordHash: string; disabledAt: string | null };
+
+export async function credentialsByUsername(sql: Sql | TransactionSql, username: string): Promise<Credentials | null> {
+	const [row] = await sql<Credentials[]>`
+		select id, username, role, password_hash as "passwordHash", disabled_at as "disabledAt"
+		from operators where username = ${username}`;
+	return row ?? null;
 }
 
-let dummyHash: Promise<string> | undefined;
-
-export async function checkCredentials(username: string, password: string): Promise<Operator | null> {
-	const [row] = await db().select().from(operators).where(eq(operators.username, username));
-	if (!row) {
-		// Same work as a real check so timing does not reveal which usernames exist.
-		dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
-		await verifyPassword(await dummyHash, password);
-		return null;
-	}
-	if (!(await verifyPassword(row.passwordHash, password))) return null;
-	if (row.disabledAt) return null;
-	return { id: row.id, username: row.username, role: row.role };
+export async function passwordHashOf(sql: Sql | TransactionSql, operatorId: string): Promise<string | null> {
+	const [row] = await sql<{ passwordHash: string }[]>`select password_hash as "passwordHash" from operators where id = ${operatorId}`;
+	return row?.passwordHash ?? null;
 }
 
-/** Creates a login session; returns the cookie token (only its hash is stored). */
-export async function createAuthSession(operatorId: string, days: number): Promise<{ token: string; expiresAt: Date }> {
+/** Creates the configured first operator (admin) unless someone took the name meanwhile. */
+export async function insertConfiguredOperator(sql: Sql | TransactionSql, username: string, passwordHash: string): Promise<void> {
+	await sql`
+		insert into operators (username, password_hash, role) values (${username}, ${passwordHash}, 'admin')
+		on conflict do nothing`;
+}
+
+export async function setPasswordHash(sql: Sql | TransactionSql, operatorId: string, passwordHash: string): Promise<void> {
+	await sql`update operators set password_hash = ${passwordHash} where id = ${operatorId}`;
+}
+
+/** Creates a login session; returns the cookie token (only its hash is stored) and its expiry (ISO 8601). */
+export async function createAuthSession(
+	sql: Sql | TransactionSql,
+	operatorId: string,
+	days: number
+): Promise<{ token: string; expiresAt: string }> {
 	const token = randomBytes(32).toString('base64url');
-	const expiresAt = new Date(Date.now() + days * 86_400_000);
-	await db().insert(authSessions).values({ tokenHash: sha256(token), operatorId, expiresAt });
-	return { token, expiresAt };
+	const [row] = await sql<{ expiresAt: string }[]>`
+		insert into auth_sessions (token_hash, operator_id, expires_at)
+		values (${sha256(token)}, ${operatorId}, now() + ${days}::float8 * interval '1 day')
+		returning expires_at as "expiresAt"`;
+	return { token, expiresAt: row.expiresAt };
 }
 
 /** The stored form of a session token (what `auth.revoked` events name). */
 export const sessionTokenHash = (token: string) => sha256(token);
 
-export async function getOperatorBySessionToken(token: string): Promise<Operator | null> {
-	const [row] = await db()
-		.select({ id: operators.id, username: operators.username, role: operators.role })
-		.from(authSessions)
-		.innerJoin(operators, eq(operators.id, authSessions.operatorId))
-		.where(and(eq(authSessions.tokenHash, sha256(token)), gt(authSessions.expiresAt, new Date()), isNull(operators.disabledAt)));
+export async function getOperatorBySessionToken(sql: Sql | TransactionSql, token: string): Promise<Operator | null> {
+	const [row] = await sql<Operator[]>`
+		select o.id, o.username, o.role
+		from auth_sessions s join operators o on o.id = s.operator_id
+		where s.token_hash = ${sha256(token)} and s.expires_at > now() and o.disabled_at is null`;
 	return row ?? null;
 }
 
-export async function deleteAuthSession(token: string): Promise<void> {
-	await db().delete(authSessions).where(eq(authSessions.tokenHash, sha256(token)));
+export async function deleteAuthSession(sql: Sql | TransactionSql, token: string): Promise<void> {
+	await sql`delete from auth_sessions where token_hash = ${sha256(token)}`;
 }
 
 const SETUP_KEY = 'setup_token';
 
 /** Issues a fresh one-time setup token (valid 24 h) and returns it; only its hash is stored. */
-export async function issueSetupToken(): Promise<string> {
+export async function issueSetupToken(sql: Sql | TransactionSql): Promise<string> {
 	const token = randomBytes(24).toString('base64url');
 	const value = { hash: sha256(token), expiresAt: Date.now() + 86_400_000 };
-	await db()
-		.insert(settings)
-		.values({ key: SETUP_KEY, value })
-		.onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: new Date() } });
+	await sql`
+		insert into settings (key, value) values (${SETUP_KEY}, ${JSON.stringify(value)}::text::jsonb)
+		on conflict (key) do update set value = excluded.value, updated_at = now()`;
 	return token;
 }
 
@@ -101,29 +93,31 @@ export async function issueSetupToken(): Promise<string> {
  * Creates the first operator (admin) with a valid setup token; the token is consumed in the
  * same transaction, and nothing happens once any operator exists.
  */
-export async function completeSetup(token: string, username: string, password: string): Promise<Operator | 'invalid-token' | 'already-set-up'> {
-	const passwordHash = await hashPassword(password);
-	return db().transaction(async (tx) => {
-		await tx.execute(dsql`select pg_advisory_xact_lock(7140202612)`);
-		const [{ n }] = await tx.select({ n: dsql<number>`count(*)::int` }).from(operators);
-		if (n > 0) return 'already-set-up' as const;
-		const [row] = await tx.select().from(settings).where(eq(settings.key, SETUP_KEY));
-		const v = row?.value as { hash?: string; expiresAt?: number } | undefined;
+export async function completeSetup(
+	sql: Sql,
+	token: string,
+	username: string,
+	passwordHash: string
+): Promise<Operator | 'invalid-token' | 'already-set-up'> {
+	return sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(7140202612)`;
+		if ((await countOperators(tx)) > 0) return 'already-set-up' as const;
+		const [row] = await tx<{ value: { hash?: string; expiresAt?: number } }[]>`select value from settings where key = ${SETUP_KEY}`;
+		const v = row?.value;
 		if (!v?.hash || v.hash !== sha256(token) || (v.expiresAt ?? 0) < Date.now()) return 'invalid-token' as const;
-		await tx.delete(settings).where(eq(settings.key, SETUP_KEY));
-		const [op] = await tx
-			.insert(operators)
-			.values({ username, passwordHash, role: 'admin' })
-			.returning({ id: operators.id, username: operators.username, role: operators.role });
+		await tx`delete from settings where key = ${SETUP_KEY}`;
+		const [op] = await tx<Operator[]>`
+			insert into operators (username, password_hash, role) values (${username}, ${passwordHash}, 'admin')
+			returning id, username, role`;
 		return op;
 	});
 }
 
 export type OperatorListing = Operator & { createdAt: string; disabledAt: string | null; activeSessions: number };
 
-export async function listOperators(): Promise<OperatorListing[]> {
-	return sql()<OperatorListing[]>`
-		select o.id, o.username, o.role, o.created_at::text as "createdAt", o.disabled_at::text as "disabledAt",
+export async function listOperators(sql: Sql | TransactionSql): Promise<OperatorListing[]> {
+	return sql<OperatorListing[]>`
+		select o.id, o.username, o.role, o.created_at as "createdAt", o.disabled_at as "disabledAt",
 			(select count(*)::int from auth_sessions s where s.operator_id = o.id and s.expires_at > now()) as "activeSessions"
 		from operators o order by o.created_at`;
 }
@@ -132,7 +126,7 @@ export async function listOperators(): Promise<OperatorListing[]> {
 const ADMIN_GUARD_LOCK = 7_140_202_614;
 
 export type AccountError = { error: string; code: 'NOT_FOUND' | 'CONFLICT' | 'BAD_REQUEST' };
-type Actor = { id: string; username: string };
+export type Actor = { id: string; username: string };
 
 /**
  * Ends every sign-in session of an operator at once: the rows go, and an `auth.revoked` event
@@ -156,13 +150,12 @@ async function otherEnabledAdmins(tx: TransactionSql, id: string): Promise<numbe
 }
 
 /** An admin creates an account. */
-export async function adminCreateOperator(actor: Actor, input: { username: string; password: string; role: OperatorRole }): Promise<Operator | AccountError> {
-	const passwordHash = await hashPassword(input.password);
-	return sql().begin(async (tx) => {
+export async function adminCreateOperator(sql: Sql, actor: Actor, input: { username: string; passwordHash: string; role: OperatorRole }): Promise<Operator | AccountError> {
+	return sql.begin(async (tx) => {
 		const [taken] = await tx`select 1 from operators where lower(username) = lower(${input.username})`;
 		if (taken) return { error: `The username "${input.username}" is taken.`, code: 'CONFLICT' as const };
 		const [op] = await tx<Operator[]>`
-			insert into operators (username, password_hash, role) values (${input.username}, ${passwordHash}, ${input.role})
+			insert into operators (username, password_hash, role) values (${input.username}, ${input.passwordHash}, ${input.role})
 			returning id, username, role`;
 		await recordAudit(tx, { actor, action: 'operator.created', route: 'settings', subjectType: 'operator', subjectId: op.username, detail: { operatorId: op.id, role: op.role } });
 		return op;
@@ -170,9 +163,8 @@ export async function adminCreateOperator(actor: Actor, input: { username: strin
 }
 
 /** Sets a new password for someone else; their sessions end (they sign in with the new one). */
-export async function adminResetPassword(actor: Actor, id: string, password: string): Promise<Operator | AccountError> {
-	const passwordHash = await hashPassword(password);
-	return sql().begin(async (tx) => {
+export async function adminResetPassword(sql: Sql, actor: Actor, id: string, passwordHash: string): Promise<Operator | AccountError> {
+	return sql.begin(async (tx) => {
 		const t = await lockedTarget(tx, id);
 		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
 		await tx`update operators set password_hash = ${passwordHash} where id = ${id}`;
@@ -183,8 +175,8 @@ export async function adminResetPassword(actor: Actor, id: string, password: str
 }
 
 /** Disables or re-enables an account. The last enabled admin cannot be disabled. */
-export async function adminSetDisabled(actor: Actor, id: string, disabled: boolean): Promise<Operator | AccountError> {
-	return sql().begin(async (tx) => {
+export async function adminSetDisabled(sql: Sql, actor: Actor, id: string, disabled: boolean): Promise<Operator | AccountError> {
+	return sql.begin(async (tx) => {
 		const t = await lockedTarget(tx, id);
 		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
 		if (disabled && t.role === 'admin' && !t.disabledAt && (await otherEnabledAdmins(tx, id)) === 0) {
@@ -199,8 +191,8 @@ export async function adminSetDisabled(actor: Actor, id: string, disabled: boole
 }
 
 /** Changes an account's role. The last enabled admin cannot be demoted. */
-export async function adminSetRole(actor: Actor, id: string, role: OperatorRole): Promise<Operator | AccountError> {
-	return sql().begin(async (tx) => {
+export async function adminSetRole(sql: Sql, actor: Actor, id: string, role: OperatorRole): Promise<Operator | AccountError> {
+	return sql.begin(async (tx) => {
 		const t = await lockedTarget(tx, id);
 		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
 		if (t.role === role) return { id: t.id, username: t.username, role: t.role };
@@ -213,15 +205,11 @@ export async function adminSetRole(actor: Actor, id: string, role: OperatorRole)
 	});
 }
 
-/** An operator changes their own password (the current one is required); their other sessions end. */
-export async function changeOwnPassword(actor: Actor, currentToken: string | null, current: string, next: string): Promise<true | AccountError> {
-	const [row] = await db().select().from(operators).where(eq(operators.id, actor.id));
-	if (!row || !(await verifyPassword(row.passwordHash, current))) return { error: 'The current password is wrong.', code: 'BAD_REQUEST' };
-	const passwordHash = await hashPassword(next);
-	await sql().begin(async (tx) => {
+/** Stores an operator's own new password hash; their other sessions end. */
+export async function changeOwnPasswordHash(sql: Sql, actor: Actor, currentToken: string | null, passwordHash: string): Promise<void> {
+	await sql.begin(async (tx) => {
 		await tx`update operators set password_hash = ${passwordHash} where id = ${actor.id}`;
 		await revokeSessions(tx, actor.id, currentToken ? sha256(currentToken) : null);
 		await recordAudit(tx, { actor, action: 'operator.password_changed', route: 'settings', subjectType: 'operator', subjectId: actor.username, detail: { operatorId: actor.id } });
 	});
-	return true;
 }

@@ -1,33 +1,26 @@
-import { desc, eq, sql as dsql } from 'drizzle-orm';
-import { db } from '../index';
-import { chatSessions, sessionQuestions, tasks } from '../schema';
 import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
 import type { TaskState } from '../schema';
 import { emitEvent } from './events';
+
 export type SessionSummary = {
 	id: string;
 	title: string;
+	/** ISO 8601 */
 	updatedAt: string;
 	taskState: string | null;
 	openQuestions: number;
 };
 
 /** The sidebar list: newest first, with the task state and open-question count. */
-export async function listSessions(limit = 100): Promise<SessionSummary[]> {
-	return db()
-		.select({
-			id: chatSessions.id,
-			title: chatSessions.title,
-			updatedAt: dsql<string>`to_char(${chatSessions.updatedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`,
-			taskState: tasks.state,
-			openQuestions: dsql<number>`(select count(*)::int from ${sessionQuestions} q where q.session_id = ${chatSessions.id} and q.status = 'open')`
-		})
-		.from(chatSessions)
-		.leftJoin(tasks, eq(tasks.sessionId, chatSessions.id))
-		.orderBy(desc(chatSessions.updatedAt))
-		.limit(limit);
+export async function listSessions(sql: Sql | TransactionSql, limit = 100): Promise<SessionSummary[]> {
+	return sql<SessionSummary[]>`
+		select s.id, s.title, s.updated_at as "updatedAt", t.state as "taskState",
+			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions"
+		from chat_sessions s left join tasks t on t.session_id = s.id
+		order by s.updated_at desc
+		limit ${limit}`;
 }
-
 
 /** A title from the operator's first words. */
 export function titleFrom(text: string): string {
@@ -44,7 +37,7 @@ export async function createSession(tx: TransactionSql, operatorId: string | nul
 	return row.id;
 }
 
-export async function getSession(sql: import('../index').Sql, id: string) {
+export async function getSession(sql: Sql | TransactionSql, id: string) {
 	const [row] = await sql<{ id: string; title: string; taskState: TaskState | null; createdAt: string }[]>`
 		select s.id, s.title, t.state as "taskState", s.created_at as "createdAt"
 		from chat_sessions s left join tasks t on t.session_id = s.id where s.id = ${id}`;
@@ -57,4 +50,13 @@ export async function setTaskState(tx: TransactionSql, sessionId: string, state:
 		update tasks set state = ${state}, updated_at = now()
 		where session_id = ${sessionId} and state <> ${state} returning id`;
 	if (rows.length) await emitEvent(tx, { sessionId, type: 'session.updated', payload: { taskState: state } });
+}
+
+/** What the session's task waits on: its open questions and its executions awaiting approval. */
+export async function countWaits(tx: TransactionSql, sessionId: string): Promise<{ questions: number; approvals: number }> {
+	const [row] = await tx<{ questions: number; approvals: number }[]>`
+		select
+			(select count(*)::int from session_questions where session_id = ${sessionId} and status = 'open') as questions,
+			(select count(*)::int from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval') as approvals`;
+	return row;
 }

@@ -4,9 +4,9 @@ import { sql } from '$lib/server/db/index';
 import { emitEvent } from '$lib/server/db/queries/events';
 import { insertMessage, listMessages } from '$lib/server/db/queries/messages';
 import { createSession, getSession, listSessions, titleFrom } from '$lib/server/db/queries/sessions';
-import { requestStop, requestTurn } from '$lib/server/agent/turns';
+import { requestStop, requestTurn } from '$lib/server/conversation/turn-queue';
 import { approveByTyping } from '$lib/server/executions/decisions';
-import { answerQuestion, openQuestionOf } from '$lib/server/questions/store';
+import { answerQuestion, openQuestionOf } from '$lib/server/db/queries/questions';
 import { operatorProcedure, router } from '../t';
 
 export const chatRouter = router({
@@ -18,8 +18,7 @@ export const chatRouter = router({
 		return sql().begin(async (tx) => {
 			let sessionId = input.sessionId;
 			if (sessionId) {
-				const [exists] = await tx`select 1 from chat_sessions where id = ${sessionId}`;
-				if (!exists) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
+				if (!(await getSession(tx, sessionId))) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
 			} else sessionId = await createSession(tx, ctx.user.id, titleFrom(input.text));
 			const msg = await insertMessage(tx, {
 				sessionId,
@@ -47,7 +46,7 @@ export const chatRouter = router({
 	}),
 
 	/** The sidebar list, refetched when a session event arrives. */
-	sessions: operatorProcedure.query(() => listSessions()),
+	sessions: operatorProcedure.query(() => listSessions(sql())),
 
 	messages: operatorProcedure.input(sessionIdInput).query(async ({ input }) => {
 		const session = await getSession(sql(), input.sessionId);

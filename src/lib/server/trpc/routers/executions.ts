@@ -2,10 +2,11 @@ import { TRPCError } from '@trpc/server';
 import { decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
-import { activeWindow, revokeWindow } from '$lib/server/executions/assent';
+import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
 import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
 import { requestExecution } from '$lib/server/executions/request';
-import { getExecution, listRecentExecutions, requestCancel } from '$lib/server/executions/store';
+import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
+import { requestCancel } from '$lib/server/executions/lifecycle';
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { operatorProcedure, router } from '../t';
 

@@ -19,7 +19,7 @@ import { adminProcedure, operatorProcedure, router } from '../t';
 const id = z.object({ id: z.uuid() });
 
 async function mustGet(hostId: string) {
-	const host = await getHostById(hostId);
+	const host = await getHostById(sql(), hostId);
 	if (!host) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
 	return host;
 }
@@ -47,16 +47,16 @@ export function hostsFor(role: string, hosts: Awaited<ReturnType<typeof listHost
 }
 
 export const hostsRouter = router({
-	list: operatorProcedure.query(async ({ ctx }) => hostsFor(ctx.user.role, await listHosts())),
+	list: operatorProcedure.query(async ({ ctx }) => hostsFor(ctx.user.role, await listHosts(sql()))),
 	create: adminProcedure.input(hostInput).mutation(async ({ input, ctx }) => {
-		const row = await createHost(input).catch(uniqueViolation);
+		const row = await createHost(sql(), input).catch(uniqueViolation);
 		await audit(ctx.user, 'created', row, hostDetail(row));
 		return row;
 	}),
 	update: adminProcedure
 		.input(id.extend({ host: hostInput }))
 		.mutation(async ({ input, ctx }) => {
-			const row = await updateHost(input.id, input.host).catch(uniqueViolation);
+			const row = await updateHost(sql(), input.id, input.host).catch(uniqueViolation);
 			if (!row) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
 			await audit(ctx.user, 'updated', row, hostDetail(row));
 			return row;
@@ -68,7 +68,7 @@ export const hostsRouter = router({
 	}),
 	remove: adminProcedure.input(id).mutation(async ({ input, ctx }) => {
 		const host = await mustGet(input.id);
-		const r = await deleteHost(input.id);
+		const r = await deleteHost(sql(), input.id);
 		await audit(ctx.user, 'removed', host, hostDetail(host));
 		return r;
 	}),
@@ -77,16 +77,16 @@ export const hostsRouter = router({
 		const host = await mustGet(input.id);
 		try {
 			const seen = await readHostKey(host.address, host.port);
-			await recordHostCheck(host.id, seen, null);
+			await recordHostCheck(sql(), host.id, seen, null);
 			return { fingerprint: seen, matchesPinned: host.hostKeyFingerprint === seen };
 		} catch (e) {
-			await recordHostCheck(host.id, null, (e as Error).message);
+			await recordHostCheck(sql(), host.id, null, (e as Error).message);
 			throw new TRPCError({ code: 'PRECONDITION_FAILED', message: (e as Error).message });
 		}
 	}),
 	pin: adminProcedure.input(id.extend({ fingerprint })).mutation(async ({ input, ctx }) => {
 		const before = await mustGet(input.id);
-		const row = await pinHostFingerprint(input.id, input.fingerprint);
+		const row = await pinHostFingerprint(sql(), input.id, input.fingerprint);
 		if (!row) {
 			throw new TRPCError({ code: 'CONFLICT', message: 'That is not the fingerprint the host last presented; scan again.' });
 		}
@@ -98,11 +98,11 @@ export const hostsRouter = router({
 		const host = await mustGet(input.id);
 		try {
 			const r = await runOnHost(host, ['true'], { timeoutMs: 10_000 });
-			await recordHostCheck(host.id, host.hostKeyFingerprint, null);
+			await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, null);
 			return { ok: r.exitCode === 0, message: `Connected as ${host.username}, ran a command in ${r.durationMs} ms.` };
 		} catch (e) {
 			const message = e instanceof SshError && e.localDetail ? e.localDetail : (e as Error).message;
-			await recordHostCheck(host.id, host.seenFingerprint, message);
+			await recordHostCheck(sql(), host.id, host.seenFingerprint, message);
 			return { ok: false, message };
 		}
 	})

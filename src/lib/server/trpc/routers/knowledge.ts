@@ -8,6 +8,7 @@ import {
 	searchKnowledge,
 	updateKnowledge
 } from '$lib/server/db/queries/knowledge';
+import { sql } from '$lib/server/db/index';
 import { operatorProcedure, router } from '../t';
 
 /** Largest note body, in UTF-8 bytes. */
@@ -34,21 +35,21 @@ const readOnly = () =>
 	});
 
 export const knowledgeRouter = router({
-	list: operatorProcedure.query(() => listKnowledge()),
+	list: operatorProcedure.query(() => listKnowledge(sql())),
 	get: operatorProcedure.input(id).query(async ({ input }) => {
-		const note = await getKnowledge(input.id);
+		const note = await getKnowledge(sql(), input.id);
 		if (!note) throw notFound();
 		return note;
 	}),
-	create: operatorProcedure.input(knowledgeInput).mutation(({ input }) => createKnowledge(input)),
+	create: operatorProcedure.input(knowledgeInput).mutation(({ input }) => createKnowledge(sql(), input)),
 	update: operatorProcedure.input(id.extend({ note: knowledgeInput })).mutation(async ({ input }) => {
-		const r = await updateKnowledge(input.id, input.note);
+		const r = await updateKnowledge(sql(), input.id, input.note);
 		if (r === null) throw notFound();
 		if (r === 'read-only') throw readOnly();
 		return r;
 	}),
 	remove: operatorProcedure.input(id).mutation(async ({ input }) => {
-		const r = await deleteKnowledge(input.id);
+		const r = await deleteKnowledge(sql(), input.id);
 		if (r === null) throw notFound();
 		if (r === 'read-only') throw readOnly();
 		return { ok: true as const };
@@ -60,5 +61,5 @@ export const knowledgeRouter = router({
 				limit: z.number().int().min(1).max(50).default(20)
 			})
 		)
-		.query(({ input }) => searchKnowledge(input.query, input.limit))
+		.query(({ input }) => searchKnowledge(sql(), input.query, input.limit))
 });

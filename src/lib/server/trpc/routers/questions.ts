@@ -3,7 +3,7 @@ import { answerInput } from '$lib/schemas/questions';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { answerFromPanel } from '$lib/server/questions/answer';
-import { listOpenQuestions, listSessionQuestions } from '$lib/server/questions/store';
+import { listOpenQuestions, listSessionQuestions } from '$lib/server/db/queries/questions';
 import { operatorProcedure, router } from '../t';
 
 export const questionsRouter = router({

@@ -4,10 +4,10 @@ import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
 import { listMessages } from '$lib/server/db/queries/messages';
 import { getSession } from '$lib/server/db/queries/sessions';
-import { activeWindow } from '$lib/server/executions/assent';
-import { listSessionPlans } from '$lib/server/executions/plans';
-import { listSessionExecutions } from '$lib/server/executions/store';
-import { listSessionQuestions } from '$lib/server/questions/store';
+import { activeWindow } from '$lib/server/db/queries/assent-windows';
+import { listSessionPlans } from '$lib/server/db/queries/plans';
+import { listSessionExecutions } from '$lib/server/db/queries/executions';
+import { listSessionQuestions } from '$lib/server/db/queries/questions';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ params }) => {

@@ -1,13 +1,14 @@
 import { error } from '@sveltejs/kit';
-import { z } from 'zod';
 import { sql } from '$lib/server/db/index';
 import { hub } from '$lib/server/realtime/hub';
 import { eventStreamResponse, ownerScope, resumeCursor } from '$lib/server/realtime/sse';
+import { sessionStreamId } from '$lib/server/realtime/sse-routes';
 import type { RequestHandler } from './$types';
 
 /** One session's live updates, including streamed message snapshots. */
 export const GET: RequestHandler = ({ request, url, params, locals }) => {
-	const id = z.uuid().safeParse(params.id);
-	if (!id.success) error(400, 'Not a session id.');
-	return eventStreamResponse({ sql: sql(), hub: hub(), after: resumeCursor(request, url), scope: { sessionId: id.data, ...ownerScope(locals) }, signal: request.signal });
+	// The same id rule as the node fast path's route table, so both serve the same ids.
+	const sessionId = sessionStreamId(params.id);
+	if (!sessionId) error(400, 'Not a session id.');
+	return eventStreamResponse({ sql: sql(), hub: hub(), after: resumeCursor(request, url), scope: { sessionId, ...ownerScope(locals) }, signal: request.signal });
 };

@@ -1,32 +1,12 @@
 import type { TransactionSql } from 'postgres';
-import type { Sql } from '../db/index';
-import { emitEvent } from '../db/queries/events';
-import type { PreparedExecution } from './prepare';
+import type { Sql } from '../index';
+import type { PlanRow, PlanStep } from '../../../types/executions';
+import { emitEvent } from './events';
 
-export type PlanStep = {
-	index: number;
-	action: string;
-	target: string;
-	params: Record<string, unknown>;
-	why: string;
-	hash: string;
-	commandPreview: string;
-	classification: string;
-	/** Set when a request_execution consumed this step's approval. */
-	executionId: string | null;
-};
+export type { PlanRow, PlanStep };
 
-export type PlanRow = {
-	id: string;
-	sessionId: string;
-	title: string;
-	steps: PlanStep[];
-	status: 'proposed' | 'approved' | 'denied' | 'superseded';
-	createdAt: string;
-	decidedAt: string | null;
-	decidedBy: string | null;
-	expiresAt: string | null;
-};
+/** A step as proposed: a prepared request and why the agent wants it. */
+export type NewPlanStep = { action: string; target: string; params: Record<string, unknown>; hash: string; commandPreview: string; classification: string; why: string };
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt"`;
@@ -46,7 +26,7 @@ export async function listSessionPlans(sql: Sql, sessionId: string): Promise<Pla
 }
 
 /** Stores a proposed plan; an older proposed plan of the session is superseded. */
-export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: Array<PreparedExecution & { why: string }>): Promise<PlanRow> {
+export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: NewPlanStep[]): Promise<PlanRow> {
 	await tx`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed'`;
 	const planSteps: PlanStep[] = steps.map((s, index) => ({
 		index,

@@ -3,7 +3,6 @@ import type { Sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import type { MessageOrigin } from '../db/schema';
 import { enqueueJob } from '../jobs/enqueue';
-import type { Hub } from '../realtime/hub';
 
 export const RUN_TURN_TASK = 'agent__run_turn';
 
@@ -37,25 +36,4 @@ export async function requestTurn(tx: TransactionSql | Sql, payload: RunTurnPayl
 /** Asks whichever process runs the session's turn to stop it (through the event log). */
 export async function requestStop(tx: TransactionSql, sessionId: string, operatorId: string): Promise<void> {
 	await emitEvent(tx, { sessionId, type: 'turn.cancel', payload: { by: operatorId } });
-}
-
-const g = globalThis as unknown as { __nomosActiveTurns?: Map<string, AbortController> };
-const active = (g.__nomosActiveTurns ??= new Map());
-
-/** Registers a running turn so a `turn.cancel` event can abort it; returns its signal and a release. */
-export function trackTurn(sessionId: string): { signal: AbortSignal; release: () => void } {
-	const ctrl = new AbortController();
-	active.set(sessionId, ctrl);
-	return { signal: ctrl.signal, release: () => active.get(sessionId) === ctrl && active.delete(sessionId) };
-}
-
-export function isTurnRunningHere(sessionId: string): boolean {
-	return active.has(sessionId);
-}
-
-/** Wires cancellation: every process aborts its own running turn when asked. */
-export function installTurnCancellation(hub: Hub): () => void {
-	return hub.onEvent((e) => {
-		if (e.type === 'turn.cancel' && e.sessionId) active.get(e.sessionId)?.abort();
-	});
 }

@@ -1,22 +1,10 @@
 import type { TransactionSql } from 'postgres';
-import type { Sql } from '../db/index';
-import { emitEvent } from '../db/queries/events';
-import { setTaskState } from '../db/queries/sessions';
+import type { Sql } from '../index';
+import type { OpenQuestion, QuestionRow } from '../../../types/questions';
+import { emitEvent } from './events';
+import { setTaskState } from './sessions';
 
-export type QuestionRow = {
-	id: string;
-	sessionId: string;
-	messageId: string | null;
-	prompt: string;
-	why: string | null;
-	options: string[];
-	contextEntities: string[];
-	status: 'open' | 'answered' | 'cancelled';
-	answer: string | null;
-	answeredVia: 'panel' | 'chat' | null;
-	createdAt: string;
-	answeredAt: string | null;
-};
+export type { OpenQuestion, QuestionRow };
 
 const columns = (sql: Sql | TransactionSql) => sql`
 	id, session_id as "sessionId", message_id as "messageId", prompt, why, options, context_entities as "contextEntities",
@@ -25,8 +13,6 @@ const columns = (sql: Sql | TransactionSql) => sql`
 export async function listSessionQuestions(sql: Sql, sessionId: string): Promise<QuestionRow[]> {
 	return sql<QuestionRow[]>`select ${columns(sql)} from session_questions where session_id = ${sessionId} order by created_at`;
 }
-
-export type OpenQuestion = { id: string; sessionId: string; prompt: string; createdAt: string; title: string };
 
 export async function listOpenQuestions(sql: Sql): Promise<OpenQuestion[]> {
 	return sql<OpenQuestion[]>`

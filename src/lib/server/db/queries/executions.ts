@@ -1,0 +1,269 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
+import type { AssentCandidate, Classification, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
+import { emitEvent } from './events';
+
+export type { ExecutionRow };
+
+/** What a new execution row holds (a validated, prepared request). */
+export type NewExecution = {
+	hostName: string | null;
+	target: string;
+	action: string;
+	params: Record<string, unknown>;
+	classification: Classification;
+	hash: string;
+	commandPreview: string;
+	reason: string;
+};
+
+const columns = (sql: Sql | TransactionSql) => sql`
+	e.id, e.requested_by_session as "requestedBySession", e.plan_id as "planId", e.retry_of as "retryOf",
+	e.host_name as "hostName", e.target, e.action, e.params, e.classification, e.hash,
+	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
+	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
+	e.started_at as "startedAt", e.finished_at as "finishedAt",
+	e.cancel_requested_at as "cancelRequestedAt", e.leftovers,
+	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
+		'decidedBy', (select username from operators o where o.id = a.decided_by),
+		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+	 from approvals a where a.execution_id = e.id) as decision`;
+
+export async function getExecution(sql: Sql | TransactionSql, id: string): Promise<ExecutionRow | null> {
+	const [row] = await sql<ExecutionRow[]>`select ${columns(sql)} from executions e where e.id = ${id}`;
+	return row ?? null;
+}
+
+export async function getExecutionsByIds(sql: Sql, ids: string[]): Promise<ExecutionRow[]> {
+	if (!ids.length) return [];
+	return sql<ExecutionRow[]>`select ${columns(sql)} from executions e where e.id = any(${ids}::uuid[])`;
+}
+
+export async function listSessionExecutions(sql: Sql, sessionId: string): Promise<ExecutionRow[]> {
+	return sql<ExecutionRow[]>`
+		select ${columns(sql)} from executions e
+		where e.id in (select execution_id from execution_sessions where session_id = ${sessionId})
+		order by e.created_at`;
+}
+
+export async function listRecentExecutions(sql: Sql, limit = 100): Promise<ExecutionRow[]> {
+	return sql<ExecutionRow[]>`select ${columns(sql)} from executions e order by e.created_at desc limit ${limit}`;
+}
+
+/** Emits an execution event (`execution.updated` unless told otherwise) in the caller's transaction. */
+export async function announceExecution(
+	tx: TransactionSql,
+	e: { id: string; requestedBySession: string | null },
+	type = 'execution.updated',
+	extra: Record<string, unknown> = {}
+): Promise<void> {
+	await emitEvent(tx, { sessionId: e.requestedBySession, type, payload: { executionId: e.id, ...extra } });
+}
+
+/** Records a new execution (and its link to the session) with its first status, and announces it. */
+export async function insertExecution(
+	tx: TransactionSql,
+	p: NewExecution,
+	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null }
+): Promise<ExecutionRow> {
+	const [row] = await tx<{ id: string }[]>`
+		insert into executions (requested_by_session, plan_id, retry_of, host_name, target, action, params, classification,
+			hash, command_preview, reason, status, expires_at, approved_at)
+		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${p.hostName}, ${p.target}, ${p.action},
+			${JSON.stringify(p.params)}::text::jsonb, ${p.classification}, ${p.hash}, ${p.commandPreview}, ${p.reason},
+			${opts.status},
+			${opts.status === 'awaiting_approval' ? tx`now() + make_interval(secs => ${opts.ttlHours * 3600})` : null},
+			${opts.status === 'approved' ? tx`now()` : null})
+		returning id`;
+	if (opts.sessionId) {
+		await tx`insert into execution_sessions (execution_id, session_id) values (${row.id}, ${opts.sessionId})`;
+	}
+	await announceExecution(tx, { id: row.id, requestedBySession: opts.sessionId }, 'execution.updated', { created: true });
+	return (await getExecution(tx, row.id))!;
+}
+
+/** Names the session a read-only execution ran for (it is recorded without a session link). */
+export async function setRequester(sql: Sql | TransactionSql, id: string, sessionId: string | null): Promise<void> {
+	await sql`update executions set requested_by_session = ${sessionId} where id = ${id}`;
+}
+
+/** Marks a pending execution approved by a plan step (no expiry: it is queued right away). */
+export async function approveForPlan(tx: TransactionSql, id: string, planId: string): Promise<void> {
+	await tx`update executions set status = 'approved', approved_at = now(), expires_at = null, plan_id = ${planId} where id = ${id}`;
+}
+
+export type DecisionUpdate =
+	| { ok: true; id: string; hash: string; requestedBySession: string | null }
+	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus };
+
+/**
+ * Approves or denies one pending, unexpired execution with a single conditional update, so two
+ * deciders racing each other produce exactly one decision. Says why when it did not apply.
+ */
+export async function setDecision(tx: TransactionSql, id: string, decision: 'approved' | 'denied', reason: string | null): Promise<DecisionUpdate> {
+	const rows = await tx<{ id: string; hash: string; requestedBySession: string | null }[]>`
+		update executions set
+			status = ${decision},
+			approved_at = case when ${decision} = 'approved' then now() else approved_at end,
+			finished_at = case when ${decision} = 'denied' then now() else finished_at end,
+			error = case when ${decision} = 'denied' then ${reason ? `denied by the operator: ${reason}` : 'denied by the operator'} else error end
+		where id = ${id} and status = 'awaiting_approval' and (expires_at is null or expires_at > now())
+		returning id, hash, requested_by_session as "requestedBySession"`;
+	if (rows.length) return { ok: true, ...rows[0] };
+	const [cur] = await tx<{ status: ExecutionStatus; expired: boolean }[]>`
+		select status, (expires_at is not null and expires_at <= now()) as expired from executions where id = ${id}`;
+	if (!cur) return { ok: false, reason: 'not_found' };
+	return { ok: false, reason: cur.status === 'awaiting_approval' && cur.expired ? 'expired' : 'already_decided', status: cur.status };
+}
+
+/** Atomically takes an approved execution for running; null when someone else has (or it is not approved). */
+export async function claimExecution(sql: Sql, id: string, leaseSeconds: number): Promise<ExecutionRow | null> {
+	return sql.begin<ExecutionRow | null>(async (tx) => {
+		const rows = await tx`
+			update executions set status = 'running', started_at = now(), lease_until = now() + make_interval(secs => ${leaseSeconds})
+			where id = ${id} and status = 'approved' returning id`;
+		if (!rows.length) return null;
+		const e = (await getExecution(tx, id))!;
+		await announceExecution(tx, e);
+		return e;
+	});
+}
+
+export async function heartbeat(sql: Sql, id: string, leaseSeconds: number): Promise<boolean> {
+	const rows = await sql`update executions set lease_until = now() + make_interval(secs => ${leaseSeconds}) where id = ${id} and status = 'running' returning id`;
+	return rows.length > 0;
+}
+
+/** Replaces the step list of a running execution and emits `execution.step`. */
+export async function saveSteps(sql: Sql, e: { id: string; requestedBySession: string | null }, steps: ExecutionStep[]): Promise<void> {
+	await sql.begin(async (tx) => {
+		await tx`update executions set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${e.id} and status = 'running'`;
+		await announceExecution(tx, e, 'execution.step', { steps: steps.length });
+	});
+}
+
+/** Moves a running execution to its terminal state (only from `running`); false when it was not running. */
+export async function setFinished(
+	tx: TransactionSql,
+	id: string,
+	r: { status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted'; result: string | null; error: string | null; steps: ExecutionStep[]; leftovers?: string | null }
+): Promise<boolean> {
+	const rows = await tx`
+		update executions set status = ${r.status}, result = ${r.result}, error = ${r.error}, leftovers = ${r.leftovers ?? null},
+			steps = ${JSON.stringify(r.steps)}::text::jsonb, finished_at = now(), lease_until = null
+		where id = ${id} and status = 'running' returning id`;
+	return rows.length > 0;
+}
+
+/** The sessions an execution is linked to (whose agents hear of its outcome). */
+export async function linkedSessions(tx: TransactionSql, executionId: string): Promise<string[]> {
+	const rows = await tx<{ sessionId: string }[]>`select session_id as "sessionId" from execution_sessions where execution_id = ${executionId}`;
+	return rows.map((r) => r.sessionId);
+}
+
+/** Running executions whose worker stopped heartbeating become interrupted; returns their ids. */
+export async function interruptLost(tx: TransactionSql): Promise<string[]> {
+	const rows = await tx<{ id: string }[]>`
+		update executions set status = 'interrupted',
+			error = 'worker lost: the process running it stopped (no heartbeat for 60 s); it may have partly run',
+			finished_at = now(), lease_until = null
+		where status = 'running' and lease_until < now() returning id`;
+	return rows.map((r) => r.id);
+}
+
+/** Approvals nobody decided in time become expired; returns their ids. */
+export async function expireStale(tx: TransactionSql): Promise<string[]> {
+	const rows = await tx<{ id: string }[]>`
+		update executions set status = 'expired', error = 'approval expired: nobody decided in time', finished_at = now()
+		where status = 'awaiting_approval' and expires_at <= now() returning id`;
+	return rows.map((r) => r.id);
+}
+
+/**
+ * Executions the operator may approve by typing in this session: pending, not expired, and
+ * requested in the agent's latest reply that requested any (its latest batch: a later "which one
+ * do you mean?" keeps them in play; an older batch never is), limited to the ids the operator's
+ * screen showed when the message was sent.
+ */
+export async function listAssentCandidates(tx: TransactionSql, sessionId: string, shownIds: string[]): Promise<AssentCandidate[]> {
+	if (!shownIds.length) return [];
+	return tx<AssentCandidate[]>`
+		with latest as (
+			select parts from messages
+			where session_id = ${sessionId} and role = 'assistant'
+				and parts @> '[{"type":"tool-call","toolName":"request_execution"}]'::jsonb
+			order by seq desc limit 1
+		), requested as (
+			select p->'output'->>'executionId' as id from latest, jsonb_array_elements(latest.parts) p
+			where p->>'type' = 'tool-call' and p->>'toolName' = 'request_execution'
+		)
+		select e.id, e.action, e.target, e.classification, e.params,
+			(select name from entities n where n.kind = 'lxc' and 'lxc:' || n.external_id = e.target limit 1) as name
+		from executions e
+		where e.requested_by_session = ${sessionId} and e.status = 'awaiting_approval'
+			and (e.expires_at is null or e.expires_at > now())
+			and e.id::text in (select id from requested)
+			and e.id = any(${shownIds}::uuid[])
+		order by e.created_at`;
+}
+
+/** Records what a finished mutation left on its target, read back after the fact. */
+export async function setLeftovers(tx: TransactionSql, id: string, leftovers: string): Promise<void> {
+	await tx`update executions set leftovers = ${leftovers} where id = ${id} and leftovers is null`;
+	await announceExecution(tx, { id, requestedBySession: (await getExecution(tx, id))?.requestedBySession ?? null });
+}
+
+/** Cancels an approved execution no worker has taken yet; false when it is not (or no longer) approved. */
+export async function withdrawApproved(tx: TransactionSql, id: string): Promise<boolean> {
+	const rows = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
+		where id = ${id} and status = 'approved' returning id`;
+	return rows.length > 0;
+}
+
+/** The execution's status, with its row locked for the rest of the transaction. */
+export async function lockStatus(tx: TransactionSql, id: string): Promise<{ status: ExecutionStatus; sessionId: string | null } | null> {
+	const [cur] = await tx<{ status: ExecutionStatus; sessionId: string | null }[]>`
+		select status, requested_by_session as "sessionId" from executions where id = ${id} for update`;
+	return cur ?? null;
+}
+
+/** Marks a running execution as asked to cancel (the card says "cancelling…"). */
+export async function markCancelRequested(tx: TransactionSql, id: string): Promise<void> {
+	await tx`update executions set cancel_requested_at = coalesce(cancel_requested_at, now()) where id = ${id}`;
+}
+
+/** Finished, not yet continued mutations of a session that touched their target and whose leftovers are unknown. */
+export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<ExecutionRow[]> {
+	return sql<ExecutionRow[]>`
+		select ${columns(sql)} from executions e
+		join execution_sessions l on l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
+		where e.status in ('failed', 'cancelled', 'interrupted') and e.classification <> 'read_only'
+			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
+}
+
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers'>;
+
+/**
+ * Claims every finished execution of the session not yet told to its agent (marks the link
+ * continued), so two workers or a retried job never continue one twice.
+ */
+export async function claimFinishedForSession(tx: TransactionSql, sessionId: string): Promise<ContinuedExecution[]> {
+	return tx<ContinuedExecution[]>`
+		update execution_sessions l set continued_at = now()
+		from executions e
+		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
+		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
+		returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
+}
+
+/** The most times any of these hashes failed in the session in the last two hours. */
+export async function maxRecentFailures(tx: TransactionSql, sessionId: string, hashes: string[]): Promise<number> {
+	if (!hashes.length) return 0;
+	const [row] = await tx<{ n: number }[]>`
+		select count(*)::int as n from executions
+		where requested_by_session = ${sessionId} and status = 'failed'
+		  and hash = any(${hashes}::text[])
+		  and created_at > now() - interval '2 hours'
+		group by hash order by 1 desc limit 1`;
+	return row?.n ?? 0;
+}

@@ -1,0 +1,99 @@
+// Shapes of executions and plans as stored and as sent to the browser. Shared by the server's
+// queries and the client's state, so neither side names the other's modules.
+
+export const classifications = ['read_only', 'config_mutation', 'destructive'] as const;
+export type Classification = (typeof classifications)[number];
+
+export const executionStatuses = [
+	'awaiting_approval',
+	'approved',
+	'running',
+	'succeeded',
+	'failed',
+	'cancelled',
+	/** Stopped part-way (worker died, SSH dropped, cancelled mid-step): it may have partly run. */
+	'interrupted',
+	'denied',
+	'expired'
+] as const;
+export type ExecutionStatus = (typeof executionStatuses)[number];
+
+export const TERMINAL: readonly ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired'];
+
+export type ExecutionStep = {
+	index: number;
+	label: string;
+	command: string;
+	startedAt: string;
+	finishedAt?: string;
+	exitCode?: number | null;
+	stdoutTail?: string;
+	stderrTail?: string;
+	durationMs?: number;
+};
+
+/** Timestamps are ISO 8601 text (see db/index.ts). */
+export type ExecutionRow = {
+	id: string;
+	requestedBySession: string | null;
+	planId: string | null;
+	retryOf: string | null;
+	hostName: string | null;
+	target: string;
+	action: string;
+	params: Record<string, unknown>;
+	classification: Classification;
+	hash: string;
+	commandPreview: string;
+	reason: string;
+	status: ExecutionStatus;
+	steps: ExecutionStep[];
+	result: string | null;
+	error: string | null;
+	createdAt: string;
+	expiresAt: string | null;
+	approvedAt: string | null;
+	startedAt: string | null;
+	finishedAt: string | null;
+	cancelRequestedAt: string | null;
+	leftovers: string | null;
+	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
+};
+
+export type PlanStep = {
+	index: number;
+	action: string;
+	target: string;
+	params: Record<string, unknown>;
+	why: string;
+	hash: string;
+	commandPreview: string;
+	classification: string;
+	/** Set when a request_execution consumed this step's approval. */
+	executionId: string | null;
+};
+
+export type PlanRow = {
+	id: string;
+	sessionId: string;
+	title: string;
+	steps: PlanStep[];
+	status: 'proposed' | 'approved' | 'denied' | 'superseded';
+	createdAt: string;
+	decidedAt: string | null;
+	decidedBy: string | null;
+	expiresAt: string | null;
+};
+
+export type AssentWindow = { id: string; sessionId: string; openedAt: string; expiresAt: string; continuations: number };
+
+/** An execution the operator could approve by typing: pending, requested in the agent's latest reply, shown on screen. */
+export type AssentCandidate = {
+	id: string;
+	action: string;
+	target: string;
+	classification: string;
+	params: Record<string, unknown>;
+	/** The container's name from the inventory, when the target is a container. */
+	name?: string | null;
+};
