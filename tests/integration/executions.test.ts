@@ -146,7 +146,7 @@ describe('pct_create, approved and run', () => {
 		expect(ct?.lock).toBeUndefined();
 
 		// Queued in the transaction that finished it: an inventory refresh and the session's continuation.
-		expect(await jobs('inventory__sync')).toContainEqual({ task: 'inventory__sync', payload: { host: 'strong' }, key: null, queue: 'inventory' });
+		expect(await jobs('inventory__sync')).toContainEqual({ task: 'inventory__sync', payload: { host: 'strong' }, key: 'inventory__sync:strong', queue: 'inventory' });
 		expect(await jobs('agent__continue_session')).toContainEqual({
 			task: 'agent__continue_session',
 			payload: { sessionId, executionId: id },

@@ -3,10 +3,9 @@ import { setTaskState } from '../db/queries/sessions';
 import { env } from '../env';
 import { activeWindow, countContinuation } from '../db/queries/assent-windows';
 import { claimFinishedForSession, listUnreadLeftovers, maxRecentFailures, type ExecutionRow } from '../db/queries/executions';
-import { getHostByName } from '../db/queries/hosts';
 import { addSystemNote } from '../conversation/notes';
-import { recordLeftovers } from '../executions/leftovers';
-import { syncHost } from '../inventory/sync';
+import { recordLeftovers, targetVmid } from '../executions/leftovers';
+import { refreshContainer } from '../inventory/sync';
 import { ACTIONS, isActionName } from '../proxmox/actions';
 import { runTurn } from './run-turn';
 
@@ -62,15 +61,17 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
-		const refresh = [...new Set(claimed.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName).map((e) => e.hostName!))];
+		const refresh = claimed
+			.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName)
+			.map((e) => ({ host: e.hostName!, vmid: Number(targetVmid(e)) }))
+			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
 		return { kind, refresh };
 	});
 	if (decision.kind !== 'turn') return decision.kind;
-	// The agent verifies next: let it see the world after the change, not the last minute's sync.
-	for (const name of decision.refresh) {
-		const host = await getHostByName(sql(), name);
-		if (host) await syncHost(host).catch(() => undefined);
-	}
+	// The agent verifies next: let it see the containers the changes touched as they are now (two
+	// commands each), not the last minute's sync; the host's full sync was queued when each
+	// execution finished (one job per host, collapsed) and refreshes the rest.
+	for (const r of decision.refresh) await refreshContainer(r.host, r.vmid, { signal });
 	await runTurn({ sessionId, origin: 'continuation', signal });
 	return 'turn';
 }

@@ -69,7 +69,10 @@ export async function finishExecution(
 ): Promise<boolean> {
 	return sql.begin(async (tx) => {
 		if (!(await setFinished(tx, id, r))) return false;
-		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory' });
+		// One pending follow-up sync per host: later finishes replace it (job key) instead of queueing
+		// another; the `inventory` queue runs syncs one at a time, so they never take more than one
+		// worker slot from executions and turns.
+		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}` });
 		await onTerminal(tx, id);
 		return true;
 	});

@@ -1,8 +1,8 @@
 // Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
 import { sql } from '../db/index';
-import { listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, removeOrphanedEntities, replaceHostInventory } from '../db/queries/entities';
-import { readInventory, type Inventory } from '../proxmox/inventory';
+import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
+import { hostSyncTimes, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
+import { readContainer, readInventory, type Inventory } from '../proxmox/inventory';
 import { connect, HostKeyError } from '../ssh/client';
 
 export type HostSyncResult =
@@ -98,4 +98,31 @@ export async function ensureFreshInventory(maxAgeS = INVENTORY_MAX_AGE_S): Promi
 		})
 	);
 	return out;
+}
+
+/**
+ * Re-reads one container of a host over SSH and writes just that entity (or removes it when it is
+ * gone): what a finished action touched, before the agent looks, at the cost of two commands
+ * instead of a whole-host sync. Never throws for SSH/Proxmox problems; returns the error instead.
+ */
+export async function refreshContainer(hostName: string, vmid: number, opts: { signal?: AbortSignal } = {}): Promise<{ ok: true; gone: boolean } | { ok: false; error: string }> {
+	const host = await getHostByName(sql(), hostName);
+	if (!host?.hostKeyFingerprint) return { ok: false, error: `host "${hostName}" is not configured or not pinned` };
+	try {
+		const client = await connect(host);
+		try {
+			const record = await readContainer(client, vmid, { signal: opts.signal });
+			await replaceContainer(
+				sql(),
+				hostName,
+				vmid,
+				record && { kind: 'lxc', external_id: `${hostName}/${vmid}`, name: record.name, host_name: hostName, attributes: { ...record.attributes } }
+			);
+			return { ok: true, gone: !record };
+		} finally {
+			client.end();
+		}
+	} catch (e) {
+		return { ok: false, error: (e as Error).message };
+	}
 }

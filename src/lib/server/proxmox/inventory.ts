@@ -396,3 +396,20 @@ export async function readInventory(client: Client, nodeName: string, opts: RunO
 	}
 	return { host: { node: node.node, attributes: hostAttributes(node) }, containers };
 }
+
+/**
+ * One container read live (`pct status --verbose`, then `pct config`), in the same record shape a
+ * full sync writes; null when Proxmox says it does not exist.
+ */
+export async function readContainer(client: Client, vmid: number, opts: RunOptions = {}): Promise<LxcRecord | null> {
+	let status: ReturnType<typeof parsePctStatus>;
+	try {
+		status = parsePctStatus(await runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts));
+	} catch (e) {
+		if (e instanceof ProxmoxError && /does not exist/.test(e.message)) return null;
+		throw e;
+	}
+	const config = parsePctConfig(await runChecked(client, ['pct', 'config', String(vmid)], opts));
+	const attributes = lxcAttributes(statusEntry(vmid, status.values), config);
+	return { vmid, name: attributes.hostname ?? `CT${vmid}`, attributes };
+}

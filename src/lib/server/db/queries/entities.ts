@@ -200,3 +200,30 @@ export async function replaceHostInventory(sql: Sql, hostName: string, rows: Inv
 		return { removed: removed.count };
 	});
 }
+
+/**
+ * Writes one container as read live (null: it is gone) without touching the rest of the host's
+ * inventory, and emits `inventory.synced` naming it. Serialised with full syncs of the host.
+ */
+export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null): Promise<void> {
+	await sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		if (row) {
+			await tx`
+				insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+				values ('lxc', ${row.external_id}, ${row.name}, ${hostName}, ${JSON.stringify(row.attributes)}::text::jsonb, now(), now())
+				on conflict (kind, external_id) do update set
+					name = excluded.name,
+					host_name = excluded.host_name,
+					attributes = excluded.attributes,
+					seen_at = now(),
+					updated_at = case
+						when entities.name is distinct from excluded.name
+							or entities.attributes is distinct from excluded.attributes
+						then now() else entities.updated_at end`;
+		} else {
+			await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`}`;
+		}
+		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
+	});
+}

@@ -241,7 +241,7 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers'>;
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers'>;
 
 /**
  * Claims every finished execution of the session not yet told to its agent (marks the link
@@ -253,7 +253,7 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		from executions e
 		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
-		returning e.id, e.action, e.target, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
+		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
 }
 
 /** The most times any of these hashes failed in the session in the last two hours. */

@@ -1,0 +1,101 @@
+// After a mutation succeeds, the continuation shows the agent the container it touched as it is
+// now — two commands on that container, not a whole-host sync — and the host's follow-up syncs
+// collapse into one job, so a burst of finishes does not queue a sync each.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { continueSession } from '../../src/lib/server/agent/continuation';
+import { getEntity } from '../../src/lib/server/db/queries/entities';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { resetEnvCache } from '../../src/lib/server/env';
+import { requestExecution } from '../../src/lib/server/executions/request';
+import { runExecution } from '../../src/lib/server/executions/runner';
+import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost, decide, jobs, newOperator, newSession, onDouble, useHub } from '../helpers/executions';
+
+useTestDatabase();
+useHub();
+
+let pve: ProxmoxDouble;
+let llm: ScriptedLlm;
+let operatorId: string;
+
+beforeAll(async () => {
+	llm = await startScriptedLlm();
+	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
+	resetEnvCache();
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			{ vmid: 101, hostname: 'db', status: 'running' },
+			{ vmid: 102, hostname: 'media', status: 'running' }
+		]
+	});
+	await addHost(pve);
+	await syncAllHosts();
+	operatorId = await newOperator('refresh-admin');
+});
+beforeEach(() => llm.reset());
+afterAll(async () => {
+	await pve?.close();
+	await llm?.close();
+});
+
+async function stopApprovedAndRun(sessionId: string, vmid: number): Promise<string> {
+	const r = await requestExecution(sessionId, { target: `lxc:strong/${vmid}`, action: 'pct_stop', params: {}, reason: 'maintenance' });
+	if ('error' in r) throw new Error(r.error);
+	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+	await runExecution(r.execution.id);
+	expect((await getExecution(sql(), r.execution.id))?.status).toBe('succeeded');
+	return r.execution.id;
+}
+
+const stored = async (vmid: number) => (await getEntity(sql(), `lxc:strong/${vmid}`))?.attributes.status;
+
+describe('continuation refresh', () => {
+	it('reads back only the container the action touched before the agent runs', async () => {
+		const sessionId = await newSession(operatorId, 'refresh');
+		await stopApprovedAndRun(sessionId, 100);
+		expect(await stored(100)).toBe('running'); // the stored inventory still says what the last sync saw
+
+		llm.push({ text: 'CT 100 is stopped.' });
+		const before = (await pve.argvLog()).length;
+		expect(await continueSession(sessionId)).toBe('turn');
+		const during = (await pve.argvLog()).slice(before);
+
+		expect(during).toEqual([
+			['pct', 'status', '100', '--verbose'],
+			['pct', 'config', '100']
+		]);
+		expect(await stored(100)).toBe('stopped');
+		expect(await stored(101)).toBe('running');
+		// The model's request came after the refresh: the turn ran once, with the note of the stop.
+		expect(llm.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(1);
+	});
+
+	it('a container that is gone is removed from the inventory, not left as it was', async () => {
+		const sessionId = await newSession(operatorId, 'gone');
+		await stopApprovedAndRun(sessionId, 102);
+		const r = await onDouble(pve, 'pct destroy 102');
+		expect(r.code, r.stderr).toBe(0);
+		llm.push({ text: 'Checked.' });
+		expect(await continueSession(sessionId)).toBe('turn');
+		expect(await getEntity(sql(), 'lxc:strong/102')).toBeNull();
+	});
+
+	it('follow-up syncs of one host collapse into one pending job in the inventory queue', async () => {
+		await sql()`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = 'inventory__sync')`;
+		const sessionId = await newSession(operatorId, 'burst');
+		await stopApprovedAndRun(sessionId, 101);
+		const start = await requestExecution(sessionId, { target: 'lxc:strong/101', action: 'pct_start', params: {}, reason: 'back up' });
+		if ('error' in start) throw new Error(start.error);
+		expect((await decide(start.execution.id, operatorId, 'approved')).ok).toBe(true);
+		await runExecution(start.execution.id);
+
+		expect(await jobs('inventory__sync')).toEqual([{ task: 'inventory__sync', payload: { host: 'strong' }, key: 'inventory__sync:strong', queue: 'inventory' }]);
+	});
+});
