@@ -41,7 +41,27 @@ test('an admin finds the failed session ranked first, with its findings, charts 
 	await expect(page).toHaveURL(/outcome=reached/);
 	await expect(page.getByTestId('review-session-row').first()).toBeVisible();
 	await expect(page.locator(`[data-testid="review-session-row"][data-session-id="${id}"]`)).toHaveCount(0);
+	// The overview exports as Markdown with the page's filter: here reached-only, so no failed session.
+	const filteredExport = await page.request.get((await page.getByTestId('export-overview').getAttribute('href'))!);
+	expect(filteredExport.headers()['content-disposition']).toBe('attachment; filename="review-sessions-reached.md"');
+	const filteredMd = await filteredExport.text();
+	expect(filteredMd).toContain('- Filter: outcome reached');
+	expect(filteredMd).not.toContain(id);
 	await page.getByRole('link', { name: 'Reset' }).click();
+	const overviewHref = (await page.getByTestId('export-overview').getAttribute('href'))!;
+	expect(overviewHref).toBe('/admin/review/export');
+	const overview = await page.request.get(overviewHref);
+	expect(overview.status()).toBe(200);
+	expect(overview.headers()['content-type']).toBe('text/markdown; charset=utf-8');
+	const overviewMd = await overview.text();
+	expect(overviewMd).toContain('# Session review: all sessions');
+	expect(overviewMd).toContain('| missing_capability |');
+	// The failed session is ranked first, linking to its own review.
+	const firstRow = overviewMd.split('\n').find((l) => l.includes('/admin/review/'));
+	expect(firstRow).toContain(`/admin/review/${id})`);
+	expect(firstRow).toContain('not reached');
+	const [overviewDownload] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-overview').click()]);
+	expect(overviewDownload.suggestedFilename()).toBe('review-sessions.md');
 
 	await page.getByTestId('review-session-row').first().getByRole('link', { name: TITLE }).click();
 	await expect(page).toHaveURL(`/admin/review/${id}`);
@@ -108,6 +128,7 @@ test('a plain operator gets 403 for the review pages and the export', async ({ p
 		await expect(page.getByTestId('review-page')).toHaveCount(0);
 	}
 	expect((await page.request.get(`/admin/review/${id}/export`)).status()).toBe(403);
+	expect((await page.request.get('/admin/review/export')).status()).toBe(403);
 	const narrative = await page.request.post(`/admin/review/${id}/narrative`, { headers: { origin: env.baseURL } });
 	expect(narrative.status()).toBe(403);
 });

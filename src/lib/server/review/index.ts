@@ -1,5 +1,5 @@
 export { reviewSession } from './session';
-export { reviewOverview, parseDay } from './overview';
-export { reviewSessionMarkdown, renderReviewMarkdown, formatDuration } from './markdown';
+export { reviewOverview, parseDay, filterFromSearch } from './overview';
+export { reviewSessionMarkdown, renderReviewMarkdown, renderOverviewMarkdown, formatDuration } from './markdown';
 export type * from './types';
 export { narrativePrompt, writeNarrative } from './narrative';

@@ -3,7 +3,7 @@ import { formatDuration } from '../../components/review/labels';
 import { reviewSession } from './session';
 
 export { formatDuration };
-import type { SessionReview } from './types';
+import type { ReviewOverview, SessionReview } from './types';
 
 /** A table cell: one line, pipes escaped. */
 const cell = (s: string) => s.replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
@@ -52,4 +52,40 @@ export function renderReviewMarkdown(r: SessionReview): string {
 export async function reviewSessionMarkdown(sessionId: string, sql: Sql = appSql()): Promise<string | null> {
 	const r = await reviewSession(sessionId, sql);
 	return r ? renderReviewMarkdown(r) : null;
+}
+
+/**
+ * The cross-session review as Markdown: the filter, the totals, finding kinds, tools by calls and
+ * failure rate, and the ranked sessions (each linking to its own review).
+ */
+export function renderOverviewMarkdown(o: ReviewOverview, origin: string): string {
+	const pct = (n: number, d: number) => (d ? `${Math.round((100 * n) / d)}%` : '—');
+	const f = o.filter;
+	const out: string[] = ['# Session review: all sessions', ''];
+	const scope = [f.from ? `from ${f.from}` : '', f.to ? `to ${f.to}` : '', f.outcome ? `outcome ${f.outcome.replace('_', ' ')}` : ''].filter(Boolean);
+	out.push(`- Filter: ${scope.length ? scope.join(', ') : 'none (every session)'}`);
+	out.push(`- Sessions: ${o.sessionCount} (goal reached in ${o.reachedCount}, ${pct(o.reachedCount, o.sessionCount)})`);
+	out.push(`- Tool calls: ${o.toolCallCount}`, '');
+	out.push('## Finding kinds', '');
+	if (!o.kinds.length) out.push('No findings.', '');
+	else {
+		out.push('| Kind | Sessions |', '|------|---------:|');
+		for (const k of o.kinds) out.push(`| ${k.kind} | ${k.sessions} |`);
+		out.push('');
+	}
+	out.push('## Tools', '');
+	if (!o.tools.length) out.push('No tool calls.', '');
+	else {
+		out.push('| Tool | Calls | Failed | Failure rate |', '|------|------:|-------:|-------------:|');
+		for (const t of o.tools) out.push(`| ${cell(t.tool)} | ${t.calls} | ${t.failed} | ${(t.failureRate * 100).toFixed(1)}% |`);
+		out.push('');
+	}
+	out.push(`## Sessions, worst first (${o.sessions.length} of ${o.sessionCount})`, '');
+	out.push('| Score | Session | Started | Messages | Tool calls | Findings | Goal |', '|------:|---------|---------|---------:|-----------:|----------|------|');
+	for (const r of o.sessions) {
+		const link = `[${cell(r.title).replace(/[[\]]/g, '\\$&')}](${origin}/admin/review/${r.id})`;
+		out.push(`| ${r.score} | ${link} | ${r.createdAt.slice(0, 16).replace('T', ' ')} | ${r.messages} | ${r.toolCalls} | ${r.kinds.join(', ') || '—'} | ${r.reached ? 'reached' : 'not reached'} |`);
+	}
+	out.push('');
+	return out.join('\n');
 }

@@ -12,6 +12,16 @@ export function parseDay(s: string | null | undefined): string | null {
 	return Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== s ? null : s;
 }
 
+/** The overview's filter from GET parameters (?from=YYYY-MM-DD&to=…&outcome=…); bad values are ignored. */
+export function filterFromSearch(q: URLSearchParams): OverviewFilter {
+	const outcome = q.get('outcome');
+	return {
+		from: q.get('from') ?? undefined,
+		to: q.get('to') ?? undefined,
+		outcome: outcome === 'reached' || outcome === 'not_reached' ? outcome : undefined
+	};
+}
+
 interface Result {
 	session_count: number;
 	reached_count: number;
