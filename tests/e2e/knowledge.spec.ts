@@ -123,3 +123,17 @@ test('knowledge: add a Markdown note, preview, search, edit and delete it', asyn
 		await sql`delete from knowledge where id = ${fileNote.id} or title like 'E2E %'`;
 	}
 });
+
+test('a link with ?q= (the question panel’s entity chips) opens the page with that search', async ({ page, env, sql }) => {
+	await sql`delete from knowledge where title like 'E2E %'`;
+	await sql`insert into knowledge (title, body, source) values ('E2E caddy notes', 'caddy fronts the exporter on CT 104.', 'page')`;
+	try {
+		await login(page, env.admin);
+		await page.goto('/knowledge?q=exporter');
+		await expect(page.getByTestId('knowledge-search')).toHaveValue('exporter');
+		await expect(page.getByTestId('knowledge-result')).toHaveCount(1);
+		await expect(page.getByTestId('knowledge-result')).toContainText('E2E caddy notes');
+	} finally {
+		await sql`delete from knowledge where title like 'E2E %'`;
+	}
+});
