@@ -42,15 +42,16 @@ test('an admin finds the failed session ranked first, with its findings, charts 
 	await expect(page.getByTestId('review-session-row').first()).toBeVisible();
 	await expect(page.locator(`[data-testid="review-session-row"][data-session-id="${id}"]`)).toHaveCount(0);
 	// The overview exports as Markdown with the page's filter: here reached-only, so no failed session.
-	const filteredExport = await page.request.get((await page.getByTestId('export-overview').getAttribute('href'))!);
+	await expect(page.getByTestId('export-overview')).toHaveAttribute('href', '/admin/review/export?outcome=reached');
+	const filteredExport = await page.request.get('/admin/review/export?outcome=reached');
 	expect(filteredExport.headers()['content-disposition']).toBe('attachment; filename="review-sessions-reached.md"');
 	const filteredMd = await filteredExport.text();
 	expect(filteredMd).toContain('- Filter: outcome reached');
 	expect(filteredMd).not.toContain(id);
 	await page.getByRole('link', { name: 'Reset' }).click();
-	const overviewHref = (await page.getByTestId('export-overview').getAttribute('href'))!;
-	expect(overviewHref).toBe('/admin/review/export');
-	const overview = await page.request.get(overviewHref);
+	await expect(page).toHaveURL(/\/admin\/review$/);
+	await expect(page.getByTestId('export-overview')).toHaveAttribute('href', '/admin/review/export');
+	const overview = await page.request.get('/admin/review/export');
 	expect(overview.status()).toBe(200);
 	expect(overview.headers()['content-type']).toBe('text/markdown; charset=utf-8');
 	const overviewMd = await overview.text();
