@@ -170,14 +170,10 @@ const SYNC_LOCK_NS = 7_140_202;
 export type InventoryRow = { kind: string; external_id: string; name: string; host_name: string; attributes: Record<string, unknown> };
 
 /**
- * Writes one host's inventory in one transaction: upserts the host and its containers (touching
- * `updated_at` only when something changed), deletes the host's vanished containers, and emits
- * `inventory.synced`. Concurrent syncs of one host are serialised.
+ * Upserts entities as a sync read them: `seen_at` always moves, `updated_at` only when the name or
+ * the attributes changed.
  */
-export async function replaceHostInventory(sql: Sql, hostName: string, rows: InventoryRow[], containers: number): Promise<{ removed: number }> {
-	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
-	return sql.begin(async (tx) => {
-		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+async function upsertEntities(tx: TransactionSql, rows: InventoryRow[]): Promise<void> {
 		await tx`
 			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
 			select r.kind, r.external_id, r.name, r.host_name, r.attributes, now(), now()
@@ -192,6 +188,18 @@ export async function replaceHostInventory(sql: Sql, hostName: string, rows: Inv
 					when entities.name is distinct from excluded.name
 						or entities.attributes is distinct from excluded.attributes
 					then now() else entities.updated_at end`;
+}
+
+/**
+ * Writes one host's inventory in one transaction: upserts the host and its containers (touching
+ * `updated_at` only when something changed), deletes the host's vanished containers, and emits
+ * `inventory.synced`. Concurrent syncs of one host are serialised.
+ */
+export async function replaceHostInventory(sql: Sql, hostName: string, rows: InventoryRow[], containers: number): Promise<{ removed: number }> {
+	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
+	return sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		await upsertEntities(tx, rows);
 		const removed = await tx`
 			delete from entities
 			where kind = 'lxc' and host_name = ${hostName}
@@ -209,18 +217,7 @@ export async function replaceContainer(sql: Sql, hostName: string, vmid: number,
 	await sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
 		if (row) {
-			await tx`
-				insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-				values ('lxc', ${row.external_id}, ${row.name}, ${hostName}, ${JSON.stringify(row.attributes)}::text::jsonb, now(), now())
-				on conflict (kind, external_id) do update set
-					name = excluded.name,
-					host_name = excluded.host_name,
-					attributes = excluded.attributes,
-					seen_at = now(),
-					updated_at = case
-						when entities.name is distinct from excluded.name
-							or entities.attributes is distinct from excluded.attributes
-						then now() else entities.updated_at end`;
+			await upsertEntities(tx, [row]);
 		} else {
 			await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`}`;
 		}

@@ -1,21 +1,12 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, Classification, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
+import type { AssentCandidate, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
 import { emitEvent } from './events';
 
 export type { ExecutionRow };
 
 /** What a new execution row holds (a validated, prepared request). */
-export type NewExecution = {
-	hostName: string | null;
-	target: string;
-	action: string;
-	params: Record<string, unknown>;
-	classification: Classification;
-	hash: string;
-	commandPreview: string;
-	reason: string;
-};
+export type NewExecution = Pick<ExecutionRow, 'hostName' | 'target' | 'action' | 'params' | 'classification' | 'hash' | 'commandPreview' | 'reason'>;
 
 const columns = (sql: Sql | TransactionSql) => sql`
 	e.id, e.requested_by_session as "requestedBySession", e.plan_id as "planId", e.retry_of as "retryOf",
