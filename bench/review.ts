@@ -66,7 +66,9 @@ async function seed(): Promise<void> {
 		select i, sid, t, case when i = 1 then ${HUGE.perTurn} else ${BIG.perTurn} end
 		from t where i <= ${1 + BIG.sessions}`);
 
-	// Messages: user, assistant (tool calls + text), per turn; built in batches of sessions.
+	// Messages: user, assistant (tool calls + text), per turn; built in batches of sessions. Parts
+	// are the AI SDK's UIMessage parts as the app stores them: an assistant message is
+	// [step-start, text, tool-<name> × n, (data-note retry), step-start, text].
 	const batch = 500;
 	for (let lo = 1; lo <= SESSIONS; lo += batch) {
 		await sql.unsafe(`
@@ -83,11 +85,14 @@ async function seed(): Promise<void> {
 				union all
 				select p.sid, p.i, tt.t, 1, 'assistant', 'complete', 'chat',
 					p.t0 + make_interval(mins => tt.t * 6 + 1),
-					jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Looking into it (step ' || tt.t || ').'))
+					jsonb_build_array(jsonb_build_object('type', 'step-start'),
+						jsonb_build_object('type', 'text', 'text', 'Looking into it (step ' || tt.t || ').', 'state', 'done'))
 					|| coalesce(calls.parts, '[]'::jsonb)
-					|| case when p.retried and tt.t = p.turns then jsonb_build_array(jsonb_build_object('type', 'note', 'kind', 'retry',
-						'text', 'The model returned nothing (an empty reply); retrying once…')) else '[]'::jsonb end
-					|| jsonb_build_array(jsonb_build_object('type', 'text', 'text',
+					|| case when p.retried and tt.t = p.turns then jsonb_build_array(jsonb_build_object('type', 'data-note', 'data',
+						jsonb_build_object('kind', 'retry', 'text', 'The model returned nothing (an empty reply); retrying once…'))) else '[]'::jsonb end
+					-- the text after the tool calls starts the next step
+					|| case when calls.parts is not null then '[{"type": "step-start"}]'::jsonb else '[]'::jsonb end
+					|| jsonb_build_array(jsonb_build_object('type', 'text', 'state', 'done', 'text',
 						case when tt.t < p.turns then 'Here is what I found so far; next I will look at the containers.'
 							when p.capgap then 'I can''t run pct create — only pct_exec, systemctl, restart, apt_upgrade.'
 							when p.success then 'Done: service ' || p.i || ' is deployed and running.'
@@ -95,7 +100,7 @@ async function seed(): Promise<void> {
 				from bench_plan p join bench_turns tt on tt.sid = p.sid
 				cross join lateral (
 					select jsonb_agg(jsonb_build_object(
-						'type', 'tool-call', 'toolCallId', 'call_' || tt.t || '_' || k, 'toolName', tool,
+						'type', 'tool-' || tool, 'toolCallId', 'call_' || tt.t || '_' || k,
 						'input', case tool
 							when 'get_entity' then jsonb_build_object('id', 'lxc:strong/' || (100 + k % 40))
 							when 'get_lxc_state' then jsonb_build_object('vmid', (100 + k % 40)::text)
@@ -104,9 +109,9 @@ async function seed(): Promise<void> {
 							when 'request_execution' then jsonb_build_object('target', 'strong', 'action',
 								case when p.capgap then 'pct_create' else 'restart' end, 'params', jsonb_build_object('unit', 'svc'), 'reason', 'asked')
 							else '{}'::jsonb end,
-						'state', case when p.failing and tool = 'http_get' and k % 3 = 0 then 'error' else 'done' end)
+						'state', case when p.failing and tool = 'http_get' and k % 3 = 0 then 'output-error' else 'output-available' end)
 						|| case
-							when p.failing and tool = 'http_get' and k % 3 = 0 then jsonb_build_object('error', 'HTTP 503 from example.org')
+							when p.failing and tool = 'http_get' and k % 3 = 0 then jsonb_build_object('errorText', 'HTTP 503 from example.org')
 							else jsonb_build_object('output', case tool
 								when 'get_entity' then jsonb_build_object('ref', 'lxc:strong/' || (100 + k % 40), 'name', 'ct-' || (100 + k % 40),
 									'status', 'running', 'attributes', jsonb_build_object('cores', 2, 'memory', 2048, 'ips', jsonb_build_array('10.0.0.' || (k % 250))))
@@ -197,7 +202,7 @@ async function main() {
 		await sql.unsafe('analyze');
 		const [counts] = await sql<{ sessions: number; messages: number; calls: number; biggest: string; biggest_calls: number; mb: number }[]>`
 			with per as (
-				select session_id, count(*) filter (where e ->> 'type' = 'tool-call')::int as calls
+				select session_id, count(*) filter (where e ->> 'type' like 'tool-%')::int as calls
 				from messages, jsonb_array_elements(parts) e group by session_id
 			)
 			select (select count(*)::int from chat_sessions) as sessions, (select count(*)::int from messages) as messages,

@@ -1,26 +1,50 @@
-import type { MessagePart, MessageRow } from '$lib/types/messages';
+import type { MessagePart, MessageRow, NoteData, ToolPart } from '$lib/types/messages';
+import { callError, callInput, getToolName, isNotePart, isRunning, isToolPart } from '$lib/messages/parts';
 
 /** Message shapes as the chat renders them (see $lib/types/messages for the stored ones). */
-export type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
 export type ChatPart = MessagePart;
 export type ChatMessage = Omit<MessageRow, 'createdAt' | 'updatedAt'> & { createdAt?: string; updatedAt?: string };
 
-/** Consecutive tool calls of a message form one group; text and notes stand alone. */
+/** A tool call as the chat shows it, read from the SDK's tool part. */
+export type ToolCallView = {
+	toolCallId: string;
+	toolName: string;
+	input: unknown;
+	state: 'running' | 'done' | 'error';
+	output?: unknown;
+	error?: string;
+};
+
+export function callView(p: ToolPart): ToolCallView {
+	const error = callError(p);
+	return {
+		toolCallId: p.toolCallId,
+		toolName: getToolName(p),
+		input: callInput(p),
+		state: isRunning(p) ? 'running' : error !== null ? 'error' : 'done',
+		...(p.state === 'output-available' ? { output: p.output } : {}),
+		...(error !== null ? { error } : {})
+	};
+}
+
+/** Consecutive tool calls of a message form one group; text (across steps) runs together; notes stand alone. */
 export type Segment =
 	| { kind: 'text'; text: string; key: string }
-	| { kind: 'tools'; calls: ToolCallPart[]; key: string }
-	| { kind: 'note'; note: Extract<ChatPart, { type: 'note' }>; key: string };
+	| { kind: 'tools'; calls: ToolCallView[]; key: string }
+	| { kind: 'note'; note: NoteData; key: string };
 
 export function segments(parts: ChatPart[]): Segment[] {
 	const out: Segment[] = [];
 	parts.forEach((p, i) => {
 		const last = out[out.length - 1];
-		if (p.type === 'tool-call') {
-			if (last?.kind === 'tools') last.calls.push(p);
-			else out.push({ kind: 'tools', calls: [p], key: `t${i}` });
+		if (isToolPart(p)) {
+			if (last?.kind === 'tools') last.calls.push(callView(p));
+			else out.push({ kind: 'tools', calls: [callView(p)], key: `t${i}` });
 		} else if (p.type === 'text') {
-			if (p.text) out.push({ kind: 'text', text: p.text, key: `x${i}` });
-		} else out.push({ kind: 'note', note: p, key: `n${i}` });
+			if (!p.text) return;
+			if (last?.kind === 'text') last.text += p.text;
+			else out.push({ kind: 'text', text: p.text, key: `x${i}` });
+		} else if (isNotePart(p)) out.push({ kind: 'note', note: p.data, key: `n${i}` });
 	});
 	return out;
 }
@@ -41,7 +65,7 @@ export function callLabel(input: unknown): string {
 	return '';
 }
 
-export function callTitle(c: ToolCallPart): string {
+export function callTitle(c: ToolCallView): string {
 	const label = callLabel(c.input);
 	return label ? `${c.toolName} (${label})` : c.toolName;
 }

@@ -1,12 +1,11 @@
 // Session-review fixtures: the real failed "deploy TypeType" session (10 messages, 150 tool
 // calls, pct_create missing from the catalogue) and a few healthier sessions to rank it against.
 // Works with any postgres.js client (the app's pool in integration tests, the e2e `sql` fixture).
+// Parts are the AI SDK's UIMessage parts, as the app stores them (src/lib/types/messages.ts).
 import type { Sql } from 'postgres';
+import type { MessagePart } from '../../src/lib/types/messages';
 
-type Part =
-	| { type: 'text'; text: string }
-	| { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; state: 'running' | 'done' | 'error'; output?: unknown; error?: string }
-	| { type: 'note'; kind: string; text: string };
+type Part = MessagePart;
 
 type Msg = { role: 'user' | 'assistant' | 'system'; parts: Part[]; status?: string; origin?: string };
 
@@ -16,17 +15,35 @@ const VALID_ACTIONS_HINT =
 const text = (t: string): Part => ({ type: 'text', text: t });
 const user = (t: string): Msg => ({ role: 'user', parts: [text(t)] });
 
-/** A tool-call factory numbering calls per message. */
+const note = (kind: string, t: string): Part => ({ type: 'data-note', data: { kind, text: t } });
+
+/**
+ * A tool-call factory numbering calls per message: a finished `tool-<name>` part
+ * (output-available), or output-error with `errorText` when one is given.
+ */
 function calls(msg: number) {
 	let k = 0;
-	return (toolName: string, input: unknown, output: unknown = { ok: true }, state: 'done' | 'error' = 'done', error?: string): Part => ({
-		type: 'tool-call',
-		toolCallId: `call_${msg}_${k++}`,
-		toolName,
-		input,
-		state,
-		...(state === 'error' ? { error: error ?? 'failed' } : { output })
-	});
+	return (toolName: string, input: unknown, output: unknown = { ok: true }, errorText?: string): Part => {
+		const base = { type: `tool-${toolName}` as const, toolCallId: `call_${msg}_${k++}`, input };
+		return errorText === undefined
+			? { ...base, state: 'output-available', output }
+			: { ...base, state: 'output-error', errorText };
+	};
+}
+
+/**
+ * An assistant message's parts with step-start parts where the SDK's stream puts them: first,
+ * and before a text that follows tool calls (notes in between do not count).
+ */
+function withSteps(parts: Part[]): Part[] {
+	const out: Part[] = [];
+	let prev: string | undefined;
+	for (const [i, p] of parts.entries()) {
+		if (i === 0 || (p.type === 'text' && prev?.startsWith('tool-'))) out.push({ type: 'step-start' });
+		out.push(p);
+		if (p.type !== 'data-note') prev = p.type;
+	}
+	return out;
 }
 
 /** Timestamps go over the wire as ISO text: the app's client has no Date serialiser. */
@@ -64,7 +81,7 @@ function failedSessionMessages(): Msg[] {
 				// The N+1: one get_entity per container instead of one list_lxcs.
 				...repeat(20, (i) => m1('get_entity', { id: `lxc:strong/${101 + i}` }, { ref: `lxc:strong/${101 + i}`, status: 'running' })),
 				...repeat(12, (i) => m1('search_knowledge', search(`typetype ${i}`), hits('typetype'))),
-				m1('http_get', { url: 'https://github.com/TypeType' }, undefined, 'error', 'HTTP 404 from github.com'),
+				m1('http_get', { url: 'https://github.com/TypeType' }, undefined, 'HTTP 404 from github.com'),
 				...repeat(2, () => m1('http_get', { url: 'https://typetype.example' }, { status: 200, body: '…' })),
 				...repeat(2, () => m1('list_entities', { kind: 'lxc', query: 'typetype' }, { entities: [] })),
 				text('strong runs 20 containers and none of them is TypeType. Where does TypeType come from, and which domain should it use?')
@@ -140,7 +157,7 @@ async function insertSession(sql: Sql, title: string, at: Date, msgs: Msg[], ste
 		times.push(t);
 		await sql`
 			insert into messages (session_id, role, parts, status, origin, created_at, updated_at)
-			values (${s.id}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status ?? 'complete'},
+			values (${s.id}, ${m.role}, ${JSON.stringify(m.role === 'assistant' ? withSteps(m.parts) : m.parts)}::text::jsonb, ${m.status ?? 'complete'},
 				${m.origin ?? 'chat'}, ${iso(t)}::timestamptz, ${iso(t)}::timestamptz)`;
 	}
 	await sql`update chat_sessions set updated_at = ${iso(times[times.length - 1] ?? at)}::timestamptz where id = ${s.id}`;
@@ -197,7 +214,7 @@ export async function insertHealthySessionFixture(sql: Sql, opts: SessionFixture
 				text('I asked to restart caddy in container 100; approve it and I will check it.')
 			]
 		},
-		{ role: 'system', origin: 'continuation', parts: [{ type: 'note', kind: 'execution', text: 'restart caddy succeeded' }] },
+		{ role: 'system', origin: 'continuation', parts: [note('execution', 'restart caddy succeeded')] },
 		{
 			role: 'assistant',
 			origin: 'continuation',

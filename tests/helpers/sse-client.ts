@@ -1,6 +1,7 @@
-/** Reads an SSE Response body and yields parsed events (id, type, data). */
-export async function* readSse(res: Response): AsyncGenerator<{ id: number; type: string; data: Record<string, unknown> }> {
+/** Reads an SSE Response body and yields parsed events (id, type, data); `signal` ends it like a dropped connection. */
+export async function* readSse(res: Response, signal?: AbortSignal): AsyncGenerator<{ id: number; type: string; data: Record<string, unknown> }> {
 	const reader = res.body!.getReader();
+	signal?.addEventListener('abort', () => void reader.cancel().catch(() => undefined), { once: true });
 	const decoder = new TextDecoder();
 	let buf = '';
 	try {
@@ -24,6 +25,6 @@ export async function* readSse(res: Response): AsyncGenerator<{ id: number; type
 			}
 		}
 	} finally {
-		reader.releaseLock();
+		if (!signal?.aborted) reader.releaseLock();
 	}
 }

@@ -7,6 +7,7 @@ import { continueSession } from '../../src/lib/server/agent/continuation';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
+import { view } from '../helpers/message-view';
 
 useTestDatabase();
 let llm: ScriptedLlm;
@@ -62,7 +63,7 @@ describe('continuation: the system is the event loop', () => {
 		const sent = JSON.stringify(llm.requests[0].body);
 		expect(sent).toContain(`execution ${id} (pct_create on host:strong) succeeded: CT 105 (typetype) created and started`);
 		expect(msgs.filter((m) => m.role === 'user')).toHaveLength(1);
-		expect(msgs.find((m) => m.role === 'system')?.parts[0]).toMatchObject({ type: 'note', kind: 'execution' });
+		expect(view(msgs.find((m) => m.role === 'system')!.parts)[0]).toMatchObject({ type: 'note', kind: 'execution' });
 	});
 
 	it('folds several finished executions into one turn', async () => {

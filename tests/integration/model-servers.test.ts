@@ -15,6 +15,8 @@ import type { Dialect } from '../doubles/llm/types';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost } from '../helpers/executions';
+import { view } from '../helpers/message-view';
+import type { MessagePart } from '../../src/lib/types/messages';
 
 useTestDatabase();
 let llm: ScriptedLlm;
@@ -52,8 +54,7 @@ async function session(text: string): Promise<string> {
 	});
 }
 const reply = async (sessionId: string) => (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant').at(-1)!;
-type Call = { type: 'tool-call'; toolName: string; input: unknown; state: string; output?: unknown };
-const calls = (parts: unknown[]) => parts.filter((p): p is Call => (p as Call).type === 'tool-call');
+const calls = (parts: MessagePart[]) => view(parts).flatMap((p) => (p.type === 'tool-call' ? [p] : []));
 
 describe('Ollama', () => {
 	it('two parallel tool calls that both say index 0 run as two calls, not one merged call', async () => {
@@ -87,7 +88,7 @@ describe('Ollama', () => {
 		expect(JSON.stringify(m.parts)).toContain('retrying without streaming');
 		// Streamed, dropped; then the rest of this turn's steps are asked without streaming.
 		expect(llm.requests.map((r) => r.body?.stream)).toEqual([true, false, false]);
-		expect(m.parts.at(-1)).toMatchObject({ type: 'text', text: 'CT 100 caddy and CT 102 backup.' });
+		expect(view(m.parts).at(-1)).toMatchObject({ type: 'text', text: 'CT 100 caddy and CT 102 backup.' });
 	});
 
 	it('NOMOS_MODEL_STREAM_TOOLS=off never streams a request that offers tools', async () => {
@@ -128,7 +129,7 @@ describe('Ollama', () => {
 		expect(body).toContain('follow-up 19');
 		expect(body).toContain('left out to fit');
 		const m = await reply(s);
-		const note = m.parts.find((p) => p.type === 'note' && p.kind === 'context') as { text: string } | undefined;
+		const note = view(m.parts).find((p) => p.type === 'note' && p.kind === 'context') as { text: string } | undefined;
 		expect(note?.text).toMatch(/read only 2048 prompt tokens of about \d+ sent/);
 		expect(note?.text).toContain('OLLAMA_CONTEXT_LENGTH');
 	});
@@ -145,7 +146,7 @@ describe.each<Dialect>(['openai', 'ollama', 'llamacpp', 'vllm'])('the flows on %
 		);
 		const s = await session('how is strong?');
 		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
-		expect((await reply(s)).parts).toEqual([{ type: 'text', text: 'All quiet on strong.' }]);
+		expect(view((await reply(s)).parts)).toEqual([{ type: 'text', text: 'All quiet on strong.' }]);
 
 		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
 		const [req] = calls((await reply(s)).parts);

@@ -6,6 +6,7 @@ import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
+import { view } from '../helpers/message-view';
 
 useTestDatabase();
 let llm: ScriptedLlm;
@@ -40,7 +41,7 @@ describe('the turn runner', () => {
 		expect(r.status).toBe('complete');
 		const msgs = await listMessages(sql(), sessionId);
 		expect(msgs.map((m) => m.role)).toEqual(['user', 'assistant']);
-		expect(msgs[1].parts).toEqual([{ type: 'text', text: 'Hi! The fleet is **fine**.' }]);
+		expect(view(msgs[1].parts)).toEqual([{ type: 'text', text: 'Hi! The fleet is **fine**.' }]);
 		expect(msgs[1].rev).toBeGreaterThan(1);
 		expect((await getSession(sql(), sessionId))?.taskState).toBe('completed');
 		// The model got the system prompt and the replayed history.
@@ -57,11 +58,11 @@ describe('the turn runner', () => {
 		expect(llm.requests).toHaveLength(3);
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.status).toBe('error');
-		expect(msg.parts.slice(0, 2)).toMatchObject([
+		expect(view(msg.parts).slice(0, 2)).toMatchObject([
 			{ type: 'note', kind: 'retry', text: expect.stringMatching(/^An empty reply; retrying without streaming \(attempt 2 of 3\)/) },
 			{ type: 'note', kind: 'retry' }
 		]);
-		expect((msg.parts[2] as { text: string }).text).toMatch(/returned nothing 3 times \(an empty reply\)/);
+		expect((view(msg.parts)[2] as { text: string }).text).toMatch(/returned nothing 3 times \(an empty reply\)/);
 	});
 
 	it('recovers when the retry answers', async () => {
@@ -70,8 +71,8 @@ describe('the turn runner', () => {
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('complete');
 		const [, msg] = await listMessages(sql(), sessionId);
-		expect(msg.parts.map((p) => p.type)).toEqual(['note', 'text']);
-		expect((msg.parts[0] as { text: string }).text).toMatch(/^A server error \(HTTP 500\); retrying/);
+		expect(view(msg.parts).map((p) => p.type)).toEqual(['note', 'text']);
+		expect((view(msg.parts)[0] as { text: string }).text).toMatch(/^A server error \(HTTP 500\); retrying/);
 	});
 
 	it('reports HTTP 429 three times as an error message, never a blank one', async () => {
@@ -81,7 +82,7 @@ describe('the turn runner', () => {
 		expect(r.status).toBe('error');
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.error).toMatch(/429/);
-		expect(JSON.stringify(msg.parts)).toMatch(/rate-limiting/);
+		expect(JSON.stringify(view(msg.parts))).toMatch(/rate-limiting/);
 	});
 
 	it('a stream cut mid-way is retried, keeping what was shown, and the model continues from it', async () => {
@@ -90,10 +91,10 @@ describe('the turn runner', () => {
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('complete');
 		const [, msg] = await listMessages(sql(), sessionId);
-		const partial = (msg.parts[0] as { text: string }).text;
+		const partial = (view(msg.parts)[0] as { text: string }).text;
 		expect(partial.length).toBeGreaterThan(0);
-		expect(msg.parts[1]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^The connection to the model server dropped mid-reply; retrying/) });
-		expect(msg.parts[2]).toMatchObject({ type: 'text', text: ' …and that is the rest of it.' });
+		expect(view(msg.parts)[1]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^The connection to the model server dropped mid-reply; retrying/) });
+		expect(view(msg.parts)[2]).toMatchObject({ type: 'text', text: ' …and that is the rest of it.' });
 		// The retry carried the partial answer as the assistant's own words.
 		const sent = llm.requests[1].body!.messages!;
 		expect(sent.at(-1)).toMatchObject({ role: 'assistant' });
@@ -110,9 +111,9 @@ describe('the turn runner', () => {
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('error');
 		const [, msg] = await listMessages(sql(), sessionId);
-		expect(msg.parts[0].type).toBe('text');
-		expect(msg.parts.at(-1)).toMatchObject({ type: 'note', kind: 'error' });
-		expect(msg.parts.at(-1)).not.toMatchObject({ text: expect.stringContaining('HTTP 200') });
+		expect(view(msg.parts)[0].type).toBe('text');
+		expect(view(msg.parts).at(-1)).toMatchObject({ type: 'note', kind: 'error' });
+		expect(view(msg.parts).at(-1)).not.toMatchObject({ text: expect.stringContaining('HTTP 200') });
 	});
 
 	it('honours Retry-After on a 429, with a note that says when, and Stop works while it waits', async () => {
@@ -124,7 +125,7 @@ describe('the turn runner', () => {
 		expect(gap).toBeGreaterThanOrEqual(1000);
 		expect(gap).toBeLessThan(5000);
 		const [, msg] = await listMessages(sql(), sessionId);
-		expect(msg.parts[0]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^Rate limited by the model server \(HTTP 429\); retrying in 1 s/), data: { until: expect.any(String) } });
+		expect(view(msg.parts)[0]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^Rate limited by the model server \(HTTP 429\); retrying in 1 s/), data: { until: expect.any(String) } });
 
 		const s2 = await newSession('again');
 		llm.push({ fault: 'http429', retryAfter: 30 });
@@ -151,10 +152,10 @@ describe('the turn runner', () => {
 		expect(r.status).toBe('cancelled');
 		const [, msg] = await listMessages(sql(), sessionId);
 		expect(msg.status).toBe('cancelled');
-		const text = (msg.parts[0] as { text: string }).text;
+		const text = (view(msg.parts)[0] as { text: string }).text;
 		expect(text.length).toBeGreaterThan(0);
 		expect(text.length).toBeLessThan('a long answer that takes a while to stream'.length);
-		expect(msg.parts.at(-1)).toMatchObject({ type: 'note', kind: 'cancelled' });
+		expect(view(msg.parts).at(-1)).toMatchObject({ type: 'note', kind: 'cancelled' });
 	});
 
 	it('injects notes for the model without storing them as operator words', async () => {

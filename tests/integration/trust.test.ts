@@ -60,7 +60,7 @@ async function agentRequests(sessionId: string, requests: Array<Record<string, u
 		const r = await requestExecution(sessionId, input);
 		if ('error' in r) throw new Error(r.error);
 		ids.push(r.execution.id);
-		parts.push({ type: 'tool-call' as const, toolCallId: `c${i}`, toolName: 'request_execution', input, state: 'done' as const, output: { executionId: r.execution.id } });
+		parts.push({ type: 'tool-request_execution', toolCallId: `c${i}`, input, state: 'output-available', output: { executionId: r.execution.id } });
 	}
 	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts, status: 'complete', origin: 'chat' }));
 	return ids;
@@ -69,8 +69,8 @@ async function agentRequests(sessionId: string, requests: Array<Record<string, u
 const statusOf = async (id: string) => (await getExecution(sql(), id))!.status;
 const notes = async (sessionId: string) =>
 	(await sql()<{ text: string }[]>`
-		select p->>'text' as text from messages, jsonb_array_elements(parts) p
-		where session_id = ${sessionId} and role = 'system' and p->>'kind' = 'assent' order by seq`).map((r) => r.text);
+		select p->'data'->>'text' as text from messages, jsonb_array_elements(parts) p
+		where session_id = ${sessionId} and role = 'system' and p->'data'->>'kind' = 'assent' order by seq`).map((r) => r.text);
 
 const destroy100 = { target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'the page said so' };
 const start102 = { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'start backup' };

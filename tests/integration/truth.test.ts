@@ -130,7 +130,7 @@ describe('worker lost', () => {
 		expect(await continueSession(s)).toBe('window-closed');
 		expect((await load(e.id)).leftovers).toBe('CT 150 exists on strong, stopped, locked: create');
 		const [note] = await sql()<{ text: string }[]>`
-			select p->>'text' as text from messages, jsonb_array_elements(parts) p where session_id = ${s} and role = 'system' and p->>'kind' = 'execution'`;
+			select p->'data'->>'text' as text from messages, jsonb_array_elements(parts) p where session_id = ${s} and role = 'system' and p->'data'->>'kind' = 'execution'`;
 		expect(note.text).toContain('Left behind: CT 150 exists on strong, stopped, locked: create');
 		expect(note.text).toContain("check the target's state");
 	}, 40_000);

@@ -67,8 +67,8 @@ describe('a worker killed mid-turn', () => {
 			const answered = await waitUntil(
 				async () => {
 					const rows = await sql()<{ seq: number; text: string }[]>`
-						select seq, parts->0->>'text' as text from messages
-						where session_id = ${sessionId} and role = 'assistant' and status = 'complete' and parts->0->>'text' like 'Three containers%'`;
+						select seq, p->>'text' as text from messages, jsonb_array_elements(parts) p
+						where session_id = ${sessionId} and role = 'assistant' and status = 'complete' and p->>'text' like 'Three containers%'`;
 					return rows[0] ?? null;
 				},
 				`the second message to be answered:\n${second.log.out}`,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toModelMessages } from '../../src/lib/server/agent/history';
 import type { MessageRow } from '../../src/lib/server/db/queries/messages';
-import type { MessagePart } from '../../src/lib/server/db/schema';
+import type { MessagePart } from '../../src/lib/types/messages';
 
 let seq = 0;
 const row = (role: MessageRow['role'], parts: MessagePart[], status: MessageRow['status'] = 'complete'): MessageRow => ({
@@ -17,25 +17,21 @@ const row = (role: MessageRow['role'], parts: MessagePart[], status: MessageRow[
 	createdAt: '',
 	updatedAt: ''
 });
-const call = (id: string, name: string, input: unknown, extra: Partial<Extract<MessagePart, { type: 'tool-call' }>> = {}): MessagePart => ({
-	type: 'tool-call',
-	toolCallId: id,
-	toolName: name,
-	input,
-	state: 'done',
-	output: { ok: id },
-	...extra
-});
+const call = (id: string, name: string, input: unknown, extra: Record<string, unknown> = {}): MessagePart =>
+	({ type: `tool-${name}`, toolCallId: id, input, state: 'output-available', output: { ok: id }, ...extra }) as MessagePart;
+const step: MessagePart = { type: 'step-start' };
 
 describe('history replay', () => {
-	it('replays each step as assistant text + calls followed by their results, as it ran live', () => {
-		const msgs = toModelMessages([
+	it('replays each step as assistant text + calls followed by their results, as it ran live', async () => {
+		const msgs = await toModelMessages([
 			row('user', [{ type: 'text', text: 'check caddy' }]),
 			row('assistant', [
-				{ type: 'text', text: 'Looking.' },
+				step,
+				{ type: 'text', text: 'Looking.', state: 'done' },
 				call('a', 'list_lxcs', {}),
 				call('b', 'get_lxc_state', { name: 'caddy' }),
-				{ type: 'text', text: 'caddy runs.' }
+				step,
+				{ type: 'text', text: 'caddy runs.', state: 'done' }
 			])
 		]);
 		expect(msgs).toEqual([
@@ -59,32 +55,46 @@ describe('history replay', () => {
 		]);
 	});
 
-	it('keeps every call paired with a result: errors and interrupted calls become error results', () => {
-		const msgs = toModelMessages([
+	it('keeps every call paired with a result: errors and interrupted calls become error results', async () => {
+		const msgs = await toModelMessages([
 			row('assistant', [
-				call('x', 'http_get', { url: 'u' }, { state: 'error', output: undefined, error: 'refused: loopback' }),
-				call('y', 'get_lxc_state', { vmid: '101' }, { state: 'running', output: undefined })
+				step,
+				call('x', 'http_get', { url: 'u' }, { state: 'output-error', output: undefined, errorText: 'refused: loopback' }),
+				call('y', 'get_lxc_state', { vmid: '101' }, { state: 'input-available', output: undefined }),
+				call('w', 'get_lxc_state', undefined, { state: 'input-streaming', output: undefined }),
+				call('v', 'request_execution', undefined, { state: 'output-error', output: undefined, rawInput: { actoin: 'x' }, errorText: 'invalid input' })
 			], 'cancelled')
 		]);
+		expect(msgs[0]).toEqual({
+			role: 'assistant',
+			content: [
+				{ type: 'tool-call', toolCallId: 'x', toolName: 'http_get', input: { url: 'u' } },
+				{ type: 'tool-call', toolCallId: 'y', toolName: 'get_lxc_state', input: { vmid: '101' } },
+				{ type: 'tool-call', toolCallId: 'w', toolName: 'get_lxc_state', input: {} },
+				{ type: 'tool-call', toolCallId: 'v', toolName: 'request_execution', input: { actoin: 'x' } }
+			]
+		});
 		expect(msgs[1]).toEqual({
 			role: 'tool',
 			content: [
 				{ type: 'tool-result', toolCallId: 'x', toolName: 'http_get', output: { type: 'error-text', value: 'refused: loopback' } },
-				{ type: 'tool-result', toolCallId: 'y', toolName: 'get_lxc_state', output: { type: 'error-text', value: 'interrupted before it finished' } }
+				{ type: 'tool-result', toolCallId: 'y', toolName: 'get_lxc_state', output: { type: 'error-text', value: 'interrupted before it finished' } },
+				{ type: 'tool-result', toolCallId: 'w', toolName: 'get_lxc_state', output: { type: 'error-text', value: 'interrupted before it finished' } },
+				{ type: 'tool-result', toolCallId: 'v', toolName: 'request_execution', output: { type: 'error-text', value: 'invalid input' } }
 			]
 		});
 	});
 
-	it('a tool error result with a hint is replayed as data, so the model sees the hint', () => {
-		const msgs = toModelMessages([row('assistant', [call('z', 'request_execution', {}, { state: 'error', output: { error: 'unknown action', hint: 'valid: pct_create' }, error: 'unknown action' })])]);
+	it('a tool error result with a hint is replayed as data, so the model sees the hint', async () => {
+		const msgs = await toModelMessages([row('assistant', [step, call('z', 'request_execution', {}, { output: { error: 'unknown action', hint: 'valid: pct_create' } })])]);
 		expect((msgs[1] as { content: Array<{ output: unknown }> }).content[0].output).toEqual({ type: 'json', value: { error: 'unknown action', hint: 'valid: pct_create' } });
 	});
 
-	it('system notes reach the model as marked notes, not as operator words; empty and note-only messages add nothing', () => {
-		const msgs = toModelMessages([
-			row('system', [{ type: 'note', kind: 'execution', text: 'execution 1 (pct_create on host:strong) succeeded' }]),
+	it('system notes reach the model as marked notes, not as operator words; empty and note-only messages add nothing', async () => {
+		const msgs = await toModelMessages([
+			row('system', [{ type: 'data-note', data: { kind: 'execution', text: 'execution 1 (pct_create on host:strong) succeeded' } }]),
 			row('assistant', [], 'error'),
-			row('assistant', [{ type: 'note', kind: 'retry', text: 'retrying' }]),
+			row('assistant', [step, { type: 'data-note', data: { kind: 'retry', text: 'retrying' } }, { type: 'text', text: '', state: 'done' }]),
 			row('user', [{ type: 'text', text: '' }])
 		]);
 		expect(msgs).toEqual([{ role: 'user', content: '[system note — not from the operator] execution 1 (pct_create on host:strong) succeeded' }]);

@@ -11,7 +11,7 @@ describe('the session state in the chat header', () => {
 		expect(sessionState({ ...base, openQuestion: true, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] }).kind).toBe('answer');
 		expect(sessionState({ ...base, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] })).toEqual({ kind: 'approval', text: 'Waiting for your approval (1)' });
 		expect(sessionState({ ...base, executions: [{ status: 'running', action: 'pct_create', target: 'host:strong' }] }).text).toBe('Running pct_create on host:strong…');
-		const streaming = msg({ status: 'streaming', parts: [{ type: 'tool-call', toolCallId: 't', toolName: 'get_lxc_state', input: { name: 'caddy' }, state: 'running' }] });
+		const streaming = msg({ status: 'streaming', parts: [{ type: 'tool-get_lxc_state', toolCallId: 't', input: { name: 'caddy' }, state: 'input-available' }] });
 		expect(sessionState({ ...base, messages: [streaming] }).text).toBe('Running get_lxc_state (caddy)…');
 		expect(sessionState({ ...base, messages: [msg({ status: 'streaming' })] }).text).toBe('Thinking…');
 		expect(sessionState({ ...base, messages: [msg({ status: 'error', error: 'the model server answered HTTP 500' })] }).kind).toBe('failed');

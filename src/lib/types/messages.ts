@@ -1,4 +1,5 @@
-// Chat messages as stored and as sent to the browser.
+// Chat messages as stored and as sent to the browser: the AI SDK's UIMessage parts.
+import type { DataUIPart, DynamicToolUIPart, ToolUIPart, UIMessage, UIMessageChunk } from 'ai';
 
 export const messageRoles = ['user', 'assistant', 'system'] as const;
 export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
@@ -6,19 +7,19 @@ export const messageOrigins = ['chat', 'resume', 'continuation'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 
+/** What a Nomos note says (a retry, an error, a cut context, a system note of its own). */
+export type NoteData = { kind: string; text: string; data?: Record<string, unknown> };
+/** Nomos's own data parts: `data-note`. */
+export type NomosDataTypes = { note: NoteData };
+
+/** A message in the AI SDK's model: text, `tool-<name>` parts with their states, `data-note`, `step-start`. */
+export type NomosUIMessage = UIMessage<unknown, NomosDataTypes>;
 /** One ordered part of a message, as stored and as rendered. */
-export type MessagePart =
-	| { type: 'text'; text: string }
-	| {
-			type: 'tool-call';
-			toolCallId: string;
-			toolName: string;
-			input: unknown;
-			state: 'running' | 'done' | 'error';
-			output?: unknown;
-			error?: string;
-	  }
-	| { type: 'note'; kind: string; text: string; data?: Record<string, unknown> };
+export type MessagePart = NomosUIMessage['parts'][number];
+/** One change to a streaming message, as the SDK's UI message stream carries it. */
+export type MessageChunk = UIMessageChunk<unknown, NomosDataTypes>;
+export type ToolPart = ToolUIPart | DynamicToolUIPart;
+export type NotePart = DataUIPart<NomosDataTypes>;
 
 export type MessageRow = {
 	id: string;
@@ -29,8 +30,21 @@ export type MessageRow = {
 	status: MessageStatus;
 	origin: MessageOrigin;
 	error: string | null;
+	/** The last delta folded into `parts` (see messages/fold.ts). */
 	rev: number;
 	/** ISO 8601 text (see db/index.ts). */
 	createdAt: string;
 	updatedAt: string;
+};
+
+/**
+ * The payload of a `message.delta` event: the chunks that took the message from `rev - 1` to
+ * `rev`; on the last delta of a turn also its final status (and error).
+ */
+export type MessageDelta = {
+	messageId: string;
+	rev: number;
+	chunks: MessageChunk[];
+	status?: MessageStatus;
+	error?: string | null;
 };

@@ -1,4 +1,5 @@
-import { callTitle, type ChatMessage, type ToolCallPart } from '$lib/chat-types';
+import { callTitle, callView, type ChatMessage } from '$lib/chat-types';
+import { isRunning, isToolPart } from '$lib/messages/parts';
 
 export type SessionStateKind = 'answer' | 'running' | 'thinking' | 'queued' | 'no-worker' | 'approval' | 'failed' | 'idle';
 
@@ -19,8 +20,8 @@ export function sessionState(s: {
 	const pending = s.executions.filter((e) => e.status === 'awaiting_approval');
 	if (s.openQuestion) return { kind: 'answer', text: 'Waiting for your answer' };
 	if (streaming) {
-		const tool = [...streaming.parts].reverse().find((p): p is ToolCallPart => p.type === 'tool-call' && p.state === 'running');
-		return { kind: 'thinking', text: tool ? `Running ${callTitle(tool)}…` : 'Thinking…' };
+		const tool = [...streaming.parts].reverse().find((p) => isToolPart(p) && isRunning(p));
+		return { kind: 'thinking', text: tool && isToolPart(tool) ? `Running ${callTitle(callView(tool))}…` : 'Thinking…' };
 	}
 	if (running.length) {
 		if (s.noWorker) return { kind: 'no-worker', text: 'Approved, waiting for a worker' };

@@ -1,147 +1,166 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
-import { insertMessage, touchStreaming, updateMessage } from '../db/queries/messages';
-import type { MessageOrigin, MessagePart, MessageStatus } from '../db/schema';
+import { insertMessage, touchStreaming, writeFinalMessage } from '../db/queries/messages';
+import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageStatus } from '../../types/messages';
+import { foldChunks, TEXT_ID } from '../../messages/fold';
+import { isRunning, isToolPart } from '../../messages/parts';
 import { boundedForStorage, boundedText } from './tools/context';
 
-type ToolCallPart = Extract<MessagePart, { type: 'tool-call' }>;
-
-/** At most this many writes per second per message while streaming; the final write is exact. */
-const FLUSH_MS = 50;
+/** Chunks are sent at most this often while text streams; anything else is sent at once. */
+const FLUSH_MS = 100;
 const HEARTBEAT_MS = 15_000;
 
 /**
- * The assistant message of one turn: created as a `streaming` placeholder at once, then
- * rewritten in place (throttled) as text and tool calls arrive, each write with its
- * `message.updated` event, so a reload or a replay shows everything so far.
+ * The assistant message of one turn, in the AI SDK's message model. Created as an empty
+ * `streaming` row at once; then every change is a UI message chunk, and what changed since the
+ * last flush goes out as one `message.delta` event (`rev` counts them). The row itself is
+ * written once more, exactly, when the turn ends (with the last delta, in one transaction); a
+ * reader of a streaming message folds its deltas onto the row (see queries/messages.ts). The
+ * parts are never tracked by hand: they are the SDK's fold of the chunks (messages/fold.ts), the
+ * same fold every browser runs, so what a browser shows is what is stored.
  */
 export class MessageWriter {
-	readonly parts: MessagePart[] = [];
+	#parts: MessagePart[] = [];
+	#rev: number;
+	#pending: MessageChunk[] = [];
+	#textOpen = false;
 	#timer: NodeJS.Timeout | undefined;
 	#chain: Promise<void> = Promise.resolve();
-	#status: MessageStatus = 'streaming';
 	#heartbeat: NodeJS.Timeout;
 
 	private constructor(
 		readonly id: string,
-		readonly sessionId: string
+		readonly sessionId: string,
+		rev: number
 	) {
+		this.#rev = rev;
 		// Proof of life for the sweeper: a streaming message nobody touches for a minute was orphaned by a dead worker.
 		this.#heartbeat = setInterval(() => void touchStreaming(sql(), id).catch(() => undefined), HEARTBEAT_MS);
 		this.#heartbeat.unref();
 	}
 
 	static async start(sessionId: string, origin: MessageOrigin): Promise<MessageWriter> {
-		const id = await sql().begin(async (tx) => {
+		const row = await sql().begin(async (tx) => {
 			const row = await insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'streaming', origin });
 			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: row.id } });
-			return row.id;
+			return row;
 		});
-		return new MessageWriter(id, sessionId);
+		return new MessageWriter(row.id, sessionId, row.rev);
 	}
 
-	get hasContent(): boolean {
-		return this.parts.some((p) => (p.type === 'text' && p.text.trim() !== '') || p.type === 'tool-call');
+	/** The parts as folded so far (after every pending chunk). */
+	async parts(): Promise<MessagePart[]> {
+		this.flush();
+		await this.#chain;
+		return this.#parts;
+	}
+
+	async hasContent(): Promise<boolean> {
+		return (await this.parts()).some((p) => (p.type === 'text' && p.text.trim() !== '') || isToolPart(p));
 	}
 
 	appendText(text: string): void {
-		const last = this.parts[this.parts.length - 1];
-		if (last?.type === 'text') last.text += text;
-		else this.parts.push({ type: 'text', text });
-		this.#schedule();
+		if (!text) return;
+		if (!this.#textOpen) {
+			this.#pending.push({ type: 'text-start', id: TEXT_ID });
+			this.#textOpen = true;
+		}
+		const last = this.#pending[this.#pending.length - 1];
+		// Consecutive text arrives as one delta per flush, not one per model token.
+		if (last?.type === 'text-delta') last.delta += text;
+		else this.#pending.push({ type: 'text-delta', id: TEXT_ID, delta: text });
+		this.#timer ??= setTimeout(() => this.flush(), FLUSH_MS);
 	}
 
 	addNote(kind: string, text: string, data?: Record<string, unknown>): void {
-		this.parts.push({ type: 'note', kind, text, ...(data ? { data } : {}) });
+		this.#push({ type: 'data-note', data: { kind, text, ...(data ? { data } : {}) } });
+		this.flush();
+	}
+
+	startStep(): void {
+		this.#push({ type: 'start-step' });
+	}
+
+	finishStep(): void {
+		this.#push({ type: 'finish-step' });
 		this.flush();
 	}
 
 	/** A tool call appears as soon as the model starts it; its input follows. */
 	startToolCall(toolCallId: string, toolName: string): void {
-		if (this.#call(toolCallId)) return;
-		this.parts.push({ type: 'tool-call', toolCallId, toolName, input: undefined, state: 'running' });
+		this.#push({ type: 'tool-input-start', toolCallId, toolName });
 		this.flush();
 	}
 
 	setToolInput(toolCallId: string, toolName: string, rawInput: unknown): void {
-		const input = boundedForStorage(rawInput);
-		const call = this.#call(toolCallId);
-		if (call) call.input = input;
-		else this.parts.push({ type: 'tool-call', toolCallId, toolName, input, state: 'running' });
+		this.#push({ type: 'tool-input-available', toolCallId, toolName, input: boundedForStorage(rawInput) });
 		this.flush();
 	}
 
 	finishToolCall(toolCallId: string, output: unknown): void {
-		const call = this.#call(toolCallId);
-		if (!call) return;
-		call.output = boundedForStorage(output, 64 * 1024);
-		const err = output && typeof output === 'object' && 'error' in output ? String((output).error) : null;
-		call.state = err ? 'error' : 'done';
-		if (err) call.error = err;
+		this.#push({ type: 'tool-output-available', toolCallId, output: boundedForStorage(output, 64 * 1024) });
 		this.flush();
 	}
 
-	failToolCall(toolCallId: string, toolName: string, rawError: string, rawInput?: unknown): void {
-		const input = boundedForStorage(rawInput);
-		const error = boundedText(rawError);
-		let call = this.#call(toolCallId);
-		if (!call) {
-			call = { type: 'tool-call', toolCallId, toolName, input, state: 'error' };
-			this.parts.push(call);
-		}
-		call.state = 'error';
-		call.error = error;
-		if (call.input === undefined || input !== undefined) call.input = input;
+	/** A call the model made with arguments that do not fit the tool (kept as `rawInput`). */
+	rejectToolCall(toolCallId: string, toolName: string, rawError: string, rawInput?: unknown): void {
+		this.#push({ type: 'tool-input-error', toolCallId, toolName, input: boundedForStorage(rawInput), errorText: boundedText(rawError) });
 		this.flush();
 	}
 
-	/** Drops everything written by a failed attempt (before a retry). */
-	reset(keep: (p: MessagePart) => boolean): void {
-		const kept = this.parts.filter(keep);
-		this.parts.length = 0;
-		this.parts.push(...kept);
+	/** A call whose tool failed while running. */
+	failToolCall(toolCallId: string, rawError: string): void {
+		this.#push({ type: 'tool-output-error', toolCallId, errorText: boundedText(rawError) });
 		this.flush();
 	}
 
-	/** Marks tool calls still running as interrupted (cancel, crash of the stream). */
-	interruptRunning(reason: string): void {
-		for (const p of this.parts)
-			if (p.type === 'tool-call' && p.state === 'running') {
-				p.state = 'error';
-				p.error = reason;
-			}
+	/** Marks tool calls still running as failed with `reason` (cancel, crash of the stream). */
+	async interruptRunning(reason: string): Promise<void> {
+		for (const p of await this.parts()) if (isToolPart(p) && isRunning(p)) this.#push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: reason });
+		this.flush();
 	}
 
+	/** Sends what is pending as one delta. */
 	flush(): void {
 		clearTimeout(this.#timer);
 		this.#timer = undefined;
-		const parts = structuredClone(this.parts);
-		const status = this.#status;
-		this.#chain = this.#chain.then(() => this.#write(parts, status)).catch((e) => console.error(`[nomos] message write failed: ${(e as Error).message}`));
+		if (this.#pending.length === 0) return;
+		const chunks = this.#pending;
+		this.#pending = [];
+		this.#chain = this.#chain.then(() => this.#commit(chunks)).catch((e) => console.error(`[nomos] message write failed: ${(e as Error).message}`));
 	}
 
+	/** The last delta (closing the text, with the final status) and the exact row, in one transaction. */
 	async finish(status: MessageStatus, error: string | null = null): Promise<void> {
 		clearInterval(this.#heartbeat);
-		this.#status = status;
 		clearTimeout(this.#timer);
 		this.#timer = undefined;
-		const parts = structuredClone(this.parts);
+		this.#closeText();
+		const chunks = this.#pending;
+		this.#pending = [];
 		await this.#chain;
-		await this.#write(parts, status, error);
+		await this.#commit(chunks, { status, error });
 	}
 
-	#schedule(): void {
-		this.#timer ??= setTimeout(() => this.flush(), FLUSH_MS);
+	#push(chunk: MessageChunk): void {
+		this.#closeText();
+		this.#pending.push(chunk);
 	}
 
-	#call(id: string): ToolCallPart | undefined {
-		return this.parts.find((p): p is ToolCallPart => p.type === 'tool-call' && p.toolCallId === id);
+	#closeText(): void {
+		if (!this.#textOpen) return;
+		this.#pending.push({ type: 'text-end', id: TEXT_ID });
+		this.#textOpen = false;
 	}
 
-	async #write(parts: MessagePart[], status: MessageStatus, error?: string | null): Promise<void> {
+	async #commit(chunks: MessageChunk[], end?: { status: MessageStatus; error: string | null }): Promise<void> {
+		const parts = chunks.length ? await foldChunks(this.#parts, chunks) : this.#parts;
+		const delta: MessageDelta = { messageId: this.id, rev: this.#rev + 1, chunks, ...(end ? { status: end.status, error: end.error } : {}) };
 		await sql().begin(async (tx) => {
-			await updateMessage(tx, this.id, { parts, status, ...(error !== undefined ? { error } : {}) });
-			await emitEvent(tx, { sessionId: this.sessionId, type: 'message.updated', payload: { messageId: this.id } });
+			if (end) await writeFinalMessage(tx, this.id, { parts, status: end.status, error: end.error, rev: delta.rev });
+			await emitEvent(tx, { sessionId: this.sessionId, type: 'message.delta', payload: delta });
 		});
+		this.#parts = parts;
+		this.#rev = delta.rev;
 	}
 }

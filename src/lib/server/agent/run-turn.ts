@@ -3,6 +3,7 @@ import { sql } from '../db/index';
 import { listMessages } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
+import { isNotePart } from '../../messages/parts';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel, toModelMessages } from './history';
 import { MessageWriter } from './message-writer';
@@ -59,7 +60,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const fixedChars = systemPrompt().length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
 	// Operator messages still queued are answered by their own turn, next.
-	const history = fitHistory(toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
+	const history = fitHistory(await toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
 	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 
 	let emptyReplies = 0;
@@ -67,12 +68,12 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	for (let attempt = 1; ; attempt++) {
 		// A retry continues the same reply: what the operator already saw stays, and the model
 		// is shown it (as its own partial answer) so it carries on instead of starting over.
-		const sofar = assistantMessages(writer.parts);
+		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
 		const r = await attemptStream(writer, model, sent, tools, signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer);
 		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
-		if (cut && !writer.parts.some((p) => p.type === 'note' && p.kind === 'context')) writer.addNote('context', cut);
+		if (cut && !(await writer.parts()).some((p) => isNotePart(p) && p.data.kind === 'context')) writer.addNote('context', cut);
 		if (!r.error && r.produced) return finish(writer, 'complete', null);
 		if (!r.error) {
 			emptyReplies++;
@@ -80,10 +81,10 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 			unstreamed = true;
 		}
 		const fault = classifyModelError(r.error);
-		writer.interruptRunning(fault.cause);
+		await writer.interruptRunning(fault.cause);
 		if (!fault.retry || attempt >= MAX_ATTEMPTS) {
 			const why = r.error ? describeModelError(r.error) : 'an empty reply';
-			if (writer.hasContent) {
+			if (await writer.hasContent()) {
 				writer.addNote('error', `The turn stopped early: ${why}.`);
 			} else {
 				const times = emptyReplies === attempt ? `${attempt === 2 ? 'twice' : `${attempt} times`} (an empty reply)` : `(${why})`;
@@ -120,8 +121,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 	});
 }
 
-function stopped(writer: MessageWriter): Promise<TurnResult> {
-	writer.interruptRunning('stopped by the operator');
+async function stopped(writer: MessageWriter): Promise<TurnResult> {
+	await writer.interruptRunning('stopped by the operator');
 	writer.addNote('cancelled', 'Stopped by the operator.');
 	return finish(writer, 'cancelled', null);
 }
@@ -165,6 +166,9 @@ async function attemptStream(
 		for await (const part of result.fullStream) {
 			bump();
 			switch (part.type) {
+				case 'start-step':
+					writer.startStep();
+					break;
 				case 'text-delta':
 					if (part.text) writer.appendText(part.text);
 					break;
@@ -173,7 +177,7 @@ async function attemptStream(
 					break;
 				case 'tool-call':
 					if ('invalid' in part && part.invalid) {
-						writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
+						writer.rejectToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
 					} else writer.setToolInput(part.toolCallId, part.toolName, part.input);
 					break;
 				case 'tool-result':
@@ -182,11 +186,11 @@ async function attemptStream(
 					if (part.toolName === 'ask_operator' && isQuestion(part.output)) writer.appendText(`\n\n${part.output.prompt}`);
 					break;
 				case 'tool-error':
-					writer.failToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
+					writer.failToolCall(part.toolCallId, errorText(part.error));
 					break;
 				case 'finish-step':
 					promptTokens ??= part.usage?.inputTokens;
-					writer.flush();
+					writer.finishStep();
 					break;
 				case 'error':
 					error = part.error;
@@ -204,7 +208,7 @@ async function attemptStream(
 	} finally {
 		clearTimeout(idleTimer);
 	}
-	return { produced: writer.hasContent, error, aborted, promptTokens };
+	return { produced: await writer.hasContent(), error, aborted, promptTokens };
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {

@@ -1,9 +1,10 @@
 import type { TransactionSql } from 'postgres';
 import { emitEvent } from '../db/queries/events';
 import { insertMessage } from '../db/queries/messages';
+import { notePart } from '../../messages/parts';
 
 /** Appends a system note message (shown distinct from operator messages; replayed to the model). */
 export async function addSystemNote(tx: TransactionSql, sessionId: string, kind: string, text: string, data?: Record<string, unknown>): Promise<void> {
-	const m = await insertMessage(tx, { sessionId, role: 'system', parts: [{ type: 'note', kind, text, ...(data ? { data } : {}) }], status: 'complete', origin: 'continuation' });
+	const m = await insertMessage(tx, { sessionId, role: 'system', parts: [notePart(kind, text, data)], status: 'complete', origin: 'continuation' });
 	await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: m.id } });
 }

@@ -7,6 +7,7 @@ import { openWindow } from '../db/queries/assent-windows';
 import { decidePlan } from '../db/queries/plans';
 import { decideExecution, type DecideResult } from './lifecycle';
 import { listAssentCandidates } from '../db/queries/executions';
+import { latestRequestedExecutionIds } from '../db/queries/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
 
@@ -80,7 +81,7 @@ export async function approveByTyping(
 	tx: TransactionSql,
 	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string }
 ): Promise<string[]> {
-	const candidates = await listAssentCandidates(tx, m.sessionId, m.shownIds);
+	const candidates = await listAssentCandidates(tx, m.sessionId, m.shownIds, await latestRequestedExecutionIds(tx, m.sessionId));
 	const r = resolveTypedAssent(m.text, candidates);
 	if (r.kind === 'none') return [];
 	const quoted = `"${m.text.trim()}"`;

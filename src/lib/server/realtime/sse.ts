@@ -4,7 +4,7 @@ import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
 
 /** Event types that only session streams carry (token-rate updates). */
-export const SESSION_ONLY_TYPES = ['message.updated'];
+export const SESSION_ONLY_TYPES = ['message.updated', 'message.delta'];
 
 export interface StreamScope {
 	sessionId?: string;
@@ -33,6 +33,8 @@ const encoder = new TextEncoder();
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 
 export function formatEvent(e: OutEvent): string {
+	// A delta is the bulk of a streaming turn's traffic: it carries only what folding it needs.
+	if (e.type === 'message.delta') return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ id: e.id, type: e.type, payload: e.payload })}\n\n`;
 	const data = JSON.stringify({ id: e.id, sessionId: e.sessionId, type: e.type, payload: e.payload, message: e.message, execution: e.execution, plan: e.plan, createdAt: e.createdAt });
 	return `id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`;
 }

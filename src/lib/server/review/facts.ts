@@ -67,16 +67,25 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 	const detail = opts.detail ?? false;
 	const w = SEVERITY_WEIGHT;
 	const sessions = where ?? sql`true`;
-	// p: one part of a message, its fields extracted once.
+	// p: one part of a message (AI SDK UIMessage parts), its fields extracted once. A tool call is
+	// a `tool-<name>` part; a Nomos note is a `data-note` part with { kind, text } in `data`.
+	const isCall = (p: Fragment) => sql`${p}.type like 'tool-%'`;
+	// The tool's name; '?' for a nameless `tool-` part.
+	const toolName = (p: Fragment) => sql`coalesce(nullif(substr(${p}.type, 6), ''), '?')`;
+	// A failed call's message: the SDK's errorText (output-error), else a result's { error } or a
+	// text result (see callError in messages/parts.ts).
 	const errText = (p: Fragment) =>
-		sql`coalesce(${p}.error, ${p}.output ->> 'error', case when jsonb_typeof(${p}.output) = 'string' then ${p}.output #>> '{}' end)`;
-	const failed = sql`(p.state = 'error' or p.output ->> 'error' is not null
-		or (jsonb_typeof(p.output) = 'string' and lower(p.output #>> '{}') like '%error%'))`;
+		sql`coalesce(${p}."errorText", ${p}.output ->> 'error', case when jsonb_typeof(${p}.output) = 'string' then ${p}.output #>> '{}' end)`;
+	// A call failed: output-error, or a result object with an `error` key (as callError), or a
+	// text result saying "error". (`?` alone would also match a string or an array element.)
+	const failed = sql`(p.state = 'output-error'
+		or (p.state = 'output-available' and ((p.output ? 'error' and jsonb_typeof(p.output) = 'object')
+			or (jsonb_typeof(p.output) = 'string' and lower(p.output #>> '{}') like '%error%'))))`;
 	// The list goes over as one string: array parameters depend on the client's type setup.
 	const likeAny = (x: Fragment, patterns: string[]) => sql`lower(${x}) like any(string_to_array(${patterns.join('\n')}::text, chr(10)))`;
 	const toolCounts = commaList(
 		sql,
-		TOOL_NAMES.map((n) => sql`count(*) filter (where p."toolName" = ${n})`)
+		TOOL_NAMES.map((n) => sql`count(*) filter (where p.type = ${'tool-' + n})`)
 	);
 	const ge = toolSlot('get_entity');
 	const gl = toolSlot('get_lxc_state');
@@ -92,12 +101,12 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 	r_sess as (select c.id, c.title, c.created_at from chat_sessions c where ${sessions}),
 	r_m as materialized (
 		select m.id, m.session_id as sid, m.seq, m.role, m.status, m.origin, m.created_at,
-			count(*) filter (where p.type = 'tool-call')::int as calls,
+			count(*) filter (where ${isCall(sql`p`)})::int as calls,
 			array[${toolCounts}]::int[] as tool_counts,
 			-- failed calls' tool names, space-separated; '!' marks "unknown action/tool" errors
-			string_agg(coalesce(p."toolName", '?') || case when ${errText(sql`p`)} ~* ${TOOL_CAP_RE} then '!' else '' end, ' ')
-				filter (where p.type = 'tool-call' and ${failed}) as failed_tools,
-			count(*) filter (where p.type = 'note' and p.kind = 'retry')::int as retries,
+			string_agg(${toolName(sql`p`)} || case when ${errText(sql`p`)} ~* ${TOOL_CAP_RE} then '!' else '' end, ' ')
+				filter (where ${isCall(sql`p`)} and ${failed}) as failed_tools,
+			count(*) filter (where p.type = 'data-note' and p.data ->> 'kind' = 'retry')::int as retries,
 			-- what the text parts say, as bits (one aggregate instead of five; see above)
 			coalesce(bit_or(case when p.type = 'text' and btrim(p.text) <> '' then 1
 				| case when m.role = 'assistant' and ${likeAny(sql`p.text`, CANNOT_LIKE)} and p.text ~* ${CANNOT_RE} then 2 else 0 end
@@ -107,13 +116,14 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 				end), 0) as tbits
 			${detail ? sql`,
 			left(regexp_replace(coalesce(nullif(btrim(${fullText}), ''),
-				string_agg(p.text, chr(10)) filter (where p.type = 'note'), ''), '[[:space:]]+', ' ', 'g'), 121) as summary,
+				string_agg(p.data ->> 'text', chr(10)) filter (where p.type = 'data-note'), ''), '[[:space:]]+', ' ', 'g'), 121) as summary,
 			left(${fullText}, 400) as text,
-			string_agg(p."toolName", ' ') filter (where p.type = 'tool-call') as tools,
-			count(*) filter (where p."toolName" = 'get_entity' and p.input ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
+			string_agg(nullif(substr(p.type, 6), ''), ' ') filter (where ${isCall(sql`p`)}) as tools,
+			-- an invalid call keeps its arguments in rawInput (see callInput in messages/parts.ts)
+			count(*) filter (where p.type = 'tool-get_entity' and coalesce(p.input, p."rawInput") ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
 		from messages m
 		left join lateral jsonb_to_recordset(m.parts)
-			as p(type text, "toolName" text, state text, error text, output jsonb, text text, kind text ${detail ? sql`, input jsonb` : sql``}) on true
+			as p(type text, state text, "errorText" text, output jsonb, text text, data jsonb ${detail ? sql`, input jsonb, "rawInput" jsonb` : sql``}) on true
 		${where ? sql`where m.session_id in (select c.id from chat_sessions c where ${where})` : sql``}
 		group by m.id
 	),
@@ -210,7 +220,7 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 			select case when m.says_cannot then string_agg(q.text, chr(10)) filter (where q.type = 'text') end as cannot_text,
 				min((regexp_match(${errText(sql`q`)}, ${TOOL_NAME_RE}, 'i'))[1]) filter (where ${errText(sql`q`)} ~* ${TOOL_CAP_RE}) as cap_name,
 				min(left(${errText(sql`q`)}, 200)) filter (where ${errText(sql`q`)} ~* ${TOOL_CAP_RE}) as cap_example
-			from messages mm cross join lateral jsonb_to_recordset(mm.parts) as q(type text, error text, output jsonb, text text)
+			from messages mm cross join lateral jsonb_to_recordset(mm.parts) as q(type text, "errorText" text, output jsonb, text text)
 			where mm.id = m.id
 		) t` : sql``}
 		where m.role = 'assistant' and (m.says_cannot or m.cap_errs > 0)

@@ -176,24 +176,15 @@ export async function expireStale(tx: TransactionSql): Promise<string[]> {
  * do you mean?" keeps them in play; an older batch never is), limited to the ids the operator's
  * screen showed when the message was sent.
  */
-export async function listAssentCandidates(tx: TransactionSql, sessionId: string, shownIds: string[]): Promise<AssentCandidate[]> {
-	if (!shownIds.length) return [];
+export async function listAssentCandidates(tx: TransactionSql, sessionId: string, shownIds: string[], requestedIds: string[]): Promise<AssentCandidate[]> {
+	if (!shownIds.length || !requestedIds.length) return [];
 	return tx<AssentCandidate[]>`
-		with latest as (
-			select parts from messages
-			where session_id = ${sessionId} and role = 'assistant'
-				and parts @> '[{"type":"tool-call","toolName":"request_execution"}]'::jsonb
-			order by seq desc limit 1
-		), requested as (
-			select p->'output'->>'executionId' as id from latest, jsonb_array_elements(latest.parts) p
-			where p->>'type' = 'tool-call' and p->>'toolName' = 'request_execution'
-		)
 		select e.id, e.action, e.target, e.classification, e.params,
 			(select name from entities n where n.kind = 'lxc' and 'lxc:' || n.external_id = e.target limit 1) as name
 		from executions e
 		where e.requested_by_session = ${sessionId} and e.status = 'awaiting_approval'
 			and (e.expires_at is null or e.expires_at > now())
-			and e.id::text in (select id from requested)
+			and e.id = any(${requestedIds}::uuid[])
 			and e.id = any(${shownIds}::uuid[])
 		order by e.created_at`;
 }
