@@ -10,7 +10,7 @@ import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
-import { enqueueJob } from './jobs/enqueue';
+import { enqueueJob, PRIORITY } from './jobs/enqueue';
 import { watchWorkerPresence } from './jobs/presence';
 import { checkModel, describeCheck } from './agent/model-check';
 import { crontab, scheduleSweep } from './jobs/schedule';
@@ -109,7 +109,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	if (role === 'web') void checkModel({ probe: false }).then((c) => log(describeCheck(c)), () => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
-		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory' });
+		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory', priority: PRIORITY.background });
 	}
 
 	const hooks: Array<() => Promise<void> | void> = [];

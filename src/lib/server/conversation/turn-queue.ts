@@ -2,7 +2,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import type { MessageOrigin } from '../db/schema';
-import { enqueueJob } from '../jobs/enqueue';
+import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
 export const RUN_TURN_TASK = 'agent__run_turn';
 
@@ -30,7 +30,7 @@ export function assertRunTurnPayload(p: unknown): asserts p is RunTurnPayload {
  * process picks them up.
  */
 export async function requestTurn(tx: TransactionSql | Sql, payload: RunTurnPayload): Promise<void> {
-	await enqueueJob(tx, RUN_TURN_TASK, payload, { queueName: `session:${payload.sessionId}`, maxAttempts: 1 });
+	await enqueueJob(tx, RUN_TURN_TASK, payload, { queueName: `session:${payload.sessionId}`, maxAttempts: 1, priority: PRIORITY.reply });
 }
 
 /** Asks whichever process runs the session's turn to stop it (through the event log). */

@@ -17,7 +17,7 @@ import {
 } from '../db/queries/executions';
 import { interruptOrphanedTurns } from '../db/queries/messages';
 import type { ExecutionStatus, ExecutionStep } from '../../types/executions';
-import { enqueueJob } from '../jobs/enqueue';
+import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
 // An execution's life after its request: decided, queued, finished, continued, swept. The SQL is
 // in db/queries/executions.ts; this module decides what follows each change, in its transaction.
@@ -26,7 +26,7 @@ export const RUN_TASK = 'executions__run';
 
 /** Queues the worker job for an approved execution (one attempt: a mutation never reruns by itself). */
 export async function enqueueRun(tx: TransactionSql, executionId: string): Promise<void> {
-	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 1 });
+	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 1, priority: PRIORITY.execution });
 }
 
 export type DecideResult =
@@ -72,7 +72,7 @@ export async function finishExecution(
 		// One pending follow-up sync per host: later finishes replace it (job key) instead of queueing
 		// another; the `inventory` queue runs syncs one at a time, so they never take more than one
 		// worker slot from executions and turns.
-		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}` });
+		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}`, priority: PRIORITY.background });
 		await onTerminal(tx, id);
 		return true;
 	});
@@ -89,7 +89,8 @@ export async function onTerminal(tx: TransactionSql, id: string): Promise<void> 
 		await enqueueJob(tx, 'agent__continue_session', { sessionId, executionId: id }, {
 			jobKey: `continue:${id}:${sessionId}`,
 			queueName: `session:${sessionId}`,
-			maxAttempts: 3
+			maxAttempts: 3,
+			priority: PRIORITY.reply
 		});
 	}
 }

@@ -1,8 +1,23 @@
 import type { Sql } from '../db/index';
 import type { TransactionSql } from 'postgres';
 
+/**
+ * Which free worker slot goes to which job (graphile-worker runs the lowest number first).
+ * Someone is waiting for a turn (a reply, a continuation after a result) and for an approved
+ * execution; nobody waits for a sync or a sweep, so those take what is left.
+ */
+export const PRIORITY = {
+	/** The operator is reading: a turn or a continuation. */
+	reply: -10,
+	/** An approved execution: the operator watches its card. */
+	execution: -5,
+	/** Housekeeping: inventory syncs, sweeps, pruning. */
+	background: 10
+} as const;
+
 export interface EnqueueOptions {
 	jobKey?: string;
+	priority?: number;
 	queueName?: string;
 	maxAttempts?: number;
 	runAt?: Date;
@@ -19,6 +34,7 @@ export async function enqueueJob(tx: Sql | TransactionSql, task: string, payload
 		queue_name => ${opts.queueName ?? null}::text,
 		run_at => ${opts.runAt ? opts.runAt.toISOString() : null}::timestamptz,
 		max_attempts => ${opts.maxAttempts ?? null}::int,
-		job_key => ${opts.jobKey ?? null}::text
+		job_key => ${opts.jobKey ?? null}::text,
+		priority => ${opts.priority ?? null}::int
 	)`;
 }

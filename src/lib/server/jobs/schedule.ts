@@ -1,5 +1,5 @@
 import { sql } from '../db/index';
-import { enqueueJob } from './enqueue';
+import { enqueueJob, PRIORITY } from './enqueue';
 
 export const SWEEP_EVERY_SECONDS = 15;
 
@@ -8,7 +8,8 @@ export async function scheduleSweep(): Promise<void> {
 	await enqueueJob(sql(), 'executions__sweep', {}, {
 		jobKey: 'executions__sweep',
 		runAt: new Date(Date.now() + SWEEP_EVERY_SECONDS * 1000),
-		maxAttempts: 5
+		maxAttempts: 5,
+		priority: PRIORITY.background
 	});
 }
 
@@ -17,7 +18,7 @@ export async function scheduleSweep(): Promise<void> {
  * most one runs and one waits, however long a sync takes.
  */
 export function crontab(opts: { inventorySync: boolean }): string {
-	return [opts.inventorySync ? '* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory' : '', '17 * * * * events__prune ?jobKey=events__prune']
+	return [opts.inventorySync ? `* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory&priority=${PRIORITY.background}` : '', `17 * * * * events__prune ?jobKey=events__prune&priority=${PRIORITY.background}`]
 		.filter(Boolean)
 		.join('\n');
 }

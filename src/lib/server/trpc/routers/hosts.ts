@@ -12,7 +12,7 @@ import {
 } from '$lib/server/db/queries/hosts';
 import { readHostKey, runOnHost, SshError } from '$lib/server/ssh/client';
 import { sql } from '$lib/server/db/index';
-import { enqueueJob } from '$lib/server/jobs/enqueue';
+import { enqueueJob, PRIORITY } from '$lib/server/jobs/enqueue';
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { adminProcedure, operatorProcedure, router } from '../t';
 
@@ -63,7 +63,7 @@ export const hostsRouter = router({
 		}),
 	/** Refreshes the inventory of one host (or all) now, in the background. */
 	sync: operatorProcedure.input(z.object({ host: z.string().max(63).optional() })).mutation(async ({ input }) => {
-		await enqueueJob(sql(), 'inventory__sync', input.host ? { host: input.host } : {}, { queueName: 'inventory' });
+		await enqueueJob(sql(), 'inventory__sync', input.host ? { host: input.host } : {}, { queueName: 'inventory', priority: PRIORITY.background });
 		return { queued: true };
 	}),
 	remove: adminProcedure.input(id).mutation(async ({ input, ctx }) => {

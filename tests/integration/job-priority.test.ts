@@ -1,0 +1,38 @@
+// Under load, free worker slots go first to the jobs someone waits for: a turn or continuation
+// (the operator reads the reply), then an approved execution; syncs, sweeps and pruning last.
+import { parseCrontab, runOnce } from 'graphile-worker';
+import { describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { enqueueJob, PRIORITY } from '../../src/lib/server/jobs/enqueue';
+import { crontab } from '../../src/lib/server/jobs/schedule';
+import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
+import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { useTestDatabase } from '../helpers/db';
+
+const dbUrl = useTestDatabase();
+
+describe('job priorities', () => {
+	it('a busy worker takes the reply first, then the execution, then the background work, whatever order they came in', async () => {
+		const ran: string[] = [];
+		const record = (name: string) => () => void ran.push(name);
+		await enqueueJob(sql(), 'test__sync', {}, { priority: PRIORITY.background });
+		await enqueueJob(sql(), 'test__sync', {}, { priority: PRIORITY.background });
+		await enqueueJob(sql(), 'test__run', {}, { priority: PRIORITY.execution });
+		await enqueueJob(sql(), 'test__reply', {}, { priority: PRIORITY.reply });
+		await enqueueJob(sql(), 'test__plain', {});
+		await runOnce({ connectionString: dbUrl(), concurrency: 1, taskList: { test__sync: record('sync'), test__run: record('run'), test__reply: record('reply'), test__plain: record('plain') } });
+		expect(ran).toEqual(['reply', 'run', 'plain', 'sync', 'sync']);
+	});
+
+	it('turns are queued as replies; the recurring jobs as background', async () => {
+		const sessionId = await sql().begin((tx) => createSession(tx, null, 'prio'));
+		await sql().begin((tx) => requestTurn(tx, { sessionId, origin: 'chat' }));
+		const [job] = await sql()<{ priority: number }[]>`select priority from graphile_worker.jobs where task_identifier = 'agent__run_turn' and queue_name = ${'session:' + sessionId}`;
+		expect(job.priority).toBe(PRIORITY.reply);
+		const items = parseCrontab(crontab({ inventorySync: true }));
+		expect(items.map((i) => [i.task, i.options.priority])).toEqual([
+			['inventory__sync', PRIORITY.background],
+			['events__prune', PRIORITY.background]
+		]);
+	});
+});
