@@ -11,6 +11,7 @@ import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { enqueueJob, PRIORITY } from './jobs/enqueue';
+import { closeAll } from './ssh/pool';
 import { watchWorkerPresence } from './jobs/presence';
 import { checkModel, describeCheck } from './agent/model-check';
 import { crontab, scheduleSweep } from './jobs/schedule';
@@ -113,6 +114,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	}
 
 	const hooks: Array<() => Promise<void> | void> = [];
+	// Runs last (hooks run in reverse): the pooled SSH connections close after the worker stopped.
+	hooks.push(closeAll);
 	let stopping: Promise<void> | undefined;
 	return {
 		role,

@@ -32,6 +32,8 @@ export interface RenderContext {
 	dialect?: Dialect;
 	/** Ollama-style context limit: reported prompt_tokens never exceed it. */
 	contextTokens?: number | null;
+	/** Called with each streamed chunk just before it is written (benches time the model's stream by it). */
+	onChunk?(chunk: object): void;
 }
 
 const ARGS_CHUNK_SIZE = 8;
@@ -183,6 +185,7 @@ async function streamPlan(plan: Plan, ctx: RenderContext): Promise<void> {
 		if (plan.cutAfterChunks !== undefined && i >= plan.cutAfterChunks) return cut(res);
 		if (i > 0) await sleep(plan.delayMs, ctx.signal);
 		if (res.destroyed) return;
+		ctx.onChunk?.(c);
 		await write(res, `data: ${JSON.stringify(c)}\n\n`);
 	}
 	if (res.destroyed) return;

@@ -65,7 +65,11 @@ export interface ScriptedLlm {
 
 const EXHAUSTED: ScriptedResponse = { text: '(script exhausted)' };
 
-export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect } = {}): Promise<ScriptedLlm> {
+/**
+ * `onChunk(seq, chunk)`: called with each streamed chunk (request `seq`) just before it is written,
+ * so a bench can time the model's stream from the sender's side.
+ */
+export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect; onChunk?: (seq: number, chunk: object) => void } = {}): Promise<ScriptedLlm> {
 	const queue: ScriptedResponse[] = [];
 	const requests: RecordedRequest[] = [];
 	const hanging = new Set<ServerResponse>();
@@ -111,7 +115,8 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect 
 			record.error = 'script-exhausted';
 		}
 		Object.assign(record, { source, response });
-		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens });
+		const onChunk = opts.onChunk && ((c: object) => opts.onChunk?.(record.seq, c));
+		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens, onChunk });
 	}
 
 	async function handleControl(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

@@ -54,8 +54,17 @@ export interface ProxmoxDouble {
 	containers(): Promise<CtState[]>;
 	/** pids of fake invocations that hung (fault or `create: 'hang'`) — to assert they were killed */
 	hangs(): Promise<{ pid: number; tool: string }[]>;
+	/** authenticated connections so far (each one a full handshake) */
+	handshakes(): number;
+	/** the most sessions (channels) one connection had open at once */
+	maxOpenSessions(): number;
+	/** closes every client connection, as a restarted sshd or a dropped link would */
+	dropConnections(): void;
 	close(): Promise<void>;
 }
+
+/** Sessions one connection may have open at once, as OpenSSH's MaxSessions default. */
+const MAX_SESSIONS = 10;
 
 function sameBytes(a: Buffer, b: Buffer): boolean {
 	return a.length === b.length && timingSafeEqual(a, b);
@@ -103,15 +112,24 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	const execLog: string[] = [];
 	const active = new Set<RunningCommand>();
 	const connections = new Set<Connection>();
+	let handshakes = 0;
+	let maxOpen = 0;
 
 	const onConnection = (conn: Connection): void => {
+		let open = 0;
 		connections.add(conn);
 		conn.on('close', () => connections.delete(conn));
 		conn.on('error', () => {}); // client resets are expected in tests
 		conn.on('authentication', (ctx) => authenticate(ctx, allowedKey));
 		conn.on('ready', () => {
-			conn.on('session', (acceptSession) => {
+			handshakes++;
+			conn.on('session', (acceptSession, rejectSession) => {
+				// Like sshd: beyond MaxSessions the channel open fails ("open failed" on the client).
+				if (open >= MAX_SESSIONS) return rejectSession();
+				open++;
+				maxOpen = Math.max(maxOpen, open);
 				const session = acceptSession();
+				session.once('close', () => open--);
 				let running: RunningCommand | undefined;
 				session.on('exec', (accept, _reject, info) => {
 					execLog.push(info.command);
@@ -148,6 +166,11 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		setFault: (name, value) => setFaultIn(stateDir, name, value),
 		containers: () => readContainers(stateDir),
 		hangs: () => readHangs(stateDir),
+		handshakes: () => handshakes,
+		maxOpenSessions: () => maxOpen,
+		dropConnections: () => {
+			for (const conn of connections) conn.end();
+		},
 		async close() {
 			for (const cmd of active) cmd.kill('SIGKILL');
 			for (const conn of connections) conn.end();

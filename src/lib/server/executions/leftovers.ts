@@ -1,6 +1,7 @@
 import { sql } from '../db/index';
 import { getHostByName } from '../db/queries/hosts';
-import { connect, execArgv } from '../ssh/client';
+import { execArgv } from '../ssh/client';
+import { lease } from '../ssh/pool';
 import { setLeftovers, type ExecutionRow } from '../db/queries/executions';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
@@ -23,9 +24,10 @@ export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 
 	if (!vmid || !e.hostName) return null;
 	const host = await getHostByName(sql(), e.hostName);
 	if (!host) return null;
-	let client;
+	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
-		client = await connect(host, 8_000);
+		held = await lease(host, 8_000);
+		const client = held.client;
 		const st = await execArgv(client, ['pct', 'status', vmid], { timeoutMs: 10_000 });
 		if (st.exitCode !== 0) return `CT ${vmid} does not exist on ${e.hostName}`;
 		const status = /status:\s*(\S+)/.exec(st.stdout)?.[1] ?? 'in an unknown state';
@@ -35,7 +37,7 @@ export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 
 	} catch (err) {
 		return `could not read CT ${vmid} back from ${e.hostName}: ${(err as Error).message}`;
 	} finally {
-		client?.end();
+		held?.release();
 	}
 }
 

@@ -5,7 +5,8 @@ import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
 import { ACTIONS, ACTION_NAMES, catalogueSummary, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
 import { vmid as vmidSchema } from '../proxmox/params';
-import { runOnHost } from '../ssh/client';
+import { execArgv } from '../ssh/client';
+import { withHost } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import type { Classification } from '../db/schema';
 
@@ -103,7 +104,7 @@ async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 /** Asks the host for the next free guest id (`pvesh get /cluster/nextid`). */
 async function nextFreeVmid(host: Host): Promise<string | PrepareError> {
 	try {
-		const r = await runOnHost(host, ['pvesh', 'get', '/cluster/nextid'], { timeoutMs: 20_000 });
+		const r = await withHost(host, (c) => execArgv(c, ['pvesh', 'get', '/cluster/nextid'], { timeoutMs: 20_000 }));
 		const id = r.stdout.trim().replace(/"/g, '');
 		if (r.exitCode === 0 && /^[1-9][0-9]{2,8}$/.test(id)) return id;
 		return { error: `could not get the next free vmid from ${host.name}: ${(r.stderr || r.stdout).trim().slice(0, 300)}` };

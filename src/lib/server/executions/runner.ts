@@ -5,7 +5,8 @@ import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, isActionName, type Precondition } from '../proxmox/actions';
 import { hub } from '../realtime/hub';
-import { connect, execArgv } from '../ssh/client';
+import { execArgv } from '../ssh/client';
+import { lease } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import { recordLeftovers } from './leftovers';
 import { executionHash } from './prepare';
@@ -70,14 +71,16 @@ export async function runExecution(id: string): Promise<void> {
 	});
 	const mutation = e.classification !== 'read_only';
 	const steps: ExecutionStep[] = [];
-	let client: Client | undefined;
+	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
 		const { planned, vmid } = await plannedSteps(e);
 		const host = e.hostName ? await getHostByName(sql(), e.hostName) : null;
 		if (!host) throw new Failure(`host '${e.hostName}' is no longer configured`);
-		client = await connect(host).catch((err: Error) => {
+		// A pooled connection: usually open already, so the first command starts at once.
+		held = await lease(host).catch((err: Error) => {
 			throw new Failure(err.message);
 		});
+		const client = held.client;
 		const def = ACTIONS[e.action as keyof typeof ACTIONS];
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
 			const stale = await checkPrecondition(client, p, cancel.signal);
@@ -145,8 +148,9 @@ export async function runExecution(id: string): Promise<void> {
 		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
 		const status = err instanceof Interrupted ? 'interrupted' : err instanceof Cancelled ? 'cancelled' : 'failed';
 		const message = known ? (err).message : `internal error: ${(err as Error).message}`;
-		client?.end();
-		client = undefined;
+		// Whatever went wrong may have been the connection: the next execution opens a new one.
+		held?.release(true);
+		held = undefined;
 		const touched = steps.length > 0;
 		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
 		// Then (the outcome is already on screen) read back what it left on its target; not for a
@@ -156,7 +160,7 @@ export async function runExecution(id: string): Promise<void> {
 	} finally {
 		clearInterval(beat);
 		off();
-		client?.end();
+		held?.release();
 	}
 }
 

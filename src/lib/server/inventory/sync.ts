@@ -3,7 +3,8 @@ import { sql } from '../db/index';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
 import { hostSyncTimes, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
 import { readContainer, readInventory, type Inventory } from '../proxmox/inventory';
-import { connect, HostKeyError } from '../ssh/client';
+import { HostKeyError } from '../ssh/client';
+import { lease } from '../ssh/pool';
 
 export type HostSyncResult =
 	| { host: string; ok: true; containers: number; removed: number; durationMs: number }
@@ -34,11 +35,11 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	const started = Date.now();
 	let inv: Inventory;
 	try {
-		const client = await connect(host);
+		const { client, release } = await lease(host);
 		try {
 			inv = await readInventory(client, host.name, { signal: opts.signal });
 		} finally {
-			client.end();
+			release();
 		}
 	} catch (e) {
 		const error = (e as Error).message;
@@ -109,7 +110,7 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
 	const host = await getHostByName(sql(), hostName);
 	if (!host?.hostKeyFingerprint) return { ok: false, error: `host "${hostName}" is not configured or not pinned` };
 	try {
-		const client = await connect(host);
+		const { client, release } = await lease(host);
 		try {
 			const record = await readContainer(client, vmid, { signal: opts.signal });
 			await replaceContainer(
@@ -120,7 +121,7 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
 			);
 			return { ok: true, gone: !record };
 		} finally {
-			client.end();
+			release();
 		}
 	} catch (e) {
 		return { ok: false, error: (e as Error).message };

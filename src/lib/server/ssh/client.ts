@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { Client, type ConnectConfig } from 'ssh2';
 import { toCommand } from './quote';
+import { channel } from './pool';
 
 export interface SshTarget {
 	name: string;
@@ -49,7 +50,7 @@ export class SshError extends Error {
  * Opens an authenticated connection. The host key is checked against the pinned fingerprint
  * during the handshake, before any authentication; a mismatch or a missing pin aborts.
  */
-export async function connect(host: SshTarget, timeoutMs = 10_000): Promise<Client> {
+export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<ConnectConfig, 'keepaliveInterval' | 'keepaliveCountMax'> = {}): Promise<Client> {
 	let privateKey: Buffer;
 	try {
 		privateKey = await readFile(host.keyPath);
@@ -68,6 +69,7 @@ export async function connect(host: SshTarget, timeoutMs = 10_000): Promise<Clie
 		username: host.username,
 		privateKey,
 		readyTimeout: timeoutMs,
+		...extra,
 		hostVerifier: (key: Buffer) => {
 			presented = fingerprintOf(key);
 			return host.hostKeyFingerprint !== null && presented === host.hostKeyFingerprint;
@@ -145,7 +147,17 @@ const STOP_GRACE_MS = 1_000;
  * Runs one argv on a connected host. The argv is quoted by `toCommand`, never interpolated.
  * On timeout or abort the channel is closed (the remote command is signalled and stopped).
  */
-export function execArgv(client: Client, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+export async function execArgv(client: Client, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+	// A pooled connection is shared: wait for one of its channel slots (see ssh/pool.ts).
+	const release = await channel(client);
+	try {
+		return await execOnChannel(client, argv, opts);
+	} finally {
+		release();
+	}
+}
+
+function execOnChannel(client: Client, argv: readonly string[], opts: ExecOptions): Promise<ExecResult> {
 	const command = toCommand(argv);
 	const max = opts.maxOutput ?? 64_000;
 	const started = Date.now();
@@ -213,7 +225,7 @@ export function execArgv(client: Client, argv: readonly string[], opts: ExecOpti
 	});
 }
 
-/** Connects, runs one argv, disconnects. */
+/** Connects (a fresh connection, outside the pool), runs one argv, disconnects: for checks of a host's settings. */
 export async function runOnHost(host: SshTarget, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
 	const client = await connect(host);
 	try {

@@ -7,7 +7,7 @@ import {
 	formatUptime, lxcAttributes, parsePctConfig, parsePctStatus, ProxmoxError, runChecked, statusEntry,
 	type CtConfig, type LxcAttributes
 } from '../../proxmox/inventory';
-import { connect } from '../../ssh/client';
+import { lease } from '../../ssh/pool';
 import { toolError, type ToolContext } from './context';
 import { unresolvedError } from './get-entity';
 
@@ -48,14 +48,14 @@ async function readLive(hostName: string, vmid: number, signal: AbortSignal): Pr
 	const host = await getHostByName(sql(), hostName);
 	if (!host) return { ok: false, gone: false, error: `host "${hostName}" is no longer configured` };
 	try {
-		const client = await connect(host);
+		const { client, release } = await lease(host);
 		try {
 			const opts = { timeoutMs: TIMEOUT_MS, signal };
 			const status = parsePctStatus(await runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts));
 			const config = parsePctConfig(await runChecked(client, ['pct', 'config', String(vmid)], opts));
 			return { ok: true, attributes: lxcAttributes(statusEntry(vmid, status.values), config), config };
 		} finally {
-			client.end();
+			release();
 		}
 	} catch (e) {
 		const error = (e as Error).message;
