@@ -65,8 +65,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				(embedded.owned ? '' : ' (reused a running server)')
 		);
 	}
-	await runMigrations(databaseUrl);
-	await migrateWorkerSchema(databaseUrl);
+	// Nomos's tables and graphile-worker's schema are independent: checked side by side.
+	await Promise.all([runMigrations(databaseUrl), migrateWorkerSchema(databaseUrl)]);
 	connectDb(databaseUrl);
 
 	if (config.NOMOS_OPERATOR_PASSWORD) {
@@ -78,6 +78,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
 	}
 	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(sql(), config.NOMOS_HOSTS);
+	// Not needed to serve the first request: the worker start and the first sync run alongside.
+	const later: Array<Promise<unknown>> = [];
 	if (config.NOMOS_KNOWLEDGE_DIR) {
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
 		await importKnowledgeDir(dir).then(
@@ -94,23 +96,39 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	(globalThis as { __nomosServeSse?: typeof serveNodeSse }).__nomosServeSse = serveNodeSse;
 
 	let worker: WorkerHandle | undefined;
+	let workerStart: Promise<WorkerHandle | undefined> = Promise.resolve(undefined);
 	if (role === 'worker' || config.NOMOS_WORKER) {
-		if (!options.taskList) throw new Error('boot: this process runs a worker but was given no task list');
-		worker = await startWorker({
-			url: databaseUrl,
-			taskList: options.taskList,
-			concurrency: config.NOMOS_WORKER_CONCURRENCY,
-			crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
-		});
-		log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
-		await scheduleSweep();
+		const taskList = options.taskList;
+		if (!taskList) throw new Error('boot: this process runs a worker but was given no task list');
+		workerStart = (async () => {
+			worker = await startWorker({
+				url: databaseUrl,
+				taskList,
+				concurrency: config.NOMOS_WORKER_CONCURRENCY,
+				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
+			});
+			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
+			await scheduleSweep();
+			return worker;
+		})();
+		// A worker process exists for its worker; a web process serves first and starts it alongside.
+		if (role === 'worker') await workerStart;
+		else
+			workerStart.catch((e) => {
+				log(`worker: could not start: ${(e as Error).message}`);
+				process.exitCode = 1;
+			});
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web') void checkModel({ probe: false }).then((c) => log(describeCheck(c)), () => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
-		await enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory', priority: PRIORITY.background });
+		later.push(
+			enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory', priority: PRIORITY.background }).catch((e) =>
+				log(`inventory: could not queue the first sync: ${(e as Error).message}`)
+			)
+		);
 	}
 
 	const hooks: Array<() => Promise<void> | void> = [];
@@ -122,12 +140,15 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		env: config,
 		databaseUrl,
 		embedded,
-		worker,
+		get worker() {
+			return worker;
+		},
 		onShutdown: (fn) => hooks.push(fn),
 		shutdown() {
 			stopping ??= (async () => {
 				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log(`shutdown: ${e}`));
 				stopPresence();
+				await Promise.allSettled([workerStart, ...later]);
 				await worker?.stop();
 				await hub.stop();
 				setHub(undefined);
