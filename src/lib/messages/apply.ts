@@ -1,5 +1,4 @@
 import type { MessageDelta, MessageRow } from '../types/messages';
-import { foldChunks } from './fold';
 
 /** A message as a client holds it (a row, maybe without its timestamps). */
 export type HeldMessage = Pick<MessageRow, 'id' | 'parts' | 'rev' | 'status' | 'error'>;
@@ -13,6 +12,8 @@ export type HeldMessage = Pick<MessageRow, 'id' | 'parts' | 'rev' | 'status' | '
 export async function applyDelta<M extends HeldMessage>(held: M | undefined, d: MessageDelta): Promise<M | 'skip' | 'gap'> {
 	if (held && d.rev <= held.rev) return 'skip';
 	if (!held || d.rev !== held.rev + 1) return 'gap';
+	// Loaded when the first delta arrives: a page without a live turn never loads the SDK.
+	const { foldChunks } = await import('./fold');
 	const parts = await foldChunks(held.parts, d.chunks).catch(() => null);
 	if (!parts) return 'gap';
 	return { ...held, parts, rev: d.rev, ...(d.status ? { status: d.status, error: d.error ?? null } : {}) };

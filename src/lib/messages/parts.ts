@@ -1,9 +1,13 @@
-import { getToolName, isToolUIPart } from 'ai';
 import type { MessagePart, NoteData, NotePart, ToolPart } from '../types/messages';
 
-export { getToolName };
+// The SDK's own predicates (isToolUIPart, getToolName) are one line each; written here so the
+// browser's first load does not pull the SDK in (only folding a live delta does, see ChatState).
 
-export const isToolPart = (p: MessagePart): p is ToolPart => isToolUIPart(p);
+/** A `tool-<name>` part (or the SDK's `dynamic-tool`). */
+export const isToolPart = (p: MessagePart): p is ToolPart => p.type.startsWith('tool-') || p.type === 'dynamic-tool';
+
+/** The tool a tool part calls: `tool-get_lxc_state` → `get_lxc_state`. */
+export const getToolName = (p: ToolPart): string => (p.type === 'dynamic-tool' ? p.toolName : p.type.split('-').slice(1).join('-'));
 export const isNotePart = (p: MessagePart): p is NotePart => p.type === 'data-note';
 export const noteOf = (p: NotePart): NoteData => p.data;
 

@@ -44,6 +44,8 @@ export class ChatState {
 
 	connect(): this {
 		this.#events.connect();
+		// The SDK's fold is a separate chunk (see messages/apply.ts): fetched once the page is up, before the first delta needs it.
+		setTimeout(() => void import('$lib/messages/fold'), 0);
 		return this;
 	}
 
