@@ -5,7 +5,7 @@
 //   1. starts its own embedded Postgres in a temp dir, migrates it, turns autovacuum off and
 //      timed checkpoints away (nothing but the turn may write while WAL is measured), seeds
 //      --calls containers whose `get_entity` result is --result-kb KB each (Markdown notes),
-//      VACUUM FREEZE + CHECKPOINT, then runs one small warm-up turn;
+//      VACUUM FREEZE + CHECKPOINT, then runs every scenario once unmeasured (warm-up);
 //   2. in this process, like tests/integration/stream-deltas.test.ts: the scripted model
 //      (tests/doubles/llm), a Hub and session SSE streams (`eventStreamResponse`), `runTurn`;
 //   3. per scenario and tab count: opens N session streams ("tabs", all live before the turn),
@@ -33,6 +33,7 @@
 //          --calls 40  --result-kb 8  --tools-text-kb 4
 // Env:     BENCH_CHECKPOINT=1 (a CHECKPOINT before every measured turn: the WAL right after a
 //          checkpoint, full-page images included, instead of between checkpoints)
+//          BENCH_DEBUG=1 (lists the WAL records with full-page images of every turn)
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,6 +93,9 @@ const CHECKPOINT_EACH = process.env.BENCH_CHECKPOINT === '1';
 const WATCHDOG_MS = 15 * 60_000;
 
 const log = (s: string) => console.log(`[bench] ${s}`);
+const debug = (s: string) => {
+	if (process.env.BENCH_DEBUG) log(s);
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const kb = (bytes: number, digits = 1) => (bytes / 1024).toFixed(digits);
@@ -300,12 +304,14 @@ class Tab {
 	readonly errors: string[] = [];
 	readonly observer: { sent: Sent[] } | null;
 	#ctrl = new AbortController();
+	#reader: ReadableStreamDefaultReader<Uint8Array>;
 	#done: Promise<void>;
 
 	constructor(sessionId: string, after: number, observer: { sent: Sent[] } | null) {
 		this.observer = observer;
 		const res = eventStreamResponse({ sql: sql(), hub: hub!, after, scope: { sessionId }, signal: this.#ctrl.signal });
 		const reader = res.body!.getReader();
+		this.#reader = reader;
 		let onLive!: () => void;
 		this.live = new Promise((r) => (onLive = r));
 		this.#done = (async () => {
@@ -373,6 +379,7 @@ class Tab {
 
 	async close(): Promise<void> {
 		this.#ctrl.abort();
+		await this.#reader.cancel().catch(() => undefined);
 		await this.#done;
 	}
 }
@@ -428,14 +435,14 @@ type WalRow = { what: string; records: number; bytes: number; fpi: number };
 async function walBreakdown(from: string, to: string): Promise<WalRow[]> {
 	const rows = await sql()<WalRow[]>`
 		with b as (
-			select distinct on (start_lsn) start_lsn, reltablespace, relfilenode, reldatabase
+			select distinct on (start_lsn) start_lsn, reltablespace, relfilenode, reldatabase, relforknumber
 			from pg_get_wal_block_info(${from}::pg_lsn, ${to}::pg_lsn, false)
 			order by start_lsn, block_id),
 		r as (
 			select start_lsn, resource_manager as rm, record_type, record_length, fpi_length
 			from pg_get_wal_records_info(${from}::pg_lsn, ${to}::pg_lsn)),
 		j as (
-			select r.*, case when b.relfilenode is null then null
+			select r.*, b.relforknumber, case when b.relfilenode is null then null
 				when b.reldatabase = 0 then 'shared catalogs'
 				else coalesce(pg_filenode_relation(b.reltablespace, b.relfilenode)::text, 'relfilenode ' || b.relfilenode) end as rel
 			from r left join b using (start_lsn)),
@@ -444,7 +451,8 @@ async function walBreakdown(from: string, to: string): Promise<WalRow[]> {
 				when rel ~ '^pg_toast\\.pg_toast_\\d+_index$' then (substring(rel from 'pg_toast_(\\d+)')::oid::regclass)::text || ' TOAST index'
 				when rel ~ '^pg_toast\\.pg_toast_\\d+$' then (substring(rel from 'pg_toast_(\\d+)')::oid::regclass)::text || ' TOAST'
 				when rel is null then rm || ' ' || record_type
-				else rel end as what
+				else rel end
+				|| case relforknumber when 1 then ' (free space map)' when 2 then ' (visibility map)' else '' end as what
 			from j)
 		select what, count(*)::int as records, sum(record_length)::float8 as bytes, sum(fpi_length)::float8 as fpi
 		from named group by what order by sum(record_length) desc`;
@@ -468,6 +476,8 @@ type Result = {
 	screen: number[];
 	direct: number[];
 	chunks: number;
+	/** The model's text rate as sent, KB/s. */
+	pace: number;
 };
 
 async function newSession(text: string): Promise<string> {
@@ -517,6 +527,10 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 
 	const [{ diff }] = await sql()<{ diff: number }[]>`select pg_wal_lsn_diff(${lsn1}::pg_lsn, ${lsn0}::pg_lsn)::float8 as diff`;
 	const wal = await walBreakdown(lsn0, lsn1);
+	if (process.env.BENCH_DEBUG) {
+		const fpis = await sql()`select start_lsn::text, resource_manager, record_type, record_length, fpi_length, block_ref from pg_get_wal_records_info(${lsn0}::pg_lsn, ${lsn1}::pg_lsn) where fpi_length > 0`;
+		for (const f of fpis) debug(JSON.stringify(f));
+	}
 	const [ev] = await sql()<{ n: number; bytes: number }[]>`
 		select count(*)::int as n, coalesce(sum(pg_column_size(payload)), 0)::float8 as bytes from events where id > ${after}`;
 
@@ -555,7 +569,8 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 		byType: observer.byType,
 		screen: observer.shown.map((at, i) => at - rec.sent[i].at),
 		direct: directShown.map((at, i) => at - directRec.sent[i].at),
-		chunks: rec.sent.length
+		chunks: rec.sent.length,
+		pace: rec.sent.length > 1 ? rec.sent[rec.sent.length - 1].end / 1024 / ((rec.sent[rec.sent.length - 1].at - rec.sent[0].at) / 1000) : NaN
 	};
 }
 
@@ -619,11 +634,11 @@ async function main(): Promise<number> {
 	await sql().unsafe('vacuum (freeze, analyze)');
 	await sql()`checkpoint`;
 	const models = { llm, direct, rec, directRec };
-	// A small turn first, so one-time work (module code, first pages) is not in a measured one.
-	await measure(toolsScenario(2, 512), 2, models);
-	log('warm-up turn done');
-
 	const scenarios = SCENARIOS.map((s) => (s === 'text' ? textScenario() : toolsScenario()));
+	// Each scenario once, unmeasured: one-time work (module code, the first touch of a page after
+	// the checkpoint, free space map pages included) is then not in the measured turns.
+	for (const s of scenarios) await measure(s, 1, models);
+	log('warm-up turns done');
 	const results: Result[] = [];
 	const load0 = loadAverage();
 	for (const s of scenarios) {
@@ -642,7 +657,7 @@ async function main(): Promise<number> {
 	console.log('');
 	console.log(`Streaming turn (issue #14): scripted model in this process, ${DELAY_MS} ms between chunks`);
 	for (const s of scenarios) {
-		if (s.key === 'text') console.log(`  (a) one ${kb(TEXT_CHARS, 0)} KB Markdown reply in ${CHUNK}-char chunks every ${DELAY_MS} ms (≈ ${((CHUNK / Math.max(DELAY_MS, 0.25)) * 1000 / 1024).toFixed(1)} KB/s)`);
+		if (s.key === 'text') console.log(`  (a) one ${kb(TEXT_CHARS, 0)} KB Markdown reply in ${CHUNK}-char chunks every ${DELAY_MS} ms (nominally ${((CHUNK / Math.max(DELAY_MS, 0.25)) * 1000 / 1024).toFixed(1)} KB/s; "model KB/s" is what was sent)`);
 		else
 			console.log(
 				`  (b) ${CALLS} steps, each ≈ ${Math.floor(TOOLS_TEXT_CHARS / (CALLS + 1))} chars of text (${TOOL_STEP_CHUNK}-char chunks every ${DELAY_MS} ms) and one get_entity call with a ${kb(RESULT_BYTES, 0)} KB result, then a closing text: ${kb(TOOLS_TEXT_CHARS, 0)} KB text in all`
@@ -650,11 +665,12 @@ async function main(): Promise<number> {
 	}
 	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after${CHECKPOINT_EACH ? '; CHECKPOINT before every turn' : ''}`);
 	console.log('');
-	const head = ['scenario', 'tabs', 'turn s', 'deltas', 'final KB', 'SSE KB (1 stream)', 'SSE ÷ final', 'WAL KB', 'WAL ÷ final', 'screen p50 / p99 ms', 'direct p50 / p99 ms'];
+	const head = ['scenario', 'tabs', 'turn s', 'model KB/s', 'deltas', 'final KB', 'SSE KB (1 stream)', 'SSE ÷ final', 'WAL KB', 'WAL ÷ final', 'screen p50 / p99 ms', 'direct p50 / p99 ms'];
 	const rows = results.map((r) => [
 		r.scenario.key === 'text' ? '(a) text' : '(b) tools',
 		String(r.tabs),
 		(r.turnMs / 1000).toFixed(1),
+		r.pace.toFixed(1),
 		String(r.deltas),
 		kb(r.finalBytes),
 		kb(r.sseBytes),

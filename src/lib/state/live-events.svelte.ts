@@ -91,6 +91,9 @@ export class LiveEvents {
 		} catch {
 			return;
 		}
+		// Compact events (message.delta) leave their id and type to the SSE lines.
+		e.id ??= Number(m.lastEventId);
+		e.type ??= m.type;
 		if (e.id <= this.#lastId) return;
 		this.#lastId = e.id;
 		for (const fn of this.#handlers.get(e.type) ?? []) fn(e);
