@@ -7,6 +7,7 @@ import { enqueueJob, PRIORITY } from '../../src/lib/server/jobs/enqueue';
 import { crontab } from '../../src/lib/server/jobs/schedule';
 import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { startWorker } from '../../src/lib/server/jobs/worker';
 import { useTestDatabase } from '../helpers/db';
 
 const dbUrl = useTestDatabase();
@@ -22,6 +23,39 @@ describe('job priorities', () => {
 		await enqueueJob(sql(), 'test__plain', {});
 		await runOnce({ connectionString: dbUrl(), concurrency: 1, taskList: { test__sync: record('sync'), test__run: record('run'), test__reply: record('reply'), test__plain: record('plain') } });
 		expect(ran).toEqual(['reply', 'run', 'plain', 'sync', 'sync']);
+	});
+
+	it('an approved execution has slots of its own: it starts while every shared slot is held by a long turn', async () => {
+		let releaseTurn = () => undefined as void;
+		const turnHeld = new Promise<void>((r) => (releaseTurn = r));
+		const started: string[] = [];
+		let execStarted = () => undefined as void;
+		const execRan = new Promise<void>((r) => (execStarted = r));
+		const worker = await startWorker({
+			url: dbUrl(),
+			concurrency: 1,
+			taskList: {
+				test__turn: async () => {
+					started.push('turn');
+					await turnHeld;
+				},
+				test__exec: () => {
+					started.push('exec');
+					execStarted();
+				}
+			},
+			lane: { tasks: ['test__exec'], concurrency: 1 }
+		});
+		try {
+			await enqueueJob(sql(), 'test__turn', {}, { priority: PRIORITY.reply });
+			await new Promise((r) => setTimeout(r, 300));
+			await enqueueJob(sql(), 'test__exec', {}, { priority: PRIORITY.execution });
+			await Promise.race([execRan, new Promise((_, rej) => setTimeout(() => rej(new Error('the execution waited for the turn')), 5000))]);
+			expect(started).toEqual(['turn', 'exec']);
+		} finally {
+			releaseTurn();
+			await worker.stop();
+		}
 	});
 
 	it('turns are queued as replies; the recurring jobs as background', async () => {

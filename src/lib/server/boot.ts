@@ -12,6 +12,7 @@ import { env, type Env } from './env';
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
 import { enqueueJob, PRIORITY } from './jobs/enqueue';
 import { closeAll } from './ssh/pool';
+import { RUN_TASK } from './executions/lifecycle';
 import { watchWorkerPresence } from './jobs/presence';
 import { checkModel, describeCheck } from './agent/model-check';
 import { crontab, scheduleSweep } from './jobs/schedule';
@@ -105,9 +106,10 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				url: databaseUrl,
 				taskList,
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
-				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC })
+				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC }),
+				lane: { tasks: [RUN_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY }
 			});
-			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY})`);
+			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
 			return worker;
 		})();

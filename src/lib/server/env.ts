@@ -46,6 +46,11 @@ export const envSchema = z.object({
 	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),
 	NOMOS_WORKER: z.preprocess(empty, bool.default(true)),
 	NOMOS_WORKER_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
+	/**
+	 * Approved executions run in slots of their own, beside NOMOS_WORKER_CONCURRENCY: an approved
+	 * command never waits for turns to finish (a slow local model holds a slot for minutes).
+	 */
+	NOMOS_EXECUTION_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
 	NOMOS_OPERATOR_USERNAME: z.preprocess(empty, z.string().min(1).default('admin')),
 	NOMOS_OPERATOR_PASSWORD: z.preprocess(empty, z.string().min(8, 'must be at least 8 characters').optional()),
 	NOMOS_SESSION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(30)),

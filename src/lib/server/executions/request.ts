@@ -7,6 +7,13 @@ import { enqueueRun } from './lifecycle';
 import { approveForPlan, getExecution, insertExecution, setRequester, type ExecutionRow } from '../db/queries/executions';
 import { insertApproval } from '../db/queries/approvals';
 import { runExecution } from './runner';
+import { getHostByName } from '../db/queries/hosts';
+import { lease } from '../ssh/pool';
+
+async function warmHost(name: string): Promise<void> {
+	const host = await getHostByName(sql(), name).catch(() => null);
+	if (host?.hostKeyFingerprint) await lease(host).then((l) => l.release(), () => undefined);
+}
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' };
 
@@ -27,6 +34,9 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 		return { execution: (await getExecution(sql(), e.id))!, via: 'read_only' };
 	}
 
+	// While the operator reads the card, this process opens (or keeps) its connection to the host,
+	// so the approved command can start on it. Only a connection: nothing runs.
+	if (prepared.hostName) void warmHost(prepared.hostName);
 	return sql().begin(async (tx) => {
 		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
 		const plan = sessionId && !opts.retryOf ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;

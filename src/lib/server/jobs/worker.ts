@@ -37,26 +37,51 @@ export async function startWorker(opts: {
 	concurrency: number;
 	/** graphile-worker crontab lines, e.g. `* * * * * inventory__sync`. */
 	crontab?: string;
+	/**
+	 * Tasks that get slots of their own instead of sharing `concurrency` with the rest: an
+	 * approved execution mostly waits on SSH, so it should not wait behind turns and syncs.
+	 */
+	lane?: { tasks: string[]; concurrency: number };
 }): Promise<WorkerHandle> {
-	const pool = new pg.Pool({ connectionString: opts.url, max: opts.concurrency + 2 });
-	pool.on('error', (e) => console.error(`[nomos] worker pool: ${e.message}`));
-	pool.on('connect', (client) => client.on('error', (e) => console.error(`[nomos] worker connection: ${e.message}`)));
+	const newPool = (max: number) => {
+		const pool = new pg.Pool({ connectionString: opts.url, max });
+		pool.on('error', (e) => console.error(`[nomos] worker pool: ${e.message}`));
+		pool.on('connect', (client) => client.on('error', (e) => console.error(`[nomos] worker connection: ${e.message}`)));
+		return pool;
+	};
+	const laneTasks = new Set(opts.lane?.tasks.filter((t) => t in opts.taskList) ?? []);
+	const pool = newPool(opts.concurrency + 2);
+	const lanePool = laneTasks.size ? newPool(opts.lane!.concurrency + 2) : null;
 	const beatSql = postgres(opts.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) console.log(`[nomos] worker: released the locks of ${released.length} dead worker(s)`);
 	const events = new EventEmitter() as WorkerEvents;
 	const workerIds: string[] = [];
 	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
+	const preset = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } };
+	// A runner only takes jobs of the tasks in its list: the lane's tasks go to their own runner.
 	const runner: Runner = await run({
 		pgPool: pool,
 		events,
-		taskList: opts.taskList,
+		taskList: Object.fromEntries(Object.entries(opts.taskList).filter(([name]) => !laneTasks.has(name))),
 		concurrency: opts.concurrency,
 		noHandleSignals: true,
 		pollInterval: 2000,
 		...(opts.crontab ? { crontab: opts.crontab } : { parsedCronItems: [] }),
-		preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } }
+		preset
 	});
+	const laneRunner: Runner | null = lanePool
+		? await run({
+				pgPool: lanePool,
+				events,
+				taskList: Object.fromEntries(Object.entries(opts.taskList).filter(([name]) => laneTasks.has(name))),
+				concurrency: opts.lane!.concurrency,
+				noHandleSignals: true,
+				pollInterval: 2000,
+				parsedCronItems: [],
+				preset
+			})
+		: null;
 	let processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
 	await emitEventNow(beatSql, { type: 'workers.changed', payload: { started: processId } });
 	const beat = setInterval(() => {
@@ -73,9 +98,9 @@ export async function startWorker(opts: {
 		stop() {
 			stopping ??= (async () => {
 				clearInterval(beat);
-				await runner.stop();
-				await runner.promise.catch(() => undefined);
-				await pool.end();
+				await Promise.all([runner.stop(), laneRunner?.stop()]);
+				await Promise.all([runner.promise.catch(() => undefined), laneRunner?.promise.catch(() => undefined)]);
+				await Promise.all([pool.end(), lanePool?.end()]);
 				await unregisterWorkerProcess(beatSql, processId).catch(() => undefined);
 				await emitEventNow(beatSql, { type: 'workers.changed', payload: { stopped: processId } }).catch(() => undefined);
 				await beatSql.end({ timeout: 5 });

@@ -4,8 +4,8 @@ import { connect, type SshTarget } from './client';
 
 /** Channels open at once on one connection: below sshd's MaxSessions (default 10). */
 export const MAX_CHANNELS = 8;
-/** An unused connection is closed after this long. */
-const IDLE_MS = 20_000;
+/** An unused connection is closed after this long (an operator may read a card for minutes before approving). */
+const IDLE_MS = 300_000;
 
 type Entry = {
 	/** What the connection was opened and verified for: a changed address, key or pinned fingerprint needs a new one. */
