@@ -7,8 +7,6 @@ import { taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
 import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
 import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
-import { appRouter } from '$lib/server/trpc/router';
-import { createContext } from '$lib/server/trpc/context';
 
 export const init: ServerInit = async () => {
 	if (building) return;
@@ -49,8 +47,14 @@ const signIn: Handle = async ({ event, resolve }) => {
 	return resolve(event);
 };
 
-export const handle = sequence(
-	originCheck,
-	signIn,
-	createTRPCHandle({ router: appRouter, createContext, url: '/trpc' })
-);
+// The procedures (and what they import: the agent, SSH) load with the first tRPC call, not at start.
+let trpcHandle: Promise<Handle> | undefined;
+const trpc: Handle = async (input) => {
+	if (!input.event.url.pathname.startsWith('/trpc')) return input.resolve(input.event);
+	trpcHandle ??= Promise.all([import('$lib/server/trpc/router'), import('$lib/server/trpc/context')]).then(([r, c]) =>
+		createTRPCHandle({ router: r.appRouter, createContext: c.createContext, url: '/trpc' })
+	);
+	return (await trpcHandle)(input);
+};
+
+export const handle = sequence(originCheck, signIn, trpc);

@@ -1,20 +1,20 @@
-import type { TaskList } from 'graphile-worker';
-import { inventory__sync } from './inventory__sync';
-import { agent__run_turn } from './agent__run_turn';
-import { agent__continue_session } from './agent__continue_session';
-import { executions__run } from './executions__run';
-import { executions__sweep } from './executions__sweep';
-import { events__prune } from './events__prune';
+import type { Task, TaskList } from 'graphile-worker';
+
+/** A task whose module (and what it imports: the agent, SSH) is loaded when it first runs, not when the process starts. */
+const lazy =
+	(load: () => Promise<Task>): Task =>
+	async (payload, helpers) =>
+		(await load())(payload, helpers);
 
 /**
  * Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). The entry points (the
  * web hooks, `npm run worker`) hand this list to boot(); nothing under src/lib/server imports it.
  */
 export const taskList: TaskList = {
-	inventory__sync,
-	agent__run_turn,
-	agent__continue_session,
-	executions__run,
-	executions__sweep,
-	events__prune
+	inventory__sync: lazy(async () => (await import('./inventory__sync')).inventory__sync),
+	agent__run_turn: lazy(async () => (await import('./agent__run_turn')).agent__run_turn),
+	agent__continue_session: lazy(async () => (await import('./agent__continue_session')).agent__continue_session),
+	executions__run: lazy(async () => (await import('./executions__run')).executions__run),
+	executions__sweep: lazy(async () => (await import('./executions__sweep')).executions__sweep),
+	events__prune: lazy(async () => (await import('./events__prune')).events__prune)
 };

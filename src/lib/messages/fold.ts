@@ -1,4 +1,3 @@
-import { readUIMessageStream } from 'ai';
 import type { MessageChunk, MessagePart, NomosUIMessage } from '../types/messages';
 
 /**
@@ -35,6 +34,8 @@ export async function foldChunks(parts: MessagePart[], chunks: MessageChunk[]): 
 		}
 	});
 	let failure: unknown;
+	// Imported here, not at the top: a server process loads the SDK when it first folds (see boot's cold start).
+	const { readUIMessageStream } = await import('ai');
 	const reader = readUIMessageStream<NomosUIMessage>({ message, stream, terminateOnError: true, onError: (e) => (failure ??= e) });
 	for await (const snapshot of reader) void snapshot;
 	if (failure) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));

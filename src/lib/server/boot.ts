@@ -9,12 +9,10 @@ import { ensureConfiguredOperator } from './auth/accounts';
 import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
-import { migrateWorkerSchema, startWorker, type WorkerHandle } from './jobs/worker';
+import type { WorkerHandle } from './jobs/worker';
 import { enqueueJob, PRIORITY } from './jobs/enqueue';
-import { closeAll } from './ssh/pool';
 import { RUN_TASK } from './executions/lifecycle';
 import { watchWorkerPresence } from './jobs/presence';
-import { checkModel, describeCheck } from './agent/model-check';
 import { crontab, scheduleSweep } from './jobs/schedule';
 import type { TaskList } from 'graphile-worker';
 
@@ -52,6 +50,9 @@ export function currentRuntime(): Promise<Runtime> | undefined {
 
 async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const config = env();
+	// graphile-worker and pg load while Postgres starts and the migrations are checked (module
+	// loading is CPU, the rest mostly waiting); the agent and SSH load only when first used.
+	const workerModule = import('./jobs/worker');
 	let embedded: EmbeddedPostgres | undefined;
 	let databaseUrl: string;
 	if (config.DATABASE_URL) {
@@ -67,7 +68,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		);
 	}
 	// Nomos's tables and graphile-worker's schema are independent: checked side by side.
-	await Promise.all([runMigrations(databaseUrl), migrateWorkerSchema(databaseUrl)]);
+	await Promise.all([runMigrations(databaseUrl), workerModule.then((m) => m.migrateWorkerSchema(databaseUrl))]);
 	connectDb(databaseUrl);
 
 	if (config.NOMOS_OPERATOR_PASSWORD) {
@@ -102,7 +103,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		const taskList = options.taskList;
 		if (!taskList) throw new Error('boot: this process runs a worker but was given no task list');
 		workerStart = (async () => {
-			worker = await startWorker({
+			worker = await (await workerModule).startWorker({
 				url: databaseUrl,
 				taskList,
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
@@ -123,7 +124,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	} else log('worker: off in this process (NOMOS_WORKER=off)');
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
-	if (role === 'web') void checkModel({ probe: false }).then((c) => log(describeCheck(c)), () => undefined);
+	if (role === 'web')
+		void import('./agent/model-check').then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		later.push(
@@ -135,7 +137,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 
 	const hooks: Array<() => Promise<void> | void> = [];
 	// Runs last (hooks run in reverse): the pooled SSH connections close after the worker stopped.
-	hooks.push(closeAll);
+	hooks.push(async () => (await import('./ssh/pool')).closeAll());
 	let stopping: Promise<void> | undefined;
 	return {
 		role,
