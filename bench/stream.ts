@@ -57,6 +57,8 @@ import { canonicalJson } from '../src/lib/messages/fold';
 import type { MessageDelta, MessagePart, MessageRow } from '../src/lib/types/messages';
 import { startScriptedLlm, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
 import { freePort } from '../tests/helpers/ports';
+// A seeded PRNG, so every run streams the same text.
+import { prng } from '../tests/helpers/hostile';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -103,17 +105,6 @@ const bytesOf = (s: string) => Buffer.byteLength(s, 'utf8');
 
 // ---------------------------------------------------------------------------- test content
 
-/** A small PRNG (as in the integration tests), so every run streams the same text. */
-function prng(seed: number) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
 
 const WORDS = (
 	'the a an of to in on for with from after before when while and or but not only also then this that these those it its ' +

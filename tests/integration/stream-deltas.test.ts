@@ -18,6 +18,7 @@ import type { MessageDelta, MessageRow } from '../../src/lib/types/messages';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { readSse } from '../helpers/sse-client';
+import { prng } from '../helpers/hostile';
 import { view } from '../helpers/message-view';
 
 useTestDatabase();
@@ -40,18 +41,6 @@ afterAll(async () => {
 	resetEnvCache();
 });
 beforeEach(() => llm.reset());
-
-/** A small PRNG, so a failure can be replayed from its seed. */
-function prng(seed: number) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
