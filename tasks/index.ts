@@ -16,5 +16,6 @@ export const taskList: TaskList = {
 	agent__continue_session: lazy(async () => (await import('./agent__continue_session')).agent__continue_session),
 	executions__run: lazy(async () => (await import('./executions__run')).executions__run),
 	executions__sweep: lazy(async () => (await import('./executions__sweep')).executions__sweep),
-	events__prune: lazy(async () => (await import('./events__prune')).events__prune)
+	events__prune: lazy(async () => (await import('./events__prune')).events__prune),
+	review__rebuild_facts: lazy(async () => (await import('./review__rebuild_facts')).review__rebuild_facts)
 };

@@ -3,6 +3,7 @@
 // Works with any postgres.js client (the app's pool in integration tests, the e2e `sql` fixture).
 // Parts are the AI SDK's UIMessage parts, as the app stores them (src/lib/types/messages.ts).
 import type { Sql } from 'postgres';
+import { refreshSessionsFacts } from '../../src/lib/server/db/queries/review-facts';
 import type { MessagePart } from '../../src/lib/types/messages';
 
 type Part = MessagePart;
@@ -161,6 +162,8 @@ async function insertSession(sql: Sql, title: string, at: Date, msgs: Msg[], ste
 				${m.origin ?? 'chat'}, ${iso(t)}::timestamptz, ${iso(t)}::timestamptz)`;
 	}
 	await sql`update chat_sessions set updated_at = ${iso(times[times.length - 1] ?? at)}::timestamptz where id = ${s.id}`;
+	// Rows written with SQL get their review facts the way the app's writers give them theirs.
+	await refreshSessionsFacts(sql, [s.id]);
 	return { id: s.id, times };
 }
 

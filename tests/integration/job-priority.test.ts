@@ -66,7 +66,8 @@ describe('job priorities', () => {
 		const items = parseCrontab(crontab({ inventorySync: true }));
 		expect(items.map((i) => [i.task, i.options.priority])).toEqual([
 			['inventory__sync', PRIORITY.background],
-			['events__prune', PRIORITY.background]
+			['events__prune', PRIORITY.background],
+			['review__rebuild_facts', PRIORITY.background]
 		]);
 	});
 });

@@ -297,7 +297,8 @@ describe('migration 0005: messages to UIMessage parts', () => {
 
 	it('0005 was applied by the migrator, after 0004', async () => {
 		const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from drizzle.__drizzle_migrations`;
-		expect(n).toBe(6);
+		// 0000…0005, and any later migration.
+		expect(n).toBeGreaterThanOrEqual(6);
 	});
 
 	it('converts every message to the exact UIMessage parts', () => {

@@ -4,6 +4,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { notePart } from '../../src/lib/messages/parts';
+import { refreshSessionsFacts } from '../../src/lib/server/db/queries/review-facts';
 import { reviewOverview, reviewSession } from '../../src/lib/server/review';
 import type { MessagePart } from '../../src/lib/types/messages';
 import { useTestDatabase } from '../helpers/db';
@@ -35,6 +36,7 @@ async function insertSession(title: string, msgs: Msg[]): Promise<string> {
 			values (${s.id}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status ?? 'complete'}, ${m.origin ?? 'chat'},
 				${t}::timestamptz, ${t}::timestamptz)`;
 	}
+	await refreshSessionsFacts(sql(), [s.id]);
 	return s.id;
 }
 

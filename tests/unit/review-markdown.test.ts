@@ -12,6 +12,7 @@ const overview = (over: Partial<ReviewOverview> = {}): ReviewOverview => ({
 	],
 	kinds: [{ kind: 'n_plus_one', sessions: 2 }],
 	tools: [{ tool: 'get_entity', calls: 40, failed: 4, failureRate: 0.1 }],
+	source: 'facts',
 	...over
 });
 

@@ -1,4 +1,4 @@
-/** Display names and colours for findings (client-safe; mirrors src/lib/server/review/rules.ts). */
+/** Display names and colours for findings (client-safe; mirrors src/lib/review/rules.ts). */
 
 export const KIND_LABEL: Record<string, string> = {
 	missing_capability: 'Missing capability',

@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import {
+	bigint,
 	bigserial,
+	boolean,
 
 	customType,
 	index,
@@ -90,6 +92,77 @@ export const messages = pgTable(
 	},
 	(t) => [index('messages_session_seq_idx').on(t.sessionId, t.seq)]
 );
+
+/**
+ * What the session review needs of each message (db/queries/review-facts.ts): written in the
+ * transaction that writes the message, rebuilt from every message when the review's rules change
+ * (the version of the stored facts is the `review.facts` setting).
+ */
+export const messageFacts = pgTable(
+	'message_facts',
+	{
+		messageId: uuid('message_id')
+			.primaryKey()
+			.references(() => messages.id, { onDelete: 'cascade' }),
+		sessionId: uuid('session_id').notNull(),
+		seq: bigint('seq', { mode: 'number' }).notNull(),
+		role: text('role', { enum: messageRoles }).notNull(),
+		status: text('status', { enum: messageStatuses }).notNull(),
+		origin: text('origin', { enum: messageOrigins }).notNull(),
+		createdAt: ts('created_at').notNull(),
+		/** Tool calls, and per tool of the review's TOOL_NAMES, in that order. */
+		calls: integer('calls').notNull(),
+		toolCounts: integer('tool_counts').array().notNull(),
+		/** Failed calls per tool of TOOL_NAMES, then of any other name (null: none failed). */
+		failCounts: integer('fail_counts').array(),
+		/** Failed calls told that the action or tool does not exist. */
+		capErrs: integer('cap_errs').notNull(),
+		retries: integer('retries').notNull(),
+		/** What the text parts say, as bits (TBIT in review-facts.ts). */
+		tbits: integer('tbits').notNull(),
+		/** Hex runs (8+) in the assistant's texts, space-separated: execution ids it names. */
+		hexRuns: text('hex_runs'),
+		/** What one session's review page shows of the message: its first words, an assistant's text, calls to unknown tools. */
+		summary: text('summary').notNull(),
+		text: text('text'),
+		otherTools: text('other_tools'),
+		/** get_entity calls about containers. */
+		lxcRefs: integer('lxc_refs').notNull()
+	},
+	(t) => [
+		index('message_facts_session_idx').on(t.sessionId, t.seq),
+		// the few messages that can name an execution (see r_silent)
+		index('message_facts_hex_idx').on(t.sessionId).where(sql`${t.hexRuns} is not null`)
+	]
+);
+
+/** The sums of a session's message facts the overview ranks it by (r_sf0 in review/facts.ts), kept with them. */
+export const sessionFacts = pgTable('session_facts', {
+	sessionId: uuid('session_id')
+		.primaryKey()
+		.references(() => chatSessions.id, { onDelete: 'cascade' }),
+	messages: integer('messages').notNull(),
+	userMessages: integer('user_messages').notNull(),
+	assistantMessages: integer('assistant_messages').notNull(),
+	systemMessages: integer('system_messages').notNull(),
+	toolCalls: integer('tool_calls').notNull(),
+	firstAt: ts('first_at').notNull(),
+	lastAt: ts('last_at').notNull(),
+	/** The most calls of one per-entity tool in one message. */
+	n1Max: integer('n1_max').notNull(),
+	nudges: integer('nudges').notNull(),
+	blanks: integer('blanks').notNull(),
+	retried: integer('retried').notNull(),
+	notext: integer('notext').notNull(),
+	/** The last assistant message reports success. */
+	lastOk: boolean('last_ok').notNull(),
+	toolCounts: integer('tool_counts').array().notNull(),
+	failCounts: integer('fail_counts').array(),
+	/** When each assistant message saying it cannot (or told the action does not exist) was written. */
+	capAt: ts('cap_at').array().notNull(),
+	/** When the last assistant message mentioning a failure was written. */
+	mentionAt: ts('mention_at')
+});
 
 export const taskStates = [
 	'executing',

@@ -1,6 +1,7 @@
 import { sql as appSql, type Sql } from '../db/index';
-import { commaList, reviewCtes } from './facts';
-import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from './rules';
+import { FACTS_VERSION, storedFactsVersion } from '../db/queries/review-facts';
+import { commaList, kindsOf, RANKED_KINDS, reviewCtes } from './facts';
+import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../../review/rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -39,58 +40,66 @@ interface Result {
 	}[];
 	kinds: { kind: FindingKind; sessions: number }[];
 	/** Calls per TOOL_NAMES entry, in that order. */
-	tool_counts: number[] | null;
-	tool_failures: Record<string, number>;
+	tool_counts: number[];
+	/** Failed calls per TOOL_NAMES entry, then of other names. */
+	fail_counts: number[];
 }
 
 /**
  * Every session in the filter reviewed at once, in one statement: the sessions ranked by
  * their findings weighted by severity, how often each finding kind occurs, and calls and
- * failures per tool. The same rules as reviewSession (facts.ts).
+ * failures per tool. The same rules as reviewSession (facts.ts). Reads the stored message
+ * facts while they are of this code's version, else every message's parts (slower, same
+ * answer) until the rebuild job has run; `source` forces one or the other.
  */
-export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = appSql()): Promise<ReviewOverview> {
+export async function reviewOverview(
+	filter: OverviewFilter = {},
+	sql: Sql = appSql(),
+	opts: { source?: ReviewOverview['source'] } = {}
+): Promise<ReviewOverview> {
 	const from = parseDay(filter.from);
 	const to = parseDay(filter.to);
 	const outcome = filter.outcome === 'reached' || filter.outcome === 'not_reached' ? filter.outcome : null;
 	const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
 
-	// One statement over every message of the range: give it room to sort and hash in memory,
-	// and let the parallel workers scan while this backend only merges.
-	const [r] = await sql.begin(async (tx) => {
-		await tx`set local work_mem = '64MB'`;
-		await tx`set local parallel_leader_participation = off`;
+	// One statement. Over every message's parts (while the facts are rebuilt), give it room to
+	// sort and hash in memory, and let the parallel workers scan while this backend only merges.
+	const [source, [r]] = await sql.begin(async (tx) => {
+		const source = opts.source ?? ((await storedFactsVersion(tx)) === FACTS_VERSION ? 'facts' : 'parts');
+		if (source === 'parts') await tx`set local work_mem = '64MB'; set local parallel_leader_participation = off`.simple();
 		const where =
 			from || to
 				? tx`(${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
 					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
 				: null;
 
-		// Without an outcome filter every message in r_m belongs to a session in r_in.
-		const inRange = outcome ? tx`where m.sid in (select sid from r_in)` : tx``;
-		const sums = commaList(tx, TOOL_NAMES.map((_, i) => tx`coalesce(sum(m.tool_counts[${i + 1}]), 0)::int`));
-		return tx<Result[]>`
-		with ${reviewCtes(tx, where)},
+		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
+		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
+		const kindCounts = commaList(tx, RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`));
+		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
+		const rows = await tx<Result[]>`
+		with ${reviewCtes(tx, where, { source })},
 		r_in as (
-			select * from r_scored
+			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, ${sevs}
+			from r_scored
 			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
+		),
+		r_tot as (
+			select count(*)::int as session_count, count(*) filter (where reached)::int as reached_count,
+				coalesce(sum(tool_calls), 0)::int as tool_call_count,
+				array[${kindCounts}] as kind_counts, json_build_array(${sums('tool_counts', TOOL_NAMES.length)}) as tool_counts,
+				json_build_array(${sums('fail_counts', TOOL_NAMES.length + 1)}) as fail_counts
+			from r_in
 		)
-		select
-			(select count(*)::int from r_in) as session_count,
-			(select count(*) filter (where reached)::int from r_in) as reached_count,
-			(select coalesce(sum(tool_calls), 0)::int from r_in) as tool_call_count,
+		select t.session_count, t.reached_count, t.tool_call_count, t.tool_counts, t.fail_counts,
 			(select coalesce(json_agg(x), '[]') from (
-				select sid as id, title, created_at, messages, tool_calls, score, kinds, reached,
-					array[sev_missing_capability, sev_silent_failure, sev_n_plus_one, sev_operator_as_event_loop, sev_stall] as sevs
+				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs
 				from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}
 			) x) as sessions,
-			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]') from (
-				select k, count(*)::int as n from r_in, unnest(kinds) k group by k
-			) y) as kinds,
-			(select json_build_array(${sums}) from r_m m ${inRange}) as tool_counts,
-			(select coalesce(json_object_agg(tool, n), '{}') from (
-				select tool, count(*)::int as n from r_m m, string_to_table(replace(m.failed_tools, '!', ''), ' ') tool
-				where m.failed_tools is not null ${outcome ? tx`and m.sid in (select sid from r_in)` : tx``} group by tool
-			) f) as tool_failures`;
+			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
+				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds
+		from r_tot t`;
+		return [source, rows] as const;
 	});
 
 	const rank = { high: 0, medium: 1, low: 2 } as const;
@@ -113,17 +122,16 @@ export async function reviewOverview(filter: OverviewFilter = {}, sql: Sql = app
 			})
 		),
 		kinds: r.kinds,
-		tools: histogram(r.tool_counts ?? TOOL_NAMES.map(() => 0), r.tool_call_count, r.tool_failures)
+		source,
+		tools: histogram(r.tool_counts, r.tool_call_count, r.fail_counts)
 	};
 }
 
 /** Calls and failures per tool, most called first; names outside TOOL_NAMES are "other". */
-function histogram(counts: number[], total: number, failures: Record<string, number>): ReviewOverview['tools'] {
-	const known = new Set<string>(TOOL_NAMES);
-	const rows: Array<{ tool: string; calls: number; failed: number }> = TOOL_NAMES.map((tool, i) => ({ tool, calls: counts[i], failed: failures[tool] ?? 0 }));
+function histogram(counts: number[], total: number, failures: number[]): ReviewOverview['tools'] {
+	const rows: Array<{ tool: string; calls: number; failed: number }> = TOOL_NAMES.map((tool, i) => ({ tool, calls: counts[i], failed: failures[i] }));
 	const otherCalls = total - counts.reduce((a, b) => a + b, 0);
-	const otherFailed = Object.entries(failures).reduce((n, [t, f]) => (known.has(t) ? n : n + f), 0);
-	if (otherCalls > 0) rows.push({ tool: OTHER_TOOL, calls: otherCalls, failed: otherFailed });
+	if (otherCalls > 0) rows.push({ tool: OTHER_TOOL, calls: otherCalls, failed: failures[TOOL_NAMES.length] });
 	return rows
 		.filter((t) => t.calls > 0)
 		.map((t) => ({ ...t, failureRate: t.failed / t.calls }))

@@ -1,15 +1,17 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { ACTION_NAMES } from '../proxmox/actions';
+import { FACTS_VERSION, storedFactsVersion } from '../db/queries/review-facts';
 import { reviewCtes } from './facts';
 import {
 	BULK_ALTERNATIVE,
 	BULK_ALTERNATIVE_LXC,
 	N_PLUS_ONE_MIN,
 	PENDING_APPROVAL_HOURS,
+	TOOL_NAMES,
 	kindRank,
 	severityRank,
 	type Severity
-} from './rules';
+} from '../../review/rules';
 import type { Finding, ReviewMessage, SessionReview } from './types';
 
 /** One session's facts as r_scored computes them (detail mode). */
@@ -80,22 +82,30 @@ const list = (xs: string[]) => (xs.length <= 1 ? xs.join('') : `${xs.slice(0, -1
 
 /**
  * The review of one session: its messages, totals and findings, computed in Postgres
- * (see facts.ts); this only turns the aggregates into sentences. Null when no such session.
+ * (see facts.ts) from the stored message facts while they are of this code's version, else
+ * from the parts (`source` forces one); this only turns the aggregates into sentences. Null
+ * when no such session.
  */
-export async function reviewSession(sessionId: string, sql: Sql = appSql()): Promise<SessionReview | null> {
-	const [session] = await sql<{ id: string; title: string; createdAt: string }[]>`
-		select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`;
+export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts: { source?: 'facts' | 'parts' } = {}): Promise<SessionReview | null> {
+	const [[session], version] = await Promise.all([
+		sql<{ id: string; title: string; createdAt: string }[]>`
+			select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`,
+		opts.source ? null : storedFactsVersion(sql)
+	]);
 	if (!session) return null;
+	const source = opts.source ?? (version === FACTS_VERSION ? 'facts' : 'parts');
 
 	const [row] = await sql<{ facts: FactsRow | null; messages: MessageRow[] | null }[]>`
-		with ${reviewCtes(sql, sql`c.id = ${sessionId}`, { detail: true })}
+		with ${reviewCtes(sql, sql`c.id = ${sessionId}`, { detail: true, source })}
 		select
 			(select row_to_json(r) from r_scored r) as facts,
 			(select json_agg(json_build_object(
 				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
 				'created_at', to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'calls', m.calls,
-				'top_tools', (select json_agg(json_build_object('tool', t.tool, 'n', t.n) order by t.n desc, t.tool)
-					from (select tool, count(*)::int as n from string_to_table(m.tools, ' ') tool group by tool) t),
+				'top_tools', (select json_agg(json_build_object('tool', t.tool, 'n', t.n) order by t.n desc, t.tool) from (
+					select tool, n from unnest(string_to_array(${TOOL_NAMES.join(',')}::text, ','), m.tool_counts) k(tool, n) where n > 0
+					union all
+					select tool, count(*)::int from string_to_table(m.other_tools, ' ') tool group by tool) t),
 				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
 				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant
 			) order by m.idx) from r_mf m) as messages`;

@@ -1,4 +1,4 @@
-import type { FindingKind, Severity } from './rules';
+import type { FindingKind, Severity } from '../../review/rules';
 
 export type { FindingKind, Severity };
 
@@ -82,4 +82,6 @@ export interface ReviewOverview {
 	kinds: { kind: FindingKind; sessions: number }[];
 	/** Calls per tool with the share that failed, most called first. */
 	tools: { tool: string; calls: number; failed: number; failureRate: number }[];
+	/** Read from the stored message facts, or from every message's parts while those are rebuilt. */
+	source: 'facts' | 'parts';
 }

@@ -4,6 +4,7 @@ import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageRow
 import { foldChunks, TEXT_ID } from '../../../messages/fold';
 import { isRunning, isToolPart, notePart } from '../../../messages/parts';
 import { emitEvent } from './events';
+import { refreshMessageFacts } from './review-facts';
 
 export type { MessageRow };
 
@@ -59,7 +60,11 @@ export async function getMessage(sql: Sql | TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
-/** Inserts a message and touches its session; the caller emits `message.updated` (it knows when). */
+/**
+ * Inserts a message (with its review facts) and touches its session; the caller emits
+ * `message.updated` (it knows when). Every write of a message's parts or status in this file
+ * refreshes its facts in the same transaction (see review-facts.ts).
+ */
 export async function insertMessage(
 	tx: TransactionSql,
 	m: { sessionId: string; role: MessageRow['role']; parts: MessagePart[]; status: MessageStatus; origin: MessageOrigin; error?: string | null }
@@ -69,6 +74,7 @@ export async function insertMessage(
 		values (${m.sessionId}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status}, ${m.origin}, ${m.error ?? null})
 		returning ${columns(tx)}`;
 	await tx`update chat_sessions set updated_at = now() where id = ${m.sessionId}`;
+	await refreshMessageFacts(tx, [row.id]);
 	return row;
 }
 
@@ -101,6 +107,7 @@ export async function writeFinalMessage(tx: TransactionSql, id: string, m: { par
 	await tx`
 		update messages set parts = ${JSON.stringify(m.parts)}::text::jsonb, status = ${m.status}, error = ${m.error}, rev = ${m.rev}, updated_at = now()
 		where id = ${id}`;
+	await refreshMessageFacts(tx, [id]);
 }
 
 /** Keeps a streaming message fresh, so the sweeper does not take its turn for dead. */
@@ -114,6 +121,7 @@ export async function claimQueued(tx: TransactionSql, sessionId: string): Promis
 		update messages set status = 'complete', rev = rev + 1, updated_at = now()
 		where session_id = ${sessionId} and role = 'user' and status = 'queued'
 		returning id`;
+	await refreshMessageFacts(tx, rows.map((r) => r.id));
 	for (const r of rows) await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: r.id } });
 	return rows.length;
 }

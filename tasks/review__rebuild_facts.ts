@@ -1,0 +1,13 @@
+import type { Task } from 'graphile-worker';
+import { rebuildReviewFacts } from '../src/lib/server/review/rebuild';
+
+/**
+ * Rebuilds the review's stored facts when they are not of this code's version (the rules in
+ * src/lib/review/rules.ts changed, or a migration just added them); returns at once when they
+ * are, or while another rebuild runs. Cron queues it every minute with a job key (see
+ * jobs/schedule.ts), so a new version is picked up within a minute of the worker starting.
+ */
+export const review__rebuild_facts: Task = async () => {
+	const r = await rebuildReviewFacts({ ifStale: true });
+	if (r) console.log(`[nomos] review: rebuilt the facts of ${r.messages} messages in ${r.sessions} sessions (${Math.round(r.ms)} ms, version ${r.version})`);
+};
