@@ -4,5 +4,5 @@ import { existsSync } from 'node:fs';
 // Settings from ./.env first (the environment wins), before any module reads them.
 if (existsSync('.env')) process.loadEnvFile('.env');
 const { runWorkerProcess } = await import('../src/lib/server/worker-process');
-const { taskList } = await import('../tasks/index');
-await runWorkerProcess({ taskList });
+const { taskList, preloadTasks } = await import('../tasks/index');
+await runWorkerProcess({ taskList, preloadTasks });

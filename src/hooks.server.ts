@@ -3,7 +3,7 @@ import { sequence } from '@sveltejs/kit/hooks';
 import { building } from '$app/environment';
 import { createTRPCHandle } from 'trpc-sveltekit';
 import { boot } from '$lib/server/boot';
-import { taskList } from '../tasks/index';
+import { preloadTasks, taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
 import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
 import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
@@ -11,7 +11,7 @@ import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/serve
 export const init: ServerInit = async () => {
 	if (building) return;
 	try {
-		await boot('web', { taskList });
+		await boot('web', { taskList, preloadTasks });
 	} catch (e) {
 		if (e instanceof ConfigError) {
 			console.error(e.message);

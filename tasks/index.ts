@@ -1,10 +1,11 @@
 import type { Task, TaskList } from 'graphile-worker';
 
 /** A task whose module (and what it imports: the agent, SSH) is loaded when it first runs, not when the process starts. */
-const lazy =
-	(load: () => Promise<Task>): Task =>
-	async (payload, helpers) =>
-		(await load())(payload, helpers);
+const loaders: Array<() => Promise<Task>> = [];
+const lazy = (load: () => Promise<Task>): Task => {
+	loaders.push(load);
+	return async (payload, helpers) => (await load())(payload, helpers);
+};
 
 /**
  * Every graphile-worker task Nomos runs, by name (`<domain>__<action>`). The entry points (the
@@ -19,3 +20,8 @@ export const taskList: TaskList = {
 	events__prune: lazy(async () => (await import('./events__prune')).events__prune),
 	review__rebuild_facts: lazy(async () => (await import('./review__rebuild_facts')).review__rebuild_facts)
 };
+
+/** Loads every task's module now (boot runs it shortly after the worker started). */
+export async function preloadTasks(): Promise<void> {
+	await Promise.all(loaders.map((load) => load()));
+}

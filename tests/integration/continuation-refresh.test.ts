@@ -1,6 +1,7 @@
 // After a mutation succeeds, the continuation shows the agent the container it touched as it is
-// now — two commands on that container, not a whole-host sync — and the host's follow-up syncs
-// collapse into one job, so a burst of finishes does not queue a sync each.
+// now — two commands on that container, not a whole-host sync, read while the agent's turn starts
+// (its tools wait for them) — and the host's follow-up syncs collapse into one job, so a burst of
+// finishes does not queue a sync each.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession } from '../../src/lib/server/agent/continuation';
@@ -32,7 +33,8 @@ beforeAll(async () => {
 		seed: [
 			{ vmid: 100, hostname: 'caddy', status: 'running' },
 			{ vmid: 101, hostname: 'db', status: 'running' },
-			{ vmid: 102, hostname: 'media', status: 'running' }
+			{ vmid: 102, hostname: 'media', status: 'running' },
+			{ vmid: 103, hostname: 'cache', status: 'running' }
 		]
 	});
 	await addHost(pve);
@@ -67,14 +69,41 @@ describe('continuation refresh', () => {
 		expect(await continueSession(sessionId)).toBe('turn');
 		const during = (await pve.argvLog()).slice(before);
 
-		expect(during).toEqual([
-			['pct', 'status', '100', '--verbose'],
-			['pct', 'config', '100']
+		// The two reads run at once, so in either order.
+		expect([...during].sort()).toEqual([
+			['pct', 'config', '100'],
+			['pct', 'status', '100', '--verbose']
 		]);
 		expect(await stored(100)).toBe('stopped');
 		expect(await stored(101)).toBe('running');
-		// The model's request came after the refresh: the turn ran once, with the note of the stop.
+		// The turn ran once, with the note of the stop.
 		expect(llm.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(1);
+	});
+
+	it('the agent starts talking while the read-back runs; its tools wait for it', async () => {
+		const sessionId = await newSession(operatorId, 'overlap');
+		await stopApprovedAndRun(sessionId, 103);
+		expect(await stored(103)).toBe('running');
+		// A slow host: reading the config back takes 1.5 s.
+		await pve.setFault('slow', { tool: 'pct', match: 'config 103', ms: 1500 });
+		try {
+			llm.push({ text: 'Checking CT 103.', toolCalls: [{ name: 'get_entity', args: { id: 'lxc:strong/103' } }] }, { text: 'CT 103 is stopped.' });
+			const before = pve.execTimes().length;
+			expect(await continueSession(sessionId)).toBe('turn');
+			const config = pve.execTimes().slice(before).find((t) => t.command === "'pct' 'config' '103'");
+			expect(config?.endedAt).toBeTypeOf('number');
+			const [first, second] = llm.requests.filter((r) => r.path.endsWith('/chat/completions'));
+			// The model was asked before the read-back ended …
+			expect(first.receivedAt).toBeLessThan(config!.endedAt!);
+			// … and the tool it called answered from the container as it is now, after the read-back.
+			expect(second.receivedAt).toBeGreaterThanOrEqual(config!.endedAt!);
+			const toolResult = second.body?.messages?.findLast((m) => m.role === 'tool');
+			const content = toolResult?.content;
+			expect(typeof content === 'string' ? content : JSON.stringify(content)).toContain('"status":"stopped"');
+			expect(await stored(103)).toBe('stopped');
+		} finally {
+			await pve.setFault('slow', null);
+		}
 	});
 
 	it('a container that is gone is removed from the inventory, not left as it was', async () => {

@@ -32,7 +32,15 @@ export interface Runtime {
 export interface BootOptions {
 	/** The graphile-worker tasks (repo-root `tasks/`); needed wherever this process runs a worker. */
 	taskList?: TaskList;
+	/**
+	 * Loads the tasks' modules (they load lazily for a fast start). Run a second after the worker
+	 * started, so the first turn, execution or continuation does not wait for its code.
+	 */
+	preloadTasks?: () => Promise<unknown>;
 }
+
+/** How long after the worker started its tasks' modules are loaded. */
+const PRELOAD_DELAY_MS = 1000;
 
 const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
 
@@ -112,6 +120,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			});
 			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
+			const preload = options.preloadTasks;
+			if (preload) setTimeout(() => void preload().catch((e: Error) => log(`worker: could not load a task: ${e.message}`)), PRELOAD_DELAY_MS).unref();
 			return worker;
 		})();
 		// A worker process exists for its worker; a web process serves first and starts it alongside.

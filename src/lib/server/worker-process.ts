@@ -1,12 +1,11 @@
-import type { TaskList } from 'graphile-worker';
-import { boot } from './boot';
+import { boot, type BootOptions } from './boot';
 import { ConfigError } from './env';
 
 /**
  * Boots a worker-only process and stops it cleanly on SIGINT/SIGTERM: running jobs finish
  * and their outcomes are recorded before the pool and any embedded Postgres stop.
  */
-export async function runWorkerProcess(options: { taskList: TaskList }): Promise<void> {
+export async function runWorkerProcess(options: BootOptions): Promise<void> {
 	try {
 		const runtime = await boot('worker', options);
 		const stop = (signal: string) => {

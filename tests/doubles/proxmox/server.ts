@@ -50,6 +50,8 @@ export interface ProxmoxDouble {
 	argvLog(): Promise<string[][]>;
 	/** raw command strings received over SSH, in order */
 	execLog(): string[];
+	/** the same commands with when each arrived and ended (epoch ms; `endedAt` null while running) */
+	execTimes(): ExecTime[];
 	setFault<K extends FaultName>(name: K, value: Faults[K] | null): Promise<void>;
 	containers(): Promise<CtState[]>;
 	/** pids of fake invocations that hung (fault or `create: 'hang'`) — to assert they were killed */
@@ -61,6 +63,12 @@ export interface ProxmoxDouble {
 	/** closes every client connection, as a restarted sshd or a dropped link would */
 	dropConnections(): void;
 	close(): Promise<void>;
+}
+
+export interface ExecTime {
+	command: string;
+	at: number;
+	endedAt: number | null;
 }
 
 /** Sessions one connection may have open at once, as OpenSSH's MaxSessions default. */
@@ -110,6 +118,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		PVE_DOUBLE_DELAY_MS: String(opts.delayMs ?? process.env.PVE_DOUBLE_DELAY_MS ?? 50)
 	};
 	const execLog: string[] = [];
+	const execTimes: ExecTime[] = [];
 	const active = new Set<RunningCommand>();
 	const connections = new Set<Connection>();
 	let handshakes = 0;
@@ -132,11 +141,16 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 				session.once('close', () => open--);
 				let running: RunningCommand | undefined;
 				session.on('exec', (accept, _reject, info) => {
+					const time: ExecTime = { command: info.command, at: Date.now(), endedAt: null };
 					execLog.push(info.command);
+					execTimes.push(time);
 					const cmd = runOverChannel(accept(), info.command, env);
 					running = cmd;
 					active.add(cmd);
-					void cmd.done.then(() => active.delete(cmd));
+					void cmd.done.then(() => {
+						time.endedAt = Date.now();
+						active.delete(cmd);
+					});
 				});
 				session.on('signal', (_accept, _reject, info) => {
 					const sig = `SIG${info.name}`;
@@ -163,6 +177,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		stateDir,
 		argvLog: () => readArgvLog(stateDir),
 		execLog: () => [...execLog],
+		execTimes: () => execTimes.map((t) => ({ ...t })),
 		setFault: (name, value) => setFaultIn(stateDir, name, value),
 		containers: () => readContainers(stateDir),
 		hangs: () => readHangs(stateDir),

@@ -57,6 +57,15 @@ export interface Faults {
 	hang?: ToolName;
 	/** matching invocations print `stderr` and exit with `exitCode` before doing anything */
 	fail?: FailFault;
+	/** matching invocations wait `ms` before doing anything (a slow host) */
+	slow?: SlowFault;
+}
+
+export interface SlowFault {
+	tool: ToolName;
+	/** only when the space-joined argv contains this substring */
+	match?: string;
+	ms: number;
 }
 export type FaultName = keyof Faults;
 export type FaultValue = Faults[FaultName];

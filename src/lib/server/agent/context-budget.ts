@@ -14,16 +14,26 @@ export const estimateTokens = (chars: number) => Math.ceil(chars / CHARS_PER_TOK
 /** The characters the tool definitions take in a request (name, description, JSON schema). */
 export function toolsChars(tools: ToolSet): number {
 	let n = 0;
-	for (const [name, t] of Object.entries(tools)) {
+	for (const [name, t] of Object.entries(tools)) n += name.length + (t.description?.length ?? 0) + schemaChars(t.inputSchema) + 40;
+	return n;
+}
+
+/** JSON schema sizes by input schema (the tools' schemas are built once; their conversion is not free). */
+const schemaSizes = new WeakMap<object, number>();
+function schemaChars(inputSchema: unknown): number {
+	if (typeof inputSchema !== 'object' || inputSchema === null) return 2;
+	let size = schemaSizes.get(inputSchema);
+	if (size === undefined) {
 		let schema: unknown = {};
 		try {
-			schema = z.toJSONSchema(t.inputSchema as z.ZodType);
+			schema = z.toJSONSchema(inputSchema as z.ZodType);
 		} catch {
 			/* not a zod schema */
 		}
-		n += name.length + (t.description?.length ?? 0) + JSON.stringify(schema).length + 40;
+		size = JSON.stringify(schema).length;
+		schemaSizes.set(inputSchema, size);
 	}
-	return n;
+	return size;
 }
 
 type Known = { tokens: number | null; source: string; at: number; key: string };

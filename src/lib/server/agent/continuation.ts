@@ -70,8 +70,13 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	if (decision.kind !== 'turn') return decision.kind;
 	// The agent verifies next: let it see the containers the changes touched as they are now (two
 	// commands each), not the last minute's sync; the host's full sync was queued when each
-	// execution finished (one job per host, collapsed) and refreshes the rest.
-	for (const r of decision.refresh) await refreshContainer(r.host, r.vmid, { signal });
-	await runTurn({ sessionId, origin: 'continuation', signal });
+	// execution finished (one job per host, collapsed) and refreshes the rest. The read-back runs
+	// while the turn starts (the model reads the result note first); its tools wait for it.
+	const readBack = Promise.all(decision.refresh.map((r) => refreshContainer(r.host, r.vmid, { signal })));
+	try {
+		await runTurn({ sessionId, origin: 'continuation', signal, inventoryReady: readBack });
+	} finally {
+		await readBack;
+	}
 	return 'turn';
 }

@@ -62,8 +62,13 @@ export class MessageWriter {
 	appendText(text: string): void {
 		if (!text) return;
 		if (!this.#textOpen) {
-			this.#pending.push({ type: 'text-start', id: TEXT_ID });
+			// The first words of a text go out at once (the operator is waiting for them); what
+			// follows is coalesced.
+			this.#push({ type: 'text-start', id: TEXT_ID });
+			this.#push({ type: 'text-delta', id: TEXT_ID, delta: text });
 			this.#textOpen = true;
+			this.flush();
+			return;
 		}
 		const last = this.#pending[this.#pending.length - 1];
 		// Consecutive text arrives as one delta per flush, not one per model token.

@@ -22,6 +22,8 @@ export interface TurnOptions {
 	/** Injected after the replayed history for this turn only (not stored as operator words). */
 	notes?: string[];
 	signal?: AbortSignal;
+	/** See ToolContext.inventoryReady. */
+	inventoryReady?: Promise<unknown>;
 }
 
 export interface TurnResult {
@@ -43,19 +45,22 @@ type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTok
  */
 export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const signal = opts.signal ?? new AbortController().signal;
-	await sql().begin((tx) => setTaskState(tx, opts.sessionId, 'executing'));
-	const writer = await MessageWriter.start(opts.sessionId, opts.origin);
+	// Independent of each other, so side by side: the operator is waiting for the first words.
+	const [, writer, stored, window] = await Promise.all([
+		sql().begin((tx) => setTaskState(tx, opts.sessionId, 'executing')),
+		MessageWriter.start(opts.sessionId, opts.origin),
+		listMessages(sql(), opts.sessionId),
+		// The history must fit the model's context next to the instructions and tool definitions,
+		// which are never cut (local servers silently drop the front of an overlong prompt).
+		contextWindow()
+	]);
 	const model = getModel();
 	if (!model) {
 		writer.appendText(MODEL_SETUP_HELP);
 		return finish(writer, 'error', 'no model configured');
 	}
 
-	const stored = await listMessages(sql(), opts.sessionId);
-	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 } };
-	// The history must fit the model's context next to the instructions and tool definitions,
-	// which are never cut (local servers silently drop the front of an overlong prompt).
-	const window = await contextWindow();
+	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady };
 	const tools = buildTools(ctx);
 	const fixedChars = systemPrompt().length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);

@@ -402,14 +402,18 @@ export async function readInventory(client: Client, nodeName: string, opts: RunO
  * full sync writes; null when Proxmox says it does not exist.
  */
 export async function readContainer(client: Client, vmid: number, opts: RunOptions = {}): Promise<LxcRecord | null> {
-	let status: ReturnType<typeof parsePctStatus>;
-	try {
-		status = parsePctStatus(await runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts));
-	} catch (e) {
-		if (e instanceof ProxmoxError && /does not exist/.test(e.message)) return null;
-		throw e;
+	// Both at once, on two channels of the connection: each is a separate `pct` run on the host.
+	const [st, cf] = await Promise.allSettled([
+		runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts),
+		runChecked(client, ['pct', 'config', String(vmid)], opts)
+	]);
+	if (st.status === 'rejected') {
+		if (st.reason instanceof ProxmoxError && /does not exist/.test(st.reason.message)) return null;
+		throw st.reason;
 	}
-	const config = parsePctConfig(await runChecked(client, ['pct', 'config', String(vmid)], opts));
+	if (cf.status === 'rejected') throw cf.reason;
+	const status = parsePctStatus(st.value);
+	const config = parsePctConfig(cf.value);
 	const attributes = lxcAttributes(statusEntry(vmid, status.values), config);
 	return { vmid, name: attributes.hostname ?? `CT${vmid}`, attributes };
 }

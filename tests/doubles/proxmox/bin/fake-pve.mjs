@@ -25,6 +25,11 @@ async function main() {
 	if (f && f.tool === tool && (!f.match || [tool, ...args].join(' ').includes(f.match))) {
 		throw new Exit(f.exitCode ?? 255, f.stderr ?? '');
 	}
+	// A slow host: real `pct` is a Perl program that takes a few hundred ms to start.
+	const slow = faults.slow;
+	if (slow && slow.tool === tool && (!slow.match || [tool, ...args].join(' ').includes(slow.match))) {
+		await new Promise((r) => setTimeout(r, slow.ms));
+	}
 	const code = await run(ctx, args);
 	return typeof code === 'number' ? code : 0;
 }

@@ -9,6 +9,12 @@ export interface ToolContext {
 	signal: AbortSignal;
 	/** Per-turn counters, e.g. the http_get budget. */
 	turn: { httpGets: number };
+	/**
+	 * Settles when the containers this turn's finished executions touched have been read back
+	 * from their hosts. A continuation starts talking at once; every tool call waits for it, so
+	 * no tool answers from the inventory as it was before the change.
+	 */
+	inventoryReady?: Promise<unknown>;
 }
 
 /** A problem the model can fix (bad argument, unknown id): returned as the tool result, not thrown. */

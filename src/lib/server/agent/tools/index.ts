@@ -31,6 +31,19 @@ function capped(t: Tool): Tool {
 	};
 }
 
+/** Runs the tool once the inventory read-back of this turn (if any) has settled. */
+function afterReadBack(t: Tool, ready: Promise<unknown> | undefined): Tool {
+	const execute = t.execute;
+	if (!execute || !ready) return t;
+	return {
+		...t,
+		execute: async (input, options) => {
+			await ready;
+			return execute(input, options);
+		}
+	};
+}
+
 /** Every tool the agent has in one turn. */
 export function buildTools(ctx: ToolContext): ToolSet {
 	const tools: ToolSet = {
@@ -42,5 +55,5 @@ export function buildTools(ctx: ToolContext): ToolSet {
 		get_execution_status: getExecutionStatusTool(ctx),
 		ask_operator: askOperatorTool(ctx)
 	};
-	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, capped(t)]));
+	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(t), ctx.inventoryReady)]));
 }

@@ -1,0 +1,464 @@
+// `npm run bench:loop` part 2 — the approval loop under concurrency (issue #15, "latency the operator
+// feels"): approve → the execution runs → the agent's reply is there, for many sessions at once.
+//
+//   1. starts its own embedded Postgres in a temp dir, the SSH Proxmox double (node `strong`,
+//      BENCH_CTS seeded containers) and the scripted LLM double (a fallback answers every turn
+//      with a short text), each as a child process, as they would be other machines;
+//   2. boots a worker in this process as `npm run worker` does — boot('worker', { taskList }) with
+//      DATABASE_URL, NOMOS_HOSTS (the double, pinned), NOMOS_WORKER_CONCURRENCY, and
+//      NOMOS_INVENTORY_SYNC on, so the minute's sync and the follow-up syncs compete as in
+//      production — and waits for the first inventory sync;
+//   3. opens --sessions sessions, each requesting a pct_create of a new container through
+//      requestExecution (as the agent's tool does), then approves all of them at once through
+//      operatorDecides (the UI's decision, which opens the session's assent window);
+//   4. waits until every session has its continuation reply (the assistant message with origin
+//      'continuation', complete), then until the inventory queue is empty, and prints per-session
+//      intervals from the database (p50 / p95 / max), where the time goes (job waits and runs,
+//      the execution's parts), and counts: inventory syncs, SSH commands, model requests.
+//
+// Exits non-zero on errors only (an approval refused, an execution lost, failed or run twice, a
+// reply missing or doubled), not on slowness. Stops everything and removes its temp dir at the end
+// and on Ctrl-C.
+//
+//   npm run bench:loop -- --sessions 20 --concurrency 4
+// Options: --sessions N (20)  --concurrency C (4, NOMOS_WORKER_CONCURRENCY)
+//          --timeout S (600: replies) --drain-timeout S (600: inventory queue after the last reply)
+// Env:     BENCH_CTS (10 seeded containers)  BENCH_PVE_DELAY_MS (50: the double's delay between
+//          pct create's progress lines, ≈ 1 s per create)  BENCH_VERBOSE=1 (graphile-worker's job log)
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Task, TaskList } from 'graphile-worker';
+import { boot, type Runtime } from '../src/lib/server/boot';
+import { sql } from '../src/lib/server/db/index';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import { insertMessage } from '../src/lib/server/db/queries/messages';
+import { credentialsByUsername } from '../src/lib/server/db/queries/operators';
+import { createSession } from '../src/lib/server/db/queries/sessions';
+import { resetEnvCache } from '../src/lib/server/env';
+import { operatorDecides } from '../src/lib/server/executions/decisions';
+import { requestExecution } from '../src/lib/server/executions/request';
+import type { ExecutionStep } from '../src/lib/types/executions';
+import { taskList } from '../tasks/index';
+import { llmControl } from '../tests/doubles/llm/client';
+import { readArgvLog, readContainers, type SeedCt } from '../tests/doubles/proxmox/state';
+import { freePort } from '../tests/helpers/ports';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(ROOT);
+
+const { values: opts } = parseArgs({
+	options: {
+		sessions: { type: 'string', default: '20' },
+		concurrency: { type: 'string', default: '4' },
+		timeout: { type: 'string', default: '600' },
+		'drain-timeout': { type: 'string', default: '600' }
+	},
+	// bench/loop.ts hands the same arguments to both parts.
+	strict: false
+});
+const positive = (name: string, raw: string | boolean | undefined): number => {
+	const n = Number(raw);
+	if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${raw}`);
+	return n;
+};
+const SESSIONS = positive('--sessions', opts.sessions);
+const CONCURRENCY = positive('--concurrency', opts.concurrency);
+const TIMEOUT_MS = positive('--timeout', opts.timeout) * 1000;
+const DRAIN_TIMEOUT_MS = positive('--drain-timeout', opts['drain-timeout']) * 1000;
+const CTS = positive('BENCH_CTS', process.env.BENCH_CTS ?? '10');
+const PVE_DELAY_MS = Number(process.env.BENCH_PVE_DELAY_MS ?? 50);
+const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+const FIRST_NEW_VMID = 1000;
+const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
+/** Ports other work on this machine uses (Playwright's servers, the LLM double it starts). */
+const RESERVED_PORTS = new Set([41731, 41800, 41900]);
+
+const log = (s: string) => console.log(`[bench] ${s}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const at = (iso: string) => Date.parse(iso);
+
+// ---------------------------------------------------------------- process bookkeeping / cleanup
+
+const children = new Set<ChildProcess>();
+let tmp: string | undefined;
+let pg: EmbeddedPostgres | undefined;
+let runtime: Runtime | undefined;
+let cleaning: Promise<void> | undefined;
+
+async function killChild(child: ChildProcess): Promise<void> {
+	if (child.exitCode !== null || child.signalCode !== null) return;
+	const exited = new Promise<void>((r) => child.once('exit', () => r()));
+	child.kill('SIGTERM');
+	if (await Promise.race([exited.then(() => true), sleep(3000).then(() => false)])) return;
+	child.kill('SIGKILL');
+	await Promise.race([exited, sleep(1000)]);
+}
+
+function cleanup(): Promise<void> {
+	cleaning ??= (async () => {
+		await runtime?.shutdown().catch((e: Error) => log(`stopping the worker: ${e.message}`));
+		await Promise.all([...children].map(killChild));
+		await pg?.stop().catch((e: Error) => log(`stopping Postgres: ${e.message}`));
+		if (tmp) await fs.rm(tmp, { recursive: true, force: true });
+	})();
+	return cleaning;
+}
+
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+	process.on(sig, () => {
+		if (cleaning) return;
+		log(`${sig}: stopping`);
+		void cleanup().finally(() => process.exit(130));
+	});
+}
+process.on('exit', () => {
+	// Last resort if we die without cleanup(): no orphans, no running Postgres.
+	for (const c of children) c.kill('SIGKILL');
+	if (pg?.owned && !cleaning) {
+		try {
+			process.kill(pg.pid, 'SIGINT');
+		} catch {
+			/* gone */
+		}
+	}
+});
+
+async function port(): Promise<number> {
+	for (;;) {
+		const p = await freePort();
+		if (!RESERVED_PORTS.has(p)) return p;
+	}
+}
+
+/** Starts a double's CLI as a child process and returns the JSON line it prints once listening. */
+async function startDouble<T>(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<T> {
+	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+	children.add(child);
+	child.once('exit', () => children.delete(child));
+	return new Promise<T>((resolve, reject) => {
+		let out = '';
+		const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000);
+		child.once('exit', (code) => reject(new Error(`${name} exited (code ${code}) while starting`)));
+		child.stdout.on('data', (chunk: Buffer) => {
+			out += chunk.toString('utf8');
+			const nl = out.indexOf('\n');
+			if (nl === -1) return;
+			clearTimeout(timer);
+			child.stdout.removeAllListeners('data');
+			child.stdout.resume();
+			resolve(JSON.parse(out.slice(0, nl)) as T);
+		});
+	});
+}
+
+// ------------------------------------------------------------------------------ measuring
+
+/** One job as the worker ran it: when it was due (run_at, i.e. queued or replaced), started, ended. */
+type JobRun = { task: string; id: string; payload: Record<string, unknown>; revision: number; dueAt: number; startAt: number; endAt: number };
+const jobRuns: JobRun[] = [];
+
+/** The app's tasks, each timed (nothing else changes: same functions, same queues and keys). */
+function timed(list: TaskList): TaskList {
+	const out: TaskList = {};
+	for (const [name, task] of Object.entries(list)) {
+		if (!task) continue;
+		const wrapped: Task = async (payload, helpers) => {
+			const startAt = Date.now();
+			try {
+				return await task(payload, helpers);
+			} finally {
+				jobRuns.push({
+					task: name,
+					id: helpers.job.id,
+					payload: (payload ?? {}) as Record<string, unknown>,
+					revision: helpers.job.revision,
+					dueAt: helpers.job.run_at.getTime(),
+					startAt,
+					endAt: Date.now()
+				});
+			}
+		};
+		out[name] = wrapped;
+	}
+	return out;
+}
+
+type Stats = { n: number; p50: number; p95: number; max: number };
+function stats(xs: number[]): Stats {
+	const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+	const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
+	return { n: s.length, p50: q(0.5), p95: q(0.95), max: s[s.length - 1] ?? NaN };
+}
+const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');
+
+async function inventoryQueueLength(): Promise<number> {
+	const [r] = await sql()<{ n: number }[]>`
+		select count(*)::int as n
+		from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+		where t.identifier = 'inventory__sync'`;
+	return r.n;
+}
+
+type ExecRow = { id: string; session: string; vmid: string; status: string; error: string | null; approvedAt: string | null; startedAt: string | null; finishedAt: string | null; steps: ExecutionStep[] };
+type ReplyRow = { session: string; status: string; createdAt: string; updatedAt: string };
+
+async function readExecutions(sessionIds: string[]): Promise<ExecRow[]> {
+	return sql()<ExecRow[]>`
+		select id, requested_by_session as session, params ->> 'vmid' as vmid, status, error,
+			approved_at as "approvedAt", started_at as "startedAt", finished_at as "finishedAt", steps
+		from executions where requested_by_session = any(${sessionIds}::uuid[])`;
+}
+
+async function readReplies(sessionIds: string[]): Promise<ReplyRow[]> {
+	return sql()<ReplyRow[]>`
+		select session_id as session, status, created_at as "createdAt", updated_at as "updatedAt"
+		from messages
+		where session_id = any(${sessionIds}::uuid[]) and role = 'assistant' and origin = 'continuation'`;
+}
+
+// ------------------------------------------------------------------------------------ run
+
+async function main(): Promise<number> {
+	const errors: string[] = [];
+	if (!process.env.BENCH_VERBOSE) console.info = () => undefined; // graphile-worker's line per job
+	log(`sessions ${SESSIONS}, concurrency ${CONCURRENCY}, seeded CTs ${CTS}; ${os.cpus().length} CPUs, load average ${loadAverage()}`);
+
+	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-loop-'));
+	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await port() });
+	log(`embedded Postgres in ${tmp}`);
+
+	const seed: SeedCt[] = Array.from({ length: CTS }, (_, i) => ({ vmid: 100 + i, hostname: `seed-${100 + i}`, status: i % 3 === 2 ? 'stopped' : 'running' }));
+	const pve = await startDouble<{ port: number; clientKeyPath: string; hostKeyFingerprint: string; stateDir: string }>(
+		'Proxmox double',
+		['tests/doubles/proxmox/cli.ts', '--port', String(await port()), '--node', 'strong', '--seed', JSON.stringify(seed)],
+		{ PVE_DOUBLE_DELAY_MS: String(PVE_DELAY_MS) }
+	);
+	const llmInfo = await startDouble<{ baseURL: string }>('LLM double', ['tests/doubles/llm/cli.ts', '--port', String(await port())]);
+	const llm = llmControl(llmInfo.baseURL);
+	await llm.fallback([{ respond: { text: 'Checked: the new container is created and running.' } }]);
+
+	Object.assign(process.env, {
+		DATABASE_URL: pg.url,
+		NOMOS_WORKER: 'on',
+		NOMOS_WORKER_CONCURRENCY: String(CONCURRENCY),
+		NOMOS_INVENTORY_SYNC: 'on',
+		NOMOS_HOSTS: JSON.stringify([
+			{ name: 'strong', address: '127.0.0.1', port: pve.port, user: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint }
+		]),
+		NOMOS_OPERATOR_USERNAME: OPERATOR.username,
+		NOMOS_OPERATOR_PASSWORD: OPERATOR.password,
+		NOMOS_KNOWLEDGE_DIR: '',
+		OPENAI_BASE_URL: llmInfo.baseURL,
+		OPENAI_API_KEY: 'bench',
+		NOMOS_MODEL: 'scripted'
+	});
+	resetEnvCache();
+	runtime = await boot('worker', { taskList: timed(taskList) });
+
+	// The boot's first inventory sync, before the load (it is not what this measures).
+	const ready = Date.now() + 120_000;
+	for (;;) {
+		const [r] = await sql()<{ n: number }[]>`select count(*)::int as n from entities where kind = 'lxc'`;
+		if (r.n === CTS && (await inventoryQueueLength()) === 0) break;
+		if (Date.now() > ready) throw new Error(`the first inventory sync did not finish within 120 s (${r.n}/${CTS} containers)`);
+		await sleep(100);
+	}
+	const operator = await credentialsByUsername(sql(), OPERATOR.username);
+	if (!operator) throw new Error('the configured operator was not created');
+
+	// Sessions, each with the operator's words and the agent's pct_create request waiting.
+	const sessions: { id: string; executionId: string; vmid: number }[] = [];
+	for (let i = 0; i < SESSIONS; i++) {
+		const vmid = FIRST_NEW_VMID + i;
+		const hostname = `bench-${i}`;
+		const id = await sql().begin(async (tx) => {
+			const sessionId = await createSession(tx, operator.id, `bench ${i}`);
+			await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: `create a Debian container ${hostname} (CT ${vmid}) on strong` }], status: 'complete', origin: 'chat' });
+			return sessionId;
+		});
+		const r = await requestExecution(id, { target: 'strong', action: 'pct_create', params: { vmid, hostname, template: TEMPLATE }, reason: `bench session ${i}` });
+		if ('error' in r) throw new Error(`requestExecution: ${r.error}`);
+		if (r.execution.status !== 'awaiting_approval') throw new Error(`expected awaiting_approval, got ${r.execution.status}`);
+		sessions.push({ id, executionId: r.execution.id, vmid });
+	}
+	const ids = sessions.map((s) => s.id);
+
+	const argv0 = (await readArgvLog(pve.stateDir)).length;
+	const llm0 = (await llm.state()).requestCount;
+	const [{ maxEvent }] = await sql()<{ maxEvent: number }[]>`select coalesce(max(id), 0)::float8 as "maxEvent" from events`;
+	jobRuns.length = 0;
+	const load0 = loadAverage();
+
+	// All approvals at once, each in its own transaction, as the approve button's route does.
+	log(`approving ${SESSIONS} executions at once…`);
+	const fired = Date.now();
+	const decisions = await Promise.all(
+		sessions.map((s) => sql().begin((tx) => operatorDecides(tx, s.executionId, { decision: 'approved', route: 'button', operatorId: operator.id })))
+	);
+	decisions.forEach((d, i) => {
+		if (!d.ok) errors.push(`session ${i}: approval refused (${d.reason})`);
+	});
+
+	// Every session's continuation reply, complete (or finished otherwise: error, cancelled).
+	let replies: ReplyRow[] = [];
+	let lastProgress = 0;
+	for (;;) {
+		replies = await readReplies(ids);
+		const settled = replies.filter((r) => r.status !== 'streaming' && r.status !== 'queued').length;
+		if (settled >= SESSIONS) break;
+		if (Date.now() - fired > TIMEOUT_MS) {
+			errors.push(`${SESSIONS - settled} of ${SESSIONS} sessions had no finished continuation reply after ${TIMEOUT_MS / 1000} s`);
+			break;
+		}
+		if (Date.now() - lastProgress > 15_000) {
+			lastProgress = Date.now();
+			log(`  ${settled}/${SESSIONS} replies after ${((Date.now() - fired) / 1000).toFixed(0)} s`);
+		}
+		await sleep(100);
+	}
+	const repliesDone = Date.now();
+	log(`replies: ${replies.length}/${SESSIONS} in ${((repliesDone - fired) / 1000).toFixed(1)} s; waiting for the inventory queue to empty…`);
+
+	// Then the follow-up syncs (and any minute's sync that came in between) until none is left.
+	let drainedAt: number | null = null;
+	while (Date.now() - repliesDone < DRAIN_TIMEOUT_MS) {
+		if ((await inventoryQueueLength()) === 0) {
+			drainedAt = Date.now();
+			break;
+		}
+		await sleep(100);
+	}
+	const queueLeft = drainedAt === null ? await inventoryQueueLength() : 0;
+	const load1 = loadAverage();
+
+	// ------------------------------------------------------------------ figures from the database
+	const execs = await readExecutions(ids);
+	replies = await readReplies(ids);
+	const argv = (await readArgvLog(pve.stateDir)).slice(argv0);
+	const llmRequests = (await llm.state()).requestCount - llm0;
+	const containers = new Set((await readContainers(pve.stateDir)).map((c) => c.vmid));
+	const events = await sql()<{ container: number | null }[]>`
+		select (payload ->> 'container')::int as container from events where id > ${maxEvent} and type = 'inventory.synced'`;
+
+	for (const [i, s] of sessions.entries()) {
+		const mine = execs.filter((e) => e.session === s.id);
+		if (mine.length !== 1) errors.push(`session ${i}: ${mine.length} executions`);
+		const e = mine[0];
+		if (e && e.status !== 'succeeded') errors.push(`session ${i}: execution ${e.status}${e.error ? `: ${e.error}` : ''}`);
+		const creates = argv.filter((a) => a[0] === 'pct' && a[1] === 'create' && a[2] === String(s.vmid)).length;
+		if (creates !== 1) errors.push(`session ${i}: pct create ${s.vmid} ran ${creates} times`);
+		if (e?.status === 'succeeded' && !containers.has(s.vmid)) errors.push(`session ${i}: CT ${s.vmid} is not on the host`);
+		const r = replies.filter((x) => x.session === s.id);
+		if (r.length > 1) errors.push(`session ${i}: ${r.length} continuation replies`);
+		if (r.length === 1 && r[0].status !== 'complete') errors.push(`session ${i}: continuation reply ${r[0].status}`);
+	}
+
+	const continuationJobs = new Map(jobRuns.filter((j) => j.task === 'agent__continue_session').map((j) => [j.payload.sessionId as string, j]));
+	const per = sessions.map((s) => {
+		const e = execs.find((x) => x.session === s.id);
+		const r = replies.find((x) => x.session === s.id && x.status === 'complete');
+		const job = continuationJobs.get(s.id);
+		const step = e?.steps.find((x) => x.label.startsWith('pct create'));
+		const t = (iso: string | null | undefined) => (iso ? at(iso) : NaN);
+		return {
+			approvedToStarted: t(e?.startedAt) - t(e?.approvedAt),
+			startedToFinished: t(e?.finishedAt) - t(e?.startedAt),
+			finishedToReply: t(r?.updatedAt) - t(e?.finishedAt),
+			approvedToReply: t(r?.updatedAt) - t(e?.approvedAt),
+			// parts of started → finished
+			connectAndCheck: t(step?.startedAt) - t(e?.startedAt),
+			create: t(step?.finishedAt) - t(step?.startedAt),
+			record: t(e?.finishedAt) - t(step?.finishedAt),
+			// parts of finished → reply
+			continuationWait: (job?.startAt ?? NaN) - t(e?.finishedAt),
+			beforeTurn: t(r?.createdAt) - (job?.startAt ?? NaN),
+			turn: t(r?.updatedAt) - t(r?.createdAt),
+			replyAt: t(r?.updatedAt)
+		};
+	});
+	const lastReply = Math.max(...per.map((p) => p.replyAt).filter(Number.isFinite));
+	const drainMs = drainedAt === null ? NaN : Math.max(0, drainedAt - lastReply);
+
+	// ------------------------------------------------------------------------------- printing
+	const rows: [string, number[]][] = [
+		['approved → started', per.map((p) => p.approvedToStarted)],
+		['started → finished', per.map((p) => p.startedToFinished)],
+		['  SSH connect + pct status check', per.map((p) => p.connectAndCheck)],
+		['  pct create', per.map((p) => p.create)],
+		['  recording the finish', per.map((p) => p.record)],
+		['finished → reply complete', per.map((p) => p.finishedToReply)],
+		['  continuation job waits for a slot', per.map((p) => p.continuationWait)],
+		['  job start → turn starts (refresh)', per.map((p) => p.beforeTurn)],
+		['  the model turn', per.map((p) => p.turn)],
+		['approved → reply complete', per.map((p) => p.approvedToReply)]
+	];
+	const w = Math.max(...rows.map(([name]) => name.length));
+	console.log('');
+	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
+	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after`);
+	console.log('');
+	console.log(`| ${'per session (ms)'.padEnd(w)} |    n |    p50 |    p95 |    max |`);
+	console.log(`|:${'-'.repeat(w + 1)}|-----:|-------:|-------:|-------:|`);
+	for (const [name, xs] of rows) {
+		const s = stats(xs);
+		console.log(`| ${name.padEnd(w)} | ${String(s.n).padStart(4)} | ${ms(s.p50).padStart(6)} | ${ms(s.p95).padStart(6)} | ${ms(s.max).padStart(6)} |`);
+	}
+
+	console.log('');
+	console.log(`| ${'jobs during the run'.padEnd(24)} | jobs | wait p50 | wait p95 | run p50 | run p95 | run max |`);
+	console.log(`|:${'-'.repeat(25)}|-----:|---------:|---------:|--------:|--------:|--------:|`);
+	for (const task of [...new Set(jobRuns.map((j) => j.task))].sort()) {
+		const js = jobRuns.filter((j) => j.task === task);
+		const wait = stats(js.map((j) => j.startAt - j.dueAt));
+		const run = stats(js.map((j) => j.endAt - j.startAt));
+		console.log(
+			`| ${task.padEnd(24)} | ${String(js.length).padStart(4)} | ${ms(wait.p50).padStart(8)} | ${ms(wait.p95).padStart(8)} | ${ms(run.p50).padStart(7)} | ${ms(run.p95).padStart(7)} | ${ms(run.max).padStart(7)} |`
+		);
+	}
+
+	const syncs = jobRuns.filter((j) => j.task === 'inventory__sync');
+	const cronSyncs = syncs.filter((j) => '_cron' in j.payload).length;
+	const added = syncs.reduce((n, j) => n + 1 + j.revision, 0);
+	const byCommand = new Map<string, number>();
+	for (const a of argv) {
+		const k = a[0] === 'pvesh' ? `pvesh get ${a[2]?.replace(/^\/nodes\/[^/]+\//, '/nodes/*/')}` : a.slice(0, 2).join(' ');
+		byCommand.set(k, (byCommand.get(k) ?? 0) + 1);
+	}
+	const fullSyncs = argv.filter((a) => a[0] === 'pvesh' && a[2] === '/nodes').length;
+	console.log('');
+	console.log(`inventory__sync jobs: ${syncs.length} run (${cronSyncs} by the minute's cron) for ${added} adds (new jobs + replacements of a pending one by its job key)`);
+	console.log(`full host syncs (pvesh get /nodes): ${fullSyncs}; single-container refreshes: ${events.filter((e) => e.container !== null).length}; inventory.synced events: ${events.length}`);
+	console.log(
+		`SSH commands on the double: ${argv.length} (${[...byCommand].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', ')})`
+	);
+	console.log(`model requests: ${llmRequests} for ${SESSIONS} continuation turns`);
+	console.log(`approvals fired → last reply: ${ms(lastReply - fired)} ms`);
+	console.log(
+		drainedAt === null
+			? `inventory queue: ${queueLeft} job(s) still there ${DRAIN_TIMEOUT_MS / 1000} s after the replies`
+			: `last reply → inventory queue empty: ${ms(drainMs)} ms`
+	);
+	console.log('');
+	if (errors.length) {
+		for (const e of errors.slice(0, 20)) console.error(`error: ${e}`);
+		if (errors.length > 20) console.error(`… and ${errors.length - 20} more`);
+		return 1;
+	}
+	log(`ok: ${SESSIONS} executions ran once each, ${SESSIONS} replies, none lost or doubled`);
+	return 0;
+}
+
+let code = 1;
+try {
+	code = await main();
+} catch (e) {
+	console.error(`[bench] failed: ${(e as Error).stack ?? String(e)}`);
+} finally {
+	await cleanup();
+}
+process.exit(code);
