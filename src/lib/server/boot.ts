@@ -120,6 +120,9 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			});
 			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
+			// The review's facts: rebuilt now if this code's rules differ from the stored ones (the
+			// job returns at once when they match; the minute's cron repeats the check).
+			await enqueueJob(sql(), 'review__rebuild_facts', {}, { jobKey: 'review__rebuild_facts', priority: PRIORITY.background });
 			const preload = options.preloadTasks;
 			if (preload) setTimeout(() => void preload().catch((e: Error) => log(`worker: could not load a task: ${e.message}`)), PRELOAD_DELAY_MS).unref();
 			return worker;
