@@ -66,8 +66,7 @@ describe('job priorities', () => {
 		const items = parseCrontab(crontab({ inventorySync: true }));
 		expect(items.map((i) => [i.task, i.options.priority])).toEqual([
 			['inventory__sync', PRIORITY.background],
-			['events__prune', PRIORITY.background],
-			['review__rebuild_facts', PRIORITY.background]
+			['events__prune', PRIORITY.background]
 		]);
 	});
 });

@@ -120,8 +120,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			});
 			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
-			// The review's facts: rebuilt now if this code's rules differ from the stored ones (the
-			// job returns at once when they match; the minute's cron repeats the check).
+			// The review's facts: rebuilt if this code's rules differ from the stored ones (rules
+			// change only with the code, so once per start; the job returns at once when they match).
 			await enqueueJob(sql(), 'review__rebuild_facts', {}, { jobKey: 'review__rebuild_facts', priority: PRIORITY.background });
 			const preload = options.preloadTasks;
 			if (preload) setTimeout(() => void preload().catch((e: Error) => log(`worker: could not load a task: ${e.message}`)), PRELOAD_DELAY_MS).unref();

@@ -15,15 +15,10 @@ export async function scheduleSweep(): Promise<void> {
 
 /**
  * Recurring jobs. The inventory sync runs every minute in its own queue with a job key, so at
- * most one runs and one waits, however long a sync takes. The review's facts check runs every
- * minute too: a no-op unless the stored facts are of another version than this code's.
+ * most one runs and one waits, however long a sync takes.
  */
 export function crontab(opts: { inventorySync: boolean }): string {
-	return [
-		opts.inventorySync ? `* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory&priority=${PRIORITY.background}` : '',
-		`17 * * * * events__prune ?jobKey=events__prune&priority=${PRIORITY.background}`,
-		`* * * * * review__rebuild_facts ?jobKey=review__rebuild_facts&priority=${PRIORITY.background}`
-	]
+	return [opts.inventorySync ? `* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory&priority=${PRIORITY.background}` : '', `17 * * * * events__prune ?jobKey=events__prune&priority=${PRIORITY.background}`]
 		.filter(Boolean)
 		.join('\n');
 }
