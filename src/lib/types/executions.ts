@@ -30,6 +30,8 @@ export type ExecutionStep = {
 	stdoutTail?: string;
 	stderrTail?: string;
 	durationMs?: number;
+	/** Set on a read-back step: whether its output showed the expected result. */
+	verified?: boolean;
 };
 
 /** Timestamps are ISO 8601 text (see db/index.ts). */
