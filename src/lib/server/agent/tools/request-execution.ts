@@ -1,6 +1,7 @@
-import { tool } from 'ai';
+import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { ACTION_NAMES, catalogueSummary } from '../../proxmox/actions';
+import { actionParamsVariants } from '../../proxmox/params-schema';
 import { requestExecution } from '../../executions/request';
 import { actionParams, toolError, type ToolContext } from './context';
 
@@ -13,6 +14,42 @@ export const requestExecutionInput = z
 	})
 	.strict();
 
+export type RequestExecutionInput = z.output<typeof requestExecutionInput>;
+
+let cachedSchema: JSONSchema7 | undefined;
+
+/**
+ * What the model is shown: target, action (an enum), reason, and params as a union of every
+ * action's typed params (each variant titled with its action), generated from the catalogue.
+ */
+export function requestExecutionJsonSchema(): JSONSchema7 {
+	const shape = requestExecutionInput.shape;
+	cachedSchema ??= {
+		type: 'object',
+		properties: {
+			target: { type: 'string', maxLength: 200, description: shape.target.description },
+			action: { type: 'string', enum: [...ACTION_NAMES], description: 'the catalogued action; params must be the variant titled with this action' },
+			params: { description: "the action's parameters: exactly the fields of the variant whose title is the action", anyOf: actionParamsVariants() },
+			reason: { type: 'string', maxLength: 1000, description: shape.reason.description }
+		},
+		required: ['target', 'action', 'params', 'reason'],
+		additionalProperties: false
+	};
+	return cachedSchema;
+}
+
+/**
+ * The tool's input schema: the typed union above for the model, while arguments are checked by
+ * the loose zod schema, so a wrong field reaches prepareExecution, whose error names the field
+ * and lists the action's fields (a union validator would only say "no variant matched").
+ */
+const inputSchema = jsonSchema<RequestExecutionInput>(() => requestExecutionJsonSchema(), {
+	validate: (value) => {
+		const r = requestExecutionInput.safeParse(value);
+		return r.success ? { success: true, value: r.data } : { success: false, error: r.error };
+	}
+});
+
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
 export function requestExecutionTool(ctx: ToolContext) {
 	return tool({
@@ -21,7 +58,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 			'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved). ' +
 			'You are re-invoked automatically when a mutation finishes. Catalogue: ' +
 			catalogueSummary(),
-		inputSchema: requestExecutionInput,
+		inputSchema,
 		execute: async (input) => {
 			const r = await requestExecution(ctx.sessionId, input);
 			if ('error' in r) return toolError(r.error, r.hint);
