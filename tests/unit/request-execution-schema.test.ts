@@ -1,11 +1,13 @@
 // The request_execution tool's JSON schema: each action's typed params, generated from the
 // catalogue, in a shape OpenAI's and Ollama's tool formats accept; and a wrong field still gets
 // the error that names it and lists the allowed ones.
-import { asSchema, type JSONSchema7, type JSONSchema7Definition } from 'ai';
+import { asSchema, type JSONSchema7 } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
 import { ACTIONS, ACTION_NAMES } from '../../src/lib/server/proxmox/actions';
+
+type JSONSchema7Definition = JSONSchema7 | boolean;
 
 const schema = requestExecutionJsonSchema();
 const variants = (schema.properties!.params as JSONSchema7).anyOf as JSONSchema7[];

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { JSONSchema7, JSONSchema7Definition } from 'ai';
+import type { JSONSchema7 } from 'ai';
+
+type JSONSchema7Definition = JSONSchema7 | boolean;
 import { ACTIONS, ACTION_NAMES } from './actions';
 
 /** Patterns longer than this are dropped where a description says the same in words (tokens matter on a 4k-context model). */
