@@ -324,7 +324,7 @@ describe('pct snapshots, resize, push; vzdump; qm', () => {
 	});
 
 	it('push copies a host file into a running CT; the quiet fault cuts it short and still exits 0', async () => {
-		expect((await sh('pct start 110')).code).toBe(0);
+		await pve.patchCt(110, { status: 'running' });
 		expect((await sh("printf 'a=1\\nb=2\\n' > /tmp/pve-double-push.txt && pct push 110 /tmp/pve-double-push.txt /etc/app.conf")).code).toBe(0);
 		expect((await pve.guestFile(110, '/etc/app.conf'))?.toString()).toBe('a=1\nb=2\n');
 		const sum = await sh('pct exec 110 -- sha256sum /etc/app.conf');
