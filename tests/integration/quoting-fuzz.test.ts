@@ -272,7 +272,10 @@ describe('the catalogue\'s text params', () => {
 		const contents: string[] = [];
 		let cur = '';
 		for (const v of values.slice(0, 3000)) {
-			if (Buffer.byteLength(cur + v + '\n') > 32 * 1024) (contents.push(cur), (cur = ''));
+			if (Buffer.byteLength(cur + v + '\n') > 32 * 1024) {
+				contents.push(cur);
+				cur = '';
+			}
 			cur += v + '\n';
 		}
 		contents.push(cur);
