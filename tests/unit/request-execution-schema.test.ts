@@ -35,7 +35,6 @@ function openAiProblems(s: JSONSchema7): string[] {
 	for (const [path, n] of walk(s)) {
 		if ('allOf' in n) out.push(`${path}: allOf`);
 		if ('$ref' in n) out.push(`${path}: $ref`);
-		if (n.type === 'object' && !n.properties) out.push(`${path}: object without properties`);
 	}
 	return out;
 }
@@ -57,7 +56,8 @@ function ollamaProblems(s: JSONSchema7): string[] {
 		if (n.enum !== undefined && !Array.isArray(n.enum)) out.push(`${path}: enum`);
 		if (n.anyOf !== undefined && !n.anyOf.every((v) => typeof v === 'object')) out.push(`${path}: anyOf`);
 		if (n.properties !== undefined && (typeof n.properties !== 'object' || Array.isArray(n.properties))) out.push(`${path}: properties`);
-		if ('$schema' in n || '$defs' in n || 'definitions' in n) out.push(`${path}: $schema/$defs`);
+		// Unknown keys are ignored by Go's decoder (a top-level $schema is harmless), but references are never resolved.
+		if ('$ref' in n || '$defs' in n || 'definitions' in n) out.push(`${path}: $ref/$defs`);
 	}
 	return out;
 }
@@ -76,7 +76,7 @@ describe('request_execution input schema', () => {
 		for (const [i, name] of ACTION_NAMES.entries()) {
 			const v = variants[i];
 			expect(v.type).toBe('object');
-			expect(v.additionalProperties, name).toBe(false);
+			expect(v.description, name).toBe(`${name} (${ACTIONS[name].classification}): ${ACTIONS[name].description}`);
 			const fields = Object.keys((ACTIONS[name].params as z.ZodObject).shape).filter((k) => !(k === 'vmid' && ACTIONS[name].scope !== 'host'));
 			expect(Object.keys(v.properties ?? {}), name).toEqual(fields);
 		}
@@ -88,6 +88,17 @@ describe('request_execution input schema', () => {
 		expect(push.required).toEqual(['path', 'content']);
 		expect(variants.find((v) => v.title === 'vzdump')!.properties!.mode).toMatchObject({ enum: ['snapshot', 'suspend', 'stop'] });
 		expect(variants.find((v) => v.title === 'qm_start')!.required).toEqual(['vmid']);
+	});
+
+	it('on a small context window (Ollama\'s default 4096) the fields are listed in words instead', () => {
+		const small = requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: 4096 });
+		const loose = asSchema(small.inputSchema).jsonSchema as JSONSchema7;
+		expect(openAiProblems(loose)).toEqual([]);
+		expect(ollamaProblems(loose)).toEqual([]);
+		expect((loose.properties!.params as JSONSchema7).anyOf).toBeUndefined();
+		for (const name of ACTION_NAMES) expect(small.description).toContain(`${name}: `);
+		const big = requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: 32768 });
+		expect(asSchema(big.inputSchema).jsonSchema).toEqual(schema);
 	});
 
 	it('a guessed field still gets the error naming it and listing the allowed ones', async () => {

@@ -5,7 +5,7 @@ type JSONSchema7Definition = JSONSchema7 | boolean;
 import { ACTIONS, ACTION_NAMES } from './actions';
 
 /** Patterns longer than this are dropped where a description says the same in words (tokens matter on a 4k-context model). */
-const MAX_PATTERN = 60;
+const MAX_PATTERN = 0;
 const SAFE_INT = Number.MAX_SAFE_INTEGER;
 
 /** Smaller, equivalent-enough JSON Schema: no ±2^53 bounds, flat unions of bare types as a type list, long patterns described instead. */
@@ -47,6 +47,7 @@ export function actionParamsVariants(): JSONSchema7[] {
 			const { vmid: _v, ...rest } = typed.properties;
 			typed.properties = rest;
 		}
-		return { title: name, description: `params when action is '${name}'`, ...typed };
+		delete typed.additionalProperties;
+		return { title: name, description: `${name} (${ACTIONS[name].classification}): ${ACTIONS[name].description}`, ...typed };
 	});
 }

@@ -9,14 +9,16 @@ export const vmid = z
 
 export const hostname = z
 	.string()
-	.regex(/^(?=.{1,63}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, 'a hostname: lowercase letters, digits and dashes, 1–63 characters, no leading/trailing dash');
+	.regex(/^(?=.{1,63}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, 'a hostname: lowercase letters, digits and dashes, 1–63 characters, no leading/trailing dash')
+	.describe('lowercase letters, digits, dashes');
 
 export const unit = z
 	.string()
 	.regex(/^[A-Za-z0-9@._:-]{1,200}(\.(service|socket|timer|target|mount|path))?$/, 'a systemd unit name such as nginx.service')
-	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash');
+	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash')
+	.describe('e.g. nginx.service');
 
-export const storage = z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm');
+export const storage = z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm').describe('a storage id');
 
 export const template = z
 	.string()
@@ -26,7 +28,7 @@ export const template = z
 	)
 	.describe('a template volume, e.g. local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst (pveam list / pveam_download)');
 
-export const bridge = z.string().regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0');
+export const bridge = z.string().regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0').describe('e.g. vmbr0');
 
 const ipv4 = String.raw`(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}`;
 export const ipConfig = z
@@ -57,7 +59,10 @@ export const snapshotName = z
 export const ctDisk = z.string().regex(/^(rootfs|mp([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5]))$/, "'rootfs' or a mount point such as mp0");
 
 /** A grow-only size for `pct resize`: `+<n>G` (grow by) or `<n>G` (new total, must exceed the current one). */
-export const growSize = z.string().regex(/^\+?[1-9][0-9]{0,5}G$/, "a size in GiB: '+2G' to grow by 2 GiB, or '16G' as the new total (grow only)");
+export const growSize = z
+	.string()
+	.regex(/^\+?[1-9][0-9]{0,5}G$/, "a size in GiB: '+2G' to grow by 2 GiB, or '16G' as the new total (grow only)")
+	.describe("'+2G' grows by 2 GiB, '16G' is the new total");
 
 /** Free text for `pct set --description`: bounded, no NUL. */
 export const description = z

@@ -1,6 +1,6 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTION_NAMES, catalogueSummary } from '../../proxmox/actions';
+import { ACTION_NAMES, catalogueSummary, paramFields } from '../../proxmox/actions';
 import { actionParamsVariants } from '../../proxmox/params-schema';
 import { requestExecution } from '../../executions/request';
 import { actionParams, toolError, type ToolContext } from './context';
@@ -50,15 +50,25 @@ const inputSchema = jsonSchema<RequestExecutionInput>(() => requestExecutionJson
 	}
 });
 
+/**
+ * Below this context window (tokens) the typed schema (about 2,500 tokens) would crowd out the
+ * conversation (Ollama runs at 4096 by default): the fields are then listed in the description.
+ */
+export const TYPED_SCHEMA_MIN_CONTEXT = 8192;
+
+const INTRO =
+	'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
+	'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved). ' +
+	'You are re-invoked automatically when a mutation finishes. ';
+
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
 export function requestExecutionTool(ctx: ToolContext) {
+	const typed = !(ctx.contextTokens && ctx.contextTokens < TYPED_SCHEMA_MIN_CONTEXT);
 	return tool({
-		description:
-			'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-			'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved). ' +
-			'You are re-invoked automatically when a mutation finishes. Catalogue: ' +
-			catalogueSummary(),
-		inputSchema,
+		description: typed
+			? `${INTRO}params: exactly the fields of the params variant titled with the action (each variant says what its action does).`
+			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
+		inputSchema: typed ? inputSchema : requestExecutionInput,
 		execute: async (input) => {
 			const r = await requestExecution(ctx.sessionId, input);
 			if ('error' in r) return toolError(r.error, r.hint);
