@@ -42,6 +42,21 @@ export interface BootOptions {
 /** How long after the worker started its tasks' modules are loaded. */
 const PRELOAD_DELAY_MS = 1000;
 
+/** A web process's background start waits at most this long for its first answered request. */
+const AFTER_BOOT_MS = 300;
+
+/**
+ * Resolves when server.js has answered its first request (it calls `__nomosAnswered`), or `ms`
+ * after the boot finished (no server.js: tests and scripts; or nobody asked yet).
+ */
+function firstAnswer(ms: number): Promise<void> {
+	const g = globalThis as { __nomosAnswered?: () => void; __nomosBooted?: () => void };
+	return new Promise((resolve) => {
+		g.__nomosAnswered = resolve;
+		g.__nomosBooted = () => setTimeout(resolve, ms);
+	});
+}
+
 const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
 
 const log = (msg: string) => console.log(`[nomos] ${msg}`);
@@ -64,9 +79,12 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		await stopEarlyPostgres();
 		throw e;
 	}
-	// graphile-worker and pg load while Postgres starts and the migrations are checked (module
-	// loading is CPU, the rest mostly waiting); the agent and SSH load only when first used.
-	const workerModule = import('./jobs/worker');
+	// Loading code blocks the one thread that answers requests: in a web process, graphile-worker
+	// (and its schema check) and the model check load once the first page has been answered
+	// (server.js says when) or a moment after the boot, whichever comes first. A worker process
+	// needs them at once. The agent and SSH load only when first used.
+	const settled = role === 'web' ? firstAnswer(AFTER_BOOT_MS) : Promise.resolve();
+	const workerModule = settled.then(() => import('./jobs/worker'));
 	let embedded: EmbeddedPostgres | undefined;
 	let databaseUrl: string;
 	if (config.DATABASE_URL) {
@@ -160,7 +178,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web')
-		void import('./agent/model-check').then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
+		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		later.push(
@@ -170,6 +188,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		);
 	}
 
+	(globalThis as { __nomosBooted?: () => void }).__nomosBooted?.();
 	const hooks: Array<() => Promise<void> | void> = [];
 	// Runs last (hooks run in reverse): the pooled SSH connections close after the worker stopped.
 	hooks.push(async () => (await import('./ssh/pool')).closeAll());
