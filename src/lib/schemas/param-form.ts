@@ -40,6 +40,7 @@ function check(s: ParamSchema, v: unknown, path: string, errors: Record<string, 
 	const fail = (m: string) => {
 		errors[path || '_'] ??= m;
 	};
+	if (v === null || v === undefined) return fail('required');
 	if (s.anyOf) {
 		if (!s.anyOf.some((b) => Object.keys(validate(b, v, path)).length === 0)) fail(s.errorMessage ?? 'not an accepted value');
 		return;
@@ -108,7 +109,7 @@ export function validate(schema: ParamSchema, value: unknown, path = ''): Record
 
 function flatten(v: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
 	for (const [k, val] of Object.entries(v)) {
-		if (isPlainObject(val)) flatten(val, `${prefix}${k}.`, out);
+		if (isPlainObject(val) && Object.keys(val).length) flatten(val, `${prefix}${k}.`, out);
 		else if (val !== undefined) out[prefix + k] = val;
 	}
 	return out;

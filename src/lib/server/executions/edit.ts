@@ -31,7 +31,9 @@ export function editForm(e: ExecutionRow): EditForm | null {
 
 type Checked = { ok: true; prepared: PreparedExecution; changes: ParamChange[] } | Extract<EditCheck, { ok: false }>;
 
-const sameValue = (a: unknown, b: unknown) => (a === undefined || b === undefined ? a === b : String(a) === String(b));
+/** A vmid may come back as 105 or '105'; anything else must be identical. */
+const norm = (v: unknown) => (typeof v === 'number' ? String(v) : v);
+const sameValue = (a: unknown, b: unknown) => JSON.stringify(norm(a)) === JSON.stringify(norm(b));
 
 /** Validates edited params with the action's zod schema and prepares them against the execution's own target. Writes nothing. */
 export async function checkEditedParams(e: ExecutionRow, edited: Record<string, unknown>): Promise<Checked> {
@@ -76,7 +78,7 @@ export function editNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target'>, chan
  * Approves a pending execution with the operator's edited params. `baseHash` is the hash of the
  * request the operator edited and `hash` the one the form showed for the edited command: both
  * must still hold when the server recomputes them, else nothing is written ('stale'). Params
- * equal to the request's are a plain approval. The audit trail keeps the original and the
+ * that hash like the request's are a plain approval. The audit trail keeps the original and the
  * edited params, hash and command; the session gets a note naming each change.
  */
 export async function approveEdited(a: {
@@ -95,8 +97,9 @@ export async function approveEdited(a: {
 	if (!c.ok) return { ok: false, reason: 'invalid', error: c.error, fieldErrors: c.fieldErrors };
 	if (c.prepared.hash !== a.hash) return { ok: false, reason: 'stale' };
 
+	const changed = c.prepared.hash !== e.hash;
 	return sql().begin(async (tx): Promise<EditApproval> => {
-		if (c.changes.length) {
+		if (changed) {
 			const edit: ExecutionEdit = {
 				by: a.operator.id,
 				byName: a.operator.username,
@@ -130,7 +133,7 @@ export async function approveEdited(a: {
 		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id });
 		// The edit above holds the row, so only expiry in between could refuse; undo the edit then.
 		if (!d.ok) throw new EditRefused(d.reason);
-		if (c.changes.length && e.requestedBySession) {
+		if (changed && e.requestedBySession) {
 			await addSystemNote(tx, e.requestedBySession, 'edit', editNote(e, c.changes), { executionId: e.id, changes: c.changes });
 		}
 		return { ok: true, execution: d.execution };

@@ -14,7 +14,7 @@ export function describeParams(action: ActionName): ParamSchema {
 		io: 'input',
 		unrepresentable: 'any',
 		override: (ctx) => {
-			const checks = ((ctx.zodSchema as unknown as { _zod: { def: { checks?: Check[] } } })._zod.def.checks ?? []) as Check[];
+			const checks = (ctx.zodSchema as unknown as { _zod: { def: { checks?: Check[] } } })._zod.def.checks ?? [];
 			for (const c of checks) {
 				const d = c._zod.def;
 				if (d.format !== 'regex' || typeof d.error !== 'function') continue;
