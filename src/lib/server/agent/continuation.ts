@@ -21,7 +21,9 @@ export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' |
 			: `${e.status}: ${(e.error ?? e.result ?? 'no details').trim().slice(0, 800)}`;
 	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
 	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
-	const edited = e.edit ? ` The operator changed ${formatChanges(e.edit.changes)} before approving, so it ran with those values (not the ones requested).` : '';
+	const edited = e.edit
+		? `${/[.!?]$/.test(outcome) ? '' : '.'} The operator changed ${formatChanges(e.edit.changes)} before approving, so it ran with those values (not the ones requested).`
+		: '';
 	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${edited}${left}${check}`;
 }
 

@@ -1,5 +1,5 @@
 import { ACTIONS, isActionName } from '../proxmox/actions';
-import { describeParams } from '../proxmox/params-schema';
+import { describeParams, fieldErrorsOf } from '../proxmox/params-schema';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { applyEdit, getExecution, type ExecutionRow } from '../db/queries/executions';
@@ -43,9 +43,7 @@ export async function checkEditedParams(e: ExecutionRow, edited: Record<string, 
 		if (!sameValue(e.params[f], edited[f])) fieldErrors[f] = 'the target cannot be changed by an edit: deny this and ask the agent for a new request';
 	}
 	const parsed = ACTIONS[e.action].params.safeParse(edited);
-	if (!parsed.success) {
-		for (const i of parsed.error.issues.slice(0, 50)) fieldErrors[i.path.length ? i.path.join('.') : '_'] ??= i.message.slice(0, 300);
-	}
+	if (!parsed.success) Object.assign(fieldErrors, { ...fieldErrorsOf(parsed.error), ...fieldErrors });
 	if (Object.keys(fieldErrors).length) return { ok: false, error: 'fix the marked fields', fieldErrors };
 	const prepared = await prepareExecution({ target: e.target, action: e.action, params: edited, reason: e.reason });
 	if ('error' in prepared) return { ok: false, error: prepared.error, fieldErrors: {} };

@@ -26,3 +26,14 @@ export function describeParams(action: ActionName): ParamSchema {
 	delete json.$schema;
 	return json;
 }
+
+/** A zod error as one readable message per field path (`memory`, `features.nesting`, `argv.2`; `_` for the whole). */
+export function fieldErrorsOf(error: z.ZodError, limit = 50): Record<string, string> {
+	const out: Record<string, string> = {};
+	for (const i of error.issues.slice(0, limit)) {
+		if (i.code === 'unrecognized_keys') {
+			for (const k of i.keys.slice(0, limit)) out[[...i.path, k].join('.').slice(0, 200)] ??= 'not a field of this action';
+		} else out[i.path.length ? i.path.join('.') : '_'] ??= i.message.slice(0, 300);
+	}
+	return out;
+}
