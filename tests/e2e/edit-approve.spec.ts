@@ -60,3 +60,35 @@ test('edit before approving: a bad value is flagged, the fixed edit runs, the ca
 	const reqs = await llm.requests();
 	expect(JSON.stringify(reqs.at(-1)!.body)).toContain('The operator changed memory 2048 → 4096 before approving');
 });
+
+test('on the Ops page: edit a pct_exec argv list, the edited command runs', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['echo', 'hello'] }, reason: 'say hello' } }] },
+		{ text: 'Waiting for your approval.' },
+		{ text: 'It printed what you set.' }
+	);
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('say hello in caddy');
+	await page.getByTestId('send').click();
+	await expect(page.getByTestId('execution-card')).toBeVisible();
+
+	await page.goto('/ops');
+	const card = page.getByTestId('ops-pending').getByTestId('execution-card').filter({ hasText: 'say hello' });
+	await card.getByTestId('edit').click();
+	const form = card.getByTestId('edit-params');
+	await expect(form.locator('[data-field="vmid"]')).toHaveCount(0);
+	await form.getByLabel('argv 2', { exact: true }).fill('edited');
+	await form.getByTestId('edit-list-add').click();
+	await form.getByLabel('argv 3', { exact: true }).fill('again; id');
+	await expect(form.getByTestId('edit-preview')).toHaveText("'pct' 'exec' '100' '--' 'echo' 'edited' 'again; id'");
+	await form.getByTestId('approve-edited').click();
+
+	const done = page.getByTestId('ops-recent').getByTestId('execution-card').filter({ hasText: 'say hello' }).first();
+	await expect(done).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(done.getByTestId('execution-edited')).toHaveText('edited by admin: argv ["echo","hello"] → ["echo","edited","again; id"]');
+	await expect(done.getByTestId('step-output')).toContainText('edited again; id');
+	const [a] = await sql`select route, detail->'original'->>'hash' as original, detail->'edited'->>'hash' as edited from audit_log where action = 'execution.edited' order by id desc limit 1`;
+	expect(a.route).toBe('ops');
+	expect(a.original).not.toBe(a.edited);
+});
