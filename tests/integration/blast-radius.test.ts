@@ -6,6 +6,7 @@ import { createKnowledge } from '../../src/lib/server/db/queries/knowledge';
 import { executionsRouter } from '../../src/lib/server/trpc/routers/executions';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { blastRadiusSummary } from '../../src/lib/blast-radius';
+import { requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
 import { useTestDatabase } from '../helpers/db';
 
 useTestDatabase();
@@ -33,7 +34,8 @@ let restart = '';
 let notes: Record<string, string> = {};
 
 beforeAll(async () => {
-	await sql()`insert into hosts (name, address, key_path) values ('strong', '192.168.1.10', '/k')`;
+	// Pinned, so request_execution accepts it; port 1 refuses at once when the request warms a connection.
+	await sql()`insert into hosts (name, address, port, key_path, host_key_fingerprint) values ('strong', '127.0.0.1', 1, '/k', 'SHA256:test')`;
 	await sql()`insert into entities (kind, external_id, name, host_name, attributes)
 		values ('host', 'strong', 'strong', 'strong', '{"node":"strong","pveStatus":"online"}')`;
 	// The target: CT 101 "caddy" at 10.0.0.1.
@@ -106,7 +108,7 @@ describe('blast radius', () => {
 		const b = (await blastRadius(sql(), id))!;
 		expect(b).toMatchObject({ kind: 'host', known: true, status: 'online', containersTotal: 6, containersRunning: 5 });
 		expect(b.containers.map((c) => c.ref)).toEqual(['lxc:strong/101', 'lxc:strong/102', 'lxc:strong/103', 'lxc:strong/104', 'lxc:strong/105', 'lxc:strong/110']);
-		expect(b.identifiers).toEqual(['strong', '192.168.1.10']);
+		expect(b.identifiers).toEqual(['strong', '127.0.0.1']);
 		expect(blastRadiusSummary(b)).toBe('online · 6 CTs on it (5 running)');
 	});
 
@@ -123,5 +125,14 @@ describe('blast radius', () => {
 		await expect(operator.blastRadius({ executionId: crypto.randomUUID() })).rejects.toMatchObject({ code: 'NOT_FOUND' });
 		await expect(operator.blastRadius({ executionId: "1' or '1'='1" })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
 		await expect(caller(null).blastRadius({ executionId: restart })).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+	});
+
+	it('tells the agent the one-line summary when it requests a mutation', async () => {
+		const [session] = await sql()<{ id: string }[]>`insert into chat_sessions default values returning id`;
+		const t = requestExecutionTool({ sessionId: session.id, messageId: crypto.randomUUID(), signal: new AbortController().signal, turn: { httpGets: 0 } });
+		const r = (await t.execute!({ target: 'caddy', action: 'restart', params: {}, reason: 'apply the new Caddyfile' }, { toolCallId: 'c1', messages: [] })) as Record<string, unknown>;
+		expect(r).toMatchObject({ status: 'awaiting_approval', target: 'lxc:strong/101' });
+		expect(r.blastRadius).toMatch(/^lxc:strong\/101: running · 2 services · 4 notes · 2 CTs reference it \(/);
+		expect(String(r.blastRadius)).not.toContain('onerror');
 	});
 });
