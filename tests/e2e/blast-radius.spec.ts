@@ -53,6 +53,13 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		expect(await page.evaluate(() => document.body.dataset.pwned)).toBeUndefined();
 		await expect(details.getByTestId('blast-radius-reference')).toHaveText(/lxc:strong\/101\s+media\s+running\s+— its notes mention caddy/);
 		await expect(noteLinks.filter({ hasText: 'BR runbook' }).getByRole('link')).toHaveAttribute('href', `/knowledge#note-${notes[0].id}`);
+
+		// An open card follows the inventory: after the next sync it counts CT 102 too.
+		await sql`update entities set notes = 'nightly dumps go to caddy.lan/backups' where kind = 'lxc' and external_id = 'strong/102'`;
+		const sync = await page.request.post('/trpc/hosts.sync', { data: {}, headers: { origin: new URL(page.url()).origin } });
+		expect(sync.ok()).toBe(true);
+		await expect(radius.getByTestId('blast-radius-summary')).toHaveText(/· 2 CTs reference it$/, { timeout: 20_000 });
+		await expect(details.getByTestId('blast-radius-reference').filter({ hasText: 'lxc:strong/102' })).toContainText('backup stopped');
 		await card.screenshot({ path: 'test-results/blast-radius-card.png' });
 
 		// The agent was told the one-line summary with the request's result.
@@ -62,7 +69,7 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		// The Ops page's pending list shows it too; the note link opens the note on the knowledge page.
 		await page.goto('/ops');
 		const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
-		await expect(pending.getByTestId('blast-radius-summary')).toHaveText(/^running · 1 service · \d+ notes · 1 CT references it$/);
+		await expect(pending.getByTestId('blast-radius-summary')).toHaveText(/^running · 1 service · \d+ notes · 2 CTs reference it$/);
 		await pending.getByTestId('blast-radius-summary').click();
 		await pending.getByTestId('blast-radius-note').filter({ hasText: 'BR runbook' }).getByRole('link').click();
 		await expect(page).toHaveURL(new RegExp(`/knowledge#note-${notes[0].id}$`));
@@ -74,7 +81,7 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		await expect(page.getByTestId('ops-pending').getByTestId('execution-card')).toHaveCount(0);
 	} finally {
 		await sql`delete from knowledge where id = any(${notes.map((n) => n.id)}::uuid[])`;
-		await sql`update entities set notes = '' where kind = 'lxc' and external_id = 'strong/101'`;
+		await sql`update entities set notes = '' where kind = 'lxc' and external_id in ('strong/101', 'strong/102')`;
 		await sql`delete from executions where id = ${past.id}`;
 	}
 });
