@@ -12,9 +12,22 @@ process.env.PORT ??= '3000';
 const markHttp = !process.env.ORIGIN && !process.env.PROTOCOL_HEADER;
 if (markHttp) process.env.PROTOCOL_HEADER = 'x-forwarded-proto';
 
+// The embedded Postgres starts now, while the app's code loads (half a second of a cold start);
+// the app's boot takes it over. Nothing happens here with DATABASE_URL set.
+const { startEarlyPostgres } = await import('./src/lib/server/db/embedded.js');
+startEarlyPostgres(process.env, (line) => console.log(`[nomos] ${line}`));
+
 const { handler } = await import('./build/handler.js');
 
+// The app loads its background parts (the worker, the model check) once the first request has
+// been answered, so that answer does not wait for their code (see boot.ts, firstAnswer).
+let answered = false;
+
 const server = http.createServer((req, res) => {
+	if (!answered) {
+		answered = true;
+		res.once('finish', () => globalThis.__nomosAnswered?.());
+	}
 	if (markHttp && !req.headers['x-forwarded-proto']) req.headers['x-forwarded-proto'] = 'http';
 	// Live event streams are served below SvelteKit: the hook (set at boot) matches the request
 	// against the SSE route table (src/lib/server/realtime/sse-routes.ts) and returns null at once

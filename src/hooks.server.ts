@@ -1,7 +1,6 @@
 import { error, json, redirect, type Handle, type ServerInit } from '@sveltejs/kit';
 import { sequence } from '@sveltejs/kit/hooks';
 import { building } from '$app/environment';
-import { createTRPCHandle } from 'trpc-sveltekit';
 import { boot } from '$lib/server/boot';
 import { preloadTasks, taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
@@ -47,12 +46,12 @@ const signIn: Handle = async ({ event, resolve }) => {
 	return resolve(event);
 };
 
-// The procedures (and what they import: the agent, SSH) load with the first tRPC call, not at start.
+// The procedures (and what they import: tRPC, the agent, SSH) load with the first tRPC call, not at start.
 let trpcHandle: Promise<Handle> | undefined;
 const trpc: Handle = async (input) => {
 	if (!input.event.url.pathname.startsWith('/trpc')) return input.resolve(input.event);
-	trpcHandle ??= Promise.all([import('$lib/server/trpc/router'), import('$lib/server/trpc/context')]).then(([r, c]) =>
-		createTRPCHandle({ router: r.appRouter, createContext: c.createContext, url: '/trpc' })
+	trpcHandle ??= Promise.all([import('trpc-sveltekit'), import('$lib/server/trpc/router'), import('$lib/server/trpc/context')]).then(([t, r, c]) =>
+		t.createTRPCHandle({ router: r.appRouter, createContext: c.createContext, url: '/trpc' })
 	);
 	return (await trpcHandle)(input);
 };

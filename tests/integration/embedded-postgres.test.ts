@@ -57,7 +57,7 @@ describe('embedded Postgres', () => {
 		// A separate node process starts the server and is then killed with SIGKILL.
 		const child = spawn(
 			process.execPath,
-			['--import', 'tsx', '-e', `import('./src/lib/server/db/embedded.ts').then(m => m.startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} })).then(s => console.log('pid=' + s.pid))`],
+			['--import', 'tsx', '-e', `import('./src/lib/server/db/embedded.js').then(m => m.startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} })).then(s => console.log('pid=' + s.pid))`],
 			{ stdio: ['ignore', 'pipe', 'inherit'] }
 		);
 		const pid = await new Promise<number>((resolve) => {

@@ -3,7 +3,7 @@
 import { parseCrontab, runOnce } from 'graphile-worker';
 import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { enqueueJob, PRIORITY } from '../../src/lib/server/jobs/enqueue';
+import { enqueueJob, gateJobsOn, PRIORITY } from '../../src/lib/server/jobs/enqueue';
 import { crontab } from '../../src/lib/server/jobs/schedule';
 import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
@@ -13,6 +13,30 @@ import { useTestDatabase } from '../helpers/db';
 const dbUrl = useTestDatabase();
 
 describe('job priorities', () => {
+	it('a job added while the worker schema is still being checked waits for the check, and fails with its error', async () => {
+		const count = async () => Number((await sql()`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__gated'`)[0].n);
+		let pass = () => undefined as void;
+		gateJobsOn(new Promise<void>((r) => (pass = r)));
+		try {
+			let added = false;
+			const adding = enqueueJob(sql(), 'test__gated', {}).then(() => (added = true));
+			await new Promise((r) => setTimeout(r, 50));
+			expect(added).toBe(false);
+			expect(await count()).toBe(0);
+			pass();
+			await adding;
+			expect(await count()).toBe(1);
+
+			const refused = Promise.reject(new Error('graphile-worker migration 000019 failed'));
+			refused.catch(() => undefined);
+			gateJobsOn(refused);
+			await expect(enqueueJob(sql(), 'test__gated', {})).rejects.toThrow('migration 000019 failed');
+			expect(await count()).toBe(1);
+		} finally {
+			gateJobsOn(Promise.resolve());
+		}
+	});
+
 	it('a busy worker takes the reply first, then the execution, then the background work, whatever order they came in', async () => {
 		const ran: string[] = [];
 		const record = (name: string) => () => void ran.push(name);

@@ -83,6 +83,32 @@ describe('migrations', () => {
 		expect(rows.map((r) => r.title)).toEqual(['kept']);
 	});
 
+	it('recognise an up-to-date database with one read: no lock, no migrator; one new migration still runs', async () => {
+		const url = await createTestDatabase();
+		const holder = postgres(url, { max: 1 });
+		// Another process mid-migration holds the lock; a start on an up-to-date database does not wait for it.
+		await holder`select pg_advisory_lock(7140202611)`;
+		try {
+			const quick = await Promise.race([runMigrations(url).then(() => 'done'), new Promise((r) => setTimeout(() => r('waited for the lock'), 3000))]);
+			expect(quick).toBe('done');
+		} finally {
+			await holder`select pg_advisory_unlock(7140202611)`;
+		}
+		// The newest migration not yet applied (as after an upgrade): the migrator runs it again.
+		const [last] = await holder<{ id: number }[]>`select id from drizzle.__drizzle_migrations order by created_at desc limit 1`;
+		await holder`delete from drizzle.__drizzle_migrations where id = ${last.id}`;
+		const before = await appliedCount(url);
+		// Its DDL already exists here, so the migrator either fails on it or (idempotent DDL) records it again.
+		const outcome = await runMigrations(url).then(
+			() => 'ran',
+			(e: Error) => (/already exists/.test(`${e.message} ${(e.cause as Error | undefined)?.message}`) ? 'ran' : e.message)
+		);
+		const after = await appliedCount(url);
+		await holder.end();
+		expect(outcome).toBe('ran');
+		if (after !== before) expect(after).toBe(before + 1);
+	});
+
 	it('serialise when two processes migrate the same empty database at once', async () => {
 		const url = await createTestDatabase({ empty: true });
 		const [a, b] = await Promise.all([migrateInChild(url), migrateInChild(url)]);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseEnv } from '../../src/lib/server/env';
+import { EMBEDDED_DEFAULTS } from '../../src/lib/server/db/embedded.js';
 
 describe('configuration', () => {
 	it('has working defaults', () => {
@@ -10,6 +11,12 @@ describe('configuration', () => {
 		expect(e.NOMOS_WORKER).toBe(true);
 		expect(e.NOMOS_MAX_STEPS).toBe(40);
 		expect(e.DATABASE_URL).toBeUndefined();
+	});
+
+	it('starts the embedded Postgres early (server.js) where the settings will look for it', () => {
+		// server.js reads the two settings before env.ts is loaded; the defaults must agree.
+		const e = parseEnv({ NOMOS_DATA_DIR: '', NOMOS_PG_PORT: '' });
+		expect({ dataDir: e.NOMOS_DATA_DIR, port: e.NOMOS_PG_PORT }).toEqual(EMBEDDED_DEFAULTS);
 	});
 
 	it.each([

@@ -14,3 +14,19 @@ export const decidePlanInput = z.object({
 	decision: z.enum(['approved', 'denied']),
 	reason: z.string().trim().max(1000).optional()
 });
+
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 hash in hex');
+const editedParams = z
+	.record(z.string().max(64), z.unknown())
+	.refine((p) => Object.keys(p).length <= 64 && JSON.stringify(p).length <= 65_536, 'the edited params are too large');
+
+export const checkEditInput = z.object({ executionId: z.uuid(), params: editedParams });
+
+/** Approving an edited request: the params as edited, the hash of the request edited, and the hash the form showed for the edit. */
+export const approveEditedInput = z.object({
+	executionId: z.uuid(),
+	route: z.enum(['button', 'ops']),
+	baseHash: sha256,
+	params: editedParams,
+	hash: sha256
+});

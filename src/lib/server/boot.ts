@@ -2,7 +2,7 @@ import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
 import { installTurnCancellation } from './conversation/active-turns';
 import { serveNodeSse } from './realtime/node-sse';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
+import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
 import { countOperators, issueSetupToken } from './db/queries/operators';
 import { ensureConfiguredOperator } from './auth/accounts';
@@ -10,7 +10,7 @@ import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
 import { env, type Env } from './env';
 import type { WorkerHandle } from './jobs/worker';
-import { enqueueJob, PRIORITY } from './jobs/enqueue';
+import { enqueueJob, gateJobsOn, PRIORITY } from './jobs/enqueue';
 import { RUN_TASK } from './executions/lifecycle';
 import { watchWorkerPresence } from './jobs/presence';
 import { crontab, scheduleSweep } from './jobs/schedule';
@@ -42,6 +42,21 @@ export interface BootOptions {
 /** How long after the worker started its tasks' modules are loaded. */
 const PRELOAD_DELAY_MS = 1000;
 
+/** A web process's background start waits at most this long for its first answered request. */
+const AFTER_BOOT_MS = 300;
+
+/**
+ * Resolves when server.js has answered its first request (it calls `__nomosAnswered`), or `ms`
+ * after the boot finished (no server.js: tests and scripts; or nobody asked yet).
+ */
+function firstAnswer(ms: number): Promise<void> {
+	const g = globalThis as { __nomosAnswered?: () => void; __nomosBooted?: () => void };
+	return new Promise((resolve) => {
+		g.__nomosAnswered = resolve;
+		g.__nomosBooted = () => setTimeout(resolve, ms);
+	});
+}
+
 const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
 
 const log = (msg: string) => console.log(`[nomos] ${msg}`);
@@ -57,10 +72,19 @@ export function currentRuntime(): Promise<Runtime> | undefined {
 }
 
 async function start(role: Role, options: BootOptions): Promise<Runtime> {
-	const config = env();
-	// graphile-worker and pg load while Postgres starts and the migrations are checked (module
-	// loading is CPU, the rest mostly waiting); the agent and SSH load only when first used.
-	const workerModule = import('./jobs/worker');
+	let config: Env;
+	try {
+		config = env();
+	} catch (e) {
+		await stopEarlyPostgres();
+		throw e;
+	}
+	// Loading code blocks the one thread that answers requests: in a web process, graphile-worker
+	// (and its schema check) and the model check load once the first page has been answered
+	// (server.js says when) or a moment after the boot, whichever comes first. A worker process
+	// needs them at once. The agent and SSH load only when first used.
+	const settled = role === 'web' ? firstAnswer(AFTER_BOOT_MS) : Promise.resolve();
+	const workerModule = settled.then(() => import('./jobs/worker'));
 	let embedded: EmbeddedPostgres | undefined;
 	let databaseUrl: string;
 	if (config.DATABASE_URL) {
@@ -68,38 +92,53 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		const u = new URL(databaseUrl);
 		log(`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}`);
 	} else {
-		embedded = await startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log });
+		// server.js starts it while the app's code loads; anything else (tests, scripts) starts it here.
+		const early = takeEarlyPostgres(config.NOMOS_DATA_DIR, config.NOMOS_PG_PORT);
+		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log }));
 		databaseUrl = embedded.url;
 		log(
 			`database: embedded Postgres on 127.0.0.1:${config.NOMOS_PG_PORT}, data in ${config.NOMOS_DATA_DIR}` +
 				(embedded.owned ? '' : ' (reused a running server)')
 		);
 	}
-	// Nomos's tables and graphile-worker's schema are independent: checked side by side.
-	await Promise.all([runMigrations(databaseUrl), workerModule.then((m) => m.migrateWorkerSchema(databaseUrl))]);
+	// Nomos's tables and graphile-worker's schema are independent: checked side by side. The first
+	// requests need only Nomos's; a job waits for the other check (gateJobsOn), the worker too.
+	const workerSchema = workerModule.then((m) => m.migrateWorkerSchema(databaseUrl));
+	gateJobsOn(workerSchema);
+	workerSchema.catch(() => undefined);
+	await runMigrations(databaseUrl);
+	if (role === 'worker') await workerSchema;
+	else
+		workerSchema.catch((e: Error) => {
+			log(`graphile-worker's schema: could not be checked: ${e.message}`);
+			process.exit(1);
+		});
 	connectDb(databaseUrl);
 
-	if (config.NOMOS_OPERATOR_PASSWORD) {
-		const r = await ensureConfiguredOperator(sql(), config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
-		if (r !== 'unchanged') log(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
-	} else if (role === 'web' && (await countOperators(sql())) === 0) {
-		const token = await issueSetupToken(sql());
-		const base = `http://${config.HOST}:${config.PORT}`;
-		log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
-	}
-	if (config.NOMOS_HOSTS) await upsertConfiguredHosts(sql(), config.NOMOS_HOSTS);
-	// Not needed to serve the first request: the worker start and the first sync run alongside.
-	const later: Array<Promise<unknown>> = [];
-	if (config.NOMOS_KNOWLEDGE_DIR) {
+	// The configured operator and hosts, the knowledge import and the event hub do not depend on
+	// each other: side by side.
+	const hub = new Hub(sql());
+	const operator = async () => {
+		if (config.NOMOS_OPERATOR_PASSWORD) {
+			const r = await ensureConfiguredOperator(sql(), config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
+			if (r !== 'unchanged') log(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
+		} else if (role === 'web' && (await countOperators(sql())) === 0) {
+			const token = await issueSetupToken(sql());
+			const base = `http://${config.HOST}:${config.PORT}`;
+			log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
+		}
+	};
+	const knowledge = async () => {
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
+		if (!dir) return;
 		await importKnowledgeDir(dir).then(
 			(r) => log(`knowledge: imported ${r.imported} notes from ${dir}` + (r.removed ? `, removed ${r.removed}` : '') + (r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')),
 			(e) => log(`knowledge: could not import ${dir}: ${(e as Error).message}`)
 		);
-	}
-
-	const hub = new Hub(sql());
-	await hub.start();
+	};
+	await Promise.all([operator(), config.NOMOS_HOSTS ? upsertConfiguredHosts(sql(), config.NOMOS_HOSTS) : undefined, knowledge(), hub.start()]);
+	// Not needed to serve the first request: the worker start and the first sync run alongside.
+	const later: Array<Promise<unknown>> = [];
 	setHub(hub);
 	installTurnCancellation(hub);
 	// server.js hands the SSE endpoints to this handler, below SvelteKit (see node-sse.ts).
@@ -111,6 +150,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		const taskList = options.taskList;
 		if (!taskList) throw new Error('boot: this process runs a worker but was given no task list');
 		workerStart = (async () => {
+			await workerSchema;
 			worker = await (await workerModule).startWorker({
 				url: databaseUrl,
 				taskList,
@@ -138,7 +178,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web')
-		void import('./agent/model-check').then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
+		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		later.push(
@@ -148,6 +188,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		);
 	}
 
+	(globalThis as { __nomosBooted?: () => void }).__nomosBooted?.();
 	const hooks: Array<() => Promise<void> | void> = [];
 	// Runs last (hooks run in reverse): the pooled SSH connections close after the worker stopped.
 	hooks.push(async () => (await import('./ssh/pool')).closeAll());

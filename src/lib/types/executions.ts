@@ -34,6 +34,18 @@ export type ExecutionStep = {
 	verified?: boolean;
 };
 
+/** One param the operator changed before approving; `from`/`to` are undefined when unset. Nested fields use dots (`features.nesting`). */
+export type ParamChange = { field: string; from?: unknown; to?: unknown };
+
+/** An operator's edit of a pending execution, made in the transaction that approved it. */
+export type ExecutionEdit = {
+	by: string;
+	byName: string;
+	at: string;
+	original: { params: Record<string, unknown>; hash: string; commandPreview: string };
+	changes: ParamChange[];
+};
+
 /** Timestamps are ISO 8601 text (see db/index.ts). */
 export type ExecutionRow = {
 	id: string;
@@ -59,6 +71,7 @@ export type ExecutionRow = {
 	finishedAt: string | null;
 	cancelRequestedAt: string | null;
 	leftovers: string | null;
+	edit: ExecutionEdit | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 };
 

@@ -1,7 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
-import { drizzle } from 'drizzle-orm/postgres-js';
-import { migrate } from 'drizzle-orm/postgres-js/migrator';
 
 /** Arbitrary constant shared by every Nomos process: one migrator at a time per database. */
 const MIGRATION_LOCK = 7_140_202_611;
@@ -9,17 +8,39 @@ const MIGRATION_LOCK = 7_140_202_611;
 /**
  * Applies the SQL migrations in `drizzle/` (relative to the working directory unless given).
  * Idempotent; concurrent callers serialise on a session advisory lock held on one connection.
+ * A database that already has the newest migration is recognised with one query, without the
+ * lock and without loading drizzle's migrator (the common case: every start but an upgrade).
  */
 export async function runMigrations(url: string, folder = process.env.NOMOS_MIGRATIONS_DIR ?? 'drizzle'): Promise<void> {
+	const dir = path.resolve(folder);
 	const client = postgres(url, { max: 1, onnotice: () => undefined });
 	try {
+		if (await upToDate(client, dir)) return;
+		const [{ drizzle }, { migrate }] = await Promise.all([import('drizzle-orm/postgres-js'), import('drizzle-orm/postgres-js/migrator')]);
 		await client`select pg_advisory_lock(${MIGRATION_LOCK})`;
 		try {
-			await migrate(drizzle(client), { migrationsFolder: path.resolve(folder) });
+			await migrate(drizzle(client), { migrationsFolder: dir });
 		} finally {
 			await client`select pg_advisory_unlock(${MIGRATION_LOCK})`;
 		}
 	} finally {
 		await client.end({ timeout: 5 });
+	}
+}
+
+/**
+ * drizzle's own rule: a migration runs when its journal time is newer than the newest applied
+ * one. So when the newest applied is at least the journal's newest, there is nothing to run.
+ */
+async function upToDate(client: postgres.Sql, dir: string): Promise<boolean> {
+	const journal = JSON.parse(await readFile(path.join(dir, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ when: number }> };
+	const newest = Math.max(...journal.entries.map((e) => e.when));
+	try {
+		const [row] = await client<Array<{ applied: string | null }>>`select max(created_at)::text as applied from drizzle.__drizzle_migrations`;
+		return row.applied !== null && Number(row.applied) >= newest;
+	} catch (e) {
+		// A new database: no migrations schema or table yet.
+		if (['3F000', '42P01'].includes((e as { code?: string }).code ?? '')) return false;
+		throw e;
 	}
 }

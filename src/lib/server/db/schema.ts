@@ -16,7 +16,7 @@ import {
 	uuid
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
-import { classifications, executionStatuses, type Classification, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
+import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -311,6 +311,8 @@ export const executions = pgTable(
 		cancelRequestedAt: ts('cancel_requested_at'),
 		/** What a failed, cancelled or interrupted mutation left on its target, read back afterwards. */
 		leftovers: text('leftovers'),
+		/** Set when an operator edited the params before approving: who, the original, what changed. */
+		edit: jsonb('edit').$type<ExecutionEdit>(),
 		createdAt: createdAt(),
 		expiresAt: ts('expires_at'),
 		approvedAt: ts('approved_at'),

@@ -23,11 +23,22 @@ export interface EnqueueOptions {
 	runAt?: Date;
 }
 
+let workerSchema: Promise<unknown> = Promise.resolve();
+
+/**
+ * A web process serves its first requests while graphile-worker's schema is still being checked
+ * (boot); jobs are added once that check has passed, and fail with its error if it did not.
+ */
+export function gateJobsOn(schemaChecked: Promise<unknown>): void {
+	workerSchema = schemaChecked;
+}
+
 /**
  * Adds a graphile-worker job with SQL, so it commits (or rolls back) with the caller's
  * transaction. Workers in any process wake on graphile-worker's own LISTEN.
  */
 export async function enqueueJob(tx: Sql | TransactionSql, task: string, payload: object, opts: EnqueueOptions = {}): Promise<void> {
+	await workerSchema;
 	await tx`select graphile_worker.add_job(
 		${task},
 		${JSON.stringify(payload)}::text::json,

@@ -1,53 +1,39 @@
 import { z } from 'zod';
-import type { JSONSchema7 } from 'ai';
+import type { ParamSchema } from '../../schemas/param-form';
+import { ACTIONS, type ActionName } from './actions';
 
-type JSONSchema7Definition = JSONSchema7 | boolean;
-import { ACTIONS, ACTION_NAMES } from './actions';
-
-/** Patterns longer than this are dropped where a description says the same in words (tokens matter on a 4k-context model). */
-const MAX_PATTERN = 0;
-const SAFE_INT = Number.MAX_SAFE_INTEGER;
-
-/** Smaller, equivalent-enough JSON Schema: no ±2^53 bounds, flat unions of bare types as a type list, long patterns described instead. */
-function compact(node: JSONSchema7Definition): JSONSchema7Definition {
-	if (typeof node !== 'object') return node;
-	const n: JSONSchema7 = { ...node };
-	if (n.minimum !== undefined && Math.abs(n.minimum) >= SAFE_INT) delete n.minimum;
-	if (n.maximum !== undefined && Math.abs(n.maximum) >= SAFE_INT) delete n.maximum;
-	if (n.pattern && n.pattern.length > MAX_PATTERN && n.description) delete n.pattern;
-	if (n.properties) n.properties = Object.fromEntries(Object.entries(n.properties).map(([k, v]) => [k, compact(v)]));
-	if (n.items && !Array.isArray(n.items)) n.items = compact(n.items);
-	if (n.anyOf) {
-		const flat = n.anyOf.map(compact).flatMap((v) => (typeof v === 'object' && v.anyOf && Object.keys(v).length === 1 ? v.anyOf : [v]));
-		const bare = flat.every((v) => typeof v === 'object' && Object.keys(v).length === 1 && typeof v.type === 'string');
-		if (bare) {
-			delete n.anyOf;
-			n.type = [...new Set(flat.map((v) => (v as JSONSchema7).type as Exclude<JSONSchema7['type'], undefined | unknown[]>))];
-		} else n.anyOf = flat;
-	}
-	return n;
-}
+type Check = { _zod: { def: { check?: string; format?: string; error?: (i: unknown) => unknown } } };
 
 /**
- * The catalogue's params as JSON Schema for a model's tool definition, generated from ACTIONS
- * (one source of truth): one object schema per action, titled with the action's name.
- *
- * Shaped for what servers accept: OpenAI refuses a function whose parameters have
- * `anyOf`/`oneOf`/`allOf`/`enum`/`not` at the top level (so the union sits under a property)
- * and `allOf` anywhere; Ollama decodes every property into its Go `ToolProperty` (`type` a
- * string or a list of strings, `anyOf`, `properties`, `items`, `enum`, `description`), so no
- * `$schema`/`$ref`/`$defs` either: every variant is inlined.
+ * An action's params as a JSON-schema subset for the browser's edit form (the shape the
+ * operator may submit, defaults included), with each pattern's own zod message so a bad value
+ * reads the same in the browser as from the server.
  */
-export function actionParamsVariants(): JSONSchema7[] {
-	return ACTION_NAMES.map((name) => {
-		const { $schema: _s, ...schema } = z.toJSONSchema(ACTIONS[name].params, { io: 'input', target: 'draft-7', reused: 'inline', unrepresentable: 'any' }) as JSONSchema7 & { $schema?: string };
-		const typed = compact(schema) as JSONSchema7;
-		// A container is named by the target ('lxc:strong/101'); params.vmid is still accepted, just not advertised.
-		if (ACTIONS[name].scope !== 'host' && typed.properties?.vmid) {
-			const { vmid: _v, ...rest } = typed.properties;
-			typed.properties = rest;
+export function describeParams(action: ActionName): ParamSchema {
+	const json = z.toJSONSchema(ACTIONS[action].params as z.ZodType, {
+		io: 'input',
+		unrepresentable: 'any',
+		override: (ctx) => {
+			const checks = (ctx.zodSchema as unknown as { _zod: { def: { checks?: Check[] } } })._zod.def.checks ?? [];
+			for (const c of checks) {
+				const d = c._zod.def;
+				if (d.format !== 'regex' || typeof d.error !== 'function') continue;
+				const m = d.error({});
+				if (typeof m === 'string') (ctx.jsonSchema as ParamSchema).errorMessage = m;
+			}
 		}
-		delete typed.additionalProperties;
-		return { title: name, description: `${name} (${ACTIONS[name].classification}): ${ACTIONS[name].description}`, ...typed };
-	});
+	}) as ParamSchema & { $schema?: string };
+	delete json.$schema;
+	return json;
+}
+
+/** A zod error as one readable message per field path (`memory`, `features.nesting`, `argv.2`; `_` for the whole). */
+export function fieldErrorsOf(error: z.ZodError, limit = 50): Record<string, string> {
+	const out: Record<string, string> = {};
+	for (const i of error.issues.slice(0, limit)) {
+		if (i.code === 'unrecognized_keys') {
+			for (const k of i.keys.slice(0, limit)) out[[...i.path, k].join('.').slice(0, 200)] ??= 'not a field of this action';
+		} else out[i.path.length ? i.path.join('.') : '_'] ??= i.message.slice(0, 300);
+	}
+	return out;
 }

@@ -1,8 +1,11 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { ACTION_NAMES, catalogueSummary, paramFields } from '../../proxmox/actions';
-import { actionParamsVariants } from '../../proxmox/params-schema';
+import { actionParamsVariants } from '../../proxmox/tool-schema';
 import { requestExecution } from '../../executions/request';
+import { sql } from '../../db/index';
+import { blastRadius } from '../../db/queries/blast-radius';
+import { blastRadiusSummary } from '../../../blast-radius';
 import { actionParams, toolError, type ToolContext } from './context';
 
 export const requestExecutionInput = z
@@ -79,7 +82,14 @@ export function requestExecutionTool(ctx: ToolContext) {
 				return { ...base, status: e.status, output: out.slice(-6000), ...(e.error ? { error: e.error } : {}) };
 			}
 			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); you will be re-invoked with its result` };
-			return { ...base, status: 'awaiting_approval', message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied` };
+			// Counts and states only: note titles and CT descriptions are not the model's to read here.
+			const radius = await blastRadius(sql(), e.id).catch(() => null);
+			return {
+				...base,
+				status: 'awaiting_approval',
+				message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
+				...(radius ? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` } : {})
+			};
 		}
 	});
 }

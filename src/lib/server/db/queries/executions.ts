@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
+import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
 import { emitEvent } from './events';
 
 export type { ExecutionRow };
@@ -14,7 +14,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
-	e.cancel_requested_at as "cancelRequestedAt", e.leftovers,
+	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit,
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -105,6 +105,28 @@ export async function setDecision(tx: TransactionSql, id: string, decision: 'app
 		select status, (expires_at is not null and expires_at <= now()) as expired from executions where id = ${id}`;
 	if (!cur) return { ok: false, reason: 'not_found' };
 	return { ok: false, reason: cur.status === 'awaiting_approval' && cur.expired ? 'expired' : 'already_decided', status: cur.status };
+}
+
+/**
+ * Replaces a pending execution's params, hash and command with an operator's edited version,
+ * only while it still waits, is unexpired and still has the hash the operator edited (so an
+ * edit never lands on something other than what the operator saw); false when it did not apply.
+ * The caller approves it in the same transaction.
+ */
+export async function applyEdit(
+	tx: TransactionSql,
+	id: string,
+	baseHash: string,
+	next: { params: Record<string, unknown>; hash: string; commandPreview: string },
+	edit: ExecutionEdit
+): Promise<boolean> {
+	const rows = await tx`
+		update executions set params = ${JSON.stringify(next.params)}::text::jsonb, hash = ${next.hash},
+			command_preview = ${next.commandPreview}, edit = ${JSON.stringify(edit)}::text::jsonb
+		where id = ${id} and status = 'awaiting_approval' and hash = ${baseHash} and edit is null
+			and (expires_at is null or expires_at > now())
+		returning id`;
+	return rows.length > 0;
 }
 
 /** Atomically takes an approved execution for running; null when someone else has (or it is not approved). */
@@ -223,7 +245,7 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers'>;
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit'>;
 
 /**
  * Claims every finished execution of the session not yet told to its agent (marks the link
@@ -235,7 +257,7 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		from executions e
 		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
-		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers`;
+		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit`;
 }
 
 /** The most times any of these hashes failed in the session in the last two hours. */

