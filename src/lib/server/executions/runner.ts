@@ -228,7 +228,8 @@ export async function runExecution(id: string): Promise<void> {
 		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
 		const status = err instanceof Interrupted ? 'interrupted' : err instanceof Cancelled ? 'cancelled' : 'failed';
 		const rollback = snapshot && status !== 'cancelled' ? ` Nomos took snapshot ${snapshot} before; the operator can roll back to it from the card.` : '';
-		const message = (known ? (err).message : `internal error: ${(err as Error).message}`) + rollback;
+		const text = known ? err.message : `internal error: ${(err as Error).message}`;
+		const message = rollback ? `${text}${/[.!?)]$/.test(text) ? '' : '.'}${rollback}` : text;
 		// Whatever went wrong may have been the connection: the next execution opens a new one.
 		held?.release(true);
 		held = undefined;
