@@ -141,8 +141,12 @@ describe('roll back', () => {
 		expect(r.execution).toMatchObject({ action: 'pct_rollback', target: failed.target, status: 'awaiting_approval', classification: 'destructive' });
 		expect(r.execution.params).toEqual({ name: nomosSnapshotName(failed.id), start: false });
 
+		// a second click while the first is pending asks for nothing new
+		expect(await requestRollback(failed.id)).toEqual({ refused: expect.stringContaining('already asked for (it is awaiting approval)') });
+
 		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await runExecution(r.execution.id);
+		expect(await requestRollback(failed.id)).toEqual({ refused: expect.stringContaining('already asked for (it is succeeded)') });
 		const done = await load(r.execution.id);
 		expect(done.status).toBe('succeeded');
 		// no snapshot of its own before a rollback
