@@ -22,6 +22,7 @@ let sessionId: string;
 beforeAll(async () => {
 	process.env.NOMOS_SNAPSHOT_BEFORE = 'on';
 	process.env.NOMOS_SNAPSHOT_KEEP = '2';
+	process.env.NOMOS_HEALTH_AFTER = 'on';
 	resetEnvCache();
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
@@ -40,6 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
 	delete process.env.NOMOS_SNAPSHOT_BEFORE;
 	delete process.env.NOMOS_SNAPSHOT_KEEP;
+	delete process.env.NOMOS_HEALTH_AFTER;
 	resetEnvCache();
 	await pve?.close();
 });

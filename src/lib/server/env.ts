@@ -77,6 +77,8 @@ export const envSchema = z.object({
 	NOMOS_SNAPSHOT_BEFORE: z.preprocess(empty, bool.default(true)),
 	/** Nomos snapshots kept per container (older `nomos-*` ones are deleted after a new one is taken). */
 	NOMOS_SNAPSHOT_KEEP: z.preprocess(empty, z.coerce.number().int().min(1).max(100).default(3)),
+	/** After a mutation that worked, check what fits it (CT running, unit active) as steps of their own. */
+	NOMOS_HEALTH_AFTER: z.preprocess(empty, bool.default(true)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/** Events (the live-update log) older than this are pruned hourly. */

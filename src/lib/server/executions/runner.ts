@@ -137,7 +137,8 @@ export async function runExecution(id: string): Promise<void> {
 		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
 		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 			if (cancel.signal.aborted) {
-				if (!mutationStarted) throw new Cancelled(`cancelled by the operator before the approved command ran${steps.length ? ` (after ${steps[steps.length - 1].label})` : ''}`);
+				if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
+				if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
 				throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
 			}
 			const step: ExecutionStep = { index: steps.length, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '', ...(kind ? { kind } : {}) };
@@ -208,7 +209,7 @@ export async function runExecution(id: string): Promise<void> {
 		}
 		mutationStarted = true;
 		for (const s of planned) await runStep(s);
-		const healthChecks = healthSteps(e.action, e.params, vmid);
+		const healthChecks = env().NOMOS_HEALTH_AFTER ? healthSteps(e.action, e.params, vmid) : [];
 		try {
 			for (const s of healthChecks) await runStep(s, 'health');
 		} catch (err) {
