@@ -9,6 +9,8 @@ export default defineConfig({
 		include: ['tests/unit/**/*.test.ts', 'tests/integration/**/*.test.ts'],
 		globalSetup: ['tests/helpers/global-setup.ts'],
 		testTimeout: 30_000,
+		// Snapshot before / health after add steps around CT mutations; the tests that are about it turn it on.
+		env: { NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'off' },
 		hookTimeout: 60_000,
 		pool: 'forks',
 		fileParallelism: true,

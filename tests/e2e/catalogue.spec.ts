@@ -74,7 +74,7 @@ test('pct_set: the card lists the params; the approval runs it end to end', asyn
 	await expect(card.getByTestId('param-description')).toHaveText('media server (e2e)');
 	await card.getByTestId('approve').click();
 	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
-	await expect(card.getByTestId('execution-step').first()).toContainText('pct set');
+	await expect(card.getByTestId('execution-step').filter({ hasText: 'pct set' })).toContainText('pct set');
 	const ct = JSON.parse(readFileSync(path.join(env.proxmox.stateDir, 'cts', '101.json'), 'utf8')) as { onboot?: number; description?: string };
 	expect(ct).toMatchObject({ onboot: 1, description: 'media server (e2e)' });
 	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_set on lxc:strong/101' })).toContainText('succeeded: CT 101 set: onboot=true, description');

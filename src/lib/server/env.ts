@@ -73,6 +73,12 @@ export const envSchema = z.object({
 	),
 	NOMOS_ASSENT_WINDOW_MIN: z.preprocess(empty, z.coerce.number().positive().default(30)),
 	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),
+	/** Before a mutation of a container on snapshot-capable storage, take a `nomos-<id>` snapshot (and offer Roll back). */
+	NOMOS_SNAPSHOT_BEFORE: z.preprocess(empty, bool.default(true)),
+	/** Nomos snapshots kept per container (older `nomos-*` ones are deleted after a new one is taken). */
+	NOMOS_SNAPSHOT_KEEP: z.preprocess(empty, z.coerce.number().int().min(1).max(100).default(3)),
+	/** After a mutation that worked, check what fits it (CT running, unit active) as steps of their own. */
+	NOMOS_HEALTH_AFTER: z.preprocess(empty, bool.default(true)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/** Events (the live-update log) older than this are pruned hourly. */

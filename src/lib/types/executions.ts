@@ -32,6 +32,8 @@ export type ExecutionStep = {
 	durationMs?: number;
 	/** Set on a read-back step: whether its output showed the expected result. */
 	verified?: boolean;
+	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after. */
+	kind?: 'snapshot' | 'prune' | 'health';
 };
 
 /** One param the operator changed before approving; `from`/`to` are undefined when unset. Nested fields use dots (`features.nesting`). */

@@ -3,7 +3,7 @@ import { sql } from '../db/index';
 import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { ACTIONS, isActionName, type Precondition, type Verify } from '../proxmox/actions';
+import { ACTIONS, isActionName, type Precondition, type Step, type Verify } from '../proxmox/actions';
 import { hub } from '../realtime/hub';
 import { execArgv } from '../ssh/client';
 import { lease } from '../ssh/pool';
@@ -12,6 +12,8 @@ import { recordLeftovers } from './leftovers';
 import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
 import { finishExecution } from './lifecycle';
+import { env } from '../env';
+import { healthSteps, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, wantsSnapshot } from './safeguards';
 
 const LEASE_SECONDS = 60;
 const HEARTBEAT_MS = 10_000;
@@ -27,6 +29,8 @@ const storable = (s: string) =>
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
 class Failure extends Error {}
+/** The approved command succeeded but the health check after it did not. */
+class Unhealthy extends Failure {}
 /** Stopped part-way: the mutation may have partly run (worker, link or operator stopped it mid-step). */
 class Interrupted extends Error {}
 /** Stopped before anything ran. */
@@ -70,8 +74,18 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 	return null;
 }
 
+/** Whether a CT's rootfs lives on storage that `pct snapshot` can snapshot (read from `pct config` and `pvesm status`). */
+async function canSnapshot(client: Client, vmid: string, signal: AbortSignal): Promise<boolean> {
+	const cfg = await execArgv(client, ['pct', 'config', vmid], { timeoutMs: 30_000, signal });
+	const storage = cfg.exitCode === 0 ? rootfsStorage(cfg.stdout) : null;
+	if (!storage) return false;
+	const st = await execArgv(client, ['pvesm', 'status', '--storage', storage], { timeoutMs: 30_000, signal });
+	return st.exitCode === 0 && snapshotCapable(storageType(st.stdout, storage));
+}
+
 /** A read-back step passes when some output line's first word is exactly the expected one. */
 export function verified(v: Verify, stdout: string): boolean {
+	if (v.field) return stdout.split('\n').some((l) => l.trim() === `${v.field}: ${v.expect}`);
 	// sha256sum escapes a file name holding a newline or backslash by starting its line with '\'.
 	return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0].replace(/^\\/, '') === v.expect);
 }
@@ -103,6 +117,8 @@ export async function runExecution(id: string): Promise<void> {
 	});
 	const mutation = e.classification !== 'read_only';
 	const steps: ExecutionStep[] = [];
+	let mutationStarted = false;
+	let snapshot: string | null = null;
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
 		const { planned, vmid } = await plannedSteps(e);
@@ -118,12 +134,14 @@ export async function runExecution(id: string): Promise<void> {
 			const stale = await checkPrecondition(client, p, cancel.signal);
 			if (stale) throw new Failure(`not run: ${stale}`);
 		}
-		for (const [index, s] of planned.entries()) {
+		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
+		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 			if (cancel.signal.aborted) {
-				if (index === 0) throw new Cancelled('cancelled by the operator before anything ran');
-				throw new Interrupted(`cancelled by the operator after ${planned[index - 1].label}; the remaining steps did not run`);
+				if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
+				if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
+				throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
 			}
-			const step: ExecutionStep = { index, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '' };
+			const step: ExecutionStep = { index: steps.length, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '', ...(kind ? { kind } : {}) };
 			steps.push(step);
 			await saveSteps(sql(), e, steps);
 			let out = '';
@@ -162,6 +180,7 @@ export async function runExecution(id: string): Promise<void> {
 				const why = `the SSH connection dropped while ${s.label} was running`;
 				throw mutation ? new Interrupted(`${why}; it may have partly run`) : new Failure(why);
 			}
+			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped`);
 			if (r.exitCode !== 0) {
 				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
@@ -173,12 +192,35 @@ export async function runExecution(id: string): Promise<void> {
 				await saveSteps(sql(), e, steps);
 				if (!step.verified) throw new Failure(`verification failed: ${s.verify.failure}`);
 			}
+			return true;
+		};
+		// Snapshot before: the container as it was, named for this execution only. A retry is a new
+		// execution (new name); this one never runs twice (one claim, one attempt).
+		if (env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, vmid) && (await canSnapshot(client, vmid, cancel.signal))) {
+			try {
+				await runStep(snapshotStep(e.id, e.action, vmid), 'snapshot');
+			} catch (err) {
+				if (err instanceof Failure) throw new Failure(`not run: the snapshot before failed, nothing was changed (${err.message})`);
+				throw err;
+			}
+			snapshot = nomosSnapshotName(e.id);
+			const listing = await execArgv(client, ['pct', 'listsnapshot', vmid], { timeoutMs: 30_000, signal: cancel.signal });
+			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, vmid)) await runStep(p, 'prune', true);
+		}
+		mutationStarted = true;
+		for (const s of planned) await runStep(s);
+		const healthChecks = env().NOMOS_HEALTH_AFTER ? healthSteps(e.action, e.params, vmid) : [];
+		try {
+			for (const s of healthChecks) await runStep(s, 'health');
+		} catch (err) {
+			if (err instanceof Failure) throw new Unhealthy(`unhealthy: ${err.message.replace(/^verification failed: /, '')} (the approved command itself succeeded)`);
+			throw err;
 		}
 		const last = steps[steps.length - 1];
 		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',
-			result: summary || 'done (no output)',
+			result: (summary || 'done (no output)') + (healthChecks.length ? ' — healthy' : ''),
 			error: null,
 			steps,
 			refreshHost: def.changesInventory ? e.hostName : null
@@ -186,11 +228,13 @@ export async function runExecution(id: string): Promise<void> {
 	} catch (err) {
 		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
 		const status = err instanceof Interrupted ? 'interrupted' : err instanceof Cancelled ? 'cancelled' : 'failed';
-		const message = known ? (err).message : `internal error: ${(err as Error).message}`;
+		const rollback = snapshot && status !== 'cancelled' ? ` Nomos took snapshot ${snapshot} before; the operator can roll back to it from the card.` : '';
+		const text = known ? err.message : `internal error: ${(err as Error).message}`;
+		const message = rollback ? `${text}${/[.!?)]$/.test(text) ? '' : '.'}${rollback}` : text;
 		// Whatever went wrong may have been the connection: the next execution opens a new one.
 		held?.release(true);
 		held = undefined;
-		const touched = steps.length > 0;
+		const touched = mutationStarted;
 		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
 		// Then (the outcome is already on screen) read back what it left on its target; not for a
 		// precondition refusal or a cancel before anything ran: nothing was touched.

@@ -16,7 +16,7 @@ export type Scope = 'host' | 'ct' | 'host-or-ct';
  * word `expect` — for tools whose exit code does not tell (pveam download, pct push).
  */
 export type Step = { label: string; argv: string[]; timeoutMs: number; stdin?: string; verify?: Verify };
-export type Verify = { expect: string; failure: string };
+export type Verify = { expect: string; failure: string; /** match `<field>: <expect>` lines instead of a line's first word */ field?: string };
 
 /** What must hold right before running, re-read on the host (staleness check). */
 export type Precondition =

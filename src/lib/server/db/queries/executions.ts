@@ -25,6 +25,15 @@ export async function getExecution(sql: Sql | TransactionSql, id: string): Promi
 	return row ?? null;
 }
 
+/** A rollback already asked for this execution that is not over or that worked (pending, approved, running, succeeded). */
+export async function liveRollbackOf(sql: Sql | TransactionSql, id: string): Promise<{ id: string; status: string } | null> {
+	const [row] = await sql<{ id: string; status: string }[]>`
+		select id, status from executions
+		where retry_of = ${id} and action = 'pct_rollback' and status in ('awaiting_approval', 'approved', 'running', 'succeeded')
+		limit 1`;
+	return row ?? null;
+}
+
 export async function getExecutionsByIds(sql: Sql, ids: string[]): Promise<ExecutionRow[]> {
 	if (!ids.length) return [];
 	return sql<ExecutionRow[]>`select ${columns(sql)} from executions e where e.id = any(${ids}::uuid[])`;

@@ -6,6 +6,7 @@ import { sql } from '$lib/server/db/index';
 import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
 import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
 import { requestExecution } from '$lib/server/executions/request';
+import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
 import { requestCancel } from '$lib/server/executions/lifecycle';
 import { recordAudit } from '$lib/server/db/queries/audit';
@@ -91,6 +92,23 @@ export const executionsRouter = router({
 			subjectId: r.execution.id,
 			sessionId: e.requestedBySession,
 			detail: { retryOf: e.id, action: e.action, target: e.target }
+		});
+		return r.execution;
+	}),
+
+	/** Asks to roll the container back to the snapshot Nomos took before this (failed) execution; needs its own approval. */
+	rollback: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
+		const r = await requestRollback(input.executionId);
+		if ('refused' in r) throw new TRPCError({ code: 'CONFLICT', message: r.refused });
+		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
+		await recordAudit(sql(), {
+			actor: ctx.user,
+			action: 'execution.rollback_requested',
+			route: 'button',
+			subjectType: 'execution',
+			subjectId: r.execution.id,
+			sessionId: r.execution.requestedBySession,
+			detail: { rollbackOf: input.executionId, target: r.execution.target, params: r.execution.params }
 		});
 		return r.execution;
 	}),

@@ -1,0 +1,29 @@
+import { sql } from '../db/index';
+import { getExecution, liveRollbackOf } from '../db/queries/executions';
+import { requestExecution, type RequestOutcome } from './request';
+import { takenSnapshot } from './safeguards';
+import type { PrepareError } from './prepare';
+
+export type RollbackRefusal = { refused: string };
+
+/**
+ * Requests a `pct_rollback` of a failed (or unhealthy, or interrupted) execution's container to
+ * the snapshot Nomos took right before it. The snapshot name and the target come from the stored
+ * execution, never from the caller; the rollback is an ordinary destructive request that waits
+ * for its own approval (the same hash and approval rules as any other).
+ */
+export async function requestRollback(executionId: string): Promise<RequestOutcome | PrepareError | RollbackRefusal> {
+	const e = await getExecution(sql(), executionId);
+	if (!e) return { refused: 'No such execution.' };
+	if (e.status !== 'failed' && e.status !== 'interrupted') return { refused: `Only a failed or interrupted execution can be rolled back (this one is ${e.status}).` };
+	const name = takenSnapshot(e.id, e.steps);
+	if (!name) return { refused: 'Nomos took no snapshot before this execution.' };
+	// One rollback at a time (a double click, a second tab): another one may follow only if this one failed or expired.
+	const live = await liveRollbackOf(sql(), e.id);
+	if (live) return { refused: `A rollback of this execution was already asked for (it is ${live.status.replace('_', ' ')}).` };
+	return requestExecution(
+		e.requestedBySession,
+		{ target: e.target, action: 'pct_rollback', params: { name }, reason: `roll back to ${name}, taken before ${e.action} (execution ${e.id}) failed` },
+		{ retryOf: e.id }
+	);
+}
