@@ -207,26 +207,35 @@ describe('the catalogue\'s text params', () => {
 
 	it('an accepted value is one whole argv word (or stdin), never spliced into a shell string', () => {
 		const accepted: Record<string, number> = {};
+		// 13 fields × 10,000 values: mismatches are collected and asserted once (an expect per value is most of the time).
+		const wrong: string[] = [];
 		for (const { action, field, base } of fields) {
 			const def = ACTIONS[action];
+			const plain = field === 'content' ? JSON.stringify(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv)) : '';
 			for (const v of values) {
 				const parsed = def.params.safeParse({ ...base, [field]: v });
 				if (!parsed.success) continue;
 				accepted[`${action}.${field}`] = (accepted[`${action}.${field}`] ?? 0) + 1;
 				const steps = def.steps(parsed.data as never, { vmid: '100' });
 				const words = steps.flatMap((s) => s.argv);
+				const what = `${action}.${field} ${JSON.stringify(v).slice(0, 60)}`;
 				if (field === 'content') {
 					// The content travels only on stdin: the commands are the same whatever it is.
-					expect(steps[0].stdin).toBe(v);
-					expect(steps.map((s) => s.argv)).toEqual(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv));
+					if (steps[0].stdin !== v) wrong.push(`${what}: not on stdin`);
+					if (JSON.stringify(steps.map((s) => s.argv)) !== plain) wrong.push(`${what}: changed the commands`);
 				} else if (action === 'ct_http_check') {
-					expect(words).toContain(`http://127.0.0.1:8080${v}`);
-				} else {
-					expect(words, `${action}.${field} ${JSON.stringify(v).slice(0, 60)}`).toContain(v);
+					if (!words.includes(`http://127.0.0.1:8080${v}`)) wrong.push(`${what}: not one whole word`);
+				} else if (!words.includes(v)) wrong.push(`${what}: not one whole word`);
+				for (const s of steps) {
+					try {
+						toCommand(s.argv);
+					} catch (e) {
+						wrong.push(`${what}: ${(e as Error).message}`);
+					}
 				}
-				for (const s of steps) expect(() => toCommand(s.argv)).not.toThrow();
 			}
 		}
+		expect(wrong.slice(0, 5)).toEqual([]);
 		// Free text really was exercised: most hostile words are valid descriptions, contents and paths.
 		expect(accepted['pct_set.description']).toBeGreaterThan(COUNT * 0.9);
 		expect(accepted['pct_push.content']).toBeGreaterThan(COUNT * 0.9);
