@@ -18,7 +18,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 	return tool({
 		description:
 			'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-			'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved). ' +
+			'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved, or an always-allow rule listed in your instructions matches). ' +
 			'You are re-invoked automatically when a mutation finishes. Catalogue: ' +
 			catalogueSummary(),
 		inputSchema: requestExecutionInput,
@@ -32,6 +32,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 				return { ...base, status: e.status, output: out.slice(-6000), ...(e.error ? { error: e.error } : {}) };
 			}
 			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); you will be re-invoked with its result` };
+			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; you will be re-invoked with its result` };
 			return { ...base, status: 'awaiting_approval', message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied` };
 		}
 	});
