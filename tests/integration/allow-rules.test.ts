@@ -33,7 +33,7 @@ let plain: { id: string; username: string; role: 'operator' };
 let sessionId: string;
 
 const caller = (user: { id: string; username: string; role: 'admin' | 'operator' }) =>
-	createCallerFactory(allowRulesRouter)({ user, event: {} as RequestEvent } as never);
+	createCallerFactory(allowRulesRouter)({ user, event: {} as RequestEvent });
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();

@@ -11,7 +11,7 @@ import { adminProcedure, router } from '../t';
 
 function orThrow<T>(r: T | RuleError): T {
 	if (r && typeof r === 'object' && 'error' in r) throw new TRPCError({ code: r.code, message: r.error });
-	return r as T;
+	return r;
 }
 
 /** Always-allow rules: only admins see, create, edit and revoke them (there is no agent tool for this). */
