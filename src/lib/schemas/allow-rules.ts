@@ -101,7 +101,7 @@ export function describePattern(p: string): string {
 		case 'all-cts':
 			return `any CT on host ${t.host}`;
 		case 'ct-name':
-			return `CTs on host ${t.host} whose hostname matches ${t.glob}`;
+			return t.glob.includes('*') ? `CTs on host ${t.host} whose hostname matches ${t.glob}` : `the CT named ${t.glob} on host ${t.host}`;
 	}
 }
 
