@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
+import { listAudit } from '../../src/lib/server/db/queries/audit';
 import { revokeAllowRule } from '../../src/lib/server/db/queries/allow-rules';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
@@ -117,6 +118,10 @@ describe('always-allow rules', () => {
 		expect(await audits(e.id)).toEqual([
 			expect.objectContaining({ action: 'execution.approved', route: `rule:${id}`, actorName: 'root-admin', detail: expect.objectContaining({ ruleId: id, hash: e.hash }) })
 		]);
+
+		// The Audit page's `rule` route filter finds it.
+		expect((await listAudit(sql(), { route: 'rule' })).map((a) => a.subjectId)).toContain(e.id);
+		expect((await listAudit(sql(), { route: `rule:${id}` })).map((a) => a.subjectId)).toEqual([e.id]);
 
 		await runExecution(e.id);
 		expect((await getExecution(sql(), e.id))!.status).toBe('succeeded');
