@@ -186,6 +186,11 @@ describe('always-allow rules', () => {
 		await revoking;
 		expect((await pending).status).toBe('awaiting_approval');
 		await expect(caller(admin).revoke({ id: live })).rejects.toThrow(/already revoked/);
+
+		// A rule that lapsed approves nothing either.
+		const lapsing = await rule({ action: 'pct_start', pattern: 'lxc:strong/101', expiresInHours: 1 });
+		await sql()`update allow_rules set expires_at = now() - interval '1 second' where id = ${lapsing}`;
+		expect((await request({ target: 'lxc:strong/101', action: 'pct_start' })).status).toBe('awaiting_approval');
 	});
 
 	it('a hostname glob names CTs of its own host only, and patterns allow no tricks', async () => {
