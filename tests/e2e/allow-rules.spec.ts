@@ -86,4 +86,10 @@ test('always allow from a card: listed in Settings, the next match runs by rule,
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Waiting for your approval.', { timeout: 30_000 });
 	await expect(third).toHaveAttribute('data-status', 'awaiting_approval');
 	await expect(page.getByTestId('execution-card').filter({ hasText: 'lxc:strong/100' })).toHaveCount(2);
+	// Leave nothing pending for the specs that follow.
+	await llm.push({ text: 'Understood, not restarting it.' });
+	await third.getByTestId('deny').click();
+	await third.getByTestId('confirm-deny').click();
+	await expect(third).toHaveAttribute('data-status', 'denied');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood, not restarting it.', { timeout: 30_000 });
 });
