@@ -260,11 +260,14 @@ async function main(): Promise<void> {
 		const before = pve.execTimes().length;
 		await page.locator(`[data-testid="execution-card"][data-status="awaiting_approval"]`).getByTestId('approve').click();
 		const approved = await waitMark('click:approve');
-		for (const until = Date.now() + 30_000; pve.execTimes().length === before; ) {
-			if (Date.now() > until) throw new Error(`run ${i}: no command reached the host after Approve`);
+		// The first command for this CT (its precondition check): a sync or a read-back of an
+		// earlier run may reach the host in between and is not the approval's doing.
+		const forCt = () => pve!.execTimes().slice(before).find((t) => t.command.includes(`'${vmid}'`));
+		for (const until = Date.now() + 30_000; !forCt(); ) {
+			if (Date.now() > until) throw new Error(`run ${i}: no command for CT ${vmid} reached the host after Approve`);
 			await sleep(5);
 		}
-		rows.approveToCommand.push(pve.execTimes()[before].at - approved);
+		rows.approveToCommand.push(forCt()!.at - approved);
 
 		const contText = await waitMark(`text:«${i}c»`);
 		const start = pve.execTimes().slice(before).find((t) => t.command.includes(`'pct' 'start' '${vmid}'`));
@@ -308,7 +311,7 @@ async function main(): Promise<void> {
 	};
 	line('send → approval card visible', rows.sendToApproval);
 	line('  ↳ send → the model is asked', rows.sendToModel);
-	line('Approve click → first command on the host', rows.approveToCommand);
+	line('Approve click → first command for the CT on the host', rows.approveToCommand);
 	line('  ↳ Approve click → the step starts (after the precondition check)', rows.approveToStep);
 	line('command ends on the host → agent’s first text visible', rows.endToText);
 	line('  ↳ command ends → the model is asked', rows.endToModel);

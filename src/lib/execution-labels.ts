@@ -6,7 +6,10 @@ export function targetLabel(target: string): string {
 }
 
 /** The verb of an action for a button: pct_destroy → "Destroy", apt_upgrade → "Apt upgrade". */
+const VERBS: Record<string, string> = { pct_rollback: 'Roll back', pct_delsnapshot: 'Delete snapshot' };
+
 export function actionVerb(action: string): string {
+	if (VERBS[action]) return VERBS[action];
 	const words = action.replace(/^pct_/, '').split('_').filter(Boolean);
 	const text = words.join(' ') || action;
 	return text.charAt(0).toUpperCase() + text.slice(1);

@@ -500,3 +500,39 @@ describe('a lease taken away', () => {
 		}
 	}, 20_000);
 });
+
+describe('a deploy that finishes', () => {
+	it('one plan approval: download the template, create the CT from it, push the unit file, start it, verify it read-only', async () => {
+		const template = 'ubuntu-22.04-standard_22.04-1_amd64.tar.zst';
+		const unit = '[Unit]\nDescription=TypeType\n\n[Service]\nExecStart=/usr/bin/node /opt/typetype/server.js\n\n[Install]\nWantedBy=multi-user.target\n';
+		const planned = [
+			{ target: 'strong', action: 'pveam_download', params: { storage: 'local', template }, reason: 'the template is missing' },
+			{ target: 'strong', action: 'pct_create', params: { vmid: '170', hostname: 'typetype', template: `local:vztmpl/${template}` }, reason: 'the CT' },
+			{ target: 'strong/170', action: 'pct_push', params: { path: '/etc/systemd/system/typetype.service', content: unit }, reason: 'its unit' },
+			{ target: 'strong/170', action: 'systemctl', params: { unit: 'typetype.service', op: 'start' }, reason: 'start it' }
+		];
+		const steps: Array<PreparedExecution & { why: string }> = [];
+		for (const s of planned) {
+			const p = await prepareExecution(s);
+			if ('error' in p) throw new Error(p.error);
+			steps.push({ ...p, why: s.reason });
+		}
+		const plan = await sql().begin(async (tx) => decidePlan(tx, (await insertPlan(tx, sessionId, 'Deploy TypeType', steps)).id, 'approved', operatorId, 24));
+		expect(plan?.status).toBe('approved');
+		for (const s of planned) {
+			const r = await request(s);
+			expect(r.via, s.action).toBe('plan');
+			await runExecution(r.execution.id);
+			const e = await load(r.execution.id);
+			expect(e.status, `${s.action}: ${e.error ?? ''}`).toBe('succeeded');
+		}
+		// Verifying needs no approval: read-only checks run at once.
+		await pve.setHttp(170, 8080, { paths: { '/healthz': { body: 'ok' } } });
+		const active = await request({ target: 'strong/170', action: 'ct_service_active', params: { unit: 'typetype.service' }, reason: 'verify' });
+		expect(active).toMatchObject({ via: 'read_only', execution: { status: 'succeeded' } });
+		expect(active.execution.steps[0].stdoutTail).toBe('active\n');
+		const http = await request({ target: 'strong/170', action: 'ct_http_check', params: { port: 8080, path: '/healthz' }, reason: 'verify' });
+		expect(http).toMatchObject({ via: 'read_only', execution: { status: 'succeeded' } });
+		expect((await pve.containers()).find((c) => c.vmid === 170)).toMatchObject({ hostname: 'typetype', status: 'running', ostemplate: `local:vztmpl/${template}` });
+	});
+});

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -36,14 +37,17 @@ beforeAll(async () => {
 		delayMs: 20,
 		seed: [
 			{ vmid: 100, hostname: 'caddy', status: 'running', cores: 2, memory: 1024 },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
+			{ vmid: 101, hostname: 'db', status: 'stopped' },
+			{ vmid: 110, hostname: 'snappy', status: 'running', diskGb: 8 },
+			{ vmid: 111, hostname: 'dirstore', status: 'stopped', storage: 'local' }
+		],
+		vms: [{ vmid: 200, name: 'win11', status: 'stopped', memory: 8192, diskGb: 64 }]
 	});
 	conn = await connectTo(pve);
 });
 
 afterEach(async () => {
-	for (const name of ['create', 'hang', 'fail'] as const) await pve.setFault(name, null);
+	for (const name of ['create', 'hang', 'fail', 'quiet'] as const) await pve.setFault(name, null);
 });
 
 afterAll(async () => {
@@ -259,5 +263,107 @@ describe('faults', () => {
 		await pve.setFault('fail', { tool: 'systemctl', match: 'restart pveproxy', exitCode: 1, stderr });
 		expect(await sh('systemctl restart pveproxy')).toMatchObject({ code: 1, stderr: stderr + '\n' });
 		expect((await sh('systemctl restart pvedaemon')).code).toBe(0);
+	});
+});
+
+describe('pveam', () => {
+	it('update, available, list in the real layouts; download adds the template; errors as PVE 8 words them', async () => {
+		expect(await sh('pveam update')).toMatchObject({ stdout: 'update successful\n', code: 0 });
+		const avail = (await sh('pveam available --section system')).stdout.split('\n');
+		expect(avail).toContain('system          debian-11-standard_11.7-1_amd64.tar.zst');
+		const list = (await sh('pveam list local')).stdout.split('\n');
+		expect(list[0]).toBe(`${'NAME'.padEnd(60)} ${'SIZE'.padEnd(8)}`);
+		expect(list[1]).toMatch(/^local:vztmpl\/alpine-3\.20-default_20240908_amd64\.tar\.xz +\d+\.\d\dMB$/);
+		const dl = await sh('pveam download local debian-11-standard_11.7-1_amd64.tar.zst');
+		expect(dl.code).toBe(0);
+		expect(dl.stdout).toContain('calculating checksum...OK, checksum verified');
+		expect((await sh('pveam list local')).stdout).toContain('local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst');
+		expect((await sh(`pct create 150 local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst --rootfs local-lvm:2`)).code).toBe(0);
+		expect(await sh('pveam download local nope_1.0_amd64.tar.zst')).toMatchObject({
+			code: 255,
+			stderr: '400 Parameter verification failed.\ntemplate: no such template\npveam download <storage> <template> [OPTIONS]\n'
+		});
+		expect(await sh('pveam list local-lvm')).toMatchObject({ code: 255, stderr: "storage 'local-lvm' does not support templates\n" });
+	});
+
+	it('quiet fault: download exits 0 after a TASK ERROR and the template never lands', async () => {
+		await pve.setFault('quiet', { tool: 'pveam', match: 'download' });
+		const dl = await sh('pveam download local fedora-40-default_20240909_amd64.tar.xz');
+		expect(dl.code).toBe(0);
+		expect(dl.stdout).toContain('TASK ERROR: checksum verification failed');
+		expect((await sh('pveam list local')).stdout).not.toContain('fedora-40');
+	});
+});
+
+describe('pct snapshots, resize, push; vzdump; qm', () => {
+	it('snapshot / listsnapshot / rollback / delsnapshot, with PVE 8 errors', async () => {
+		expect((await sh('pct snapshot 110 before --description "pre upgrade"')).code).toBe(0);
+		expect(await sh('pct snapshot 110 before')).toMatchObject({ code: 255, stderr: "snapshot name 'before' already used\n" });
+		expect((await sh('pct listsnapshot 110')).stdout).toMatch(/^`-> before +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +pre upgrade\n `-> current +You are here!\n$/);
+		expect((await sh('pct config 110')).stdout).toContain('parent: before\n');
+		expect((await sh('pct set 110 --memory 4096')).code).toBe(0);
+		expect((await sh('pct rollback 110 before')).code).toBe(0);
+		expect((await pve.containers()).find((c) => c.vmid === 110)).toMatchObject({ memory: 512, status: 'stopped' });
+		expect(await sh('pct rollback 110 nope')).toMatchObject({ code: 255, stderr: "snapshot 'nope' does not exist\n" });
+		expect((await sh('pct delsnapshot 110 before')).code).toBe(0);
+		expect(await sh('pct delsnapshot 110 before')).toMatchObject({ code: 255, stderr: "snapshot 'before' does not exist\n" });
+		expect(await sh('pct snapshot 111 x1')).toMatchObject({ code: 255, stderr: 'snapshot feature is not available\n' });
+		await pve.patchCt(110, { lock: 'snapshot' });
+		expect(await sh('pct snapshot 110 x2')).toMatchObject({ code: 255, stderr: 'CT is locked (snapshot)\n' });
+		await pve.patchCt(110, { lock: undefined });
+		expect(await sh('pct snapshot 199 x')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/strong/lxc/199.conf' does not exist\n" });
+	});
+
+	it('resize grows (relative or absolute) and refuses to shrink', async () => {
+		expect(await sh('pct resize 110 rootfs 4G')).toMatchObject({ code: 255, stderr: 'unable to shrink disk size\n' });
+		const grow = await sh('pct resize 110 rootfs +2G');
+		expect(grow.code).toBe(0);
+		expect(grow.stdout).toContain('Size of logical volume pve/vm-110-disk-0 changed from 8.00 GiB (2048 extents) to 10.00 GiB (2560 extents).');
+		expect((await sh('pct resize 110 rootfs 12G')).code).toBe(0);
+		expect((await sh('pct config 110')).stdout).toContain('rootfs: local-lvm:vm-110-disk-0,size=12G\n');
+	});
+
+	it('push copies a host file into a running CT; the quiet fault cuts it short and still exits 0', async () => {
+		await pve.patchCt(110, { status: 'running' });
+		expect((await sh("printf 'a=1\\nb=2\\n' > /tmp/pve-double-push.txt && pct push 110 /tmp/pve-double-push.txt /etc/app.conf")).code).toBe(0);
+		expect((await pve.guestFile(110, '/etc/app.conf'))?.toString()).toBe('a=1\nb=2\n');
+		const sum = await sh('pct exec 110 -- sha256sum /etc/app.conf');
+		expect(sum.stdout).toBe(`${createHash('sha256').update('a=1\nb=2\n').digest('hex')}  /etc/app.conf\n`);
+		await pve.setFault('quiet', { tool: 'pct', match: 'push' });
+		expect((await sh('pct push 110 /tmp/pve-double-push.txt /etc/app2.conf')).code).toBe(0);
+		expect((await pve.guestFile(110, '/etc/app2.conf'))?.toString()).toBe('a=1\n');
+		expect(await sh('pct exec 110 -- sha256sum /etc/missing')).toMatchObject({ code: 1, stderr: 'sha256sum: /etc/missing: No such file or directory\n' });
+		await rm('/tmp/pve-double-push.txt', { force: true });
+	});
+
+	it('curl inside a CT reaches only what listens there', async () => {
+		await pve.setHttp(110, 8080, { paths: { '/healthz': { body: 'ok' }, '/err': { status: 503 } } });
+		expect(await sh('pct exec 110 -- curl -fsS --max-time 5 http://127.0.0.1:8080/healthz')).toMatchObject({ code: 0, stdout: 'ok' });
+		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:8080/err')).toMatchObject({ code: 22, stderr: 'curl: (22) The requested URL returned error: 503\n' });
+		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:8080/other')).toMatchObject({ code: 22 });
+		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:9/')).toMatchObject({ code: 7 });
+	});
+
+	it('vzdump backs up to local, refuses storages without backups', async () => {
+		const ok = await sh('vzdump 110 --storage local --mode snapshot --compress zstd');
+		expect(ok.code).toBe(0);
+		expect(ok.stderr).toMatch(/INFO: creating vzdump archive '\/var\/lib\/vz\/dump\/vzdump-lxc-110-\d{4}_\d\d_\d\d-\d\d_\d\d_\d\d\.tar\.zst'/);
+		expect(ok.stderr.trimEnd().split('\n').pop()).toBe('INFO: Backup job finished successfully');
+		expect((await sh('vzdump 111 --storage local --mode snapshot')).stderr).toContain("INFO: trying 'suspend' mode instead");
+		expect(await sh('vzdump 110 --storage local-lvm')).toMatchObject({ code: 255, stderr: "storage 'local-lvm' does not support backups\n" });
+		expect((await sh('vzdump 199 --storage local')).stderr).toContain("ERROR: Backup of VM 199 failed - unable to find VM '199'");
+	});
+
+	it('qm list / status / start / stop for minimal VMs', async () => {
+		const list = (await sh('qm list')).stdout.split('\n');
+		expect(list[0]).toBe('      VMID NAME                 STATUS     MEM(MB)    BOOTDISK(GB) PID       ');
+		expect(list[1]).toBe('       200 win11                stopped    8192              64.00 0         ');
+		expect((await sh('qm status 200')).stdout).toBe('status: stopped\n');
+		expect((await sh('qm start 200')).code).toBe(0);
+		expect(await sh('qm start 200')).toMatchObject({ code: 255, stderr: 'VM 200 already running\n' });
+		expect((await sh('qm status 200 --verbose')).stdout).toContain('qmpstatus: running\n');
+		expect((await sh('qm stop 200')).code).toBe(0);
+		expect((await pve.vms())[0].status).toBe('stopped');
+		expect(await sh('qm status 299')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/strong/qemu-server/299.conf' does not exist\n" });
 	});
 });

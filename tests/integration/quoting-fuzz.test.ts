@@ -186,3 +186,135 @@ describe('pct exec over SSH', () => {
 		expect(pve.execLog()).toHaveLength(batches.length);
 	}, 60_000);
 });
+
+describe('the catalogue\'s text params', () => {
+	/** Every free-text param of the newer actions, with what makes a request of it valid. */
+	const fields: Array<{ action: keyof typeof ACTIONS; field: string; base: Record<string, unknown> }> = [
+		{ action: 'pct_set', field: 'description', base: {} },
+		{ action: 'pct_snapshot', field: 'description', base: { name: 'fuzz' } },
+		{ action: 'pct_snapshot', field: 'name', base: {} },
+		{ action: 'pct_rollback', field: 'name', base: {} },
+		{ action: 'pct_push', field: 'path', base: { content: 'x' } },
+		{ action: 'pct_push', field: 'content', base: { path: '/etc/fuzz' } },
+		{ action: 'pct_push', field: 'mode', base: { path: '/etc/fuzz', content: 'x' } },
+		{ action: 'ct_http_check', field: 'path', base: { port: 8080 } },
+		{ action: 'ct_service_active', field: 'unit', base: {} },
+		{ action: 'pveam_download', field: 'template', base: {} },
+		{ action: 'pveam_download', field: 'storage', base: { template: 'debian-12-standard_12.7-1_amd64.tar.zst' } },
+		{ action: 'pct_resize', field: 'size', base: {} },
+		{ action: 'vzdump', field: 'storage', base: {} }
+	];
+
+	it('an accepted value is one whole argv word (or stdin), never spliced into a shell string', () => {
+		const accepted: Record<string, number> = {};
+		for (const { action, field, base } of fields) {
+			const def = ACTIONS[action];
+			for (const v of values) {
+				const parsed = def.params.safeParse({ ...base, [field]: v });
+				if (!parsed.success) continue;
+				accepted[`${action}.${field}`] = (accepted[`${action}.${field}`] ?? 0) + 1;
+				const steps = def.steps(parsed.data as never, { vmid: '100' });
+				const words = steps.flatMap((s) => s.argv);
+				if (field === 'content') {
+					// The content travels only on stdin: the commands are the same whatever it is.
+					expect(steps[0].stdin).toBe(v);
+					expect(steps.map((s) => s.argv)).toEqual(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv));
+				} else if (action === 'ct_http_check') {
+					expect(words).toContain(`http://127.0.0.1:8080${v}`);
+				} else {
+					expect(words, `${action}.${field} ${JSON.stringify(v).slice(0, 60)}`).toContain(v);
+				}
+				for (const s of steps) expect(() => toCommand(s.argv)).not.toThrow();
+			}
+		}
+		// Free text really was exercised: most hostile words are valid descriptions, contents and paths.
+		expect(accepted['pct_set.description']).toBeGreaterThan(COUNT * 0.9);
+		expect(accepted['pct_push.content']).toBeGreaterThan(COUNT * 0.9);
+		expect(accepted['pct_push.path'] ?? 0).toBeGreaterThan(100);
+		// The narrow ones let nothing shell-ish through.
+		for (const k of ['pct_snapshot.name', 'pct_rollback.name', 'pct_push.mode', 'ct_service_active.unit', 'pveam_download.template', 'pveam_download.storage', 'pct_resize.size', 'vzdump.storage']) {
+			for (const v of values.filter((v) => /[;$`'"\\|&<>\s*?]/.test(v))) {
+				const [action, field] = k.split('.') as [keyof typeof ACTIONS, string];
+				const base = fields.find((f) => f.action === action && f.field === field)!.base;
+				expect(ACTIONS[action].params.safeParse({ ...base, [field]: v }).success, `${k} ${JSON.stringify(v).slice(0, 60)}`).toBe(false);
+			}
+		}
+	});
+
+	it('pct set descriptions reach the host byte-exact over SSH', async () => {
+		const sample = values.filter((v) => ACTIONS.pct_set.params.safeParse({ description: v }).success).slice(0, 150);
+		const client: Client = await connect(target);
+		const before = (await pve.argvLog()).length;
+		try {
+			let next = 0;
+			const worker = async () => {
+				while (next < sample.length) {
+					const v = sample[next++];
+					const [step] = ACTIONS.pct_set.steps(ACTIONS.pct_set.params.parse({ description: v }), { vmid: '100' });
+					const r = await execArgv(client, step.argv, { timeoutMs: 30_000 });
+					expect(r.exitCode, r.stderr).toBe(0);
+				}
+			};
+			await Promise.all(Array.from({ length: 6 }, worker));
+		} finally {
+			client.end();
+		}
+		const sets = (await pve.argvLog()).slice(before).filter((a) => a[0] === 'pct' && a[1] === 'set');
+		expect(sets).toHaveLength(sample.length);
+		expect(new Set(sets.map((a) => a[4]))).toEqual(new Set(sample));
+		expect(sets.every((a) => a.length === 5 && a[3] === '--description')).toBe(true);
+		expect(canaries()).toEqual([]);
+	}, 60_000);
+
+	it('pct_push: hostile contents and paths land byte-exact and pass the sha256 read-back', async () => {
+		const { verified } = await import('../../src/lib/server/executions/runner');
+		// Contents: the hostile words joined into files of up to 32 KiB.
+		const contents: string[] = [];
+		let cur = '';
+		for (const v of values.slice(0, 3000)) {
+			if (Buffer.byteLength(cur + v + '\n') > 32 * 1024) {
+				contents.push(cur);
+				cur = '';
+			}
+			cur += v + '\n';
+		}
+		contents.push(cur);
+		// Paths: hostile words as file names (no '/', at most 200 bytes, never '.' or '..').
+		const names = values
+			.map((v) => v.replace(/\//g, '_').slice(0, 60))
+			.filter((n) => n && n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200)
+			.slice(0, 40);
+		const cases = [
+			...contents.map((content, i) => ({ path: `/fuzz/content-${i}`, content })),
+			...names.map((n, i) => ({ path: `/fuzz/${i}-${n}`, content: `file ${i}\n` }))
+		];
+		const client: Client = await connect(target);
+		const failures: string[] = [];
+		const execsBefore = pve.execLog().length;
+		try {
+			let next = 0;
+			const worker = async () => {
+				while (next < cases.length) {
+					const c = cases[next++];
+					const params = ACTIONS.pct_push.params.parse(c);
+					const [push, check] = ACTIONS.pct_push.steps(params, { vmid: '100' });
+					const r = await execArgv(client, push.argv, { timeoutMs: 30_000, stdin: Buffer.from(push.stdin!, 'utf8') });
+					if (r.exitCode !== 0) failures.push(`${JSON.stringify(c.path)}: push exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
+					const v = await execArgv(client, check.argv, { timeoutMs: 30_000 });
+					if (v.exitCode !== 0 || !verified(check.verify!, v.stdout)) failures.push(`${JSON.stringify(c.path)}: verify ${v.exitCode} ${v.stdout.slice(0, 200)} ${v.stderr.slice(0, 200)}`);
+					const onDisk = await pve.guestFile(100, c.path);
+					if (!onDisk?.equals(Buffer.from(c.content, 'utf8'))) failures.push(`${JSON.stringify(c.path)}: content differs`);
+				}
+			};
+			await Promise.all(Array.from({ length: 4 }, worker));
+		} finally {
+			client.end();
+		}
+		expect(failures.slice(0, 5)).toEqual([]);
+		expect(contents.length).toBeGreaterThan(5);
+		// The content never travelled on a command line.
+		const log = pve.execLog().slice(execsBefore).join('\n');
+		for (const c of contents) expect(log.includes(c.slice(0, 200))).toBe(false);
+		expect(canaries()).toEqual([]);
+	}, 120_000);
+});

@@ -30,6 +30,8 @@ export type ExecutionStep = {
 	stdoutTail?: string;
 	stderrTail?: string;
 	durationMs?: number;
+	/** Set on a read-back step: whether its output showed the expected result. */
+	verified?: boolean;
 };
 
 /** One param the operator changed before approving; `from`/`to` are undefined when unset. Nested fields use dots (`features.nesting`). */

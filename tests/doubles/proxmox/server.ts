@@ -1,5 +1,6 @@
 // Proxmox VE node test double: a real SSH server on 127.0.0.1 whose exec requests run through
-// `bash -c` with fake pct/pvesh/pvesm/systemctl/apt-get first on PATH (see bin/ and fake/).
+// `bash -c` with fake pct/pvesh/pvesm/systemctl/apt-get/pveam/qm/vzdump (and sha256sum/curl as
+// a CT sees them) first on PATH (see bin/ and fake/).
 import { timingSafeEqual } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -10,12 +11,12 @@ import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
 import { runOverChannel, type RunningCommand } from './exec';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
-	readArgvLog, readContainers, readHangs, setFaultIn, writeSeed,
-	type CtState, type FaultName, type Faults, type SeedCt
+	patchCtIn, readArgvLog, readContainers, readGuestFile, readHangs, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
+	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type VmState
 } from './state';
 
 export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
-export type { CtState, FailFault, FaultName, FaultValue, Faults, SeedCt, ToolName } from './state';
+export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, ToolName, VmState } from './state';
 
 const { Server, utils } = ssh2;
 const BIN_DIR = fileURLToPath(new URL('./bin', import.meta.url));
@@ -28,6 +29,8 @@ export interface ProxmoxDoubleOptions {
 	/** default: a fresh temp dir (removed on close); a given dir is kept */
 	stateDir?: string;
 	seed?: SeedCt[];
+	/** minimal QEMU VMs for `qm` */
+	vms?: SeedVm[];
 	/** reuse this OpenSSH private host key instead of generating one */
 	hostKeyPath?: string;
 	/** delay between streamed progress lines (PVE_DOUBLE_DELAY_MS), default 50 */
@@ -54,6 +57,13 @@ export interface ProxmoxDouble {
 	execTimes(): ExecTime[];
 	setFault<K extends FaultName>(name: K, value: Faults[K] | null): Promise<void>;
 	containers(): Promise<CtState[]>;
+	vms(): Promise<VmState[]>;
+	/** changes a CT's state behind Nomos's back (e.g. `{ lock: 'snapshot' }`; `undefined` removes a key) */
+	patchCt(vmid: number, patch: Partial<CtState>): Promise<void>;
+	/** what `curl http://127.0.0.1:<port>` inside the CT answers (null: nothing listens) */
+	setHttp(vmid: number, port: number, site: HttpSite | null): Promise<void>;
+	/** a file inside a CT as pct push left it */
+	guestFile(vmid: number, path: string): Promise<Buffer | null>;
 	/** pids of fake invocations that hung (fault or `create: 'hang'`) — to assert they were killed */
 	hangs(): Promise<{ pid: number; tool: string }[]>;
 	/** authenticated connections so far (each one a full handshake) */
@@ -100,6 +110,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), 'pve-double-state-')));
 	await mkdir(stateDir, { recursive: true });
 	if (opts.seed) await writeSeed(stateDir, opts.seed);
+	if (opts.vms) await writeVms(stateDir, opts.vms);
 	if (opts.templates) await writeFile(join(stateDir, 'templates.json'), JSON.stringify(opts.templates));
 
 	const client = await generateKeyPair(keyDir, 'id_ed25519', 'nomos@proxmox-double');
@@ -180,6 +191,10 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		execTimes: () => execTimes.map((t) => ({ ...t })),
 		setFault: (name, value) => setFaultIn(stateDir, name, value),
 		containers: () => readContainers(stateDir),
+		vms: () => readVms(stateDir),
+		patchCt: (vmid, patch) => patchCtIn(stateDir, vmid, patch),
+		setHttp: (vmid, port, site) => setHttpIn(stateDir, vmid, port, site),
+		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
 		hangs: () => readHangs(stateDir),
 		handshakes: () => handshakes,
 		maxOpenSessions: () => maxOpen,

@@ -3,7 +3,7 @@
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export type ToolName = 'pct' | 'pvesh' | 'pvesm' | 'systemctl' | 'apt-get';
+export type ToolName = 'pct' | 'pvesh' | 'pvesm' | 'systemctl' | 'apt-get' | 'pveam' | 'qm' | 'vzdump' | 'sha256sum' | 'curl';
 
 export interface CtState {
 	vmid: number;
@@ -24,6 +24,30 @@ export interface CtState {
 	ostemplate?: string;
 	/** epoch ms of the last start, for uptime */
 	startedAt?: number;
+	/** the snapshot the current state descends from (`pct config` prints it) */
+	parent?: string;
+	snapshots?: Record<string, { snaptime: number; description: string; conf: Record<string, unknown> }>;
+	description?: string;
+}
+
+/** A minimal QEMU VM (`qm list`, `qm status`, `qm start`, `qm stop`). */
+export interface VmState {
+	vmid: number;
+	name: string;
+	status: 'running' | 'stopped';
+	cores: number;
+	memory: number;
+	diskGb: number;
+	lock?: string;
+	startedAt?: number;
+}
+export type SeedVm = Pick<VmState, 'vmid' | 'name'> & Partial<Omit<VmState, 'vmid' | 'name'>>;
+
+/** What `curl` inside a CT gets from 127.0.0.1:<port>: one answer, or one per path (others 404). */
+export interface HttpSite {
+	status?: number;
+	body?: string;
+	paths?: Record<string, { status?: number; body?: string }>;
 }
 
 export interface SeedCt {
@@ -39,6 +63,9 @@ export interface SeedCt {
 	features?: string;
 	/** defaults to `name=eth0,bridge=vmbr0,hwaddr=<derived>,ip=dhcp,type=veth` */
 	net0?: string;
+	/** where the rootfs lives: local-lvm (lvmthin, snapshots) by default, or local (dir, raw: no snapshots) */
+	storage?: 'local-lvm' | 'local';
+	lock?: string;
 }
 
 export interface FailFault {
@@ -59,6 +86,11 @@ export interface Faults {
 	fail?: FailFault;
 	/** matching invocations wait `ms` before doing anything (a slow host) */
 	slow?: SlowFault;
+	/**
+	 * matching `pveam download` / `pct push` invocations exit 0 although their work failed (the
+	 * template never lands; the pushed file is cut short), as the real tools do when their task fails
+	 */
+	quiet?: { tool: 'pveam' | 'pct'; match?: string };
 }
 
 export interface SlowFault {
@@ -87,11 +119,15 @@ export function ctFromSeed(seed: SeedCt, now = Date.now()): CtState {
 		memory: seed.memory ?? 512,
 		swap: seed.swap ?? 512,
 		ostype: seed.ostype ?? 'debian',
-		rootfs: `local-lvm:vm-${seed.vmid}-disk-0,size=${seed.diskGb ?? 8}G`,
+		rootfs:
+			seed.storage === 'local'
+				? `local:${seed.vmid}/vm-${seed.vmid}-disk-0.raw,size=${seed.diskGb ?? 8}G`
+				: `local-lvm:vm-${seed.vmid}-disk-0,size=${seed.diskGb ?? 8}G`,
 		unprivileged: seed.unprivileged ?? 1,
 		net0: seed.net0 ?? `name=eth0,bridge=vmbr0,hwaddr=${hwaddrFor(seed.vmid)},ip=dhcp,type=veth`
 	};
 	if (seed.features) ct.features = seed.features;
+	if (seed.lock) ct.lock = seed.lock;
 	if (status === 'running') ct.startedAt = now - 3_600_000;
 	return ct;
 }
@@ -108,6 +144,44 @@ export async function writeSeed(stateDir: string, seeds: readonly SeedCt[]): Pro
 		await mkdir(join(stateDir, 'guests', String(seed.vmid), 'rootfs'), { recursive: true });
 		await writeJsonAtomic(join(stateDir, 'cts', `${seed.vmid}.json`), ctFromSeed(seed));
 	}
+}
+
+export async function writeVms(stateDir: string, vms: readonly SeedVm[]): Promise<void> {
+	await mkdir(join(stateDir, 'vms'), { recursive: true });
+	for (const v of vms) {
+		const status = v.status ?? 'stopped';
+		const vm: VmState = { cores: 2, memory: 2048, diskGb: 32, ...v, status, ...(status === 'running' ? { startedAt: Date.now() - 3_600_000 } : {}) };
+		await writeJsonAtomic(join(stateDir, 'vms', `${v.vmid}.json`), vm);
+	}
+}
+
+export async function readVms(stateDir: string): Promise<VmState[]> {
+	const dir = join(stateDir, 'vms');
+	const files = (await readdir(dir).catch(() => [])).filter((f) => /^\d+\.json$/.test(f));
+	const vms = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as VmState));
+	return vms.sort((a, b) => a.vmid - b.vmid);
+}
+
+/** Changes a container's stored state behind Nomos's back (a lock, a status); `undefined` removes a key. */
+export async function patchCtIn(stateDir: string, vmid: number, patch: Partial<CtState>): Promise<void> {
+	const path = join(stateDir, 'cts', `${vmid}.json`);
+	const ct = { ...(JSON.parse(await readFile(path, 'utf8')) as CtState), ...patch };
+	for (const k of Object.keys(patch) as (keyof CtState)[]) if (patch[k] === undefined) delete ct[k];
+	await writeJsonAtomic(path, ct);
+}
+
+export async function setHttpIn(stateDir: string, vmid: number, port: number, site: HttpSite | null): Promise<void> {
+	const path = join(stateDir, 'guests', String(vmid), 'http.json');
+	await mkdir(join(stateDir, 'guests', String(vmid)), { recursive: true });
+	const current = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Record<string, HttpSite>;
+	if (site) current[String(port)] = site;
+	else delete current[String(port)];
+	await writeJsonAtomic(path, current);
+}
+
+/** The bytes of a file inside a CT's rootfs (what `pct push` wrote), or null. */
+export async function readGuestFile(stateDir: string, vmid: number, path: string): Promise<Buffer | null> {
+	return readFile(join(stateDir, 'guests', String(vmid), 'rootfs', path)).catch(() => null);
 }
 
 export async function readContainers(stateDir: string): Promise<CtState[]> {

@@ -26,9 +26,11 @@ function schemaChars(inputSchema: unknown): number {
 	if (size === undefined) {
 		let schema: unknown = {};
 		try {
-			schema = z.toJSONSchema(inputSchema as z.ZodType);
+			// An AI SDK `jsonSchema()` carries its JSON Schema; anything else here is zod.
+			const own = (inputSchema as { jsonSchema?: unknown }).jsonSchema;
+			schema = own && typeof own === 'object' && !('then' in own) ? own : z.toJSONSchema(inputSchema as z.ZodType);
 		} catch {
-			/* not a zod schema */
+			/* neither */
 		}
 		size = JSON.stringify(schema).length;
 		schemaSizes.set(inputSchema, size);

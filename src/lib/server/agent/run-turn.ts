@@ -61,7 +61,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		return finish(writer, 'error', 'no model configured');
 	}
 
-	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady };
+	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens };
 	const tools = buildTools(ctx);
 	const fixedChars = system.length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);

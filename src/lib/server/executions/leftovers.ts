@@ -5,7 +5,9 @@ import { lease } from '../ssh/pool';
 import { setLeftovers, type ExecutionRow } from '../db/queries/executions';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
-export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'>): string | null {
+export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action?: string }): string | null {
+	// qm_* name a VM by params.vmid: not a container to read back with pct.
+	if (e.action?.startsWith('qm_')) return null;
 	const m = /^lxc:[^/]+\/([0-9]+)$/.exec(e.target);
 	if (m) return m[1];
 	const v = e.params?.vmid;
@@ -18,7 +20,7 @@ export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'>): string |
  * create". Null when there is nothing to read (no container involved) or the host cannot be
  * reached (then the text says so).
  */
-export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classification'>): Promise<string | null> {
+export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classification'> & { action?: string }): Promise<string | null> {
 	if (e.classification === 'read_only') return null;
 	const vmid = targetVmid(e);
 	if (!vmid || !e.hostName) return null;
@@ -42,7 +44,7 @@ export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 
 }
 
 /** Reads the leftovers of a finished mutation (unless already known) and stores them; returns them. */
-export async function recordLeftovers(e: Pick<ExecutionRow, 'id' | 'target' | 'params' | 'hostName' | 'classification' | 'leftovers'>): Promise<string | null> {
+export async function recordLeftovers(e: Pick<ExecutionRow, 'id' | 'target' | 'params' | 'hostName' | 'classification' | 'leftovers'> & { action?: string }): Promise<string | null> {
 	if (e.leftovers) return e.leftovers;
 	const text = await readLeftovers(e);
 	if (text) await sql().begin((tx) => setLeftovers(tx, e.id, text));

@@ -3,7 +3,7 @@ import { sql } from '../db/index';
 import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { ACTIONS, isActionName, type Precondition } from '../proxmox/actions';
+import { ACTIONS, isActionName, type Precondition, type Verify } from '../proxmox/actions';
 import { hub } from '../realtime/hub';
 import { execArgv } from '../ssh/client';
 import { lease } from '../ssh/pool';
@@ -32,16 +32,48 @@ class Interrupted extends Error {}
 /** Stopped before anything ran. */
 class Cancelled extends Error {}
 
-/** The container status read right before running: the world may have changed since approval. */
+const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
+
+/** What must hold right before running, re-read on the host: the world may have changed since approval. */
 async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal): Promise<string | null> {
-	const r = await execArgv(client, ['pct', 'status', p.vmid], { timeoutMs: 30_000, signal });
-	if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
+	const read = async (argv: string[]) => {
+		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal });
+		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
+		return r;
+	};
+	if (p.kind === 'vm-exists' || p.kind === 'vm-status') {
+		const r = await read(['qm', 'status', p.vmid]);
+		if (r.exitCode !== 0) return `VM ${p.vmid} does not exist (anymore)`;
+		const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
+		if (p.kind === 'vm-status' && status !== p.status) return `VM ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
+		return null;
+	}
+	if (p.kind === 'ct-disk-grows') {
+		const r = await read(['pct', 'config', p.vmid]);
+		if (r.exitCode !== 0) return `CT ${p.vmid} does not exist (anymore)`;
+		const line = r.stdout.split('\n').find((l) => l.startsWith(`${p.disk}: `));
+		if (!line) return `CT ${p.vmid} has no ${p.disk}`;
+		if (p.size.startsWith('+')) return null;
+		const m = /(?:^|,)size=(\d+(?:\.\d+)?)([KMGT])/.exec(line.slice(p.disk.length + 2));
+		if (!m) return `the size of CT ${p.vmid} ${p.disk} cannot be read from its config`;
+		const current = Number(m[1]) * GIB[m[2]];
+		const wanted = Number(p.size.slice(0, -1));
+		if (wanted <= current) return `CT ${p.vmid} ${p.disk} is ${m[1]}${m[2]} now; ${p.size} would not grow it (pct_resize only grows, a disk cannot shrink)`;
+		return null;
+	}
+	const r = await read(['pct', 'status', p.vmid]);
 	const exists = r.exitCode === 0;
 	const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
 	if (p.kind === 'ct-absent') return exists ? `CT ${p.vmid} already exists now (it did not when this was approved)` : null;
 	if (!exists) return `CT ${p.vmid} does not exist (anymore)`;
 	if (p.kind === 'ct-status' && status !== p.status) return `CT ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
 	return null;
+}
+
+/** A read-back step passes when some output line's first word is exactly the expected one. */
+export function verified(v: Verify, stdout: string): boolean {
+	// sha256sum escapes a file name holding a newline or backslash by starting its line with '\'.
+	return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0].replace(/^\\/, '') === v.expect);
 }
 
 /**
@@ -109,7 +141,8 @@ export async function runExecution(id: string): Promise<void> {
 				timeoutMs: s.timeoutMs,
 				signal: cancel.signal,
 				onStdout: (c) => ((out = (out + c).slice(-65_536)), flushSoon()),
-				onStderr: (c) => ((err = (err + c).slice(-65_536)), flushSoon())
+				onStderr: (c) => ((err = (err + c).slice(-65_536)), flushSoon()),
+				...(s.stdin !== undefined ? { stdin: Buffer.from(s.stdin, 'utf8') } : {})
 			});
 			clearTimeout(timer);
 			Object.assign(step, {
@@ -133,6 +166,12 @@ export async function runExecution(id: string): Promise<void> {
 			if (r.exitCode !== 0) {
 				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
 				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
+			}
+			// A read-back: the tool before it may exit 0 although its task failed.
+			if (s.verify) {
+				step.verified = verified(s.verify, r.stdout);
+				await saveSteps(sql(), e, steps);
+				if (!step.verified) throw new Failure(`verification failed: ${s.verify.failure}`);
 			}
 		}
 		const last = steps[steps.length - 1];

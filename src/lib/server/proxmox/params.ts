@@ -4,36 +4,94 @@ import { z } from 'zod';
 export const vmid = z
 	.union([z.string(), z.number().int()])
 	.transform((v) => String(v))
-	.pipe(z.string().regex(/^[1-9][0-9]{2,8}$/, 'a vmid is a number from 100 to 999999999'));
+	.pipe(z.string().regex(/^[1-9][0-9]{2,8}$/, 'a vmid is a number from 100 to 999999999'))
+	.describe('a guest id, 100–999999999');
 
 export const hostname = z
 	.string()
-	.regex(/^(?=.{1,63}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, 'a hostname: lowercase letters, digits and dashes, 1–63 characters, no leading/trailing dash');
+	.regex(/^(?=.{1,63}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, 'a hostname: lowercase letters, digits and dashes, 1–63 characters, no leading/trailing dash')
+	.describe('lowercase letters, digits, dashes');
 
 export const unit = z
 	.string()
 	.regex(/^[A-Za-z0-9@._:-]{1,200}(\.(service|socket|timer|target|mount|path))?$/, 'a systemd unit name such as nginx.service')
-	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash');
+	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash')
+	.describe('e.g. nginx.service');
 
-export const storage = z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm');
+export const storage = z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm').describe('a storage id');
 
 export const template = z
 	.string()
 	.regex(
 		/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}:vztmpl\/[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.tar\.(gz|xz|zst)$/,
 		'a container template volume such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst'
-	);
+	)
+	.describe('a template volume, e.g. local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst (pveam list / pveam_download)');
 
-export const bridge = z.string().regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0');
+export const bridge = z.string().regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0').describe('e.g. vmbr0');
 
 const ipv4 = String.raw`(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}`;
 export const ipConfig = z
 	.string()
-	.regex(new RegExp(`^(dhcp|${ipv4}/([0-9]|[12][0-9]|3[0-2]))$`), "'dhcp' or an IPv4 address with prefix, e.g. 192.168.1.50/24");
-export const gateway = z.string().regex(new RegExp(`^${ipv4}$`), 'an IPv4 gateway address');
+	.regex(new RegExp(`^(dhcp|${ipv4}/([0-9]|[12][0-9]|3[0-2]))$`), "'dhcp' or an IPv4 address with prefix, e.g. 192.168.1.50/24")
+	.describe("'dhcp' or IPv4/prefix, e.g. 192.168.1.50/24");
+export const gateway = z.string().regex(new RegExp(`^${ipv4}$`), 'an IPv4 gateway address').describe('an IPv4 address');
 
 /** One argv word for `pct exec`: any text but NUL, bounded. */
 export const argvWord = z
 	.string()
 	.max(4096, 'each argument is at most 4096 characters')
 	.refine((s) => !s.includes('\0'), 'arguments cannot contain NUL');
+
+/** A template file name as `pveam available` lists it (no storage, no path). */
+export const templateName = z
+	.string()
+	.regex(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.tar\.(gz|xz|zst)$/, 'a template file name as `pveam available` lists it, e.g. debian-12-standard_12.7-1_amd64.tar.zst')
+	.describe('a file name as pveam available lists it, e.g. debian-12-standard_12.7-1_amd64.tar.zst');
+
+/** Snapshot names as PVE accepts them (`pve-configid`); `current` is the live state, never a snapshot. */
+export const snapshotName = z
+	.string()
+	.regex(/^[A-Za-z][A-Za-z0-9_-]{1,39}$/, 'a snapshot name: a letter, then 1–39 letters, digits, _ or -')
+	.refine((s) => s !== 'current' && s !== 'vzdump', "'current' and 'vzdump' are reserved snapshot names");
+
+/** A container disk: rootfs or a mount point mp0–mp255. */
+export const ctDisk = z.string().regex(/^(rootfs|mp([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5]))$/, "'rootfs' or a mount point such as mp0");
+
+/** A grow-only size for `pct resize`: `+<n>G` (grow by) or `<n>G` (new total, must exceed the current one). */
+export const growSize = z
+	.string()
+	.regex(/^\+?[1-9][0-9]{0,5}G$/, "a size in GiB: '+2G' to grow by 2 GiB, or '16G' as the new total (grow only)")
+	.describe("'+2G' grows by 2 GiB, '16G' is the new total");
+
+/** Free text for `pct set --description`: bounded, no NUL. */
+export const description = z
+	.string()
+	.max(8192, 'a description is at most 8192 characters')
+	.refine((s) => !s.includes('\0'), 'a description cannot contain NUL');
+
+/** An absolute file path inside a container: no NUL, no `..` segment, bounded. */
+export const ctPath = z
+	.string()
+	.max(1024, 'a path is at most 1024 characters')
+	.regex(/^\/[^\0]*[^/\0]$/, 'an absolute file path inside the container, e.g. /etc/systemd/system/app.service')
+	.refine((p) => !p.split('/').includes('..'), "a path cannot contain '..'")
+	.describe('an absolute path inside the CT, e.g. /etc/systemd/system/app.service');
+
+/** pct_push content: text, shown verbatim on the approval card; at most PUSH_MAX_BYTES as UTF-8. */
+export const PUSH_MAX_BYTES = 32 * 1024;
+export const pushContent = z
+	.string()
+	.refine((s) => Buffer.byteLength(s, 'utf8') <= PUSH_MAX_BYTES, `the content is at most ${PUSH_MAX_BYTES} bytes (UTF-8)`)
+	.refine((s) => !s.includes('\0'), 'the content is text: no NUL')
+	.describe('the whole file, verbatim (at most 32 KiB)');
+
+/** Octal file mode for pct push --perms. */
+export const fileMode = z.string().regex(/^0?[0-7]{3}$/, "an octal file mode such as '0644'");
+
+/** A URL path for an HTTP check: starts with /, URL-safe characters only. */
+export const urlPath = z
+	.string()
+	.max(500)
+	.regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/, "a URL path starting with '/', e.g. /healthz")
+	.describe('e.g. /healthz');

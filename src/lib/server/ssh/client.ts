@@ -138,6 +138,8 @@ export interface ExecOptions {
 	onStderr?: (chunk: string) => void;
 	/** Keep at most this many characters of each stream (the tail). */
 	maxOutput?: number;
+	/** Written to the command's standard input over the channel, then EOF (data never on the command line). */
+	stdin?: string | Buffer;
 }
 
 /** How long a stopped command may take to confirm before execArgv returns anyway. */
@@ -221,6 +223,7 @@ function execOnChannel(client: Client, argv: readonly string[], opts: ExecOption
 				signal = sig ?? null;
 			});
 			stream.on('close', finish);
+			if (opts.stdin !== undefined) stream.end(opts.stdin);
 		});
 	});
 }

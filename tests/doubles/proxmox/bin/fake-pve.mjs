@@ -8,9 +8,13 @@ import { pct } from '../fake/pct.mjs';
 import { pvesh } from '../fake/pvesh.mjs';
 import { pvesm } from '../fake/pvesm.mjs';
 import { systemctl } from '../fake/systemctl.mjs';
+import { pveam } from '../fake/pveam.mjs';
+import { qm } from '../fake/qm.mjs';
+import { vzdump } from '../fake/vzdump.mjs';
+import { curl, sha256sum } from '../fake/guest-tools.mjs';
 
 /** @type {Record<string, (ctx: import('../fake/common.mjs').Ctx, args: string[]) => unknown>} */
-const TOOLS = { pct, pvesh, pvesm, systemctl, 'apt-get': aptGet };
+const TOOLS = { pct, pvesh, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl };
 
 async function main() {
 	const [tool, ...args] = process.argv.slice(2);

@@ -85,6 +85,16 @@ export function readFaults(ctx) {
 	return readJson(join(ctx.state, 'faults.json'), {});
 }
 
+/**
+ * The `quiet` fault: a matching invocation "succeeds" (exit 0) although its work failed, as
+ * `pveam download` and `pct push` do when their task fails. Returns whether it applies.
+ * @param {Ctx} ctx @param {string} tool @param {string[]} argv
+ */
+export function quietFault(ctx, tool, argv) {
+	const q = readFaults(ctx).quiet;
+	return !!q && q.tool === tool && (!q.match || argv.join(' ').includes(q.match));
+}
+
 /** Record our pid (so tests can check it was killed) and block until a signal ends us. */
 export function hangForever(ctx, tool) {
 	appendLine(join(ctx.state, 'hangs.log'), JSON.stringify({ pid: process.pid, tool }));

@@ -1,10 +1,10 @@
 // Fake `pct` (Proxmox Container Toolkit).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-	deleteCt, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid, saveCt, truthy
+	deleteCt, diskGb, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid, quietFault, saveCt, truthy
 } from './common.mjs';
 import { lxcStatus } from './model.mjs';
 import { pctCreate } from './pct-create.mjs';
@@ -19,7 +19,7 @@ function list(ctx) {
 	for (const ct of cts) row(ct.vmid, ct.status, ct.lock ?? '', ct.hostname);
 }
 
-const CONFIG_HIDDEN = new Set(['vmid', 'status', 'startedAt', 'ostemplate']);
+const CONFIG_HIDDEN = new Set(['vmid', 'status', 'startedAt', 'ostemplate', 'snapshots']);
 
 /** `pct config` prints the config keys sorted, one `key: value` per line. */
 function config(ct) {
@@ -83,27 +83,124 @@ function set(ctx, ct, opts) {
 	saveCt(ctx, next);
 }
 
-function transfer(ctx, ct, from, to, push) {
+function transfer(ctx, ct, from, to, push, args) {
 	if (!from || !to) fail(`400 not enough arguments\npct ${push ? 'push <vmid> <file> <destination>' : 'pull <vmid> <path> <destination>'} [OPTIONS]`);
 	if (ct.status !== 'running') fail(push ? 'can only push files to a running CT' : 'can only pull files from a running VM');
 	const rootfs = join(guestDir(ctx.state, ct.vmid), 'rootfs');
 	const [src, dst] = push ? [from, join(rootfs, to)] : [join(rootfs, from), to];
 	mkdirSync(dirname(dst), { recursive: true });
 	try {
+		// Like the real tool, a write that breaks off inside the CT still exits 0 (nothing checks it).
+		if (push && quietFault(ctx, 'pct', ['pct', 'push', ...args])) return void writeFileSync(dst, readFileSync(src).subarray(0, Math.floor(readFileSync(src).length / 2)));
 		copyFileSync(src, dst);
 	} catch {
 		fail(push ? `failed to open ${from} for reading` : `failed to open ${from}: No such file or directory`);
 	}
 }
 
-const BOOLEANS = new Set(['purge', 'force', 'destroy-unreferenced-disks', 'verbose', 'skiplock', 'overrule-shutdown']);
+// ---- snapshots and disks --------------------------------------------------
+
+const SNAP_FIELDS = ['cores', 'memory', 'swap', 'onboot', 'description', 'hostname', 'net0', 'features', 'rootfs', 'tags'];
+const snapDir = (ctx, vmid, name) => join(guestDir(ctx.state, vmid), 'snapshots', name);
+const lastSnapshot = (snaps) => Object.entries(snaps).sort((a, b) => a[1].snaptime - b[1].snaptime).pop()?.[0];
+
+function withParent(ct, snaps) {
+	const { parent: _p, snapshots: _s, ...rest } = ct;
+	const parent = lastSnapshot(snaps);
+	return Object.keys(snaps).length ? { ...rest, ...(parent ? { parent } : {}), snapshots: snaps } : rest;
+}
+
+function snapshot(ctx, ct, name, opts) {
+	if (!name) fail('400 not enough arguments\npct snapshot <vmid> <snapname> [OPTIONS]');
+	checkLock(ct);
+	if (!String(ct.rootfs).startsWith('local-lvm:')) fail('snapshot feature is not available');
+	const snaps = { ...(ct.snapshots ?? {}) };
+	if (snaps[name]) fail(`snapshot name '${name}' already used`);
+	const conf = Object.fromEntries(SNAP_FIELDS.filter((k) => ct[k] !== undefined).map((k) => [k, ct[k]]));
+	snaps[name] = { snaptime: Math.floor(Date.now() / 1000), description: opts.get('description') ?? '', conf };
+	const rootfs = join(guestDir(ctx.state, ct.vmid), 'rootfs');
+	mkdirSync(rootfs, { recursive: true });
+	cpSync(rootfs, snapDir(ctx, ct.vmid, name), { recursive: true });
+	out(`  Logical volume "snap_vm-${ct.vmid}-disk-0_${name}" created.`);
+	saveCt(ctx, withParent(ct, snaps));
+}
+
+function rollback(ctx, ct, name, opts) {
+	if (!name) fail('400 not enough arguments\npct rollback <vmid> <snapname> [OPTIONS]');
+	checkLock(ct);
+	const snap = ct.snapshots?.[name];
+	if (!snap) fail(`snapshot '${name}' does not exist`);
+	const { startedAt: _t, ...rest } = ct;
+	for (const k of SNAP_FIELDS) delete rest[k];
+	const rootfs = join(guestDir(ctx.state, ct.vmid), 'rootfs');
+	rmSync(rootfs, { recursive: true, force: true });
+	cpSync(snapDir(ctx, ct.vmid, name), rootfs, { recursive: true });
+	out(`  Logical volume "vm-${ct.vmid}-disk-0" successfully removed.`);
+	out(`  Logical volume "vm-${ct.vmid}-disk-0" created.`);
+	const start = truthy(opts.get('start'));
+	const { parent: _p, ...next } = { ...rest, ...snap.conf, status: start ? 'running' : 'stopped', ...(start ? { startedAt: Date.now() } : {}) };
+	saveCt(ctx, { ...next, parent: name });
+}
+
+function delsnapshot(ctx, ct, name) {
+	if (!name) fail('400 not enough arguments\npct delsnapshot <vmid> <snapname> [OPTIONS]');
+	checkLock(ct);
+	const snaps = { ...(ct.snapshots ?? {}) };
+	if (!snaps[name]) fail(`snapshot '${name}' does not exist`);
+	delete snaps[name];
+	rmSync(snapDir(ctx, ct.vmid, name), { recursive: true, force: true });
+	out(`  Logical volume "snap_vm-${ct.vmid}-disk-0_${name}" successfully removed.`);
+	saveCt(ctx, withParent(ct, snaps));
+}
+
+function listsnapshot(ct) {
+	const snaps = Object.entries(ct.snapshots ?? {}).sort((a, b) => a[1].snaptime - b[1].snaptime);
+	let indent = '';
+	for (const [name, s] of snaps) {
+		const when = new Date(s.snaptime * 1000).toISOString().replace('T', ' ').slice(0, 19);
+		out(`${indent}\`-> ${name.padEnd(24)} ${when}     ${s.description || 'no-description'}`);
+		indent += ' ';
+	}
+	out(`${indent}\`-> current${' '.repeat(41)}You are here!`);
+}
+
+const UNIT_GIB = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
+
+function resize(ctx, ct, disk, size) {
+	if (!disk || !size) fail('400 not enough arguments\npct resize <vmid> <disk> <size> [OPTIONS]');
+	checkLock(ct);
+	if (!/^(rootfs|mp\d+)$/.test(disk)) paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`disk: value '${disk}' does not have a value in the enumeration 'rootfs, mp0, mp1, ...'`]);
+	if (disk !== 'rootfs') fail(`unable to resize '${disk}' - disk does not exist`);
+	const m = /^(\+?)(\d+(?:\.\d+)?)([KMGT]?)$/.exec(size);
+	if (!m) paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`size: value does not match the regex pattern`]);
+	const current = diskGb(ct);
+	// Without a unit the size is in bytes, as in the real tool.
+	const amount = Number(m[2]) * (m[3] ? UNIT_GIB[m[3]] : 1 / 1024 ** 3);
+	const next = m[1] ? current + amount : amount;
+	if (next < current) fail('unable to shrink disk size');
+	if (next === current) return;
+	const lv = `pve/vm-${ct.vmid}-disk-0`;
+	const gib = (g) => `${g.toFixed(2)} GiB (${Math.round(g * 256)} extents)`;
+	out(`  Size of logical volume ${lv} changed from ${gib(current)} to ${gib(next)}.`);
+	out(`  Logical volume ${lv} successfully resized.`);
+	out('resize2fs 1.47.0 (5-Feb-2023)');
+	if (ct.status === 'running') out(`Filesystem at /dev/${lv} is mounted on /tmp; on-line resizing required`);
+	out(`The filesystem on /dev/${lv} is now ${Math.round(next * 262144)} (4k) blocks long.`);
+	out('');
+	saveCt(ctx, { ...ct, rootfs: String(ct.rootfs).replace(/size=[^,]*/, `size=${Number.isInteger(next) ? next : next.toFixed(2)}G`) });
+}
+
+const BOOLEANS = new Set(['purge', 'force', 'destroy-unreferenced-disks', 'verbose', 'skiplock', 'overrule-shutdown', 'start']);
 
 /** @param {import('./common.mjs').Ctx} ctx @param {string[]} args @returns {Promise<number | void>} */
 export async function pct(ctx, args) {
 	const [cmd, ...rest] = args;
 	if (cmd === 'create') return pctCreate(ctx, rest);
 	if (cmd === 'list') return list(ctx);
-	const known = ['status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull', 'unlock'];
+	const known = [
+		'status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull', 'unlock',
+		'snapshot', 'rollback', 'delsnapshot', 'listsnapshot', 'resize'
+	];
 	if (!cmd || !known.includes(cmd)) {
 		fail(`ERROR: unknown command 'pct${cmd ? ` ${cmd}` : ''}'\nUSAGE: pct <COMMAND> [ARGS] [OPTIONS]`);
 	}
@@ -131,8 +228,13 @@ export async function pct(ctx, args) {
 		}
 		case 'exec': return exec(ctx, ct, extra ?? positional.slice(1));
 		case 'set': return set(ctx, ct, opts);
-		case 'push': return transfer(ctx, ct, positional[1], positional[2], true);
-		case 'pull': return transfer(ctx, ct, positional[1], positional[2], false);
+		case 'push': return transfer(ctx, ct, positional[1], positional[2], true, rest);
+		case 'pull': return transfer(ctx, ct, positional[1], positional[2], false, rest);
+		case 'snapshot': return snapshot(ctx, ct, positional[1], opts);
+		case 'rollback': return rollback(ctx, ct, positional[1], opts);
+		case 'delsnapshot': return delsnapshot(ctx, ct, positional[1]);
+		case 'listsnapshot': return listsnapshot(ct);
+		case 'resize': return resize(ctx, ct, positional[1], positional[2]);
 	}
 	err('unreachable');
 	return 255;

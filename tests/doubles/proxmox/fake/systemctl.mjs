@@ -1,4 +1,5 @@
 // Fake `systemctl` with per-scope (host or guest) unit state in units.json.
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, fail, out, readJson, writeJson } from './common.mjs';
 
@@ -46,11 +47,21 @@ function pidFor(name) {
 export function loadUnits(ctx) {
 	const file = join(ctx.scopeDir, 'units.json');
 	const stored = readJson(file, undefined);
-	if (stored) return stored;
 	const defaults = ctx.ct === undefined ? HOST_UNITS : GUEST_UNITS;
-	return Object.fromEntries(Object.entries(defaults).map(([n, d]) => [
+	const units = stored ?? Object.fromEntries(Object.entries(defaults).map(([n, d]) => [
 		n, { description: d, active: true, enabled: true, since: BOOT, pid: pidFor(n) }
 	]));
+	// Like systemd, a unit file written into /etc/systemd/system is loaded on demand (inactive, disabled).
+	const dir = join(ctx.scopeDir, 'rootfs', 'etc', 'systemd', 'system');
+	if (ctx.ct !== undefined && existsSync(dir)) {
+		for (const f of readdirSync(dir).filter((f) => f.endsWith('.service'))) {
+			const name = f.replace(/\.service$/, '');
+			if (units[name]) continue;
+			const description = /^Description=(.*)$/m.exec(readFileSync(join(dir, f), 'utf8'))?.[1] ?? name;
+			units[name] = { description, active: false, enabled: false, since: BOOT, pid: pidFor(name) };
+		}
+	}
+	return units;
 }
 
 export function saveUnits(ctx, units) {

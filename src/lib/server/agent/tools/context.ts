@@ -15,6 +15,8 @@ export interface ToolContext {
 	 * no tool answers from the inventory as it was before the change.
 	 */
 	inventoryReady?: Promise<unknown>;
+	/** The model's context window in tokens when known: tool schemas are sized to it. */
+	contextTokens?: number | null;
 }
 
 /** A problem the model can fix (bad argument, unknown id): returned as the tool result, not thrown. */

@@ -1,7 +1,11 @@
-import { tool } from 'ai';
+import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTION_NAMES, catalogueSummary } from '../../proxmox/actions';
+import { ACTION_NAMES, catalogueSummary, paramFields } from '../../proxmox/actions';
+import { actionParamsVariants } from '../../proxmox/tool-schema';
 import { requestExecution } from '../../executions/request';
+import { sql } from '../../db/index';
+import { blastRadius } from '../../db/queries/blast-radius';
+import { blastRadiusSummary } from '../../../blast-radius';
 import { actionParams, toolError, type ToolContext } from './context';
 
 export const requestExecutionInput = z
@@ -13,15 +17,61 @@ export const requestExecutionInput = z
 	})
 	.strict();
 
+export type RequestExecutionInput = z.output<typeof requestExecutionInput>;
+
+let cachedSchema: JSONSchema7 | undefined;
+
+/**
+ * What the model is shown: target, action (an enum), reason, and params as a union of every
+ * action's typed params (each variant titled with its action), generated from the catalogue.
+ */
+export function requestExecutionJsonSchema(): JSONSchema7 {
+	const shape = requestExecutionInput.shape;
+	cachedSchema ??= {
+		type: 'object',
+		properties: {
+			target: { type: 'string', maxLength: 200, description: shape.target.description },
+			action: { type: 'string', enum: [...ACTION_NAMES], description: 'the catalogued action; params must be the variant titled with this action' },
+			params: { description: "the action's parameters: exactly the fields of the variant whose title is the action", anyOf: actionParamsVariants() },
+			reason: { type: 'string', maxLength: 1000, description: shape.reason.description }
+		},
+		required: ['target', 'action', 'params', 'reason'],
+		additionalProperties: false
+	};
+	return cachedSchema;
+}
+
+/**
+ * The tool's input schema: the typed union above for the model, while arguments are checked by
+ * the loose zod schema, so a wrong field reaches prepareExecution, whose error names the field
+ * and lists the action's fields (a union validator would only say "no variant matched").
+ */
+const inputSchema = jsonSchema<RequestExecutionInput>(() => requestExecutionJsonSchema(), {
+	validate: (value) => {
+		const r = requestExecutionInput.safeParse(value);
+		return r.success ? { success: true, value: r.data } : { success: false, error: r.error };
+	}
+});
+
+/**
+ * Below this context window (tokens) the typed schema (about 2,500 tokens) would crowd out the
+ * conversation (Ollama runs at 4096 by default): the fields are then listed in the description.
+ */
+export const TYPED_SCHEMA_MIN_CONTEXT = 8192;
+
+const INTRO =
+	'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
+	'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved, or an always-allow rule listed in your instructions matches). ' +
+	'You are re-invoked automatically when a mutation finishes. ';
+
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
 export function requestExecutionTool(ctx: ToolContext) {
+	const typed = !(ctx.contextTokens && ctx.contextTokens < TYPED_SCHEMA_MIN_CONTEXT);
 	return tool({
-		description:
-			'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-			'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved, or an always-allow rule listed in your instructions matches). ' +
-			'You are re-invoked automatically when a mutation finishes. Catalogue: ' +
-			catalogueSummary(),
-		inputSchema: requestExecutionInput,
+		description: typed
+			? `${INTRO}params: exactly the fields of the params variant titled with the action (each variant says what its action does).`
+			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
+		inputSchema: typed ? inputSchema : requestExecutionInput,
 		execute: async (input) => {
 			const r = await requestExecution(ctx.sessionId, input);
 			if ('error' in r) return toolError(r.error, r.hint);
@@ -33,7 +83,14 @@ export function requestExecutionTool(ctx: ToolContext) {
 			}
 			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); you will be re-invoked with its result` };
 			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; you will be re-invoked with its result` };
-			return { ...base, status: 'awaiting_approval', message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied` };
+			// Counts and states only: note titles and CT descriptions are not the model's to read here.
+			const radius = await blastRadius(sql(), e.id).catch(() => null);
+			return {
+				...base,
+				status: 'awaiting_approval',
+				message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
+				...(radius ? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` } : {})
+			};
 		}
 	});
 }

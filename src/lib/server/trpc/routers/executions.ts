@@ -9,6 +9,7 @@ import { requestExecution } from '$lib/server/executions/request';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
 import { requestCancel } from '$lib/server/executions/lifecycle';
 import { recordAudit } from '$lib/server/db/queries/audit';
+import { blastRadius } from '$lib/server/db/queries/blast-radius';
 import { operatorProcedure, router } from '../t';
 
 const conflictMessages = {
@@ -27,6 +28,13 @@ async function pendingExecution(id: string) {
 
 export const executionsRouter = router({
 	recent: operatorProcedure.query(() => listRecentExecutions(sql(), 200)),
+
+	/** What depends on an execution's target. Every operator sees every execution (one fleet), as `recent` does. */
+	blastRadius: operatorProcedure.input(executionIdInput).query(async ({ input }) => {
+		const r = await blastRadius(sql(), input.executionId);
+		if (!r) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+		return r;
+	}),
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
 		const r = await sql().begin((tx) =>

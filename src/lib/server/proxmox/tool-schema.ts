@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import type { JSONSchema7 } from 'ai';
+
+type JSONSchema7Definition = JSONSchema7 | boolean;
+import { ACTIONS, ACTION_NAMES } from './actions';
+
+/** Patterns longer than this are dropped where a description says the same in words (tokens matter on a 4k-context model). */
+const MAX_PATTERN = 0;
+const SAFE_INT = Number.MAX_SAFE_INTEGER;
+
+/** Smaller, equivalent-enough JSON Schema: no ±2^53 bounds, flat unions of bare types as a type list, long patterns described instead. */
+function compact(node: JSONSchema7Definition): JSONSchema7Definition {
+	if (typeof node !== 'object') return node;
+	const n: JSONSchema7 = { ...node };
+	if (n.minimum !== undefined && Math.abs(n.minimum) >= SAFE_INT) delete n.minimum;
+	if (n.maximum !== undefined && Math.abs(n.maximum) >= SAFE_INT) delete n.maximum;
+	if (n.pattern && n.pattern.length > MAX_PATTERN && n.description) delete n.pattern;
+	if (n.properties) n.properties = Object.fromEntries(Object.entries(n.properties).map(([k, v]) => [k, compact(v)]));
+	if (n.items && !Array.isArray(n.items)) n.items = compact(n.items);
+	if (n.anyOf) {
+		const flat = n.anyOf.map(compact).flatMap((v) => (typeof v === 'object' && v.anyOf && Object.keys(v).length === 1 ? v.anyOf : [v]));
+		const bare = flat.every((v) => typeof v === 'object' && Object.keys(v).length === 1 && typeof v.type === 'string');
+		if (bare) {
+			delete n.anyOf;
+			n.type = [...new Set(flat.map((v) => (v as JSONSchema7).type as Exclude<JSONSchema7['type'], undefined | unknown[]>))];
+		} else n.anyOf = flat;
+	}
+	return n;
+}
+
+/**
+ * The catalogue's params as JSON Schema for a model's tool definition, generated from ACTIONS
+ * (one source of truth): one object schema per action, titled with the action's name.
+ *
+ * Shaped for what servers accept: OpenAI refuses a function whose parameters have
+ * `anyOf`/`oneOf`/`allOf`/`enum`/`not` at the top level (so the union sits under a property)
+ * and `allOf` anywhere; Ollama decodes every property into its Go `ToolProperty` (`type` a
+ * string or a list of strings, `anyOf`, `properties`, `items`, `enum`, `description`), so no
+ * `$schema`/`$ref`/`$defs` either: every variant is inlined.
+ */
+export function actionParamsVariants(): JSONSchema7[] {
+	return ACTION_NAMES.map((name) => {
+		const { $schema: _s, ...schema } = z.toJSONSchema(ACTIONS[name].params, { io: 'input', target: 'draft-7', reused: 'inline', unrepresentable: 'any' }) as JSONSchema7 & { $schema?: string };
+		const typed = compact(schema) as JSONSchema7;
+		// A container is named by the target ('lxc:strong/101'); params.vmid is still accepted, just not advertised.
+		if (ACTIONS[name].scope !== 'host' && typed.properties?.vmid) {
+			const { vmid: _v, ...rest } = typed.properties;
+			typed.properties = rest;
+		}
+		delete typed.additionalProperties;
+		return { title: name, description: `${name} (${ACTIONS[name].classification}): ${ACTIONS[name].description}`, ...typed };
+	});
+}

@@ -1,0 +1,65 @@
+// `sha256sum` and `curl` as a container sees them: paths and 127.0.0.1 resolve inside the
+// guest (its rootfs dir, its http.json and running units). On the host the real tools run.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { err, fail, guestDir, out, readJson } from './common.mjs';
+import { loadUnits } from './systemctl.mjs';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin');
+
+function realTool(tool, args) {
+	const PATH = (process.env.PATH ?? '').split(':').filter((p) => p && p !== BIN && !p.endsWith('/doubles/proxmox/bin')).join(':');
+	const r = spawnSync(tool, args, { stdio: 'inherit', env: { ...process.env, PATH } });
+	return r.status ?? 1;
+}
+
+/** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
+export function sha256sum(ctx, args) {
+	if (ctx.ct === undefined) return realTool('sha256sum', args);
+	const files = args.filter((a) => a !== '--');
+	let code = 0;
+	for (const f of files) {
+		const path = join(guestDir(ctx.state, ctx.ct), 'rootfs', f);
+		if (!existsSync(path)) {
+			err(`sha256sum: ${f}: No such file or directory`);
+			code = 1;
+			continue;
+		}
+		const hash = createHash('sha256').update(readFileSync(path)).digest('hex');
+		const escaped = /[\\\n]/.test(f);
+		out(`${escaped ? '\\' : ''}${hash}  ${escaped ? f.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : f}`);
+	}
+	return code;
+}
+
+/** Ports that known services listen on inside a guest when their unit is active. */
+const SERVICE_PORTS = { caddy: 80, nginx: 80, apache2: 80 };
+
+/** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
+export function curl(ctx, args) {
+	if (ctx.ct === undefined) return realTool('curl', args);
+	const failOnHttp = args.some((a) => a === '-f' || a === '--fail' || (/^-[a-zA-Z]+$/.test(a) && a.includes('f')));
+	const url = args.find((a) => /^https?:\/\//.test(a));
+	if (!url) fail('curl: no URL specified!', 2);
+	const m = /^http:\/\/(127\.0\.0\.1|localhost)(?::(\d+))?(\/.*)?$/.exec(url);
+	if (!m) fail(`curl: (6) Could not resolve host: ${url.replace(/^https?:\/\//, '').split(/[/:]/)[0]}`, 6);
+	const port = Number(m[2] ?? 80);
+	const path = m[3] ?? '/';
+	/** @type {Record<string, { status?: number, body?: string, paths?: Record<string, { status?: number, body?: string }> }>} */
+	const http = readJson(join(guestDir(ctx.state, ctx.ct), 'http.json'), {});
+	const units = loadUnits(ctx);
+	let site = http[String(port)];
+	if (!site) {
+		const svc = Object.entries(SERVICE_PORTS).find(([u, p]) => p === port && units[u]?.active);
+		if (svc) site = { status: 200, body: `<!DOCTYPE html><title>${svc[0]}</title>` };
+	}
+	if (!site) fail(`curl: (7) Failed to connect to 127.0.0.1 port ${port} after 0 ms: Couldn't connect to server`, 7);
+	const page = site.paths?.[path] ?? (site.paths ? { status: 404, body: '404 page not found' } : site);
+	const status = page.status ?? 200;
+	if (status >= 400 && failOnHttp) fail(`curl: (22) The requested URL returned error: ${status}`, 22);
+	process.stdout.write(page.body ?? '');
+	return 0;
+}
