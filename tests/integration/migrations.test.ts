@@ -5,6 +5,7 @@ import { createTestDatabase } from '../helpers/db';
 import { spawnTs } from '../helpers/spawn';
 
 const EXPECTED_TABLES = [
+	'allow_rules',
 	'approvals',
 	'assent_windows',
 	'audit_log',

@@ -6,7 +6,8 @@ const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date like 2026-11-30');
 export const auditFilter = z.object({
 	action: z.string().trim().max(64).regex(/^[a-z_.]*$/, 'an action such as execution.approved').optional(),
 	actor: z.string().trim().max(64).optional(),
-	route: z.string().trim().max(32).optional(),
+	/** `rule` matches every `rule:<id>`. */
+	route: z.string().trim().max(64).optional(),
 	from: day.optional(),
 	to: day.optional(),
 	q: z.string().trim().max(200).optional()

@@ -11,7 +11,7 @@ import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from './context-budget';
-import { systemPrompt } from './soul';
+import { turnInstructions } from './soul';
 import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
@@ -46,13 +46,14 @@ type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTok
 export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const signal = opts.signal ?? new AbortController().signal;
 	// Independent of each other, so side by side: the operator is waiting for the first words.
-	const [, writer, stored, window] = await Promise.all([
+	const [, writer, stored, window, system] = await Promise.all([
 		sql().begin((tx) => setTaskState(tx, opts.sessionId, 'executing')),
 		MessageWriter.start(opts.sessionId, opts.origin),
 		listMessages(sql(), opts.sessionId),
 		// The history must fit the model's context next to the instructions and tool definitions,
 		// which are never cut (local servers silently drop the front of an overlong prompt).
-		contextWindow()
+		contextWindow(),
+		turnInstructions()
 	]);
 	const model = getModel();
 	if (!model) {
@@ -62,7 +63,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens };
 	const tools = buildTools(ctx);
-	const fixedChars = systemPrompt().length + toolsChars(tools);
+	const fixedChars = system.length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
 	// Operator messages still queued are answered by their own turn, next.
 	const history = fitHistory(await toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
@@ -75,7 +76,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		// is shown it (as its own partial answer) so it carries on instead of starting over.
 		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
-		const r = await attemptStream(writer, model, sent, tools, signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const r = await attemptStream(writer, model, system, sent, tools, signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer);
 		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
 		if (cut && !(await writer.parts()).some((p) => isNotePart(p) && p.data.kind === 'context')) writer.addNote('context', cut);
@@ -141,6 +142,7 @@ async function finish(writer: MessageWriter, status: MessageStatus, error: strin
 async function attemptStream(
 	writer: MessageWriter,
 	model: NonNullable<ReturnType<typeof getModel>>,
+	system: string,
 	messages: ModelMessage[],
 	tools: ToolSet,
 	signal: AbortSignal,
@@ -159,7 +161,7 @@ async function attemptStream(
 		const result = streamText({
 			model,
 			headers,
-			system: systemPrompt(),
+			system,
 			messages,
 			tools,
 			maxRetries: 0,

@@ -445,3 +445,26 @@ export const workerProcesses = pgTable('worker_processes', {
 	startedAt: ts('started_at').notNull().defaultNow(),
 	beatAt: ts('beat_at').notNull().defaultNow()
 });
+
+/**
+ * Always-allow rules: an admin's standing approval of `action` on a target pattern (see
+ * schemas/allow-rules.ts), bounded by param constraints. Never for destructive actions (refused
+ * when created and when matched). Revoked rows stay, so the audit's `rule:<id>` still resolves.
+ */
+export const allowRules = pgTable(
+	'allow_rules',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		action: text('action').notNull(),
+		pattern: text('pattern').notNull(),
+		constraints: jsonb('constraints').$type<unknown[]>().notNull().default([]),
+		note: text('note').notNull().default(''),
+		createdBy: uuid('created_by').references(() => operators.id),
+		createdAt: createdAt(),
+		updatedAt: ts('updated_at').notNull().defaultNow(),
+		expiresAt: ts('expires_at'),
+		revokedAt: ts('revoked_at'),
+		revokedBy: uuid('revoked_by').references(() => operators.id)
+	},
+	(t) => [index('allow_rules_action_idx').on(t.action)]
+);

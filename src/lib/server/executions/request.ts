@@ -3,7 +3,9 @@ import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
 import { consumePlanStep } from '../db/queries/plans';
 import { prepareExecution, type PrepareError } from './prepare';
-import { enqueueRun } from './lifecycle';
+import { decideExecution, enqueueRun } from './lifecycle';
+import { matchingRule } from './allow-rules';
+import { describeRule } from '../../schemas/allow-rules';
 import { approveForPlan, getExecution, insertExecution, setRequester, type ExecutionRow } from '../db/queries/executions';
 import { insertApproval } from '../db/queries/approvals';
 import { runExecution } from './runner';
@@ -15,12 +17,14 @@ async function warmHost(name: string): Promise<void> {
 	if (host?.hostKeyFingerprint) await lease(host).then((l) => l.release(), () => undefined);
 }
 
-export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' };
+export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
 /**
  * Records a requested execution for a session. Read-only actions run right away (their result
  * comes back to the caller); a mutation that matches an approved plan step by hash is approved by
- * that plan; anything else waits for the operator. Invalid requests write nothing.
+ * that plan; one an always-allow rule in force matches is approved by that rule (in the same
+ * transaction, the rule share-locked, so a revocation is either before it or after it); anything
+ * else waits for the operator. Invalid requests write nothing.
  */
 export async function requestExecution(sessionId: string | null, input: unknown, opts: { retryOf?: string } = {}): Promise<RequestOutcome | PrepareError> {
 	const prepared = await prepareExecution(input);
@@ -55,6 +59,23 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 			await enqueueRun(tx, e.id);
 			e = (await getExecution(tx, e.id))!;
 			return { execution: e, via: 'plan' as const };
+		}
+		const rule = await matchingRule(tx, prepared);
+		if (rule) {
+			const words = describeRule(rule);
+			const route = `rule:${rule.id}` as const;
+			const d = await decideExecution(tx, e.id, { decision: 'approved', route, operatorId: null, reason: words });
+			if (!d.ok) throw new Error(`approving ${e.id} by rule ${rule.id}: ${d.reason}`);
+			await recordAudit(tx, {
+				actor: rule.createdBy ? { id: rule.createdBy } : null,
+				action: 'execution.approved',
+				route,
+				subjectType: 'execution',
+				subjectId: e.id,
+				sessionId,
+				detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, params: prepared.params, ruleId: rule.id, rule: words }
+			});
+			return { execution: d.execution, via: 'rule' as const, ruleId: rule.id, rule: words };
 		}
 		return { execution: e, via: 'approval' as const };
 	});

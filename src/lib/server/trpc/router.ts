@@ -6,6 +6,7 @@ import { executionsRouter } from './routers/executions';
 import { questionsRouter } from './routers/questions';
 import { operatorsRouter } from './routers/operators';
 import { systemRouter } from './routers/system';
+import { allowRulesRouter } from './routers/allow-rules';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -14,7 +15,8 @@ export const appRouter = router({
 	executions: executionsRouter,
 	questions: questionsRouter,
 	operators: operatorsRouter,
-	system: systemRouter
+	system: systemRouter,
+	allowRules: allowRulesRouter
 });
 
 export type AppRouter = typeof appRouter;

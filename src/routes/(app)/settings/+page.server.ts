@@ -1,6 +1,7 @@
 import { sql } from '$lib/server/db/index';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
+import { listAllowRules } from '$lib/server/db/queries/allow-rules';
 import { hostsFor } from '$lib/server/trpc/routers/hosts';
 import type { PageServerLoad } from './$types';
 
@@ -8,6 +9,7 @@ export const load: PageServerLoad = async ({ locals }) => {
 	const user = locals.user!;
 	return {
 		hosts: hostsFor(user.role, await listHosts(sql())),
-		operators: user.role === 'admin' ? await listOperators(sql()) : []
+		operators: user.role === 'admin' ? await listOperators(sql()) : [],
+		rules: user.role === 'admin' ? await listAllowRules(sql()) : []
 	};
 };

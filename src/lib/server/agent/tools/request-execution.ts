@@ -61,7 +61,7 @@ export const TYPED_SCHEMA_MIN_CONTEXT = 8192;
 
 const INTRO =
 	'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-	'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved). ' +
+	'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved, or an always-allow rule listed in your instructions matches). ' +
 	'You are re-invoked automatically when a mutation finishes. ';
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
@@ -82,6 +82,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 				return { ...base, status: e.status, output: out.slice(-6000), ...(e.error ? { error: e.error } : {}) };
 			}
 			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); you will be re-invoked with its result` };
+			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; you will be re-invoked with its result` };
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {

@@ -1,6 +1,7 @@
 import type { Sql, TransactionSql } from '../index';
 
-export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan';
+/** `rule:<id>`: approved at request time by an always-allow rule (see executions/allow-rules.ts). */
+export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | `rule:${string}`;
 
 /** Records who decided an execution, how, and for which hash (append-only; see 0003_trust.sql). */
 export async function insertApproval(

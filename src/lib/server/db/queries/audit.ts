@@ -40,7 +40,7 @@ export async function listAudit(sql: Sql, f: AuditFilter, limit = 500): Promise<
 		where true
 			${f.action ? sql`and (action = ${f.action} or action like ${f.action + '.%'})` : sql``}
 			${f.actor ? sql`and actor_name = ${f.actor}` : sql``}
-			${f.route ? sql`and route = ${f.route}` : sql``}
+			${f.route === 'rule' ? sql`and route like 'rule:%'` : f.route ? sql`and route = ${f.route}` : sql``}
 			${f.from ? sql`and at >= ${f.from}::date` : sql``}
 			${f.to ? sql`and at < ${f.to}::date + 1` : sql``}
 			${like ? sql`and (detail::text ilike ${like} or subject_id ilike ${like})` : sql``}

@@ -1,0 +1,39 @@
+import { TRPCError } from '@trpc/server';
+import { createRuleInput, ruleIdInput, updateRuleInput } from '$lib/schemas/allow-rules';
+import { sql } from '$lib/server/db/index';
+import { ctHostname, listAllowRules } from '$lib/server/db/queries/allow-rules';
+import { getExecution } from '$lib/server/db/queries/executions';
+import { createRule, editRule, revokeRule, type RuleError } from '$lib/server/executions/allow-rules';
+import { describeParams } from '$lib/server/proxmox/params-schema';
+import { ACTIONS, isActionName } from '$lib/server/proxmox/actions';
+import { executionIdInput } from '$lib/schemas/executions';
+import { adminProcedure, router } from '../t';
+
+function orThrow<T>(r: T | RuleError): T {
+	if (r && typeof r === 'object' && 'error' in r) throw new TRPCError({ code: r.code, message: r.error });
+	return r;
+}
+
+/** Always-allow rules: only admins see, create, edit and revoke them (there is no agent tool for this). */
+export const allowRulesRouter = router({
+	list: adminProcedure.query(() => listAllowRules(sql())),
+
+	/** What the "Always allow…" form needs for one execution: its CT's hostname and the params a rule can constrain. */
+	draft: adminProcedure.input(executionIdInput).query(async ({ input }) => {
+		const e = await getExecution(sql(), input.executionId);
+		if (!e || !isActionName(e.action)) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+		const ct = /^lxc:([^/]+)\/([0-9]+)$/.exec(e.target);
+		return {
+			action: e.action,
+			target: e.target,
+			params: e.params,
+			destructive: ACTIONS[e.action].classification === 'destructive',
+			ctName: ct ? await ctHostname(sql(), ct[1], ct[2]) : null,
+			schema: describeParams(e.action)
+		};
+	}),
+
+	create: adminProcedure.input(createRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await createRule(tx, input, ctx.user)))),
+	update: adminProcedure.input(updateRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await editRule(tx, input.id, input.rule, ctx.user)))),
+	revoke: adminProcedure.input(ruleIdInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await revokeRule(tx, input.id, ctx.user))))
+});
