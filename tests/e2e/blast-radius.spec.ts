@@ -34,7 +34,7 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 
 		const card = page.getByTestId('execution-card');
 		const radius = card.getByTestId('blast-radius');
-		await expect(radius.getByTestId('blast-radius-summary')).toHaveText(/^running · 1 service · \d+ notes · 1 CT references it$/);
+		await expect(radius.getByTestId('blast-radius-summary')).toHaveText(/^running · \d+ services? · \d+ notes · 1 CT references it$/);
 		await expect(card.getByTestId('blast-radius-details')).toBeHidden();
 
 		await card.screenshot({ path: 'test-results/blast-radius-collapsed.png' });
@@ -42,7 +42,7 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		const details = card.getByTestId('blast-radius-details');
 		await expect(details).toBeVisible();
 		await expect(details).toContainText('caddy is running');
-		await expect(details.getByTestId('blast-radius-service')).toHaveText(/caddy\.service\s+last: systemctl reload, succeeded/);
+		await expect(details.getByTestId('blast-radius-service').filter({ hasText: 'caddy.service' })).toHaveText(/caddy\.service\s+last: systemctl reload, succeeded/);
 		const noteLinks = details.getByTestId('blast-radius-note');
 		await expect(noteLinks.filter({ hasText: 'BR runbook: reverse proxy' })).toContainText('mentions CT 100');
 		await expect(noteLinks.filter({ hasText: 'BR DNS' })).toContainText('mentions caddy');
@@ -64,12 +64,12 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 
 		// The agent was told the one-line summary with the request's result.
 		const reqs = await llm.requests();
-		expect(JSON.stringify(reqs[1].body)).toMatch(/lxc:strong\/100: running · 1 service · \d+ notes · 1 CT references it/);
+		expect(JSON.stringify(reqs[1].body)).toMatch(/lxc:strong\/100: running · \d+ services? · \d+ notes · 1 CT references it/);
 
 		// The Ops page's pending list shows it too; the note link opens the note on the knowledge page.
 		await page.goto('/ops');
 		const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
-		await expect(pending.getByTestId('blast-radius-summary')).toHaveText(/^running · 1 service · \d+ notes · 2 CTs reference it$/);
+		await expect(pending.getByTestId('blast-radius-summary')).toHaveText(/^running · \d+ services? · \d+ notes · 2 CTs reference it$/);
 		await pending.getByTestId('blast-radius-summary').click();
 		await pending.getByTestId('blast-radius-note').filter({ hasText: 'BR runbook' }).getByRole('link').click();
 		await expect(page).toHaveURL(new RegExp(`/knowledge#note-${notes[0].id}$`));

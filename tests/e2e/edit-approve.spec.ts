@@ -87,7 +87,8 @@ test('on the Ops page: edit a pct_exec argv list, the edited command runs', asyn
 	const done = page.getByTestId('ops-recent').getByTestId('execution-card').filter({ hasText: 'say hello' }).first();
 	await expect(done).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
 	await expect(done.getByTestId('execution-edited')).toHaveText('edited by admin: argv ["echo","hello"] → ["echo","edited","again; id"]');
-	await expect(done.getByTestId('step-output')).toContainText('edited again; id');
+	// The command's output (a snapshot step, and pruning, may stand beside it on snapshot-capable storage).
+	await expect(done.getByTestId('step-output').filter({ hasText: 'edited again; id' })).toHaveCount(1);
 	const [a] = await sql`select route, detail->'original'->>'hash' as original, detail->'edited'->>'hash' as edited from audit_log where action = 'execution.edited' order by id desc limit 1`;
 	expect(a.route).toBe('ops');
 	expect(a.original).not.toBe(a.edited);

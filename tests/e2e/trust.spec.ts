@@ -80,6 +80,9 @@ test('typed "yes" with two cards on screen approves nothing and the agent asks w
 		{ text: 'Stopping media now.' },
 		{ text: 'media is stopped.' }
 	);
+	// Both cards must be on screen (typed assent counts only what the operator can see); with the
+	// blast radius and the rule button a card is taller than half of a 720 px window.
+	await page.setViewportSize({ width: 1280, height: 1400 });
 	await login(page, env.admin);
 	await page.getByTestId('composer-input').fill('make room and start backup');
 	await page.getByTestId('send').click();
