@@ -22,6 +22,7 @@
 //
 //   npm run bench:loop -- --sessions 20 --concurrency 4
 // Options: --sessions N (20)  --concurrency C (4, NOMOS_WORKER_CONCURRENCY)  --lane L (NOMOS_EXECUTION_CONCURRENCY)
+//          --doubles-nice N (0: the doubles' nice level; 19 lets them use only CPU Nomos leaves over)
 //          --timeout S (600: replies) --drain-timeout S (600: inventory queue after the last reply)
 // Env:     BENCH_CTS (10 seeded containers)  BENCH_PVE_DELAY_MS (50: the double's delay between
 //          pct create's progress lines, ≈ 1 s per create)  BENCH_VERBOSE=1 (graphile-worker's job log)
@@ -56,6 +57,7 @@ const { values: opts } = parseArgs({
 		sessions: { type: 'string', default: '20' },
 		concurrency: { type: 'string', default: '4' },
 		lane: { type: 'string' },
+		'doubles-nice': { type: 'string', default: '0' },
 		timeout: { type: 'string', default: '600' },
 		'drain-timeout': { type: 'string', default: '600' }
 	},
@@ -71,6 +73,13 @@ const SESSIONS = positive('--sessions', opts.sessions);
 const CONCURRENCY = positive('--concurrency', opts.concurrency);
 /** NOMOS_EXECUTION_CONCURRENCY: from --lane, else the environment's, else the app's default. */
 const LANE = opts.lane === undefined ? undefined : positive('--lane', opts.lane);
+/**
+ * The doubles' scheduling priority (0 … 19). They stand in for other machines (the Proxmox host,
+ * the model server); niced, they take only CPU that Nomos and Postgres leave over, as another
+ * machine's work would take none of this one's.
+ */
+const DOUBLES_NICE = Number(opts['doubles-nice']);
+if (!Number.isInteger(DOUBLES_NICE) || DOUBLES_NICE < 0 || DOUBLES_NICE > 19) throw new Error(`--doubles-nice must be 0 … 19, got ${opts['doubles-nice']}`);
 const TIMEOUT_MS = positive('--timeout', opts.timeout) * 1000;
 const DRAIN_TIMEOUT_MS = positive('--drain-timeout', opts['drain-timeout']) * 1000;
 const CTS = positive('BENCH_CTS', process.env.BENCH_CTS ?? '10');
@@ -145,7 +154,11 @@ async function port(): Promise<number> {
 async function startDouble<T>(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<T> {
 	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
 	children.add(child);
-	if (child.pid) childPids[name] = child.pid;
+	if (child.pid) {
+		childPids[name] = child.pid;
+		// Inherited by the processes the double starts (each pct command is one).
+		if (DOUBLES_NICE) os.setPriority(child.pid, DOUBLES_NICE);
+	}
 	child.once('exit', () => children.delete(child));
 	return new Promise<T>((resolve, reject) => {
 		let out = '';
@@ -415,7 +428,7 @@ async function main(): Promise<number> {
 	];
 	const w = Math.max(...rows.map(([name]) => name.length));
 	console.log('');
-	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, execution lane ${env().NOMOS_EXECUTION_CONCURRENCY}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
+	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, execution lane ${env().NOMOS_EXECUTION_CONCURRENCY}, doubles at nice ${DOUBLES_NICE}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
 	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after`);
 	console.log('');
 	console.log(`| ${'per session (ms)'.padEnd(w)} |    n |    p50 |    p95 |    max |`);
