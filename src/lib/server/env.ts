@@ -48,9 +48,11 @@ export const envSchema = z.object({
 	NOMOS_WORKER_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
 	/**
 	 * Approved executions run in slots of their own, beside NOMOS_WORKER_CONCURRENCY: an approved
-	 * command never waits for turns to finish (a slow local model holds a slot for minutes).
+	 * command never waits for turns to finish (a slow local model holds a slot for minutes). The
+	 * default, 16, is what one host's pooled SSH connections carry at once (ssh/pool.ts: 2 × 8
+	 * channels), so a batch approved together starts together; an execution mostly waits on SSH.
 	 */
-	NOMOS_EXECUTION_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
+	NOMOS_EXECUTION_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(16)),
 	NOMOS_OPERATOR_USERNAME: z.preprocess(empty, z.string().min(1).default('admin')),
 	NOMOS_OPERATOR_PASSWORD: z.preprocess(empty, z.string().min(8, 'must be at least 8 characters').optional()),
 	NOMOS_SESSION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(30)),
