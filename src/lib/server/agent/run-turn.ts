@@ -127,11 +127,14 @@ function budgetNote(spend: Spend): string {
 	return `Stopped: this turn used ${formatTokens(totalTokens(spend.usage))} tokens, over the ${formatTokens(spend.budget ?? 0)} budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.`;
 }
 
+/** A token count as a server reports it, made safe to store and sum: a whole number from 0 to 10^12. */
+const tokens = (v: number | undefined) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.min(Math.round(v), 1e12) : 0);
+
 /** One model call's usage as the SDK reports it (null when the server reported none). */
 function stepUsage(u: LanguageModelUsage | undefined, model: string): StepUsage | null {
 	if (!u || (u.inputTokens === undefined && u.outputTokens === undefined)) return null;
-	const cached = u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens ?? 0;
-	return { model, input: u.inputTokens ?? 0, output: u.outputTokens ?? 0, cached };
+	const input = tokens(u.inputTokens);
+	return { model, input, output: tokens(u.outputTokens), cached: Math.min(tokens(u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens), input) };
 }
 
 /** Attempts per turn: the first and two retries. */
@@ -194,7 +197,7 @@ async function attemptStream(
 	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {
 		for (const end of ends) if (await end({ steps })) return true;
 		if (spend.budget === null) return false;
-		const used = before + steps.reduce((n, st) => n + (st.usage.inputTokens ?? 0) + (st.usage.outputTokens ?? 0), 0);
+		const used = before + steps.reduce((n, st) => n + tokens(st.usage.inputTokens) + tokens(st.usage.outputTokens), 0);
 		overBudget = used > spend.budget;
 		return overBudget;
 	};
