@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePrices } from '../schemas/prices';
 
 const bool = z
 	.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no'])
@@ -32,6 +33,13 @@ const hostsJson = z.string().transform((raw, ctx) => {
 		return z.NEVER;
 	}
 	return result.data;
+});
+
+const pricesJson = z.string().transform((raw, ctx) => {
+	const r = parsePrices(raw);
+	if (r.ok) return r.prices;
+	ctx.addIssue({ code: 'custom', message: r.message });
+	return z.NEVER;
 });
 
 const empty = (v: unknown) => (v === '' ? undefined : v);
@@ -88,7 +96,11 @@ export const envSchema = z.object({
 	/** The longest a username or address is made to wait after repeated failed sign-ins. */
 	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
 	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */
-	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000))
+	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000)),
+	/** Model prices, USD per million tokens: {"<model>": {"input": …, "output": …, "cached": …}}; cost is shown where known. */
+	NOMOS_PRICES: z.preprocess(empty, pricesJson.optional()),
+	/** Tokens (input + output, every model call) one turn may use; over it the turn stops before its next call. Off when unset. */
+	NOMOS_TURN_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).optional())
 });
 export type Env = z.infer<typeof envSchema>;
 
