@@ -52,7 +52,10 @@ async function expectFits(page: Page) {
 	expect(found).toEqual([]);
 }
 
-/** Every part of the element is on screen horizontally (not clipped at either edge). */
+/**
+ * Every part of the element is on screen horizontally: inside the viewport and not cut off by an
+ * ancestor that clips (a scroll container or overflow hidden).
+ */
 async function expectInsideWidth(page: Page, selector: ReturnType<Page['locator']>) {
 	const width = page.viewportSize()!.width;
 	for (const el of await selector.all()) {
@@ -60,6 +63,17 @@ async function expectInsideWidth(page: Page, selector: ReturnType<Page['locator'
 		expect(box, await el.evaluate((n) => n.outerHTML.slice(0, 120))).toBeTruthy();
 		expect(box.x).toBeGreaterThanOrEqual(0);
 		expect(box.x + box.width).toBeLessThanOrEqual(width);
+		const clippedBy = await el.evaluate((n) => {
+			const r = n.getBoundingClientRect();
+			for (let a = n.parentElement; a; a = a.parentElement) {
+				if (getComputedStyle(a).overflowX === 'visible') continue;
+				const c = a.getBoundingClientRect();
+				const right = c.left + a.clientLeft + a.clientWidth;
+				if (r.left < c.left - 0.5 || r.right > right + 0.5) return `${a.tagName.toLowerCase()}.${a.className}`;
+			}
+			return null;
+		});
+		expect(clippedBy, await el.evaluate((n) => n.outerHTML.slice(0, 120))).toBeNull();
 	}
 }
 
@@ -74,6 +88,11 @@ async function expectSendVisible(page: Page) {
 	expect(box.x + box.width).toBeLessThanOrEqual(vp.width);
 	expect(box.y + box.height).toBeLessThanOrEqual(vp.height);
 	await expect(send).toHaveText('Send');
+	// Nothing clips or covers it: the button itself is what a tap near either edge lands on.
+	for (const x of [box.x + 2, box.x + box.width - 2]) {
+		const hit = await page.evaluate(([px, py]) => document.elementFromPoint(px, py)?.closest('[data-testid="send"]') !== null, [x, box.y + box.height / 2]);
+		expect(hit, `Send at x=${x}`).toBe(true);
+	}
 }
 
 async function startChat(page: Page, text: string) {
@@ -99,7 +118,10 @@ test('the drawer opens from the menu button and closes on Escape, the backdrop, 
 	await expect(sidebar).toBeVisible();
 	await expect(menu).toHaveAttribute('aria-expanded', 'true');
 	await expect(page.getByTestId('drawer-close')).toBeFocused();
+	// It slides in from the left edge and ends inside the screen, leaving a strip of backdrop.
+	await expect.poll(async () => (await sidebar.boundingBox())!.x).toBe(0);
 	await expectInsideWidth(page, sidebar);
+	expect((await sidebar.boundingBox())!.width).toBeLessThan(PHONE.width);
 	await shoot(page, test.info(), 'drawer-open');
 	await page.keyboard.press('Escape');
 	await expect(sidebar).toBeHidden();
