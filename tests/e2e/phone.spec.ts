@@ -177,6 +177,14 @@ test('chat on a phone: the reply, its code block and the approval card fit; appr
 	await card.scrollIntoViewIfNeeded();
 	await shoot(page, test.info(), 'chat-card');
 
+	await card.getByTestId('blast-radius-summary').click();
+	await expect(card.getByTestId('blast-radius-details')).toBeVisible();
+	await expectInsideWidth(page, card.getByTestId('blast-radius'));
+	await expectFits(page);
+	await card.getByTestId('blast-radius').scrollIntoViewIfNeeded();
+	await shoot(page, test.info(), 'chat-blast-radius');
+	await card.getByTestId('blast-radius-summary').click();
+
 	await card.getByTestId('always-allow').click();
 	await expect(card.getByTestId('always-allow-form')).toBeVisible();
 	await expectInsideWidth(page, card.getByTestId('always-allow-form'));
@@ -326,6 +334,13 @@ test('review, audit, knowledge and settings fit on a phone', async ({ page, env,
 		await expectFits(page);
 		await shoot(page, test.info(), name);
 	}
+	// The note editor on a phone (Knowledge → New note).
+	await page.goto('/knowledge');
+	await page.getByTestId('add-note').click();
+	await expect(page.getByRole('button', { name: 'Add note' })).toBeVisible();
+	await expectInsideWidth(page, page.getByRole('button', { name: 'Add note' }));
+	await expectFits(page);
+	await shoot(page, test.info(), 'knowledge-new-note');
 });
 
 test('the web app manifest is served, valid, and its icons load', async ({ page, request }) => {
