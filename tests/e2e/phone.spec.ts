@@ -225,6 +225,35 @@ test('chat on a phone: the reply, its code block and the approval card fit; appr
 	await shoot(page, test.info(), 'chat-360');
 });
 
+test('a plan on a phone: its steps, commands and buttons fit', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({
+		text: 'Here is the plan.',
+		toolCalls: [
+			{
+				name: 'propose_plan',
+				args: {
+					title: 'Check caddy from a phone with a rather long plan title that has to wrap somewhere',
+					steps: [
+						{ action: 'pct_exec', target: 'lxc:strong/100', params: { argv: LONG_ARGV }, why: 'a long command first' },
+						{ action: 'systemctl', target: 'lxc:strong/100', params: { unit: 'caddy.service', op: 'reload' }, why: 'then reload caddy' }
+					]
+				}
+			}
+		]
+	});
+	await phoneLogin(page, env.admin);
+	await startChat(page, 'plan a caddy check');
+	const plan = page.getByTestId('plan-card');
+	await expect(plan.getByTestId('plan-step')).toHaveCount(2);
+	await plan.scrollIntoViewIfNeeded();
+	await expectInsideWidth(page, plan);
+	await expectInsideWidth(page, plan.locator('button, pre'));
+	await expectSendVisible(page);
+	await expectFits(page);
+	await shoot(page, test.info(), 'plan');
+});
+
 test('Ops on a phone: the pending card fits and approves; questions are listed', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
