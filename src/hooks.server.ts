@@ -6,6 +6,7 @@ import { preloadTasks, taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
 import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
 import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
+import { logger } from '$lib/server/log';
 
 export const init: ServerInit = async () => {
 	if (building) return;
@@ -13,7 +14,7 @@ export const init: ServerInit = async () => {
 		await boot('web', { taskList, preloadTasks });
 	} catch (e) {
 		if (e instanceof ConfigError) {
-			console.error(e.message);
+			logger('boot').fatal(e.message);
 			process.exit(1);
 		}
 		throw e;
