@@ -1,5 +1,6 @@
-// `npm run backup [FILE]`: one archive of Nomos's data, from a running instance or a stopped one.
-import { existsSync } from 'node:fs';
+// `npm run backup [FILE | DIR]`: one archive of Nomos's data, from a running instance or a stopped one.
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const { ConfigError, env } = await import('../src/lib/server/env');
@@ -9,7 +10,9 @@ const log = logger('backup');
 
 try {
 	const config = env();
-	const file = process.argv[2] ?? defaultBackupName();
+	// FILE, or a directory to write the dated default name into (what the systemd timer does).
+	const arg = process.argv[2];
+	const file = !arg ? defaultBackupName() : existsSync(arg) && statSync(arg).isDirectory() ? path.join(arg, defaultBackupName()) : arg;
 	const target = { databaseUrl: config.DATABASE_URL, dataDir: config.NOMOS_DATA_DIR, pgPort: config.NOMOS_PG_PORT };
 	const r = await createBackup(target, file, (line) => log.info(line));
 	const rows = r.manifest.tables.reduce((n, t) => n + t.rows, 0);
