@@ -37,15 +37,15 @@ export function scrubSecrets(s) {
 }
 
 /**
- * NOMOS_LOG_LEVEL when it names a level; under vitest `silent` unless set (quiet test output);
- * else `info`. An invalid value falls back to `info` here: the boot reports it (env.ts).
+ * NOMOS_LOG_LEVEL when it names a level, else `info`. An invalid value falls back to `info`
+ * here: the boot reports it (env.ts). (Tests quiet their own process: tests/helpers/quiet-logs.ts.)
  * @param {Record<string, string | undefined>} vars
  * @returns {import('pino').LevelWithSilent}
  */
 export function levelFrom(vars) {
 	const v = vars.NOMOS_LOG_LEVEL;
 	if (v && /** @type {readonly string[]} */ (LOG_LEVELS).includes(v)) return /** @type {import('pino').LevelWithSilent} */ (v);
-	return vars.VITEST ? 'silent' : 'info';
+	return 'info';
 }
 
 const LABELS = /** @type {Record<number, string>} */ ({ 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' });

@@ -20,7 +20,8 @@ export async function runWorkerProcess(options: BootOptions): Promise<void> {
 		log.info('worker ready');
 	} catch (e) {
 		if (e instanceof ConfigError) {
-			log.fatal(e.message);
+			// One plain line on stderr, apart from the log (README: "one line naming the variable").
+			console.error(e.message);
 			process.exit(1);
 		}
 		throw e;

@@ -10,13 +10,17 @@ import { logger } from '../log';
 const log = logger('worker');
 const graphileLog = logger('graphile-worker');
 
-/** graphile-worker's own messages (job failures, start and stop) through the same log. */
+/**
+ * graphile-worker's own messages through the same log: failures as warn/error; its info lines
+ * (every completed job, a connected worker) at debug, since Nomos logs what matters itself. A
+ * job is named by id and task, never with its payload.
+ */
 const graphileLogger = new Logger((scope) => (level, message, meta) => {
-	const fields = { ...scope, ...(meta ?? {}) };
+	const { job, ...rest } = (meta ?? {}) as { job?: { id?: string; task_identifier?: string; attempts?: number } };
+	const fields = { ...scope, ...rest, ...(job ? { job: { id: job.id, task: job.task_identifier, attempts: job.attempts } } : {}) };
 	const lvl = String(level);
 	if (lvl === 'error') graphileLog.error(fields, message);
 	else if (lvl === 'warning') graphileLog.warn(fields, message);
-	else if (lvl === 'info') graphileLog.info(fields, message);
 	else graphileLog.debug(fields, message);
 });
 
