@@ -13,6 +13,7 @@ import { runMigrations } from '../../src/lib/server/db/migrate';
 import { createBackup } from '../../src/lib/server/backup/backup';
 import { restoreBackup, RestoreRefused } from '../../src/lib/server/backup/restore';
 import { freePort } from '../helpers/ports';
+import { createTestDatabase } from '../helpers/db';
 
 const root = path.resolve('tests/.tmp', `backup-${process.pid}`);
 const dirA = path.join(root, 'a');
@@ -118,6 +119,19 @@ describe('backup and restore', () => {
 			// the append-only trigger is back in force
 			await expect(sql`delete from audit_log`).rejects.toThrow();
 		});
+	}, 120_000);
+
+	it('with DATABASE_URL: backs up that database and restores into an empty one, refusing a used one', async () => {
+		const ext = path.join(root, 'external.tar.gz');
+		const b = await createBackup({ databaseUrl: a.url, dataDir: path.join(root, 'unused'), pgPort: 1 }, ext);
+		expect(b.manifest.source).toBe('external');
+		expect(b.manifest.dataFiles).toEqual([]);
+		const empty = await createTestDatabase({ empty: true });
+		await restoreBackup(ext, { databaseUrl: empty, dataDir: path.join(root, 'unused'), pgPort: 1 });
+		expect(await snapshot(empty)).toEqual(before);
+		// a database with Nomos's tables in it is not overwritten
+		await expect(restoreBackup(ext, { databaseUrl: empty, dataDir: path.join(root, 'unused'), pgPort: 1 })).rejects.toThrow(/DATABASE_URL names is not empty/);
+		expect(existsSync(path.join(root, 'unused'))).toBe(false);
 	}, 120_000);
 
 	it('refuses a data dir that is not empty, and says so', async () => {
