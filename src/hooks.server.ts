@@ -6,7 +6,6 @@ import { preloadTasks, taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
 import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
 import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
-import { logger } from '$lib/server/log';
 
 export const init: ServerInit = async () => {
 	if (building) return;
@@ -14,7 +13,7 @@ export const init: ServerInit = async () => {
 		await boot('web', { taskList, preloadTasks });
 	} catch (e) {
 		if (e instanceof ConfigError) {
-			logger('boot').fatal(e.message);
+			console.error(e.message);
 			process.exit(1);
 		}
 		throw e;
