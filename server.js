@@ -14,9 +14,13 @@ if (markHttp) process.env.PROTOCOL_HEADER = 'x-forwarded-proto';
 
 // The embedded Postgres starts now, while the app's code loads (half a second of a cold start);
 // the app's boot takes it over. Nothing happens here with DATABASE_URL set.
+const { logger } = await import('./src/lib/server/log.js');
+const log = logger('http');
+const pgLog = logger('postgres');
 const { startEarlyPostgres } = await import('./src/lib/server/db/embedded.js');
-startEarlyPostgres(process.env, (line) => console.log(`[nomos] ${line}`));
+startEarlyPostgres(process.env, (line) => (/FATAL|PANIC/.test(line) ? pgLog.error(line) : pgLog.info(line)));
 
+const { liveness } = await import('./src/lib/server/health/liveness.js');
 const { handler } = await import('./build/handler.js');
 
 // The app loads its background parts (the worker, the model check) once the first request has
@@ -24,6 +28,11 @@ const { handler } = await import('./build/handler.js');
 let answered = false;
 
 const server = http.createServer((req, res) => {
+	// Liveness without the app: answered even while the boot still waits for the database.
+	if (req.url === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+		res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : JSON.stringify(liveness()));
+		return;
+	}
 	if (!answered) {
 		answered = true;
 		res.once('finish', () => globalThis.__nomosAnswered?.());
@@ -38,7 +47,7 @@ const server = http.createServer((req, res) => {
 		return;
 	}
 	streaming.catch((err) => {
-		console.error(`[nomos] event stream: ${err.message}`);
+		log.error({ err, url: req.url }, `event stream: ${err.message}`);
 		if (!res.headersSent) res.writeHead(500).end();
 		else res.end();
 	});
@@ -48,14 +57,14 @@ server.listen(Number(process.env.PORT), process.env.HOST, () => {
 	const a = server.address();
 	const host = typeof a === 'object' && a ? a.address : process.env.HOST;
 	const port = typeof a === 'object' && a ? a.port : process.env.PORT;
-	console.log(`[nomos] listening on http://${host.includes(':') ? `[${host}]` : host}:${port}`);
+	log.info(`listening on http://${host.includes(':') ? `[${host}]` : host}:${port}`);
 });
 
 let stopping = false;
 async function shutdown(signal) {
 	if (stopping) return;
 	stopping = true;
-	console.log(`[nomos] ${signal}: shutting down`);
+	log.info(`${signal}: shutting down`);
 	server.close();
 	// Long-lived event streams would hold close() open; the browser reconnects and replays.
 	server.closeAllConnections();

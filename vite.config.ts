@@ -8,6 +8,7 @@ export default defineConfig({
 	test: {
 		include: ['tests/unit/**/*.test.ts', 'tests/integration/**/*.test.ts'],
 		globalSetup: ['tests/helpers/global-setup.ts'],
+		setupFiles: ['tests/helpers/quiet-logs.ts'],
 		testTimeout: 30_000,
 		// Snapshot before / health after add steps around CT mutations; the tests that are about it turn it on.
 		env: { NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'off' },

@@ -3,6 +3,9 @@ import { sql } from '../src/lib/server/db/index';
 import { sweep } from '../src/lib/server/executions/lifecycle';
 import { releaseDeadWorkerLocks } from '../src/lib/server/db/queries/workers';
 import { scheduleSweep } from '../src/lib/server/jobs/schedule';
+import { logger } from '../src/lib/server/log';
+
+const log = logger('sweeper');
 
 /**
  * Fails executions whose worker died (lease expired) and expires stale approvals, then
@@ -10,8 +13,8 @@ import { scheduleSweep } from '../src/lib/server/jobs/schedule';
  */
 export const executions__sweep: Task = async () => {
 	const released = await releaseDeadWorkerLocks(sql());
-	if (released.length) console.log(`[nomos] sweeper: released the locks of ${released.length} dead worker(s)`);
+	if (released.length) log.warn({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const r = await sweep(sql());
-	if (r.lost || r.expired) console.log(`[nomos] sweeper: ${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired`);
+	if (r.lost || r.expired) log.info({ lost: r.lost, expired: r.expired }, `${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired`);
 	await scheduleSweep();
 };

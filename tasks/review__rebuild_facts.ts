@@ -1,5 +1,8 @@
 import type { Task } from 'graphile-worker';
 import { rebuildReviewFacts } from '../src/lib/server/review/rebuild';
+import { logger } from '../src/lib/server/log';
+
+const log = logger('review');
 
 /**
  * Rebuilds the review's stored facts when they are not of this code's version (the rules in
@@ -9,5 +12,5 @@ import { rebuildReviewFacts } from '../src/lib/server/review/rebuild';
  */
 export const review__rebuild_facts: Task = async () => {
 	const r = await rebuildReviewFacts({ ifStale: true });
-	if (r) console.log(`[nomos] review: rebuilt the facts of ${r.messages} messages in ${r.sessions} sessions (${Math.round(r.ms)} ms, version ${r.version})`);
+	if (r) log.info({ ...r }, `rebuilt the facts of ${r.messages} messages in ${r.sessions} sessions (${Math.round(r.ms)} ms, version ${r.version})`);
 };

@@ -15,6 +15,7 @@ import { RUN_TASK } from './executions/lifecycle';
 import { watchWorkerPresence } from './jobs/presence';
 import { crontab, scheduleSweep } from './jobs/schedule';
 import type { TaskList } from 'graphile-worker';
+import { logger } from './log';
 
 export type Role = 'web' | 'worker';
 
@@ -59,7 +60,9 @@ function firstAnswer(ms: number): Promise<void> {
 
 const g = globalThis as unknown as { __nomosRuntime?: Promise<Runtime> };
 
-const log = (msg: string) => console.log(`[nomos] ${msg}`);
+const log = logger('boot');
+const pgLog = logger('postgres');
+const pgLine = (line: string) => (/FATAL|PANIC/.test(line) ? pgLog.error(line) : pgLog.info(line));
 
 /** The process's runtime, booting it on first call (idempotent across dev reloads). */
 export function boot(role: Role, options: BootOptions = {}): Promise<Runtime> {
@@ -90,13 +93,13 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	if (config.DATABASE_URL) {
 		databaseUrl = config.DATABASE_URL;
 		const u = new URL(databaseUrl);
-		log(`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}`);
+		log.info(`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}`);
 	} else {
 		// server.js starts it while the app's code loads; anything else (tests, scripts) starts it here.
 		const early = takeEarlyPostgres(config.NOMOS_DATA_DIR, config.NOMOS_PG_PORT);
-		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log }));
+		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log: pgLine }));
 		databaseUrl = embedded.url;
-		log(
+		log.info(
 			`database: embedded Postgres on 127.0.0.1:${config.NOMOS_PG_PORT}, data in ${config.NOMOS_DATA_DIR}` +
 				(embedded.owned ? '' : ' (reused a running server)')
 		);
@@ -110,7 +113,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	if (role === 'worker') await workerSchema;
 	else
 		workerSchema.catch((e: Error) => {
-			log(`graphile-worker's schema: could not be checked: ${e.message}`);
+			log.fatal(`graphile-worker's schema: could not be checked: ${e.message}`);
 			process.exit(1);
 		});
 	connectDb(databaseUrl);
@@ -121,19 +124,19 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const operator = async () => {
 		if (config.NOMOS_OPERATOR_PASSWORD) {
 			const r = await ensureConfiguredOperator(sql(), config.NOMOS_OPERATOR_USERNAME, config.NOMOS_OPERATOR_PASSWORD);
-			if (r !== 'unchanged') log(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
+			if (r !== 'unchanged') log.info(`operator "${config.NOMOS_OPERATOR_USERNAME}" ${r} from NOMOS_OPERATOR_PASSWORD`);
 		} else if (role === 'web' && (await countOperators(sql())) === 0) {
 			const token = await issueSetupToken(sql());
 			const base = `http://${config.HOST}:${config.PORT}`;
-			log(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
+			log.info(`no operator yet: open ${base}/setup?token=${token} to create the first one (valid 24 h)`);
 		}
 	};
 	const knowledge = async () => {
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
 		if (!dir) return;
 		await importKnowledgeDir(dir).then(
-			(r) => log(`knowledge: imported ${r.imported} notes from ${dir}` + (r.removed ? `, removed ${r.removed}` : '') + (r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')),
-			(e) => log(`knowledge: could not import ${dir}: ${(e as Error).message}`)
+			(r) => log.info(`knowledge: imported ${r.imported} notes from ${dir}` + (r.removed ? `, removed ${r.removed}` : '') + (r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')),
+			(e) => log.warn(`knowledge: could not import ${dir}: ${(e as Error).message}`)
 		);
 	};
 	await Promise.all([operator(), config.NOMOS_HOSTS ? upsertConfiguredHosts(sql(), config.NOMOS_HOSTS) : undefined, knowledge(), hub.start()]);
@@ -158,32 +161,32 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC }),
 				lane: { tasks: [RUN_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY }
 			});
-			log(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
+			log.info(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
 			// The review's facts: rebuilt if this code's rules differ from the stored ones (rules
 			// change only with the code, so once per start; the job returns at once when they match).
 			await enqueueJob(sql(), 'review__rebuild_facts', {}, { jobKey: 'review__rebuild_facts', priority: PRIORITY.background });
 			const preload = options.preloadTasks;
-			if (preload) setTimeout(() => void preload().catch((e: Error) => log(`worker: could not load a task: ${e.message}`)), PRELOAD_DELAY_MS).unref();
+			if (preload) setTimeout(() => void preload().catch((e: Error) => log.error(`worker: could not load a task: ${e.message}`)), PRELOAD_DELAY_MS).unref();
 			return worker;
 		})();
 		// A worker process exists for its worker; a web process serves first and starts it alongside.
 		if (role === 'worker') await workerStart;
 		else
 			workerStart.catch((e) => {
-				log(`worker: could not start: ${(e as Error).message}`);
+				log.fatal(`worker: could not start: ${(e as Error).message}`);
 				process.exitCode = 1;
 			});
-	} else log('worker: off in this process (NOMOS_WORKER=off)');
+	} else log.info('worker: off in this process (NOMOS_WORKER=off)');
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web')
-		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log(describeCheck(c)))).catch(() => undefined);
+		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log.info(describeCheck(c)))).catch(() => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		later.push(
 			enqueueJob(sql(), 'inventory__sync', {}, { jobKey: 'inventory__sync', queueName: 'inventory', priority: PRIORITY.background }).catch((e) =>
-				log(`inventory: could not queue the first sync: ${(e as Error).message}`)
+				log.warn(`inventory: could not queue the first sync: ${(e as Error).message}`)
 			)
 		);
 	}
@@ -204,7 +207,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		onShutdown: (fn) => hooks.push(fn),
 		shutdown() {
 			stopping ??= (async () => {
-				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log(`shutdown: ${e}`));
+				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log.error({ err: e }, 'shutdown step failed'));
 				stopPresence();
 				await Promise.allSettled([workerStart, ...later]);
 				await worker?.stop();
@@ -213,7 +216,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				await disconnectDb();
 				if (embedded?.owned) {
 					await embedded.stop();
-					log('embedded Postgres stopped');
+					log.info('embedded Postgres stopped');
 				}
 			})();
 			return stopping;

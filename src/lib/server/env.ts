@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parsePrices } from '../schemas/prices';
+import { LOG_LEVELS } from './log.js';
 
 const bool = z
 	.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no'])
@@ -52,6 +53,8 @@ export const envSchema = z.object({
 	DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
 	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
 	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),
+	/** What the log says: fatal, error, warn, info, debug, trace or silent (JSON lines unless stdout is a terminal). */
+	NOMOS_LOG_LEVEL: z.preprocess(empty, z.enum(LOG_LEVELS).default('info')),
 	NOMOS_WORKER: z.preprocess(empty, bool.default(true)),
 	NOMOS_WORKER_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
 	/**

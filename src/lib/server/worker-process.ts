@@ -1,5 +1,8 @@
 import { boot, type BootOptions } from './boot';
 import { ConfigError } from './env';
+import { logger } from './log';
+
+const log = logger('worker');
 
 /**
  * Boots a worker-only process and stops it cleanly on SIGINT/SIGTERM: running jobs finish
@@ -9,14 +12,15 @@ export async function runWorkerProcess(options: BootOptions): Promise<void> {
 	try {
 		const runtime = await boot('worker', options);
 		const stop = (signal: string) => {
-			console.log(`[nomos] ${signal}: stopping the worker after its running jobs…`);
+			log.info(`${signal}: stopping the worker after its running jobs…`);
 			void runtime.shutdown().then(() => process.exit(0));
 		};
 		process.once('SIGINT', stop);
 		process.once('SIGTERM', stop);
-		console.log('[nomos] worker ready');
+		log.info('worker ready');
 	} catch (e) {
 		if (e instanceof ConfigError) {
+			// One plain line on stderr, apart from the log (README: "one line naming the variable").
 			console.error(e.message);
 			process.exit(1);
 		}

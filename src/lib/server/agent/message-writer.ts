@@ -6,6 +6,9 @@ import { USAGE_PART_ID } from '../../messages/usage';
 import { foldChunks, TEXT_ID } from '../../messages/fold';
 import { isRunning, isToolPart } from '../../messages/parts';
 import { boundedForStorage, boundedText } from './tools/context';
+import { logger } from '../log';
+
+const log = logger('agent');
 
 /** Chunks are sent at most this often while text streams; anything else is sent at once. */
 const FLUSH_MS = 100;
@@ -139,7 +142,7 @@ export class MessageWriter {
 		if (this.#pending.length === 0) return;
 		const chunks = this.#pending;
 		this.#pending = [];
-		this.#chain = this.#chain.then(() => this.#commit(chunks)).catch((e) => console.error(`[nomos] message write failed: ${(e as Error).message}`));
+		this.#chain = this.#chain.then(() => this.#commit(chunks)).catch((e) => log.error({ err: e }, `message write failed: ${(e as Error).message}`));
 	}
 
 	/** The last delta (closing the text, with the final status) and the exact row, in one transaction. */

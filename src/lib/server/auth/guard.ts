@@ -1,8 +1,15 @@
 import { error } from '@sveltejs/kit';
 
-/** Paths reachable without signing in. */
+/** Paths reachable without signing in (the probes say only up / ready and which check failed). */
 export function isPublicPath(pathname: string): boolean {
-	return pathname === '/login' || pathname === '/setup' || pathname.startsWith('/_app/') || pathname === '/favicon.svg';
+	return (
+		pathname === '/login' ||
+		pathname === '/setup' ||
+		pathname.startsWith('/_app/') ||
+		pathname === '/favicon.svg' ||
+		pathname === '/healthz' ||
+		pathname === '/readyz'
+	);
 }
 
 /** Requests answered with a status instead of a redirect to /login. */

@@ -2,9 +2,27 @@ import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import pg from 'pg';
 import postgres from 'postgres';
-import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { emitEventNow } from '../db/queries/events';
 import { beatWorkerProcess, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
+import { logger } from '../log';
+
+const log = logger('worker');
+const graphileLog = logger('graphile-worker');
+
+/**
+ * graphile-worker's own messages through the same log: failures as warn/error; its info lines
+ * (every completed job, a connected worker) at debug, since Nomos logs what matters itself. A
+ * job is named by id and task, never with its payload.
+ */
+const graphileLogger = new Logger((scope) => (level, message, meta) => {
+	const { job, ...rest } = (meta ?? {}) as { job?: { id?: string; task_identifier?: string; attempts?: number } };
+	const fields = { ...scope, ...rest, ...(job ? { job: { id: job.id, task: job.task_identifier, attempts: job.attempts } } : {}) };
+	const lvl = String(level);
+	if (lvl === 'error') graphileLog.error(fields, message);
+	else if (lvl === 'warning') graphileLog.warn(fields, message);
+	else graphileLog.debug(fields, message);
+});
 
 const BEAT_MS = 10_000;
 
@@ -18,7 +36,7 @@ export async function migrateWorkerSchema(url: string): Promise<void> {
 	pool.on('error', () => undefined);
 	pool.on('connect', (client) => client.on('error', () => undefined));
 	try {
-		await runMigrations({ pgPool: pool });
+		await runMigrations({ pgPool: pool, logger: graphileLogger });
 	} finally {
 		await pool.end();
 	}
@@ -45,8 +63,8 @@ export async function startWorker(opts: {
 }): Promise<WorkerHandle> {
 	const newPool = (max: number) => {
 		const pool = new pg.Pool({ connectionString: opts.url, max });
-		pool.on('error', (e) => console.error(`[nomos] worker pool: ${e.message}`));
-		pool.on('connect', (client) => client.on('error', (e) => console.error(`[nomos] worker connection: ${e.message}`)));
+		pool.on('error', (e) => log.error({ err: e }, `worker pool: ${e.message}`));
+		pool.on('connect', (client) => client.on('error', (e) => log.error({ err: e }, `worker connection: ${e.message}`)));
 		return pool;
 	};
 	const laneTasks = new Set(opts.lane?.tasks.filter((t) => t in opts.taskList) ?? []);
@@ -54,7 +72,7 @@ export async function startWorker(opts: {
 	const lanePool = laneTasks.size ? newPool(opts.lane!.concurrency + 2) : null;
 	const beatSql = postgres(opts.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
 	const released = await releaseDeadWorkerLocks(beatSql);
-	if (released.length) console.log(`[nomos] worker: released the locks of ${released.length} dead worker(s)`);
+	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const events = new EventEmitter() as WorkerEvents;
 	const workerIds: string[] = [];
 	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
@@ -66,6 +84,7 @@ export async function startWorker(opts: {
 		taskList: Object.fromEntries(Object.entries(opts.taskList).filter(([name]) => !laneTasks.has(name))),
 		concurrency: opts.concurrency,
 		noHandleSignals: true,
+		logger: graphileLogger,
 		pollInterval: 2000,
 		...(opts.crontab ? { crontab: opts.crontab } : { parsedCronItems: [] }),
 		preset
@@ -77,6 +96,7 @@ export async function startWorker(opts: {
 				taskList: Object.fromEntries(Object.entries(opts.taskList).filter(([name]) => laneTasks.has(name))),
 				concurrency: opts.lane!.concurrency,
 				noHandleSignals: true,
+				logger: graphileLogger,
 				pollInterval: 2000,
 				parsedCronItems: [],
 				preset
@@ -90,7 +110,7 @@ export async function startWorker(opts: {
 				if (beat === 'gone') processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
 				if (beat !== 'alive') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: processId } });
 			})
-			.catch((e: Error) => console.error(`[nomos] worker heartbeat: ${e.message}`));
+			.catch((e: Error) => log.error({ err: e }, `heartbeat: ${e.message}`));
 	}, BEAT_MS);
 	beat.unref();
 	let stopping: Promise<void> | undefined;

@@ -4,6 +4,9 @@ import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
 import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
 import { getExecutionsByIds, type ExecutionRow } from '../db/queries/executions';
 import { getPlansByIds, type PlanRow } from '../db/queries/plans';
+import { logger } from '../log';
+
+const log = logger('realtime');
 
 /** An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names. */
 export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow };
@@ -130,7 +133,7 @@ export class Hub {
 			} while (this.#again);
 		})()
 			.catch((e) => {
-				console.error(`[nomos] realtime: ${(e as Error).message}`);
+				log.error({ err: e }, (e as Error).message);
 				this.#again = false;
 			})
 			.finally(() => {

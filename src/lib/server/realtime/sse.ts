@@ -2,6 +2,9 @@ import type { Sql } from '../db/index';
 import { listEventsAfter, prunedThrough, type EventRow } from '../db/queries/events';
 import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
+import { logger } from '../log';
+
+const log = logger('realtime');
 
 /** Event types that only session streams carry (token-rate updates). */
 export const SESSION_ONLY_TYPES = ['message.updated', 'message.delta'];
@@ -134,7 +137,7 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 					if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
 				} while (batch.length === 500 && !closed);
 			} catch (e) {
-				console.error(`[nomos] event replay failed: ${(e as Error).message}`);
+				log.error({ err: e }, `event replay failed: ${(e as Error).message}`);
 				return close();
 			}
 		}

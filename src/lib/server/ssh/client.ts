@@ -4,6 +4,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { Client, type ConnectConfig } from 'ssh2';
 import { toCommand } from './quote';
 import { channel } from './pool';
+import { logger } from '../log';
+
+const log = logger('ssh');
 
 export interface SshTarget {
 	name: string;
@@ -58,7 +61,7 @@ export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<C
 		const code = (e as NodeJS.ErrnoException).code;
 		const why = code === 'ENOENT' ? 'it does not exist' : code === 'EACCES' ? 'permission denied' : 'unreadable';
 		const detail = `cannot read SSH key ${host.keyPath} for ${host.name}: ${(e as Error).message}`;
-		console.error(`[nomos] ${detail}`);
+		log.error({ host: host.name, keyPath: host.keyPath, code }, `cannot read SSH key ${host.keyPath} for ${host.name}: ${(e as Error).message}`);
 		throw new SshError(`cannot read the SSH private key configured for ${host.name} (${why}); an admin can fix it in Settings`, detail);
 	}
 	let presented: string | null = null;

@@ -1,0 +1,114 @@
+import type { Sql } from '../db/index';
+import { pingDatabase } from '../db/queries/health';
+import { countLiveWorkers } from '../db/queries/workers';
+import { migrationsDir, migrationsUpToDate, newestAppliedMigration, newestMigration } from '../db/migrate';
+import { logger } from '../log';
+
+const log = logger('health');
+
+export type CheckName = 'database' | 'migrations' | 'worker';
+
+export interface Readiness {
+	ready: boolean;
+	/** The checks that failed, in order; empty when ready. */
+	failed: CheckName[];
+	checks: {
+		database: { ok: boolean; error?: string };
+		migrations: { ok: boolean; applied?: number | null; expected?: number; error?: string };
+		worker: { ok: boolean; alive?: number; error?: string };
+	};
+}
+
+export interface ReadinessOptions {
+	/** The migrations this code expects (default: the app's `drizzle/`). */
+	migrationsDir?: string;
+	/** A check that takes longer fails (the pool may be waiting to connect). */
+	timeoutMs?: number;
+}
+
+const TIMEOUT_MS = 2000;
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+	});
+	return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The journal is read once per directory: it changes only with the code. */
+const expected = new Map<string, Promise<number>>();
+
+/**
+ * /readyz: the database answers, its migrations are the ones this code expects (the same test
+ * as the migrator's fast path: the newest applied journal time), and some worker process beat
+ * within WORKER_DEAD_AFTER_S (any process's, not necessarily this one's). Three small queries.
+ * Failures say which check failed, never a connection string.
+ */
+export async function checkReadiness(sql: Sql, opts: ReadinessOptions = {}): Promise<Readiness> {
+	const ms = opts.timeoutMs ?? TIMEOUT_MS;
+	const dir = opts.migrationsDir ?? migrationsDir();
+	const checks: Readiness['checks'] = { database: { ok: false }, migrations: { ok: false }, worker: { ok: false } };
+	try {
+		await within(pingDatabase(sql), ms);
+		checks.database = { ok: true };
+	} catch (e) {
+		checks.database = { ok: false, error: `unreachable: ${reason(e)}` };
+		checks.migrations = { ok: false, error: 'database unreachable' };
+		checks.worker = { ok: false, error: 'database unreachable' };
+		return done(checks);
+	}
+	let newest = expected.get(dir);
+	if (!newest) {
+		newest = newestMigration(dir);
+		expected.set(dir, newest);
+		newest.catch(() => expected.delete(dir));
+	}
+	const [migrations, worker] = await Promise.allSettled([
+		within(Promise.all([newest, newestAppliedMigration(sql)]), ms),
+		within(countLiveWorkers(sql), ms)
+	]);
+	if (migrations.status === 'fulfilled') {
+		const [want, applied] = migrations.value;
+		checks.migrations = { ok: migrationsUpToDate(applied, want), applied, expected: want };
+		if (!checks.migrations.ok) checks.migrations.error = applied === null ? 'none applied' : 'older than this code expects';
+	} else checks.migrations = { ok: false, error: reason(migrations.reason) };
+	if (worker.status === 'fulfilled') {
+		checks.worker = { ok: worker.value > 0, alive: worker.value };
+		if (!checks.worker.ok) checks.worker.error = 'no worker process has beaten recently';
+	} else checks.worker = { ok: false, error: reason(worker.reason) };
+	return done(checks);
+}
+
+function reason(e: unknown): string {
+	const err = e as { code?: string; message?: string };
+	// Connection errors name host and port; the probe is public, so only the kind is said.
+	if (err.code && /^[A-Z]+$/.test(err.code)) return err.code;
+	return (err.message ?? String(e)).slice(0, 200);
+}
+
+let lastReady: boolean | undefined;
+
+function done(checks: Readiness['checks']): Readiness {
+	const failed = (Object.keys(checks) as CheckName[]).filter((k) => !checks[k].ok);
+	const ready = failed.length === 0;
+	if (lastReady !== ready) {
+		if (ready) log.info('ready');
+		else log.warn({ failed, checks }, `not ready: ${failed.join(', ')}`);
+		lastReady = ready;
+	}
+	return { ready, failed, checks };
+}
+
+const CACHE_MS = 1000;
+let recent: { at: number; result: Promise<Readiness> } | undefined;
+
+/**
+ * checkReadiness for a probe: concurrent probes share one check and a result is reused for a
+ * second, so a flood of probes costs at most three small queries a second.
+ */
+export function probeReadiness(sql: Sql): Promise<Readiness> {
+	const now = Date.now();
+	if (!recent || now - recent.at > CACHE_MS) recent = { at: now, result: checkReadiness(sql) };
+	return recent.result;
+}

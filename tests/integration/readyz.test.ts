@@ -1,0 +1,103 @@
+// /readyz against a real database: each check fails on its own and says so; /healthz needs none.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { registerWorkerProcess, unregisterWorkerProcess } from '../../src/lib/server/db/queries/workers';
+import { checkReadiness } from '../../src/lib/server/health/readiness';
+import { isPublicPath } from '../../src/lib/server/auth/guard';
+import { GET as readyz } from '../../src/routes/readyz/+server';
+import { GET as healthz } from '../../src/routes/healthz/+server';
+import { createTestDatabase, useTestDatabase } from '../helpers/db';
+import { freePort } from '../helpers/ports';
+
+useTestDatabase();
+
+const workers: string[] = [];
+afterEach(async () => {
+	for (const id of workers.splice(0)) await unregisterWorkerProcess(sql(), id);
+});
+
+async function aliveWorker() {
+	workers.push(await registerWorkerProcess(sql(), { hostname: 'test', pid: 1, workerIds: ['w1'] }));
+}
+
+type Handler = (event: never) => Response | Promise<Response>;
+const call = async (h: unknown) => {
+	const res = await (h as Handler)({} as never);
+	return { status: res.status, body: (await res.json()) as { status: string; failed: string[] } };
+};
+
+describe('/readyz', () => {
+	it('is ready with a reachable, migrated database and a live worker', async () => {
+		await aliveWorker();
+		const r = await checkReadiness(sql());
+		expect(r).toMatchObject({ ready: true, failed: [] });
+		expect(r.checks.worker.alive).toBe(1);
+	});
+
+	it('answers 503 naming the worker when no worker process beats', async () => {
+		const r = await checkReadiness(sql());
+		expect(r.ready).toBe(false);
+		expect(r.failed).toEqual(['worker']);
+		// the route: unauthenticated probe paths, 503 with the failed check
+		const res = await call(readyz);
+		expect(res.status).toBe(503);
+		expect(res.body).toMatchObject({ status: 'not ready', failed: ['worker'] });
+		await aliveWorker();
+		await new Promise((r) => setTimeout(r, 1100)); // the probe reuses a result for a second
+		expect((await call(readyz)).status).toBe(200);
+	});
+
+	it('is not ready when the migrations this code expects are not applied', async () => {
+		await aliveWorker();
+		// this code has a migration the database lacks: a journal with a newer entry
+		const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-journal-'));
+		const journal = JSON.parse(await fs.readFile('drizzle/meta/_journal.json', 'utf8')) as { entries: Array<{ when: number; tag: string }> };
+		journal.entries.push({ ...journal.entries.at(-1)!, when: Date.now() + 1e9, tag: '9999_future' });
+		await fs.mkdir(path.join(dir, 'meta'));
+		await fs.writeFile(path.join(dir, 'meta', '_journal.json'), JSON.stringify(journal));
+		const r = await checkReadiness(sql(), { migrationsDir: dir });
+		expect(r.failed).toEqual(['migrations']);
+		expect(r.checks.migrations.error).toBe('older than this code expects');
+		await fs.rm(dir, { recursive: true });
+
+		// a database with no migrations at all
+		const empty = postgres(await createTestDatabase({ empty: true }), { max: 1, onnotice: () => undefined });
+		try {
+			const e = await checkReadiness(empty);
+			expect(e.failed).toEqual(['migrations', 'worker']);
+			expect(e.checks.migrations.error).toBe('none applied');
+		} finally {
+			await empty.end();
+		}
+	});
+
+	it('is not ready, quickly, when the database does not answer', async () => {
+		const down = postgres(`postgres://postgres:x@127.0.0.1:${await freePort()}/postgres`, { max: 1, onnotice: () => undefined, connect_timeout: 30 });
+		try {
+			const t0 = Date.now();
+			const r = await checkReadiness(down, { timeoutMs: 500 });
+			expect(Date.now() - t0).toBeLessThan(3000);
+			expect(r.failed).toEqual(['database', 'migrations', 'worker']);
+			expect(r.checks.database.error).toMatch(/^unreachable: /);
+			// never the connection string or its password
+			expect(JSON.stringify(r)).not.toContain('postgres://');
+		} finally {
+			await down.end({ timeout: 1 });
+		}
+	});
+});
+
+describe('/healthz', () => {
+	it('answers 200 without a database question, and both probes are public', async () => {
+		const res = await call(healthz);
+		expect(res.status).toBe(200);
+		expect(res.body.status).toBe('ok');
+		expect(isPublicPath('/healthz')).toBe(true);
+		expect(isPublicPath('/readyz')).toBe(true);
+		expect(isPublicPath('/readyzx')).toBe(false);
+	});
+});
