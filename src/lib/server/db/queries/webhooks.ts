@@ -60,6 +60,7 @@ export async function recordDelivery(
 	sql: Sql,
 	d: { webhookId: string; noticeKind: NoticeKind; ok: boolean; httpStatus: number | null; error: string | null; attempt: number; final: boolean }
 ): Promise<void> {
+	// A webhook removed meanwhile keeps no record (the insert's check and a delete can race: 23503).
 	await sql.begin(async (tx) => {
 		const inserted = await tx`
 			insert into webhook_deliveries (webhook_id, notice_kind, ok, http_status, error, attempt, final)
@@ -70,6 +71,8 @@ export async function recordDelivery(
 		await tx`
 			delete from webhook_deliveries where webhook_id = ${d.webhookId} and id not in (
 				select id from webhook_deliveries where webhook_id = ${d.webhookId} order by id desc limit ${KEEP_DELIVERIES})`;
+	}).catch((e: { code?: string }) => {
+		if (e.code !== '23503') throw e;
 	});
 }
 
