@@ -125,7 +125,7 @@ describe('webhook notices', () => {
 		expect(after[1].notice).toMatchObject({ kind: 'question', title: 'Nomos asks you', path: expect.stringMatching(new RegExp(`^/chat/${sessionId}#question-`)) });
 	});
 
-	it('rolled back with the approval: no execution, no job, nothing sent', async () => {
+	it('one transaction with the approval: rolled back → no job; the job not queued → no waiting approval', async () => {
 		await caller(admin).createWebhook({ name: 'phone', kind: 'ntfy', url: `${rx.base}/nomos-topic` });
 		// Fails at commit, after everything in the transaction (the job included) was written.
 		await sql().unsafe(`
@@ -140,6 +140,19 @@ describe('webhook notices', () => {
 		}
 		expect(await sql()`select 1 from executions where reason = 'doomed'`).toHaveLength(0);
 		expect(await notifyJobs()).toHaveLength(0);
+
+		// The other way round: when the job cannot be queued, the approval does not start waiting
+		// either (queued after the commit, the wait would stay and its notice be lost).
+		await sql().unsafe(`
+			create or replace function test_queue_down() returns trigger language plpgsql as $$
+			begin raise exception 'job queue down'; end $$;
+			create trigger test_queue_down before insert on graphile_worker._private_jobs for each row execute function test_queue_down();`);
+		try {
+			await expect(requestExecution(sessionId, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'unqueued' })).rejects.toThrow('job queue down');
+		} finally {
+			await sql().unsafe('drop trigger test_queue_down on graphile_worker._private_jobs; drop function test_queue_down();');
+		}
+		expect(await sql()`select 1 from executions where reason = 'unqueued'`).toHaveLength(0);
 		// The same request that commits does queue one (the test above fails without the feature).
 		await pending(102);
 		expect(await notifyJobs()).toHaveLength(1);
