@@ -11,6 +11,7 @@ import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { askOperatorTool } from '../../src/lib/server/agent/tools/ask-operator';
+import { proposePlanTool } from '../../src/lib/server/agent/tools/propose-plan';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker';
 import { notificationsRouter } from '../../src/lib/server/trpc/routers/notifications';
@@ -123,6 +124,12 @@ describe('webhook notices', () => {
 		const after = await notifyJobs();
 		expect(after).toHaveLength(2);
 		expect(after[1].notice).toMatchObject({ kind: 'question', title: 'Nomos asks you', path: expect.stringMatching(new RegExp(`^/chat/${sessionId}#question-`)) });
+
+		// And a proposed plan.
+		const plan = proposePlanTool({ sessionId, messageId: m.id, signal: new AbortController().signal, turn: { httpGets: 0 } });
+		const out = (await plan.execute!({ title: 'Start both', steps: [{ action: 'pct_start', target: 'lxc:strong/101', params: {}, why: 'db' }, { action: 'pct_start', target: 'lxc:strong/102', params: {}, why: 'web' }] }, { toolCallId: 't3', messages: [] })) as { planId: string };
+		const last = (await notifyJobs()).at(-1)!;
+		expect(last.notice).toMatchObject({ kind: 'plan', title: 'Plan waiting: Start both', text: '2 steps to approve', path: `/chat/${sessionId}#plan-${out.planId}` });
 	});
 
 	it('one transaction with the approval: rolled back → no job; the job not queued → no waiting approval', async () => {
