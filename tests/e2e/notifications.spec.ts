@@ -79,7 +79,7 @@ test('the permission is asked only when the button is clicked', async ({ browser
 	await context.close();
 });
 
-test('an approval waiting in a hidden chat is notified once across two tabs; a tab showing the chat silences it; the click opens the card', async ({ browser, env }) => {
+test('an approval waiting in a hidden chat is notified once across two tabs; a tab showing the chat silences it; the click opens the card', async ({ browser, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	const context = await browser.newContext();
 	await context.grantPermissions(['notifications']);
@@ -144,6 +144,20 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect.poll(async () => (await allShown(a, b)).filter((x) => x.tag.startsWith('question:')), { timeout: 15_000 }).toEqual([
 		expect.objectContaining({ title: 'Nomos asks you', body: 'Which backup target should 102 use?' })
 	]);
+
+	// Leave nothing waiting for the specs after this one: answer the question, deny both requests.
+	await a.goto(chatPath);
+	const [q] = await sql`select id from session_questions where session_id = ${chatPath.split('/').pop()!} and status = 'open'`;
+	const res = await a.request.post(`${chatPath.replace('/chat/', '/sessions/')}/questions/${q.id}/answer`, { headers: { origin: env.baseURL }, data: { answer: 'local' } });
+	expect(res.status()).toBe(202);
+	await expect(a.getByTestId('question-panel')).toHaveCount(0);
+	const waiting = a.locator('[data-testid="execution-card"][data-status="awaiting_approval"]');
+	for (let i = 2; i > 0; i--) {
+		await expect(waiting).toHaveCount(i);
+		await waiting.first().getByTestId('deny').click();
+		await waiting.first().getByTestId('confirm-deny').click();
+	}
+	await expect(waiting).toHaveCount(0);
 	await context.close();
 });
 
