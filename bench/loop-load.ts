@@ -21,7 +21,8 @@
 // and on Ctrl-C.
 //
 //   npm run bench:loop -- --sessions 20 --concurrency 4
-// Options: --sessions N (20)  --concurrency C (4, NOMOS_WORKER_CONCURRENCY)
+// Options: --sessions N (20)  --concurrency C (4, NOMOS_WORKER_CONCURRENCY)  --lane L (NOMOS_EXECUTION_CONCURRENCY)
+//          --doubles-nice N (0: the doubles' nice level; 19 lets them use only CPU Nomos leaves over)
 //          --timeout S (600: replies) --drain-timeout S (600: inventory queue after the last reply)
 // Env:     BENCH_CTS (10 seeded containers)  BENCH_PVE_DELAY_MS (50: the double's delay between
 //          pct create's progress lines, ≈ 1 s per create)  BENCH_VERBOSE=1 (graphile-worker's job log)
@@ -38,7 +39,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/
 import { insertMessage } from '../src/lib/server/db/queries/messages';
 import { credentialsByUsername } from '../src/lib/server/db/queries/operators';
 import { createSession } from '../src/lib/server/db/queries/sessions';
-import { resetEnvCache } from '../src/lib/server/env';
+import { env, resetEnvCache } from '../src/lib/server/env';
 import { operatorDecides } from '../src/lib/server/executions/decisions';
 import { requestExecution } from '../src/lib/server/executions/request';
 import type { ExecutionStep } from '../src/lib/types/executions';
@@ -46,6 +47,7 @@ import { taskList } from '../tasks/index';
 import { llmControl } from '../tests/doubles/llm/client';
 import { readArgvLog, readContainers, type SeedCt } from '../tests/doubles/proxmox/state';
 import { freePort } from '../tests/helpers/ports';
+import { cpuTable, readCpu, type CpuGroups } from './cpu-share';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -54,6 +56,8 @@ const { values: opts } = parseArgs({
 	options: {
 		sessions: { type: 'string', default: '20' },
 		concurrency: { type: 'string', default: '4' },
+		lane: { type: 'string' },
+		'doubles-nice': { type: 'string', default: '0' },
 		timeout: { type: 'string', default: '600' },
 		'drain-timeout': { type: 'string', default: '600' }
 	},
@@ -67,6 +71,15 @@ const positive = (name: string, raw: string | boolean | undefined): number => {
 };
 const SESSIONS = positive('--sessions', opts.sessions);
 const CONCURRENCY = positive('--concurrency', opts.concurrency);
+/** NOMOS_EXECUTION_CONCURRENCY: from --lane, else the environment's, else the app's default. */
+const LANE = opts.lane === undefined ? undefined : positive('--lane', opts.lane);
+/**
+ * The doubles' scheduling priority (0 … 19). They stand in for other machines (the Proxmox host,
+ * the model server); niced, they take only CPU that Nomos and Postgres leave over, as another
+ * machine's work would take none of this one's.
+ */
+const DOUBLES_NICE = Number(opts['doubles-nice']);
+if (!Number.isInteger(DOUBLES_NICE) || DOUBLES_NICE < 0 || DOUBLES_NICE > 19) throw new Error(`--doubles-nice must be 0 … 19, got ${opts['doubles-nice']}`);
 const TIMEOUT_MS = positive('--timeout', opts.timeout) * 1000;
 const DRAIN_TIMEOUT_MS = positive('--drain-timeout', opts['drain-timeout']) * 1000;
 const CTS = positive('BENCH_CTS', process.env.BENCH_CTS ?? '10');
@@ -85,6 +98,8 @@ const at = (iso: string) => Date.parse(iso);
 // ---------------------------------------------------------------- process bookkeeping / cleanup
 
 const children = new Set<ChildProcess>();
+/** The doubles' pids by name, for the CPU table. */
+const childPids: Record<string, number> = {};
 let tmp: string | undefined;
 let pg: EmbeddedPostgres | undefined;
 let runtime: Runtime | undefined;
@@ -139,6 +154,11 @@ async function port(): Promise<number> {
 async function startDouble<T>(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<T> {
 	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
 	children.add(child);
+	if (child.pid) {
+		childPids[name] = child.pid;
+		// Inherited by the processes the double starts (each pct command is one).
+		if (DOUBLES_NICE) os.setPriority(child.pid, DOUBLES_NICE);
+	}
 	child.once('exit', () => children.delete(child));
 	return new Promise<T>((resolve, reject) => {
 		let out = '';
@@ -246,6 +266,7 @@ async function main(): Promise<number> {
 		DATABASE_URL: pg.url,
 		NOMOS_WORKER: 'on',
 		NOMOS_WORKER_CONCURRENCY: String(CONCURRENCY),
+		...(LANE ? { NOMOS_EXECUTION_CONCURRENCY: String(LANE) } : {}),
 		NOMOS_INVENTORY_SYNC: 'on',
 		NOMOS_HOSTS: JSON.stringify([
 			{ name: 'strong', address: '127.0.0.1', port: pve.port, user: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint }
@@ -293,6 +314,13 @@ async function main(): Promise<number> {
 	const [{ maxEvent }] = await sql()<{ maxEvent: number }[]>`select coalesce(max(id), 0)::float8 as "maxEvent" from events`;
 	jobRuns.length = 0;
 	const load0 = loadAverage();
+	const cpuGroups: CpuGroups = {
+		'Nomos worker (this process)': { pid: process.pid, tree: false },
+		'Postgres (all backends)': { pid: pg.pid, tree: true },
+		'Proxmox SSH double': { pid: childPids['Proxmox double'], tree: true },
+		'LLM double': { pid: childPids['LLM double'], tree: true }
+	};
+	const cpu0 = readCpu(cpuGroups);
 
 	// All approvals at once, each in its own transaction, as the approve button's route does.
 	log(`approving ${SESSIONS} executions at once…`);
@@ -322,6 +350,7 @@ async function main(): Promise<number> {
 		await sleep(100);
 	}
 	const repliesDone = Date.now();
+	const cpu1 = readCpu(cpuGroups);
 	log(`replies: ${replies.length}/${SESSIONS} in ${((repliesDone - fired) / 1000).toFixed(1)} s; waiting for the inventory queue to empty…`);
 
 	// Then the follow-up syncs (and any minute's sync that came in between) until none is left.
@@ -399,7 +428,7 @@ async function main(): Promise<number> {
 	];
 	const w = Math.max(...rows.map(([name]) => name.length));
 	console.log('');
-	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
+	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, execution lane ${env().NOMOS_EXECUTION_CONCURRENCY}, doubles at nice ${DOUBLES_NICE}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
 	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after`);
 	console.log('');
 	console.log(`| ${'per session (ms)'.padEnd(w)} |    n |    p50 |    p95 |    max |`);
@@ -444,6 +473,13 @@ async function main(): Promise<number> {
 			: `last reply → inventory queue empty: ${ms(drainMs)} ms`
 	);
 	console.log('');
+	// Every part runs on this machine; in a homelab the host and the model server are others.
+	const cpuRows = cpuTable(cpu0, cpu1);
+	if (cpuRows.length) {
+		console.log(`Approvals fired → last reply, ${cpuRows[0]}`);
+		for (const r of cpuRows.slice(1)) console.log(r);
+		console.log('');
+	}
 	if (errors.length) {
 		for (const e of errors.slice(0, 20)) console.error(`error: ${e}`);
 		if (errors.length > 20) console.error(`… and ${errors.length - 20} more`);

@@ -156,6 +156,36 @@ describe('roll back', () => {
 		expect((await pve.containers()).find((c) => c.vmid === 100)?.memory).toBe(before.memory);
 	});
 
+	it('two clicks at the same moment ask for one rollback and one retry, not two', async () => {
+		await pve.setFault('fail', { tool: 'pct', match: 'set 102', exitCode: 255, stderr: 'unable to apply' });
+		let failed: ExecutionRow;
+		try {
+			failed = await approveAndRun({ target: 'strong/102', action: 'pct_set', params: { memory: 768 }, reason: 'tune' });
+		} finally {
+			await pve.setFault('fail', null);
+		}
+		expect(failed.status).toBe('failed');
+		const followUps = async (action: string) =>
+			(await sql()<{ n: number }[]>`select count(*)::int as n from executions where retry_of = ${failed.id} and action = ${action}`)[0].n;
+
+		const rollbacks = await Promise.all([1, 2, 3].map(() => requestRollback(failed.id)));
+		expect(rollbacks.filter((r) => 'execution' in r)).toHaveLength(1);
+		for (const r of rollbacks.filter((r) => !('execution' in r))) {
+			expect(JSON.stringify(r)).toContain('A rollback of this execution was already asked for (it is awaiting approval)');
+		}
+		expect(await followUps('pct_rollback')).toBe(1);
+
+		// Retry (the Ops and chat button's route): the same action again, once.
+		const retry = { target: failed.target, action: failed.action, params: failed.params, reason: `retry of ${failed.id}` };
+		const retries = await Promise.all([1, 2, 3].map(() => requestExecution(sessionId, retry, { retryOf: failed.id })));
+		expect(retries.filter((r) => 'execution' in r)).toHaveLength(1);
+		expect(retries.filter((r) => 'error' in r)).toEqual([
+			{ error: 'A retry of this execution was already asked for (it is awaiting approval).' },
+			{ error: 'A retry of this execution was already asked for (it is awaiting approval).' }
+		]);
+		expect(await followUps('pct_set')).toBe(1);
+	});
+
 	it('refuses a rollback for an execution that took no snapshot or succeeded', async () => {
 		const ok = await approveAndRun({ target: 'strong/101', action: 'pct_set', params: { cores: 3 }, reason: 'x' });
 		expect(await requestRollback(ok.id)).toEqual({ refused: expect.stringMatching(/only a failed/i) });

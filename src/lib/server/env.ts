@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePrices } from '../schemas/prices';
 
 const bool = z
 	.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no'])
@@ -34,6 +35,13 @@ const hostsJson = z.string().transform((raw, ctx) => {
 	return result.data;
 });
 
+const pricesJson = z.string().transform((raw, ctx) => {
+	const r = parsePrices(raw);
+	if (r.ok) return r.prices;
+	ctx.addIssue({ code: 'custom', message: r.message });
+	return z.NEVER;
+});
+
 const empty = (v: unknown) => (v === '' ? undefined : v);
 
 /** Every setting Nomos reads. `.env.example` lists the same names with their defaults. */
@@ -50,9 +58,11 @@ export const envSchema = z.object({
 	NOMOS_WORKER_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
 	/**
 	 * Approved executions run in slots of their own, beside NOMOS_WORKER_CONCURRENCY: an approved
-	 * command never waits for turns to finish (a slow local model holds a slot for minutes).
+	 * command never waits for turns to finish (a slow local model holds a slot for minutes). The
+	 * default, 16, is what one host's pooled SSH connections carry at once (ssh/pool.ts: 2 × 8
+	 * channels), so a batch approved together starts together; an execution mostly waits on SSH.
 	 */
-	NOMOS_EXECUTION_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(4)),
+	NOMOS_EXECUTION_CONCURRENCY: z.preprocess(empty, z.coerce.number().int().min(1).max(64).default(16)),
 	NOMOS_OPERATOR_USERNAME: z.preprocess(empty, z.string().min(1).default('admin')),
 	NOMOS_OPERATOR_PASSWORD: z.preprocess(empty, z.string().min(8, 'must be at least 8 characters').optional()),
 	NOMOS_SESSION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(30)),
@@ -88,7 +98,11 @@ export const envSchema = z.object({
 	/** The longest a username or address is made to wait after repeated failed sign-ins. */
 	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
 	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */
-	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000))
+	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000)),
+	/** Model prices, USD per million tokens: {"<model>": {"input": …, "output": …, "cached": …}}; cost is shown where known. */
+	NOMOS_PRICES: z.preprocess(empty, pricesJson.optional()),
+	/** Tokens (input + output, every model call) one turn may use; over it the turn stops before its next call. Off when unset. */
+	NOMOS_TURN_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).optional())
 });
 export type Env = z.infer<typeof envSchema>;
 

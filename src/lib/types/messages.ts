@@ -9,8 +9,15 @@ export type MessageOrigin = (typeof messageOrigins)[number];
 
 /** What a Nomos note says (a retry, an error, a cut context, a system note of its own). */
 export type NoteData = { kind: string; text: string; data?: Record<string, unknown> };
-/** Nomos's own data parts: `data-note`. */
-export type NomosDataTypes = { note: NoteData };
+/** One model call's tokens (`input` includes `cached`, as OpenAI's `prompt_tokens` does). */
+export type StepUsage = { model: string; input: number; output: number; cached: number };
+/**
+ * What a turn's model calls used, as one `data-usage` part (id `usage`) of its assistant message,
+ * replaced after every step: each step (retries included) and the sums.
+ */
+export type UsageData = { steps: StepUsage[]; input: number; output: number; cached: number };
+/** Nomos's own data parts: `data-note`, `data-usage`. */
+export type NomosDataTypes = { note: NoteData; usage: UsageData };
 
 /** A message in the AI SDK's model: text, `tool-<name>` parts with their states, `data-note`, `step-start`. */
 export type NomosUIMessage = UIMessage<unknown, NomosDataTypes>;
@@ -19,7 +26,8 @@ export type MessagePart = NomosUIMessage['parts'][number];
 /** One change to a streaming message, as the SDK's UI message stream carries it. */
 export type MessageChunk = UIMessageChunk<unknown, NomosDataTypes>;
 export type ToolPart = ToolUIPart | DynamicToolUIPart;
-export type NotePart = DataUIPart<NomosDataTypes>;
+export type NotePart = Extract<DataUIPart<NomosDataTypes>, { type: 'data-note' }>;
+export type UsagePart = Extract<DataUIPart<NomosDataTypes>, { type: 'data-usage' }>;
 
 export type MessageRow = {
 	id: string;

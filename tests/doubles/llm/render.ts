@@ -1,6 +1,6 @@
 /** Turns a ScriptedResponse into real OpenAI Chat Completions wire output (SSE or JSON). */
 import type { ServerResponse } from 'node:http';
-import type { ChatRequestBody, Dialect, ScriptedResponse } from './types';
+import type { ChatRequestBody, Dialect, ScriptedResponse, ScriptedUsage } from './types';
 
 interface PlannedToolCall {
 	id: string;
@@ -18,6 +18,7 @@ interface Plan {
 	argsChunkSize?: number;
 	/** Destroy the socket after this many SSE chunks (or halfway through the JSON body). */
 	cutAfterChunks?: number;
+	usage?: ScriptedUsage;
 }
 
 export interface RenderContext {
@@ -83,9 +84,9 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 			name: call.name,
 			arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args ?? {})
 		}));
-		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0, argsChunkSize: response.argsChunkSize }, ctx);
+		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0, argsChunkSize: response.argsChunkSize, usage: response.usage }, ctx);
 	}
-	return emit({ text: response.text, chunkSize: response.chunkSize ?? 8, toolCalls: [], delayMs: response.delayMs ?? 0 }, ctx);
+	return emit({ text: response.text, chunkSize: response.chunkSize ?? 8, toolCalls: [], delayMs: response.delayMs ?? 0, usage: response.usage }, ctx);
 }
 
 function emit(plan: Plan, ctx: RenderContext): Promise<void> {
@@ -100,10 +101,13 @@ function split(text: string, size: number): string[] {
 
 function usage(plan: Plan, body: ChatRequestBody, ctx?: RenderContext) {
 	const sent = Math.ceil((JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length) / 4);
-	const prompt_tokens = ctx?.contextTokens ? Math.min(sent, ctx.contextTokens) : sent;
+	const estimate = ctx?.contextTokens ? Math.min(sent, ctx.contextTokens) : sent;
+	const prompt_tokens = plan.usage?.promptTokens ?? estimate;
 	const outChars = plan.text.length + plan.toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
-	const completion_tokens = Math.ceil(outChars / 4);
-	return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+	const completion_tokens = plan.usage?.completionTokens ?? Math.ceil(outChars / 4);
+	// As api.openai.com: the cached part of the prompt (counted in prompt_tokens) in its details.
+	const cached_tokens = Math.min(plan.usage?.cachedTokens ?? 0, prompt_tokens);
+	return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, prompt_tokens_details: { cached_tokens, audio_tokens: 0 } };
 }
 
 const finishReason = (plan: Plan) => (plan.toolCalls.length > 0 ? 'tool_calls' : 'stop');

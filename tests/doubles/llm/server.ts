@@ -7,11 +7,13 @@
  *                              empty, with the fallback; with neither, with the text "(script exhausted)"
  *                              and the recorded request gets `error: 'script-exhausted'`.
  *                              Honours `stream` (SSE chat.completion.chunk ... [DONE]) and
- *                              `stream_options.include_usage` (final usage chunk).
+ *                              `stream_options.include_usage` (final usage chunk, with
+ *                              `prompt_tokens_details.cached_tokens`; @ai-sdk/openai always asks).
  *   GET  /v1/models            a models list.
  * ScriptedResponse (see types.ts):
- *   { text, chunkSize?=8, delayMs?=0 }            text in chunkSize-char deltas, delayMs apart
- *   { toolCalls: [{ name, args?, id? }], text?, delayMs? }   args: JSON value, or a string sent raw
+ *   { text, chunkSize?=8, delayMs?=0, usage? }     text in chunkSize-char deltas, delayMs apart
+ *   { toolCalls: [{ name, args?, id? }], text?, delayMs?, usage? }   args: JSON value, or a string sent raw
+ *       usage: { promptTokens?, completionTokens?, cachedTokens? } reported instead of the estimate
  *   { fault: 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang' }
  *       http500/http429: OpenAI error JSON (429 has retry-after: 0); empty: no content, finish 'stop';
  *       malformed-tool-json: call to the request's first tool with invalid JSON arguments;

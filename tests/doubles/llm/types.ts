@@ -24,11 +24,23 @@ export type FaultKind = 'http500' | 'http429' | 'empty' | 'malformed-tool-json' 
 export type Dialect = 'openai' | 'ollama' | 'ollama-no-stream-tools' | 'llamacpp' | 'vllm';
 export const dialects: Dialect[] = ['openai', 'ollama', 'ollama-no-stream-tools', 'llamacpp', 'vllm'];
 
+/**
+ * The usage a completion reports (OpenAI's `usage`, in the stream's last chunk when the client
+ * asks with `stream_options.include_usage`). Unset fields are estimated from the request and the
+ * answer (4 characters a token); `cachedTokens` (`prompt_tokens_details.cached_tokens`) is 0 unless set.
+ */
+export interface ScriptedUsage {
+	promptTokens?: number;
+	completionTokens?: number;
+	cachedTokens?: number;
+}
+
 /** Plain assistant text, streamed in `chunkSize`-char deltas (default 8), `delayMs` apart (default 0). */
 export interface TextResponse {
 	text: string;
 	chunkSize?: number;
 	delayMs?: number;
+	usage?: ScriptedUsage;
 }
 
 export interface ScriptedToolCall {
@@ -45,6 +57,7 @@ export interface ToolCallsResponse {
 	delayMs?: number;
 	/** Characters of arguments per streamed delta (default 8); large for huge arguments. */
 	argsChunkSize?: number;
+	usage?: ScriptedUsage;
 }
 
 export interface FaultResponse {
@@ -119,14 +132,17 @@ export const dialectBodySchema = z.strictObject({
 	contextTokens: z.number().int().min(256).nullable().optional()
 });
 const delayMs = z.number().int().min(0).max(60_000).optional();
+const tokens = z.number().int().min(0).optional();
+const usage = z.strictObject({ promptTokens: tokens, completionTokens: tokens, cachedTokens: tokens }).optional();
 
 export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
-	z.strictObject({ text: z.string(), chunkSize: z.number().int().min(1).optional(), delayMs }),
+	z.strictObject({ text: z.string(), chunkSize: z.number().int().min(1).optional(), delayMs, usage }),
 	z.strictObject({
 		toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.unknown(), id: z.string().optional() })),
 		text: z.string().optional(),
 		delayMs,
-		argsChunkSize: z.number().int().min(1).optional()
+		argsChunkSize: z.number().int().min(1).optional(),
+		usage
 	}),
 	z.strictObject({ fault: z.enum(faultKinds), retryAfter: z.number().min(0).max(3600).optional() })
 ]);

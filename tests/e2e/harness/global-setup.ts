@@ -50,6 +50,8 @@ export default async function globalSetup(config: FullConfig) {
 			OPENAI_BASE_URL: llm.baseURL,
 			OPENAI_API_KEY: 'e2e',
 			NOMOS_MODEL: 'scripted',
+			// USD per million tokens, so the chat shows a cost beside the tokens.
+			NOMOS_PRICES: JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } }),
 			// Short sign-in backoff so the brute-force test can wait it out; the injected page is served on loopback.
 			NOMOS_LOGIN_BACKOFF_MAX_S: '2',
 			NOMOS_HTTP_ALLOW: '127.0.0.1',

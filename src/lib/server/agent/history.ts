@@ -25,7 +25,8 @@ function replayable(parts: MessagePart[]): MessagePart[] {
 /**
  * Replays one stored assistant message as model messages with the SDK's own conversion: each
  * step (text and tool calls) becomes an assistant message followed by a tool message with those
- * calls' results, as it was live. Notes are the operator's, not the model's: left out.
+ * calls' results, as it was live. Notes are the operator's, not the model's: left out (a budget
+ * stop is told to the model by toModelMessages). Usage parts are data parts: left out too.
  */
 export async function assistantMessages(parts: MessagePart[]): Promise<ModelMessage[]> {
 	const message: NomosUIMessage = { id: 'replay', role: 'assistant', parts: replayable(parts) };
@@ -43,6 +44,8 @@ export async function toModelMessages(rows: MessageRow[]): Promise<ModelMessage[
 			for (const p of m.parts) if (isNotePart(p)) out.push(noteForModel(p.data.text));
 		} else {
 			out.push(...(await assistantMessages(m.parts)));
+			// A turn stopped by its token budget: the agent is told why it did not go on.
+			for (const p of m.parts) if (isNotePart(p) && p.data.kind === 'budget') out.push(noteForModel(p.data.text));
 		}
 	}
 	return out;

@@ -1,7 +1,8 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import { insertMessage, touchStreaming, writeFinalMessage } from '../db/queries/messages';
-import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageStatus } from '../../types/messages';
+import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageStatus, UsageData } from '../../types/messages';
+import { USAGE_PART_ID } from '../../messages/usage';
 import { foldChunks, TEXT_ID } from '../../messages/fold';
 import { isRunning, isToolPart } from '../../messages/parts';
 import { boundedForStorage, boundedText } from './tools/context';
@@ -79,6 +80,12 @@ export class MessageWriter {
 
 	addNote(kind: string, text: string, data?: Record<string, unknown>): void {
 		this.#push({ type: 'data-note', data: { kind, text, ...(data ? { data } : {}) } });
+		this.flush();
+	}
+
+	/** The turn's usage so far: one `data-usage` part, replaced in place each time (same id). */
+	setUsage(data: UsageData): void {
+		this.#push({ type: 'data-usage', id: USAGE_PART_ID, data });
 		this.flush();
 	}
 

@@ -1,9 +1,11 @@
-import { hasToolCall, stepCountIs, streamText, type ModelMessage, type ToolSet } from 'ai';
+import { hasToolCall, stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
 import { listMessages } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart } from '../../messages/parts';
+import { addStep, formatTokens, totalTokens } from '../../messages/usage';
+import type { StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel, toModelMessages } from './history';
 import { MessageWriter } from './message-writer';
@@ -34,7 +36,10 @@ export interface TurnResult {
 /** No stream part for this long means the model server stalled. */
 const IDLE_MS = 120_000;
 
-type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number };
+type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number; overBudget: boolean };
+
+/** What the turn's model calls used so far (every attempt), and the turn's token budget (null: none). */
+type Spend = { usage: UsageData | null; budget: number | null };
 
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
@@ -69,6 +74,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const history = fitHistory(await toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
 	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 
+	const spend: Spend = { usage: null, budget: env().NOMOS_TURN_TOKEN_BUDGET ?? null };
 	let emptyReplies = 0;
 	let unstreamed = false;
 	for (let attempt = 1; ; attempt++) {
@@ -76,8 +82,13 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		// is shown it (as its own partial answer) so it carries on instead of starting over.
 		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
-		const r = await attemptStream(writer, model, system, sent, tools, signal, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const r = await attemptStream(writer, model, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer);
+		if (r.overBudget) {
+			// Stopped between steps: every call of the last step has its result, nothing is half-written.
+			writer.addNote('budget', budgetNote(spend));
+			return finish(writer, 'complete', null);
+		}
 		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
 		if (cut && !(await writer.parts()).some((p) => isNotePart(p) && p.data.kind === 'context')) writer.addNote('context', cut);
 		if (!r.error && r.produced) return finish(writer, 'complete', null);
@@ -88,6 +99,11 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		}
 		const fault = classifyModelError(r.error);
 		await writer.interruptRunning(fault.cause);
+		if (spend.budget !== null && totalTokens(spend.usage) > spend.budget) {
+			// A retry is another model call: over the budget, the turn ends here instead.
+			writer.addNote('budget', budgetNote(spend));
+			return finish(writer, 'error', 'over the turn token budget');
+		}
 		if (!fault.retry || attempt >= MAX_ATTEMPTS) {
 			const why = r.error ? describeModelError(r.error) : 'an empty reply';
 			if (await writer.hasContent()) {
@@ -104,6 +120,21 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${how}${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
 		if (!(await sleep(fault.waitMs, signal))) return stopped(writer);
 	}
+}
+
+/** The note a turn stopped by its token budget ends with; the agent reads it next turn (history.ts). */
+function budgetNote(spend: Spend): string {
+	return `Stopped: this turn used ${formatTokens(totalTokens(spend.usage))} tokens, over the ${formatTokens(spend.budget ?? 0)} budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.`;
+}
+
+/** A token count as a server reports it, made safe to store and sum: a whole number from 0 to 10^12. */
+const tokens = (v: number | undefined) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.min(Math.round(v), 1e12) : 0);
+
+/** One model call's usage as the SDK reports it (null when the server reported none). */
+function stepUsage(u: LanguageModelUsage | undefined, model: string): StepUsage | null {
+	if (!u || (u.inputTokens === undefined && u.outputTokens === undefined)) return null;
+	const input = tokens(u.inputTokens);
+	return { model, input, output: tokens(u.outputTokens), cached: Math.min(tokens(u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens), input) };
 }
 
 /** Attempts per turn: the first and two retries. */
@@ -146,6 +177,7 @@ async function attemptStream(
 	messages: ModelMessage[],
 	tools: ToolSet,
 	signal: AbortSignal,
+	spend: Spend,
 	headers?: Record<string, string>
 ): Promise<Attempt> {
 	const idle = new AbortController();
@@ -157,6 +189,18 @@ async function attemptStream(
 	let error: unknown;
 	let aborted = false;
 	let promptTokens: number | undefined;
+	let overBudget = false;
+	const modelId = env().NOMOS_MODEL ?? 'unknown';
+	const ends: StopCondition<ToolSet>[] = [stepCountIs(env().NOMOS_MAX_STEPS), ...TURN_ENDING_TOOLS.map((t) => hasToolCall(t))];
+	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
+	const before = totalTokens(spend.usage);
+	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {
+		for (const end of ends) if (await end({ steps })) return true;
+		if (spend.budget === null) return false;
+		const used = before + steps.reduce((n, st) => n + tokens(st.usage.inputTokens) + tokens(st.usage.outputTokens), 0);
+		overBudget = used > spend.budget;
+		return overBudget;
+	};
 	try {
 		const result = streamText({
 			model,
@@ -165,7 +209,7 @@ async function attemptStream(
 			messages,
 			tools,
 			maxRetries: 0,
-			stopWhen: [stepCountIs(env().NOMOS_MAX_STEPS), ...TURN_ENDING_TOOLS.map((t) => hasToolCall(t))],
+			stopWhen,
 			abortSignal: AbortSignal.any([signal, idle.signal]),
 			// Errors arrive as stream parts and are reported in the message; no console noise.
 			onError: () => undefined
@@ -195,10 +239,16 @@ async function attemptStream(
 				case 'tool-error':
 					writer.failToolCall(part.toolCallId, errorText(part.error));
 					break;
-				case 'finish-step':
+				case 'finish-step': {
 					promptTokens ??= part.usage?.inputTokens;
 					writer.finishStep();
+					const step = stepUsage(part.usage, modelId);
+					if (step) {
+						spend.usage = addStep(spend.usage, step);
+						writer.setUsage(spend.usage);
+					}
 					break;
+				}
 				case 'error':
 					error = part.error;
 					break;
@@ -215,7 +265,7 @@ async function attemptStream(
 	} finally {
 		clearTimeout(idleTimer);
 	}
-	return { produced: await writer.hasContent(), error, aborted, promptTokens };
+	return { produced: await writer.hasContent(), error, aborted, promptTokens, overBudget: overBudget && !error && !aborted };
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {

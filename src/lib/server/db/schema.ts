@@ -127,7 +127,11 @@ export const messageFacts = pgTable(
 		text: text('text'),
 		otherTools: text('other_tools'),
 		/** get_entity calls about containers. */
-		lxcRefs: integer('lxc_refs').notNull()
+		lxcRefs: integer('lxc_refs').notNull(),
+		/** The model's tokens for this message (its `data-usage` part): input (cached included), output, cached input. */
+		inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
+		outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
+		cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0)
 	},
 	(t) => [
 		index('message_facts_session_idx').on(t.sessionId, t.seq),
@@ -161,7 +165,11 @@ export const sessionFacts = pgTable('session_facts', {
 	/** When each assistant message saying it cannot (or told the action does not exist) was written. */
 	capAt: ts('cap_at').array().notNull(),
 	/** When the last assistant message mentioning a failure was written. */
-	mentionAt: ts('mention_at')
+	mentionAt: ts('mention_at'),
+	/** The model's tokens over the session's messages. */
+	inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
+	outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
+	cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0)
 });
 
 export const taskStates = [

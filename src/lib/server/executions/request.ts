@@ -6,7 +6,7 @@ import { prepareExecution, type PrepareError } from './prepare';
 import { decideExecution, enqueueRun } from './lifecycle';
 import { matchingRule } from './allow-rules';
 import { describeRule } from '../../schemas/allow-rules';
-import { approveForPlan, getExecution, insertExecution, setRequester, type ExecutionRow } from '../db/queries/executions';
+import { approveForPlan, getExecution, insertExecution, liveFollowUpOf, lockForFollowUp, setRequester, type ExecutionRow } from '../db/queries/executions';
 import { insertApproval } from '../db/queries/approvals';
 import { runExecution } from './runner';
 import { getHostByName } from '../db/queries/hosts';
@@ -17,6 +17,9 @@ async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
 	if (host?.hostKeyFingerprint) await lease(host).then((l) => l.release(), () => undefined);
 }
+
+export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
+	`A ${what} of this execution was already asked for (it is ${status.replace('_', ' ')}).`;
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
@@ -43,6 +46,12 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 	// so the approved command can start on it. Only a connection: nothing runs.
 	if (prepared.hostName) void warmHost(prepared.hostName);
 	return sql().begin(async (tx) => {
+		// A retry or rollback of execution X: one at a time, even for two clicks at the same moment.
+		if (opts.retryOf) {
+			if (!(await lockForFollowUp(tx, opts.retryOf))) return { error: 'No such execution.' };
+			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
+			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
+		}
 		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
 		const plan = sessionId && !opts.retryOf ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
 		if (plan) {

@@ -1,6 +1,6 @@
 import { sql } from '../db/index';
-import { getExecution, liveRollbackOf } from '../db/queries/executions';
-import { requestExecution, type RequestOutcome } from './request';
+import { getExecution, liveFollowUpOf } from '../db/queries/executions';
+import { followUpRefusal, requestExecution, type RequestOutcome } from './request';
 import { takenSnapshot } from './safeguards';
 import type { PrepareError } from './prepare';
 
@@ -18,9 +18,10 @@ export async function requestRollback(executionId: string): Promise<RequestOutco
 	if (e.status !== 'failed' && e.status !== 'interrupted') return { refused: `Only a failed or interrupted execution can be rolled back (this one is ${e.status}).` };
 	const name = takenSnapshot(e.id, e.steps);
 	if (!name) return { refused: 'Nomos took no snapshot before this execution.' };
-	// One rollback at a time (a double click, a second tab): another one may follow only if this one failed or expired.
-	const live = await liveRollbackOf(sql(), e.id);
-	if (live) return { refused: `A rollback of this execution was already asked for (it is ${live.status.replace('_', ' ')}).` };
+	// One rollback at a time (a double click, a second tab): another one may follow only if this
+	// one failed or expired. Checked here for a quick answer, and again under a lock inside the request.
+	const live = await liveFollowUpOf(sql(), e.id, 'pct_rollback');
+	if (live) return { refused: followUpRefusal('rollback', live.status) };
 	return requestExecution(
 		e.requestedBySession,
 		{ target: e.target, action: 'pct_rollback', params: { name }, reason: `roll back to ${name}, taken before ${e.action} (execution ${e.id}) failed` },

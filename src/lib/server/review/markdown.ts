@@ -1,6 +1,7 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { formatDuration } from '../../components/review/labels';
 import { reviewSession } from './session';
+import { formatCost, usageLine } from '../../messages/usage';
 
 export { formatDuration };
 import type { ReviewOverview, SessionReview } from './types';
@@ -26,6 +27,7 @@ export function renderReviewMarkdown(r: SessionReview): string {
 		`- Executions: ${e.requested} requested, ${e.approved} approved, ${e.succeeded} succeeded, ${e.failed} failed, ${e.denied} denied, ${e.expired} expired`
 	);
 	out.push(`- Questions: ${t.questions.asked} asked, ${t.questions.answered} answered${t.questions.open ? `, ${t.questions.open} open` : ''}`);
+	out.push(`- Tokens: ${usageLine(t.tokens)}${t.costUsd !== null ? ` (${formatCost(t.costUsd)})` : ''}`);
 	out.push('');
 	out.push('## Findings', '');
 	if (!r.findings.length) out.push('No findings.', '');
@@ -65,7 +67,8 @@ export function renderOverviewMarkdown(o: ReviewOverview, origin: string): strin
 	const scope = [f.from ? `from ${f.from}` : '', f.to ? `to ${f.to}` : '', f.outcome ? `outcome ${f.outcome.replace('_', ' ')}` : ''].filter(Boolean);
 	out.push(`- Filter: ${scope.length ? scope.join(', ') : 'none (every session)'}`);
 	out.push(`- Sessions: ${o.sessionCount} (goal reached in ${o.reachedCount}, ${pct(o.reachedCount, o.sessionCount)})`);
-	out.push(`- Tool calls: ${o.toolCallCount}`, '');
+	out.push(`- Tool calls: ${o.toolCallCount}`);
+	out.push(`- Tokens: ${usageLine(o.tokens)}`, '');
 	out.push('## Finding kinds', '');
 	if (!o.kinds.length) out.push('No findings.', '');
 	else {

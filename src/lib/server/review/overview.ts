@@ -4,6 +4,9 @@ import { commaList, kindsOf, RANKED_KINDS, reviewCtes } from './facts';
 import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../../review/rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
 
+/** Sessions in the overview's tokens chart (the most tokens first). */
+const TOKEN_SESSIONS = 20;
+
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** A YYYY-MM-DD that is a real date, or null. */
@@ -27,6 +30,9 @@ interface Result {
 	session_count: number;
 	reached_count: number;
 	tool_call_count: number;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
 	sessions: {
 		id: string;
 		title: string;
@@ -37,8 +43,12 @@ interface Result {
 		kinds: FindingKind[];
 		sevs: (Severity | null)[];
 		reached: boolean;
+		input_tokens: number;
+		output_tokens: number;
+		cached_tokens: number;
 	}[];
 	kinds: { kind: FindingKind; sessions: number }[];
+	by_tokens: { id: string; title: string; input: number; output: number; cached: number }[];
 	/** Calls per TOOL_NAMES entry, in that order. */
 	tool_counts: number[];
 	/** Failed calls per TOOL_NAMES entry, then of other names. */
@@ -80,24 +90,30 @@ export async function reviewOverview(
 		const rows = await tx<Result[]>`
 		with ${reviewCtes(tx, where, { source })},
 		r_in as (
-			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, ${sevs}
+			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, ${sevs}
 			from r_scored
 			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
 		),
 		r_tot as (
 			select count(*)::int as session_count, count(*) filter (where reached)::int as reached_count,
-				coalesce(sum(tool_calls), 0)::int as tool_call_count,
+				coalesce(sum(tool_calls), 0)::int as tool_call_count, coalesce(sum(input_tokens), 0)::float8 as input_tokens,
+				coalesce(sum(output_tokens), 0)::float8 as output_tokens, coalesce(sum(cached_tokens), 0)::float8 as cached_tokens,
 				array[${kindCounts}] as kind_counts, json_build_array(${sums('tool_counts', TOOL_NAMES.length)}) as tool_counts,
 				json_build_array(${sums('fail_counts', TOOL_NAMES.length + 1)}) as fail_counts
 			from r_in
 		)
-		select t.session_count, t.reached_count, t.tool_call_count, t.tool_counts, t.fail_counts,
+		select t.session_count, t.reached_count, t.tool_call_count, t.tool_counts, t.fail_counts, t.input_tokens, t.output_tokens, t.cached_tokens,
 			(select coalesce(json_agg(x), '[]') from (
-				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs
+				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs,
+					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens
 				from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}
 			) x) as sessions,
 			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
-				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds
+				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds,
+			(select coalesce(json_agg(x), '[]') from (
+				select sid as id, title, input_tokens::float8 as input, output_tokens::float8 as output, cached_tokens::float8 as cached
+				from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}
+			) x) as by_tokens
 		from r_tot t`;
 		return [source, rows] as const;
 	});
@@ -118,10 +134,13 @@ export async function reviewOverview(
 				score: s.score,
 				kinds: s.kinds,
 				worst: (s.sevs.filter(Boolean) as Severity[]).sort((a, b) => rank[a] - rank[b])[0] ?? null,
-				reached: s.reached
+				reached: s.reached,
+				tokens: { input: s.input_tokens, output: s.output_tokens, cached: s.cached_tokens }
 			})
 		),
+		tokens: { input: r.input_tokens, output: r.output_tokens, cached: r.cached_tokens },
 		kinds: r.kinds,
+		tokenSessions: r.by_tokens.map((s) => ({ id: s.id, title: s.title, tokens: { input: s.input, output: s.output, cached: s.cached } })),
 		source,
 		tools: histogram(r.tool_counts, r.tool_call_count, r.fail_counts)
 	};

@@ -2,6 +2,9 @@ import { sql as appSql, type Sql } from '../db/index';
 import { ACTION_NAMES } from '../proxmox/actions';
 import { FACTS_VERSION, storedFactsVersion } from '../db/queries/review-facts';
 import { reviewCtes } from './facts';
+import { sessionUsageByModel } from '../db/queries/usage';
+import { env } from '../env';
+import { costOf } from '../../messages/usage';
 import {
 	BULK_ALTERNATIVE,
 	BULK_ALTERNATIVE_LXC,
@@ -52,6 +55,9 @@ interface FactsRow {
 	sev_stall: Severity | null;
 	reached: boolean;
 	score: number;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
 }
 
 interface MessageRow {
@@ -69,6 +75,9 @@ interface MessageRow {
 	ent_tool: string | null;
 	lxc_refs: number;
 	last_assistant: boolean;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
 }
 
 const SUMMARY_CHARS = 120;
@@ -107,7 +116,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 					union all
 					select tool, count(*)::int from string_to_table(m.other_tools, ' ') tool group by tool) t),
 				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
-				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant
+				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant,
+				'input_tokens', m.input_tokens, 'output_tokens', m.output_tokens, 'cached_tokens', m.cached_tokens
 			) order by m.idx) from r_mf m) as messages`;
 
 	const rows = row.messages ?? [];
@@ -120,6 +130,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		createdAt: m.created_at,
 		toolCalls: m.calls,
 		topTools: m.top_tools ?? [],
+		tokens: { input: Number(m.input_tokens), output: Number(m.output_tokens), cached: Number(m.cached_tokens) },
 		summary: m.summary.length > SUMMARY_CHARS ? m.summary.slice(0, SUMMARY_CHARS).trimEnd() + '…' : m.summary
 	}));
 	const f = row.facts;
@@ -150,7 +161,9 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			denied: f.exec_denied,
 			expired: f.exec_expired
 		},
-		questions: { asked: f.questions_asked, answered: f.questions_answered, open: f.questions_open }
+		questions: { asked: f.questions_asked, answered: f.questions_answered, open: f.questions_open },
+		tokens: { input: Number(f.input_tokens), output: Number(f.output_tokens), cached: Number(f.cached_tokens) },
+		costUsd: costOf(await sessionUsageByModel(sql, sessionId), env().NOMOS_PRICES)
 	};
 
 	const byIdx = new Map(rows.map((m) => [m.idx, m]));
@@ -176,7 +189,9 @@ function emptyTotals(): SessionReview['totals'] {
 		lastAt: null,
 		durationSeconds: 0,
 		executions: { requested: 0, approved: 0, succeeded: 0, failed: 0, denied: 0, expired: 0 },
-		questions: { asked: 0, answered: 0, open: 0 }
+		questions: { asked: 0, answered: 0, open: 0 },
+		tokens: { input: 0, output: 0, cached: 0 },
+		costUsd: null
 	};
 }
 

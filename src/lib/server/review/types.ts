@@ -23,6 +23,14 @@ export interface ReviewMessage {
 	topTools: { tool: string; n: number }[];
 	/** The first ~120 characters of its text (or note). */
 	summary: string;
+	tokens: TokenTotals;
+}
+
+/** The model's tokens: input (cached included), output, cached input. */
+export interface TokenTotals {
+	input: number;
+	output: number;
+	cached: number;
 }
 
 export interface ReviewTotals {
@@ -34,6 +42,9 @@ export interface ReviewTotals {
 	durationSeconds: number;
 	executions: { requested: number; approved: number; succeeded: number; failed: number; denied: number; expired: number };
 	questions: { asked: number; answered: number; open: number };
+	tokens: TokenTotals;
+	/** USD at NOMOS_PRICES; null when a model used has no price (or none are set). */
+	costUsd: number | null;
 }
 
 export interface SessionReview {
@@ -69,6 +80,7 @@ export interface OverviewSession {
 	/** The worst severity among its findings, if any. */
 	worst: Severity | null;
 	reached: boolean;
+	tokens: TokenTotals;
 }
 
 export interface ReviewOverview {
@@ -77,9 +89,13 @@ export interface ReviewOverview {
 	sessionCount: number;
 	reachedCount: number;
 	toolCallCount: number;
+	/** Tokens over every session in the filter. */
+	tokens: TokenTotals;
 	sessions: OverviewSession[];
 	/** Sessions having each finding kind, most frequent first. */
 	kinds: { kind: FindingKind; sessions: number }[];
+	/** The sessions that used the most tokens (at most 20), most first. */
+	tokenSessions: { id: string; title: string; tokens: TokenTotals }[];
 	/** Calls per tool with the share that failed, most called first. */
 	tools: { tool: string; calls: number; failed: number; failureRate: number }[];
 	/** Read from the stored message facts, or from every message's parts while those are rebuilt. */

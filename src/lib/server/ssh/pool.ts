@@ -4,6 +4,12 @@ import { connect, type SshTarget } from './client';
 
 /** Channels open at once on one connection: below sshd's MaxSessions (default 10). */
 export const MAX_CHANNELS = 8;
+/**
+ * Connections per host: a second one opens when every open one already has MAX_CHANNELS users,
+ * so a batch of approved executions on one host starts at once instead of queueing for channels
+ * (sshd's MaxStartups only limits handshakes in progress).
+ */
+export const MAX_CONNECTIONS = 2;
 /** An unused connection is closed after this long (an operator may read a card for minutes before approving). */
 const IDLE_MS = 300_000;
 
@@ -16,8 +22,8 @@ type Entry = {
 	idle?: NodeJS.Timeout;
 };
 
-const g = globalThis as unknown as { __nomosSshPool?: Map<string, Entry> };
-const pool = (g.__nomosSshPool ??= new Map<string, Entry>());
+const g = globalThis as unknown as { __nomosSshPool2?: Map<string, Entry[]> };
+const pool = (g.__nomosSshPool2 ??= new Map<string, Entry[]>());
 /** Channel slots per pooled connection (see `channel`). */
 const slots = new WeakMap<Client, Semaphore>();
 
@@ -28,39 +34,46 @@ const socketOf = (c: Client) => (c as unknown as { _sock?: Socket })._sock;
 
 function retire(name: string, e: Entry): void {
 	e.dead = true;
-	if (pool.get(name) === e) pool.delete(name);
+	const list = pool.get(name);
+	if (list?.includes(e)) {
+		const rest = list.filter((x) => x !== e);
+		if (rest.length) pool.set(name, rest);
+		else pool.delete(name);
+	}
 	clearTimeout(e.idle);
 	if (e.leases === 0) void e.client.then((c) => c.end(), () => undefined);
 }
 
+function open(host: SshTarget, timeoutMs?: number): Entry {
+	const entry: Entry = { key: keyOf(host), leases: 0, dead: false, client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 }) };
+	pool.set(host.name, [...(pool.get(host.name) ?? []), entry]);
+	entry.client.then(
+		(c) => {
+			slots.set(c, new Semaphore(MAX_CHANNELS));
+			c.on('close', () => retire(host.name, entry));
+			c.on('error', () => retire(host.name, entry));
+		},
+		() => retire(host.name, entry)
+	);
+	return entry;
+}
+
 /**
- * An authenticated connection to `host` for a while: one per host and process, opened on first
- * use (the host key checked against the pin, as every new connection is), kept open between
- * uses and shared, so an approved command starts without a new handshake. A connection that
- * closed or errored is dropped and the next lease connects anew; a change of the host's
- * settings or pinned fingerprint retires the old one. Commands on it take a channel slot each
- * (at most MAX_CHANNELS at once; more wait). Call `release` when done (not `end`); `release(true)`
- * when the connection may be broken (a dropped or hung command): it is not used again.
+ * An authenticated connection to `host` for a while: opened on first use (the host key checked
+ * against the pin, as every new connection is), kept open between uses and shared, so an
+ * approved command starts without a new handshake. The least busy of the host's connections is
+ * lent; a second one opens when all have MAX_CHANNELS users (at most MAX_CONNECTIONS). A
+ * connection that closed or errored is dropped and the next lease connects anew; a change of
+ * the host's settings or pinned fingerprint retires the old ones. Commands on a connection take
+ * a channel slot each (at most MAX_CHANNELS at once; more wait). Call `release` when done (not
+ * `end`); `release(true)` when the connection may be broken (a dropped or hung command): it is
+ * not used again.
  */
 export async function lease(host: SshTarget, timeoutMs?: number): Promise<{ client: Client; release: (discard?: boolean) => void }> {
-	let e = pool.get(host.name);
-	if (e && (e.dead || e.key !== keyOf(host))) {
-		retire(host.name, e);
-		e = undefined;
-	}
-	if (!e) {
-		const entry: Entry = { key: keyOf(host), leases: 0, dead: false, client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 }) };
-		e = entry;
-		pool.set(host.name, entry);
-		entry.client.then(
-			(c) => {
-				slots.set(c, new Semaphore(MAX_CHANNELS));
-				c.on('close', () => retire(host.name, entry));
-				c.on('error', () => retire(host.name, entry));
-			},
-			() => retire(host.name, entry)
-		);
-	}
+	for (const stale of (pool.get(host.name) ?? []).filter((x) => x.dead || x.key !== keyOf(host))) retire(host.name, stale);
+	const live = pool.get(host.name) ?? [];
+	let e = live.reduce<Entry | undefined>((best, x) => (!best || x.leases < best.leases ? x : best), undefined);
+	if (!e || (e.leases >= MAX_CHANNELS && live.length < MAX_CONNECTIONS)) e = open(host, timeoutMs);
 	const entry = e;
 	entry.leases++;
 	clearTimeout(entry.idle);
@@ -107,15 +120,18 @@ export async function channel(client: Client): Promise<() => void> {
 
 /** Closes every pooled connection (process shutdown). */
 export function closeAll(): void {
-	for (const [name, e] of pool) {
-		e.leases = 0;
-		retire(name, e);
+	for (const [name, list] of pool) {
+		for (const e of list) {
+			e.leases = 0;
+			retire(name, e);
+		}
 	}
 }
 
-/** How many connections are pooled (for tests and benches). */
-export function pooledCount(): number {
-	return pool.size;
+/** How many connections are pooled, to one host or to all (for tests and benches). */
+export function pooledCount(hostName?: string): number {
+	if (hostName !== undefined) return pool.get(hostName)?.length ?? 0;
+	return [...pool.values()].reduce((n, list) => n + list.length, 0);
 }
 
 class Semaphore {

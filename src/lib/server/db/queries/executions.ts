@@ -26,12 +26,24 @@ export async function getExecution(sql: Sql | TransactionSql, id: string): Promi
 }
 
 /** A rollback already asked for this execution that is not over or that worked (pending, approved, running, succeeded). */
-export async function liveRollbackOf(sql: Sql | TransactionSql, id: string): Promise<{ id: string; status: string } | null> {
+/**
+ * A follow-up of execution `id` (a retry: the same action; a rollback: `pct_rollback`) that is
+ * still waiting, running or already succeeded — one at a time; another may follow only if it
+ * failed, was denied, cancelled or expired. Inside a transaction that holds `lockForFollowUp`,
+ * the answer stays true until it commits (a double click, a second tab).
+ */
+export async function liveFollowUpOf(sql: Sql | TransactionSql, id: string, action: string): Promise<{ id: string; status: string } | null> {
 	const [row] = await sql<{ id: string; status: string }[]>`
 		select id, status from executions
-		where retry_of = ${id} and action = 'pct_rollback' and status in ('awaiting_approval', 'approved', 'running', 'succeeded')
+		where retry_of = ${id} and action = ${action} and status in ('awaiting_approval', 'approved', 'running', 'succeeded')
 		limit 1`;
 	return row ?? null;
+}
+
+/** Locks execution `id` for the rest of the transaction, so follow-ups of it are asked for one at a time. */
+export async function lockForFollowUp(tx: TransactionSql, id: string): Promise<boolean> {
+	const rows = await tx`select 1 from executions where id = ${id} for update`;
+	return rows.length > 0;
 }
 
 export async function getExecutionsByIds(sql: Sql, ids: string[]): Promise<ExecutionRow[]> {

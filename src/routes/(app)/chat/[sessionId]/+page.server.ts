@@ -8,6 +8,7 @@ import { activeWindow } from '$lib/server/db/queries/assent-windows';
 import { listSessionPlans } from '$lib/server/db/queries/plans';
 import { listSessionExecutions } from '$lib/server/db/queries/executions';
 import { listSessionQuestions } from '$lib/server/db/queries/questions';
+import { env } from '$lib/server/env';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ params }) => {
@@ -24,5 +25,5 @@ export const load: PageServerLoad = async ({ params }) => {
 		activeWindow(sql(), id.data),
 		listSessionQuestions(sql(), id.data)
 	]);
-	return { session, messages, executions, plans, window, questions, cursor };
+	return { session, messages, executions, plans, window, questions, cursor, prices: env().NOMOS_PRICES ?? null };
 };
