@@ -26,6 +26,8 @@ const EXPECTED_TABLES = [
 	'session_questions',
 	'settings',
 	'tasks',
+	'webhook_deliveries',
+	'webhooks',
 	'worker_processes'
 ];
 

@@ -12,6 +12,7 @@ import { env, type Env } from './env';
 import type { WorkerHandle } from './jobs/worker';
 import { enqueueJob, gateJobsOn, PRIORITY } from './jobs/enqueue';
 import { RUN_TASK } from './executions/lifecycle';
+import { NOTIFY_TASK } from './notify/notices';
 import { watchWorkerPresence } from './jobs/presence';
 import { crontab, scheduleSweep } from './jobs/schedule';
 import type { TaskList } from 'graphile-worker';
@@ -159,7 +160,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				taskList,
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
 				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC }),
-				lane: { tasks: [RUN_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY }
+				// Notices (a few seconds at most) share the executions' slots: a long turn never holds them up.
+				lane: { tasks: [RUN_TASK, NOTIFY_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY }
 			});
 			log.info(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();

@@ -50,6 +50,8 @@ export const envSchema = z.object({
 	NODE_ENV: z.preprocess(empty, z.enum(['development', 'production', 'test']).default('development')),
 	HOST: z.preprocess(empty, z.string().default('127.0.0.1')),
 	PORT: z.preprocess(empty, z.coerce.number().int().min(0).max(65535).default(3000)),
+	/** The app's public origin (adapter-node reads it too); links in webhook notices start with it unless Settings names one. */
+	ORIGIN: z.preprocess(empty, z.url({ protocol: /^https?$/ }).optional()),
 	DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
 	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
 	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),

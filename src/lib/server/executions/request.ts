@@ -11,6 +11,7 @@ import { insertApproval } from '../db/queries/approvals';
 import { runExecution } from './runner';
 import { getHostByName } from '../db/queries/hosts';
 import { lease } from '../ssh/pool';
+import { approvalNotice, queueNotice } from '../notify/notices';
 
 async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
@@ -86,6 +87,7 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 			});
 			return { execution: d.execution, via: 'rule' as const, ruleId: rule.id, rule: words };
 		}
+		await queueNotice(tx, approvalNotice(e));
 		return { execution: e, via: 'approval' as const };
 	});
 }

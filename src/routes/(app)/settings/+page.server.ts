@@ -3,6 +3,7 @@ import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
 import { listAllowRules } from '$lib/server/db/queries/allow-rules';
 import { hostsFor } from '$lib/server/trpc/routers/hosts';
+import { notificationSettings } from '$lib/server/trpc/routers/notifications';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ locals }) => {
@@ -10,6 +11,7 @@ export const load: PageServerLoad = async ({ locals }) => {
 	return {
 		hosts: hostsFor(user.role, await listHosts(sql())),
 		operators: user.role === 'admin' ? await listOperators(sql()) : [],
-		rules: user.role === 'admin' ? await listAllowRules(sql()) : []
+		rules: user.role === 'admin' ? await listAllowRules(sql()) : [],
+		notifications: user.role === 'admin' ? await notificationSettings(sql()) : null
 	};
 };

@@ -2,6 +2,7 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { sql } from '../../db/index';
 import { raiseQuestion } from '../../db/queries/questions';
+import { queueNotice, questionNotice } from '../../notify/notices';
 import type { ToolContext } from './context';
 
 export const askOperatorInput = z
@@ -20,16 +21,18 @@ export function askOperatorTool(ctx: ToolContext) {
 			'Ask the operator a question only they can answer (a name, a size, a trade-off) instead of guessing or stalling. Your turn ends right after; the answer comes back to you.',
 		inputSchema: askOperatorInput,
 		execute: async (input) => {
-			const q = await sql().begin((tx) =>
-				raiseQuestion(tx, {
+			const q = await sql().begin(async (tx) => {
+				const q = await raiseQuestion(tx, {
 					sessionId: ctx.sessionId,
 					messageId: ctx.messageId,
 					prompt: input.prompt,
 					why: input.why,
 					options: input.options ?? [],
 					contextEntities: input.context_entities ?? []
-				})
-			);
+				});
+				await queueNotice(tx, questionNotice(q));
+				return q;
+			});
 			return { questionId: q.id, status: 'waiting for the operator', prompt: input.prompt };
 		}
 	});

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { sql } from '../../db/index';
 import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
+import { planNotice, queueNotice } from '../../notify/notices';
 import { actionParams, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
@@ -38,7 +39,11 @@ export function proposePlanTool(ctx: ToolContext) {
 				if ('error' in p) return toolError(`step ${i + 1}: ${p.error}`, p.hint);
 				prepared.push({ ...p, why: s.why });
 			}
-			const plan = await sql().begin((tx) => insertPlan(tx, ctx.sessionId, input.title, prepared));
+			const plan = await sql().begin(async (tx) => {
+				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared);
+				await queueNotice(tx, planNotice(plan));
+				return plan;
+			});
 			return {
 				planId: plan.id,
 				status: 'awaiting_approval',

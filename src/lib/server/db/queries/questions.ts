@@ -34,7 +34,7 @@ export async function raiseQuestion(
 			${JSON.stringify(q.contextEntities)}::text::jsonb)
 		returning ${columns(tx)}`;
 	await setTaskState(tx, q.sessionId, 'awaiting_input');
-	await emitEvent(tx, { sessionId: q.sessionId, type: 'question.raised', payload: { questionId: row.id } });
+	await emitEvent(tx, { sessionId: q.sessionId, type: 'question.raised', payload: { questionId: row.id, prompt: row.prompt.slice(0, 300) } });
 	return row;
 }
 

@@ -1,0 +1,54 @@
+import type { TransactionSql } from 'postgres';
+import { enqueueJob } from '../jobs/enqueue';
+import { listEnabledWebhookIds } from '../db/queries/webhooks';
+import { noticePath, noticeWords, type Notice } from '../../schemas/notifications';
+import type { ExecutionRow, PlanRow } from '../../types/executions';
+import type { QuestionRow } from '../../types/questions';
+
+export const NOTIFY_TASK = 'notify__webhook';
+/**
+ * graphile-worker retries a failed delivery with exponential backoff (about e^n seconds after
+ * the n-th failure): 8 attempts span roughly half an hour, long enough for an ntfy restart.
+ */
+export const NOTIFY_MAX_ATTEMPTS = 8;
+
+/** The payload of a `notify__webhook` job: one notice for one webhook. */
+export interface NotifyPayload {
+	webhookId: string;
+	notice: Notice;
+}
+
+export function assertNotifyPayload(p: unknown): asserts p is NotifyPayload {
+	const x = p as NotifyPayload | null;
+	if (!x || typeof x.webhookId !== 'string' || !x.notice || typeof x.notice.kind !== 'string' || typeof x.notice.title !== 'string')
+		throw new Error('notify__webhook: invalid payload');
+}
+
+/**
+ * Queues the notice for every webhook that is on, in the caller's transaction: the one that
+ * makes the approval or question wait. So a committed wait is always delivered (retries), and a
+ * rolled-back one never is.
+ */
+export async function queueNotice(tx: TransactionSql, notice: Notice): Promise<void> {
+	for (const webhookId of await listEnabledWebhookIds(tx)) {
+		await enqueueJob(tx, NOTIFY_TASK, { webhookId, notice } satisfies NotifyPayload, { maxAttempts: NOTIFY_MAX_ATTEMPTS });
+	}
+}
+
+const now = () => new Date().toISOString();
+
+export function approvalNotice(e: ExecutionRow): Notice {
+	return { kind: 'approval', sessionId: e.requestedBySession, subjectId: e.id, ...noticeWords.approval(e), path: noticePath('approval', e.requestedBySession, e.id), at: now() };
+}
+
+export function questionNotice(q: QuestionRow): Notice {
+	return { kind: 'question', sessionId: q.sessionId, subjectId: q.id, ...noticeWords.question(q), path: noticePath('question', q.sessionId, q.id), at: now() };
+}
+
+export function planNotice(p: PlanRow): Notice {
+	return { kind: 'plan', sessionId: p.sessionId, subjectId: p.id, ...noticeWords.plan(p), path: noticePath('plan', p.sessionId, p.id), at: now() };
+}
+
+export function testNotice(): Notice {
+	return { kind: 'test', sessionId: null, subjectId: null, title: 'Nomos test notification', text: 'Webhook delivery works.', path: '/settings', at: now() };
+}

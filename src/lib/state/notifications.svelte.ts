@@ -1,0 +1,151 @@
+import { getContext, setContext } from 'svelte';
+import { goto } from '$app/navigation';
+import { noticePath, noticeWords } from '$lib/schemas/notifications';
+import type { LiveEvent, LiveEvents } from './live-events.svelte';
+
+const KEY = Symbol('browser-notifier');
+/** This browser's choice to stay quiet although permission was granted. */
+const OFF_KEY = 'nomos.notifications';
+/** Tabs of one browser tell each other which waits one of them shows on screen. */
+const CHANNEL = 'nomos-notify';
+/** How long a tab waits for another tab to say it is showing that chat before it notifies. */
+const SETTLE_MS = 250;
+/** One tab notifies per wait: it holds the wait's Web Lock this long, the others find it taken. */
+const CLAIM_MS = 30_000;
+
+type Permission = NotificationPermission | 'unsupported';
+type Wait = { key: string; sessionId: string | null; title: string; text: string; path: string };
+
+const supported = () => typeof window !== 'undefined' && 'Notification' in window;
+
+/**
+ * Browser notifications for approvals, plans and questions that start waiting while the operator
+ * is not looking at their chat (tab hidden, or another page open). Fed by the fleet stream (the
+ * one event path); permission is asked only from a button (`ask`), never on its own.
+ */
+export class BrowserNotifier {
+	#permission = $state<Permission>('unsupported');
+	#off = $state(false);
+	#channel: BroadcastChannel | null = null;
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, nothing renders from it
+	#seen = new Set<string>();
+
+	constructor() {
+		if (!supported()) return;
+		this.#permission = Notification.permission;
+		this.#off = localStorage.getItem(OFF_KEY) === 'off';
+	}
+
+	get permission(): Permission {
+		return this.#permission;
+	}
+
+	/** Notifications are on in this browser: granted and not turned off here. */
+	get on(): boolean {
+		return this.#permission === 'granted' && !this.#off;
+	}
+
+	/** Asks the browser for permission (from a click only), and turns notifications on here. */
+	async ask(): Promise<void> {
+		if (!supported()) return;
+		this.setOff(false);
+		this.#permission = await Notification.requestPermission();
+	}
+
+	setOff(off: boolean): void {
+		this.#off = off;
+		if (off) localStorage.setItem(OFF_KEY, 'off');
+		else localStorage.removeItem(OFF_KEY);
+	}
+
+	/** Follows the fleet stream; `path` is the page this tab shows. Returns the unsubscribe function. */
+	follow(events: LiveEvents, path: () => string): () => void {
+		if (!supported()) return () => undefined;
+		if (typeof BroadcastChannel !== 'undefined') {
+			this.#channel = new BroadcastChannel(CHANNEL);
+			this.#channel.onmessage = (m: MessageEvent<{ seen?: string }>) => {
+				if (typeof m.data?.seen === 'string') this.#seen.add(m.data.seen);
+			};
+		}
+		const offs = [
+			events.on('execution.updated', (e) => this.#consider(waitOf(e), path())),
+			events.on('question.raised', (e) => this.#consider(waitOf(e), path())),
+			events.on('plan.updated', (e) => this.#consider(waitOf(e), path()))
+		];
+		return () => {
+			offs.forEach((off) => off());
+			this.#channel?.close();
+			this.#channel = null;
+		};
+	}
+
+	#consider(w: Wait | null, path: string): void {
+		if (!w || !this.on) return;
+		const looking = document.visibilityState === 'visible' && (w.sessionId ? path === `/chat/${w.sessionId}` : path === '/ops');
+		if (looking) {
+			this.#seen.add(w.key);
+			this.#channel?.postMessage({ seen: w.key });
+			return;
+		}
+		setTimeout(() => {
+			if (this.#seen.has(w.key)) return;
+			const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
+			if (!locks) return this.#show(w);
+			void locks.request(`nomos-notify:${w.key}`, { ifAvailable: true }, async (lock) => {
+				if (!lock) return;
+				this.#show(w);
+				await new Promise((r) => setTimeout(r, CLAIM_MS));
+			});
+		}, SETTLE_MS);
+	}
+
+	#show(w: Wait): void {
+		this.#seen.add(w.key);
+		const n = new Notification(w.title, { body: w.text.slice(0, 300), tag: w.key });
+		n.onclick = () => {
+			window.focus();
+			n.close();
+			void goto(w.path).then(() => reveal(w.path));
+		};
+	}
+}
+
+/** What waits, from an event of the fleet stream; null when the event starts no wait. */
+function waitOf(e: LiveEvent): Wait | null {
+	if (e.type === 'execution.updated') {
+		const x = e.execution as { id: string; status: string; action: string; target: string; reason: string; commandPreview: string } | undefined;
+		if (!e.payload.created || x?.status !== 'awaiting_approval') return null;
+		return { key: `execution:${x.id}`, sessionId: e.sessionId, ...noticeWords.approval(x), path: noticePath('approval', e.sessionId, x.id) };
+	}
+	if (e.type === 'question.raised' && e.sessionId && typeof e.payload.questionId === 'string') {
+		const prompt = typeof e.payload.prompt === 'string' ? e.payload.prompt : 'A question waits for you.';
+		return { key: `question:${e.payload.questionId}`, sessionId: e.sessionId, ...noticeWords.question({ prompt }), path: noticePath('question', e.sessionId, e.payload.questionId) };
+	}
+	if (e.type === 'plan.updated' && e.sessionId) {
+		const p = e.plan as { id: string; status: string; title: string; steps: unknown[] } | undefined;
+		if (!p || p.status !== 'proposed' || e.payload.decision) return null;
+		return { key: `plan:${p.id}`, sessionId: e.sessionId, ...noticeWords.plan(p), path: noticePath('plan', e.sessionId, p.id) };
+	}
+	return null;
+}
+
+/** Scrolls the card a notice names into view once the page shows it. */
+function reveal(path: string): void {
+	const id = path.split('#')[1];
+	if (!id) return;
+	const until = Date.now() + 5000;
+	const tick = () => {
+		const el = document.getElementById(id);
+		if (el) el.scrollIntoView({ block: 'center' });
+		else if (Date.now() < until) setTimeout(tick, 100);
+	};
+	tick();
+}
+
+export function setBrowserNotifier(n: BrowserNotifier): BrowserNotifier {
+	return setContext(KEY, n);
+}
+
+export function browserNotifier(): BrowserNotifier {
+	return getContext<BrowserNotifier>(KEY);
+}
