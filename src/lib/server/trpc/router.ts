@@ -7,6 +7,7 @@ import { questionsRouter } from './routers/questions';
 import { operatorsRouter } from './routers/operators';
 import { systemRouter } from './routers/system';
 import { allowRulesRouter } from './routers/allow-rules';
+import { apiTokensRouter } from './routers/api-tokens';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -16,7 +17,8 @@ export const appRouter = router({
 	questions: questionsRouter,
 	operators: operatorsRouter,
 	system: systemRouter,
-	allowRules: allowRulesRouter
+	allowRules: allowRulesRouter,
+	apiTokens: apiTokensRouter
 });
 
 export type AppRouter = typeof appRouter;
