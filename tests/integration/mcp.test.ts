@@ -15,6 +15,10 @@ import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { POST } from '../../src/routes/mcp/+server';
+import { prepareExecution } from '../../src/lib/server/executions/prepare';
+import { decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
+import { allowRulesRouter } from '../../src/lib/server/trpc/routers/allow-rules';
+import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, decide, useHub } from '../helpers/executions';
@@ -128,6 +132,30 @@ describe('MCP at /mcp', () => {
 		expect(await continueSession(home.id)).toBe('mcp');
 		const notes = await sql()<{ parts: unknown }[]>`select parts from messages where session_id = ${home.id}`;
 		expect(JSON.stringify(notes)).toContain('requested over MCP');
+		await client.close();
+	});
+
+	it('nothing runs by itself except an always-allow rule (same matcher): an approved plan in the MCP chat approves nothing', async () => {
+		const client = await connect(operate.token);
+		const args = { target: 'lxc:strong/101', action: 'systemctl', params: { unit: 'cron', op: 'restart' }, reason: 'restart cron' };
+		const [{ id: homeId }] = await sql()<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${operate.id}`;
+		// Someone had the agent in that chat propose and approve this very step: not for MCP requests.
+		const prepared = await prepareExecution(args);
+		if ('error' in prepared) throw new Error(prepared.error);
+		const plan = await sql().begin((tx) => insertPlan(tx, homeId, 'restart cron', [{ ...prepared, why: 'x' }]));
+		await sql().begin((tx) => decidePlan(tx, plan.id, 'approved', alice.id, 1));
+		const waits = body(await client.callTool({ name: 'request_execution', arguments: args }));
+		expect(waits.json).toMatchObject({ status: 'awaiting_approval' });
+
+		const admin = await createOperator(sql(), 'root-admin', 'a-long-enough-password', 'admin');
+		const rules = createCallerFactory(allowRulesRouter)({ user: { id: admin.id, username: 'root-admin', role: 'admin' }, event: {} as RequestEvent });
+		const rule = await rules.create({ action: 'systemctl', pattern: 'lxc:strong/*', constraints: [], note: '' });
+		const runs = body(await client.callTool({ name: 'request_execution', arguments: args }));
+		expect(runs.json).toMatchObject({ status: 'queued' });
+		expect(String(runs.json!.message)).toContain('approved by rule');
+		const [approval] = await sql()<{ route: string }[]>`select route from approvals where execution_id = ${String(runs.json!.executionId)}`;
+		expect(approval.route).toBe(`rule:${rule.id}`);
+		await rules.revoke({ id: rule.id });
 		await client.close();
 	});
 
