@@ -51,6 +51,10 @@ test('an MCP client reads the fleet and requests an execution that waits on Ops;
 
 	// The card's home: the token's MCP chat, in the sidebar.
 	await expect(page.getByTestId('sidebar')).toContainText('MCP · claude-desktop');
+	await page.getByTestId('sidebar').getByText('MCP · claude-desktop').click();
+	await page.waitForURL(/\/chat\//);
+	await page.waitForTimeout(1000);
+	await page.screenshot({ path: 'test-results/mcp-chat.png' });
 	const [audit] = await sql<{ route: string }[]>`select route from audit_log where action = 'execution.requested' and subject_id = ${r.executionId}`;
 	expect(audit.route).toBe('mcp');
 	await client.close();

@@ -116,6 +116,9 @@ describe('MCP at /mcp', () => {
 			select route, actor_name as "actorName", detail from audit_log where action = 'execution.requested' and subject_id = ${id}`;
 		expect(audit).toMatchObject({ route: 'mcp', actorName: 'alice', detail: { action: 'pct_start', target: 'lxc:strong/100', token: { id: operate.id, name: 'claude' } } });
 
+		const [note] = await sql()<{ parts: unknown }[]>`select parts from messages where session_id = ${home.id} and role = 'system'`;
+		expect(JSON.stringify(note.parts)).toContain(`alice's MCP client (token “claude”) requested execution ${id}: pct_start on lxc:strong/100`);
+
 		const pending = body(await client.callTool({ name: 'get_execution', arguments: { id } }));
 		expect(pending.json).toMatchObject({ id, status: 'awaiting_approval' });
 
@@ -125,6 +128,8 @@ describe('MCP at /mcp', () => {
 		expect(second.s).toBe(home.id);
 
 		expect((await decide(id, alice.id, 'approved')).ok).toBe(true);
+		// No "Nomos continues by itself" window there: nothing will continue.
+		expect(await sql()`select 1 from assent_windows where session_id = ${home.id}`).toHaveLength(0);
 		await runExecution(id);
 		const done = body(await client.callTool({ name: 'get_execution', arguments: { id } }));
 		expect(done.json).toMatchObject({ id, status: 'succeeded', decision: { decision: 'approved' } });

@@ -4,6 +4,7 @@ import { env } from '../env';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
+import { isMcpSession } from '../db/queries/sessions';
 import { decidePlan } from '../db/queries/plans';
 import { decideExecution, type DecideResult } from './lifecycle';
 import { listAssentCandidates } from '../db/queries/executions';
@@ -32,7 +33,8 @@ export async function operatorDecides(
 	if (!r.ok) return r;
 	const e = r.execution;
 	const sessionId = e.requestedBySession;
-	if (d.decision === 'approved' && sessionId) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
+	// An MCP chat's results re-invoke no agent (continuation.ts): no window to announce there.
+	if (d.decision === 'approved' && sessionId && !(await isMcpSession(tx, sessionId))) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
 	await recordAudit(tx, {
 		actor: { id: d.operatorId },
 		action: `execution.${d.decision}`,

@@ -1,6 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
+import { addSystemNote } from '../conversation/notes';
 import { env } from '../env';
 import { consumePlanStep } from '../db/queries/plans';
 import { prepareExecution, type PrepareError } from './prepare';
@@ -18,8 +19,11 @@ async function warmHost(name: string): Promise<void> {
 	if (host?.hostKeyFingerprint) await lease(host).then((l) => l.release(), () => undefined);
 }
 
-/** Who asked, when it was not the agent of the session (e.g. an MCP client): audited as `execution.requested`. */
-export type Requester = { operator: { id: string; username: string }; route: string; detail?: Record<string, unknown> };
+/**
+ * Who asked, when it was not the agent of the session (e.g. an MCP client): audited as
+ * `execution.requested`; `note` names them in a note in the session (kind = route).
+ */
+export type Requester = { operator: { id: string; username: string }; route: string; detail?: Record<string, unknown>; note?: string };
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
@@ -50,6 +54,9 @@ export async function requestExecution(
 			sessionId,
 			detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, params: prepared.params, reason: prepared.reason, ...q.detail }
 		});
+		if (q.note && sessionId && e.classification !== 'read_only') {
+			await addSystemNote(tx, sessionId, q.route, `${q.note} requested execution ${e.id}: ${e.action} on ${e.target}${e.reason ? ` (${e.reason})` : ''}; its card is on Ops`, { executionId: e.id });
+		}
 	};
 
 	if (prepared.classification === 'read_only') {

@@ -73,7 +73,9 @@ export function requestExecutionTool(ctx: ToolContext) {
 			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
 		inputSchema: typed ? inputSchema : requestExecutionInput,
 		execute: async (input) => {
-			const requester = ctx.mcp ? { operator: ctx.mcp.operator, route: 'mcp', detail: { token: ctx.mcp.token } } : undefined;
+			const requester = ctx.mcp
+				? { operator: ctx.mcp.operator, route: 'mcp', detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
+				: undefined;
 			const r = await requestExecution(ctx.sessionId, input, { requester });
 			if ('error' in r) return toolError(r.error, r.hint);
 			const e = r.execution;
