@@ -52,8 +52,8 @@ test('an MCP client reads the fleet and requests an execution that waits on Ops;
 	// The card's home: the token's MCP chat, in the sidebar.
 	await expect(page.getByTestId('sidebar')).toContainText('MCP · claude-desktop');
 	await page.getByTestId('sidebar').getByText('MCP · claude-desktop').click();
-	await page.waitForURL(/\/chat\//);
-	await page.waitForTimeout(1000);
+	await expect(page.getByText(`requested execution ${r.executionId}`)).toBeVisible();
+	await expect(page.getByText(`execution ${r.executionId} (systemctl on lxc:${env.proxmox.nodeName}/100) succeeded`)).toBeVisible();
 	await page.screenshot({ path: 'test-results/mcp-chat.png' });
 	const [audit] = await sql<{ route: string }[]>`select route from audit_log where action = 'execution.requested' and subject_id = ${r.executionId}`;
 	expect(audit.route).toBe('mcp');
