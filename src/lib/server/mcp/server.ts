@@ -17,7 +17,7 @@ import type { ToolContext } from '../agent/tools/context';
 import { describeZodError } from '../../schemas/zod-error';
 
 /** Who calls: an operator through one of their API tokens (its scope decides which tools). */
-export type McpCaller = { user: Operator; token: ApiTokenAuth };
+export type McpClientAuth = { user: Operator; token: ApiTokenAuth };
 
 /** The largest MCP request body read (a tool call's arguments are capped at 40 KB anyway). */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -44,7 +44,7 @@ function text(value: unknown, isError = false): CallToolResult {
 }
 
 /** One MCP server per request (stateless Streamable HTTP): tools/list and tools/call for the caller. */
-function buildServer(caller: McpCaller, signal: AbortSignal): Server {
+function buildServer(caller: McpClientAuth, signal: AbortSignal): Server {
 	const server = new Server({ name: 'nomos', version: '1.0.0' }, { capabilities: { tools: {} } });
 	const mcp = { operator: { id: caller.user.id, username: caller.user.username }, token: { id: caller.token.id, name: caller.token.name } };
 	// Read tools ignore the session; request_execution gets the MCP chat's id below.
@@ -78,7 +78,7 @@ function buildServer(caller: McpCaller, signal: AbortSignal): Server {
  * Answers one MCP request (POST /mcp, JSON-RPC) for a token's caller. Stateless: a fresh server
  * and transport per request, JSON answers (no server-initiated stream to keep open).
  */
-export async function handleMcpRequest(request: Request, caller: McpCaller): Promise<Response> {
+export async function handleMcpRequest(request: Request, caller: McpClientAuth): Promise<Response> {
 	const server = buildServer(caller, request.signal);
 	const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: MAX_BODY_BYTES });
 	await server.connect(transport);
