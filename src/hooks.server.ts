@@ -4,8 +4,8 @@ import { building } from '$app/environment';
 import { boot } from '$lib/server/boot';
 import { preloadTasks, taskList } from '../tasks/index';
 import { ConfigError } from '$lib/server/env';
-import { authenticate, SIGN_IN_FIRST } from '$lib/server/auth/session';
-import { isAdminRoute, isApiPath, isCrossOrigin, isPublicPath } from '$lib/server/auth/guard';
+import { isAdminRoute } from '$lib/server/auth/guard';
+import { guardRequest } from '$lib/server/auth/request-guard';
 
 export const init: ServerInit = async () => {
 	if (building) return;
@@ -20,25 +20,17 @@ export const init: ServerInit = async () => {
 	}
 };
 
-const originCheck: Handle = async ({ event, resolve }) => {
-	if (isCrossOrigin(event.request, event.url)) {
-		return json({ message: 'Cross-origin request refused.' }, { status: 403 });
-	}
-	return resolve(event);
-};
-
-// The same check as the node SSE fast path (realtime/node-sse.ts): one function, one cookie parser.
+// Origin check (cookie requests), sign-in by cookie or API token, a read token's scope: auth/request-guard.ts.
+// The same authenticate() as the node SSE fast path (realtime/node-sse.ts): one function, one cookie parser.
 const signIn: Handle = async ({ event, resolve }) => {
-	const { user, sessionToken } = await authenticate(event.request.headers.get('cookie'));
+	const g = await guardRequest(event.request, event.url);
+	if (g.kind === 'refuse') return json(g.body, { status: g.status });
+	const { user, sessionToken, apiToken } = g.auth;
 	event.locals.user = user;
 	event.locals.sessionToken = sessionToken;
+	event.locals.apiToken = apiToken ?? null;
 	const path = event.url.pathname;
-	if (!user && !isPublicPath(path)) {
-		if (isApiPath(path) || event.request.method !== 'GET') {
-			return json(SIGN_IN_FIRST, { status: 401 });
-		}
-		redirect(303, `/login?next=${encodeURIComponent(path + event.url.search)}`);
-	}
+	if (g.kind === 'sign-in') redirect(303, `/login?next=${encodeURIComponent(path + event.url.search)}`);
 	// A second lock only: each admin load, endpoint and procedure checks the role itself.
 	if (isAdminRoute(event.route.id) && user?.role !== 'admin') {
 		error(403, 'Admins only.');
@@ -56,4 +48,4 @@ const trpc: Handle = async (input) => {
 	return (await trpcHandle)(input);
 };
 
-export const handle = sequence(originCheck, signIn, trpc);
+export const handle = sequence(signIn, trpc);

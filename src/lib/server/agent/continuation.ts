@@ -1,5 +1,5 @@
 import { sql } from '../db/index';
-import { setTaskState } from '../db/queries/sessions';
+import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { env } from '../env';
 import { activeWindow, countContinuation } from '../db/queries/assent-windows';
 import { claimFinishedForSession, listUnreadLeftovers, maxRecentFailures, type ExecutionRow } from '../db/queries/executions';
@@ -30,7 +30,7 @@ export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' |
 
 const SAME_FAILURE_LIMIT = 3;
 
-export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached' | 'repeated-failure';
+export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached' | 'repeated-failure' | 'mcp';
 
 /**
  * The system as the event loop: when executions linked to a session have finished, tell the
@@ -49,7 +49,8 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const repeats = await maxRecentFailures(tx, sessionId, claimed.filter((e) => e.status === 'failed').map((e) => e.hash));
 		const window = await activeWindow(tx, sessionId);
 		let kind: Exclude<ContinueResult, 'nothing'>;
-		if (repeats >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
+		if (await isMcpSession(tx, sessionId)) kind = 'mcp';
+		else if (repeats >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
 		else if (!window) kind = 'window-closed';
 		else if (window.continuations >= env().NOMOS_MAX_CONTINUATIONS) kind = 'cap-reached';
 		else {
@@ -58,6 +59,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		}
 		const suffix: Record<typeof kind, string> = {
 			turn: '',
+			mcp: ' — requested over MCP: the MCP client reads the result (get_execution); reply here to have the agent look at it',
 			'window-closed': ' — the approval window has closed; reply to continue',
 			'cap-reached': ` — ${env().NOMOS_MAX_CONTINUATIONS} automatic continuations in this window; reply to continue`,
 			'repeated-failure': ` — the same action failed ${SAME_FAILURE_LIMIT} times, so Nomos stopped continuing by itself; tell it how to proceed`

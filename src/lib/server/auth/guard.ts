@@ -14,14 +14,20 @@ export function isPublicPath(pathname: string): boolean {
 
 /** Requests answered with a status instead of a redirect to /login. */
 export function isApiPath(pathname: string): boolean {
-	return pathname.startsWith('/trpc') || pathname.startsWith('/api/');
+	return pathname.startsWith('/trpc') || pathname.startsWith('/api/') || pathname === '/mcp';
 }
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** Methods that change nothing (what a read-scoped API token may send). */
+export function isSafeMethod(method: string): boolean {
+	return SAFE.has(method);
+}
+
 /**
  * Any state-changing request must come from the app's own origin. SvelteKit's own check covers
- * only form content types; this one covers JSON, text/plain and everything else too.
+ * only form content types; this one covers JSON, text/plain and everything else too. Applied to
+ * requests that carry the session cookie (and to public paths): see auth/request-guard.ts.
  */
 export function isCrossOrigin(request: Request, url: URL): boolean {
 	if (SAFE.has(request.method)) return false;

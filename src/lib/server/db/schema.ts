@@ -50,6 +50,34 @@ export const authSessions = pgTable(
 	(t) => [index('auth_sessions_operator_idx').on(t.operatorId)]
 );
 
+export const apiTokenScopes = ['read', 'operate'] as const;
+export type ApiTokenScope = (typeof apiTokenScopes)[number];
+
+/**
+ * Personal access tokens (`Authorization: Bearer nomos_pat_…`): the token acts as its operator,
+ * capped by its scope (read: queries and streams; operate: also mutations). Only the sha256 of
+ * the token is stored. Revoked rows stay, so audit entries naming a token still resolve.
+ */
+export const apiTokens = pgTable(
+	'api_tokens',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		operatorId: uuid('operator_id')
+			.notNull()
+			.references(() => operators.id, { onDelete: 'cascade' }),
+		name: text('name').notNull(),
+		scope: text('scope', { enum: apiTokenScopes }).notNull(),
+		tokenHash: text('token_hash').notNull().unique(),
+		/** The first characters of the token (`nomos_pat_ab12`), to recognise it in the list. */
+		hint: text('hint').notNull(),
+		createdAt: createdAt(),
+		expiresAt: ts('expires_at'),
+		lastUsedAt: ts('last_used_at'),
+		revokedAt: ts('revoked_at')
+	},
+	(t) => [index('api_tokens_operator_idx').on(t.operatorId)]
+);
+
 /** Small key/value settings, e.g. the hashed one-time setup token. */
 export const settings = pgTable('settings', {
 	key: text('key').primaryKey(),
@@ -63,10 +91,12 @@ export const chatSessions = pgTable(
 		id: uuid('id').primaryKey().defaultRandom(),
 		title: text('title').notNull().default('New chat'),
 		operatorId: uuid('operator_id').references(() => operators.id, { onDelete: 'set null' }),
+		/** Set on the chat that holds an MCP client's requests (one per token): its results re-invoke no agent. */
+		mcpTokenId: uuid('mcp_token_id').references(() => apiTokens.id, { onDelete: 'set null' }),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
-	(t) => [index('chat_sessions_updated_idx').on(t.updatedAt)]
+	(t) => [index('chat_sessions_updated_idx').on(t.updatedAt), uniqueIndex('chat_sessions_mcp_token_idx').on(t.mcpTokenId)]
 );
 
 export { messageRoles, messageStatuses, messageOrigins };

@@ -4,12 +4,21 @@ import { env } from '../env';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
+import { isMcpSession } from '../db/queries/sessions';
 import { decidePlan } from '../db/queries/plans';
 import { decideExecution, type DecideResult } from './lifecycle';
 import { listAssentCandidates } from '../db/queries/executions';
 import { latestRequestedExecutionIds } from '../db/queries/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
+
+/** The API token a decision was made with (id and name; never the token). */
+export type ApiTokenRef = { id: string; name: string };
+
+/** What the audit entry of a decision made with an API token adds: which token. */
+export function tokenDetail(token: ApiTokenRef | null | undefined): { token?: ApiTokenRef } {
+	return token ? { token: { id: token.id, name: token.name } } : {};
+}
 
 /**
  * An operator's decision on one execution, by any route. Approving opens (or extends) the
@@ -18,13 +27,14 @@ import { approveLabel } from '../../execution-labels';
 export async function operatorDecides(
 	tx: TransactionSql,
 	executionId: string,
-	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat'; operatorId: string; reason?: string | null; messageId?: string | null }
+	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat'; operatorId: string; reason?: string | null; messageId?: string | null; token?: ApiTokenRef | null }
 ): Promise<DecideResult> {
 	const r = await decideExecution(tx, executionId, d);
 	if (!r.ok) return r;
 	const e = r.execution;
 	const sessionId = e.requestedBySession;
-	if (d.decision === 'approved' && sessionId) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
+	// An MCP chat's results re-invoke no agent (continuation.ts): no window to announce there.
+	if (d.decision === 'approved' && sessionId && !(await isMcpSession(tx, sessionId))) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
 	await recordAudit(tx, {
 		actor: { id: d.operatorId },
 		action: `execution.${d.decision}`,
@@ -32,7 +42,7 @@ export async function operatorDecides(
 		subjectType: 'execution',
 		subjectId: executionId,
 		sessionId,
-		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null }
+		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null, ...tokenDetail(d.token) }
 	});
 	return r;
 }
@@ -41,7 +51,7 @@ export async function operatorDecides(
  * Approving a plan approves exactly its steps (by hash), opens the assent window and resumes
  * the agent so it requests them; denying tells the agent why.
  */
-export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; reason?: string | null }) {
+export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; reason?: string | null; token?: ApiTokenRef | null }) {
 	const plan = await decidePlan(tx, planId, d.decision, d.operatorId, env().NOMOS_APPROVAL_TTL_H);
 	if (!plan) return null;
 	if (d.decision === 'approved') {
@@ -63,7 +73,7 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		subjectType: 'plan',
 		subjectId: planId,
 		sessionId: plan.sessionId,
-		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null }
+		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(d.token) }
 	});
 	await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
 	return plan;

@@ -7,7 +7,7 @@ import { addSystemNote } from '../conversation/notes';
 import { diffParams, formatChanges, type EditCheck, type EditForm } from '../../schemas/param-form';
 import type { ExecutionEdit, ParamChange } from '../../types/executions';
 import { prepareExecution, type PreparedExecution } from './prepare';
-import { operatorDecides } from './decisions';
+import { operatorDecides, tokenDetail, type ApiTokenRef } from './decisions';
 
 // Editing before approving. Decisions:
 // - Every action's params may be edited, except the fields that name the target (`vmid`): the
@@ -86,6 +86,7 @@ export async function approveEdited(a: {
 	hash: string;
 	route: 'button' | 'ops';
 	operator: { id: string; username: string };
+	token?: ApiTokenRef | null;
 }): Promise<EditApproval> {
 	const e = await getExecution(sql(), a.executionId);
 	if (!e) return { ok: false, reason: 'not_found' };
@@ -124,11 +125,12 @@ export async function approveEdited(a: {
 					target: e.target,
 					original: { params: e.params, hash: e.hash, command: e.commandPreview },
 					edited: { params: next.params, hash: next.hash, command: next.commandPreview },
-					changes: c.changes
+					changes: c.changes,
+					...tokenDetail(a.token)
 				}
 			});
 		}
-		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id });
+		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, token: a.token });
 		// The edit above holds the row, so only expiry in between could refuse; undo the edit then.
 		if (!d.ok) throw new EditRefused(d.reason);
 		if (changed && e.requestedBySession) {

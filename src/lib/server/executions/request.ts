@@ -1,5 +1,7 @@
+import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
+import { addSystemNote } from '../conversation/notes';
 import { env } from '../env';
 import { consumePlanStep } from '../db/queries/plans';
 import { prepareExecution, type PrepareError } from './prepare';
@@ -21,6 +23,12 @@ async function warmHost(name: string): Promise<void> {
 export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
 	`A ${what} of this execution was already asked for (it is ${status.replace('_', ' ')}).`;
 
+/**
+ * Who asked, when it was not the agent of the session (e.g. an MCP client): audited as
+ * `execution.requested`; `note` names them in a note in the session (kind = route).
+ */
+export type Requester = { operator: { id: string; username: string }; route: string; detail?: Record<string, unknown>; note?: string };
+
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
 /**
@@ -30,13 +38,37 @@ export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan
  * transaction, the rule share-locked, so a revocation is either before it or after it); anything
  * else waits for the operator. Invalid requests write nothing.
  */
-export async function requestExecution(sessionId: string | null, input: unknown, opts: { retryOf?: string } = {}): Promise<RequestOutcome | PrepareError> {
+export async function requestExecution(
+	sessionId: string | null,
+	input: unknown,
+	opts: { retryOf?: string; requester?: Requester } = {}
+): Promise<RequestOutcome | PrepareError> {
 	const prepared = await prepareExecution(input);
 	if ('error' in prepared) return prepared;
 	const ttlHours = env().NOMOS_APPROVAL_TTL_H;
+	const audit = async (tx: TransactionSql, e: ExecutionRow) => {
+		if (!opts.requester) return;
+		const q = opts.requester;
+		await recordAudit(tx, {
+			actor: q.operator,
+			action: 'execution.requested',
+			route: q.route,
+			subjectType: 'execution',
+			subjectId: e.id,
+			sessionId,
+			detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, params: prepared.params, reason: prepared.reason, ...q.detail }
+		});
+		if (q.note && sessionId && e.classification !== 'read_only') {
+			await addSystemNote(tx, sessionId, q.route, `${q.note} requested execution ${e.id}: ${e.action} on ${e.target}${e.reason ? ` (${e.reason})` : ''}; its card is on Ops`, { executionId: e.id });
+		}
+	};
 
 	if (prepared.classification === 'read_only') {
-		const e = await sql().begin((tx) => insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours }));
+		const e = await sql().begin(async (tx) => {
+			const row = await insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours });
+			await audit(tx, row);
+			return row;
+		});
 		await setRequester(sql(), e.id, sessionId);
 		await runExecution(e.id);
 		return { execution: (await getExecution(sql(), e.id))!, via: 'read_only' };
@@ -53,7 +85,9 @@ export async function requestExecution(sessionId: string | null, input: unknown,
 			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
 		}
 		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
-		const plan = sessionId && !opts.retryOf ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
+		await audit(tx, e);
+		// A plan approves the agent's requests only: never a retry's, never an outside requester's (MCP).
+		const plan = sessionId && !opts.retryOf && !opts.requester ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
 		if (plan) {
 			await approveForPlan(tx, e.id, plan.planId);
 			await insertApproval(tx, { executionId: e.id, hash: prepared.hash, decision: 'approved', route: 'plan', decidedBy: plan.decidedBy });

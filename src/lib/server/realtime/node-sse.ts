@@ -22,7 +22,7 @@ async function stream(req: IncomingMessage, res: ServerResponse, route: SseRoute
 	let gone = false;
 	const leave = () => (gone = true);
 	res.once('close', leave);
-	const auth = await authenticate(req.headers.cookie);
+	const auth = await authenticate(req.headers.cookie, req.headers.authorization);
 	res.off('close', leave);
 	if (gone) return;
 	if (!auth.user) {

@@ -16,8 +16,12 @@ export interface StreamScope {
 	tokenHash?: string;
 }
 
+/** What stands for an API token in a stream's scope (and in the `auth.revoked` that revokes it). */
+export const apiTokenStreamKey = (tokenId: string) => `api_token:${tokenId}`;
+
 /** The stream scope part that ties a stream to the signed-in operator (`locals`, or `authenticate()` on the fast path). */
-export function ownerScope(auth: { user: { id: string } | null; sessionToken: string | null }): StreamScope {
+export function ownerScope(auth: { user: { id: string } | null; sessionToken: string | null; apiToken?: { id: string } | null }): StreamScope {
+	if (auth.user && auth.apiToken) return { operatorId: auth.user.id, tokenHash: apiTokenStreamKey(auth.apiToken.id) };
 	return auth.user && auth.sessionToken ? { operatorId: auth.user.id, tokenHash: sessionTokenHash(auth.sessionToken) } : {};
 }
 
@@ -27,8 +31,10 @@ export const RESET = 'stream.reset';
 /** Revocations are never sent to clients; they end the streams of the operator they name. */
 const REVOKED = 'auth.revoked';
 
+/** An `auth.revoked` ends the operator's streams but the one it `keep`s, or only the one it names (`only`: a revoked API token). */
 function revokes(e: EventRow, scope: StreamScope): boolean {
-	return e.type === REVOKED && !!scope.operatorId && e.payload.operatorId === scope.operatorId && e.payload.keep !== scope.tokenHash;
+	if (e.type !== REVOKED || !scope.operatorId || e.payload.operatorId !== scope.operatorId) return false;
+	return e.payload.only ? e.payload.only === scope.tokenHash : e.payload.keep !== scope.tokenHash;
 }
 
 const encoder = new TextEncoder();

@@ -1,6 +1,10 @@
 import type { RequestEvent } from '@sveltejs/kit';
+import type { Operator } from '../db/queries/operators';
+import type { ApiTokenAuth } from '../db/queries/api-tokens';
 
-export async function createContext(event: RequestEvent) {
-	return { user: event.locals.user, event };
+/** Who calls a procedure: the operator, and the API token when the request used one (its scope caps what it may do). */
+export type Context = { user: Operator | null; apiToken?: ApiTokenAuth | null; event: RequestEvent };
+
+export async function createContext(event: RequestEvent): Promise<Context> {
+	return { user: event.locals.user, apiToken: event.locals.apiToken ?? null, event };
 }
-export type Context = Awaited<ReturnType<typeof createContext>>;

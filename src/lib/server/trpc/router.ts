@@ -8,6 +8,7 @@ import { operatorsRouter } from './routers/operators';
 import { systemRouter } from './routers/system';
 import { allowRulesRouter } from './routers/allow-rules';
 import { notificationsRouter } from './routers/notifications';
+import { apiTokensRouter } from './routers/api-tokens';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -18,7 +19,8 @@ export const appRouter = router({
 	operators: operatorsRouter,
 	system: systemRouter,
 	allowRules: allowRulesRouter,
-	notifications: notificationsRouter
+	notifications: notificationsRouter,
+	apiTokens: apiTokensRouter
 });
 
 export type AppRouter = typeof appRouter;

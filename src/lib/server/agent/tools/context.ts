@@ -17,7 +17,15 @@ export interface ToolContext {
 	inventoryReady?: Promise<unknown>;
 	/** The model's context window in tokens when known: tool schemas are sized to it. */
 	contextTokens?: number | null;
+	/**
+	 * Set when the tools serve an MCP client instead of the agent (mcp/server.ts): who asked, with
+	 * which token. Requests are audited with route `mcp`, and answers say to poll, not to wait.
+	 */
+	mcp?: McpCaller;
 }
+
+/** The operator and API token behind an MCP call. */
+export type McpCaller = { operator: { id: string; username: string }; token: { id: string; name: string } };
 
 /** A problem the model can fix (bad argument, unknown id): returned as the tool result, not thrown. */
 export type ToolError = { error: string; hint?: string };

@@ -12,7 +12,7 @@ import { askOperatorTool } from './ask-operator';
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
 
 /** Refuses a call whose arguments are larger than MAX_TOOL_INPUT_BYTES, whatever the tool's own schema allows. */
-function capped(t: Tool): Tool {
+export function capped(t: Tool): Tool {
 	const execute = t.execute;
 	if (!execute) return t;
 	return {

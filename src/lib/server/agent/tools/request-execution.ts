@@ -73,7 +73,10 @@ export function requestExecutionTool(ctx: ToolContext) {
 			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
 		inputSchema: typed ? inputSchema : requestExecutionInput,
 		execute: async (input) => {
-			const r = await requestExecution(ctx.sessionId, input);
+			const requester = ctx.mcp
+				? { operator: ctx.mcp.operator, route: 'mcp', detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
+				: undefined;
+			const r = await requestExecution(ctx.sessionId, input, { requester });
 			if ('error' in r) return toolError(r.error, r.hint);
 			const e = r.execution;
 			const base = { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.commandPreview };
@@ -81,14 +84,18 @@ export function requestExecutionTool(ctx: ToolContext) {
 				const out = e.steps.map((s) => s.stdoutTail || s.stderrTail).join('\n');
 				return { ...base, status: e.status, output: out.slice(-6000), ...(e.error ? { error: e.error } : {}) };
 			}
-			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); you will be re-invoked with its result` };
-			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; you will be re-invoked with its result` };
+			// The agent is re-invoked by results; an MCP client reads them itself.
+			const after = ctx.mcp ? 'read its status and result with get_execution' : 'you will be re-invoked with its result';
+			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); ${after}` };
+			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; ${after}` };
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {
 				...base,
 				status: 'awaiting_approval',
-				message: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
+				message: ctx.mcp
+					? `execution ${e.id} awaiting approval by an operator (Ops page); read its status with get_execution`
+					: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
 				...(radius ? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` } : {})
 			};
 		}

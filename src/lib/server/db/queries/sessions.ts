@@ -37,6 +37,29 @@ export async function createSession(tx: TransactionSql, operatorId: string | nul
 	return row.id;
 }
 
+/**
+ * The chat that holds one API token's MCP requests (its cards' home), created on first use:
+ * one per token, owned by the token's operator. Concurrent first calls end with the same row.
+ */
+export async function ensureMcpSession(tx: TransactionSql, tokenId: string, operatorId: string, tokenName: string): Promise<string> {
+	const [found] = await tx<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`;
+	if (found) return found.id;
+	const title = `MCP · ${tokenName}`.slice(0, 60);
+	const [row] = await tx<{ id: string }[]>`
+		insert into chat_sessions (operator_id, title, mcp_token_id) values (${operatorId}, ${title}, ${tokenId})
+		on conflict (mcp_token_id) do nothing returning id`;
+	if (!row) return (await tx<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`)[0].id;
+	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
+	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
+	return row.id;
+}
+
+/** Whether a chat holds an MCP client's requests (their results re-invoke no agent: the client reads them). */
+export async function isMcpSession(sql: Sql | TransactionSql, id: string): Promise<boolean> {
+	const [row] = await sql<{ mcp: boolean }[]>`select mcp_token_id is not null as mcp from chat_sessions where id = ${id}`;
+	return row?.mcp ?? false;
+}
+
 export async function getSession(sql: Sql | TransactionSql, id: string) {
 	const [row] = await sql<{ id: string; title: string; taskState: TaskState | null; createdAt: string }[]>`
 		select s.id, s.title, t.state as "taskState", s.created_at as "createdAt"

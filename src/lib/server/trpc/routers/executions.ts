@@ -39,7 +39,7 @@ export const executionsRouter = router({
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
 		const r = await sql().begin((tx) =>
-			operatorDecides(tx, input.executionId, { decision: input.decision, route: input.route, operatorId: ctx.user.id, reason: input.reason ?? null })
+			operatorDecides(tx, input.executionId, { decision: input.decision, route: input.route, operatorId: ctx.user.id, reason: input.reason ?? null, token: ctx.apiToken })
 		);
 		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 		return r.execution;
@@ -57,7 +57,7 @@ export const executionsRouter = router({
 
 	/** Approves the edited params: an invalid edit comes back with an error per field; a stale one (or a second decision) is refused. */
 	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
-		const r = await approveEdited({ ...input, operator: { id: ctx.user.id, username: ctx.user.username } });
+		const r = await approveEdited({ ...input, operator: { id: ctx.user.id, username: ctx.user.username }, token: ctx.apiToken });
 		if (r.ok || r.reason === 'invalid') return r;
 		throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 	}),
@@ -114,7 +114,7 @@ export const executionsRouter = router({
 	}),
 
 	decidePlan: operatorProcedure.input(decidePlanInput).mutation(async ({ input, ctx }) => {
-		const plan = await sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null }));
+		const plan = await sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, token: ctx.apiToken }));
 		if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan was already decided or replaced.' });
 		return plan;
 	}),

@@ -1,6 +1,7 @@
 import { json } from '@sveltejs/kit';
 import { z } from 'zod';
 import { answerBody } from '$lib/schemas/questions';
+import { describeZodError } from '$lib/schemas/zod-error';
 import { answerFromPanel } from '$lib/server/questions/answer';
 import type { RequestHandler } from './$types';
 
@@ -12,10 +13,10 @@ export const POST: RequestHandler = async ({ request, params, locals }) => {
 	try {
 		body = await request.json();
 	} catch {
-		return json({ message: 'Send JSON like {"answer": "…"}.' }, { status: 400 });
+		return json({ message: 'body: send JSON like {"answer": "…"}.' }, { status: 400 });
 	}
 	const parsed = answerBody.safeParse(body);
-	if (!parsed.success) return json({ message: parsed.error.issues[0].message }, { status: 400 });
+	if (!parsed.success) return json({ message: describeZodError(parsed.error) }, { status: 400 });
 	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id);
 	if (!r.ok) {
 		return r.reason === 'not_found'

@@ -1,0 +1,16 @@
+import { json } from '@sveltejs/kit';
+import { handleMcpRequest } from '$lib/server/mcp/server';
+import type { RequestHandler } from './$types';
+
+const NEEDS_TOKEN = { message: 'MCP needs an API token: send Authorization: Bearer <token> (create one in Settings).' };
+
+/** Nomos as an MCP server (Streamable HTTP, stateless): for API tokens only, never a browser's cookie. */
+export const POST: RequestHandler = async ({ request, locals }) => {
+	if (!locals.user || !locals.apiToken) return json(NEEDS_TOKEN, { status: 401, headers: { 'www-authenticate': 'Bearer' } });
+	return handleMcpRequest(request, { user: locals.user, token: locals.apiToken });
+};
+
+/** Stateless: no standalone event stream and no session to end. */
+const notHere: RequestHandler = () => json({ message: 'POST JSON-RPC messages to /mcp (stateless Streamable HTTP).' }, { status: 405, headers: { allow: 'POST' } });
+export const GET = notHere;
+export const DELETE = notHere;
