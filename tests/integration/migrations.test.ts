@@ -6,6 +6,7 @@ import { spawnTs } from '../helpers/spawn';
 
 const EXPECTED_TABLES = [
 	'allow_rules',
+	'api_tokens',
 	'approvals',
 	'assent_windows',
 	'audit_log',
