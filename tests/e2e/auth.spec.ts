@@ -44,7 +44,7 @@ test('an expired session sends the operator back to login', async ({ page, env, 
 
 test('/admin needs role admin', async ({ page, env }) => {
 	await login(page, env.operator);
-	await expect(page.getByRole('link', { name: 'Review' })).toHaveCount(0);
+	await expect(page.getByRole('link', { name: 'Review', exact: true })).toHaveCount(0);
 	const res = await page.goto('/admin/review');
 	expect(res?.status()).toBe(403);
 	await login(page, env.admin);

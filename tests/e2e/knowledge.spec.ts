@@ -29,7 +29,7 @@ test('knowledge: add a Markdown note, preview, search, edit and delete it', asyn
 		returning id`;
 	try {
 		await login(page, env.admin);
-		await page.getByTestId('sidebar').getByRole('link', { name: 'Knowledge' }).click();
+		await page.getByTestId('sidebar').getByRole('link', { name: 'Knowledge', exact: true }).click();
 		await expect(page.getByTestId('knowledge-page')).toBeVisible();
 
 		// The imported note is read-only.

@@ -336,7 +336,7 @@ test('review, audit, knowledge and settings fit on a phone', async ({ page, env,
 	const id = await reviewFixture(sql);
 	await phoneLogin(page, env.admin);
 	await page.getByTestId('menu-button').click();
-	await page.getByTestId('sidebar').getByRole('link', { name: 'Review' }).click();
+	await page.getByTestId('sidebar').getByRole('link', { name: 'Review', exact: true }).click();
 	await expect(page.getByTestId('review-page')).toBeVisible();
 	await expect(page.getByTestId('review-session-row').first()).toHaveAttribute('data-session-id', id);
 	await expect(page.getByTestId('chart-findings').locator('canvas')).toBeVisible();

@@ -17,7 +17,7 @@ async function fixture(sql: postgres.Sql): Promise<string> {
 test('an admin finds the failed session ranked first, with its findings, charts and Markdown export', async ({ page, env, sql }) => {
 	const id = await fixture(sql);
 	await login(page, env.admin);
-	await page.getByRole('link', { name: 'Review' }).click();
+	await page.getByRole('link', { name: 'Review', exact: true }).click();
 	await expect(page).toHaveURL(/\/admin\/review$/);
 	await expect(page.getByTestId('review-page')).toBeVisible();
 
@@ -122,7 +122,7 @@ test('the narrative asks the model with the computed findings; a model error rea
 test('a plain operator gets 403 for the review pages and the export', async ({ page, env, sql }) => {
 	const id = await fixture(sql);
 	await login(page, env.operator);
-	await expect(page.getByRole('link', { name: 'Review' })).toHaveCount(0);
+	await expect(page.getByRole('link', { name: 'Review', exact: true })).toHaveCount(0);
 	for (const path of ['/admin/review', `/admin/review/${id}`]) {
 		const res = await page.goto(path);
 		expect(res?.status(), path).toBe(403);

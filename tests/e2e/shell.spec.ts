@@ -7,10 +7,10 @@ test('the shell: sidebar, home, ops, settings with the pinned host', async ({ pa
 	await expect(page.getByTestId('hosts-status')).toContainText(env.proxmox.nodeName);
 	await page.screenshot({ path: 'test-results/shell-home.png', fullPage: true });
 
-	await page.getByRole('link', { name: 'Ops' }).click();
+	await page.getByRole('link', { name: 'Ops', exact: true }).click();
 	await expect(page.getByTestId('ops-page')).toBeVisible();
 
-	await page.getByRole('link', { name: 'Settings' }).click();
+	await page.getByRole('link', { name: 'Settings', exact: true }).click();
 	const row = page.getByTestId('host-row').filter({ hasText: env.proxmox.nodeName });
 	await expect(row.getByTestId('host-fingerprint')).toHaveText(`pinned ${env.proxmox.hostKeyFingerprint}`);
 	await row.getByTestId('test-host').click();

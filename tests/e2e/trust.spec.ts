@@ -230,7 +230,7 @@ test('accounts: an admin adds an operator, cannot disable the last admin, and di
 	const carolContext = await browser.newContext();
 	const carol = await carolContext.newPage();
 	await login(carol, { username: 'carol', password: 'carols long password' });
-	await expect(carol.getByRole('link', { name: 'Audit' })).toHaveCount(0);
+	await expect(carol.getByRole('link', { name: 'Audit', exact: true })).toHaveCount(0);
 	await carol.goto('/ops');
 	await expect(carol.getByTestId('ops-page')).toBeVisible();
 
