@@ -260,9 +260,9 @@ async function main(): Promise<void> {
 		const before = pve.execTimes().length;
 		await page.locator(`[data-testid="execution-card"][data-status="awaiting_approval"]`).getByTestId('approve').click();
 		const approved = await waitMark('click:approve');
-		// The first command for this CT (its precondition check): a sync or a read-back of an
-		// earlier run may reach the host in between and is not the approval's doing.
-		const forCt = () => pve!.execTimes().slice(before).find((t) => t.command.includes(`'${vmid}'`));
+		// The first command for this CT after the click (its precondition check): a sync or a
+		// read-back of an earlier run may reach the host in between and is not the approval's doing.
+		const forCt = () => pve!.execTimes().slice(before).find((t) => t.at >= approved && t.command.includes(`'${vmid}'`));
 		for (const until = Date.now() + 30_000; !forCt(); ) {
 			if (Date.now() > until) throw new Error(`run ${i}: no command for CT ${vmid} reached the host after Approve`);
 			await sleep(5);

@@ -30,7 +30,8 @@ beforeAll(async () => {
 		seed: [
 			{ vmid: 100, hostname: 'app', status: 'running', cores: 1 },
 			{ vmid: 101, hostname: 'dirstore', status: 'running', storage: 'local' },
-			{ vmid: 102, hostname: 'web', status: 'running' }
+			{ vmid: 102, hostname: 'web', status: 'running' },
+			{ vmid: 103, hostname: 'db', status: 'running' }
 		]
 	});
 	await addHost(pve);
@@ -68,6 +69,23 @@ describe('snapshot before', () => {
 		]);
 		expect(e.steps[0].command).toContain(`'pct' 'snapshot' '100' '${name}'`);
 		expect(await snapshotsOf(100)).toContain(name);
+	});
+
+	it('reads the precondition and the storage at once, and changes nothing before both answered', async () => {
+		const from = pve.execTimes().length;
+		const e = await approveAndRun({ target: 'strong/103', action: 'pct_set', params: { cores: 2 }, reason: 'more cores' });
+		expect(e.status).toBe('succeeded');
+		const times = pve.execTimes().slice(from);
+		const find = (part: string) => times.find((t) => t.command.includes(part))!;
+		const status = find(`'pct' 'status' '103'`);
+		const config = find(`'pct' 'config' '103'`);
+		const storage = find(`'pvesm' 'status'`);
+		const snap = find(`'pct' 'snapshot' '103'`);
+		// Both reads went out before either answered: the order of arrival and end on the host.
+		expect(config.at).toBeLessThan(status.endedAt!);
+		expect(status.at).toBeLessThan(config.endedAt!);
+		// The snapshot (the first change) waited for both.
+		expect(snap.at).toBeGreaterThanOrEqual(Math.max(status.endedAt!, storage.endedAt!));
 	});
 
 	it('takes none on dir storage', async () => {

@@ -130,6 +130,12 @@ export async function runExecution(id: string): Promise<void> {
 		});
 		const client = held.client;
 		const def = ACTIONS[e.action as keyof typeof ACTIONS];
+		// Two independent reads at once, on two channels of the one connection: is the target still
+		// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
+		// then `pvesm status`). Nothing runs on the target until both have answered.
+		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, vmid);
+		const snapshotPossible = snapshotWanted ? canSnapshot(client, vmid, cancel.signal) : Promise.resolve(false);
+		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
 			const stale = await checkPrecondition(client, p, cancel.signal);
 			if (stale) throw new Failure(`not run: ${stale}`);
@@ -196,7 +202,7 @@ export async function runExecution(id: string): Promise<void> {
 		};
 		// Snapshot before: the container as it was, named for this execution only. A retry is a new
 		// execution (new name); this one never runs twice (one claim, one attempt).
-		if (env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, vmid) && (await canSnapshot(client, vmid, cancel.signal))) {
+		if (vmid && (await snapshotPossible)) {
 			try {
 				await runStep(snapshotStep(e.id, e.action, vmid), 'snapshot');
 			} catch (err) {
