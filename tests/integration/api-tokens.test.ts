@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken } from '../../src/lib/server/db/queries/api-tokens';
 import { emitEventNow } from '../../src/lib/server/db/queries/events';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { authenticate } from '../../src/lib/server/auth/session';
 import { guardRequest, READ_ONLY_TOKEN } from '../../src/lib/server/auth/request-guard';
@@ -156,6 +157,26 @@ describe('API tokens', () => {
 			select route, actor_name as "actorName", detail from audit_log where action = 'execution.approved' and subject_id = ${r.execution.id}`;
 		expect(a).toMatchObject({ route: 'ops', actorName: 'alice', detail: { token: { id: listing.id, name: 'operate-token' } } });
 		expect(JSON.stringify(a.detail)).not.toContain('nomos_pat_');
+	});
+
+	it('typed assent sent with an operate token names the token in the audit trail and the note', async () => {
+		const { listing } = await tokenFor(alice, 'operate');
+		const sessionId = await newSession(alice.id);
+		const input = { target: 'lxc:strong/100', action: 'pct_start', params: {}, reason: 'typed' };
+		const r = await requestExecution(sessionId, input);
+		if ('error' in r) throw new Error(r.error);
+		// As the agent's turn leaves it: the request in its latest reply (what typed assent may approve).
+		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: r.execution.id } } as const;
+		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [part], status: 'complete', origin: 'chat' }));
+		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'operate' });
+		await viaToken.chat.send({ sessionId, text: 'yes, start it', shownExecutionIds: [r.execution.id] });
+		const [a] = await sql()<{ route: string; actorName: string; detail: Record<string, unknown> }[]>`
+			select route, actor_name as "actorName", detail from audit_log where action = 'execution.approved' and subject_id = ${r.execution.id}`;
+		expect(a).toMatchObject({ route: 'chat', actorName: 'alice', detail: { token: { id: listing.id, name: 'operate-token' } } });
+		const notes = await sql()<{ text: string }[]>`
+			select p -> 'data' ->> 'text' as text from messages m, jsonb_array_elements(m.parts) p
+			where m.session_id = ${sessionId} and m.role = 'system' and p -> 'data' ->> 'text' like '%by typing%'`;
+		expect(notes.map((n) => n.text).join('\n')).toContain('sent with API token "operate-token"');
 	});
 });
 

@@ -89,7 +89,7 @@ const describe = (c: AssentCandidate) => `execution ${c.id} (${c.action} on ${c.
  */
 export async function approveByTyping(
 	tx: TransactionSql,
-	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string }
+	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string; token?: ApiTokenRef | null }
 ): Promise<string[]> {
 	const candidates = await listAssentCandidates(tx, m.sessionId, m.shownIds, await latestRequestedExecutionIds(tx, m.sessionId));
 	const r = resolveTypedAssent(m.text, candidates);
@@ -107,11 +107,12 @@ export async function approveByTyping(
 	}
 	const approved: AssentCandidate[] = [];
 	for (const c of r.approve) {
-		const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId });
+		const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId, token: m.token });
 		if (d.ok) approved.push(c);
 	}
 	const said: string[] = [];
-	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}.`);
+	const via = m.token ? ` (sent with API token "${m.token.name}")` : '';
+	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}${via}.`);
 	for (const c of r.refused) {
 		said.push(
 			`${describe(c)} is destructive and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`

@@ -32,7 +32,7 @@ export const chatRouter = router({
 			const open = input.sessionId ? await openQuestionOf(tx, sessionId) : null;
 			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id });
 			else if (input.sessionId) {
-				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id });
+				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id, token: ctx.apiToken });
 			}
 			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
 			await requestTurn(tx, { sessionId, origin: 'chat' });
