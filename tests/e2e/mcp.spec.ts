@@ -60,6 +60,53 @@ test('an MCP client reads the fleet and requests an execution that waits on Ops;
 	await client.close();
 });
 
+test('a request made while Ops loads is on it when it opens, marked as asked over MCP', async ({ page, env, sql }) => {
+	const operate = await token(sql, env.admin.username, 'mid-load', 'operate');
+	const client = await connect(env.baseURL, operate);
+	const ask = async (unit: string, reason: string) => {
+		const r = await client.callTool({ name: 'request_execution', arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'systemctl', params: { unit, op: 'restart' }, reason } });
+		expect(r.isError ?? false).toBe(false);
+		return JSON.parse(textOf(r)) as { executionId: string };
+	};
+	await ask('nginx', 'asked before Ops opened');
+	await login(page, env.admin);
+	await expect(page.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
+
+	// Navigate to Ops, and hold its data once the server has read it: the page opens with that.
+	let read!: () => void;
+	const dataRead = new Promise<void>((r) => (read = r));
+	let release!: () => void;
+	const released = new Promise<void>((r) => (release = r));
+	await page.route('**/ops/__data.json*', async (route) => {
+		const response = await route.fetch();
+		read();
+		await released;
+		await route.fulfill({ response });
+	});
+	await page.getByTestId('sidebar').getByRole('link', { name: 'Ops', exact: true }).click();
+	await dataRead;
+	const late = await ask('ssh', 'asked while Ops was loading');
+	// A marker committed after it: once the sidebar shows it, the tab's fleet stream has handed
+	// out the request's event too (in order), before the Ops page subscribed.
+	const marker = `after the MCP request ${Date.now()}`;
+	await sql.begin(async (tx) => {
+		const [s] = await tx`insert into chat_sessions (title) values (${marker}) returning id`;
+		await tx`insert into tasks (session_id) values (${s.id})`;
+		await tx`insert into events (session_id, type, payload) values (${s.id}, 'session.updated', '{"created":true}'::jsonb)`;
+	});
+	await expect(page.getByTestId('session-link').filter({ hasText: marker })).toBeVisible();
+	release();
+
+	const pending = page.getByTestId('ops-pending');
+	await expect(pending.getByTestId('execution-card').filter({ hasText: 'asked before Ops opened' })).toBeVisible();
+	const card = pending.locator(`[data-execution-id="${late.executionId}"]`);
+	await expect(card).toHaveAttribute('data-status', 'awaiting_approval');
+	await expect(card.getByTestId('requested-via')).toHaveText('via MCP · mid-load');
+	await card.screenshot({ path: 'test-results/mcp-ops-card-via.png' });
+	await page.unroute('**/ops/__data.json*');
+	await client.close();
+});
+
 test('MCP without a token is 401; a read token gets no request_execution', async ({ env, sql }) => {
 	const raw = await fetch(`${env.baseURL}/mcp`, {
 		method: 'POST',

@@ -1,11 +1,12 @@
 import { SvelteMap } from 'svelte/reactivity';
 import type { ExecutionRow, PlanRow } from '$lib/types/executions';
-import type { LiveEvents, LiveEvent } from './live-events.svelte';
+import type { LiveEvents, LiveEvent, Since } from './live-events.svelte';
 
 export type Execution = ExecutionRow;
 export type Plan = PlanRow;
 
-const EXECUTION_EVENTS = ['execution.updated', 'execution.step', 'approval.decided'];
+/** The events that carry execution and plan snapshots. */
+export const EXECUTION_EVENTS = ['execution.updated', 'execution.step', 'approval.decided', 'plan.updated'];
 
 /** Executions and plans by id, kept current by the snapshots that live events carry. */
 export class ExecutionsState {
@@ -17,10 +18,15 @@ export class ExecutionsState {
 		for (const p of plans) this.plans.set(p.id, p);
 	}
 
-	/** Follows a live stream; returns the unsubscribe function. */
-	follow(events: LiveEvents): () => void {
-		const offs = [events.onAny(EXECUTION_EVENTS, (e) => this.#apply(e)), events.on('plan.updated', (e) => this.#apply(e))];
-		return () => offs.forEach((off) => off());
+	/** Follows a live stream (from `since`, when the executions were read as of an event); returns the unsubscribe function. */
+	follow(events: LiveEvents, since?: Since): () => void {
+		return events.onAny(EXECUTION_EVENTS, (e) => this.#apply(e), since);
+	}
+
+	/** Starts again from a fresh read. */
+	reset(executions: Execution[]): void {
+		this.executions.clear();
+		for (const e of executions) this.executions.set(e.id, e);
 	}
 
 	put(e: Execution): void {

@@ -12,6 +12,12 @@ export type LiveEvent = {
 
 type Handler = (e: LiveEvent) => void;
 
+/** A late subscriber's start: its data is as of event `after`; `onGap` runs when what came since cannot be replayed. */
+export type Since = { after: number; onGap?: () => void };
+
+/** How many kept events a stream remembers for late subscribers. */
+const KEEP_LAST = 500;
+
 /**
  * A live event stream over SSE. EventSource reconnects by itself and sends Last-Event-ID, and
  * the server replays what was missed; handlers see every event once, in order.
@@ -22,14 +28,25 @@ export class LiveEvents {
 	// eslint-disable-next-line svelte/prefer-svelte-reactivity
 	#handlers = new Map<string, Set<Handler>>();
 	#lastId = 0;
+	/** Types whose events are remembered (the last KEEP_LAST), so a page that subscribes late can catch up. */
+	#keep: Set<string>;
+	#recent: LiveEvent[] = [];
+	/** `#recent` holds every kept event after this id. */
+	#floor: number;
 	/** `stale`: the server no longer has the events this page missed; only a reload shows the truth. */
 	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed' | 'stale'>('connecting');
 
 	constructor(
 		private url: string,
-		after: number
+		after: number,
+		opts: { keep?: string[] } = {}
 	) {
 		this.#lastId = after;
+		this.#floor = after;
+		// eslint-disable-next-line svelte/prefer-svelte-reactivity -- not state: nothing renders from it
+		this.#keep = new Set(opts.keep);
+		// eslint-disable-next-line svelte/prefer-svelte-reactivity -- part of the handler registry
+		for (const t of this.#keep) this.#handlers.set(t, new Set());
 	}
 
 	get lastId() {
@@ -59,8 +76,39 @@ export class LiveEvents {
 		return this;
 	}
 
-	/** Handles events of one type; returns an unsubscribe function. */
-	on(type: string, fn: Handler): () => void {
+	/** Handles events of one type; returns an unsubscribe function. See `onAny` for `since`. */
+	on(type: string, fn: Handler, since?: Since): () => void {
+		return this.onAny([type], fn, since);
+	}
+
+	/**
+	 * Handles events of any of the given types; returns one unsubscribe function for all.
+	 *
+	 * With `since`, for a page whose data was read as of event `since.after` (its load's cursor):
+	 * the events of these types that this stream received after that id are handed over first (in
+	 * order, before any newer one), and those up to it, still on their way, are skipped. When the
+	 * stream cannot tell what came in between (older than what it keeps, or a type it does not
+	 * keep), `since.onGap` runs instead, so the page reads its data again.
+	 */
+	onAny(types: string[], fn: Handler, since?: Since): () => void {
+		const upTo = this.#lastId;
+		const from = since?.after ?? upTo;
+		// Live from here: only what is newer than both the page's data and what this stream has handed out.
+		const live: Handler = since ? (e) => e.id > Math.max(from, upTo) && fn(e) : fn;
+		const offs = types.map((t) => this.#add(t, live));
+		if (since && from < upTo) {
+			const complete = from >= this.#floor && types.every((t) => this.#keep.has(t));
+			const missed = complete ? this.#recent.filter((e) => e.id > from && e.id <= upTo && types.includes(e.type)) : [];
+			// Before the next message event (a macrotask), so order holds.
+			queueMicrotask(() => {
+				if (!complete) since.onGap?.();
+				else for (const e of missed) fn(e);
+			});
+		}
+		return () => offs.forEach((off) => off());
+	}
+
+	#add(type: string, fn: Handler): () => void {
 		let set = this.#handlers.get(type);
 		if (!set) {
 			// eslint-disable-next-line svelte/prefer-svelte-reactivity -- part of the handler registry
@@ -70,12 +118,6 @@ export class LiveEvents {
 		}
 		set.add(fn);
 		return () => set.delete(fn);
-	}
-
-	/** Handles events of any of the given types (`on` for each); returns one unsubscribe function for all. */
-	onAny(types: string[], fn: Handler): () => void {
-		const offs = types.map((t) => this.on(t, fn));
-		return () => offs.forEach((off) => off());
 	}
 
 	close(): void {
@@ -96,6 +138,10 @@ export class LiveEvents {
 		e.type ??= m.type;
 		if (e.id <= this.#lastId) return;
 		this.#lastId = e.id;
+		if (this.#keep.has(e.type)) {
+			this.#recent.push(e);
+			if (this.#recent.length > KEEP_LAST) this.#floor = this.#recent.shift()!.id;
+		}
 		for (const fn of this.#handlers.get(e.type) ?? []) fn(e);
 	}
 }

@@ -52,6 +52,8 @@ export type ExecutionEdit = {
 export type ExecutionRow = {
 	id: string;
 	requestedBySession: string | null;
+	/** The name of the API token whose MCP client asked for it (its chat is that token's); null when the agent did. */
+	mcpToken: string | null;
 	planId: string | null;
 	retryOf: string | null;
 	hostName: string | null;

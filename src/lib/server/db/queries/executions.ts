@@ -10,6 +10,7 @@ export type NewExecution = Pick<ExecutionRow, 'hostName' | 'target' | 'action' |
 
 const columns = (sql: Sql | TransactionSql) => sql`
 	e.id, e.requested_by_session as "requestedBySession", e.plan_id as "planId", e.retry_of as "retryOf",
+	(select t.name from chat_sessions s join api_tokens t on t.id = s.mcp_token_id where s.id = e.requested_by_session) as "mcpToken",
 	e.host_name as "hostName", e.target, e.action, e.params, e.classification, e.hash,
 	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
