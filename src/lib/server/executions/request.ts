@@ -27,7 +27,11 @@ export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
  * Who asked, when it was not the agent of the session (e.g. an MCP client): audited as
  * `execution.requested`; `note` names them in a note in the session (kind = route).
  */
-export type Requester = { operator: { id: string; username: string }; route: string; detail?: Record<string, unknown>; note?: string };
+/**
+ * Who asked, when not the agent (an MCP client, an operator's Retry or Roll back): audited in the
+ * request's own transaction as `action` (default `execution.requested`), with `detail` added.
+ */
+export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string };
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
@@ -51,7 +55,7 @@ export async function requestExecution(
 		const q = opts.requester;
 		await recordAudit(tx, {
 			actor: q.operator,
-			action: 'execution.requested',
+			action: q.action ?? 'execution.requested',
 			route: q.route,
 			subjectType: 'execution',
 			subjectId: e.id,

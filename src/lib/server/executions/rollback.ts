@@ -1,6 +1,6 @@
 import { sql } from '../db/index';
 import { getExecution, liveFollowUpOf } from '../db/queries/executions';
-import { followUpRefusal, requestExecution, type RequestOutcome } from './request';
+import { followUpRefusal, requestExecution, type RequestOutcome, type Requester } from './request';
 import { takenSnapshot } from './safeguards';
 import type { PrepareError } from './prepare';
 
@@ -12,7 +12,7 @@ export type RollbackRefusal = { refused: string };
  * execution, never from the caller; the rollback is an ordinary destructive request that waits
  * for its own approval (the same hash and approval rules as any other).
  */
-export async function requestRollback(executionId: string): Promise<RequestOutcome | PrepareError | RollbackRefusal> {
+export async function requestRollback(executionId: string, requester?: Requester): Promise<RequestOutcome | PrepareError | RollbackRefusal> {
 	const e = await getExecution(sql(), executionId);
 	if (!e) return { refused: 'No such execution.' };
 	if (e.status !== 'failed' && e.status !== 'interrupted') return { refused: `Only a failed or interrupted execution can be rolled back (this one is ${e.status}).` };
@@ -25,6 +25,6 @@ export async function requestRollback(executionId: string): Promise<RequestOutco
 	return requestExecution(
 		e.requestedBySession,
 		{ target: e.target, action: 'pct_rollback', params: { name }, reason: `roll back to ${name}, taken before ${e.action} (execution ${e.id}) failed` },
-		{ retryOf: e.id }
+		{ retryOf: e.id, requester: requester && { ...requester, detail: { rollbackOf: e.id, ...requester.detail } } }
 	);
 }

@@ -4,7 +4,7 @@ import { approveEdited, checkEdit, editForm } from '$lib/server/executions/edit'
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
-import { operatorDecides, operatorDecidesPlan } from '$lib/server/executions/decisions';
+import { operatorDecides, operatorDecidesPlan, tokenDetail } from '$lib/server/executions/decisions';
 import { requestExecution } from '$lib/server/executions/request';
 import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
@@ -82,34 +82,20 @@ export const executionsRouter = router({
 		if (!['failed', 'cancelled', 'interrupted', 'expired'].includes(e.status)) {
 			throw new TRPCError({ code: 'CONFLICT', message: `Only failed, cancelled, interrupted or expired executions can be retried (this one is ${e.status}).` });
 		}
-		const r = await requestExecution(e.requestedBySession, { target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` }, { retryOf: e.id });
+		const r = await requestExecution(
+			e.requestedBySession,
+			{ target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` },
+			{ retryOf: e.id, requester: { operator: { id: ctx.user.id, username: ctx.user.username }, route: 'button', action: 'execution.retry_requested', detail: { retryOf: e.id, ...tokenDetail(ctx.apiToken) } } }
+		);
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
-		await recordAudit(sql(), {
-			actor: ctx.user,
-			action: 'execution.retry_requested',
-			route: 'button',
-			subjectType: 'execution',
-			subjectId: r.execution.id,
-			sessionId: e.requestedBySession,
-			detail: { retryOf: e.id, action: e.action, target: e.target }
-		});
 		return r.execution;
 	}),
 
 	/** Asks to roll the container back to the snapshot Nomos took before this (failed) execution; needs its own approval. */
 	rollback: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
-		const r = await requestRollback(input.executionId);
+		const r = await requestRollback(input.executionId, { operator: { id: ctx.user.id, username: ctx.user.username }, route: 'button', action: 'execution.rollback_requested', detail: tokenDetail(ctx.apiToken) });
 		if ('refused' in r) throw new TRPCError({ code: 'CONFLICT', message: r.refused });
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
-		await recordAudit(sql(), {
-			actor: ctx.user,
-			action: 'execution.rollback_requested',
-			route: 'button',
-			subjectType: 'execution',
-			subjectId: r.execution.id,
-			sessionId: r.execution.requestedBySession,
-			detail: { rollbackOf: input.executionId, target: r.execution.target, params: r.execution.params }
-		});
 		return r.execution;
 	}),
 

@@ -1,4 +1,5 @@
 import { TRPCError } from '@trpc/server';
+import type { TransactionSql } from 'postgres';
 import { z } from 'zod';
 import { fingerprint, hostInput } from '$lib/schemas/hosts';
 import {
@@ -34,9 +35,9 @@ function uniqueViolation(e: unknown): never {
 
 type Actor = { id: string; username: string };
 
-/** Host and SSH-key changes go to the audit trail (who, what, which host). */
-function audit(actor: Actor, action: string, host: { id: string; name: string }, detail: Record<string, unknown> = {}) {
-	return recordAudit(sql(), { actor, action: `host.${action}`, route: 'settings', subjectType: 'host', subjectId: host.name, detail: { hostId: host.id, ...detail } });
+/** Host and SSH-key changes go to the audit trail (who, what, which host), in the change's own transaction. */
+function audit(tx: TransactionSql, actor: Actor, action: string, host: { id: string; name: string }, detail: Record<string, unknown> = {}) {
+	return recordAudit(tx, { actor, action: `host.${action}`, route: 'settings', subjectType: 'host', subjectId: host.name, detail: { hostId: host.id, ...detail } });
 }
 
 const hostDetail = (h: { address: string; port: number; username: string; keyPath: string }) => ({ address: h.address, port: h.port, user: h.username, keyPath: h.keyPath });
@@ -49,16 +50,25 @@ export function hostsFor(role: string, hosts: Awaited<ReturnType<typeof listHost
 export const hostsRouter = router({
 	list: operatorProcedure.query(async ({ ctx }) => hostsFor(ctx.user.role, await listHosts(sql()))),
 	create: adminProcedure.input(hostInput).mutation(async ({ input, ctx }) => {
-		const row = await createHost(sql(), input).catch(uniqueViolation);
-		await audit(ctx.user, 'created', row, hostDetail(row));
-		return row;
+		return sql()
+			.begin(async (tx) => {
+				const row = await createHost(tx, input);
+				await audit(tx, ctx.user, 'created', row, hostDetail(row));
+				return row;
+			})
+			.catch(uniqueViolation);
 	}),
 	update: adminProcedure
 		.input(id.extend({ host: hostInput }))
 		.mutation(async ({ input, ctx }) => {
-			const row = await updateHost(sql(), input.id, input.host).catch(uniqueViolation);
+			const row = await sql()
+				.begin(async (tx) => {
+					const row = await updateHost(tx, input.id, input.host);
+					if (row) await audit(tx, ctx.user, 'updated', row, hostDetail(row));
+					return row;
+				})
+				.catch(uniqueViolation);
 			if (!row) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
-			await audit(ctx.user, 'updated', row, hostDetail(row));
 			return row;
 		}),
 	/** Refreshes the inventory of one host (or all) now, in the background. */
@@ -68,9 +78,10 @@ export const hostsRouter = router({
 	}),
 	remove: adminProcedure.input(id).mutation(async ({ input, ctx }) => {
 		const host = await mustGet(input.id);
-		const r = await deleteHost(sql(), input.id);
-		await audit(ctx.user, 'removed', host, hostDetail(host));
-		return r;
+		await sql().begin(async (tx) => {
+			await deleteHost(tx, input.id);
+			await audit(tx, ctx.user, 'removed', host, hostDetail(host));
+		});
 	}),
 	/** Reads the key the host presents now, without authenticating, so the operator can pin it. */
 	scanKey: adminProcedure.input(id).mutation(async ({ input }) => {
@@ -86,11 +97,14 @@ export const hostsRouter = router({
 	}),
 	pin: adminProcedure.input(id.extend({ fingerprint })).mutation(async ({ input, ctx }) => {
 		const before = await mustGet(input.id);
-		const row = await pinHostFingerprint(sql(), input.id, input.fingerprint);
+		const row = await sql().begin(async (tx) => {
+			const row = await pinHostFingerprint(tx, input.id, input.fingerprint);
+			if (row) await audit(tx, ctx.user, 'key_pinned', row, { fingerprint: input.fingerprint, previous: before.hostKeyFingerprint });
+			return row;
+		});
 		if (!row) {
 			throw new TRPCError({ code: 'CONFLICT', message: 'That is not the fingerprint the host last presented; scan again.' });
 		}
-		await audit(ctx.user, 'key_pinned', row, { fingerprint: input.fingerprint, previous: before.hostKeyFingerprint });
 		return row;
 	}),
 	/** Connects with the pinned key and the configured private key and runs `true`. */
