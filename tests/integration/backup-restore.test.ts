@@ -134,6 +134,29 @@ describe('backup and restore', () => {
 		expect(existsSync(path.join(root, 'unused'))).toBe(false);
 	}, 120_000);
 
+	it('with DATABASE_URL as a role that is no superuser (a managed Postgres): loads with triggers on, every row there', async () => {
+		const ext = path.join(root, 'for-owner.tar.gz');
+		await createBackup({ databaseUrl: a.url, dataDir: path.join(root, 'unused'), pgPort: 1 }, ext);
+		await withSql(a.url, async (sql) => {
+			await sql.unsafe(`create role nomos_owner login password 'owner-pw' nosuperuser nocreatedb nocreaterole`);
+			await sql.unsafe('create database owned_by_nomos owner nomos_owner');
+		});
+		const owner = new URL(a.url);
+		owner.username = 'nomos_owner';
+		owner.password = 'owner-pw';
+		owner.pathname = '/owned_by_nomos';
+		const lines: string[] = [];
+		await restoreBackup(ext, { databaseUrl: owner.href, dataDir: path.join(root, 'unused'), pgPort: 1 }, (l) => lines.push(l));
+		expect(lines.join('\n')).toContain('not a superuser');
+		expect(await snapshot(owner.href)).toEqual(before);
+		await withSql(owner.href, async (sql) => {
+			const [{ superuser }] = await sql<{ superuser: boolean }[]>`select rolsuper as superuser from pg_roles where rolname = current_user`;
+			expect(superuser).toBe(false);
+			// the append-only audit trail is in force for the owner too
+			await expect(sql`delete from audit_log`).rejects.toThrow();
+		});
+	}, 120_000);
+
 	it('refuses a data dir that is not empty, and says so', async () => {
 		await expect(restoreBackup(archive, { dataDir: dirA, pgPort: 1 })).rejects.toThrow(RestoreRefused);
 		await expect(restoreBackup(archive, { dataDir: dirA, pgPort: 1 })).rejects.toThrow(/is not empty: restore loads into an empty data dir/);
