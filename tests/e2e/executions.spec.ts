@@ -36,7 +36,7 @@ test('deploy TypeType: plan → one approval → create runs → the agent verif
 	const card = page.getByTestId('execution-card');
 	await expect(card).toBeVisible();
 	await expect(card.getByTestId('execution-step').first()).toContainText('pct create 105');
-	await expect(card.getByTestId('step-output')).toContainText('extracting archive');
+	await expect(card.getByTestId('step-output').first()).toContainText('extracting archive');
 	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
 	await expect(card.getByTestId('decision')).toContainText('via plan');
 

@@ -104,6 +104,13 @@ test('a request made while Ops loads is on it when it opens, marked as asked ove
 	await expect(card.getByTestId('requested-via')).toHaveText('via MCP · mid-load');
 	await card.screenshot({ path: 'test-results/mcp-ops-card-via.png' });
 	await page.unroute('**/ops/__data.json*');
+	// Leave nothing waiting on Ops for the specs after this one.
+	for (const reason of ['asked before Ops opened', 'asked while Ops was loading']) {
+		const c = pending.getByTestId('execution-card').filter({ hasText: reason });
+		await c.getByTestId('deny').click();
+		await c.getByTestId('confirm-deny').click();
+		await expect(c).toHaveCount(0);
+	}
 	await client.close();
 });
 

@@ -266,7 +266,8 @@ test('Ops on a phone: the pending card fits and approves; questions are listed',
 	await expect(page.getByTestId('execution-card')).toHaveAttribute('data-status', 'awaiting_approval');
 	await page.getByTestId('menu-button').click();
 	await page.getByTestId('sidebar').getByRole('link', { name: 'Ops', exact: true }).click();
-	const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
+	// Other specs may leave cards waiting on Ops; this one is ours.
+	const pending = page.getByTestId('ops-pending').getByTestId('execution-card').filter({ hasText: 'approve me on Ops' });
 	await expect(pending).toHaveCount(1);
 	await expectInsideWidth(page, pending.locator('button'));
 	await expectFits(page);
