@@ -102,6 +102,11 @@ async function seed(): Promise<void> {
 							when p.capgap then 'I can''t run pct create — only pct_exec, systemctl, restart, apt_upgrade.'
 							when p.success then 'Done: service ' || p.i || ' is deployed and running.'
 							else 'I have collected the state; waiting for your go-ahead.' end))
+					-- the turn's usage (what the overview prices per model): two models, a third of sessions each other
+					|| jsonb_build_array(jsonb_build_object('type', 'data-usage', 'id', 'usage', 'data', jsonb_build_object(
+						'steps', jsonb_build_array(jsonb_build_object('model', case when p.i % 3 = 0 then 'qwen3:32b' else 'gpt-4o-mini' end,
+							'input', 4000 + tt.t * 500, 'output', 300, 'cached', 2000)),
+						'input', 4000 + tt.t * 500, 'output', 300, 'cached', 2000)))
 				from bench_plan p join bench_turns tt on tt.sid = p.sid
 				cross join lateral (
 					select jsonb_agg(jsonb_build_object(

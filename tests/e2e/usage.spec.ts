@@ -41,6 +41,10 @@ test('tokens and cost under each reply and the session total in the chat header,
 	await expect(page.getByTestId('total-cost')).toHaveText(/· \$0\.08$/);
 	await page.getByTestId('review-totals').screenshot({ path: test.info().outputPath('review-session-tokens.png') });
 	await page.goto('/admin/review');
+	// Every session's tokens priced (other specs' turns too): at least this session's $0.08.
+	const cost = page.getByTestId('review-cost');
+	await expect(cost).toHaveText(/^\$\d+\.\d\d at your prices$/);
+	expect(Number((await cost.textContent())!.match(/\$([\d.]+)/)![1])).toBeGreaterThanOrEqual(0.08);
 	await expect(page.getByTestId('chart-tokens')).toBeVisible();
 	await page.getByTestId('chart-tokens').scrollIntoViewIfNeeded();
 	await page.screenshot({ path: test.info().outputPath('review-tokens.png') });

@@ -239,4 +239,36 @@ describe('review: tokens per session, rebuilt, priced', () => {
 		const fromParts = await reviewOverview({ limit: 500 }, sql(), { source: 'parts' });
 		expect(fromParts.tokenSessions.find((x) => x.id === sessionId)?.tokens).toEqual(mine?.tokens);
 	});
+
+	it('the overview prices every session\'s tokens by model, kept with each message written, the same from the parts', async () => {
+		process.env.NOMOS_PRICES = JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } });
+		resetEnvCache();
+		const sessionId = await newSession('priced overview');
+		llm.push({ text: 'One.', usage: { promptTokens: 500_000, completionTokens: 50_000, cachedTokens: 200_000 } });
+		await runTurn({ sessionId, origin: 'chat' });
+		llm.push({ text: 'Two.', usage: { promptTokens: 500_000, completionTokens: 50_000, cachedTokens: 200_000 } });
+		await runTurn({ sessionId, origin: 'chat' });
+		// Written with the messages (no rebuild): per model, on the session's facts.
+		const [f] = await sql()<{ u: Record<string, number[]> }[]>`select usage_by_model as u from session_facts where session_id = ${sessionId}`;
+		expect(f.u).toEqual({ scripted: [1_000_000, 100_000, 400_000] });
+
+		const overview = await reviewOverview({ limit: 500 });
+		expect(overview.source).toBe('facts');
+		const mine = overview.sessions.find((s) => s.id === sessionId)!;
+		expect(mine.costUsd).toBeCloseTo(2.2, 6);
+		// Every session of this file used the one priced model: the total is the sum of theirs.
+		const every = await reviewOverview({ limit: 500 });
+		expect(every.sessions.length).toBe(every.sessionCount);
+		expect(every.costUsd).toBeCloseTo(every.sessions.reduce((n, s) => n + (s.costUsd ?? 0), 0), 6);
+		expect(every.costUsd!).toBeGreaterThanOrEqual(2.2);
+		const fromParts = await reviewOverview({ limit: 500 }, sql(), { source: 'parts' });
+		expect(fromParts.costUsd).toBeCloseTo(every.costUsd!, 6);
+
+		// A model without a price: no total rather than a wrong one.
+		process.env.NOMOS_PRICES = JSON.stringify({ other: { input: 1, output: 1 } });
+		resetEnvCache();
+		const unpriced = await reviewOverview({ limit: 500 });
+		expect(unpriced.costUsd).toBeNull();
+		expect(unpriced.sessions.find((s) => s.id === sessionId)!.costUsd).toBeNull();
+	});
 });

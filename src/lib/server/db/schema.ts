@@ -161,7 +161,9 @@ export const messageFacts = pgTable(
 		/** The model's tokens for this message (its `data-usage` part): input (cached included), output, cached input. */
 		inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
 		outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
-		cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0)
+		cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0),
+		/** The model those tokens were spent on (its usage part's first step's; null: no usage). */
+		model: text('model')
 	},
 	(t) => [
 		index('message_facts_session_idx').on(t.sessionId, t.seq),
@@ -199,7 +201,9 @@ export const sessionFacts = pgTable('session_facts', {
 	/** The model's tokens over the session's messages. */
 	inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
 	outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
-	cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0)
+	cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0),
+	/** The same tokens per model, `{ "<model>": [input, output, cached] }`: what prices turn into a cost. */
+	usageByModel: jsonb('usage_by_model').$type<Record<string, [number, number, number]>>().notNull().default({})
 });
 
 export const taskStates = [

@@ -68,7 +68,7 @@ export function renderOverviewMarkdown(o: ReviewOverview, origin: string): strin
 	out.push(`- Filter: ${scope.length ? scope.join(', ') : 'none (every session)'}`);
 	out.push(`- Sessions: ${o.sessionCount} (goal reached in ${o.reachedCount}, ${pct(o.reachedCount, o.sessionCount)})`);
 	out.push(`- Tool calls: ${o.toolCallCount}`);
-	out.push(`- Tokens: ${usageLine(o.tokens)}`, '');
+	out.push(`- Tokens: ${usageLine(o.tokens)}${o.costUsd !== null ? ` (${formatCost(o.costUsd)})` : ''}`, '');
 	out.push('## Finding kinds', '');
 	if (!o.kinds.length) out.push('No findings.', '');
 	else {

@@ -1,6 +1,9 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { FACTS_VERSION, storedFactsVersion } from '../db/queries/review-facts';
 import { commaList, kindsOf, RANKED_KINDS, reviewCtes } from './facts';
+import { env } from '../env';
+import { costOf } from '../../messages/usage';
+import type { StepUsage } from '../../types/messages';
 import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../../review/rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
 
@@ -26,6 +29,13 @@ export function filterFromSearch(q: URLSearchParams): OverviewFilter {
 	};
 }
 
+/** `{ model: [input, output, cached] }` (session_facts.usage_by_model). */
+type UsageByModel = Record<string, [number, number, number]>;
+
+/** Usage per model as costOf reads it. */
+const perModel = (u: UsageByModel): StepUsage[] =>
+	Object.entries(u).map(([model, [input, output, cached]]) => ({ model, input: Number(input), output: Number(output), cached: Number(cached) }));
+
 interface Result {
 	session_count: number;
 	reached_count: number;
@@ -46,7 +56,10 @@ interface Result {
 		input_tokens: number;
 		output_tokens: number;
 		cached_tokens: number;
+		usage_by_model: UsageByModel;
 	}[];
+	/** Tokens per model over every session in the filter. */
+	by_model: UsageByModel;
 	kinds: { kind: FindingKind; sessions: number }[];
 	by_tokens: { id: string; title: string; input: number; output: number; cached: number }[];
 	/** Calls per TOOL_NAMES entry, in that order. */
@@ -90,7 +103,7 @@ export async function reviewOverview(
 		const rows = await tx<Result[]>`
 		with ${reviewCtes(tx, where, { source })},
 		r_in as (
-			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, ${sevs}
+			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, usage_by_model, ${sevs}
 			from r_scored
 			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
 		),
@@ -105,7 +118,7 @@ export async function reviewOverview(
 		select t.session_count, t.reached_count, t.tool_call_count, t.tool_counts, t.fail_counts, t.input_tokens, t.output_tokens, t.cached_tokens,
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs,
-					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens
+					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens, usage_by_model
 				from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}
 			) x) as sessions,
 			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
@@ -113,12 +126,17 @@ export async function reviewOverview(
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, input_tokens::float8 as input, output_tokens::float8 as output, cached_tokens::float8 as cached
 				from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}
-			) x) as by_tokens
+			) x) as by_tokens,
+			(select coalesce(jsonb_object_agg(k, jsonb_build_array(i, o, c)), '{}') from (
+				select k, sum((v ->> 0)::float8) as i, sum((v ->> 1)::float8) as o, sum((v ->> 2)::float8) as c
+				from r_in, jsonb_each(r_in.usage_by_model) e(k, v) group by k
+			) y) as by_model
 		from r_tot t`;
 		return [source, rows] as const;
 	});
 
 	const rank = { high: 0, medium: 1, low: 2 } as const;
+	const prices = env().NOMOS_PRICES;
 	return {
 		filter: { from, to, outcome },
 		sessionCount: r.session_count,
@@ -135,10 +153,12 @@ export async function reviewOverview(
 				kinds: s.kinds,
 				worst: (s.sevs.filter(Boolean) as Severity[]).sort((a, b) => rank[a] - rank[b])[0] ?? null,
 				reached: s.reached,
-				tokens: { input: s.input_tokens, output: s.output_tokens, cached: s.cached_tokens }
+				tokens: { input: s.input_tokens, output: s.output_tokens, cached: s.cached_tokens },
+				costUsd: costOf(perModel(s.usage_by_model), prices)
 			})
 		),
 		tokens: { input: r.input_tokens, output: r.output_tokens, cached: r.cached_tokens },
+		costUsd: costOf(perModel(r.by_model), prices),
 		kinds: r.kinds,
 		tokenSessions: r.by_tokens.map((s) => ({ id: s.id, title: s.title, tokens: { input: s.input, output: s.output, cached: s.cached } })),
 		source,

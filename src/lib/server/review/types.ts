@@ -81,6 +81,8 @@ export interface OverviewSession {
 	worst: Severity | null;
 	reached: boolean;
 	tokens: TokenTotals;
+	/** With NOMOS_PRICES covering every model it used; else null. */
+	costUsd: number | null;
 }
 
 export interface ReviewOverview {
@@ -91,6 +93,8 @@ export interface ReviewOverview {
 	toolCallCount: number;
 	/** Tokens over every session in the filter. */
 	tokens: TokenTotals;
+	/** What they cost, with NOMOS_PRICES covering every model used; else null. */
+	costUsd: number | null;
 	sessions: OverviewSession[];
 	/** Sessions having each finding kind, most frequent first. */
 	kinds: { kind: FindingKind; sessions: number }[];

@@ -34,7 +34,7 @@ export type Fragment = PendingQuery<Row[]>;
  * Bump when an expression below changes meaning: stored facts computed by older code are then
  * stale, as after a change in src/lib/review/rules.ts.
  */
-const FACTS_SQL_VERSION = 2;
+const FACTS_SQL_VERSION = 3;
 
 /**
  * The version of the stored facts this code writes: a hash of every rule constant and of
@@ -92,7 +92,7 @@ const HEX_RUN_RE = '[0-9a-f]{8}';
  * fail_counts (failed calls per TOOL_NAMES, then of any other name; null: none failed), cap_errs
  * (failed calls told the action or tool does not exist), retries, tbits (TBIT), hex_runs (of the
  * assistant's text parts, space-separated), input_tokens, output_tokens and cached_tokens (of its
- * `data-usage` part: the model's usage in the turn). `detail` (what one session's page shows; stored,
+ * `data-usage` part: the model's usage in the turn) and model (its first step's). `detail` (what one session's page shows; stored,
  * but not read by the overview) adds summary, text (the start of an assistant's), other_tools
  * (names of calls to tools outside TOOL_NAMES, space-separated) and lxc_refs.
  */
@@ -124,7 +124,7 @@ export function messageFactsSelect(sql: Sql, where: Fragment | null, opts: { det
 		select m.id, m.sid, m.seq, m.role, m.status, m.origin, m.created_at, m.calls, m.tool_counts,
 			case when m.failed_tools is not null then (select array[${failCounts}] from string_to_table(replace(m.failed_tools, '!', ''), ' ') t) end::int[] as fail_counts,
 			coalesce(length(m.failed_tools) - length(replace(m.failed_tools, '!', '')), 0)::int as cap_errs,
-			m.retries, m.tbits, m.hex_runs, m.input_tokens, m.output_tokens, m.cached_tokens ${detail ? sql`, m.summary, m.text, m.other_tools, m.lxc_refs` : sql``}
+			m.retries, m.tbits, m.hex_runs, m.input_tokens, m.output_tokens, m.cached_tokens, m.model ${detail ? sql`, m.summary, m.text, m.other_tools, m.lxc_refs` : sql``}
 		from (select m.id, m.session_id as sid, m.seq, m.role, m.status, m.origin, m.created_at,
 			count(*) filter (where ${isCall})::int as calls,
 			array[${toolCounts}]::int[] as tool_counts,
@@ -144,7 +144,9 @@ export function messageFactsSelect(sql: Sql, where: Fragment | null, opts: { det
 			-- its runs does (no subquery here: it would keep the scan from running in parallel)
 			string_agg(btrim(regexp_replace(' ' || regexp_replace(p.text, '[^0-9a-f]+', ' ', 'g') || ' ', ' [0-9a-f]{1,7}(?= )', '', 'g')), ' ')
 				filter (where m.role = 'assistant' and p.type = 'text' and p.text ~ ${HEX_RUN_RE}) as hex_runs,
-			${usageSum(sql, 'input')} as input_tokens, ${usageSum(sql, 'output')} as output_tokens, ${usageSum(sql, 'cached')} as cached_tokens
+			${usageSum(sql, 'input')} as input_tokens, ${usageSum(sql, 'output')} as output_tokens, ${usageSum(sql, 'cached')} as cached_tokens,
+			-- one turn, one model: its first step's ('?' when a usage part names none)
+			max(coalesce(p.data -> 'steps' -> 0 ->> 'model', '?')) filter (where p.type = 'data-usage') as model
 			${detail ? sql`,
 			left(regexp_replace(coalesce(nullif(btrim(${fullText}), ''),
 				string_agg(p.data ->> 'text', chr(10)) filter (where p.type = 'data-note'), ''), '[[:space:]]+', ' ', 'g'), 121) as summary,
@@ -167,7 +169,7 @@ const usageSum = (sql: Sql, key: 'input' | 'output' | 'cached') =>
 export function storedMessageFacts(sql: Sql, where: Fragment | null, opts: { detail?: boolean } = {}): Fragment {
 	return sql`
 		select f.message_id as id, f.session_id as sid, f.seq, f.role, f.status, f.origin, f.created_at,
-			f.calls, f.tool_counts, f.fail_counts, f.cap_errs, f.retries, f.tbits, f.hex_runs, f.input_tokens, f.output_tokens, f.cached_tokens
+			f.calls, f.tool_counts, f.fail_counts, f.cap_errs, f.retries, f.tbits, f.hex_runs, f.input_tokens, f.output_tokens, f.cached_tokens, f.model
 			${opts.detail ? sql`, f.summary, f.text, f.other_tools, f.lxc_refs` : sql``}
 		from message_facts f ${where ? sql`where ${where}` : sql``}`;
 }
@@ -184,7 +186,7 @@ export function messageVerdictsSelect(sql: Sql, opts: { detail?: boolean } = {})
 	const gl = toolSlot('get_lxc_state');
 	return sql`
 		select m.id, m.sid, m.seq, m.role, m.status, m.origin, m.created_at, m.calls, m.retries, m.tool_counts, m.fail_counts, m.cap_errs,
-			m.input_tokens, m.output_tokens, m.cached_tokens,
+			m.input_tokens, m.output_tokens, m.cached_tokens, m.model,
 			m.tbits & ${TBIT.text} = 0 as blank,
 			m.tbits & ${TBIT.cannot} <> 0 as says_cannot,
 			(m.role = 'user' and m.tbits & ${TBIT.text} <> 0 and m.tbits & ${TBIT.notNudge} = 0) as nudge,
@@ -204,7 +206,8 @@ export function messageVerdictsSelect(sql: Sql, opts: { detail?: boolean } = {})
  * system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext,
  * last_ok, tool_counts and fail_counts (summed slot by slot; null: none failed), cap_at (when each
  * "cannot" message was written), mention_at (the last assistant message mentioning a failure),
- * input_tokens, output_tokens and cached_tokens (the model's usage over the session).
+ * input_tokens, output_tokens and cached_tokens (the model's usage over the session), and
+ * usage_by_model (the same per model, `{ model: [input, output, cached] }`, for prices).
  * `detail` adds the message positions behind each count.
  */
 export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): Fragment {
@@ -232,7 +235,8 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 			coalesce(array_agg(m.created_at order by m.seq) filter (where ${capMessage(sql)}), '{}') as cap_at,
 			max(m.created_at) filter (where m.mentions_failure) as mention_at,
 			coalesce(sum(m.input_tokens), 0)::bigint as input_tokens, coalesce(sum(m.output_tokens), 0)::bigint as output_tokens,
-			coalesce(sum(m.cached_tokens), 0)::bigint as cached_tokens
+			coalesce(sum(m.cached_tokens), 0)::bigint as cached_tokens,
+			coalesce(u.usage_by_model, '{}') as usage_by_model
 			${opts.detail ? sql`,
 			${idxArray(sql`m.ent_max >= ${N_PLUS_ONE_MIN}`)} as n1_idx,
 			${idxArray(sql`m.nudge`)} as nudge_idx,
@@ -240,12 +244,18 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 			${idxArray(sql`m.retries > 0`)} as retry_idx,
 			${idxArray(notextCond)} as notext_idx` : sql``}
 		from r_mf m
-		group by m.sid`;
+		left join (
+			select sid, jsonb_object_agg(model, jsonb_build_array(i, o, c)) as usage_by_model
+			from (select sid, model, sum(input_tokens)::bigint as i, sum(output_tokens)::bigint as o, sum(cached_tokens)::bigint as c
+				from r_mf where model is not null group by sid, model) y
+			group by sid
+		) u on u.sid = m.sid
+		group by m.sid, u.usage_by_model`;
 }
 
 /** r_sf0's columns as `session_facts` stores them (after session_id). */
 const SESSION_COLUMNS = (
-	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens'
+	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens, usage_by_model'
 ).split(', ');
 
 /** r_sf0 as stored: the `session_facts` rows that `where` selects (a condition on `session_facts f`). */
@@ -260,16 +270,16 @@ export function storedSessionFacts(sql: Sql, where: Fragment | null): Fragment {
 async function storeFacts(tx: Sql, where: Fragment, sessionIds: string[] = []): Promise<number> {
 	const rows = await tx<{ sid: string }[]>`
 		insert into message_facts as t (message_id, session_id, seq, role, status, origin, created_at, calls, tool_counts, fail_counts, cap_errs,
-			retries, tbits, hex_runs, summary, text, other_tools, lxc_refs, input_tokens, output_tokens, cached_tokens)
+			retries, tbits, hex_runs, summary, text, other_tools, lxc_refs, input_tokens, output_tokens, cached_tokens, model)
 		select f.id, f.sid, f.seq, f.role, f.status, f.origin, f.created_at, f.calls, f.tool_counts, f.fail_counts, f.cap_errs,
-			f.retries, f.tbits, f.hex_runs, f.summary, f.text, f.other_tools, f.lxc_refs, f.input_tokens, f.output_tokens, f.cached_tokens
+			f.retries, f.tbits, f.hex_runs, f.summary, f.text, f.other_tools, f.lxc_refs, f.input_tokens, f.output_tokens, f.cached_tokens, f.model
 		from (${messageFactsSelect(tx, where, { detail: true })}) f
 		on conflict (message_id) do update set session_id = excluded.session_id, seq = excluded.seq, role = excluded.role,
 			status = excluded.status, origin = excluded.origin, created_at = excluded.created_at, calls = excluded.calls,
 			tool_counts = excluded.tool_counts, fail_counts = excluded.fail_counts, cap_errs = excluded.cap_errs, retries = excluded.retries,
 			tbits = excluded.tbits, hex_runs = excluded.hex_runs, summary = excluded.summary, text = excluded.text,
 			other_tools = excluded.other_tools, lxc_refs = excluded.lxc_refs, input_tokens = excluded.input_tokens,
-			output_tokens = excluded.output_tokens, cached_tokens = excluded.cached_tokens
+			output_tokens = excluded.output_tokens, cached_tokens = excluded.cached_tokens, model = excluded.model
 		returning t.session_id as sid`;
 	await storeSessionFacts(tx, [...new Set([...sessionIds, ...rows.map((r) => r.sid)])]);
 	return rows.length;
