@@ -14,6 +14,7 @@ import { hashPassword, passwordWork, PasswordBusyError, verifyPassword } from '.
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
+import { answerFromPanel } from '../../src/lib/server/questions/answer';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { chatRouter } from '../../src/lib/server/trpc/routers/chat';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
@@ -142,6 +143,24 @@ describe('audit trail', () => {
 		await expect(sql()`truncate audit_log`).rejects.toThrow(/append-only/);
 		await expect(sql()`delete from approvals`).rejects.toThrow(/append-only/);
 		await expect(sql()`update approvals set decision = 'denied'`).rejects.toThrow(/append-only/);
+	});
+
+	it('what the operator answers the agent is on the trail: typed in the chat, or from the panel with an API token', async () => {
+		const sessionId = await newSession(admin.id, 'answers');
+		const m = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'A question follows.' }], status: 'complete', origin: 'chat' }));
+		const ask = (prompt: string) => sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt, options: ['nightly', 'weekly'], contextEntities: [] }));
+		const q1 = await ask('How often should backups run?');
+		await chat().send({ sessionId, text: 'nightly', shownExecutionIds: [] });
+		const q2 = await ask('And keep how many?');
+		const r = await answerFromPanel(sessionId, q2.id, 'seven', admin.id, { id: '00000000-0000-4000-8000-0000000000aa', name: 'phone-shortcut' });
+		expect(r.ok).toBe(true);
+		const trail = (await listAudit(sql(), { action: 'question' })).filter((e) => e.sessionId === sessionId);
+		expect(trail.map((e) => [e.action, e.route, e.subjectId, e.actorName, e.detail.answer])).toEqual([
+			['question.answered', 'panel', q2.id, 'root-admin', 'seven'],
+			['question.answered', 'chat', q1.id, 'root-admin', 'nightly']
+		]);
+		expect(trail[0].detail).toMatchObject({ prompt: 'And keep how many?', token: { name: 'phone-shortcut' } });
+		expect(trail[1].detail.token).toBeUndefined();
 	});
 
 	it('an execution with a decision cannot be deleted out from under it', async () => {

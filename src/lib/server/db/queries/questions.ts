@@ -1,6 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { OpenQuestion, QuestionRow } from '../../../types/questions';
+import { recordAudit } from './audit';
 import { emitEvent } from './events';
 import { setTaskState } from './sessions';
 
@@ -47,7 +48,7 @@ export type AnswerResult = { ok: true; question: QuestionRow } | { ok: false; re
 export async function answerQuestion(
 	tx: TransactionSql,
 	id: string,
-	a: { answer: string; via: 'panel' | 'chat'; operatorId: string; sessionId?: string }
+	a: { answer: string; via: 'panel' | 'chat'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
 ): Promise<AnswerResult> {
 	const [row] = await tx<QuestionRow[]>`
 		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
@@ -60,6 +61,16 @@ export async function answerQuestion(
 	}
 	await setTaskState(tx, row.sessionId, 'executing');
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'question.answered', payload: { questionId: row.id, via: a.via } });
+	// What the operator told the agent is on the trail with what it approved.
+	await recordAudit(tx, {
+		actor: { id: a.operatorId },
+		action: 'question.answered',
+		route: a.via === 'chat' ? 'chat' : 'panel',
+		subjectType: 'question',
+		subjectId: row.id,
+		sessionId: row.sessionId,
+		detail: { prompt: row.prompt, answer: a.answer, ...(a.token ? { token: { id: a.token.id, name: a.token.name } } : {}) }
+	});
 	return { ok: true, question: row };
 }
 

@@ -30,7 +30,7 @@ export const chatRouter = router({
 			// With a question open, the operator's next message is its answer, and only that:
 			// it approves nothing, whatever it says. This turn resumes the agent.
 			const open = input.sessionId ? await openQuestionOf(tx, sessionId) : null;
-			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id });
+			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id, token: ctx.apiToken });
 			else if (input.sessionId) {
 				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id, token: ctx.apiToken });
 			}

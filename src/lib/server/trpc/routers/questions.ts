@@ -10,7 +10,7 @@ export const questionsRouter = router({
 	open: operatorProcedure.query(() => listOpenQuestions(sql())),
 	ofSession: operatorProcedure.input(sessionIdInput).query(({ input }) => listSessionQuestions(sql(), input.sessionId)),
 	answer: operatorProcedure.input(answerInput).mutation(async ({ input, ctx }) => {
-		const r = await answerFromPanel(input.sessionId, input.questionId, input.answer, ctx.user.id);
+		const r = await answerFromPanel(input.sessionId, input.questionId, input.answer, ctx.user.id, ctx.apiToken);
 		if (!r.ok) {
 			throw new TRPCError(
 				r.reason === 'not_found'

@@ -17,7 +17,7 @@ export const POST: RequestHandler = async ({ request, params, locals }) => {
 	}
 	const parsed = answerBody.safeParse(body);
 	if (!parsed.success) return json({ message: describeZodError(parsed.error) }, { status: 400 });
-	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id);
+	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id, locals.apiToken);
 	if (!r.ok) {
 		return r.reason === 'not_found'
 			? json({ message: 'No such question.' }, { status: 404 })
