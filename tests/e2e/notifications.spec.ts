@@ -201,8 +201,28 @@ test('webhooks in Settings: added with a masked secret, Send test delivers, a fa
 		await expect(row.getByTestId('webhook-failure')).toContainText('test · HTTP 500: ntfy is down');
 		await page.screenshot({ path: 'test-results/notifications-settings.png', fullPage: true });
 
-		await row.getByTestId('webhook-remove').click();
-		await expect(row).toHaveCount(0);
+		// Edit: a new name and topic; the header is kept without being shown or typed again.
+		fail = false;
+		await row.getByTestId('webhook-edit').click();
+		const form = page.getByTestId('webhook-form');
+		await expect(form).toHaveAttribute('data-mode', 'edit');
+		await expect(form.getByTestId('webhook-url-input')).toHaveValue('');
+		await expect(form.getByTestId('webhook-url-input')).toHaveAttribute('placeholder', `${base}/no•••`);
+		await form.getByTestId('webhook-name').fill('phone 2');
+		await form.getByTestId('webhook-url-input').fill(`${base}/moved-topic`);
+		await form.screenshot({ path: 'test-results/notifications-edit.png' });
+		await form.getByTestId('webhook-save').click();
+		await expect(form).toHaveCount(0);
+		const moved = page.getByTestId('webhook-row').filter({ hasText: 'phone 2' });
+		await expect(moved.getByTestId('webhook-url')).toHaveText(`${base}/mo•••`);
+		await expect(moved.getByTestId('webhook-header')).toHaveText('Authorization: Be•••');
+		await moved.getByTestId('webhook-test').click();
+		await expect(moved.getByTestId('webhook-status')).toHaveText('Delivered (HTTP 200).');
+		expect(received.at(-1)!.headers.authorization).toBe('Bearer tk_secret_123');
+		await expect(page.locator('body')).not.toContainText('moved-topic');
+
+		await moved.getByTestId('webhook-remove').click();
+		await expect(moved).toHaveCount(0);
 	} finally {
 		await new Promise<void>((r) => server.close(() => r()));
 	}

@@ -284,4 +284,37 @@ describe('webhook notices', () => {
 		await expect(caller(admin).createWebhook({ name: 'x', kind: 'json', url: 'file:///etc/passwd' })).rejects.toThrow('url: an http:// or https:// address');
 		await expect(caller(admin).setOrigin({ origin: 'https://nomos.example.net/path' })).rejects.toThrow('origin: like https://nomos.example.net');
 	});
+
+	it('a change keeps the URL and headers unless new ones are given, and Send test goes where it now points', async () => {
+		rx.reset();
+		const stored = async (id: string) => (await sql()<{ url: string; headers: Record<string, string>; name: string; kind: string }[]>`select url, headers, name, kind from webhooks where id = ${id}`)[0];
+		const hook = await caller(admin).createWebhook({ name: 'old name', kind: 'ntfy', url: `${rx.base}/old-topic`, headers: { Authorization: 'Bearer tk_keep' } });
+
+		// Name and kind only: the secrets stay as they were.
+		const renamed = await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json' });
+		expect(renamed).toMatchObject({ name: 'phone', kind: 'json', maskedUrl: hook.maskedUrl, maskedHeaders: hook.maskedHeaders });
+		expect(await stored(hook.id)).toEqual({ url: `${rx.base}/old-topic`, headers: { Authorization: 'Bearer tk_keep' }, name: 'phone', kind: 'json' });
+
+		// A new URL; then new headers replace all the old ones; then none.
+		await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: `${rx.base}/new-topic` });
+		const sent = await caller(admin).sendTest({ id: hook.id });
+		expect(sent.ok).toBe(true);
+		expect(rx.received.map((r) => r.path)).toEqual(['/new-topic']);
+		expect(rx.received[0].headers.authorization).toBe('Bearer tk_keep');
+		await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', headers: { 'X-Token': 'tk_new' } });
+		expect((await stored(hook.id)).headers).toEqual({ 'X-Token': 'tk_new' });
+		await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', headers: {} });
+		expect((await stored(hook.id)).headers).toEqual({});
+
+		// Bad input changes nothing and says which field; a plain operator may not; the trail names no secret.
+		await expect(caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: 'ftp://x' })).rejects.toThrow('url: an http:// or https:// address');
+		await expect(caller(admin).updateWebhook({ id: hook.id, name: '', kind: 'json' })).rejects.toThrow('name: required');
+		expect((await stored(hook.id)).url).toBe(`${rx.base}/new-topic`);
+		const op = { id: await newOperator('plain-op-2'), username: 'plain-op-2', role: 'operator' as const };
+		await expect(caller(op).updateWebhook({ id: hook.id, name: 'mine', kind: 'json' })).rejects.toThrow('Admins only.');
+		await expect(caller(admin).updateWebhook({ id: '00000000-0000-4000-8000-000000000000', name: 'x', kind: 'json' })).rejects.toThrow('No such webhook.');
+		const trail = await sql()<{ detail: Record<string, unknown> }[]>`select detail from audit_log where action = 'webhook.updated' and subject_id = ${hook.id} order by id`;
+		expect(trail).toHaveLength(4);
+		expect(JSON.stringify(trail)).not.toMatch(/tk_keep|tk_new|new-topic|old-topic/);
+	});
 });

@@ -51,6 +51,19 @@ export const createWebhookInput = z.object({
 });
 export type CreateWebhookInput = z.input<typeof createWebhookInput>;
 
+/**
+ * A change to a webhook. The URL and headers are secrets Settings never shows in full: left out,
+ * they stay as they are; given, they replace the old ones (`headers: {}` removes them all).
+ */
+export const updateWebhookInput = z.object({
+	id: z.uuid(),
+	name: createWebhookInput.shape.name,
+	kind: createWebhookInput.shape.kind,
+	url: webhookUrl.optional(),
+	headers: createWebhookInput.shape.headers.removeDefault().optional()
+});
+export type UpdateWebhookInput = z.input<typeof updateWebhookInput>;
+
 export const webhookIdInput = z.object({ id: z.uuid() });
 export const setWebhookEnabledInput = z.object({ id: z.uuid(), enabled: z.boolean() });
 

@@ -45,6 +45,21 @@ export async function insertWebhook(
 	return row;
 }
 
+/** Changes a webhook's name and kind, and its URL and headers where given (null: not found). */
+export async function updateWebhook(
+	tx: Sql | TransactionSql,
+	id: string,
+	w: { name: string; kind: 'ntfy' | 'json'; url?: string; headers?: Record<string, string> }
+): Promise<WebhookRow | null> {
+	const [row] = await tx<WebhookRow[]>`
+		update webhooks set name = ${w.name}, kind = ${w.kind},
+			url = coalesce(${w.url ?? null}::text, url),
+			headers = coalesce(${w.headers ? JSON.stringify(w.headers) : null}::text::jsonb, headers)
+		where id = ${id}
+		returning ${columns(tx)}`;
+	return row ?? null;
+}
+
 export async function deleteWebhook(tx: Sql | TransactionSql, id: string): Promise<WebhookRow | null> {
 	const [row] = await tx<WebhookRow[]>`delete from webhooks where id = ${id} returning ${columns(tx)}`;
 	return row ?? null;

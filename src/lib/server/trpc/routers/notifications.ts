@@ -1,8 +1,8 @@
 import { TRPCError } from '@trpc/server';
-import { createWebhookInput, publicOriginInput, setWebhookEnabledInput, webhookIdInput, type WebhookView } from '$lib/schemas/notifications';
+import { createWebhookInput, publicOriginInput, setWebhookEnabledInput, updateWebhookInput, webhookIdInput, type WebhookView } from '$lib/schemas/notifications';
 import { sql, type Sql } from '$lib/server/db/index';
 import { recordAudit } from '$lib/server/db/queries/audit';
-import { deleteWebhook, deliverySummaries, getPublicOrigin, insertWebhook, listWebhooks, setPublicOrigin, setWebhookEnabled } from '$lib/server/db/queries/webhooks';
+import { deleteWebhook, deliverySummaries, getPublicOrigin, insertWebhook, listWebhooks, setPublicOrigin, setWebhookEnabled, updateWebhook } from '$lib/server/db/queries/webhooks';
 import { env } from '$lib/server/env';
 import { maskUrl, webhookView } from '$lib/server/notify/mask';
 import { sendTest } from '$lib/server/notify/webhooks';
@@ -35,6 +35,24 @@ export const notificationsRouter = router({
 				subjectType: 'webhook',
 				subjectId: w.id,
 				detail: { name: w.name, kind: w.kind, url: maskUrl(w.url), headers: Object.keys(w.headers) }
+			});
+			return webhookView(w, undefined);
+		})
+	),
+
+	/** Name and kind as given; URL and headers only when given (Settings never has them in full). */
+	updateWebhook: adminProcedure.input(updateWebhookInput).mutation(({ input, ctx }) =>
+		sql().begin(async (tx) => {
+			const { id, ...change } = input;
+			const w = await updateWebhook(tx, id, change);
+			if (!w) throw notFound();
+			await recordAudit(tx, {
+				actor: ctx.user,
+				action: 'webhook.updated',
+				route: 'settings',
+				subjectType: 'webhook',
+				subjectId: w.id,
+				detail: { name: w.name, kind: w.kind, ...(change.url ? { url: maskUrl(w.url) } : {}), ...(change.headers ? { headers: Object.keys(w.headers) } : {}) }
 			});
 			return webhookView(w, undefined);
 		})
