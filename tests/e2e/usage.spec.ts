@@ -49,3 +49,26 @@ test('tokens and cost under each reply and the session total in the chat header,
 	await page.getByTestId('chart-tokens').scrollIntoViewIfNeeded();
 	await page.screenshot({ path: test.info().outputPath('review-tokens.png') });
 });
+
+test('a turn over the token budget stops before its next model call, says so in the chat, and a message goes on', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'search_knowledge', args: { query: 'everything' } }], usage: { promptTokens: 1_150_000, completionTokens: 50_000, cachedTokens: 0 } },
+		{ text: 'Short version: nothing else to read.' }
+	);
+	await login(page, env.admin);
+	await page.getByTestId('composer-input').fill('Read the whole knowledge base');
+	await page.getByTestId('send').click();
+	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
+	await expect(reply).toHaveAttribute('data-status', 'complete');
+	const note = reply.getByTestId('note').filter({ hasText: 'Stopped' });
+	await expect(note).toHaveText('Stopped: this turn used 1.2M tokens, over the 1M budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.');
+	await expect(reply).not.toContainText('Short version: nothing else to read.');
+	await reply.screenshot({ path: test.info().outputPath('budget-note.png') });
+
+	// The next message is a new turn with its own budget (the unused script step answers it).
+	await page.getByTestId('composer-input').fill('Go on, briefly');
+	await page.getByTestId('send').click();
+	await expect(reply.nth(1)).toHaveAttribute('data-status', 'complete');
+	await expect(reply.nth(1)).toContainText('Short version: nothing else to read.');
+});

@@ -52,6 +52,8 @@ export default async function globalSetup(config: FullConfig) {
 			NOMOS_MODEL: 'scripted',
 			// USD per million tokens, so the chat shows a cost beside the tokens.
 			NOMOS_PRICES: JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } }),
+			// A per-turn budget no other spec comes near (their scripted turns use under 100k tokens).
+			NOMOS_TURN_TOKEN_BUDGET: '1000000',
 			// Short sign-in backoff so the brute-force test can wait it out; the injected page is served on loopback.
 			NOMOS_LOGIN_BACKOFF_MAX_S: '2',
 			NOMOS_HTTP_ALLOW: '127.0.0.1',
