@@ -45,6 +45,11 @@ test('tokens and cost under each reply and the session total in the chat header,
 	const cost = page.getByTestId('review-cost');
 	await expect(cost).toHaveText(/^\$\d+\.\d\d at your prices$/);
 	expect(Number((await cost.textContent())!.match(/\$([\d.]+)/)![1])).toBeGreaterThanOrEqual(0.08);
+	// This session's row in the ranked table: its tokens and cost.
+	const row = page.locator(`[data-testid="review-session-row"][data-session-id="${sessionId}"]`);
+	await expect(row.getByTestId('session-tokens')).toContainText('127k');
+	await expect(row.getByTestId('session-cost')).toHaveText('$0.08');
+	await row.screenshot({ path: test.info().outputPath('review-row-tokens.png') });
 	await expect(page.getByTestId('chart-tokens')).toBeVisible();
 	await page.getByTestId('chart-tokens').scrollIntoViewIfNeeded();
 	await page.screenshot({ path: test.info().outputPath('review-tokens.png') });
