@@ -46,7 +46,7 @@ afterEach(async () => {
 	await sql().unsafe('drop trigger if exists test_fail_audit on audit_log');
 });
 
-const audits = async (action: string) => (await sql()<{ subjectId: string; detail: Record<string, unknown> }[]>`select subject_id as "subjectId", detail from audit_log where action = ${action}`);
+const audits = async (action: string) => (await sql()<{ subjectId: string; detail: Record<string, unknown> }[]>`select subject_id as "subjectId", detail from audit_log where action = ${action} order by id`);
 const hostNames = async () => (await sql()<{ name: string }[]>`select name from hosts order by name`).map((h) => h.name);
 
 describe('audited changes commit with their audit entry', () => {
@@ -75,6 +75,13 @@ describe('audited changes commit with their audit entry', () => {
 		await hosts.remove({ id: row.id });
 		expect(await hostNames()).toEqual(['strong']);
 		expect((await audits('host.removed')).map((a) => a.subjectId)).toEqual(['spare']);
+
+		// Two admins remove the same host at the same moment: one removes it, the other is told it is gone; one entry.
+		const twice = await hosts.create({ ...input, name: 'twice' });
+		const outcomes = await Promise.allSettled([hosts.remove({ id: twice.id }), caller(admin).hosts.remove({ id: twice.id })]);
+		expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
+		expect(String((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason)).toContain('No such host.');
+		expect((await audits('host.removed')).map((a) => a.subjectId)).toEqual(['spare', 'twice']);
 	});
 
 	it('a Retry: no retry without its entry; with it, the entry names the new execution and the token', async () => {

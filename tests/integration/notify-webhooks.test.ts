@@ -274,8 +274,11 @@ describe('webhook notices', () => {
 		const hook = await caller(admin).createWebhook({ name: 'ntfy', kind: 'ntfy', url: 'https://user:pa55word@ntfy.lan:8443/nomos-alerts-7f3k?auth=tk_abc', headers: { Authorization: 'Bearer tk_secret_123' } });
 		expect(hook.maskedUrl).toBe('https://•••:•••@ntfy.lan:8443/no•••?auth=•••');
 		expect(hook.maskedHeaders).toEqual({ Authorization: 'Be•••' });
+		// A secret anywhere in the path is masked, also before a trailing slash.
+		const slash = await caller(admin).createWebhook({ name: 'slash', kind: 'json', url: 'https://hooks.example.net/api/hook/s3cr3t-hook-id/' });
+		expect(slash.maskedUrl).toBe('https://hooks.example.net/•••/•••/s3•••/');
 		const all = JSON.stringify(await caller(admin).settings());
-		for (const secret of ['pa55word', 'nomos-alerts-7f3k', 'tk_abc', 'tk_secret_123']) expect(all).not.toContain(secret);
+		for (const secret of ['pa55word', 'nomos-alerts-7f3k', 'tk_abc', 'tk_secret_123', 's3cr3t-hook-id']) expect(all).not.toContain(secret);
 
 		const op = { id: await newOperator('plain-op'), username: 'plain-op', role: 'operator' as const };
 		await expect(caller(op).settings()).rejects.toThrow('Admins only.');
@@ -306,6 +309,13 @@ describe('webhook notices', () => {
 		await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', headers: {} });
 		expect((await stored(hook.id)).headers).toEqual({});
 
+		// Another host: the kept headers would go with it, so they must be typed again or removed.
+		await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', headers: { Authorization: 'Bearer tk_keep' } });
+		await expect(caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: 'https://elsewhere.example.net/topic' })).rejects.toThrow(
+			'headers: the URL now points at another host'
+		);
+		expect((await stored(hook.id)).url).toBe(`${rx.base}/new-topic`);
+
 		// Bad input changes nothing and says which field; a plain operator may not; the trail names no secret.
 		await expect(caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: 'ftp://x' })).rejects.toThrow('url: an http:// or https:// address');
 		await expect(caller(admin).updateWebhook({ id: hook.id, name: '', kind: 'json' })).rejects.toThrow('name: required');
@@ -314,7 +324,8 @@ describe('webhook notices', () => {
 		await expect(caller(op).updateWebhook({ id: hook.id, name: 'mine', kind: 'json' })).rejects.toThrow('Admins only.');
 		await expect(caller(admin).updateWebhook({ id: '00000000-0000-4000-8000-000000000000', name: 'x', kind: 'json' })).rejects.toThrow('No such webhook.');
 		const trail = await sql()<{ detail: Record<string, unknown> }[]>`select detail from audit_log where action = 'webhook.updated' and subject_id = ${hook.id} order by id`;
-		expect(trail).toHaveLength(4);
+		expect(trail).toHaveLength(5);
+		expect(trail[1].detail).toMatchObject({ before: { name: 'phone', kind: 'json', url: `${rx.base}/ol•••` }, url: `${rx.base}/ne•••` });
 		expect(JSON.stringify(trail)).not.toMatch(/tk_keep|tk_new|new-topic|old-topic/);
 	});
 });

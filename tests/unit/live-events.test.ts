@@ -23,8 +23,8 @@ class FakeEventSource {
 		this.readyState = 2;
 	}
 	/** One SSE message `event: type`, `id: id`, as the browser hands it to listeners of that type only. */
-	emit(type: string, id: number, payload: Record<string, unknown> = {}) {
-		const m = { data: JSON.stringify({ id, type, sessionId: null, payload, createdAt: '' }), lastEventId: String(id), type } as MessageEvent;
+	emit(type: string, id: number, extra: Record<string, unknown> = {}) {
+		const m = { data: JSON.stringify({ id, type, sessionId: null, payload: {}, createdAt: '', ...extra }), lastEventId: String(id), type } as MessageEvent;
 		for (const fn of this.listeners.get(type) ?? []) fn(m);
 	}
 }
@@ -85,10 +85,29 @@ describe('LiveEvents for a page that subscribes after its load', () => {
 		expect(seen).toEqual([]);
 	});
 
-	it('keeps only the last 500 kept events: a cursor older than those is a gap', async () => {
+	it('keeps the latest snapshot of each execution, and hands over nothing once unsubscribed', async () => {
+		const stream = new LiveEvents('/api/events', 0, { keep: ['execution.updated', 'execution.step'] }).connect();
+		const src = FakeEventSource.last!;
+		src.emit('execution.updated', 1, { execution: { id: 'a', status: 'approved' } });
+		src.emit('execution.step', 2, { execution: { id: 'a', status: 'running', steps: ['…4 KB of output…'] } });
+		src.emit('execution.step', 3, { execution: { id: 'a', status: 'running', steps: ['…8 KB of output…'] } });
+		src.emit('execution.updated', 4, { execution: { id: 'b', status: 'awaiting_approval' } });
+		src.emit('execution.updated', 5, { execution: { id: 'a', status: 'succeeded' } });
+		const seen: LiveEvent[] = [];
+		stream.onAny(['execution.updated', 'execution.step'], (e) => seen.push(e), { after: 0 });
+		let late = 0;
+		const off = stream.onAny(['execution.updated'], () => late++, { after: 0, onGap: () => late++ });
+		off();
+		await flush();
+		// Each later snapshot holds all of the one it replaced: the last step of a, then b, then a's end.
+		expect(ids(seen)).toEqual(['execution.step#3', 'execution.updated#4', 'execution.updated#5']);
+		expect(late).toBe(0);
+	});
+
+	it('keeps only the last 300 kept events: a cursor older than those is a gap', async () => {
 		const stream = new LiveEvents('/api/events', 0, { keep: ['execution.updated'] }).connect();
 		const src = FakeEventSource.last!;
-		for (let id = 1; id <= 600; id++) src.emit('execution.updated', id);
+		for (let id = 1; id <= 600; id++) src.emit('execution.updated', id, { execution: { id: `e${id}` } });
 		let gaps = 0;
 		const seen: LiveEvent[] = [];
 		stream.onAny(['execution.updated'], (e) => seen.push(e), { after: 50, onGap: () => gaps++ });

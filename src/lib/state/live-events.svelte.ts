@@ -15,8 +15,17 @@ type Handler = (e: LiveEvent) => void;
 /** A late subscriber's start: its data is as of event `after`; `onGap` runs when what came since cannot be replayed. */
 export type Since = { after: number; onGap?: () => void };
 
-/** How many kept events a stream remembers for late subscribers. */
-const KEEP_LAST = 500;
+/** How many kept events a stream remembers for late subscribers (the latest per subject). */
+const KEEP_LAST = 300;
+
+/**
+ * What a kept event is about: an event carrying an execution's or a plan's snapshot replaces the
+ * one before it of that type and subject (the newer snapshot holds all of it); any other is its own.
+ */
+function subjectOf(e: LiveEvent): string {
+	const id = (e.execution as { id?: string } | undefined)?.id ?? (e.plan as { id?: string } | undefined)?.id;
+	return id ? `${e.type}:${id}` : `${e.type}#${e.id}`;
+}
 
 /**
  * A live event stream over SSE. EventSource reconnects by itself and sends Last-Event-ID, and
@@ -30,8 +39,10 @@ export class LiveEvents {
 	#lastId = 0;
 	/** Types whose events are remembered (the last KEEP_LAST), so a page that subscribes late can catch up. */
 	#keep: Set<string>;
-	#recent: LiveEvent[] = [];
-	/** `#recent` holds every kept event after this id. */
+	/** Kept events by subject, oldest first (a newer one of a subject moves to the end). */
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- not state: nothing renders from it
+	#recent = new Map<string, LiveEvent>();
+	/** `#recent` holds, for every subject, its latest kept event after this id. */
 	#floor: number;
 	/** `stale`: the server no longer has the events this page missed; only a reload shows the truth. */
 	status = $state<'connecting' | 'open' | 'reconnecting' | 'closed' | 'stale'>('connecting');
@@ -96,16 +107,21 @@ export class LiveEvents {
 		// Live from here: only what is newer than both the page's data and what this stream has handed out.
 		const live: Handler = since ? (e) => e.id > Math.max(from, upTo) && fn(e) : fn;
 		const offs = types.map((t) => this.#add(t, live));
+		let subscribed = true;
 		if (since && from < upTo) {
 			const complete = from >= this.#floor && types.every((t) => this.#keep.has(t));
-			const missed = complete ? this.#recent.filter((e) => e.id > from && e.id <= upTo && types.includes(e.type)) : [];
-			// Before the next message event (a macrotask), so order holds.
+			const missed = complete ? [...this.#recent.values()].filter((e) => e.id > from && e.id <= upTo && types.includes(e.type)) : [];
+			// Before the next message event (a macrotask), so order holds; not after an unsubscribe.
 			queueMicrotask(() => {
+				if (!subscribed) return;
 				if (!complete) since.onGap?.();
 				else for (const e of missed) fn(e);
 			});
 		}
-		return () => offs.forEach((off) => off());
+		return () => {
+			subscribed = false;
+			offs.forEach((off) => off());
+		};
 	}
 
 	#add(type: string, fn: Handler): () => void {
@@ -139,8 +155,14 @@ export class LiveEvents {
 		if (e.id <= this.#lastId) return;
 		this.#lastId = e.id;
 		if (this.#keep.has(e.type)) {
-			this.#recent.push(e);
-			if (this.#recent.length > KEEP_LAST) this.#floor = this.#recent.shift()!.id;
+			const key = subjectOf(e);
+			this.#recent.delete(key);
+			this.#recent.set(key, e);
+			if (this.#recent.size > KEEP_LAST) {
+				const [oldest, first] = this.#recent.entries().next().value!;
+				this.#recent.delete(oldest);
+				this.#floor = first.id;
+			}
 		}
 		for (const fn of this.#handlers.get(e.type) ?? []) fn(e);
 	}

@@ -10,7 +10,8 @@ function hint(s: string, keep = 2): string {
 
 /**
  * A webhook URL as Settings shows it: scheme, host and port whole; a password, every query
- * value and the last path segment (an ntfy topic is its own secret) cut to a hint.
+ * value and every path segment cut to a hint (an ntfy topic is its own secret, and other services
+ * put theirs anywhere in the path: `/hook/<secret>/`, `/api/webhooks/<id>/<token>`).
  */
 export function maskUrl(raw: string): string {
 	let u: URL;
@@ -20,9 +21,7 @@ export function maskUrl(raw: string): string {
 		return DOTS;
 	}
 	const user = u.username ? `${hint(decodeURIComponent(u.username))}${u.password ? `:${DOTS}` : ''}@` : '';
-	const segments = u.pathname.split('/');
-	const last = segments.length - 1;
-	if (segments[last]) segments[last] = hint(decodeURIComponent(segments[last]));
+	const segments = u.pathname.split('/').map((seg) => (seg ? hint(decodeURIComponent(seg)) : seg));
 	const query = [...u.searchParams.keys()].map((k) => `${k}=${DOTS}`).join('&');
 	return `${u.protocol}//${user}${u.host}${segments.join('/')}${query ? `?${query}` : ''}`;
 }

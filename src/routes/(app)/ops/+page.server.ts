@@ -4,7 +4,10 @@ import { listRecentExecutions } from '$lib/server/db/queries/executions';
 import { listOpenQuestions } from '$lib/server/db/queries/questions';
 import type { PageServerLoad } from './$types';
 
-export const load: PageServerLoad = async () => {
+export const load: PageServerLoad = async ({ parent }) => {
+	// After the layout's load: on a first visit its cursor starts the tab's fleet stream, and the
+	// page's must not be older (events between the two would reach neither).
+	await parent();
 	const cursor = await latestEventId(sql());
 	const [executions, questions] = await Promise.all([
 		listRecentExecutions(sql(), 200),

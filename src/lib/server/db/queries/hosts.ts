@@ -75,12 +75,21 @@ export async function updateHost(sql: Sql | TransactionSql, id: string, input: H
 	return row ?? null;
 }
 
-/** Removes a host and everything the inventory knew about it (its containers are not "present" anymore). */
-export async function deleteHost(sql: Sql | TransactionSql, id: string): Promise<void> {
-	await sql`
-		with gone as (delete from hosts where id = ${id} returning name)
-		delete from entities
-		where host_name in (select name from gone) or (kind = 'host' and external_id in (select name from gone))`;
+/** Removes a host and everything the inventory knew about it (its containers are not "present" anymore); false when it was not there. */
+export async function deleteHost(sql: Sql | TransactionSql, id: string): Promise<boolean> {
+	const [r] = await sql<{ removed: boolean }[]>`
+		with gone as (delete from hosts where id = ${id} returning name),
+		entities_gone as (
+			delete from entities
+			where host_name in (select name from gone) or (kind = 'host' and external_id in (select name from gone)))
+		select exists (select 1 from gone) as removed`;
+	return r.removed;
+}
+
+/** The host, its row locked until the transaction ends (a change reads what it replaces). */
+export async function lockHost(tx: TransactionSql, id: string): Promise<Host | null> {
+	const [row] = await tx<Host[]>`select ${columns(tx)} from hosts where id = ${id} for update`;
+	return row ?? null;
 }
 
 export async function recordHostCheck(sql: Sql | TransactionSql, id: string, seenFingerprint: string | null, error: string | null): Promise<void> {

@@ -28,6 +28,12 @@ export async function getWebhook(sql: Sql | TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
+/** The webhook, its row locked until the transaction ends (a change reads what it replaces). */
+export async function lockWebhook(tx: TransactionSql, id: string): Promise<WebhookRow | null> {
+	const [row] = await tx<WebhookRow[]>`select ${columns(tx)} from webhooks where id = ${id} for update`;
+	return row ?? null;
+}
+
 /** The ids of the webhooks that are on, read in the caller's transaction (the one that makes something wait). */
 export async function listEnabledWebhookIds(tx: Sql | TransactionSql): Promise<string[]> {
 	const rows = await tx<{ id: string }[]>`select id from webhooks where enabled order by created_at`;

@@ -7,6 +7,7 @@ import {
 	deleteHost,
 	getHostById,
 	listHosts,
+	lockHost,
 	pinHostFingerprint,
 	recordHostCheck,
 	updateHost
@@ -77,9 +78,10 @@ export const hostsRouter = router({
 		return { queued: true };
 	}),
 	remove: adminProcedure.input(id).mutation(async ({ input, ctx }) => {
-		const host = await mustGet(input.id);
 		await sql().begin(async (tx) => {
-			await deleteHost(tx, input.id);
+			// Locked and read in the transaction: of two removes at once, only the one that removed it is audited.
+			const host = await lockHost(tx, input.id);
+			if (!host || !(await deleteHost(tx, input.id))) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
 			await audit(tx, ctx.user, 'removed', host, hostDetail(host));
 		});
 	}),
@@ -96,8 +98,9 @@ export const hostsRouter = router({
 		}
 	}),
 	pin: adminProcedure.input(id.extend({ fingerprint })).mutation(async ({ input, ctx }) => {
-		const before = await mustGet(input.id);
 		const row = await sql().begin(async (tx) => {
+			const before = await lockHost(tx, input.id);
+			if (!before) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such host.' });
 			const row = await pinHostFingerprint(tx, input.id, input.fingerprint);
 			if (row) await audit(tx, ctx.user, 'key_pinned', row, { fingerprint: input.fingerprint, previous: before.hostKeyFingerprint });
 			return row;

@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { createWebhookInput, publicOriginInput, setWebhookEnabledInput, updateWebhookInput, webhookIdInput, type WebhookView } from '$lib/schemas/notifications';
 import { sql, type Sql } from '$lib/server/db/index';
 import { recordAudit } from '$lib/server/db/queries/audit';
-import { deleteWebhook, deliverySummaries, getPublicOrigin, insertWebhook, listWebhooks, setPublicOrigin, setWebhookEnabled, updateWebhook } from '$lib/server/db/queries/webhooks';
+import { deleteWebhook, deliverySummaries, getPublicOrigin, insertWebhook, listWebhooks, setPublicOrigin, setWebhookEnabled, lockWebhook, updateWebhook } from '$lib/server/db/queries/webhooks';
 import { env } from '$lib/server/env';
 import { maskUrl, webhookView } from '$lib/server/notify/mask';
 import { sendTest } from '$lib/server/notify/webhooks';
@@ -44,15 +44,26 @@ export const notificationsRouter = router({
 	updateWebhook: adminProcedure.input(updateWebhookInput).mutation(({ input, ctx }) =>
 		sql().begin(async (tx) => {
 			const { id, ...change } = input;
-			const w = await updateWebhook(tx, id, change);
-			if (!w) throw notFound();
+			const before = await lockWebhook(tx, id);
+			if (!before) throw notFound();
+			// Headers often carry a token for the old address: they never follow the URL to another host by themselves.
+			if (change.url && !change.headers && Object.keys(before.headers).length && new URL(change.url).origin !== new URL(before.url).origin) {
+				throw new TRPCError({ code: 'BAD_REQUEST', message: 'headers: the URL now points at another host; type its headers again or remove them, so the old ones are not sent there' });
+			}
+			const w = (await updateWebhook(tx, id, change))!;
 			await recordAudit(tx, {
 				actor: ctx.user,
 				action: 'webhook.updated',
 				route: 'settings',
 				subjectType: 'webhook',
 				subjectId: w.id,
-				detail: { name: w.name, kind: w.kind, ...(change.url ? { url: maskUrl(w.url) } : {}), ...(change.headers ? { headers: Object.keys(w.headers) } : {}) }
+				detail: {
+					name: w.name,
+					kind: w.kind,
+					before: { name: before.name, kind: before.kind, ...(change.url ? { url: maskUrl(before.url) } : {}), ...(change.headers ? { headers: Object.keys(before.headers) } : {}) },
+					...(change.url ? { url: maskUrl(w.url) } : {}),
+					...(change.headers ? { headers: Object.keys(w.headers) } : {})
+				}
 			});
 			return webhookView(w, undefined);
 		})
