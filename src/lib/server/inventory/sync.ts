@@ -1,7 +1,7 @@
 // Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
 import { sql } from '../db/index';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
+import { hostSyncTimes, inventoryClock, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
 import { readContainer, readInventory, type Inventory } from '../proxmox/inventory';
 import { HostKeyError } from '../ssh/client';
 import { lease } from '../ssh/pool';
@@ -12,7 +12,7 @@ export type HostSyncResult =
 	| { host: string; ok: false; skipped?: false; error: string; durationMs: number };
 
 /** Writes one host's inventory: upserts host + containers, deletes vanished ones, emits the event. */
-export async function writeInventory(hostName: string, inv: Inventory): Promise<{ removed: number }> {
+export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null): Promise<{ removed: number }> {
 	const rows = [
 		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: inv.host.attributes },
 		...inv.containers.map((c) => ({
@@ -23,7 +23,7 @@ export async function writeInventory(hostName: string, inv: Inventory): Promise<
 			attributes: c.attributes
 		}))
 	];
-	return replaceHostInventory(sql(), hostName, rows, inv.containers.length);
+	return replaceHostInventory(sql(), hostName, rows, inv.containers.length, readAt);
 }
 
 /**
@@ -34,9 +34,11 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	if (!host.hostKeyFingerprint) return { host: host.name, ok: false, skipped: true, reason: 'host key not pinned' };
 	const started = Date.now();
 	let inv: Inventory;
+	let readAt: string;
 	try {
 		const { client, release } = await lease(host);
 		try {
+			readAt = await inventoryClock(sql());
 			inv = await readInventory(client, host.name, { signal: opts.signal });
 		} finally {
 			release();
@@ -49,7 +51,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	}
 	let removed: number;
 	try {
-		({ removed } = await writeInventory(host.name, inv));
+		({ removed } = await writeInventory(host.name, inv, readAt));
 	} catch (e) {
 		const error = `saving the inventory failed: ${(e as Error).message}`;
 		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error).catch(() => undefined);
@@ -112,12 +114,14 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
 	try {
 		const { client, release } = await lease(host);
 		try {
+			const readAt = await inventoryClock(sql());
 			const record = await readContainer(client, vmid, { signal: opts.signal });
 			await replaceContainer(
 				sql(),
 				hostName,
 				vmid,
-				record && { kind: 'lxc', external_id: `${hostName}/${vmid}`, name: record.name, host_name: hostName, attributes: { ...record.attributes } }
+				record && { kind: 'lxc', external_id: `${hostName}/${vmid}`, name: record.name, host_name: hostName, attributes: { ...record.attributes } },
+				readAt
 			);
 			return { ok: true, gone: !record };
 		} finally {

@@ -170,24 +170,36 @@ const SYNC_LOCK_NS = 7_140_202;
 export type InventoryRow = { kind: string; external_id: string; name: string; host_name: string; attributes: Record<string, unknown> };
 
 /**
- * Upserts entities as a sync read them: `seen_at` always moves, `updated_at` only when the name or
- * the attributes changed.
+ * The database's clock now: a sync or a refresh takes it before its first command on the host, and
+ * its rows carry it as `seen_at` (when Nomos saw them), so the later read wins, not the later write.
  */
-async function upsertEntities(tx: TransactionSql, rows: InventoryRow[]): Promise<void> {
+export async function inventoryClock(sql: Sql | TransactionSql): Promise<string> {
+	const [r] = await sql<{ at: string }[]>`select clock_timestamp() as at`;
+	return r.at;
+}
+
+/**
+ * Upserts entities as a read at `readAt` saw them: an entity is only overwritten by a read that
+ * started at or after the one it holds (a whole-host sync that began before a container was
+ * re-read must not put back what it saw then); `seen_at` is when it was read, `updated_at` moves
+ * only when the name or the attributes changed.
+ */
+async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: string | null): Promise<void> {
 		await tx`
 			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-			select r.kind, r.external_id, r.name, r.host_name, r.attributes, now(), now()
+			select r.kind, r.external_id, r.name, r.host_name, r.attributes, coalesce(${readAt}::timestamptz, now()), now()
 			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
 				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
 			on conflict (kind, external_id) do update set
 				name = excluded.name,
 				host_name = excluded.host_name,
 				attributes = excluded.attributes,
-				seen_at = now(),
+				seen_at = excluded.seen_at,
 				updated_at = case
 					when entities.name is distinct from excluded.name
 						or entities.attributes is distinct from excluded.attributes
-					then now() else entities.updated_at end`;
+					then now() else entities.updated_at end
+			where entities.seen_at <= excluded.seen_at`;
 }
 
 /**
@@ -195,15 +207,24 @@ async function upsertEntities(tx: TransactionSql, rows: InventoryRow[]): Promise
  * `updated_at` only when something changed), deletes the host's vanished containers, and emits
  * `inventory.synced`. Concurrent syncs of one host are serialised.
  */
-export async function replaceHostInventory(sql: Sql, hostName: string, rows: InventoryRow[], containers: number): Promise<{ removed: number }> {
+export async function replaceHostInventory(
+	sql: Sql,
+	hostName: string,
+	rows: InventoryRow[],
+	containers: number,
+	readAt: string | null = null
+): Promise<{ removed: number }> {
 	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
-		await upsertEntities(tx, rows);
+		await upsertEntities(tx, rows, readAt);
+		// Vanished: not in this read, and not seen by a read that started after it (a container
+		// created meanwhile and read back by its refresh stays).
 		const removed = await tx`
 			delete from entities
 			where kind = 'lxc' and host_name = ${hostName}
-				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))`;
+				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
+				and seen_at <= coalesce(${readAt}::timestamptz, now())`;
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
 		return { removed: removed.count };
 	});
@@ -213,13 +234,13 @@ export async function replaceHostInventory(sql: Sql, hostName: string, rows: Inv
  * Writes one container as read live (null: it is gone) without touching the rest of the host's
  * inventory, and emits `inventory.synced` naming it. Serialised with full syncs of the host.
  */
-export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null): Promise<void> {
+export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null, readAt: string | null = null): Promise<void> {
 	await sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
 		if (row) {
-			await upsertEntities(tx, [row]);
+			await upsertEntities(tx, [row], readAt);
 		} else {
-			await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`}`;
+			await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`} and seen_at <= coalesce(${readAt}::timestamptz, now())`;
 		}
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
 	});

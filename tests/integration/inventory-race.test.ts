@@ -1,0 +1,67 @@
+// The later read wins, not the later write: a whole-host sync that read the host before a change
+// (a new container, a started one) and writes after the continuation's read-back of that
+// container must not put back what it saw then, nor drop the new container.
+import type { Client } from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { getHostByName } from '../../src/lib/server/db/queries/hosts';
+import { refreshContainer, syncHost } from '../../src/lib/server/inventory/sync';
+import { connectTo, execOn } from '../doubles/proxmox/client';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost, waitUntil } from '../helpers/executions';
+
+useTestDatabase();
+let pve: ProxmoxDouble;
+let ssh: Client;
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+			{ vmid: 101, hostname: 'media', status: 'running' }
+		]
+	});
+	await addHost(pve);
+	ssh = await connectTo(pve);
+});
+afterAll(async () => {
+	ssh?.end();
+	await pve?.close();
+});
+
+const entity = async (vmid: number) =>
+	(await sql()<{ status: string | null }[]>`select attributes ->> 'status' as status from entities where kind = 'lxc' and external_id = ${`strong/${vmid}`}`)[0] ?? null;
+
+describe('inventory writes ordered by when they read', () => {
+	it('a sync that read before a change and writes after its read-back keeps the read-back', async () => {
+		const host = (await getHostByName(sql(), 'strong'))!;
+		await syncHost(host);
+		expect(await entity(100)).toEqual({ status: 'stopped' });
+
+		// A slow host: the sync has listed the containers and waits on one's config.
+		await pve.setFault('slow', { tool: 'pct', match: 'config 101', ms: 1500 });
+		const from = pve.execTimes().length;
+		const sync = syncHost(host);
+		await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '101'`)) || null, 'the sync reading CT 101', { timeoutMs: 10_000, intervalMs: 10 });
+
+		// Meanwhile on the host: CT 100 starts and CT 150 is created; the continuation reads both back.
+		expect((await execOn(ssh, 'pct start 100')).code).toBe(0);
+		expect((await execOn(ssh, 'pct create 150 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname fresh --storage local-lvm')).code).toBe(0);
+		expect(await refreshContainer('strong', 100)).toEqual({ ok: true, gone: false });
+		expect(await refreshContainer('strong', 150)).toEqual({ ok: true, gone: false });
+		expect(await entity(100)).toEqual({ status: 'running' });
+
+		await pve.setFault('slow', null);
+		expect(await sync).toMatchObject({ ok: true });
+		// The sync's older view neither stopped CT 100 again nor dropped CT 150.
+		expect(await entity(100)).toEqual({ status: 'running' });
+		expect(await entity(150)).not.toBeNull();
+
+		// The next sync, which read after the change, sees it all.
+		expect(await syncHost(host)).toMatchObject({ ok: true, containers: 3 });
+		expect(await entity(150)).not.toBeNull();
+	});
+});
