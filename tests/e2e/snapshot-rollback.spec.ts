@@ -46,5 +46,7 @@ test('a failed pct_set on lvmthin: snapshot step, failure, Roll back → approva
 	const done = page.locator(`[data-testid="execution-card"]`).filter({ hasText: 'pct_rollback' }).first();
 	await expect(done).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
 	await expect(done.getByTestId('execution-step')).toContainText(`pct rollback ${name}`);
+	// The continuation after the rollback: the agent's reply (and no later spec's script step eaten by it).
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 102 is back at its snapshot.', { timeout: 20_000 });
 	await page.screenshot({ path: 'test-results/snapshot-rolled-back.png', fullPage: true });
 });

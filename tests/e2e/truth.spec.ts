@@ -27,6 +27,8 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 		await expect(card).toHaveAttribute('data-status', 'running', { timeout: 20_000 });
 		await expect(card.getByTestId('execution-step').first()).toContainText('pct create 151');
 		await expect(page.getByTestId('session-state')).toHaveText('Running pct_create on host:strong…');
+		// The create is under way on the host (its first line: the volume exists) before Cancel.
+		await expect(card.getByTestId('step-output').first()).toContainText('Logical volume "vm-151-disk-0" created.');
 		await card.getByTestId('cancel-execution').click();
 		// At once: "cancelling" while the runner stops the command, or already "interrupted" when it
 		// stopped it before the page looked (the pill's intermediate state can be shorter than a poll).
