@@ -64,4 +64,33 @@ describe('inventory writes ordered by when they read', () => {
 		expect(await syncHost(host)).toMatchObject({ ok: true, containers: 3 });
 		expect(await entity(150)).not.toBeNull();
 	});
+
+	it('a container destroyed while a sync reads does not come back when that sync writes', async () => {
+		const host = (await getHostByName(sql(), 'strong'))!;
+		await syncHost(host);
+		expect(await entity(101)).toEqual({ status: 'running' });
+
+		await pve.setFault('slow', { tool: 'pct', match: 'config 100', ms: 1500 });
+		const from = pve.execTimes().length;
+		const sync = syncHost(host);
+		await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '100'`)) || null, 'the sync reading CT 100', { timeoutMs: 10_000, intervalMs: 10 });
+
+		// Meanwhile CT 101 is stopped and destroyed; the read-back finds it gone.
+		expect((await execOn(ssh, 'pct stop 101')).code).toBe(0);
+		expect((await execOn(ssh, 'pct destroy 101')).code).toBe(0);
+		expect(await refreshContainer('strong', 101)).toEqual({ ok: true, gone: true });
+		expect(await entity(101)).toBeNull();
+
+		await pve.setFault('slow', null);
+		expect(await sync).toMatchObject({ ok: true });
+		// That sync listed CT 101 before it went: it stays gone.
+		expect(await entity(101)).toBeNull();
+
+		// The same id used again is seen again by the next read.
+		expect((await execOn(ssh, 'pct create 101 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname again --storage local-lvm')).code).toBe(0);
+		expect(await syncHost(host)).toMatchObject({ ok: true });
+		expect(await entity(101)).toEqual({ status: 'stopped' });
+		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from entity_gone`;
+		expect(n).toBe(0);
+	});
 });

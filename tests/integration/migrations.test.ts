@@ -13,6 +13,7 @@ const EXPECTED_TABLES = [
 	'auth_sessions',
 	'chat_sessions',
 	'entities',
+	'entity_gone',
 	'events',
 	'execution_sessions',
 	'executions',

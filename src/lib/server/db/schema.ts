@@ -269,6 +269,21 @@ export const entities = pgTable(
 	]
 );
 
+/**
+ * Containers a read found gone (a read-back after a destroy, or a sync), and when that read
+ * started: a sync that read the host earlier and writes later must not bring them back.
+ * Kept an hour; a later read that sees one again clears it.
+ */
+export const entityGone = pgTable(
+	'entity_gone',
+	{
+		kind: text('kind').notNull(),
+		externalId: text('external_id').notNull(),
+		goneAt: ts('gone_at').notNull()
+	},
+	(t) => [primaryKey({ columns: [t.kind, t.externalId] })]
+);
+
 export const knowledge = pgTable(
 	'knowledge',
 	{

@@ -185,11 +185,18 @@ export async function inventoryClock(sql: Sql | TransactionSql): Promise<string>
  * only when the name or the attributes changed.
  */
 async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: string | null): Promise<void> {
+		const at = () => tx`coalesce(${readAt}::timestamptz, now())`;
+		// A later read found it gone (destroyed meanwhile): this older view does not bring it back;
+		// one that read after that clears the mark (the id was used again).
+		await tx`
+			delete from entity_gone g using jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(kind text, external_id text)
+			where g.kind = r.kind and g.external_id = r.external_id and g.gone_at <= ${at()}`;
 		await tx`
 			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-			select r.kind, r.external_id, r.name, r.host_name, r.attributes, coalesce(${readAt}::timestamptz, now()), now()
+			select r.kind, r.external_id, r.name, r.host_name, r.attributes, ${at()}, now()
 			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
 				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
+			where not exists (select 1 from entity_gone g where g.kind = r.kind and g.external_id = r.external_id)
 			on conflict (kind, external_id) do update set
 				name = excluded.name,
 				host_name = excluded.host_name,
@@ -200,6 +207,15 @@ async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: 
 						or entities.attributes is distinct from excluded.attributes
 					then now() else entities.updated_at end
 			where entities.seen_at <= excluded.seen_at`;
+}
+
+/** Remembers containers a read at `readAt` found gone (see entity_gone). */
+async function markGone(tx: TransactionSql, externalIds: string[], readAt: string | null): Promise<void> {
+	if (!externalIds.length) return;
+	await tx`
+		insert into entity_gone (kind, external_id, gone_at)
+		select 'lxc', x, coalesce(${readAt}::timestamptz, now()) from unnest(${externalIds}::text[]) x
+		on conflict (kind, external_id) do update set gone_at = greatest(entity_gone.gone_at, excluded.gone_at)`;
 }
 
 /**
@@ -224,7 +240,10 @@ export async function replaceHostInventory(
 			delete from entities
 			where kind = 'lxc' and host_name = ${hostName}
 				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
-				and seen_at <= coalesce(${readAt}::timestamptz, now())`;
+				and seen_at <= coalesce(${readAt}::timestamptz, now())
+			returning kind, external_id`;
+		await markGone(tx, removed.map((r) => r.external_id as string), readAt);
+		await tx`delete from entity_gone where gone_at < now() - interval '1 hour'`;
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
 		return { removed: removed.count };
 	});
@@ -240,7 +259,8 @@ export async function replaceContainer(sql: Sql, hostName: string, vmid: number,
 		if (row) {
 			await upsertEntities(tx, [row], readAt);
 		} else {
-			await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`} and seen_at <= coalesce(${readAt}::timestamptz, now())`;
+			const gone = await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`} and seen_at <= coalesce(${readAt}::timestamptz, now()) returning id`;
+			if (gone.length) await markGone(tx, [`${hostName}/${vmid}`], readAt);
 		}
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
 	});
