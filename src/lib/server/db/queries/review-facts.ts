@@ -244,10 +244,11 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 			${idxArray(sql`m.retries > 0`)} as retry_idx,
 			${idxArray(notextCond)} as notext_idx` : sql``}
 		from r_mf m
+		-- per model, from r_m (materialized where it is computed from the parts; r_mf is not)
 		left join (
 			select sid, jsonb_object_agg(model, jsonb_build_array(i, o, c)) as usage_by_model
 			from (select sid, model, sum(input_tokens)::bigint as i, sum(output_tokens)::bigint as o, sum(cached_tokens)::bigint as c
-				from r_mf where model is not null group by sid, model) y
+				from r_m where model is not null group by sid, model) y
 			group by sid
 		) u on u.sid = m.sid
 		group by m.sid, u.usage_by_model`;
