@@ -35,6 +35,19 @@ afterAll(async () => {
 const entity = async (vmid: number) =>
 	(await sql()<{ status: string | null }[]>`select attributes ->> 'status' as status from entities where kind = 'lxc' and external_id = ${`strong/${vmid}`}`)[0] ?? null;
 
+/**
+ * Starts a whole-host sync that has listed the containers and then waits on one `pct config`
+ * (a slow host) until `release` is called; resolves to the sync's result.
+ */
+async function stalledSync(vmid: number): Promise<{ done: ReturnType<typeof syncHost>; release: () => Promise<void> }> {
+	const host = (await getHostByName(sql(), 'strong'))!;
+	await pve.setFault('slow', { tool: 'pct', match: `config ${vmid}`, ms: 1500 });
+	const from = pve.execTimes().length;
+	const done = syncHost(host);
+	await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '${vmid}'`)) || null, `the sync reading CT ${vmid}`, { timeoutMs: 10_000, intervalMs: 10 });
+	return { done, release: () => pve.setFault('slow', null) };
+}
+
 describe('inventory writes ordered by when they read', () => {
 	it('a sync that read before a change and writes after its read-back keeps the read-back', async () => {
 		const host = (await getHostByName(sql(), 'strong'))!;
@@ -42,10 +55,7 @@ describe('inventory writes ordered by when they read', () => {
 		expect(await entity(100)).toEqual({ status: 'stopped' });
 
 		// A slow host: the sync has listed the containers and waits on one's config.
-		await pve.setFault('slow', { tool: 'pct', match: 'config 101', ms: 1500 });
-		const from = pve.execTimes().length;
-		const sync = syncHost(host);
-		await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '101'`)) || null, 'the sync reading CT 101', { timeoutMs: 10_000, intervalMs: 10 });
+		const sync = await stalledSync(101);
 
 		// Meanwhile on the host: CT 100 starts and CT 150 is created; the continuation reads both back.
 		expect((await execOn(ssh, 'pct start 100')).code).toBe(0);
@@ -54,8 +64,8 @@ describe('inventory writes ordered by when they read', () => {
 		expect(await refreshContainer('strong', 150)).toEqual({ ok: true, gone: false });
 		expect(await entity(100)).toEqual({ status: 'running' });
 
-		await pve.setFault('slow', null);
-		expect(await sync).toMatchObject({ ok: true });
+		await sync.release();
+		expect(await sync.done).toMatchObject({ ok: true });
 		// The sync's older view neither stopped CT 100 again nor dropped CT 150.
 		expect(await entity(100)).toEqual({ status: 'running' });
 		expect(await entity(150)).not.toBeNull();
@@ -70,10 +80,7 @@ describe('inventory writes ordered by when they read', () => {
 		await syncHost(host);
 		expect(await entity(101)).toEqual({ status: 'running' });
 
-		await pve.setFault('slow', { tool: 'pct', match: 'config 100', ms: 1500 });
-		const from = pve.execTimes().length;
-		const sync = syncHost(host);
-		await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '100'`)) || null, 'the sync reading CT 100', { timeoutMs: 10_000, intervalMs: 10 });
+		const sync = await stalledSync(100);
 
 		// Meanwhile CT 101 is stopped and destroyed; the read-back finds it gone.
 		expect((await execOn(ssh, 'pct stop 101')).code).toBe(0);
@@ -81,8 +88,8 @@ describe('inventory writes ordered by when they read', () => {
 		expect(await refreshContainer('strong', 101)).toEqual({ ok: true, gone: true });
 		expect(await entity(101)).toBeNull();
 
-		await pve.setFault('slow', null);
-		expect(await sync).toMatchObject({ ok: true });
+		await sync.release();
+		expect(await sync.done).toMatchObject({ ok: true });
 		// That sync listed CT 101 before it went: it stays gone.
 		expect(await entity(101)).toBeNull();
 
