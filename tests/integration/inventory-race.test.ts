@@ -39,12 +39,14 @@ const entity = async (vmid: number) =>
  * Starts a whole-host sync that has listed the containers and then waits on one `pct config`
  * (a slow host) until `release` is called; resolves to the sync's result.
  */
-async function stalledSync(vmid: number): Promise<{ done: ReturnType<typeof syncHost>; release: () => Promise<void> }> {
+async function stalledSync(vmid: number, ms = 1500): Promise<{ done: ReturnType<typeof syncHost>; release: () => Promise<void> }> {
 	const host = (await getHostByName(sql(), 'strong'))!;
-	await pve.setFault('slow', { tool: 'pct', match: `config ${vmid}`, ms: 1500 });
-	const from = pve.execTimes().length;
+	await pve.setFault('slow', { tool: 'pct', match: `config ${vmid}`, ms });
+	const from = (await pve.argvLog()).length;
 	const done = syncHost(host);
-	await waitUntil(async () => pve.execTimes().slice(from).some((t) => t.command.includes(`'pct' 'config' '${vmid}'`)) || null, `the sync reading CT ${vmid}`, { timeoutMs: 10_000, intervalMs: 10 });
+	// The fake logs its argv right before it reads the faults: from then on this one is slow.
+	const reading = async () => (await pve.argvLog()).slice(from).some((a) => a.join(' ') === `pct config ${vmid}`) || null;
+	await waitUntil(reading, `the sync reading CT ${vmid}`, { timeoutMs: 10_000, intervalMs: 10 });
 	return { done, release: () => pve.setFault('slow', null) };
 }
 
@@ -99,5 +101,29 @@ describe('inventory writes ordered by when they read', () => {
 		expect(await entity(101)).toEqual({ status: 'stopped' });
 		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from entity_gone`;
 		expect(n).toBe(0);
+	});
+
+	it('one the inventory never held, destroyed while a sync reads, stays out too', async () => {
+		// Created behind the inventory's back (no read-back, no sync yet).
+		expect((await execOn(ssh, 'pct create 160 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname unseen --storage local-lvm')).code).toBe(0);
+		const sync = await stalledSync(100);
+		expect((await execOn(ssh, 'pct destroy 160')).code).toBe(0);
+		expect(await refreshContainer('strong', 160)).toEqual({ ok: true, gone: true });
+		await sync.release();
+		expect(await sync.done).toMatchObject({ ok: true });
+		expect(await entity(160)).toBeNull();
+	});
+
+	it('of two whole-host syncs, the one that read first and writes last adds nothing', async () => {
+		const host = (await getHostByName(sql(), 'strong'))!;
+		expect((await execOn(ssh, 'pct create 170 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname brief --storage local-lvm')).code).toBe(0);
+		// The first lists CT 170 and stalls; then 170 is destroyed and a second sync reads and writes.
+		const first = await stalledSync(100, 3000);
+		await pve.setFault('slow', null);
+		expect((await execOn(ssh, 'pct destroy 170')).code).toBe(0);
+		expect(await syncHost(host)).toMatchObject({ ok: true });
+		expect(await entity(170)).toBeNull();
+		expect(await first.done).toMatchObject({ ok: true });
+		expect(await entity(170)).toBeNull();
 	});
 });

@@ -233,6 +233,11 @@ export async function replaceHostInventory(
 	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		// Two whole-host reads of one host can overlap (a tool's inline sync beside the queued one):
+		// when one that read later has written already, this older view adds nothing.
+		const [newer] = await tx<{ newer: boolean }[]>`
+			select seen_at > coalesce(${readAt}::timestamptz, now()) as newer from entities where kind = 'host' and external_id = ${hostName}`;
+		if (newer?.newer) return { removed: 0 };
 		await upsertEntities(tx, rows, readAt);
 		// Vanished: not in this read, and not seen by a read that started after it (a container
 		// created meanwhile and read back by its refresh stays).
@@ -259,8 +264,12 @@ export async function replaceContainer(sql: Sql, hostName: string, vmid: number,
 		if (row) {
 			await upsertEntities(tx, [row], readAt);
 		} else {
-			const gone = await tx`delete from entities where kind = 'lxc' and external_id = ${`${hostName}/${vmid}`} and seen_at <= coalesce(${readAt}::timestamptz, now()) returning id`;
-			if (gone.length) await markGone(tx, [`${hostName}/${vmid}`], readAt);
+			const id = `${hostName}/${vmid}`;
+			await tx`delete from entities where kind = 'lxc' and external_id = ${id} and seen_at <= coalesce(${readAt}::timestamptz, now())`;
+			// Gone as of this read, whether or not a row said otherwise (a sync may be about to write
+			// what it listed before); not when a later read saw it (its row stayed).
+			const [{ seen }] = await tx<{ seen: boolean }[]>`select exists (select 1 from entities where kind = 'lxc' and external_id = ${id}) as seen`;
+			if (!seen) await markGone(tx, [id], readAt);
 		}
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
 	});
