@@ -4,7 +4,7 @@
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { getHostByName } from '../../src/lib/server/db/queries/hosts';
+import { deleteHost, getHostByName } from '../../src/lib/server/db/queries/hosts';
 import { refreshContainer, syncHost } from '../../src/lib/server/inventory/sync';
 import { connectTo, execOn } from '../doubles/proxmox/client';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
@@ -112,6 +112,25 @@ describe('inventory writes ordered by when they read', () => {
 		await sync.release();
 		expect(await sync.done).toMatchObject({ ok: true });
 		expect(await entity(160)).toBeNull();
+	});
+
+	it('a host removed while its sync reads stays removed when that sync writes', async () => {
+		const second = await startProxmoxDouble({ nodeName: 'spare', delayMs: 1, seed: [{ vmid: 300, hostname: 'leaving', status: 'running' }] });
+		try {
+			await addHost(second);
+			const spare = (await getHostByName(sql(), 'spare'))!;
+			await second.setFault('slow', { tool: 'pct', match: 'config 300', ms: 1500 });
+			const from = (await second.argvLog()).length;
+			const sync = syncHost(spare);
+			await waitUntil(async () => (await second.argvLog()).slice(from).some((a) => a.join(' ') === 'pct config 300') || null, 'the sync reading CT 300', { timeoutMs: 10_000, intervalMs: 10 });
+			expect(await sql().begin((tx) => deleteHost(tx, spare.id))).toBe(true);
+			expect(await sync).toMatchObject({ ok: true });
+			const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from entities where host_name = 'spare' or external_id = 'spare'`;
+			expect(n).toBe(0);
+			expect(await refreshContainer('spare', 300)).toMatchObject({ ok: false });
+		} finally {
+			await second.close();
+		}
 	});
 
 	it('of two whole-host syncs, the one that read first and writes last adds nothing', async () => {

@@ -68,7 +68,8 @@ describe('fleet tools and inventory freshness', () => {
 		expect((await listLxcs({ host: 'strong' })).containers.map((c) => c.vmid)).toEqual([100, 101]);
 		expect((await listLxcs({ host: 'weak' })).count).toBe(1);
 
-		await deleteHost(sql(), (await getHostByName(sql(), 'weak'))!.id);
+		const weak = (await getHostByName(sql(), 'weak'))!;
+		await sql().begin((tx) => deleteHost(tx, weak.id));
 		const [{ n }] = await sql()`select count(*)::int as n from entities where host_name = 'weak' or external_id = 'weak'`;
 		expect(n).toBe(0);
 		const all = await listLxcs();

@@ -166,6 +166,17 @@ export async function removeOrphanedEntities(sql: Sql | TransactionSql, hostName
 /** Arbitrary namespace for the per-host advisory lock that serialises concurrent syncs. */
 const SYNC_LOCK_NS = 7_140_202;
 
+/**
+ * Takes the per-host lock every inventory write of that host holds until its transaction ends,
+ * and says whether the host is still configured: a sync that read a host being removed then
+ * writes nothing, and a removal waits for a write under way (and then deletes what it wrote).
+ */
+export async function lockHostInventory(tx: TransactionSql, hostName: string): Promise<boolean> {
+	await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+	const [{ configured }] = await tx<{ configured: boolean }[]>`select exists (select 1 from hosts where name = ${hostName}) as configured`;
+	return configured;
+}
+
 /** One entity as an inventory sync writes it. */
 export type InventoryRow = { kind: string; external_id: string; name: string; host_name: string; attributes: Record<string, unknown> };
 
@@ -232,7 +243,7 @@ export async function replaceHostInventory(
 ): Promise<{ removed: number }> {
 	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
 	return sql.begin(async (tx) => {
-		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		if (!(await lockHostInventory(tx, hostName))) return { removed: 0 };
 		// Two whole-host reads of one host can overlap (a tool's inline sync beside the queued one):
 		// when one that read later has written already, this older view adds nothing.
 		const [newer] = await tx<{ newer: boolean }[]>`
@@ -260,7 +271,7 @@ export async function replaceHostInventory(
  */
 export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null, readAt: string | null = null): Promise<void> {
 	await sql.begin(async (tx) => {
-		await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${hostName}))`;
+		if (!(await lockHostInventory(tx, hostName))) return;
 		if (row) {
 			await upsertEntities(tx, [row], readAt);
 		} else {

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { lockHostInventory } from './entities';
 import type { Sql } from '../index';
 import type { HostConfig } from '../../env';
 
@@ -75,15 +76,18 @@ export async function updateHost(sql: Sql | TransactionSql, id: string, input: H
 	return row ?? null;
 }
 
-/** Removes a host and everything the inventory knew about it (its containers are not "present" anymore); false when it was not there. */
-export async function deleteHost(sql: Sql | TransactionSql, id: string): Promise<boolean> {
-	const [r] = await sql<{ removed: boolean }[]>`
-		with gone as (delete from hosts where id = ${id} returning name),
-		entities_gone as (
-			delete from entities
-			where host_name in (select name from gone) or (kind = 'host' and external_id in (select name from gone)))
-		select exists (select 1 from gone) as removed`;
-	return r.removed;
+/**
+ * Removes a host and everything the inventory knew about it (its containers are not "present"
+ * anymore); false when it was not there. Holds the host's inventory lock, so a sync of it that is
+ * writing finishes first and one that writes later finds the host gone (lockHostInventory).
+ */
+export async function deleteHost(tx: TransactionSql, id: string): Promise<boolean> {
+	const [host] = await tx<{ name: string }[]>`select name from hosts where id = ${id} for update`;
+	if (!host) return false;
+	await lockHostInventory(tx, host.name);
+	await tx`delete from hosts where id = ${id}`;
+	await tx`delete from entities where host_name = ${host.name} or (kind = 'host' and external_id = ${host.name})`;
+	return true;
 }
 
 /** The host, its row locked until the transaction ends (a change reads what it replaces). */
