@@ -195,16 +195,15 @@ export async function inventoryClock(sql: Sql | TransactionSql): Promise<string>
  * re-read must not put back what it saw then); `seen_at` is when it was read, `updated_at` moves
  * only when the name or the attributes changed.
  */
-async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: string | null): Promise<void> {
-		const at = () => tx`coalesce(${readAt}::timestamptz, now())`;
+async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: string): Promise<void> {
 		// A later read found it gone (destroyed meanwhile): this older view does not bring it back;
 		// one that read after that clears the mark (the id was used again).
 		await tx`
 			delete from entity_gone g using jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(kind text, external_id text)
-			where g.kind = r.kind and g.external_id = r.external_id and g.gone_at <= ${at()}`;
+			where g.kind = r.kind and g.external_id = r.external_id and g.gone_at <= ${readAt}::timestamptz`;
 		await tx`
 			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-			select r.kind, r.external_id, r.name, r.host_name, r.attributes, ${at()}, now()
+			select r.kind, r.external_id, r.name, r.host_name, r.attributes, ${readAt}::timestamptz, now()
 			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
 				as r(kind text, external_id text, name text, host_name text, attributes jsonb)
 			where not exists (select 1 from entity_gone g where g.kind = r.kind and g.external_id = r.external_id)
@@ -221,11 +220,11 @@ async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: 
 }
 
 /** Remembers containers a read at `readAt` found gone (see entity_gone). */
-async function markGone(tx: TransactionSql, externalIds: string[], readAt: string | null): Promise<void> {
+async function markGone(tx: TransactionSql, externalIds: string[], readAt: string): Promise<void> {
 	if (!externalIds.length) return;
 	await tx`
 		insert into entity_gone (kind, external_id, gone_at)
-		select 'lxc', x, coalesce(${readAt}::timestamptz, now()) from unnest(${externalIds}::text[]) x
+		select 'lxc', x, ${readAt}::timestamptz from unnest(${externalIds}::text[]) x
 		on conflict (kind, external_id) do update set gone_at = greatest(entity_gone.gone_at, excluded.gone_at)`;
 }
 
@@ -239,15 +238,17 @@ export async function replaceHostInventory(
 	hostName: string,
 	rows: InventoryRow[],
 	containers: number,
-	readAt: string | null = null
+	read: string | null = null
 ): Promise<{ removed: number }> {
 	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
 	return sql.begin(async (tx) => {
 		if (!(await lockHostInventory(tx, hostName))) return { removed: 0 };
+		// Rows written without a read of their own (seeders) count as read now.
+		const readAt = read ?? (await inventoryClock(tx));
 		// Two whole-host reads of one host can overlap (a tool's inline sync beside the queued one):
 		// when one that read later has written already, this older view adds nothing.
 		const [newer] = await tx<{ newer: boolean }[]>`
-			select seen_at > coalesce(${readAt}::timestamptz, now()) as newer from entities where kind = 'host' and external_id = ${hostName}`;
+			select seen_at > ${readAt}::timestamptz as newer from entities where kind = 'host' and external_id = ${hostName}`;
 		if (newer?.newer) return { removed: 0 };
 		await upsertEntities(tx, rows, readAt);
 		// Vanished: not in this read, and not seen by a read that started after it (a container
@@ -256,7 +257,7 @@ export async function replaceHostInventory(
 			delete from entities
 			where kind = 'lxc' and host_name = ${hostName}
 				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
-				and seen_at <= coalesce(${readAt}::timestamptz, now())
+				and seen_at <= ${readAt}::timestamptz
 			returning kind, external_id`;
 		await markGone(tx, removed.map((r) => r.external_id as string), readAt);
 		await tx`delete from entity_gone where gone_at < now() - interval '1 hour'`;
@@ -269,14 +270,15 @@ export async function replaceHostInventory(
  * Writes one container as read live (null: it is gone) without touching the rest of the host's
  * inventory, and emits `inventory.synced` naming it. Serialised with full syncs of the host.
  */
-export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null, readAt: string | null = null): Promise<void> {
+export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null, read: string | null = null): Promise<void> {
 	await sql.begin(async (tx) => {
 		if (!(await lockHostInventory(tx, hostName))) return;
+		const readAt = read ?? (await inventoryClock(tx));
 		if (row) {
 			await upsertEntities(tx, [row], readAt);
 		} else {
 			const id = `${hostName}/${vmid}`;
-			await tx`delete from entities where kind = 'lxc' and external_id = ${id} and seen_at <= coalesce(${readAt}::timestamptz, now())`;
+			await tx`delete from entities where kind = 'lxc' and external_id = ${id} and seen_at <= ${readAt}::timestamptz`;
 			// Gone as of this read, whether or not a row said otherwise (a sync may be about to write
 			// what it listed before); not when a later read saw it (its row stayed).
 			const [{ seen }] = await tx<{ seen: boolean }[]>`select exists (select 1 from entities where kind = 'lxc' and external_id = ${id}) as seen`;
