@@ -1,23 +1,40 @@
 import type { Task } from 'graphile-worker';
+import { randomUUID } from 'node:crypto';
 import { sql } from '../src/lib/server/db/index';
-import { claimQueued } from '../src/lib/server/db/queries/messages';
+import { claimHandedOver, claimQueued } from '../src/lib/server/db/queries/messages';
 import { runTurn } from '../src/lib/server/agent/run-turn';
+import { insertTurnMessage } from '../src/lib/server/agent/message-writer';
 import { assertRunTurnPayload } from '../src/lib/server/conversation/turn-queue';
 import { trackTurn } from '../src/lib/server/conversation/active-turns';
+import { currentProcess } from '../src/lib/server/jobs/current-process';
 
 /**
- * Runs one agent turn. For a chat turn it first claims the operator's queued messages; when a
- * previous job already answered them, there is nothing to do.
+ * Runs one agent turn. A chat turn claims the operator's queued messages and makes its reply in
+ * one transaction (when a previous job already answered them, there is nothing to do); a retried
+ * job whose reply exists leaves it to recovery; a `resume` job takes over a reply whose process
+ * stopped and goes on writing it.
  */
 export const agent__run_turn: Task = async (payload) => {
 	assertRunTurnPayload(payload);
-	if (payload.origin === 'chat') {
-		const claimed = await sql().begin((tx) => claimQueued(tx, payload.sessionId));
-		if (claimed === 0) return;
+	const { sessionId, origin } = payload;
+	let messageId: string;
+	if (payload.resume) {
+		if (!(await claimHandedOver(sql(), payload.resume, currentProcess()))) return;
+		messageId = payload.resume;
+	} else {
+		const turnId = payload.turnId ?? randomUUID();
+		const row = await sql().begin(async (tx) => {
+			const [done] = await tx`select 1 from messages where id = ${turnId}`;
+			if (done) return null;
+			if (origin === 'chat' && (await claimQueued(tx, sessionId)) === 0) return null;
+			return insertTurnMessage(tx, sessionId, origin, turnId);
+		});
+		if (!row) return;
+		messageId = row.id;
 	}
-	const turn = trackTurn(payload.sessionId);
+	const turn = trackTurn(sessionId);
 	try {
-		await runTurn({ sessionId: payload.sessionId, origin: payload.origin, notes: payload.notes, signal: turn.signal });
+		await runTurn({ sessionId, origin, notes: payload.notes, signal: turn.signal, messageId, resumed: Boolean(payload.resume) });
 	} finally {
 		turn.release();
 	}

@@ -11,7 +11,7 @@ function assertPayload(p: unknown): asserts p is RunExecutionPayload {
 }
 
 /** Runs one approved execution; a duplicate delivery finds it already claimed and does nothing. */
-export const executions__run: Task = async (payload) => {
+export const executions__run: Task = async (payload, helpers) => {
 	assertPayload(payload);
-	await runExecution(payload.executionId);
+	await runExecution(payload.executionId, { signal: helpers.abortSignal });
 };

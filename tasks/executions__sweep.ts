@@ -15,6 +15,7 @@ export const executions__sweep: Task = async () => {
 	const released = await releaseDeadWorkerLocks(sql());
 	if (released.length) log.warn({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const r = await sweep(sql());
-	if (r.lost || r.expired) log.info({ lost: r.lost, expired: r.expired }, `${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired`);
+	if (r.lost || r.expired || r.resumed || r.requeued)
+		log.info({ ...r }, `${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired, ${r.resumed} reply(ies) resumed, ${r.requeued} stranded job(s) queued again`);
 	await scheduleSweep();
 };

@@ -419,7 +419,7 @@ describe('expiry', () => {
 		expect(await decide(a.execution.id, operatorId, 'approved')).toEqual({ ok: false, reason: 'expired', status: 'awaiting_approval' });
 
 		const swept = await sweep(sql());
-		expect(swept).toEqual({ lost: 0, expired: 2 });
+		expect(swept).toEqual({ lost: 0, expired: 2, resumed: 0, requeued: 0 });
 		for (const x of [a, b]) {
 			const e = await load(x.execution.id);
 			expect(e.status).toBe('expired');

@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 async function aliveWorker() {
-	workers.push(await registerWorkerProcess(sql(), { hostname: 'test', pid: 1, workerIds: ['w1'] }));
+	workers.push((await registerWorkerProcess(sql(), { hostname: 'test', pid: 1, workerIds: ['w1'] })).id);
 }
 
 type Handler = (event: never) => Response | Promise<Response>;

@@ -7,7 +7,7 @@ import { runOnce } from 'graphile-worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
-import { claimQueued, insertMessage, interruptOrphanedTurns } from '../../src/lib/server/db/queries/messages';
+import { claimQueued, getMessage, handOverReplies, insertMessage } from '../../src/lib/server/db/queries/messages';
 import { FACTS_VERSION, markFactsBuilt, refreshMessageFacts, storedFactsVersion } from '../../src/lib/server/db/queries/review-facts';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
 import { addSystemNote } from '../../src/lib/server/conversation/notes';
@@ -50,7 +50,7 @@ const tick = () => new Promise((r) => setTimeout(r, 2));
 
 /**
  * A turn whose process died mid-stream, as it leaves the database: the streaming row (parts
- * empty) and the deltas it sent. The sweeper (interruptOrphanedTurns) closes it later.
+ * empty) and the deltas it sent. The sweeper hands it over to be resumed (handOverReplies).
  */
 async function orphanedTurn(sessionId: string): Promise<void> {
 	await sql().begin(async (tx) => {
@@ -186,9 +186,12 @@ describe('stored review facts', () => {
 		ids.push(await insertFailedSessionFixture(sql()), await insertHealthySessionFixture(sql()), await insertNudgedSessionFixture(sql()), await insertSilentSessionFixture(sql()));
 		// Two sessions with no messages at all.
 		for (const t of ['empty a', 'empty b']) ids.push(await sql().begin((tx) => createSession(tx, null, t)));
-		// Turns whose process died: the sweeper closes them (a message write of its own).
+		// Turns whose process died: the sweeper hands them over to be resumed (a delta of its own).
 		await sql()`update messages set updated_at = now() - interval '2 minutes' where status = 'streaming'`;
-		expect(await sql().begin((tx) => interruptOrphanedTurns(tx))).toBeGreaterThan(0);
+		const handed = await sql().begin((tx) => handOverReplies(tx, { unowned: true }));
+		expect(handed.length).toBeGreaterThan(0);
+		// …and the turn that resumes each one ends it (no model here: as an error), a write of its own.
+		for (const h of handed) await MessageWriter.attach((await getMessage(sql(), h.id))!).finish('error', 'no model in this test');
 		// Sessions spread over two months (the overview filters on their creation day).
 		for (const id of ids) await sql()`update chat_sessions set created_at = now() - make_interval(days => ${Math.floor(rand() * 60)}) where id = ${id}`;
 		sample = ids.filter(() => chance(0.5));

@@ -1,6 +1,6 @@
 import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
-import { installTurnCancellation } from './conversation/active-turns';
+import { handOverTurns, installTurnCancellation } from './conversation/active-turns';
 import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
@@ -14,6 +14,7 @@ import { enqueueJob, gateJobsOn, PRIORITY } from './jobs/enqueue';
 import { RUN_TASK } from './executions/lifecycle';
 import { NOTIFY_TASK } from './notify/notices';
 import { watchWorkerPresence } from './jobs/presence';
+import { watchForDeadProcesses } from './recovery/dead-processes';
 import { crontab, scheduleSweep } from './jobs/schedule';
 import type { TaskList } from 'graphile-worker';
 import { logger } from './log';
@@ -161,7 +162,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
 				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC }),
 				// Notices (a few seconds at most) share the executions' slots: a long turn never holds them up.
-				lane: { tasks: [RUN_TASK, NOTIFY_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY }
+				lane: { tasks: [RUN_TASK, NOTIFY_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY },
+				beforeStop: handOverTurns
 			});
 			log.info(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);
 			await scheduleSweep();
@@ -181,6 +183,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			});
 	} else log.info('worker: off in this process (NOMOS_WORKER=off)');
 	const stopPresence = role === 'web' ? watchWorkerPresence(sql()) : () => undefined;
+	// Every process, web or worker, picks up the work of worker processes that died (seconds).
+	const stopRecovery = watchForDeadProcesses(sql());
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web')
 		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log.info(describeCheck(c)))).catch(() => undefined);
@@ -211,6 +215,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			stopping ??= (async () => {
 				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log.error({ err: e }, 'shutdown step failed'));
 				stopPresence();
+				stopRecovery();
 				await Promise.allSettled([workerStart, ...later]);
 				await worker?.stop();
 				await hub.stop();

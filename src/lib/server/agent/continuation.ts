@@ -8,6 +8,7 @@ import { recordLeftovers, targetVmid } from '../executions/leftovers';
 import { refreshContainer } from '../inventory/sync';
 import { ACTIONS, isActionName } from '../proxmox/actions';
 import { runTurn } from './run-turn';
+import { insertTurnMessage } from './message-writer';
 import { formatChanges } from '../../schemas/param-form';
 import type { ExecutionEdit } from '../../types/executions';
 
@@ -35,8 +36,10 @@ export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached
 /**
  * The system as the event loop: when executions linked to a session have finished, tell the
  * agent and run a continuation turn while the session's assent window is open. Every finished,
- * not yet continued execution of the session is claimed atomically *before* the turn (so two
- * workers or a retried job never continue one twice) and folded into one turn.
+ * not yet continued execution of the session is claimed, its note written and the turn's reply
+ * made in ONE transaction (so two workers or a retried job never continue one twice, and a
+ * claim never commits without the reply that answers it), folded into one turn. If this process
+ * dies during the turn, the reply is resumed by another (recovery/dead-processes.ts): never lost.
  */
 export async function continueSession(sessionId: string, signal?: AbortSignal): Promise<ContinueResult> {
 	// Mutations that stopped part-way: read back what they left on their target first (also
@@ -68,11 +71,12 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
+		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, 'continuation') : null;
 		const refresh = claimed
 			.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName)
 			.map((e) => ({ host: e.hostName!, vmid: Number(targetVmid(e)) }))
 			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
-		return { kind, refresh };
+		return { kind, refresh, messageId: reply?.id };
 	});
 	if (decision.kind !== 'turn') return decision.kind;
 	// The agent verifies next: let it see the containers the changes touched as they are now (two
@@ -81,7 +85,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	// while the turn starts (the model reads the result note first); its tools wait for it.
 	const readBack = Promise.all(decision.refresh.map((r) => refreshContainer(r.host, r.vmid, { signal })));
 	try {
-		await runTurn({ sessionId, origin: 'continuation', signal, inventoryReady: readBack });
+		await runTurn({ sessionId, origin: 'continuation', signal, inventoryReady: readBack, messageId: decision.messageId });
 	} finally {
 		await readBack;
 	}

@@ -1,14 +1,26 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
-import { insertMessage, touchStreaming, writeFinalMessage } from '../db/queries/messages';
+import { insertMessage, touchStreaming, writeFinalMessage, type MessageRow } from '../db/queries/messages';
+import type { TransactionSql } from 'postgres';
+import { currentProcess } from '../jobs/current-process';
 import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageStatus, UsageData } from '../../types/messages';
 import { USAGE_PART_ID } from '../../messages/usage';
 import { foldChunks, TEXT_ID } from '../../messages/fold';
-import { isRunning, isToolPart } from '../../messages/parts';
+import { getToolName, isRunning, isToolPart } from '../../messages/parts';
 import { boundedForStorage, boundedText } from './tools/context';
 import { logger } from '../log';
 
 const log = logger('agent');
+
+/**
+ * The empty streaming assistant message a turn writes into, owned by this process (its runner),
+ * announced; in the caller's transaction, so it commits with the claim of the turn's work.
+ */
+export async function insertTurnMessage(tx: TransactionSql, sessionId: string, origin: MessageOrigin, id?: string): Promise<MessageRow> {
+	const row = await insertMessage(tx, { id, sessionId, role: 'assistant', parts: [], status: 'streaming', origin, runner: currentProcess() });
+	await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: row.id } });
+	return row;
+}
 
 /** Chunks are sent at most this often while text streams; anything else is sent at once. */
 const FLUSH_MS = 100;
@@ -44,12 +56,18 @@ export class MessageWriter {
 	}
 
 	static async start(sessionId: string, origin: MessageOrigin): Promise<MessageWriter> {
-		const row = await sql().begin(async (tx) => {
-			const row = await insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'streaming', origin });
-			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: row.id } });
-			return row;
-		});
+		const row = await sql().begin((tx) => insertTurnMessage(tx, sessionId, origin));
 		return new MessageWriter(row.id, sessionId, row.rev);
+	}
+
+	/**
+	 * Goes on writing a streaming reply this process owns (made by insertTurnMessage in the
+	 * transaction that claimed its work, or handed over after a crash), as far as it had gone.
+	 */
+	static attach(row: Pick<MessageRow, 'id' | 'sessionId' | 'rev' | 'parts'>): MessageWriter {
+		const w = new MessageWriter(row.id, row.sessionId, row.rev);
+		w.#parts = row.parts;
+		return w;
 	}
 
 	/** The parts as folded so far (after every pending chunk). */
@@ -129,6 +147,21 @@ export class MessageWriter {
 		this.flush();
 	}
 
+	/**
+	 * A resumed reply's calls that were running when its process stopped: each gets what its tool
+	 * had already stored for it (a request it parked: see tools/parked.ts), else fails as
+	 * interrupted, so the model sees every call with its result and never asks twice.
+	 */
+	async settleInterrupted(parked: (toolName: string, toolCallId: string) => Promise<unknown>): Promise<void> {
+		for (const p of await this.parts()) {
+			if (!isToolPart(p) || !isRunning(p)) continue;
+			const output = await parked(getToolName(p), p.toolCallId).catch(() => null);
+			if (output) this.#push({ type: 'tool-output-available', toolCallId: p.toolCallId, output: boundedForStorage(output, 64 * 1024) });
+			else this.#push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: 'interrupted before it finished: Nomos restarted' });
+		}
+		this.flush();
+	}
+
 	/** Marks tool calls still running as failed with `reason` (cancel, crash of the stream). */
 	async interruptRunning(reason: string): Promise<void> {
 		for (const p of await this.parts()) if (isToolPart(p) && isRunning(p)) this.#push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: reason });
@@ -143,6 +176,13 @@ export class MessageWriter {
 		const chunks = this.#pending;
 		this.#pending = [];
 		this.#chain = this.#chain.then(() => this.#commit(chunks)).catch((e) => log.error({ err: e }, `message write failed: ${(e as Error).message}`));
+	}
+
+	/** Stops writing without ending the reply (it is handed over): what is pending goes out first. */
+	async detach(): Promise<void> {
+		clearInterval(this.#heartbeat);
+		this.flush();
+		await this.#chain;
 	}
 
 	/** The last delta (closing the text, with the final status) and the exact row, in one transaction. */

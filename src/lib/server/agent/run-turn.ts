@@ -15,8 +15,11 @@ import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
+import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
+import { HAND_OVER } from '../conversation/active-turns';
+import { handOverAndResume } from '../conversation/hand-over';
 
 export interface TurnOptions {
 	sessionId: string;
@@ -26,6 +29,13 @@ export interface TurnOptions {
 	signal?: AbortSignal;
 	/** See ToolContext.inventoryReady. */
 	inventoryReady?: Promise<unknown>;
+	/**
+	 * A streaming reply this process already owns, to write into instead of a new one: made in
+	 * the transaction that claimed the turn's work (insertTurnMessage), or handed over after its
+	 * process stopped (`resumed`: its interrupted calls are settled first, see tools/parked.ts).
+	 */
+	messageId?: string;
+	resumed?: boolean;
 }
 
 export interface TurnResult {
@@ -51,15 +61,18 @@ type Spend = { usage: UsageData | null; budget: number | null };
 export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const signal = opts.signal ?? new AbortController().signal;
 	// Independent of each other, so side by side: the operator is waiting for the first words.
-	const [, writer, stored, window, system] = await Promise.all([
+	const [, stored, window, system] = await Promise.all([
 		sql().begin((tx) => setTaskState(tx, opts.sessionId, 'executing')),
-		MessageWriter.start(opts.sessionId, opts.origin),
 		listMessages(sql(), opts.sessionId),
 		// The history must fit the model's context next to the instructions and tool definitions,
 		// which are never cut (local servers silently drop the front of an overlong prompt).
 		contextWindow(),
 		turnInstructions()
 	]);
+	const own = opts.messageId ? stored.find((m) => m.id === opts.messageId && m.status === 'streaming') : undefined;
+	if (opts.messageId && !own) throw new Error(`runTurn: message ${opts.messageId} is not a streaming reply of session ${opts.sessionId}`);
+	const writer = own ? MessageWriter.attach(own) : await MessageWriter.start(opts.sessionId, opts.origin);
+	if (opts.resumed) await writer.settleInterrupted(parkedOutputs(writer.id));
 	const model = getModel();
 	if (!model) {
 		writer.appendText(MODEL_SETUP_HELP);
@@ -83,7 +96,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
 		const r = await attemptStream(writer, model, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
-		if (r.aborted) return stopped(writer);
+		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
 			writer.addNote('budget', budgetNote(spend));
@@ -118,7 +131,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 		const until = new Date(Date.now() + fault.waitMs).toISOString();
 		const how = !r.error ? ' without streaming' : '';
 		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${how}${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
-		if (!(await sleep(fault.waitMs, signal))) return stopped(writer);
+		if (!(await sleep(fault.waitMs, signal))) return stopped(writer, signal);
 	}
 }
 
@@ -158,7 +171,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 	});
 }
 
-async function stopped(writer: MessageWriter): Promise<TurnResult> {
+async function stopped(writer: MessageWriter, signal: AbortSignal): Promise<TurnResult> {
+	if (signal.reason === HAND_OVER) {
+		// This process is stopping: the reply stays open and another turn goes on writing it.
+		await writer.detach();
+		await sql().begin((tx) => handOverAndResume(tx, { ids: [writer.id] }));
+		return { messageId: writer.id, status: 'streaming' };
+	}
 	await writer.interruptRunning('stopped by the operator');
 	writer.addNote('cancelled', 'Stopped by the operator.');
 	return finish(writer, 'cancelled', null);

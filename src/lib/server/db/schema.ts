@@ -3,13 +3,13 @@ import {
 	bigint,
 	bigserial,
 	boolean,
-
 	customType,
 	index,
 	integer,
 	jsonb,
 	pgTable,
 	primaryKey,
+	serial,
 	text,
 	timestamp,
 	uniqueIndex,
@@ -117,10 +117,15 @@ export const messages = pgTable(
 		error: text('error'),
 		/** Bumped on every update; clients keep the snapshot with the highest rev. */
 		rev: integer('rev').notNull().default(0),
+		/**
+		 * While `streaming`: the worker process (worker_processes.id) writing it; null when no
+		 * registered process owns it (handed over, or written by a process without a worker).
+		 */
+		runner: uuid('runner'),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
-	(t) => [index('messages_session_seq_idx').on(t.sessionId, t.seq)]
+	(t) => [index('messages_session_seq_idx').on(t.sessionId, t.seq), index('messages_streaming_idx').on(t.runner).where(sql`status = 'streaming'`)]
 );
 
 /**
@@ -338,7 +343,9 @@ export const plans = pgTable('plans', {
 	decidedAt: ts('decided_at'),
 	decidedBy: uuid('decided_by').references(() => operators.id),
 	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
-	expiresAt: ts('expires_at')
+	expiresAt: ts('expires_at'),
+	/** `<message id>/<tool call id>` of the propose_plan call that made it (see agent/tools/parked.ts). */
+	callKey: text('call_key').unique()
 });
 
 export const executions = pgTable(
@@ -370,6 +377,10 @@ export const executions = pgTable(
 		leftovers: text('leftovers'),
 		/** Set when an operator edited the params before approving: who, the original, what changed. */
 		edit: jsonb('edit').$type<ExecutionEdit>(),
+		/** While `running`: the worker process (worker_processes.id) running it. */
+		runner: uuid('runner'),
+		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */
+		callKey: text('call_key').unique(),
 		createdAt: createdAt(),
 		expiresAt: ts('expires_at'),
 		approvedAt: ts('approved_at'),
@@ -484,7 +495,9 @@ export const sessionQuestions = pgTable(
 		answeredVia: text('answered_via', { enum: ['panel', 'chat'] }),
 		answeredBy: uuid('answered_by').references(() => operators.id),
 		createdAt: createdAt(),
-		answeredAt: ts('answered_at')
+		answeredAt: ts('answered_at'),
+		/** `<message id>/<tool call id>` of the ask_operator call that raised it (see agent/tools/parked.ts). */
+		callKey: text('call_key').unique()
 	},
 	(t) => [index('session_questions_session_idx').on(t.sessionId, t.status)]
 );
@@ -499,6 +512,11 @@ export const workerProcesses = pgTable('worker_processes', {
 	hostname: text('hostname').notNull(),
 	pid: integer('pid').notNull(),
 	workerIds: text('worker_ids').array().notNull().default(sql`'{}'::text[]`),
+	/**
+	 * The process holds the session-level advisory lock (LIFE_LOCK_SPACE, lock_id) for its whole
+	 * life: when it dies its connection closes and the lock is gone at once (see jobs/life.ts).
+	 */
+	lockId: serial('lock_id').notNull(),
 	startedAt: ts('started_at').notNull().defaultNow(),
 	beatAt: ts('beat_at').notNull().defaultNow()
 });

@@ -15,7 +15,9 @@ import {
 	withdrawApproved,
 	type ExecutionRow
 } from '../db/queries/executions';
-import { interruptOrphanedTurns } from '../db/queries/messages';
+import { interruptAbandoned, listStranded } from '../db/queries/stranded';
+import { handOverAndResume } from '../conversation/hand-over';
+import { requestTurn } from '../conversation/turn-queue';
 import type { ExecutionStatus, ExecutionStep } from '../../types/executions';
 import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
@@ -24,9 +26,13 @@ import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
 export const RUN_TASK = 'executions__run';
 
-/** Queues the worker job for an approved execution (one attempt: a mutation never reruns by itself). */
+/**
+ * Queues the worker job for an approved execution. The job may run more than once (its worker
+ * died before it began): safe, because only one run ever claims the execution (`approved` →
+ * `running`, claimExecution), so the mutation itself never runs twice.
+ */
 export async function enqueueRun(tx: TransactionSql, executionId: string): Promise<void> {
-	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 1, priority: PRIORITY.execution });
+	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 5, priority: PRIORITY.execution });
 }
 
 export type DecideResult =
@@ -85,6 +91,11 @@ export async function finishExecution(
 export async function onTerminal(tx: TransactionSql, id: string): Promise<void> {
 	const e = (await getExecution(tx, id))!;
 	await announceExecution(tx, e, 'execution.updated', { terminal: e.status });
+	await queueContinuations(tx, id);
+}
+
+/** Queues the continuation of a terminal execution for every linked session (one job per pair). */
+export async function queueContinuations(tx: TransactionSql, id: string): Promise<void> {
 	for (const sessionId of await linkedSessions(tx, id)) {
 		await enqueueJob(tx, 'agent__continue_session', { sessionId, executionId: id }, {
 			jobKey: `continue:${id}:${sessionId}`,
@@ -96,18 +107,35 @@ export async function onTerminal(tx: TransactionSql, id: string): Promise<void> 
 }
 
 /**
- * Marks running executions whose worker stopped heartbeating as interrupted (they may have
- * partly run; the continuation reads their target back), expires stale approvals, and closes
- * turns whose process died mid-stream.
+ * The periodic safety net behind recovery/dead-processes.ts (which acts within seconds of a process's
+ * death): marks running executions whose runner is gone — or, with no runner recorded, whose
+ * lease ran out — interrupted (they may have partly run; the continuation reads their target
+ * back), expires stale approvals, hands over replies nobody writes any more, and re-queues work
+ * whose job was lost (see requeueStranded).
  */
-export async function sweep(sql: Sql): Promise<{ lost: number; expired: number }> {
+export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; resumed: number; requeued: number }> {
 	return sql.begin(async (tx) => {
-		const lost = await interruptLost(tx);
+		const lost = [...(await interruptAbandoned(tx, { unowned: true })), ...(await interruptLost(tx))];
 		const expired = await expireStale(tx);
 		for (const id of [...lost, ...expired]) await onTerminal(tx, id);
-		await interruptOrphanedTurns(tx);
-		return { lost: lost.length, expired: expired.length };
+		const resumed = await handOverAndResume(tx, { unowned: true });
+		const requeued = await requeueStranded(tx);
+		return { lost: lost.length, expired: expired.length, resumed, requeued };
 	});
+}
+
+/**
+ * Work whose job is gone (it died with its worker after its last attempt, or was never added by
+ * an older version): an approved execution nothing will run, a finished one nobody continued, an
+ * operator message no turn will answer. Each gets its job again; every one of them is idempotent
+ * (claimExecution, claimFinishedForSession, claimQueued), so a job that was only slow costs nothing.
+ */
+export async function requeueStranded(tx: TransactionSql): Promise<number> {
+	const s = await listStranded(tx);
+	for (const id of s.approved) await enqueueRun(tx, id);
+	for (const id of s.finished) await queueContinuations(tx, id);
+	for (const sessionId of s.queued) await requestTurn(tx, { sessionId, origin: 'chat' });
+	return s.approved.length + s.finished.length + s.queued.length;
 }
 
 /** Asks for a running execution to be cancelled: marks it (the card says "cancelling…") and tells its runner. */

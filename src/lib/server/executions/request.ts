@@ -45,7 +45,7 @@ export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan
 export async function requestExecution(
 	sessionId: string | null,
 	input: unknown,
-	opts: { retryOf?: string; requester?: Requester } = {}
+	opts: { retryOf?: string; requester?: Requester; callKey?: string } = {}
 ): Promise<RequestOutcome | PrepareError> {
 	const prepared = await prepareExecution(input);
 	if ('error' in prepared) return prepared;
@@ -88,7 +88,7 @@ export async function requestExecution(
 			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
 			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
 		}
-		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf });
+		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey });
 		await audit(tx, e);
 		// A plan approves the agent's requests only: never a retry's, never an outside requester's (MCP).
 		const plan = sessionId && !opts.retryOf && !opts.requester ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;

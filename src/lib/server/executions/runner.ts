@@ -13,6 +13,7 @@ import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
 import { finishExecution } from './lifecycle';
 import { env } from '../env';
+import { currentProcess } from '../jobs/current-process';
 import { healthSteps, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, wantsSnapshot } from './safeguards';
 
 const LEASE_SECONDS = 60;
@@ -95,13 +96,18 @@ export function verified(v: Verify, stdout: string): boolean {
  * keeps a lease alive, re-checks the target, runs each templated step over SSH while recording
  * output live, and records the terminal state. Never consults the model.
  */
-export async function runExecution(id: string): Promise<void> {
+export async function runExecution(id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
 	// Before claiming: a process without a hub must not leave a claimed execution behind with a
 	// heartbeat that keeps its lease alive forever.
 	const events = hub();
-	const e = await claimExecution(sql(), id, LEASE_SECONDS);
+	const e = await claimExecution(sql(), id, LEASE_SECONDS, currentProcess());
 	if (!e) return;
 	const cancel = new AbortController();
+	// The process is stopping and its grace period is over (graphile-worker's abort signal).
+	let shuttingDown = false;
+	const onShutdown = () => ((shuttingDown = true), cancel.abort());
+	if (opts.signal?.aborted) onShutdown();
+	opts.signal?.addEventListener('abort', onShutdown, { once: true });
 	// A heartbeat that finds the execution no longer running means the sweeper declared this
 	// worker lost (e.g. after a long database outage): stop the command instead of finishing a
 	// mutation everyone was already told had failed (and that may be retried).
@@ -178,7 +184,7 @@ export async function runExecution(id: string): Promise<void> {
 			});
 			await saveSteps(sql(), e, steps);
 			if (r.aborted) {
-				const who = cancelledByOperator ? 'cancelled by the operator' : 'stopped (this worker lost its lease)';
+				const who = cancelledByOperator ? 'cancelled by the operator' : shuttingDown ? 'stopped because Nomos was shutting down' : 'stopped (this worker lost its lease)';
 				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running`);
 				throw new Interrupted(`${who} while ${s.label} was running; it may have partly run`);
 			}
@@ -248,6 +254,7 @@ export async function runExecution(id: string): Promise<void> {
 		if (!ok && !known) throw err;
 	} finally {
 		clearInterval(beat);
+		opts.signal?.removeEventListener('abort', onShutdown);
 		off();
 		held?.release();
 	}

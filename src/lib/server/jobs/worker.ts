@@ -4,7 +4,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { Logger, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { emitEventNow } from '../db/queries/events';
-import { beatWorkerProcess, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
+import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
+import { setCurrentProcess } from './current-process';
 import { logger } from '../log';
 
 const log = logger('worker');
@@ -60,6 +61,11 @@ export async function startWorker(opts: {
 	 * approved execution mostly waits on SSH, so it should not wait behind turns and syncs.
 	 */
 	lane?: { tasks: string[]; concurrency: number };
+	/**
+	 * Called first when the worker stops, before its running jobs are waited for: the turns
+	 * running here hand over (conversation/active-turns.ts), so a stop never waits for a model.
+	 */
+	beforeStop?: () => Promise<void>;
 }): Promise<WorkerHandle> {
 	const newPool = (max: number) => {
 		const pool = new pg.Pool({ connectionString: opts.url, max });
@@ -70,12 +76,22 @@ export async function startWorker(opts: {
 	const laneTasks = new Set(opts.lane?.tasks.filter((t) => t in opts.taskList) ?? []);
 	const pool = newPool(opts.concurrency + 2);
 	const lanePool = laneTasks.size ? newPool(opts.lane!.concurrency + 2) : null;
-	const beatSql = postgres(opts.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
+	const beatSql = postgres(opts.url, { max: 2, onnotice: () => undefined, connection: { application_name: 'nomos-worker-life' } });
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
-	const events = new EventEmitter() as WorkerEvents;
+	// The process's life: a connection of its own holding the life lock until the process ends
+	// (see registerWorkerProcess). Registered before the runners start, so every job it takes
+	// belongs to a registered process; the runners' worker ids are added as they are created.
+	const hostname = os.hostname();
+	let life = await beatSql.reserve();
+	let me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds: [] });
+	setCurrentProcess(me.id);
 	const workerIds: string[] = [];
-	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
+	const events = new EventEmitter() as WorkerEvents;
+	events.on('worker:create', ({ worker }) => {
+		workerIds.push(worker.workerId);
+		void addWorkerIds(life, me.id, [worker.workerId]).catch((e: Error) => log.error({ err: e }, `could not record worker ${worker.workerId}: ${e.message}`));
+	});
 	const preset = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } };
 	// A runner only takes jobs of the tasks in its list: the lane's tasks go to their own runner.
 	const runner: Runner = await run({
@@ -102,15 +118,23 @@ export async function startWorker(opts: {
 				preset
 			})
 		: null;
-	let processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
-	await emitEventNow(beatSql, { type: 'workers.changed', payload: { started: processId } });
+	await addWorkerIds(life, me.id, workerIds);
+	await emitEventNow(beatSql, { type: 'workers.changed', payload: { started: me.id } });
 	const beat = setInterval(() => {
-		void beatWorkerProcess(beatSql, processId)
-			.then(async (beat) => {
-				if (beat === 'gone') processId = await registerWorkerProcess(beatSql, { hostname: os.hostname(), pid: process.pid, workerIds });
-				if (beat !== 'alive') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: processId } });
-			})
-			.catch((e: Error) => log.error({ err: e }, `heartbeat: ${e.message}`));
+		void (async () => {
+			// A dropped connection loses the lock: others then take this process for dead and
+			// recover its work. Register anew (a new identity) so new work is tracked again.
+			const held = await holdsLifeLock(life, me.lockId).catch(() => false);
+			const state = held ? await beatWorkerProcess(life, me.id) : 'gone';
+			if (state === 'gone') {
+				log.error('this process lost its life lock (database connection dropped); registering again');
+				life.release();
+				life = await beatSql.reserve();
+				me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds });
+				setCurrentProcess(me.id);
+			}
+			if (state !== 'alive') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: me.id } });
+		})().catch((e: Error) => log.error({ err: e }, `heartbeat: ${e.message}`));
 	}, BEAT_MS);
 	beat.unref();
 	let stopping: Promise<void> | undefined;
@@ -118,11 +142,16 @@ export async function startWorker(opts: {
 		stop() {
 			stopping ??= (async () => {
 				clearInterval(beat);
+				// Turns are handed over at once (they resume in another process, or in this one's
+				// successor); executions get the grace period.
+				await opts.beforeStop?.();
 				await Promise.all([runner.stop(), laneRunner?.stop()]);
 				await Promise.all([runner.promise.catch(() => undefined), laneRunner?.promise.catch(() => undefined)]);
 				await Promise.all([pool.end(), lanePool?.end()]);
-				await unregisterWorkerProcess(beatSql, processId).catch(() => undefined);
-				await emitEventNow(beatSql, { type: 'workers.changed', payload: { stopped: processId } }).catch(() => undefined);
+				await unregisterWorkerProcess(life, me.id).catch(() => undefined);
+				setCurrentProcess(null);
+				life.release();
+				await emitEventNow(beatSql, { type: 'workers.changed', payload: { stopped: me.id } }).catch(() => undefined);
 				await beatSql.end({ timeout: 5 });
 			})();
 			return stopping;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { sql } from '../../db/index';
 import { raiseQuestion } from '../../db/queries/questions';
 import { queueNotice, questionNotice } from '../../notify/notices';
-import type { ToolContext } from './context';
+import { callKey, type ToolContext } from './context';
 
 export const askOperatorInput = z
 	.object({
@@ -20,7 +20,7 @@ export function askOperatorTool(ctx: ToolContext) {
 		description:
 			'Ask the operator a question only they can answer (a name, a size, a trade-off) instead of guessing or stalling. Your turn ends right after; the answer comes back to you.',
 		inputSchema: askOperatorInput,
-		execute: async (input) => {
+		execute: async (input, { toolCallId }) => {
 			const q = await sql().begin(async (tx) => {
 				const q = await raiseQuestion(tx, {
 					sessionId: ctx.sessionId,
@@ -28,7 +28,8 @@ export function askOperatorTool(ctx: ToolContext) {
 					prompt: input.prompt,
 					why: input.why,
 					options: input.options ?? [],
-					contextEntities: input.context_entities ?? []
+					contextEntities: input.context_entities ?? [],
+					callKey: callKey(ctx, toolCallId)
 				});
 				await queueNotice(tx, questionNotice(q));
 				return q;

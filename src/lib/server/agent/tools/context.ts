@@ -27,6 +27,14 @@ export interface ToolContext {
 /** The operator and API token behind an MCP call. */
 export type McpCaller = { operator: { id: string; username: string }; token: { id: string; name: string } };
 
+/**
+ * The key a tool stores with what it parks for the operator (a request, a plan, a question):
+ * the reply and the call that made it. A resumed reply finds them by it (see parked.ts).
+ */
+export function callKey(ctx: Pick<ToolContext, 'messageId'>, toolCallId: string): string {
+	return `${ctx.messageId}/${toolCallId}`;
+}
+
 /** A problem the model can fix (bad argument, unknown id): returned as the tool result, not thrown. */
 export type ToolError = { error: string; hint?: string };
 

@@ -4,7 +4,7 @@ import { sql } from '../../db/index';
 import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
 import { planNotice, queueNotice } from '../../notify/notices';
-import { actionParams, toolError, type ToolContext } from './context';
+import { actionParams, callKey, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
 	.object({
@@ -32,7 +32,7 @@ export function proposePlanTool(ctx: ToolContext) {
 			'Propose a plan of executions for the operator to approve once. Each step is validated now. After approval you are re-invoked: ' +
 			'request the steps one at a time with request_execution using exactly the same action, target and params; a step that differs needs its own approval. Ends your turn.',
 		inputSchema: proposePlanInput,
-		execute: async (input) => {
+		execute: async (input, { toolCallId }) => {
 			const prepared: Array<PreparedExecution & { why: string }> = [];
 			for (const [i, s] of input.steps.entries()) {
 				const p = await prepareExecution({ target: s.target, action: s.action, params: s.params, reason: s.why });
@@ -40,7 +40,7 @@ export function proposePlanTool(ctx: ToolContext) {
 				prepared.push({ ...p, why: s.why });
 			}
 			const plan = await sql().begin(async (tx) => {
-				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared);
+				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId));
 				await queueNotice(tx, planNotice(plan));
 				return plan;
 			});

@@ -6,7 +6,7 @@ import { requestExecution } from '../../executions/request';
 import { sql } from '../../db/index';
 import { blastRadius } from '../../db/queries/blast-radius';
 import { blastRadiusSummary } from '../../../blast-radius';
-import { actionParams, toolError, type ToolContext } from './context';
+import { actionParams, callKey, toolError, type ToolContext } from './context';
 
 export const requestExecutionInput = z
 	.object({
@@ -72,11 +72,11 @@ export function requestExecutionTool(ctx: ToolContext) {
 			? `${INTRO}params: exactly the fields of the params variant titled with the action (each variant says what its action does).`
 			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
 		inputSchema: typed ? inputSchema : requestExecutionInput,
-		execute: async (input) => {
+		execute: async (input, { toolCallId }) => {
 			const requester = ctx.mcp
 				? { operator: ctx.mcp.operator, route: 'mcp', detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
 				: undefined;
-			const r = await requestExecution(ctx.sessionId, input, { requester });
+			const r = await requestExecution(ctx.sessionId, input, { requester, callKey: callKey(ctx, toolCallId) });
 			if ('error' in r) return toolError(r.error, r.hint);
 			const e = r.execution;
 			const base = { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.commandPreview };

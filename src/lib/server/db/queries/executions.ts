@@ -77,16 +77,17 @@ export async function announceExecution(
 export async function insertExecution(
 	tx: TransactionSql,
 	p: NewExecution,
-	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null }
+	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null; callKey?: string | null }
 ): Promise<ExecutionRow> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into executions (requested_by_session, plan_id, retry_of, host_name, target, action, params, classification,
-			hash, command_preview, reason, status, expires_at, approved_at)
+			hash, command_preview, reason, status, expires_at, approved_at, call_key)
 		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${p.hostName}, ${p.target}, ${p.action},
 			${JSON.stringify(p.params)}::text::jsonb, ${p.classification}, ${p.hash}, ${p.commandPreview}, ${p.reason},
 			${opts.status},
 			${opts.status === 'awaiting_approval' ? tx`now() + make_interval(secs => ${opts.ttlHours * 3600})` : null},
-			${opts.status === 'approved' ? tx`now()` : null})
+			${opts.status === 'approved' ? tx`now()` : null},
+			(select case when exists (select 1 from executions where call_key = ${opts.callKey ?? null}) then null else ${opts.callKey ?? null}::text end))
 		returning id`;
 	if (opts.sessionId) {
 		await tx`insert into execution_sessions (execution_id, session_id) values (${row.id}, ${opts.sessionId})`;
@@ -152,10 +153,10 @@ export async function applyEdit(
 }
 
 /** Atomically takes an approved execution for running; null when someone else has (or it is not approved). */
-export async function claimExecution(sql: Sql, id: string, leaseSeconds: number): Promise<ExecutionRow | null> {
+export async function claimExecution(sql: Sql, id: string, leaseSeconds: number, runner: string | null = null): Promise<ExecutionRow | null> {
 	return sql.begin<ExecutionRow | null>(async (tx) => {
 		const rows = await tx`
-			update executions set status = 'running', started_at = now(), lease_until = now() + make_interval(secs => ${leaseSeconds})
+			update executions set status = 'running', started_at = now(), lease_until = now() + make_interval(secs => ${leaseSeconds}), runner = ${runner}
 			where id = ${id} and status = 'approved' returning id`;
 		if (!rows.length) return null;
 		const e = (await getExecution(tx, id))!;

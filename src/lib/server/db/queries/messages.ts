@@ -2,7 +2,7 @@ import type { Sql } from '../index';
 import type { TransactionSql } from 'postgres';
 import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageRow, MessageStatus } from '../../../types/messages';
 import { foldChunks, TEXT_ID } from '../../../messages/fold';
-import { isRunning, isToolPart, notePart } from '../../../messages/parts';
+import { notePart } from '../../../messages/parts';
 import { emitEvent } from './events';
 import { refreshMessageFacts } from './review-facts';
 
@@ -67,11 +67,11 @@ export async function getMessage(sql: Sql | TransactionSql, id: string): Promise
  */
 export async function insertMessage(
 	tx: TransactionSql,
-	m: { sessionId: string; role: MessageRow['role']; parts: MessagePart[]; status: MessageStatus; origin: MessageOrigin; error?: string | null }
+	m: { id?: string; sessionId: string; role: MessageRow['role']; parts: MessagePart[]; status: MessageStatus; origin: MessageOrigin; error?: string | null; runner?: string | null }
 ): Promise<MessageRow> {
 	const [row] = await tx<MessageRow[]>`
-		insert into messages (session_id, role, parts, status, origin, error)
-		values (${m.sessionId}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status}, ${m.origin}, ${m.error ?? null})
+		insert into messages (id, session_id, role, parts, status, origin, error, runner)
+		values (coalesce(${m.id ?? null}::uuid, gen_random_uuid()), ${m.sessionId}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status}, ${m.origin}, ${m.error ?? null}, ${m.runner ?? null})
 		returning ${columns(tx)}`;
 	await tx`update chat_sessions set updated_at = now() where id = ${m.sessionId}`;
 	await refreshMessageFacts(tx, [row.id]);
@@ -126,31 +126,52 @@ export async function claimQueued(tx: TransactionSql, sessionId: string): Promis
 	return rows.length;
 }
 
-const ORPHAN_NOTE = 'This turn was interrupted: the process running it stopped. Send your message again to continue.';
+/** What the operator reads where a reply was handed to another process (a crash, a restart). */
+export const RESUMED_NOTE = 'Nomos restarted while writing this reply; it goes on by itself from here.';
+
+/** A turn whose writer is gone and which is to be resumed (see recovery/dead-processes.ts). */
+export interface HandedOverReply {
+	id: string;
+	sessionId: string;
+	origin: MessageOrigin;
+}
 
 /**
- * Turns whose process died mid-stream: each message is closed as far as its deltas went (an open
- * text ended, running tool calls failed, a note), written whole and announced with a last delta,
- * so it does not show thinking dots forever and no browser needs a reload to see the end.
+ * Takes streaming replies away from writers that are gone — `runner` names a dead process; or
+ * (no runner) nobody touched the row for 60 s — and hands them over: the runner is cleared, a
+ * `resumed` note is appended as a last delta (an open text closed first), so every page shows
+ * that the reply stopped and will go on. The caller queues the turn that resumes each one, in
+ * the same transaction. Rows are locked; a concurrent recovery skips them.
  */
-export async function interruptOrphanedTurns(tx: TransactionSql): Promise<number> {
-	const stale = await tx<MessageRow[]>`
-		select ${columns(tx)} from messages
-		where status = 'streaming' and updated_at < now() - interval '60 seconds'
-		for update skip locked`;
-	const error = 'interrupted: the process running this turn stopped';
+export async function handOverReplies(tx: TransactionSql, from: { runners: string[] } | { ids: string[] } | { unowned: true }): Promise<HandedOverReply[]> {
+	const stale = 'runners' in from || 'ids' in from
+		? await tx<MessageRow[]>`
+			select ${columns(tx)} from messages
+			where status = 'streaming' and ${'ids' in from ? tx`id = any(${from.ids}::uuid[])` : tx`runner = any(${from.runners}::uuid[])`}
+			for update skip locked`
+		: await tx<MessageRow[]>`
+			select ${columns(tx)} from messages m
+			where status = 'streaming'
+			  and ((runner is null and updated_at < now() - interval '60 seconds')
+			    or (runner is not null and not exists (select 1 from worker_processes w where w.id = m.runner)))
+			for update skip locked`;
 	for (const m of await composeStreaming(tx, stale)) {
 		const chunks: MessageChunk[] = [];
 		const last = m.parts[m.parts.length - 1];
 		if (last?.type === 'text' && last.state === 'streaming') chunks.push({ type: 'text-end', id: TEXT_ID });
-		for (const p of m.parts) if (isToolPart(p) && isRunning(p)) chunks.push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: 'interrupted before it finished' });
-		chunks.push({ type: 'data-note', data: notePart('error', ORPHAN_NOTE).data });
+		chunks.push({ type: 'data-note', data: notePart('resumed', RESUMED_NOTE).data });
 		const rev = m.rev + 1;
-		// Deltas that do not fold (never expected) must not block the sweep: keep the row and add the note.
-		const parts = await foldChunks(m.parts, chunks).catch(() => [...m.parts, notePart('error', ORPHAN_NOTE)]);
-		await writeFinalMessage(tx, m.id, { parts, status: 'error', error, rev });
-		const delta: MessageDelta = { messageId: m.id, rev, chunks, status: 'error', error };
+		await tx`update messages set runner = null, updated_at = now() where id = ${m.id}`;
+		const delta: MessageDelta = { messageId: m.id, rev, chunks };
 		await emitEvent(tx, { sessionId: m.sessionId, type: 'message.delta', payload: delta });
 	}
-	return stale.length;
+	return stale.map((m) => ({ id: m.id, sessionId: m.sessionId, origin: m.origin }));
+}
+
+/** Makes this process the writer of a handed-over reply; false when another one already is (or it ended). */
+export async function claimHandedOver(sql: Sql, id: string, runner: string | null): Promise<boolean> {
+	const rows = await sql`
+		update messages set runner = ${runner}, updated_at = now()
+		where id = ${id} and status = 'streaming' and runner is null returning id`;
+	return rows.length > 0;
 }

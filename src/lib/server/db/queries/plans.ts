@@ -26,7 +26,7 @@ export async function listSessionPlans(sql: Sql, sessionId: string): Promise<Pla
 }
 
 /** Stores a proposed plan; an older proposed plan of the session is superseded. */
-export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: NewPlanStep[]): Promise<PlanRow> {
+export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: NewPlanStep[], callKey: string | null = null): Promise<PlanRow> {
 	await tx`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed'`;
 	const planSteps: PlanStep[] = steps.map((s, index) => ({
 		index,
@@ -40,7 +40,8 @@ export async function insertPlan(tx: TransactionSql, sessionId: string, title: s
 		executionId: null
 	}));
 	const [row] = await tx<PlanRow[]>`
-		insert into plans (session_id, title, steps) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb)
+		insert into plans (session_id, title, steps, call_key) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,
+			(select case when exists (select 1 from plans where call_key = ${callKey}) then null else ${callKey}::text end))
 		returning ${columns(tx)}`;
 	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: row.id } });
 	return row;

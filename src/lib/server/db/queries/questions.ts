@@ -25,14 +25,14 @@ export async function listOpenQuestions(sql: Sql): Promise<OpenQuestion[]> {
 /** Records a question, moves the task to awaiting_input and announces it. */
 export async function raiseQuestion(
 	tx: TransactionSql,
-	q: { sessionId: string; messageId: string; prompt: string; why?: string; options: string[]; contextEntities: string[] }
+	q: { sessionId: string; messageId: string; prompt: string; why?: string; options: string[]; contextEntities: string[]; callKey?: string | null }
 ): Promise<QuestionRow> {
 	// A new question replaces an older one left open in the same session.
 	await tx`update session_questions set status = 'cancelled' where session_id = ${q.sessionId} and status = 'open'`;
 	const [row] = await tx<QuestionRow[]>`
-		insert into session_questions (session_id, message_id, prompt, why, options, context_entities)
+		insert into session_questions (session_id, message_id, prompt, why, options, context_entities, call_key)
 		values (${q.sessionId}, ${q.messageId}, ${q.prompt}, ${q.why ?? null}, ${JSON.stringify(q.options)}::text::jsonb,
-			${JSON.stringify(q.contextEntities)}::text::jsonb)
+			${JSON.stringify(q.contextEntities)}::text::jsonb, (select case when exists (select 1 from session_questions where call_key = ${q.callKey ?? null}) then null else ${q.callKey ?? null}::text end))
 		returning ${columns(tx)}`;
 	await setTaskState(tx, q.sessionId, 'awaiting_input');
 	await emitEvent(tx, { sessionId: q.sessionId, type: 'question.raised', payload: { questionId: row.id, prompt: row.prompt.slice(0, 300) } });

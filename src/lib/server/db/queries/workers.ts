@@ -1,13 +1,75 @@
+import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 
 /** A worker process that has not beaten for this long is taken for dead. */
 export const WORKER_DEAD_AFTER_S = 30;
 
-/** Registers this process's graphile-worker workers; returns the row id to beat with. */
-export async function registerWorkerProcess(sql: Sql, p: { hostname: string; pid: number; workerIds: string[] }): Promise<string> {
-	const [row] = await sql<{ id: string }[]>`
-		insert into worker_processes (hostname, pid, worker_ids) values (${p.hostname}, ${p.pid}, ${p.workerIds}) returning id`;
-	return row.id;
+/**
+ * The first key of every process's life lock (`pg_advisory_lock(LIFE_LOCK_SPACE, lock_id)`), so
+ * these locks never collide with other advisory locks (migrations use the one-key form).
+ */
+export const LIFE_LOCK_SPACE = 0x4e4d;
+
+/** Whether the life lock `lockId` is held by some session of this database (a live process). */
+const lifeHeld = (sql: Sql, lockId: ReturnType<Sql['unsafe']>) => sql`exists (
+	select 1 from pg_locks l
+	where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+	  and l.database = (select oid from pg_database where datname = current_database())
+	  and l.classid = ${LIFE_LOCK_SPACE}::int::oid and l.objid = ${lockId}::bigint::oid)`;
+
+/**
+ * Registers a worker process on `conn`, which must be a connection of its own (reserved) that the
+ * process keeps for its whole life: the life lock is taken on it first, then the row is written,
+ * so no row ever exists without its lock held. Returns the row id and the lock id.
+ */
+export async function registerWorkerProcess(conn: Sql, p: { hostname: string; pid: number; workerIds: string[] }): Promise<{ id: string; lockId: number }> {
+	const [{ lockId }] = await conn<{ lockId: number }[]>`select nextval(pg_get_serial_sequence('worker_processes', 'lock_id'))::int as "lockId"`;
+	await conn`select pg_advisory_lock(${LIFE_LOCK_SPACE}, ${lockId})`;
+	const [row] = await conn<{ id: string }[]>`
+		insert into worker_processes (hostname, pid, worker_ids, lock_id) values (${p.hostname}, ${p.pid}, ${p.workerIds}, ${lockId}) returning id`;
+	return { id: row.id, lockId };
+}
+
+/** Adds graphile-worker ids to a registered process (its runners create workers after it registered). */
+export async function addWorkerIds(sql: Sql, id: string, workerIds: string[]): Promise<void> {
+	await sql`update worker_processes set worker_ids = (select array(select distinct unnest(worker_ids || ${workerIds}::text[]))) where id = ${id}`;
+}
+
+/** Whether this connection still holds the life lock (a dropped and re-opened connection does not). */
+export async function holdsLifeLock(conn: Sql, lockId: number): Promise<boolean> {
+	const [row] = await conn<{ held: boolean }[]>`
+		select exists (select 1 from pg_locks where locktype = 'advisory' and granted and pid = pg_backend_pid()
+			and classid = ${LIFE_LOCK_SPACE}::int::oid and objid = ${lockId}::bigint::oid and objsubid = 2) as held`;
+	return row.held;
+}
+
+export interface DeadProcess {
+	id: string;
+	lockId: number;
+	hostname: string;
+	pid: number;
+	workerIds: string[];
+}
+
+/** Registered processes whose life lock nobody holds: their connection closed, so they are gone. */
+export async function listDeadProcesses(sql: Sql): Promise<DeadProcess[]> {
+	return sql<DeadProcess[]>`
+		select id, lock_id as "lockId", hostname, pid, worker_ids as "workerIds" from worker_processes w
+		where not ${lifeHeld(sql, sql.unsafe('w.lock_id'))}`;
+}
+
+/**
+ * Takes a dead process's row for recovery, in the caller's transaction: only one live process
+ * gets it (the delete), and only while its life lock is free (the lock is tried for the
+ * transaction, so the dead process cannot be mistaken for one that just registered).
+ */
+export async function claimDeadProcess(tx: TransactionSql, p: Pick<DeadProcess, 'id' | 'lockId'>): Promise<DeadProcess | null> {
+	const [free] = await tx<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(${LIFE_LOCK_SPACE}, ${p.lockId}) as ok`;
+	if (!free.ok) return null;
+	const [row] = await tx<DeadProcess[]>`
+		delete from worker_processes where id = ${p.id} and lock_id = ${p.lockId}
+		returning id, lock_id as "lockId", hostname, pid, worker_ids as "workerIds"`;
+	return row ?? null;
 }
 
 /**
@@ -28,10 +90,11 @@ export async function unregisterWorkerProcess(sql: Sql, id: string): Promise<voi
 	await sql`delete from worker_processes where id = ${id}`;
 }
 
-/** How many worker processes are alive (beat within WORKER_DEAD_AFTER_S). */
+/** How many worker processes are alive: holding their life lock and beating (within WORKER_DEAD_AFTER_S). */
 export async function countLiveWorkers(sql: Sql): Promise<number> {
 	const [row] = await sql<{ n: number }[]>`
-		select count(*)::int as n from worker_processes where beat_at > now() - make_interval(secs => ${WORKER_DEAD_AFTER_S})`;
+		select count(*)::int as n from worker_processes w
+		where beat_at > now() - make_interval(secs => ${WORKER_DEAD_AFTER_S}) and ${lifeHeld(sql, sql.unsafe('w.lock_id'))}`;
 	return row.n;
 }
 

@@ -1,0 +1,89 @@
+import type { Sql } from '../db/index';
+import { getExecution } from '../db/queries/executions';
+import { interruptAbandoned } from '../db/queries/stranded';
+import { claimDeadProcess, listDeadProcesses, type DeadProcess } from '../db/queries/workers';
+import { announceExecution } from '../db/queries/executions';
+import { handOverAndResume } from '../conversation/hand-over';
+import { queueContinuations } from '../executions/lifecycle';
+import { recordLeftovers } from '../executions/leftovers';
+import { logger } from '../log';
+
+const log = logger('recovery');
+
+/** How often every process looks for dead worker processes (one cheap query on pg_locks). */
+export const RECOVERY_CHECK_MS = 2_000;
+
+export interface Recovered {
+	process: DeadProcess;
+	interrupted: string[];
+	resumed: number;
+}
+
+/**
+ * Picks up the work of worker processes that died. A dead process is one whose life lock is free
+ * (its connection closed: kill -9, OOM, power), told apart from a slow one at once, with no
+ * heartbeat to wait out. One live process claims each dead one (claimDeadProcess) and, in one
+ * transaction: marks its running executions `interrupted`, hands its streaming replies over and
+ * queues the turns that resume them, and releases its graphile-worker locks (its jobs run again,
+ * its sessions' queues open), recording why on jobs that have no attempts left. Then, for each
+ * interrupted execution, the command is stopped on the host and its target read back before the
+ * agent is told (the continuation), so the agent never reads a target still being changed.
+ */
+export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
+	const out: Recovered[] = [];
+	for (const dead of await listDeadProcesses(sql)) {
+		const r = await sql.begin(async (tx) => {
+			const p = await claimDeadProcess(tx, dead);
+			if (!p) return null;
+			const interrupted = await interruptAbandoned(tx, { runners: [p.id] });
+			for (const id of interrupted) {
+				const e = (await getExecution(tx, id))!;
+				await announceExecution(tx, e, 'execution.updated', { terminal: e.status });
+			}
+			const resumed = await handOverAndResume(tx, { runners: [p.id] });
+			if (p.workerIds.length) {
+				const why = `its worker process (pid ${p.pid} on ${p.hostname}) died while running it`;
+				await tx`update graphile_worker._private_jobs set last_error = ${why} where locked_by = any(${p.workerIds}::text[]) and attempts >= max_attempts`;
+				await tx`select graphile_worker.force_unlock_workers(${p.workerIds}::text[])`;
+				// Wake the live workers now instead of at their next poll.
+				await tx`select pg_notify('jobs:insert', ${JSON.stringify({ count: p.workerIds.length })})`;
+			}
+			return { process: p, interrupted, resumed };
+		});
+		if (!r) continue;
+		log.warn(
+			{ process: r.process.id, pid: r.process.pid, host: r.process.hostname, interrupted: r.interrupted.length, resumed: r.resumed },
+			`worker process ${r.process.pid} on ${r.process.hostname} died: ${r.interrupted.length} execution(s) interrupted, ${r.resumed} reply(ies) resumed elsewhere`
+		);
+		out.push(r);
+		for (const id of r.interrupted) await settleInterrupted(sql, id);
+	}
+	return out;
+}
+
+/** Stops what an interrupted execution left running on its host, reads its target back, then tells the agent. */
+async function settleInterrupted(sql: Sql, id: string): Promise<void> {
+	const e = await getExecution(sql, id);
+	if (!e) return;
+	if (e.classification !== 'read_only') await recordLeftovers(e).catch((err: Error) => log.error({ err, execution: id }, `read-back failed: ${err.message}`));
+	await sql.begin((tx) => queueContinuations(tx, id));
+}
+
+/**
+ * Runs recoverDeadProcesses every RECOVERY_CHECK_MS in this process (web and worker alike, so a
+ * lone dead worker is noticed by the web process too); one pass at a time. Returns the stop.
+ */
+export function watchForDeadProcesses(sql: Sql): () => void {
+	let running = false;
+	const pass = () => {
+		if (running) return;
+		running = true;
+		void recoverDeadProcesses(sql)
+			.catch((e: Error) => log.error({ err: e }, `recovery: ${e.message}`))
+			.finally(() => (running = false));
+	};
+	pass();
+	const timer = setInterval(pass, RECOVERY_CHECK_MS);
+	timer.unref();
+	return () => clearInterval(timer);
+}
