@@ -1,6 +1,7 @@
 // Issue #27, "the system picks itself up": the work of a worker process that dies (SIGKILL) or
 // stops (SIGTERM) is taken up by another process — no resend, no "continue", nothing run twice.
 // Real worker processes, a real Postgres, the SSH double and the scripted model.
+import type { ChildProcess } from 'node:child_process';
 import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
@@ -19,7 +20,8 @@ const dbUrl = useTestDatabase();
 useHub();
 let llm: ScriptedLlm;
 let pve: ProxmoxDouble;
-const children: ReturnType<typeof startWorker>[] = [];
+type Worker = { child: ChildProcess; log: { out: string }; exited: Promise<NodeJS.Signals | null>; pid: number };
+const children: Worker[] = [];
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();
@@ -38,7 +40,7 @@ afterAll(async () => {
 	await pve?.close();
 });
 
-function startWorker(file = 'tests/helpers/worker-child.ts', extra: NodeJS.ProcessEnv = {}) {
+function startWorker(file = 'tests/helpers/worker-child.ts', extra: NodeJS.ProcessEnv = {}): Worker {
 	const child = spawnTs(file, [], {
 		env: {
 			...process.env,
@@ -64,7 +66,7 @@ function startWorker(file = 'tests/helpers/worker-child.ts', extra: NodeJS.Proce
 	return w;
 }
 
-async function ready(w: ReturnType<typeof startWorker>) {
+async function ready(w: Worker) {
 	await waitUntil(async () => {
 		const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
 		return row.n === 1 && w.log.out.includes('worker ready');
@@ -82,7 +84,7 @@ async function replies(sessionId: string): Promise<Reply[]> {
 }
 
 /** The worker process (of those given) that runs the session's streaming reply. */
-async function runnerOf(sessionId: string, workers: Array<ReturnType<typeof startWorker>>) {
+async function runnerOf(sessionId: string, workers: Array<Worker>) {
 	const [row] = await sql()<{ pid: number }[]>`
 		select w.pid from messages m join worker_processes w on w.id = m.runner
 		where m.session_id = ${sessionId} and m.status = 'streaming'`;

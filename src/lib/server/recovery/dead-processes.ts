@@ -1,7 +1,8 @@
 import type { Sql } from '../db/index';
 import { getExecution } from '../db/queries/executions';
 import { interruptAbandoned } from '../db/queries/stranded';
-import { claimDeadProcess, listDeadProcesses, type DeadProcess } from '../db/queries/workers';
+import { claimDeadProcess, countLiveWorkers, listDeadProcesses, type DeadProcess } from '../db/queries/workers';
+import { emitEvent } from '../db/queries/events';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { queueContinuations } from '../executions/lifecycle';
@@ -48,6 +49,8 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 				// Wake the live workers now instead of at their next poll.
 				await tx`select pg_notify('jobs:insert', ${JSON.stringify({ count: p.workerIds.length })})`;
 			}
+			// Pages say at once when no worker is left (the presence watcher would say it within 15 s).
+			await emitEvent(tx, { type: 'workers.changed', payload: { died: p.id, alive: await countLiveWorkers(tx) } });
 			return { process: p, interrupted, resumed };
 		});
 		if (!r) continue;

@@ -11,7 +11,7 @@ export const WORKER_DEAD_AFTER_S = 30;
 export const LIFE_LOCK_SPACE = 0x4e4d;
 
 /** Whether the life lock `lockId` is held by some session of this database (a live process). */
-const lifeHeld = (sql: Sql, lockId: ReturnType<Sql['unsafe']>) => sql`exists (
+const lifeHeld = (sql: Sql | TransactionSql, lockId: ReturnType<Sql['unsafe']>) => sql`exists (
 	select 1 from pg_locks l
 	where l.locktype = 'advisory' and l.granted and l.objsubid = 2
 	  and l.database = (select oid from pg_database where datname = current_database())
@@ -91,7 +91,7 @@ export async function unregisterWorkerProcess(sql: Sql, id: string): Promise<voi
 }
 
 /** How many worker processes are alive: holding their life lock and beating (within WORKER_DEAD_AFTER_S). */
-export async function countLiveWorkers(sql: Sql): Promise<number> {
+export async function countLiveWorkers(sql: Sql | TransactionSql): Promise<number> {
 	const [row] = await sql<{ n: number }[]>`
 		select count(*)::int as n from worker_processes w
 		where beat_at > now() - make_interval(secs => ${WORKER_DEAD_AFTER_S}) and ${lifeHeld(sql, sql.unsafe('w.lock_id'))}`;
