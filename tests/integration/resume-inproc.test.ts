@@ -11,6 +11,7 @@ import { resetEnvCache } from '../../src/lib/server/env';
 import { sweep } from '../../src/lib/server/executions/lifecycle';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { continueSession } from '../../src/lib/server/agent/continuation';
+import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { openWindow } from '../../src/lib/server/db/queries/assent-windows';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
@@ -122,6 +123,33 @@ describe('a resumed reply', () => {
 		llm.push({ text: 'Let me look again.' });
 		await runJob(job.payload);
 		expect(JSON.stringify(llm.requests[0].body)).toContain('interrupted before it finished: Nomos restarted');
+	});
+});
+
+describe('a turn that fails in a live process (not a model fault)', () => {
+	it('hands its reply over to be resumed, and after three resumes closes it saying why', async () => {
+		const sessionId = await session('hello');
+		await sql().unsafe(`create function no_final() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$`);
+		await sql().unsafe(`create trigger no_final before update on messages for each row when (new.status = 'complete' and old.status = 'streaming') execute function no_final()`);
+		try {
+			llm.push({ text: 'Hi.' });
+			await expect(runTurn({ sessionId, origin: 'chat' })).rejects.toThrow(/disk full/);
+			const [reply] = (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant');
+			expect(reply.status).toBe('streaming');
+			for (let i = 1; i <= 3; i++) {
+				const [job] = await jobs('agent__run_turn');
+				expect(job.payload).toMatchObject({ resume: reply.id });
+				await sql()`delete from graphile_worker._private_jobs`;
+				llm.push({ text: `Hi (${i}).` });
+				await expect(runJob(job.payload)).rejects.toThrow(/disk full/);
+			}
+			const [closed] = (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant');
+			expect(closed.status).toBe('error');
+			expect(closed.error).toMatch(/could not finish this reply: disk full \(tried 4 times\)/);
+			expect(await jobs('agent__run_turn')).toEqual([]);
+		} finally {
+			await sql().unsafe(`drop trigger no_final on messages; drop function no_final()`);
+		}
 	});
 });
 

@@ -19,7 +19,7 @@ import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
 import { HAND_OVER } from '../conversation/active-turns';
-import { handOverAndResume } from '../conversation/hand-over';
+import { abandonReply, handOverAndResume } from '../conversation/hand-over';
 
 export interface TurnOptions {
 	sessionId: string;
@@ -72,6 +72,25 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 	const own = opts.messageId ? stored.find((m) => m.id === opts.messageId && m.status === 'streaming') : undefined;
 	if (opts.messageId && !own) throw new Error(`runTurn: message ${opts.messageId} is not a streaming reply of session ${opts.sessionId}`);
 	const writer = own ? MessageWriter.attach(own) : await MessageWriter.start(opts.sessionId, opts.origin);
+	try {
+		return await converse(opts, signal, writer, stored, window, system);
+	} catch (e) {
+		// Not a model fault (those are handled inside): the reply is handed over to be resumed,
+		// or, after RESUME_LIMIT resumes, closed saying why; never left streaming.
+		await writer.detach().catch(() => undefined);
+		await sql().begin((tx) => abandonReply(tx, writer.id, (e as Error).message ?? String(e)));
+		throw e;
+	}
+}
+
+async function converse(
+	opts: TurnOptions,
+	signal: AbortSignal,
+	writer: MessageWriter,
+	stored: Awaited<ReturnType<typeof listMessages>>,
+	window: Awaited<ReturnType<typeof contextWindow>>,
+	system: string
+): Promise<TurnResult> {
 	if (opts.resumed) await writer.settleInterrupted(parkedOutputs(writer.id));
 	const model = getModel();
 	if (!model) {

@@ -2,7 +2,7 @@ import type { Sql } from '../index';
 import type { TransactionSql } from 'postgres';
 import type { MessageChunk, MessageDelta, MessageOrigin, MessagePart, MessageRow, MessageStatus } from '../../../types/messages';
 import { foldChunks, TEXT_ID } from '../../../messages/fold';
-import { notePart } from '../../../messages/parts';
+import { isRunning, isToolPart, notePart } from '../../../messages/parts';
 import { emitEvent } from './events';
 import { refreshMessageFacts } from './review-facts';
 
@@ -166,6 +166,23 @@ export async function handOverReplies(tx: TransactionSql, from: { runners: strin
 		await emitEvent(tx, { sessionId: m.sessionId, type: 'message.delta', payload: delta });
 	}
 	return stale.map((m) => ({ id: m.id, sessionId: m.sessionId, origin: m.origin }));
+}
+
+/**
+ * Ends a streaming reply nobody can finish as an error, as far as its deltas went (an open text
+ * ended, running tool calls failed, the note), written whole and announced with a last delta.
+ */
+export async function closeReply(tx: TransactionSql, m: MessageRow, note: string): Promise<void> {
+	const chunks: MessageChunk[] = [];
+	const last = m.parts[m.parts.length - 1];
+	if (last?.type === 'text' && last.state === 'streaming') chunks.push({ type: 'text-end', id: TEXT_ID });
+	for (const p of m.parts) if (isToolPart(p) && isRunning(p)) chunks.push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: 'interrupted before it finished' });
+	chunks.push({ type: 'data-note', data: notePart('error', note).data });
+	const rev = m.rev + 1;
+	const parts = await foldChunks(m.parts, chunks).catch(() => [...m.parts, notePart('error', note)]);
+	await writeFinalMessage(tx, m.id, { parts, status: 'error', error: note, rev });
+	const delta: MessageDelta = { messageId: m.id, rev, chunks, status: 'error', error: note };
+	await emitEvent(tx, { sessionId: m.sessionId, type: 'message.delta', payload: delta });
 }
 
 /** Makes this process the writer of a handed-over reply; false when another one already is (or it ended). */
