@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/lib/server/db/embedded';
 import { freePort } from '../helpers/ports';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { waitUntil } from '../helpers/executions';
 import { spawnTs } from '../helpers/spawn';
 
@@ -105,9 +105,9 @@ describe('embedded Postgres', () => {
 
 	describe('owned by the Nomos processes on its data dir', () => {
 		const appDir = path.resolve('tests/.tmp', `embedded-app-${process.pid}`);
-		const procs: ReturnType<typeof startNomos>[] = [];
+		const procs: ChildProcess[] = [];
 		afterAll(async () => {
-			for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+			for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 			const pid = postmasterPid();
 			if (pid && alive(pid)) process.kill(pid, 'SIGINT');
 			await fs.rm(appDir, { recursive: true, force: true });
@@ -135,9 +135,8 @@ describe('embedded Postgres', () => {
 			child.stdout!.on('data', (d) => (log.out += d));
 			child.stderr!.on('data', (d) => (log.out += d));
 			const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
-			const p = { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 50 }) };
-			procs.push(p);
-			return p;
+			procs.push(child);
+			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 50 }) };
 		}
 		function postmasterPid(): number | null {
 			try {
