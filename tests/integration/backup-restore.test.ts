@@ -177,3 +177,41 @@ describe('backup and restore', () => {
 		expect(existsSync(path.join(root, 'c'))).toBe(false);
 	});
 });
+
+describe('a table bigger than one archive entry', () => {
+	it('is cut into parts (a version 2 archive) and restores row for row', async () => {
+		const src = await createTestDatabase();
+		await withSql(src, (sql) => sql`insert into knowledge (title, body) select 'page ' || g, repeat('ünïcødé \\ tab	', g % 40) from generate_series(1, 2000) g`);
+		const file = path.join(root, 'parts.tar.gz');
+		const b = await createBackup({ databaseUrl: src, dataDir: path.join(root, 'unused'), pgPort: 1 }, file, undefined, { partBytes: 16 * 1024 });
+		const k = b.manifest.tables.find((t) => t.name === 'knowledge')!;
+		expect(k.rows).toBe(2000);
+		expect(k.parts?.length).toBeGreaterThan(3);
+		expect(b.manifest.version).toBe(2);
+		const { stdout } = await promisify(execFile)('tar', ['tzf', file]);
+		expect(stdout.split('\n')).toEqual(expect.arrayContaining(['db/knowledge.copy', 'db/knowledge.2.copy', 'manifest.json']));
+		const dest = await createTestDatabase({ empty: true });
+		await restoreBackup(file, { databaseUrl: dest, dataDir: path.join(root, 'unused'), pgPort: 1 });
+		const rows = (url: string) => withSql(url, (sql) => sql<{ r: string }[]>`select to_jsonb(k)::text as r from knowledge k order by id`);
+		expect(await rows(dest)).toEqual(await rows(src));
+	}, 120_000);
+
+	it('stops when aborted and leaves no partial file', async () => {
+		const src = await createTestDatabase();
+		await withSql(src, (sql) => sql`insert into knowledge (title, body) select 'page ' || g, repeat('x', 500) from generate_series(1, 2000) g`);
+		const file = path.join(root, 'aborted.tar.gz');
+		const aborter = new AbortController();
+		let entries = 0;
+		const backup = createBackup({ databaseUrl: src, dataDir: path.join(root, 'unused'), pgPort: 1 }, file, undefined, {
+			signal: aborter.signal,
+			partBytes: 4096,
+			// the first parts are in the archive: stop in the middle of the biggest table
+			onEntry: (name) => {
+				if (name.startsWith('db/knowledge') && ++entries === 3) aborter.abort(new Error('stop'));
+			}
+		});
+		await expect(backup).rejects.toThrow('stop');
+		expect(existsSync(file)).toBe(false);
+		expect(existsSync(`${file}.partial`)).toBe(false);
+	}, 60_000);
+});

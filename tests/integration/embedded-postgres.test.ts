@@ -5,7 +5,9 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/lib/server/db/embedded';
 import { freePort } from '../helpers/ports';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { waitUntil } from '../helpers/executions';
+import { spawnTs } from '../helpers/spawn';
 
 const dir = path.resolve('tests/.tmp', `embedded-${process.pid}`);
 const started: EmbeddedPostgres[] = [];
@@ -100,4 +102,97 @@ describe('embedded Postgres', () => {
 		expect(await query(b.url, 'select v from kept')).toEqual([{ v: 'still here' }]);
 		await b.stop();
 	}, 60_000);
+
+	describe('owned by the Nomos processes on its data dir', () => {
+		const appDir = path.resolve('tests/.tmp', `embedded-app-${process.pid}`);
+		const procs: ChildProcess[] = [];
+		afterAll(async () => {
+			for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+			const pid = postmasterPid();
+			if (pid && alive(pid)) process.kill(pid, 'SIGINT');
+			await fs.rm(appDir, { recursive: true, force: true });
+		});
+
+		let port = 0;
+		/** A Nomos worker process (the app's boot, its signal handling) on the embedded server of appDir. */
+		function startNomos() {
+			const child = spawnTs('tests/helpers/worker-child.ts', [], {
+				env: {
+					...process.env,
+					DATABASE_URL: '',
+					NOMOS_DATA_DIR: appDir,
+					NOMOS_PG_PORT: String(port),
+					OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+					OPENAI_API_KEY: 'test',
+					NOMOS_MODEL: 'scripted',
+					NOMOS_INVENTORY_SYNC: 'off',
+					NOMOS_HOSTS: '',
+					NOMOS_KNOWLEDGE_DIR: '',
+					NOMOS_OPERATOR_PASSWORD: ''
+				}
+			});
+			const log = { out: '' };
+			child.stdout!.on('data', (d) => (log.out += d));
+			child.stderr!.on('data', (d) => (log.out += d));
+			const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+			procs.push(child);
+			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 50 }) };
+		}
+		function postmasterPid(): number | null {
+			try {
+				return Number(readFileSync(path.join(appDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
+			} catch {
+				return null;
+			}
+		}
+		async function gone(pid: number) {
+			await waitUntil(async () => !alive(pid), `postgres ${pid} to stop`, { timeoutMs: 30_000 });
+		}
+
+		it('a server left by a SIGKILLed Nomos is adopted by the next start and stopped by its graceful stop', async () => {
+			port = await freePort();
+			const first = startNomos();
+			await first.ready;
+			const pid = postmasterPid()!;
+			first.child.kill('SIGKILL');
+			await first.exited;
+			expect(alive(pid)).toBe(true);
+
+			const second = startNomos();
+			await second.ready;
+			expect(postmasterPid()).toBe(pid);
+			second.child.kill('SIGTERM');
+			expect(await second.exited, second.log.out).toEqual({ code: 0, signal: null });
+			await gone(pid);
+			expect(existsSync(path.join(appDir, 'pg', 'postmaster.pid'))).toBe(false);
+			expect(second.log.out).toContain('adopting embedded Postgres');
+		}, 180_000);
+
+		it('a server a live Nomos owns is not adopted; its owner dying hands it to the live one, which stops it', async () => {
+			port = await freePort();
+			const owner = startNomos();
+			await owner.ready;
+			const pid = postmasterPid()!;
+			const other = startNomos();
+			await other.ready;
+			expect(other.log.out).toContain('reusing embedded Postgres run by another live Nomos process');
+
+			owner.child.kill('SIGKILL');
+			await owner.exited;
+			await waitUntil(async () => other.log.out.includes('this one stops it on shutdown now'), `the live process to inherit the server:\n${other.log.out}`);
+
+			// A third start while that one lives does not take it over, and its stop leaves the server up.
+			const third = startNomos();
+			await third.ready;
+			expect(third.log.out).toContain('reusing embedded Postgres run by another live Nomos process');
+			third.child.kill('SIGTERM');
+			expect(await third.exited, third.log.out).toEqual({ code: 0, signal: null });
+			expect(alive(pid)).toBe(true);
+			expect(await query(`postgres://postgres:${encodeURIComponent(readFileSync(path.join(appDir, 'pg-password'), 'utf8').trim())}@127.0.0.1:${port}/postgres`, 'select 1 as one')).toEqual([{ one: 1 }]);
+
+			other.child.kill('SIGTERM');
+			expect(await other.exited, other.log.out).toEqual({ code: 0, signal: null });
+			await gone(pid);
+		}, 240_000);
+	});
 });

@@ -99,7 +99,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	} else {
 		// server.js starts it while the app's code loads; anything else (tests, scripts) starts it here.
 		const early = takeEarlyPostgres(config.NOMOS_DATA_DIR, config.NOMOS_PG_PORT);
-		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log: pgLine }));
+		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log: pgLine, claim: true }));
 		databaseUrl = embedded.url;
 		log.info(
 			`database: embedded Postgres on 127.0.0.1:${config.NOMOS_PG_PORT}, data in ${config.NOMOS_DATA_DIR}` +
@@ -221,10 +221,10 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				await hub.stop();
 				setHub(undefined);
 				await disconnectDb();
-				if (embedded?.owned) {
-					await embedded.stop();
-					log.info('embedded Postgres stopped');
-				}
+				// Read now, not at boot: a process that reused a live owner's server owns it once that one died.
+				const owned = embedded?.owned;
+				await embedded?.stop();
+				if (owned) log.info('embedded Postgres stopped');
 			})();
 			return stopping;
 		}

@@ -1,11 +1,9 @@
-import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { addAbortSignal } from 'node:stream';
 import postgres from 'postgres';
-import { copyTableOut, listAppliedMigrations, listBackupTables, listHostKeyPaths, listSequenceValues } from '../db/queries/backup';
+import type { TransactionSql } from '../db/index';
+import { copyTableOut, listAppliedMigrations, listBackupTables, listHostKeyPaths, listSequenceValues, type TableShape } from '../db/queries/backup';
 import { MANIFEST_ENTRY, type Manifest } from './manifest';
 import { writeTarGz, type TarEntry } from './tar';
 import { hasCluster, openDatabase, type BackupTarget } from './target';
@@ -38,16 +36,69 @@ async function dataDirFiles(dataDir: string): Promise<string[]> {
 	return out.sort();
 }
 
+export interface BackupOptions {
+	/** Stops the backup (SIGTERM, SIGINT): its connection is closed and the partial file removed. */
+	signal?: AbortSignal;
+	/** Largest archive entry a table's rows are cut into (held in memory while written). */
+	partBytes?: number;
+	/** Told each archive entry's name as it goes into the archive (progress). */
+	onEntry?: (name: string) => void;
+}
+
+/** The file a backup writes while it runs, renamed to `file` when whole. */
+export const partialName = (file: string): string => `${path.resolve(file)}.partial`;
+
+/** A dump running longer than this between two statements has lost its client: the server ends it. */
+const IDLE_IN_SNAPSHOT_MS = 5 * 60_000;
+
+/**
+ * One table's COPY text as archive entries of at most `partBytes` each, read as the archive
+ * takes them (the socket waits while gzip and the disk catch up).
+ */
+async function* tableEntries(tx: TransactionSql, t: TableShape, partBytes: number, into: Manifest['tables'], signal?: AbortSignal): AsyncGenerator<TarEntry> {
+	const names: string[] = [];
+	let rows = 0;
+	let chunks: Buffer[] = [];
+	let size = 0;
+	const cut = (): TarEntry => {
+		const name = names.length ? `db/${t.name}.${names.length + 1}.copy` : `db/${t.name}.copy`;
+		names.push(name);
+		const e = { name, content: chunks };
+		chunks = [];
+		size = 0;
+		return e;
+	};
+	const copy = await copyTableOut(tx, t);
+	if (signal) addAbortSignal(signal, copy);
+	for await (const chunk of copy as AsyncIterable<Buffer>) {
+		for (const b of chunk) if (b === 10) rows++;
+		chunks.push(chunk);
+		size += chunk.length;
+		if (size >= partBytes) yield cut();
+	}
+	if (size > 0 || names.length === 0) yield cut();
+	const [entry, ...parts] = names;
+	into.push({ name: t.name, columns: t.columns, rows, entry, ...(parts.length ? { parts } : {}) });
+}
+
 /**
  * Writes one archive of Nomos's data from a running (or stopped) instance: every table of
  * schema public as COPY text, all read in one repeatable-read snapshot (consistent across
  * tables while Nomos keeps running), the sequences, which migrations were applied, the SSH
- * private keys the hosts name, and the other files of the data dir. Written to `<file>.partial`
- * and renamed at the end: a file with the final name is always whole. Mode 0600: it holds keys
- * and password hashes.
+ * private keys the hosts name, and the other files of the data dir. The rows stream from the
+ * server straight into the archive, nothing is staged in a temp folder; the archive is written
+ * to `<file>.partial` (mode 0600: it holds keys and password hashes) and renamed at the end, so
+ * a file with the final name is always whole. A failed or aborted backup removes the partial file.
  */
-export async function createBackup(target: BackupTarget, file: string, log: (line: string) => void = () => undefined): Promise<BackupResult> {
+export async function createBackup(
+	target: BackupTarget,
+	file: string,
+	log: (line: string) => void = () => undefined,
+	opts: BackupOptions = {}
+): Promise<BackupResult> {
 	const out = path.resolve(file);
+	const { signal } = opts;
+	const partBytes = opts.partBytes ?? 8 * 1024 * 1024;
 	if (!target.databaseUrl && !hasCluster(target.dataDir)) {
 		throw new Error(`no Nomos data in ${path.resolve(target.dataDir)} (set NOMOS_DATA_DIR or DATABASE_URL)`);
 	}
@@ -57,10 +108,20 @@ export async function createBackup(target: BackupTarget, file: string, log: (lin
 		},
 		() => undefined
 	);
-	const work = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-backup-'));
+	signal?.throwIfAborted();
+	const partial = partialName(out);
+	await fs.rm(partial, { force: true });
 	const db = await openDatabase(target, log);
-	const sql = postgres(db.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-backup' } });
+	const sql = postgres(db.url, {
+		max: 1,
+		onnotice: () => undefined,
+		connection: { application_name: 'nomos-backup', idle_in_transaction_session_timeout: IDLE_IN_SNAPSHOT_MS }
+	});
+	// Closing the connection ends a COPY that waits on a lock or on a paused socket at once.
+	const stop = () => void sql.end({ timeout: 0 });
+	signal?.addEventListener('abort', stop, { once: true });
 	try {
+		signal?.throwIfAborted();
 		const manifest: Manifest = {
 			format: 'nomos-backup',
 			version: 1,
@@ -72,62 +133,52 @@ export async function createBackup(target: BackupTarget, file: string, log: (lin
 			keys: [],
 			dataFiles: []
 		};
-		const entries: TarEntry[] = [];
-		let keyPaths: string[] = [];
 		await sql.begin('isolation level repeatable read read only', async (tx) => {
 			manifest.migrations = await listAppliedMigrations(tx);
 			const tables = await listBackupTables(tx);
-			for (const t of tables) {
-				const entry = `db/${t.name}.copy`;
-				const local = path.join(work, `${t.name}.copy`);
-				let rows = 0;
-				const count = new Transform({
-					transform(chunk: Buffer, _enc, done) {
-						for (const b of chunk) if (b === 10) rows++;
-						done(null, chunk);
-					}
-				});
-				await pipeline(await copyTableOut(tx, t), count, createWriteStream(local, { mode: 0o600 }));
-				manifest.tables.push({ name: t.name, columns: t.columns, rows, entry });
-				entries.push({ name: entry, file: local });
-			}
 			manifest.sequences = await listSequenceValues(tx);
-			keyPaths = await listHostKeyPaths(tx);
+			const keyPaths = await listHostKeyPaths(tx);
+			async function* entries(): AsyncGenerator<TarEntry> {
+				for (const [i, p] of keyPaths.entries()) {
+					try {
+						const content = await fs.readFile(p);
+						const entry = `keys/${i}-${path.basename(p)}`;
+						manifest.keys.push({ path: p, entry });
+						yield { name: entry, content };
+					} catch (e) {
+						const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+						manifest.keys.push({ path: p, entry: null, missing: why });
+						log(`SSH key ${p} not included: ${why}`);
+					}
+				}
+				if (!target.databaseUrl) {
+					for (const rel of await dataDirFiles(target.dataDir)) {
+						const entry = `data/${rel.split(path.sep).join('/')}`;
+						manifest.dataFiles.push({ path: rel, entry });
+						yield { name: entry, file: path.join(path.resolve(target.dataDir), rel) };
+					}
+				}
+				for (const t of tables) yield* tableEntries(tx, t, partBytes, manifest.tables, signal);
+				if (manifest.tables.some((t) => t.parts)) manifest.version = 2;
+				yield { name: MANIFEST_ENTRY, content: Buffer.from(JSON.stringify(manifest, null, '\t') + '\n') };
+			}
+			async function* told(): AsyncGenerator<TarEntry> {
+				for await (const e of entries()) {
+					opts.onEntry?.(e.name);
+					yield e;
+				}
+			}
+			await writeTarGz(partial, told(), signal);
 		});
-		for (const [i, p] of keyPaths.entries()) {
-			try {
-				const content = await fs.readFile(p);
-				const entry = `keys/${i}-${path.basename(p)}`;
-				entries.push({ name: entry, content });
-				manifest.keys.push({ path: p, entry });
-			} catch (e) {
-				const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-				manifest.keys.push({ path: p, entry: null, missing: why });
-				log(`SSH key ${p} not included: ${why}`);
-			}
-		}
-		if (!target.databaseUrl) {
-			for (const rel of await dataDirFiles(target.dataDir)) {
-				const entry = `data/${rel.split(path.sep).join('/')}`;
-				entries.push({ name: entry, file: path.join(path.resolve(target.dataDir), rel) });
-				manifest.dataFiles.push({ path: rel, entry });
-			}
-		}
-		entries.unshift({ name: MANIFEST_ENTRY, content: Buffer.from(JSON.stringify(manifest, null, '\t') + '\n') });
-		const partial = `${out}.partial`;
-		await fs.rm(partial, { force: true });
-		try {
-			await writeTarGz(partial, entries);
-			await fs.rename(partial, out);
-		} catch (e) {
-			await fs.rm(partial, { force: true });
-			throw e;
-		}
+		await fs.rename(partial, out);
 		const { size } = await fs.stat(out);
 		return { file: out, manifest, bytes: size };
+	} catch (e) {
+		throw signal?.aborted ? (signal.reason ?? e) : e;
 	} finally {
+		signal?.removeEventListener('abort', stop);
 		await sql.end({ timeout: 5 });
 		await db.close();
-		await fs.rm(work, { recursive: true, force: true });
+		await fs.rm(partial, { force: true });
 	}
 }

@@ -112,7 +112,10 @@ export async function restoreBackup(archive: string, target: BackupTarget, log: 
 					const quiet = await skipTriggersForLoad(tx);
 					if (!quiet) log('not a superuser: loading with triggers on, in foreign-key order');
 					for (const t of manifest.tables) {
-						await pipeline(createReadStream(read(t.entry)), await copyTableIn(tx, { name: t.name, columns: t.columns }));
+						const entries = [t.entry, ...(t.parts ?? [])];
+						await pipeline(async function* () {
+							for (const e of entries) yield* createReadStream(read(e));
+						}, await copyTableIn(tx, { name: t.name, columns: t.columns }));
 						const n = await countRows(tx, t.name);
 						if (n !== t.rows) throw new Error(`restore: ${t.name} has ${n} rows after loading, the backup says ${t.rows}`);
 						rows += n;

