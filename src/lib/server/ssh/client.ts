@@ -90,6 +90,9 @@ export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<C
 				reject(new HostKeyError(host.name, host.hostKeyFingerprint, presented));
 			} else reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: ${err.message}`));
 		});
+		// A host that hangs up after the banners (sshd's MaxStartups, a firewall) makes ssh2 emit
+		// only 'close': without this the connect would never settle. (After 'error' it is a no-op.)
+		client.once('close', () => reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: the host closed the connection before authentication`)));
 		client.connect(config);
 	});
 }
