@@ -151,7 +151,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		const sock = socketOf(conn);
 		frozen.add(sock);
 		sock.pause();
-		sock.write = (() => true) as Socket['write'];
+		sock.write = () => true;
 	};
 
 	const onConnection = (conn: Connection): void => {
