@@ -1,5 +1,6 @@
 // A worker killed with SIGKILL mid-execution: its lease runs out, the sweeper marks the execution
-// interrupted ("worker lost", it may have partly run) (never leaving it running), and the remote command does not outlive the worker.
+// interrupted ("worker lost", it may have partly run) (never leaving it running), and settling it
+// stops the remote command, which (as under sshd) outlived the worker's connection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
@@ -7,6 +8,7 @@ import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { sweep } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
 import { runExecution } from '../../src/lib/server/executions/runner';
+import { settleAbandoned } from '../../src/lib/server/executions/remote-stop';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { DEBIAN, addHost, alive, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
@@ -67,9 +69,6 @@ describe('worker crash', () => {
 			expect(await exited).toBe('SIGKILL');
 			const killedAt = Date.now();
 
-			// The connection died with the worker: the double stops the remote command.
-			await waitUntil(async () => !alive(hung.pid), 'the hung pct create to be killed', { timeoutMs: 10_000 });
-
 			// Sweep like the executions__sweep job does (it ran in the dead process), every 2 s.
 			const seen = new Set<string>();
 			let status = 'running';
@@ -99,6 +98,12 @@ describe('worker crash', () => {
 			await runExecution(id);
 			expect((await pve.argvLog()).length).toBe(before);
 			expect((await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'create')).toHaveLength(1);
+
+			// The connection died with the worker, the hung create did not; settling the execution stops it.
+			expect(alive(hung.pid)).toBe(true);
+			await settleAbandoned(e);
+			expect(alive(hung.pid)).toBe(false);
+			expect((await getExecution(sql(), id))!.leftovers).toMatch(/^CT \d+ exists on strong, stopped, locked: create$/);
 		} finally {
 			child.kill('SIGKILL');
 		}
