@@ -1,6 +1,7 @@
 import type { Task } from 'graphile-worker';
 import { sql } from '../src/lib/server/db/index';
 import { sweep } from '../src/lib/server/executions/lifecycle';
+import { recheckLeftovers } from '../src/lib/server/executions/remote-stop';
 import { releaseDeadWorkerLocks } from '../src/lib/server/db/queries/workers';
 import { scheduleSweep } from '../src/lib/server/jobs/schedule';
 import { logger } from '../src/lib/server/log';
@@ -17,5 +18,7 @@ export const executions__sweep: Task = async () => {
 	const r = await sweep(sql());
 	if (r.lost || r.expired || r.resumed || r.requeued)
 		log.info({ ...r }, `${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired, ${r.resumed} reply(ies) resumed, ${r.requeued} stranded job(s) queued again`);
+	// Targets that could not be read back because their host did not answer: read them now if it does.
+	await recheckLeftovers().catch((err: Error) => log.warn({ err: err.message }, `late read-backs failed: ${err.message}`));
 	await scheduleSweep();
 };

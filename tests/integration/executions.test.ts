@@ -463,7 +463,7 @@ describe('cancellation', () => {
 			const e = await load(id);
 			// Cancelled mid-step: the create may have partly run.
 			expect(e.status).toBe('interrupted');
-			expect(e.error).toMatch(/^cancelled by the operator while pct create .* was running; it may have partly run$/);
+			expect(e.error).toMatch(/^cancelled by the operator while pct create .* was running; it was stopped on the host and may have partly run$/);
 			expect(e.steps).toHaveLength(1);
 			expect(e.steps[0].stdoutTail).toContain('created.');
 			expect(e.steps[0].finishedAt).toBeDefined();

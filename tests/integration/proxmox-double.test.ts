@@ -232,7 +232,7 @@ describe('faults', () => {
 		expect((await pve.containers()).map((c) => c.vmid)).not.toContain(140);
 	});
 
-	it('create: hang is killed when the client closes the channel', async () => {
+	it('create: hang outlives a closed channel, as under sshd; killing its group stops it', async () => {
 		await pve.setFault('create', 'hang');
 		const ch = await openExec(conn, `pct create 141 ${TEMPLATE} --rootfs local-lvm:4`);
 		const firstLine = new Promise<string>((resolve) => ch.once('data', (d: Buffer) => resolve(d.toString())));
@@ -243,19 +243,63 @@ describe('faults', () => {
 		expect((await sh('pct list')).stdout).toMatch(/141\s+stopped\s+create\s+CT141/); // locked while creating
 		ch.close();
 		await closed;
+		// A later command on the same connection proves the double handled the close first.
+		expect((await sh('true')).code).toBe(0);
+		expect(await isAlive(pid)).toBe(true);
+		process.kill(-pid, 'SIGKILL'); // bash exec'd the fake: its pid leads the command's group
 		await waitFor(async () => ((await isAlive(pid)) ? undefined : true));
 	});
 
-	it('hang: <tool> blocks until an SSH signal kills the process group', async () => {
+	it('an SSH signal reaches the top process only, as sshd delivers it', async () => {
 		await pve.setFault('hang', 'pvesm');
 		const ch = await openExec(conn, 'echo started; pvesm status; echo never');
 		const result = collect(ch);
 		const { pid } = await waitFor(async () => (await pve.hangs()).find((h) => h.tool === 'pvesm'));
+		const [, ppid, pgid] = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ').map(Number);
 		ch.signal('KILL');
+		// bash (the top process) dies; the pvesm it waited for does not.
+		await waitFor(async () => ((await isAlive(ppid)) ? undefined : true));
+		expect(await isAlive(pid)).toBe(true);
+		process.kill(-pgid, 'SIGKILL');
 		const r = await result;
 		expect(r.stdout).toBe('started\n');
 		expect(r).toMatchObject({ code: null, signal: 'SIGKILL' }); // ssh2's client re-adds the SIG prefix
 		await waitFor(async () => ((await isAlive(pid)) ? undefined : true));
+	});
+
+	it('create: { slow } forks a worker that finishes the create later, even when pct itself was killed', async () => {
+		await pve.setFault('create', { slow: 300 });
+		const ch = await openExec(conn, `pct create 142 ${TEMPLATE} --rootfs local-lvm:4`);
+		const closed = collect(ch);
+		const task = await waitFor(async () => (await pve.tasks()).find((t) => t.argv.includes('142')));
+		expect(task).toMatchObject({ tool: 'pct', done: false });
+		ch.signal('KILL'); // reaches bash's exec'd pct, not its worker
+		expect((await closed).signal).toBe('SIGKILL');
+		expect(await isAlive(task.pid)).toBe(false);
+		await waitFor(async () => ((await pve.tasks()).find((t) => t.worker === task.worker)?.done ? true : undefined));
+		expect((await pve.containers()).find((c) => c.vmid === 142)).toMatchObject({ status: 'stopped' });
+		expect((await pve.containers()).find((c) => c.vmid === 142)?.lock).toBeUndefined();
+	});
+
+	it('an unreachable host answers nothing and takes no new connection; commands run on; reachable again, it serves', async () => {
+		await pve.setFault('create', { slow: 200 });
+		const other = await connectTo(pve);
+		const ch = await openExec(other, `pct create 143 ${TEMPLATE} --rootfs local-lvm:4`);
+		const task = await waitFor(async () => (await pve.tasks()).find((t) => t.argv.includes('143')));
+		pve.setReachable(false);
+		let answered = false;
+		other.exec('true', () => (answered = true));
+		await expect(connectTo(pve)).rejects.toThrow();
+		await waitFor(async () => ((await pve.tasks()).find((t) => t.worker === task.worker)?.done ? true : undefined));
+		expect(answered).toBe(false);
+		ch.removeAllListeners();
+		other.on('error', () => undefined);
+		pve.setReachable(true);
+		const again = await connectTo(pve);
+		expect((await execOn(again, 'pct status 143')).stdout).toBe('status: stopped\n');
+		again.end();
+		other.end();
+		conn = await connectTo(pve); // the shared one was frozen too
 	});
 
 	it('fail: makes a matching invocation exit with the given code and stderr', async () => {

@@ -64,7 +64,7 @@ describe('cancel', () => {
 		await run;
 		const done = await load(e.id);
 		expect(done.status).toBe('interrupted');
-		expect(done.error).toMatch(/cancelled by the operator while pct create .* was running; it may have partly run/);
+		expect(done.error).toMatch(/cancelled by the operator while pct create .* was running; it was stopped on the host and may have partly run$/);
 		expect(done.leftovers).toBe('CT 105 exists on strong, stopped, locked: create');
 		await waitUntil(async () => !alive(hung.pid), 'the hung remote command to be stopped', { timeoutMs: 10_000 });
 		// The agent is told what happened, what is left, and to look before acting.

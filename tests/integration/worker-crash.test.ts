@@ -1,6 +1,7 @@
 // A worker killed with SIGKILL mid-execution: its life lock is gone with its connection, so the
 // next recovery pass of any live process marks the execution interrupted ("worker lost", it may
-// have partly run) — no lease to wait out — and the remote command does not outlive the worker.
+// have partly run) — no lease to wait out — and stops the remote command, which (as under sshd)
+// outlived the worker's connection, before the agent is told.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
@@ -69,8 +70,8 @@ describe('worker crash', () => {
 			expect(await exited).toBe('SIGKILL');
 			const killedAt = Date.now();
 
-			// The connection died with the worker: the double stops the remote command.
-			await waitUntil(async () => !alive(hung.pid), 'the hung pct create to be killed', { timeoutMs: 10_000 });
+			// As under sshd, the command outlives the worker's connection.
+			expect(alive(hung.pid)).toBe(true);
 
 			// A recovery pass as every live process runs one (every 2 s): the dead process is seen
 			// as soon as Postgres has closed its connection, not after a lease or heartbeat.
@@ -78,6 +79,9 @@ describe('worker crash', () => {
 			expect((await getExecution(sql(), id))!.status).toBe('running');
 			const [r] = await recoverDeadProcesses(sql());
 			expect(r.interrupted).toEqual([id]);
+			// Recovery stopped it on the host and read the target back.
+			expect(alive(hung.pid)).toBe(false);
+			expect((await getExecution(sql(), id))!.leftovers).toMatch(/^CT \d+ exists on strong, stopped, locked: create$/);
 			// One process recovers it: a second pass finds nothing.
 			expect(await recoverDeadProcesses(sql())).toEqual([]);
 			expect(await sweep(sql())).toMatchObject({ lost: 0 });
@@ -95,6 +99,7 @@ describe('worker crash', () => {
 			await runExecution(id);
 			expect((await pve.argvLog()).length).toBe(before);
 			expect((await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'create')).toHaveLength(1);
+
 		} finally {
 			child.kill('SIGKILL');
 		}

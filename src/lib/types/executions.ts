@@ -34,6 +34,15 @@ export type ExecutionStep = {
 	verified?: boolean;
 	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after. */
 	kind?: 'snapshot' | 'prune' | 'health';
+	/**
+	 * The command's own process group on the host, saved as soon as the host reports it, so that
+	 * any process can stop it later (see ssh/quote.ts `groupedArgv`); `groupTag` is carried by
+	 * every process of the group and checked before a stop signals anything.
+	 */
+	pgid?: number;
+	groupTag?: string;
+	/** Set when the runner had to stop the command (cancel, timeout, lost lease, dropped link): how that ended. */
+	stop?: 'gone' | 'stopped' | 'running' | 'unreachable';
 };
 
 /** One param the operator changed before approving; `from`/`to` are undefined when unset. Nested fields use dots (`features.nesting`). */

@@ -29,6 +29,8 @@ export async function connectTo(target: SshTarget, overrides: Partial<ConnectCon
 	return new Promise((resolve, reject) => {
 		conn.once('ready', () => resolve(conn));
 		conn.once('error', reject);
+		// ssh2 reports a close after the banners but before authentication with no error at all.
+		conn.once('close', () => reject(new Error('connection closed before authentication')));
 		conn.connect({
 			host: target.host,
 			port: target.port,

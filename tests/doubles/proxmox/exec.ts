@@ -1,17 +1,21 @@
-// Runs one SSH exec request through `bash -c` in its own process group, wired to the channel.
+// Runs one SSH exec request through `bash -c` in its own process group, wired to the channel, as
+// sshd does without a pty: a signal request reaches the top process only, and a closed channel or
+// dropped connection stops nothing (the command's stdin ends and its output goes nowhere).
 import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import type { ServerChannel } from 'ssh2';
 
 /** Signal names the SSH protocol (and ssh2) can carry in exit-signal. */
 const SSH_SIGNALS = new Set(['ABRT', 'ALRM', 'FPE', 'HUP', 'ILL', 'INT', 'QUIT', 'SEGV', 'TERM', 'USR1', 'USR2', 'KILL', 'PIPE']);
-const KILL_GRACE_MS = 1000;
 
 export interface RunningCommand {
 	readonly pid: number | undefined;
-	/** Signal the whole process group (no-op once the command has finished). */
+	/** Signals the top process only, as sshd does for a signal request (no-op once finished). */
 	kill(signal: NodeJS.Signals): void;
+	/** Signals the process group bash started in (not groups its commands made with setsid). */
+	killGroup(signal: NodeJS.Signals): void;
 	/** Resolves once the command has exited and its stdio closed. */
 	readonly done: Promise<void>;
 }
@@ -29,12 +33,12 @@ export function runOverChannel(channel: ServerChannel, command: string, env: Nod
 	let finished = false;
 	let channelOpen = true;
 
-	const kill = (signal: NodeJS.Signals): void => {
-		if (finished || child.pid === undefined) return;
+	const signal = (pid: number, sig: NodeJS.Signals): void => {
+		if (finished) return;
 		try {
-			process.kill(-child.pid, signal);
+			process.kill(pid, sig);
 		} catch {
-			// group already gone
+			// already gone
 		}
 	};
 
@@ -44,11 +48,15 @@ export function runOverChannel(channel: ServerChannel, command: string, env: Nod
 	child.stdout.pipe(channel, { end: false });
 	child.stderr.pipe(channel.stderr, { end: false });
 
-	// Client went away (closed the channel or the connection): really stop the remote command.
+	// The client went away: sshd closes the command's pipes but signals nothing. Keep reading
+	// (and dropping) its output, so a command that still writes runs on rather than dying of EPIPE.
 	channel.on('close', () => {
 		channelOpen = false;
-		kill('SIGTERM');
-		setTimeout(() => kill('SIGKILL'), KILL_GRACE_MS).unref();
+		child.stdin.end();
+		child.stdout.unpipe();
+		child.stderr.unpipe();
+		child.stdout.resume();
+		child.stderr.resume();
 	});
 
 	const done = new Promise<void>((resolve) => {
@@ -71,5 +79,28 @@ export function runOverChannel(channel: ServerChannel, command: string, env: Nod
 		});
 	});
 
-	return { pid: child.pid, kill, done };
+	return {
+		pid: child.pid,
+		kill: (sig) => child.pid !== undefined && signal(child.pid, sig),
+		killGroup: (sig) => child.pid !== undefined && signal(-child.pid, sig),
+		done
+	};
+}
+
+/**
+ * SIGKILLs every process started for the double with this state dir, whatever group or session
+ * it moved to (the environment it inherited names the state dir): what a host's power-off does.
+ */
+export async function killEverythingOf(stateDir: string): Promise<void> {
+	const mark = Buffer.from(`PVE_DOUBLE_STATE=${stateDir}\0`);
+	for (const entry of await readdir('/proc')) {
+		if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+		const environ = await readFile(`/proc/${entry}/environ`).catch(() => null);
+		if (!environ?.includes(mark)) continue;
+		try {
+			process.kill(Number(entry), 'SIGKILL');
+		} catch {
+			// gone meanwhile
+		}
+	}
 }

@@ -1,22 +1,24 @@
 // Proxmox VE node test double: a real SSH server on 127.0.0.1 whose exec requests run through
 // `bash -c` with fake pct/pvesh/pvesm/systemctl/apt-get/pveam/qm/vzdump (and sha256sum/curl as
-// a CT sees them) first on PATH (see bin/ and fake/).
+// a CT sees them) first on PATH (see bin/ and fake/). Like sshd, it stops nothing a client
+// leaves behind: only `close()` kills what still runs.
 import { timingSafeEqual } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
-import { runOverChannel, type RunningCommand } from './exec';
+import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
-	patchCtIn, readArgvLog, readContainers, readGuestFile, readHangs, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
-	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type VmState
+	patchCtIn, readArgvLog, readContainers, readGuestFile, readHangs, readTasks, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
+	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type TaskRecord, type VmState
 } from './state';
 
 export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
-export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, ToolName, VmState } from './state';
+export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, TaskRecord, ToolName, VmState } from './state';
+export { processRunning } from './state';
 
 const { Server, utils } = ssh2;
 const BIN_DIR = fileURLToPath(new URL('./bin', import.meta.url));
@@ -66,12 +68,20 @@ export interface ProxmoxDouble {
 	guestFile(vmid: number, path: string): Promise<Buffer | null>;
 	/** pids of fake invocations that hung (fault or `create: 'hang'`) — to assert they were killed */
 	hangs(): Promise<{ pid: number; tool: string }[]>;
+	/** tasks forked by `create: { slow }`: the pct pid, its worker's pid, and whether the worker finished */
+	tasks(): Promise<TaskRecord[]>;
 	/** authenticated connections so far (each one a full handshake) */
 	handshakes(): number;
 	/** the most sessions (channels) one connection had open at once */
 	maxOpenSessions(): number;
 	/** closes every client connection, as a restarted sshd or a dropped link would */
 	dropConnections(): void;
+	/**
+	 * false: the host stops answering, as behind a broken link: open connections get no more
+	 * replies (and send nothing), new ones are cut at once. true: those connections are dropped
+	 * (a healed link finds them dead) and new ones are served again. Commands run on throughout.
+	 */
+	setReachable(reachable: boolean): void;
 	close(): Promise<void>;
 }
 
@@ -134,8 +144,18 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	const connections = new Set<Connection>();
 	let handshakes = 0;
 	let maxOpen = 0;
+	let reachable = true;
+	const frozen = new Set<Socket>();
+	const socketOf = (conn: Connection) => (conn as unknown as { _sock: Socket })._sock;
+	const freeze = (conn: Connection) => {
+		const sock = socketOf(conn);
+		frozen.add(sock);
+		sock.pause();
+		sock.write = () => true;
+	};
 
 	const onConnection = (conn: Connection): void => {
+		if (!reachable) return void socketOf(conn).destroy();
 		let open = 0;
 		connections.add(conn);
 		conn.on('close', () => connections.delete(conn));
@@ -163,6 +183,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 						active.delete(cmd);
 					});
 				});
+				// sshd delivers a signal request to the session's child alone, not to its group.
 				session.on('signal', (_accept, _reject, info) => {
 					const sig = `SIG${info.name}`;
 					if (sig in constants.signals) running?.kill(sig as NodeJS.Signals);
@@ -196,13 +217,24 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		setHttp: (vmid, port, site) => setHttpIn(stateDir, vmid, port, site),
 		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
 		hangs: () => readHangs(stateDir),
+		tasks: () => readTasks(stateDir),
 		handshakes: () => handshakes,
 		maxOpenSessions: () => maxOpen,
 		dropConnections: () => {
 			for (const conn of connections) conn.end();
 		},
+		setReachable(on) {
+			reachable = on;
+			if (!on) for (const conn of connections) freeze(conn);
+			else {
+				for (const sock of frozen) sock.destroy();
+				frozen.clear();
+			}
+		},
 		async close() {
-			for (const cmd of active) cmd.kill('SIGKILL');
+			for (const cmd of active) cmd.killGroup('SIGKILL');
+			await killEverythingOf(stateDir);
+			for (const sock of frozen) sock.destroy();
 			for (const conn of connections) conn.end();
 			await new Promise<void>((resolve) => server.close(() => resolve()));
 			await Promise.all([...active].map((cmd) => cmd.done));

@@ -78,8 +78,12 @@ export interface FailFault {
 
 /** Faults read by fake-pve.mjs on every invocation. */
 export interface Faults {
-	/** `pct create`: 'fail' = dies after some progress (exit 255); 'hang' = prints one line, then blocks until killed */
-	create?: 'fail' | 'hang';
+	/**
+	 * `pct create`: 'fail' = dies after some progress (exit 255); 'hang' = prints one line, then
+	 * blocks until killed; `{ slow: ms }` = prints one line, then forks a task worker (as PVE does)
+	 * that finishes the create `ms` later unless killed, while pct waits for it (see `tasks()`)
+	 */
+	create?: 'fail' | 'hang' | { slow: number };
 	/** every invocation of this tool blocks (after logging argv) until killed */
 	hang?: ToolName;
 	/** matching invocations print `stderr` and exit with `exitCode` before doing anything */
@@ -205,6 +209,30 @@ export async function readArgvLog(stateDir: string): Promise<string[][]> {
 
 export async function readHangs(stateDir: string): Promise<{ pid: number; tool: string }[]> {
 	return (await readLines(join(stateDir, 'hangs.log'))).map((l) => JSON.parse(l) as { pid: number; tool: string });
+}
+
+/** A forked task (`create: { slow }`): the pct process, its worker, and whether the worker finished. */
+export interface TaskRecord {
+	pid: number;
+	worker: number;
+	tool: string;
+	argv: string[];
+	done: boolean;
+}
+
+export async function readTasks(stateDir: string): Promise<TaskRecord[]> {
+	const lines = (await readLines(join(stateDir, 'tasks.log'))).map((l) => JSON.parse(l) as Partial<TaskRecord> & { worker: number });
+	const finished = new Set(lines.filter((l) => l.done).map((l) => l.worker));
+	return lines.filter((l) => !l.done).map((l) => ({ pid: l.pid!, worker: l.worker, tool: l.tool!, argv: l.argv!, done: finished.has(l.worker) }));
+}
+
+/**
+ * Whether a process still runs: it has a /proc entry that is not a zombie. (A killed orphan may
+ * stay a zombie when pid 1 does not reap, and signal 0 still reaches a zombie.)
+ */
+export async function processRunning(pid: number): Promise<boolean> {
+	const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+	return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
 }
 
 export async function setFaultIn<K extends FaultName>(stateDir: string, name: K, value: Faults[K] | null): Promise<void> {

@@ -375,6 +375,11 @@ export const executions = pgTable(
 		cancelRequestedAt: ts('cancel_requested_at'),
 		/** What a failed, cancelled or interrupted mutation left on its target, read back afterwards. */
 		leftovers: text('leftovers'),
+		/**
+		 * Set when that read-back (or the stop of the command) could not be done because the host
+		 * did not answer: when to try again. Cleared once the host answered and it was read.
+		 */
+		leftoversRecheckAt: ts('leftovers_recheck_at'),
 		/** Set when an operator edited the params before approving: who, the original, what changed. */
 		edit: jsonb('edit').$type<ExecutionEdit>(),
 		/** While `running`: the worker process (worker_processes.id) running it. */
@@ -389,7 +394,8 @@ export const executions = pgTable(
 	},
 	(t) => [
 		index('executions_status_idx').on(t.status),
-		index('executions_session_idx').on(t.requestedBySession)
+		index('executions_session_idx').on(t.requestedBySession),
+		index('executions_recheck_idx').on(t.leftoversRecheckAt).where(sql`${t.leftoversRecheckAt} is not null`)
 	]
 );
 

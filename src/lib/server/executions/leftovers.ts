@@ -1,8 +1,9 @@
+import type { Client } from 'ssh2';
 import { sql } from '../db/index';
 import { getHostByName } from '../db/queries/hosts';
-import { execArgv } from '../ssh/client';
+import { execArgv, SshError } from '../ssh/client';
 import { lease } from '../ssh/pool';
-import { setLeftovers, type ExecutionRow } from '../db/queries/executions';
+import { flagLeftoversRecheck, setLeftovers, type ExecutionRow } from '../db/queries/executions';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
 export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action?: string }): string | null {
@@ -14,39 +15,72 @@ export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action
 	return typeof v === 'string' || typeof v === 'number' ? String(v) : null;
 }
 
+type ReadBackOf = Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classification'> & { action?: string };
+
+/** A read-back in one line, and whether the host answered it (when not, the text says so). */
+export type ReadBack = { text: string | null; reached: boolean };
+
 /**
  * Reads back what a failed, cancelled or interrupted mutation left on its target (`pct status`,
- * `pct config` incl. its lock) and says it in one line, e.g. "CT 105 exists, stopped, locked:
- * create". Null when there is nothing to read (no container involved) or the host cannot be
- * reached (then the text says so).
+ * `pct config` incl. its lock) and says it in one line, e.g. "CT 105 exists on strong, stopped,
+ * locked: create". No text when there is nothing to read (no container involved, host removed).
+ * Over `client` when given, else a pooled connection.
  */
-export async function readLeftovers(e: Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classification'> & { action?: string }): Promise<string | null> {
-	if (e.classification === 'read_only') return null;
+export async function readBack(e: ReadBackOf, client?: Client): Promise<ReadBack> {
+	if (e.classification === 'read_only') return { text: null, reached: true };
 	const vmid = targetVmid(e);
-	if (!vmid || !e.hostName) return null;
-	const host = await getHostByName(sql(), e.hostName);
-	if (!host) return null;
+	if (!vmid || !e.hostName) return { text: null, reached: true };
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
-		held = await lease(host, 8_000);
-		const client = held.client;
-		const st = await execArgv(client, ['pct', 'status', vmid], { timeoutMs: 10_000 });
-		if (st.exitCode !== 0) return `CT ${vmid} does not exist on ${e.hostName}`;
+		if (!client) {
+			const host = await getHostByName(sql(), e.hostName);
+			if (!host) return { text: null, reached: true };
+			held = await lease(host, 8_000);
+		}
+		const c = client ?? held!.client;
+		// No exit code = no answer (a timeout or a dropped link), never "it does not exist".
+		const answered = async (argv: string[]) => {
+			const r = await execArgv(c, argv, { timeoutMs: 10_000 });
+			if (r.exitCode === null) throw new SshError(r.timedOut ? 'the host did not answer in time' : 'the connection dropped');
+			return r;
+		};
+		const st = await answered(['pct', 'status', vmid]);
+		if (st.exitCode !== 0) return { text: `CT ${vmid} does not exist on ${e.hostName}`, reached: true };
 		const status = /status:\s*(\S+)/.exec(st.stdout)?.[1] ?? 'in an unknown state';
-		const cfg = await execArgv(client, ['pct', 'config', vmid], { timeoutMs: 10_000 });
+		const cfg = await answered(['pct', 'config', vmid]);
 		const lock = /^lock:\s*(\S+)/m.exec(cfg.stdout)?.[1];
-		return `CT ${vmid} exists on ${e.hostName}, ${status}${lock ? `, locked: ${lock}` : ''}`;
+		return { text: `CT ${vmid} exists on ${e.hostName}, ${status}${lock ? `, locked: ${lock}` : ''}`, reached: true };
 	} catch (err) {
-		return `could not read CT ${vmid} back from ${e.hostName}: ${(err as Error).message}`;
+		held?.release(true);
+		held = undefined;
+		return { text: `could not read CT ${vmid} back from ${e.hostName}: ${(err as Error).message}`, reached: false };
 	} finally {
 		held?.release();
 	}
 }
 
-/** Reads the leftovers of a finished mutation (unless already known) and stores them; returns them. */
-export async function recordLeftovers(e: Pick<ExecutionRow, 'id' | 'target' | 'params' | 'hostName' | 'classification' | 'leftovers'> & { action?: string }): Promise<string | null> {
-	if (e.leftovers) return e.leftovers;
-	const text = await readLeftovers(e);
-	if (text) await sql().begin((tx) => setLeftovers(tx, e.id, text));
+/** `readBack`'s text only (null when there is nothing to read). */
+export async function readLeftovers(e: ReadBackOf): Promise<string | null> {
+	return (await readBack(e)).text;
+}
+
+/**
+ * Reads the leftovers of a finished mutation (unless already known) and stores them; returns
+ * them. When the host did not answer — or `recheck` says the command may still be running — the
+ * execution is flagged to be read back again once the host answers (see remote-stop.ts).
+ */
+export async function recordLeftovers(
+	e: Pick<ExecutionRow, 'id' | 'target' | 'params' | 'hostName' | 'classification' | 'leftovers'> & { action?: string },
+	opts: { recheck?: boolean } = {}
+): Promise<string | null> {
+	if (e.leftovers && !opts.recheck) return e.leftovers;
+	const { text, reached } = e.leftovers ? { text: e.leftovers, reached: true } : await readBack(e);
+	const recheck = !reached || opts.recheck === true;
+	if (text || recheck) {
+		await sql().begin(async (tx) => {
+			if (text) await setLeftovers(tx, e.id, text);
+			if (recheck) await flagLeftoversRecheck(tx, e.id);
+		});
+	}
 	return text;
 }

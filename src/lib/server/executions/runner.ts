@@ -5,10 +5,11 @@ import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, isActionName, type Precondition, type Step, type Verify } from '../proxmox/actions';
 import { hub } from '../realtime/hub';
-import { execArgv } from '../ssh/client';
+import { execArgv, isGone, type ExecResult, type StopOutcome } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import { recordLeftovers } from './leftovers';
+import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
 import { finishExecution } from './lifecycle';
@@ -29,6 +30,10 @@ const storable = (s: string) =>
 	s.replace(/\0/g, '\u2400').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '');
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
+/** Why a command that had to be stopped may still run on its host. */
+const stillRunning = (stop: StopOutcome) =>
+	stop === 'running' ? 'it did not stop on the host when killed: the command may still be running' : 'the host could not be reached to stop it: the command may still be running';
+
 class Failure extends Error {}
 /** The approved command succeeded but the health check after it did not. */
 class Unhealthy extends Failure {}
@@ -42,7 +47,7 @@ const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 10
 /** What must hold right before running, re-read on the host: the world may have changed since approval. */
 async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal): Promise<string | null> {
 	const read = async (argv: string[]) => {
-		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal });
+		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal, group: true });
 		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
 		return r;
 	};
@@ -77,10 +82,10 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 
 /** Whether a CT's rootfs lives on storage that `pct snapshot` can snapshot (read from `pct config` and `pvesm status`). */
 async function canSnapshot(client: Client, vmid: string, signal: AbortSignal): Promise<boolean> {
-	const cfg = await execArgv(client, ['pct', 'config', vmid], { timeoutMs: 30_000, signal });
+	const cfg = await execArgv(client, ['pct', 'config', vmid], { timeoutMs: 30_000, signal, group: true });
 	const storage = cfg.exitCode === 0 ? rootfsStorage(cfg.stdout) : null;
 	if (!storage) return false;
-	const st = await execArgv(client, ['pvesm', 'status', '--storage', storage], { timeoutMs: 30_000, signal });
+	const st = await execArgv(client, ['pvesm', 'status', '--storage', storage], { timeoutMs: 30_000, signal, group: true });
 	return st.exitCode === 0 && snapshotCapable(storageType(st.stdout, storage));
 }
 
@@ -123,6 +128,15 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 	});
 	const mutation = e.classification !== 'read_only';
 	const steps: ExecutionStep[] = [];
+	// Step saves in order: a live flush or the group id must never land after the final save.
+	let saving: Promise<void> = Promise.resolve();
+	const persistSteps = () => {
+		const saved = saving.then(() => saveSteps(sql(), e, steps));
+		saving = saved.catch(() => undefined);
+		return saved;
+	};
+	/** Set when a command had to be stopped and its host did not confirm it gone: it may still run there. */
+	let unsettled = false;
 	let mutationStarted = false;
 	let snapshot: string | null = null;
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
@@ -146,6 +160,14 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 			const stale = await checkPrecondition(client, p, cancel.signal);
 			if (stale) throw new Failure(`not run: ${stale}`);
 		}
+		/** After a command had to be stopped: when its connection could not confirm it gone, a new one tries. */
+		const confirmStopped = async (r: ExecResult): Promise<StopOutcome> => {
+			let stop = r.stopped;
+			if ((stop === null || stop === 'unreachable') && r.group) stop = await stopOnHost(host, r.group);
+			stop ??= 'unreachable';
+			if (!isGone(stop)) unsettled = true;
+			return stop;
+		};
 		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
 		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 			if (cancel.signal.aborted) {
@@ -155,7 +177,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 			}
 			const step: ExecutionStep = { index: steps.length, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '', ...(kind ? { kind } : {}) };
 			steps.push(step);
-			await saveSteps(sql(), e, steps);
+			await persistSteps();
 			let out = '';
 			let err = '';
 			let timer: NodeJS.Timeout | undefined;
@@ -164,36 +186,52 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 					timer = undefined;
 					step.stdoutTail = tail(out);
 					step.stderrTail = tail(err);
-					void saveSteps(sql(), e, steps).catch(() => undefined);
+					void persistSteps().catch(() => undefined);
 				}, STEP_FLUSH_MS);
 			};
+			// In its own process group on the host, recorded at once: whoever ends this run — a
+			// cancel, a timeout, or another process after this worker died — stops all of it there.
 			const r = await execArgv(client, s.argv, {
 				timeoutMs: s.timeoutMs,
 				signal: cancel.signal,
+				onGroup: (g) => {
+					step.pgid = g.pgid;
+					step.groupTag = g.tag;
+					void persistSteps().catch(() => undefined);
+				},
 				onStdout: (c) => ((out = (out + c).slice(-65_536)), flushSoon()),
 				onStderr: (c) => ((err = (err + c).slice(-65_536)), flushSoon()),
 				...(s.stdin !== undefined ? { stdin: Buffer.from(s.stdin, 'utf8') } : {})
 			});
 			clearTimeout(timer);
+			const dropped = r.exitCode === null && r.signal === null && !r.timedOut && !r.aborted;
+			const stop = r.aborted || r.timedOut || dropped ? await confirmStopped(r) : null;
 			Object.assign(step, {
 				finishedAt: new Date().toISOString(),
 				exitCode: r.exitCode,
 				durationMs: r.durationMs,
 				stdoutTail: tail(r.stdout),
-				stderrTail: tail(r.stderr)
+				stderrTail: tail(r.stderr),
+				...(stop ? { stop } : {})
 			});
-			await saveSteps(sql(), e, steps);
+			await persistSteps();
+			const stillRuns = stop && !isGone(stop) ? stillRunning(stop) : null;
 			if (r.aborted) {
 				const who = cancelledByOperator ? 'cancelled by the operator' : shuttingDown ? 'stopped because Nomos was shutting down' : 'stopped (this worker lost its lease)';
-				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running`);
-				throw new Interrupted(`${who} while ${s.label} was running; it may have partly run`);
+				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running${stillRuns ? `; ${stillRuns}` : ''}`);
+				throw new Interrupted(`${who} while ${s.label} was running; ${stillRuns ?? 'it was stopped on the host and may have partly run'}`);
 			}
-			if (r.exitCode === null && r.signal === null && !r.timedOut) {
+			if (dropped) {
 				const why = `the SSH connection dropped while ${s.label} was running`;
-				throw mutation ? new Interrupted(`${why}; it may have partly run`) : new Failure(why);
+				const then = stillRuns ?? 'it was stopped on the host after reconnecting and may have partly run';
+				throw mutation ? new Interrupted(`${why}; ${then}`) : new Failure(`${why}${stillRuns ? `; ${stillRuns}` : ''}`);
+			}
+			if (r.timedOut && stillRuns) {
+				const why = `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s; ${stillRuns}`;
+				throw mutation ? new Interrupted(why) : new Failure(why);
 			}
 			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
-			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped`);
+			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 			if (r.exitCode !== 0) {
 				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
 				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
@@ -201,7 +239,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 			// A read-back: the tool before it may exit 0 although its task failed.
 			if (s.verify) {
 				step.verified = verified(s.verify, r.stdout);
-				await saveSteps(sql(), e, steps);
+				await persistSteps();
 				if (!step.verified) throw new Failure(`verification failed: ${s.verify.failure}`);
 			}
 			return true;
@@ -216,7 +254,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 				throw err;
 			}
 			snapshot = nomosSnapshotName(e.id);
-			const listing = await execArgv(client, ['pct', 'listsnapshot', vmid], { timeoutMs: 30_000, signal: cancel.signal });
+			const listing = await execArgv(client, ['pct', 'listsnapshot', vmid], { timeoutMs: 30_000, signal: cancel.signal, group: true });
 			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, vmid)) await runStep(p, 'prune', true);
 		}
 		mutationStarted = true;
@@ -248,9 +286,11 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		held = undefined;
 		const touched = mutationStarted;
 		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
-		// Then (the outcome is already on screen) read back what it left on its target; not for a
-		// precondition refusal or a cancel before anything ran: nothing was touched.
-		if (ok && touched && mutation) await recordLeftovers(e).catch(() => undefined);
+		// Then (the outcome is already on screen; its command stopped on the host, or said not to
+		// be) read back what it left on its target; not for a precondition refusal or a cancel
+		// before anything ran: nothing was touched. A command that may still run there is read back
+		// again when its host answers (remote-stop.ts), also when the sweeper ended this run.
+		if (touched && mutation && (ok || unsettled)) await recordLeftovers(e, { recheck: unsettled }).catch(() => undefined);
 		if (!ok && !known) throw err;
 	} finally {
 		clearInterval(beat);

@@ -6,7 +6,7 @@ import { emitEvent } from '../db/queries/events';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { queueContinuations } from '../executions/lifecycle';
-import { recordLeftovers } from '../executions/leftovers';
+import { settleAbandoned } from '../executions/remote-stop';
 import { logger } from '../log';
 
 const log = logger('recovery');
@@ -68,7 +68,7 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 async function settleInterrupted(sql: Sql, id: string): Promise<void> {
 	const e = await getExecution(sql, id);
 	if (!e) return;
-	if (e.classification !== 'read_only') await recordLeftovers(e).catch((err: Error) => log.error({ err, execution: id }, `read-back failed: ${err.message}`));
+	if (e.classification !== 'read_only') await settleAbandoned(e).catch((err: Error) => log.error({ err, execution: id }, `stop and read-back failed: ${err.message}`));
 	await sql.begin((tx) => queueContinuations(tx, id));
 }
 

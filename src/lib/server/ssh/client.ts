@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
-import { Client, type ConnectConfig } from 'ssh2';
-import { toCommand } from './quote';
+import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+import { groupedArgv, groupFromMarker, stopGroupArgv, toCommand, type RemoteGroup } from './quote';
 import { channel } from './pool';
 import { logger } from '../log';
 
@@ -90,6 +90,9 @@ export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<C
 				reject(new HostKeyError(host.name, host.hostKeyFingerprint, presented));
 			} else reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: ${err.message}`));
 		});
+		// A host that hangs up after the banners (sshd's MaxStartups, a firewall) makes ssh2 emit
+		// only 'close': without this the connect would never settle. (After 'error' it is a no-op.)
+		client.once('close', () => reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: the host closed the connection before authentication`)));
 		client.connect(config);
 	});
 }
@@ -124,6 +127,18 @@ export function readHostKey(address: string, port: number, timeoutMs = 10_000): 
 	});
 }
 
+export type { RemoteGroup };
+
+/**
+ * How stopping a command's process group on the host ended: it had ended already (`gone`), it
+ * was running and is gone now (`stopped`), it is still there after KILL (`running`), or the host
+ * did not confirm (`unreachable`: no answer, or the group was never reported).
+ */
+export type StopOutcome = 'gone' | 'stopped' | 'running' | 'unreachable';
+
+/** Whether nothing of the command runs on the host any more. */
+export const isGone = (o: StopOutcome | null | undefined): boolean => o === 'gone' || o === 'stopped';
+
 export interface ExecResult {
 	exitCode: number | null;
 	signal: string | null;
@@ -132,6 +147,10 @@ export interface ExecResult {
 	durationMs: number;
 	timedOut: boolean;
 	aborted: boolean;
+	/** A grouped command's process group on the host, once reported. */
+	group: RemoteGroup | null;
+	/** After a timeout or abort of a grouped command: how stopping its group ended. */
+	stopped: StopOutcome | null;
 }
 
 export interface ExecOptions {
@@ -143,14 +162,30 @@ export interface ExecOptions {
 	maxOutput?: number;
 	/** Written to the command's standard input over the channel, then EOF (data never on the command line). */
 	stdin?: string | Buffer;
+	/**
+	 * Run in its own session and process group on the host (`groupedArgv`), so that a timeout or
+	 * abort stops all of it there — the children a tool forks included — and waits until it is
+	 * gone (`stopGroup`). Without it only the top process is signalled, which is all sshd passes
+	 * on; a closed channel stops nothing.
+	 */
+	group?: boolean;
+	/** Called with the group as soon as the host reports it (implies `group`). */
+	onGroup?: (g: RemoteGroup) => void;
+	/** Give up when the host has not opened the channel within this long (default: `timeoutMs`). */
+	openTimeoutMs?: number;
 }
 
 /** How long a stopped command may take to confirm before execArgv returns anyway. */
 const STOP_GRACE_MS = 1_000;
+/** The stop script's own bound (2 s after TERM, 5 s after KILL) and some slack. */
+const STOP_TIMEOUT_MS = 10_000;
+/** A stop on a connection that no longer answers gives up this soon (the caller may try a new one). */
+const STOP_OPEN_TIMEOUT_MS = 3_000;
 
 /**
  * Runs one argv on a connected host. The argv is quoted by `toCommand`, never interpolated.
- * On timeout or abort the channel is closed (the remote command is signalled and stopped).
+ * On timeout or abort a grouped command's process group is stopped on the host; any other
+ * command's top process is signalled and the channel closed.
  */
 export async function execArgv(client: Client, argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
 	// A pooled connection is shared: wait for one of its channel slots (see ssh/pool.ts).
@@ -162,71 +197,150 @@ export async function execArgv(client: Client, argv: readonly string[], opts: Ex
 	}
 }
 
+/**
+ * Stops a grouped command's process group on the host and waits until it is gone (TERM, up to
+ * 2 s, KILL, up to 5 s; see `stopGroupArgv`). Only a group whose processes still carry the
+ * command's tag is signalled. It runs outside the connection's channel slots, in the headroom
+ * MAX_CHANNELS leaves below sshd's MaxSessions, so a busy connection can still stop a command.
+ */
+export async function stopGroup(client: Client, g: RemoteGroup): Promise<StopOutcome> {
+	try {
+		const r = await execOnChannel(client, stopGroupArgv(g), { timeoutMs: STOP_TIMEOUT_MS, openTimeoutMs: STOP_OPEN_TIMEOUT_MS });
+		return r.exitCode === 0 ? 'gone' : r.exitCode === 2 ? 'stopped' : r.exitCode === 3 ? 'running' : 'unreachable';
+	} catch {
+		return 'unreachable';
+	}
+}
+
 function execOnChannel(client: Client, argv: readonly string[], opts: ExecOptions): Promise<ExecResult> {
-	const command = toCommand(argv);
+	const tag = opts.group || opts.onGroup ? randomBytes(8).toString('hex') : null;
+	const command = toCommand(tag ? groupedArgv(argv, tag) : argv);
 	const max = opts.maxOutput ?? 64_000;
 	const started = Date.now();
 	return new Promise((resolve, reject) => {
 		if (opts.signal?.aborted) {
-			resolve({ exitCode: null, signal: null, stdout: '', stderr: '', durationMs: 0, timedOut: false, aborted: true });
+			resolve({ exitCode: null, signal: null, stdout: '', stderr: '', durationMs: 0, timedOut: false, aborted: true, group: null, stopped: tag ? 'gone' : null });
 			return;
 		}
-		client.exec(command, (err, stream) => {
-			if (err) return reject(new SshError(`exec failed: ${err.message}`));
-			let stdout = '';
-			let stderr = '';
-			let exitCode: number | null = null;
-			let signal: string | null = null;
-			let timedOut = false;
-			let aborted = false;
-			let settled = false;
-			let graceTimer: NodeJS.Timeout | undefined;
-			const finish = () => {
-				if (settled) return;
-				settled = true;
-				onOut(outDecoder.end());
-				onErr(errDecoder.end());
-				clearTimeout(timer);
-				clearTimeout(graceTimer);
-				opts.signal?.removeEventListener('abort', onAbort);
-				resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted });
-			};
-			// Signal the remote process and close the channel; a host that does not confirm the
-			// close (a hung command, a dead link) still lets go of us within STOP_GRACE_MS.
-			const stop = () => {
+		let stream: ClientChannel | undefined;
+		let stdout = '';
+		let stderr = '';
+		let exitCode: number | null = null;
+		let signal: string | null = null;
+		let timedOut = false;
+		let aborted = false;
+		let settled = false;
+		let group: RemoteGroup | null = null;
+		let stopped: StopOutcome | null = null;
+		let halting: Promise<void> | undefined;
+		let graceTimer: NodeJS.Timeout | undefined;
+		const groupWaiters: Array<() => void> = [];
+		const wakeGroupWaiters = () => groupWaiters.splice(0).forEach((w) => w());
+		// SSH splits output into packets anywhere, also inside a multi-byte UTF-8 character:
+		// decode each stream statefully so a character split across two chunks stays intact.
+		const outDecoder = new StringDecoder('utf8');
+		const errDecoder = new StringDecoder('utf8');
+		const onOut = (s: string) => {
+			if (!s) return;
+			stdout = (stdout + s).slice(-max);
+			opts.onStdout?.(s);
+		};
+		const onErr = (s: string) => {
+			if (!s) return;
+			stderr = (stderr + s).slice(-max);
+			opts.onStderr?.(s);
+		};
+		// A grouped command's first stdout line is the marker: held back until complete, never output.
+		let head: string | null = tag ? '' : null;
+		const onStdoutText = (s: string) => {
+			if (head === null) return onOut(s);
+			head += s;
+			const nl = head.indexOf('\n');
+			if (nl < 0 && head.length < 100) return;
+			const line = nl < 0 ? head : head.slice(0, nl);
+			const rest = nl < 0 ? '' : head.slice(nl + 1);
+			head = null;
+			const pgid = groupFromMarker(line);
+			if (pgid !== null && tag) {
+				group = { pgid, tag };
+				opts.onGroup?.(group);
+				wakeGroupWaiters();
+			} else onOut(nl < 0 ? line : line + '\n');
+			onOut(rest);
+		};
+		const finish = () => {
+			if (settled) return;
+			settled = true;
+			onStdoutText(outDecoder.end());
+			if (head) onOut(head);
+			onErr(errDecoder.end());
+			clearTimeout(timer);
+			clearTimeout(graceTimer);
+			wakeGroupWaiters();
+			opts.signal?.removeEventListener('abort', onAbort);
+			resolve({ exitCode, signal, stdout, stderr, durationMs: Date.now() - started, timedOut, aborted, group, stopped });
+		};
+		const groupWithin = (ms: number) =>
+			new Promise<RemoteGroup | null>((res) => {
+				if (group || settled) return res(group);
+				const t = setTimeout(() => res(group), ms);
+				groupWaiters.push(() => (clearTimeout(t), res(group)));
+			});
+		/** Stops what runs on `ch`: its process group on the host when grouped, else its top process. */
+		const halt = async (ch: ClientChannel) => {
+			if (tag) {
+				const g = await groupWithin(STOP_GRACE_MS);
+				stopped = g ? await stopGroup(client, g) : 'unreachable';
+			} else {
 				try {
-					stream.signal('KILL');
+					ch.signal('KILL');
 				} catch {
 					/* channel may be closed already */
 				}
-				stream.close();
-				graceTimer ??= setTimeout(finish, STOP_GRACE_MS);
-			};
-			const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), opts.timeoutMs) : undefined;
-			const onAbort = () => ((aborted = true), stop());
-			opts.signal?.addEventListener('abort', onAbort, { once: true });
-			// SSH splits output into packets anywhere, also inside a multi-byte UTF-8 character:
-			// decode each stream statefully so a character split across two chunks stays intact.
-			const outDecoder = new StringDecoder('utf8');
-			const errDecoder = new StringDecoder('utf8');
-			const onOut = (s: string) => {
-				if (!s) return;
-				stdout = (stdout + s).slice(-max);
-				opts.onStdout?.(s);
-			};
-			const onErr = (s: string) => {
-				if (!s) return;
-				stderr = (stderr + s).slice(-max);
-				opts.onStderr?.(s);
-			};
-			stream.on('data', (d: Buffer) => onOut(outDecoder.write(d)));
-			stream.stderr.on('data', (d: Buffer) => onErr(errDecoder.write(d)));
-			stream.on('exit', (code: number | null, sig?: string) => {
+			}
+			ch.close();
+		};
+		// A host that does not confirm the close (a hung command, a dead link) still lets go of us
+		// within STOP_GRACE_MS of the stop.
+		const stop = () => {
+			if (settled || halting) return;
+			if (!stream) {
+				// The channel never opened: a late one is stopped on arrival (see below).
+				if (tag) stopped = 'unreachable';
+				return finish();
+			}
+			halting = halt(stream).then(() => {
+				graceTimer = setTimeout(finish, STOP_GRACE_MS);
+			});
+		};
+		const openTimeout = opts.openTimeoutMs ?? opts.timeoutMs;
+		let timer = openTimeout ? setTimeout(() => ((timedOut = true), stop()), openTimeout) : undefined;
+		const onAbort = () => ((aborted = true), stop());
+		opts.signal?.addEventListener('abort', onAbort, { once: true });
+		client.exec(command, (err, ch) => {
+			if (settled) {
+				if (!err) void halt(ch);
+				return;
+			}
+			if (err) {
+				clearTimeout(timer);
+				opts.signal?.removeEventListener('abort', onAbort);
+				settled = true;
+				return reject(new SshError(`exec failed: ${err.message}`));
+			}
+			stream = ch;
+			if (opts.openTimeoutMs !== undefined && opts.timeoutMs !== opts.openTimeoutMs) {
+				clearTimeout(timer);
+				if (opts.timeoutMs) timer = setTimeout(() => ((timedOut = true), stop()), Math.max(0, opts.timeoutMs - (Date.now() - started)));
+			}
+			ch.on('data', (d: Buffer) => onStdoutText(outDecoder.write(d)));
+			ch.stderr.on('data', (d: Buffer) => onErr(errDecoder.write(d)));
+			ch.on('exit', (code: number | null, sig?: string) => {
 				exitCode = code ?? null;
 				signal = sig ?? null;
 			});
-			stream.on('close', finish);
-			if (opts.stdin !== undefined) stream.end(opts.stdin);
+			ch.on('close', () => void (halting ? halting.then(finish) : finish()));
+			if (opts.stdin !== undefined) ch.end(opts.stdin);
 		});
 	});
 }

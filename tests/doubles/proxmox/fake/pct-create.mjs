@@ -1,9 +1,11 @@
 // `pct create <vmid> <ostemplate> [OPTIONS]` with streamed, realistic task output.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
-	ctExists, deleteCt, err, fail, guestDir, hangForever, hwaddrFor, out, paramFail, parseOpts, parseVmid,
+	appendLine, ctExists, deleteCt, err, fail, guestDir, hangForever, hwaddrFor, out, paramFail, parseOpts, parseVmid,
 	readFaults, reserveCt, saveCt, sleep, truthy
 } from './common.mjs';
 import { templates } from './model.mjs';
@@ -51,7 +53,8 @@ function parseRootfs(opts, vmid) {
 	return { sid, sizeGb: Number(size), volume: `${sid}:vm-${vmid}-disk-0,size=${size}G` };
 }
 
-function validate(ctx, args) {
+/** The create's arguments as PVE checks them, without looking at the host's containers. */
+function parseCreate(args) {
 	const { positional, opts } = parseOpts(args, BOOLEANS);
 	const vmid = parseVmid(positional[0], USAGE);
 	const template = positional[1];
@@ -66,6 +69,11 @@ function validate(ctx, args) {
 	}
 	const pw = opts.get('password');
 	if (pw !== undefined && pw.length < 5) paramFail(USAGE, ['password: value must be at least 5 characters long']);
+	return { vmid, template, opts };
+}
+
+function validate(ctx, args) {
+	const { vmid, template, opts } = parseCreate(args);
 	// PVE checks the id before storages (PVE::Cluster::check_vmid_unused), hence no "unable to create" prefix.
 	if (ctExists(ctx, vmid)) fail(`CT ${vmid} already exists on node '${ctx.node}'`);
 	return { vmid, template, opts, rootfs: parseRootfs(opts, vmid) };
@@ -103,6 +111,32 @@ export async function pctCreate(ctx, args) {
 	if (!reserveCt(ctx, { ...ct, lock: 'create' })) fail(`CT ${vmid} already exists on node '${ctx.node}'`);
 
 	const fault = readFaults(ctx).create;
+	out(`  Logical volume "vm-${vmid}-disk-0" created.`);
+	await sleep(ctx.delayMs);
+	if (fault === 'hang') return hangForever(ctx, 'pct');
+	if (typeof fault === 'object' && fault && typeof fault.slow === 'number') return forkTask(ctx, args, fault.slow);
+	return finishCreate(ctx, args, fault);
+}
+
+const TASK_WORKER = fileURLToPath(new URL('./task-worker.mjs', import.meta.url));
+
+/**
+ * As PVE's fork_worker: the rest of the create runs in a child process (same process group) that
+ * waits `ms` first, while this process waits for it and passes on its exit. A signal to this
+ * process alone (all sshd delivers) leaves the worker to finish the create later: the ghost.
+ * @param {import('./common.mjs').Ctx} ctx @param {string[]} args @param {number} ms
+ */
+function forkTask(ctx, args, ms) {
+	const child = spawn(process.execPath, [TASK_WORKER, JSON.stringify({ task: 'create', args, ms })], { stdio: 'inherit' });
+	appendLine(join(ctx.state, 'tasks.log'), JSON.stringify({ pid: process.pid, worker: child.pid, tool: 'pct', argv: ['pct', 'create', ...args] }));
+	return new Promise((resolve) => child.on('exit', (code) => resolve(code ?? 255)));
+}
+
+/** Everything after the volume was made: filesystem, template extraction, keys; then the config is saved unlocked. */
+export async function finishCreate(ctx, args, fault) {
+	const { vmid, template, opts } = parseCreate(args);
+	const rootfs = parseRootfs(opts, vmid);
+	const ct = buildCt(vmid, template, opts, rootfs);
 	const lv = `vm-${vmid}-disk-0`;
 	const step = async (line) => {
 		out(line);
@@ -114,8 +148,6 @@ export async function pctCreate(ctx, args) {
 		fail(`unable to create CT ${vmid} - ${message}`);
 	};
 
-	await step(`  Logical volume "${lv}" created.`);
-	if (fault === 'hang') return hangForever(ctx, 'pct');
 	const blocks = Math.round(rootfs.sizeGb * 262144);
 	await step(`Creating filesystem with ${blocks} 4k blocks and ${Math.floor(blocks / 4)} inodes`);
 	await step(`Filesystem UUID: ${fakeUuid(vmid)}`);

@@ -294,3 +294,41 @@ export async function maxRecentFailures(tx: TransactionSql, sessionId: string, h
 		group by hash order by 1 desc limit 1`;
 	return row?.n ?? 0;
 }
+
+/** Marks an execution's read-back to be done again (its host did not answer) in `afterSeconds`. */
+export async function flagLeftoversRecheck(sql: Sql | TransactionSql, id: string, afterSeconds = 0): Promise<void> {
+	await sql`update executions set leftovers_recheck_at = now() + make_interval(secs => ${afterSeconds}) where id = ${id}`;
+}
+
+/**
+ * Takes up to `limit` executions whose re-check is due, moving each one's next try `holdSeconds`
+ * ahead first, so another process's sweep leaves them alone while this one reads them back.
+ */
+export async function claimDueRechecks(sql: Sql, limit: number, holdSeconds: number): Promise<ExecutionRow[]> {
+	return sql.begin<ExecutionRow[]>(async (tx) => {
+		const rows = await tx<{ id: string }[]>`
+			update executions set leftovers_recheck_at = now() + make_interval(secs => ${holdSeconds})
+			where id in (
+				select id from executions where leftovers_recheck_at <= now()
+				order by leftovers_recheck_at limit ${limit} for update skip locked)
+			returning id`;
+		return rows.length ? tx<ExecutionRow[]>`select ${columns(tx)} from executions e where e.id = any(${rows.map((r) => r.id)}::uuid[])` : [];
+	});
+}
+
+/**
+ * Replaces what an execution left behind with a later read-back (unlike `setLeftovers`, which
+ * keeps the first) and sets or clears its re-check (`recheckInSeconds` null: done); announces it.
+ * Returns the leftovers it replaced.
+ */
+export async function replaceLeftovers(tx: TransactionSql, id: string, leftovers: string | null, recheckInSeconds: number | null): Promise<string | null> {
+	const [before] = await tx<{ leftovers: string | null; requestedBySession: string | null }[]>`
+		select leftovers, requested_by_session as "requestedBySession" from executions where id = ${id} for update`;
+	if (!before) return null;
+	await tx`
+		update executions set leftovers = coalesce(${leftovers}, leftovers),
+			leftovers_recheck_at = ${recheckInSeconds === null ? null : tx`now() + make_interval(secs => ${recheckInSeconds})`}
+		where id = ${id}`;
+	await announceExecution(tx, { id, requestedBySession: before.requestedBySession });
+	return before.leftovers;
+}

@@ -1,0 +1,2 @@
+ALTER TABLE "executions" ADD COLUMN "leftovers_recheck_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "executions_recheck_idx" ON "executions" USING btree ("leftovers_recheck_at") WHERE "executions"."leftovers_recheck_at" is not null;
