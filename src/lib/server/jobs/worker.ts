@@ -3,7 +3,9 @@ import os from 'node:os';
 import pg from 'pg';
 import postgres from 'postgres';
 import { Logger, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { sql } from '../db/index';
 import { emitEventNow } from '../db/queries/events';
+import { announceIfGaveUp, closeAbandonedJobs } from '../db/queries/jobs';
 import { beatWorkerProcess, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
 import { logger } from '../log';
 
@@ -73,9 +75,15 @@ export async function startWorker(opts: {
 	const beatSql = postgres(opts.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
+	const closed = await closeAbandonedJobs(sql());
+	if (closed.removed || closed.explained) log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
 	const events = new EventEmitter() as WorkerEvents;
 	const workerIds: string[] = [];
 	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
+	// A job that used up its attempts shows on the Ops page at once, not at the next visit.
+	events.on('job:error', ({ job }) =>
+		void announceIfGaveUp(sql(), job.id, job.task_identifier).catch((e: Error) => log.warn({ err: e }, `could not announce job ${job.id}: ${e.message}`))
+	);
 	const preset = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } };
 	// A runner only takes jobs of the tasks in its list: the lane's tasks go to their own runner.
 	const runner: Runner = await run({
