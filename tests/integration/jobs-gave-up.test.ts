@@ -2,7 +2,6 @@
 // page and /readyz read (task, reason, count, when), announced on the fleet stream the moment
 // the last failure is written; admins dismiss or re-run it, audited. Reasons reach a public
 // probe, so URLs keep only their host and secrets are masked.
-import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { listGaveUpJobs, maskReason } from '../../src/lib/server/db/queries/jobs';
@@ -50,7 +49,7 @@ async function exhaustedJob(task: string, error: string): Promise<string> {
 function callers() {
 	const make = createCallerFactory(jobsRouter);
 	return {
-		as: (id: string, role: 'admin' | 'operator') => make({ user: { id, username: `${role}-${id.slice(0, 4)}`, role }, event: {} as RequestEvent } as never)
+		as: (id: string, role: 'admin' | 'operator') => make({ user: { id, username: `${role}-${id.slice(0, 4)}`, role }, event: {} } as never)
 	};
 }
 
