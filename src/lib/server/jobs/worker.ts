@@ -80,6 +80,8 @@ export async function startWorker(opts: {
 	const events = new EventEmitter() as WorkerEvents;
 	const workerIds: string[] = [];
 	events.on('worker:create', ({ worker }) => void workerIds.push(worker.workerId));
+	// graphile-worker 0.17 locks jobs and queues with the pool's id, not its workers' ids.
+	events.on('pool:create', ({ workerPool }) => void workerIds.push(workerPool.id));
 	// A job that used up its attempts shows on the Ops page at once, not at the next visit.
 	events.on('job:error', ({ job }) =>
 		void announceIfGaveUp(sql(), job.id, job.task_identifier).catch((e: Error) => log.warn({ err: e }, `could not announce job ${job.id}: ${e.message}`))
