@@ -34,7 +34,7 @@ describe('/readyz', () => {
 	it('is ready with a reachable, migrated database and a live worker', async () => {
 		await aliveWorker();
 		const r = await checkReadiness(sql());
-		expect(r).toMatchObject({ ready: true, failed: [] });
+		expect(r).toMatchObject({ ready: true, failed: [], warnings: [], jobs: { ok: true, gaveUp: 0, tasks: [] } });
 		expect(r.checks.worker.alive).toBe(1);
 	});
 
@@ -49,6 +49,24 @@ describe('/readyz', () => {
 		await aliveWorker();
 		await new Promise((r) => setTimeout(r, 1100)); // the probe reuses a result for a second
 		expect((await call(readyz)).status).toBe(200);
+	});
+
+	it('stays ready but warns, naming the task and why, when a background job gave up', async () => {
+		await aliveWorker();
+		const [{ id }] = await sql()<{ id: string }[]>`select id::text from graphile_worker.add_job('notify__webhook', '{}'::json, max_attempts => 5)`;
+		await sql()`select graphile_worker.permanently_fail_jobs(array[${id}::bigint], 'webhook ntfy: POST https://ntfy.sh/s3cret-topic: 500 (giving up)')`;
+		try {
+			const r = await checkReadiness(sql());
+			expect(r).toMatchObject({ ready: true, failed: [], warnings: ['jobs'] });
+			expect(r.jobs.tasks).toEqual([expect.objectContaining({ task: 'notify__webhook', count: 1, reason: 'webhook ntfy: POST https://ntfy.sh/…: 500 (giving up)' })]);
+			await new Promise((r) => setTimeout(r, 1100)); // the probe reuses a result for a second
+			const res = await call(readyz);
+			expect(res.status).toBe(200);
+			expect(res.body).toMatchObject({ status: 'degraded', failed: [], warnings: ['jobs'] });
+			expect(JSON.stringify(res.body)).not.toContain('s3cret');
+		} finally {
+			await sql()`select graphile_worker.complete_jobs(array[${id}::bigint])`;
+		}
 	});
 
 	it('is not ready when the migrations this code expects are not applied', async () => {
@@ -70,6 +88,9 @@ describe('/readyz', () => {
 			const e = await checkReadiness(empty);
 			expect(e.failed).toEqual(['migrations', 'worker']);
 			expect(e.checks.migrations.error).toBe('none applied');
+			// No graphile-worker schema either: the jobs cannot be read, which is said, not hidden.
+			expect(e.warnings).toEqual(['jobs']);
+			expect(e.jobs.ok).toBe(false);
 		} finally {
 			await empty.end();
 		}
@@ -83,6 +104,7 @@ describe('/readyz', () => {
 			expect(Date.now() - t0).toBeLessThan(3000);
 			expect(r.failed).toEqual(['database', 'migrations', 'worker']);
 			expect(r.checks.database.error).toMatch(/^unreachable: /);
+			expect(r).toMatchObject({ warnings: [], jobs: { ok: false, error: 'database unreachable' } });
 			// never the connection string or its password
 			expect(JSON.stringify(r)).not.toContain('postgres://');
 		} finally {

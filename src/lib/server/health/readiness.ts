@@ -1,12 +1,14 @@
 import type { Sql } from '../db/index';
 import { pingDatabase } from '../db/queries/health';
 import { countLiveWorkers } from '../db/queries/workers';
+import { listGaveUpJobs, type GaveUpGroup } from '../db/queries/jobs';
 import { migrationsDir, migrationsUpToDate, newestAppliedMigration, newestMigration } from '../db/migrate';
 import { logger } from '../log';
 
 const log = logger('health');
 
 export type CheckName = 'database' | 'migrations' | 'worker';
+export type WarningName = 'jobs';
 
 export interface Readiness {
 	ready: boolean;
@@ -17,6 +19,14 @@ export interface Readiness {
 		migrations: { ok: boolean; applied?: number | null; expected?: number; error?: string };
 		worker: { ok: boolean; alive?: number; error?: string };
 	};
+	/**
+	 * What an operator should look at although the app is ready: background jobs that gave up.
+	 * They never make it "not ready": the process serves requests and runs new jobs as before, a
+	 * restart or a load balancer's failover would fix none of them (a webhook endpoint that is
+	 * down, a host that refuses), and a 503 would hide the Ops page that says what they are.
+	 */
+	warnings: WarningName[];
+	jobs: { ok: boolean; gaveUp?: number; tasks?: GaveUpGroup[]; error?: string };
 }
 
 export interface ReadinessOptions {
@@ -42,8 +52,9 @@ const expected = new Map<string, Promise<number>>();
 /**
  * /readyz: the database answers, its migrations are the ones this code expects (the same test
  * as the migrator's fast path: the newest applied journal time), and some worker process beat
- * within WORKER_DEAD_AFTER_S (any process's, not necessarily this one's). Three small queries.
- * Failures say which check failed, never a connection string.
+ * within WORKER_DEAD_AFTER_S (any process's, not necessarily this one's). Background jobs that
+ * gave up come as a warning (see Readiness.warnings). Four small queries. Failures say which
+ * check failed, never a connection string; job failures are masked (see maskReason).
  */
 export async function checkReadiness(sql: Sql, opts: ReadinessOptions = {}): Promise<Readiness> {
 	const ms = opts.timeoutMs ?? TIMEOUT_MS;
@@ -56,7 +67,7 @@ export async function checkReadiness(sql: Sql, opts: ReadinessOptions = {}): Pro
 		checks.database = { ok: false, error: `unreachable: ${reason(e)}` };
 		checks.migrations = { ok: false, error: 'database unreachable' };
 		checks.worker = { ok: false, error: 'database unreachable' };
-		return done(checks);
+		return done(checks, { ok: false, error: 'database unreachable' });
 	}
 	let newest = expected.get(dir);
 	if (!newest) {
@@ -64,9 +75,10 @@ export async function checkReadiness(sql: Sql, opts: ReadinessOptions = {}): Pro
 		expected.set(dir, newest);
 		newest.catch(() => expected.delete(dir));
 	}
-	const [migrations, worker] = await Promise.allSettled([
+	const [migrations, worker, gaveUp] = await Promise.allSettled([
 		within(Promise.all([newest, newestAppliedMigration(sql)]), ms),
-		within(countLiveWorkers(sql), ms)
+		within(countLiveWorkers(sql), ms),
+		within(listGaveUpJobs(sql), ms)
 	]);
 	if (migrations.status === 'fulfilled') {
 		const [want, applied] = migrations.value;
@@ -77,7 +89,11 @@ export async function checkReadiness(sql: Sql, opts: ReadinessOptions = {}): Pro
 		checks.worker = { ok: worker.value > 0, alive: worker.value };
 		if (!checks.worker.ok) checks.worker.error = 'no worker process has beaten recently';
 	} else checks.worker = { ok: false, error: reason(worker.reason) };
-	return done(checks);
+	const jobs: Readiness['jobs'] =
+		gaveUp.status === 'fulfilled'
+			? { ok: gaveUp.value.length === 0, gaveUp: gaveUp.value.reduce((n, g) => n + g.count, 0), tasks: gaveUp.value }
+			: { ok: false, error: reason(gaveUp.reason) };
+	return done(checks, jobs);
 }
 
 function reason(e: unknown): string {
@@ -89,7 +105,7 @@ function reason(e: unknown): string {
 
 let lastReady: boolean | undefined;
 
-function done(checks: Readiness['checks']): Readiness {
+function done(checks: Readiness['checks'], jobs: Readiness['jobs']): Readiness {
 	const failed = (Object.keys(checks) as CheckName[]).filter((k) => !checks[k].ok);
 	const ready = failed.length === 0;
 	if (lastReady !== ready) {
@@ -97,7 +113,9 @@ function done(checks: Readiness['checks']): Readiness {
 		else log.warn({ failed, checks }, `not ready: ${failed.join(', ')}`);
 		lastReady = ready;
 	}
-	return { ready, failed, checks };
+	// Unreadable while the database is down: that is said by the checks already.
+	const warnings: WarningName[] = checks.database.ok && !jobs.ok ? ['jobs'] : [];
+	return { ready, failed, checks, warnings, jobs };
 }
 
 const CACHE_MS = 1000;

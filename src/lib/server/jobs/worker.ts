@@ -3,7 +3,9 @@ import os from 'node:os';
 import pg from 'pg';
 import postgres from 'postgres';
 import { Logger, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { sql } from '../db/index';
 import { emitEventNow } from '../db/queries/events';
+import { announceIfGaveUp, closeAbandonedJobs } from '../db/queries/jobs';
 import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
 import { setCurrentProcess } from './current-process';
 import { logger } from '../log';
@@ -79,19 +81,28 @@ export async function startWorker(opts: {
 	const beatSql = postgres(opts.url, { max: 2, onnotice: () => undefined, connection: { application_name: 'nomos-worker-life' } });
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
+	const closed = await closeAbandonedJobs(sql());
+	if (closed.removed || closed.explained) log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
 	// The process's life: a connection of its own holding the life lock until the process ends
 	// (see registerWorkerProcess). Registered before the runners start, so every job it takes
-	// belongs to a registered process; the runners' worker ids are added as they are created.
+	// belongs to a registered process; the ids its jobs are locked with are added as they appear.
 	const hostname = os.hostname();
 	let life = await beatSql.reserve();
 	let me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds: [] });
 	setCurrentProcess(me.id);
 	const workerIds: string[] = [];
+	const record = (id: string) => {
+		workerIds.push(id);
+		void addWorkerIds(life, me.id, [id]).catch((e: Error) => log.error({ err: e }, `could not record worker ${id}: ${e.message}`));
+	};
 	const events = new EventEmitter() as WorkerEvents;
-	events.on('worker:create', ({ worker }) => {
-		workerIds.push(worker.workerId);
-		void addWorkerIds(life, me.id, [worker.workerId]).catch((e: Error) => log.error({ err: e }, `could not record worker ${worker.workerId}: ${e.message}`));
-	});
+	events.on('worker:create', ({ worker }) => record(worker.workerId));
+	// graphile-worker 0.17 locks jobs and queues with the pool's id, not its workers' ids.
+	events.on('pool:create', ({ workerPool }) => record(workerPool.id));
+	// A job that used up its attempts shows on the Ops page at once, not at the next visit.
+	events.on('job:error', ({ job }) =>
+		void announceIfGaveUp(sql(), job.id, job.task_identifier).catch((e: Error) => log.warn({ err: e }, `could not announce job ${job.id}: ${e.message}`))
+	);
 	const preset = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } };
 	// A runner only takes jobs of the tasks in its list: the lane's tasks go to their own runner.
 	const runner: Runner = await run({

@@ -3,6 +3,7 @@ import { getExecution } from '../db/queries/executions';
 import { interruptAbandoned } from '../db/queries/stranded';
 import { claimDeadProcess, countLiveWorkers, listDeadProcesses, type DeadProcess } from '../db/queries/workers';
 import { emitEvent } from '../db/queries/events';
+import { closeAbandonedJobs } from '../db/queries/jobs';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { queueContinuations } from '../executions/lifecycle';
@@ -59,6 +60,8 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 			`worker process ${r.process.pid} on ${r.process.hostname} died: ${r.interrupted.length} execution(s) interrupted, ${r.resumed} reply(ies) resumed elsewhere`
 		);
 		out.push(r);
+		// Its jobs that were superseded while they ran go; lost attempts say why (Ops, /readyz).
+		await closeAbandonedJobs(sql).catch((e: Error) => log.error({ err: e }, `could not account for the dead worker's jobs: ${e.message}`));
 		for (const id of r.interrupted) await settleInterrupted(sql, id);
 	}
 	return out;

@@ -9,6 +9,7 @@ import { systemRouter } from './routers/system';
 import { allowRulesRouter } from './routers/allow-rules';
 import { notificationsRouter } from './routers/notifications';
 import { apiTokensRouter } from './routers/api-tokens';
+import { jobsRouter } from './routers/jobs';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -20,7 +21,8 @@ export const appRouter = router({
 	system: systemRouter,
 	allowRules: allowRulesRouter,
 	notifications: notificationsRouter,
-	apiTokens: apiTokensRouter
+	apiTokens: apiTokensRouter,
+	jobs: jobsRouter
 });
 
 export type AppRouter = typeof appRouter;

@@ -2,6 +2,7 @@ import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
 import { listRecentExecutions } from '$lib/server/db/queries/executions';
 import { listOpenQuestions } from '$lib/server/db/queries/questions';
+import { listGaveUpJobs } from '$lib/server/db/queries/jobs';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ parent }) => {
@@ -9,9 +10,10 @@ export const load: PageServerLoad = async ({ parent }) => {
 	// page's must not be older (events between the two would reach neither).
 	await parent();
 	const cursor = await latestEventId(sql());
-	const [executions, questions] = await Promise.all([
+	const [executions, questions, gaveUp] = await Promise.all([
 		listRecentExecutions(sql(), 200),
-		listOpenQuestions(sql())
+		listOpenQuestions(sql()),
+		listGaveUpJobs(sql())
 	]);
-	return { executions, questions, cursor };
+	return { executions, questions, gaveUp, cursor };
 };

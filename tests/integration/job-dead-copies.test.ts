@@ -1,0 +1,117 @@
+// "After the soak, seven inventory__sync jobs sat at attempts 25 of 25 with no error recorded."
+// How: the minute's cron (or a start's first sync) adds `inventory__sync` with its job key while
+// a sync runs; graphile-worker then takes the key off the running copy and sets its attempts to
+// max_attempts ("this copy must not retry: the new one does its work"). When the process running
+// that copy is SIGKILLed, releasing the dead worker's locks leaves it unlocked at 25/25 with no
+// error: never run again, never removed, never explained. A copy lost without being superseded
+// comes back with an attempt spent and nothing said about it.
+// Here: real worker processes, the fake `pvesh` hanging so that the sync is mid-read, SIGKILL,
+// and the sweeper (the executions__sweep task) as it runs in any live process.
+import type { JobHelpers } from 'graphile-worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { PRIORITY } from '../../src/lib/server/jobs/enqueue';
+import { executions__sweep } from '../../tasks/executions__sweep';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost, alive, waitUntil } from '../helpers/executions';
+import { spawnTs } from '../helpers/spawn';
+
+const dbUrl = useTestDatabase();
+let pve: ProxmoxDouble;
+
+beforeAll(async () => {
+	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
+	await addHost(pve);
+	await pve.setFault('hang', 'pvesh');
+});
+afterAll(async () => {
+	await pve?.close();
+});
+
+type SyncJob = { id: string; key: string | null; attempts: number; maxAttempts: number; locked: boolean; lastError: string | null };
+
+const syncJobs = () => sql()<SyncJob[]>`
+	select j.id::text as id, j.key, j.attempts, j.max_attempts as "maxAttempts", j.locked_at is not null as locked, j.last_error as "lastError"
+	from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+	where t.identifier = 'inventory__sync' order by j.id`;
+
+/** What the crontab line adds every minute (schedule.ts): same task, key, queue and priority. */
+async function cronTick(): Promise<void> {
+	const payload = JSON.stringify({ _cron: { ts: new Date().toISOString(), backfilled: false } });
+	await sql()`select graphile_worker.add_job('inventory__sync', ${payload}::text::json,
+		queue_name => 'inventory', job_key => 'inventory__sync', priority => ${PRIORITY.background}::int)`;
+}
+
+function startWorkerChild() {
+	const child = spawnTs('tests/helpers/worker-child.ts', [], {
+		env: {
+			...process.env,
+			DATABASE_URL: dbUrl(),
+			NOMOS_INVENTORY_SYNC: 'off',
+			NOMOS_WORKER: 'on',
+			NOMOS_WORKER_CONCURRENCY: '2',
+			NOMOS_HOSTS: '',
+			NOMOS_KNOWLEDGE_DIR: '',
+			NOMOS_OPERATOR_PASSWORD: ''
+		}
+	});
+	const log = { out: '' };
+	child.stdout!.on('data', (d) => (log.out += d));
+	child.stderr!.on('data', (d) => (log.out += d));
+	const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_c, signal) => res(signal)));
+	return { child, log, exited };
+}
+
+/**
+ * Kills a worker process mid-sync (the fake pvesh hangs), optionally after the next cron tick
+ * superseded the running copy, then lets the sweeper find the dead worker. The kill's minute is
+ * simulated by ageing the locks and the heartbeat instead of waiting for it.
+ */
+async function killMidSync(opts: { supersede: boolean }): Promise<void> {
+	const w = startWorkerChild();
+	try {
+		await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
+		await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch((e: Error) => {
+			throw new Error(`${e.message}:\n${w.log.out}`);
+		});
+		if (opts.supersede) {
+			await cronTick();
+			const [running] = (await syncJobs()).filter((j) => j.locked);
+			// graphile-worker's own doing: the running copy lost its key and its remaining attempts.
+			expect(running).toMatchObject({ key: null, attempts: 25, maxAttempts: 25 });
+		}
+		w.child.kill('SIGKILL');
+		expect(await w.exited).toBe('SIGKILL');
+	} finally {
+		w.child.kill('SIGKILL');
+	}
+	await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung pvesh to go with its connection', { timeoutMs: 10_000 });
+	await sql()`update graphile_worker._private_jobs set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
+	await sql()`update graphile_worker._private_job_queues set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
+	await sql()`update worker_processes set beat_at = beat_at - interval '2 minutes'`;
+	await executions__sweep({}, {} as JobHelpers);
+	expect((await syncJobs()).filter((j) => j.locked)).toEqual([]);
+}
+
+describe('an inventory sync whose worker is SIGKILLed', () => {
+	it('leaves no dead copy at 25/25, and a lost attempt says why', async () => {
+		await cronTick();
+		// Three kills after a tick superseded the running sync: the soak's seven, in small.
+		for (let i = 0; i < 3; i++) await killMidSync({ supersede: true });
+		const afterSuperseded = await syncJobs();
+		expect(
+			afterSuperseded.filter((j) => j.attempts >= j.maxAttempts),
+			'dead copies: superseded by a newer sync, then lost with their worker'
+		).toEqual([]);
+		// The newest tick's job carries on with the key, untouched.
+		expect(afterSuperseded).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
+
+		// A kill without a tick in between: the same job comes back, its spent attempt explained.
+		await killMidSync({ supersede: false });
+		const [lost, ...rest] = await syncJobs();
+		expect(rest).toEqual([]);
+		expect(lost).toMatchObject({ key: 'inventory__sync', attempts: 1, locked: false });
+		expect(lost.lastError).toMatch(/worker process .*died/);
+	}, 180_000);
+});
