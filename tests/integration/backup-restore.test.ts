@@ -214,4 +214,19 @@ describe('a table bigger than one archive entry', () => {
 		expect(existsSync(file)).toBe(false);
 		expect(existsSync(`${file}.partial`)).toBe(false);
 	}, 60_000);
+
+	it('a failure while writing mid-COPY is the error reported, and no partial file stays', async () => {
+		const src = await createTestDatabase();
+		await withSql(src, (sql) => sql`insert into knowledge (title, body) select 'page ' || g, repeat('x', 500) from generate_series(1, 2000) g`);
+		const file = path.join(root, 'failed.tar.gz');
+		let entries = 0;
+		const backup = createBackup({ databaseUrl: src, dataDir: path.join(root, 'unused'), pgPort: 1 }, file, undefined, {
+			partBytes: 4096,
+			onEntry: (name) => {
+				if (name.startsWith('db/knowledge') && ++entries === 3) throw new Error('ENOSPC: no space left on device (simulated)');
+			}
+		});
+		await expect(backup).rejects.toThrow('ENOSPC');
+		expect(existsSync(`${file}.partial`)).toBe(false);
+	}, 60_000);
 });

@@ -120,6 +120,7 @@ export async function createBackup(
 	// Closing the connection ends a COPY that waits on a lock or on a paused socket at once.
 	const stop = () => void sql.end({ timeout: 0 });
 	signal?.addEventListener('abort', stop, { once: true });
+	let failure: unknown;
 	try {
 		signal?.throwIfAborted();
 		const manifest: Manifest = {
@@ -168,13 +169,19 @@ export async function createBackup(
 					yield e;
 				}
 			}
-			await writeTarGz(partial, told(), signal);
+			await writeTarGz(partial, told(), signal).catch((e: unknown) => {
+				// A COPY may be cut off mid-way: the connection cannot roll back, it is closed, and
+				// this is the error to report (not the failed rollback's).
+				failure = e;
+				stop();
+				throw e;
+			});
 		});
 		await fs.rename(partial, out);
 		const { size } = await fs.stat(out);
 		return { file: out, manifest, bytes: size };
 	} catch (e) {
-		throw signal?.aborted ? (signal.reason ?? e) : e;
+		throw signal?.aborted ? (signal.reason ?? e) : (failure ?? e);
 	} finally {
 		signal?.removeEventListener('abort', stop);
 		await sql.end({ timeout: 5 });
