@@ -76,11 +76,14 @@ export async function snapshotWork(db: Sql, pid: number, owners: JobOwners): Pro
 			const [e] = await db<{ status: string }[]>`select status from executions where id = ${executionId}`;
 			pieces.push({ kind: 'execution', task: j.task, jobId: j.id, executionId, statusAt0: e?.status });
 		} else if (sessionId && (j.task === 'agent__run_turn' || j.task === 'agent__continue_session')) {
-			// Unfinished: a message streaming or queued, a finished execution not yet continued, or
-			// one claimed for a continuation whose reply has not begun.
+			// Unfinished: a message streaming or queued, an operator message without a reply after
+			// it, a finished execution not yet continued, or one claimed for a continuation whose
+			// reply has not begun.
 			const [busy] = await db<{ n: number }[]>`
 				select (
 					(select count(*) from messages where session_id = ${sessionId} and (status = 'streaming' or (role = 'user' and status = 'queued'))) +
+					(select count(*) from messages u where u.session_id = ${sessionId} and u.role = 'user' and not exists (
+						select 1 from messages a where a.session_id = ${sessionId} and a.role = 'assistant' and a.origin <> 'continuation' and a.seq > u.seq)) +
 					(select count(*) from execution_sessions l join executions e on e.id = l.execution_id
 					 where l.session_id = ${sessionId} and e.finished_at is not null and (l.continued_at is null or not exists (
 						select 1 from messages m where m.session_id = ${sessionId} and m.role = 'assistant' and m.origin = 'continuation' and m.created_at >= l.continued_at)))
@@ -144,6 +147,10 @@ export async function resolveWork(db: Sql, all: KillWork[]): Promise<void> {
 					p.resumedAt = r.at.getTime();
 					p.how = 'the session streamed again';
 				}
+			} else if (p.kind === 'session' && !p.sessionBusy) {
+				// Its session had nothing unfinished: there was no work left to resume.
+				p.resumedAt = t0;
+				p.how = 'nothing unfinished in its session';
 			} else if (p.jobMovedAt !== undefined) {
 				p.resumedAt = p.jobMovedAt;
 				p.how = 'job done or taken by another worker';
