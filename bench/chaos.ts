@@ -267,6 +267,7 @@ async function main(): Promise<void> {
 		let lastLog = Date.now();
 		while (watching) {
 			await watch.poll(sql).catch((e: Error) => log(`job watch: ${e.message}`));
+			await owners.learn(sql).catch((e: Error) => log(`job owners: ${e.message}`));
 			if (Date.now() - lastLog > 30_000) {
 				lastLog = Date.now();
 				const done = records.filter((r) => r.outcome === 'completed').length;

@@ -37,20 +37,35 @@ export interface KillWork {
 
 /**
  * Which process started which job, from the workers' debug log ("Found task <id> (<task>)", a
- * pino line with the pid). graphile-worker 0.17 locks jobs with a pool id that Nomos does not
+ * pino line with the pid), and so which lock ids are whose. graphile-worker 0.17 locks jobs with a pool id that Nomos does not
  * record anywhere (worker_processes lists the workers' ids, which never appear in locked_by), so
  * the log is the one place that ties a locked job to a process.
  */
 export class JobOwners {
 	readonly #owner = new Map<string, number>();
+	/** Lock ids (graphile's pool ids) seen on jobs a process started: its later jobs carry them too. */
+	readonly #lockers = new Map<string, number>();
 
 	line(pid: number, line: string): void {
 		const m = /"msg":"Found task (\d+) \(/.exec(line);
 		if (m) this.#owner.set(m[1], pid);
 	}
 
-	of(pid: number): string[] {
+	/** Learns which process each lock id belongs to, from the jobs locked now (called while the run goes). */
+	async learn(db: Sql): Promise<void> {
+		const rows = await db<{ id: string; lockedBy: string }[]>`select id::text as id, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
+		for (const r of rows) {
+			const pid = this.#owner.get(r.id);
+			if (pid !== undefined) this.#lockers.set(r.lockedBy, pid);
+		}
+	}
+
+	jobsOf(pid: number): string[] {
 		return [...this.#owner].filter(([, p]) => p === pid).map(([id]) => id);
+	}
+
+	lockersOf(pid: number): string[] {
+		return [...this.#lockers].filter(([, p]) => p === pid).map(([id]) => id);
 	}
 }
 
@@ -62,11 +77,12 @@ type JobRow = { id: string; task: string; payload: Record<string, unknown> };
  */
 export async function snapshotWork(db: Sql, pid: number, owners: JobOwners): Promise<{ lockers: string[]; pieces: Piece[] }> {
 	const rows = await db<{ workerIds: string[] }[]>`select worker_ids as "workerIds" from worker_processes where pid = ${pid} and hostname = ${os.hostname()}`;
-	const workerIds = rows.flatMap((r) => r.workerIds);
+	await owners.learn(db);
+	const workerIds = [...rows.flatMap((r) => r.workerIds), ...owners.lockersOf(pid)];
 	const jobs = await db<(JobRow & { lockedBy: string })[]>`
 		select j.id::text as id, t.identifier as task, j.payload, j.locked_by as "lockedBy"
 		from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-		where j.locked_by is not null and (j.locked_by = any(${workerIds}::text[]) or j.id = any(${owners.of(pid)}::bigint[]))`;
+		where j.locked_by is not null and (j.locked_by = any(${workerIds}::text[]) or j.id = any(${owners.jobsOf(pid)}::bigint[]))`;
 	const lockers = [...new Set([...workerIds, ...jobs.map((j) => j.lockedBy)])];
 	const pieces: Piece[] = [];
 	for (const j of jobs) {
