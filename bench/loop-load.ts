@@ -26,11 +26,10 @@
 //          --timeout S (600: replies) --drain-timeout S (600: inventory queue after the last reply)
 // Env:     BENCH_CTS (10 seeded containers)  BENCH_PVE_DELAY_MS (50: the double's delay between
 //          pct create's progress lines, ≈ 1 s per create)  BENCH_VERBOSE=1 (graphile-worker's job log)
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Task, TaskList } from 'graphile-worker';
 import { boot, type Runtime } from '../src/lib/server/boot';
@@ -46,10 +45,9 @@ import type { ExecutionStep } from '../src/lib/types/executions';
 import { taskList } from '../tasks/index';
 import { llmControl } from '../tests/doubles/llm/client';
 import { readArgvLog, readContainers, type SeedCt } from '../tests/doubles/proxmox/state';
-import { freePort } from '../tests/helpers/ports';
 import { cpuTable, readCpu, type CpuGroups } from './cpu-share';
+import { benchPort, loadAverage, ms, ROOT, sleep, startDouble as startDoubleProcess, stats, stopChild } from './harness';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
 
 const { values: opts } = parseArgs({
@@ -87,12 +85,8 @@ const PVE_DELAY_MS = Number(process.env.BENCH_PVE_DELAY_MS ?? 50);
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 const FIRST_NEW_VMID = 1000;
 const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
-/** Ports other work on this machine uses (Playwright's servers, the LLM double it starts). */
-const RESERVED_PORTS = new Set([41731, 41800, 41900]);
 
 const log = (s: string) => console.log(`[bench] ${s}`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const at = (iso: string) => Date.parse(iso);
 
 // ---------------------------------------------------------------- process bookkeeping / cleanup
@@ -105,19 +99,10 @@ let pg: EmbeddedPostgres | undefined;
 let runtime: Runtime | undefined;
 let cleaning: Promise<void> | undefined;
 
-async function killChild(child: ChildProcess): Promise<void> {
-	if (child.exitCode !== null || child.signalCode !== null) return;
-	const exited = new Promise<void>((r) => child.once('exit', () => r()));
-	child.kill('SIGTERM');
-	if (await Promise.race([exited.then(() => true), sleep(3000).then(() => false)])) return;
-	child.kill('SIGKILL');
-	await Promise.race([exited, sleep(1000)]);
-}
-
 function cleanup(): Promise<void> {
 	cleaning ??= (async () => {
 		await runtime?.shutdown().catch((e: Error) => log(`stopping the worker: ${e.message}`));
-		await Promise.all([...children].map(killChild));
+		await Promise.all([...children].map((c) => stopChild(c)));
 		await pg?.stop().catch((e: Error) => log(`stopping Postgres: ${e.message}`));
 		if (tmp) await fs.rm(tmp, { recursive: true, force: true });
 	})();
@@ -143,37 +128,13 @@ process.on('exit', () => {
 	}
 });
 
-async function port(): Promise<number> {
-	for (;;) {
-		const p = await freePort();
-		if (!RESERVED_PORTS.has(p)) return p;
-	}
-}
-
-/** Starts a double's CLI as a child process and returns the JSON line it prints once listening. */
+/** Starts a double as a child process (kept for cleanup and the CPU table); returns what it printed. */
 async function startDouble<T>(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<T> {
-	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+	const { child, info } = await startDoubleProcess<T>(name, args, { env, nice: DOUBLES_NICE });
 	children.add(child);
-	if (child.pid) {
-		childPids[name] = child.pid;
-		// Inherited by the processes the double starts (each pct command is one).
-		if (DOUBLES_NICE) os.setPriority(child.pid, DOUBLES_NICE);
-	}
 	child.once('exit', () => children.delete(child));
-	return new Promise<T>((resolve, reject) => {
-		let out = '';
-		const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000);
-		child.once('exit', (code) => reject(new Error(`${name} exited (code ${code}) while starting`)));
-		child.stdout.on('data', (chunk: Buffer) => {
-			out += chunk.toString('utf8');
-			const nl = out.indexOf('\n');
-			if (nl === -1) return;
-			clearTimeout(timer);
-			child.stdout.removeAllListeners('data');
-			child.stdout.resume();
-			resolve(JSON.parse(out.slice(0, nl)) as T);
-		});
-	});
+	if (child.pid) childPids[name] = child.pid;
+	return info;
 }
 
 // ------------------------------------------------------------------------------ measuring
@@ -208,14 +169,6 @@ function timed(list: TaskList): TaskList {
 	return out;
 }
 
-type Stats = { n: number; p50: number; p95: number; max: number };
-function stats(xs: number[]): Stats {
-	const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-	const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
-	return { n: s.length, p50: q(0.5), p95: q(0.95), max: s[s.length - 1] ?? NaN };
-}
-const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');
-
 async function inventoryQueueLength(): Promise<number> {
 	const [r] = await sql()<{ n: number }[]>`
 		select count(*)::int as n
@@ -249,16 +202,16 @@ async function main(): Promise<number> {
 	log(`sessions ${SESSIONS}, concurrency ${CONCURRENCY}, seeded CTs ${CTS}; ${os.cpus().length} CPUs, load average ${loadAverage()}`);
 
 	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-loop-'));
-	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await port() });
+	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await benchPort() });
 	log(`embedded Postgres in ${tmp}`);
 
 	const seed: SeedCt[] = Array.from({ length: CTS }, (_, i) => ({ vmid: 100 + i, hostname: `seed-${100 + i}`, status: i % 3 === 2 ? 'stopped' : 'running' }));
 	const pve = await startDouble<{ port: number; clientKeyPath: string; hostKeyFingerprint: string; stateDir: string }>(
 		'Proxmox double',
-		['tests/doubles/proxmox/cli.ts', '--port', String(await port()), '--node', 'strong', '--seed', JSON.stringify(seed)],
+		['tests/doubles/proxmox/cli.ts', '--port', String(await benchPort()), '--node', 'strong', '--seed', JSON.stringify(seed)],
 		{ PVE_DOUBLE_DELAY_MS: String(PVE_DELAY_MS) }
 	);
-	const llmInfo = await startDouble<{ baseURL: string }>('LLM double', ['tests/doubles/llm/cli.ts', '--port', String(await port())]);
+	const llmInfo = await startDouble<{ baseURL: string }>('LLM double', ['tests/doubles/llm/cli.ts', '--port', String(await benchPort())]);
 	const llm = llmControl(llmInfo.baseURL);
 	await llm.fallback([{ respond: { text: 'Checked: the new container is created and running.' } }]);
 

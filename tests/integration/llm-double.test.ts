@@ -341,6 +341,21 @@ describe('control API over HTTP', () => {
 		expect(await run('status?').text).toBe('(script exhausted)');
 	});
 
+	it('a rule matching the last message by a regex fills its groups into the answer, tool-call args included', async () => {
+		const control = llmControl(llm.baseURL);
+		await control.fallback([
+			{ whenLastMessageMatches: '^check vm (\\d+) on (\\w+)$', respond: { text: 'Checking VM $1.', toolCalls: [{ name: 'get_vm', args: '{"vmid":$1,"node":"$2"}' }] } },
+			{ whenLastMessageRole: 'tool', whenLastMessageMatches: '"status":"(\\w+)"', respond: { text: 'It is $1.' } }
+		]);
+		expect(await run('check vm 7 on pve2', { steps: 3 }).text).toBe('It is running.');
+		expect(getVmExecute).toHaveBeenCalledWith({ vmid: 7, node: 'pve2' }, expect.anything());
+		expect(await run('check vm 8 on pve3', { steps: 3 }).text).toBe('It is running.');
+		expect(getVmExecute).toHaveBeenLastCalledWith({ vmid: 8, node: 'pve3' }, expect.anything());
+		// The regex reads the last message only: an earlier match does not count.
+		expect(await run('check vm 9 on pve1?').text).toBe('(script exhausted)');
+		await expect(control.fallback([{ whenLastMessageMatches: '(', respond: { text: 'x' } }])).rejects.toThrow(/400/);
+	});
+
 	it('in-process setFallback receives the recorded request', async () => {
 		llm.setFallback((req) => ({ text: `you sent ${req.body?.messages?.length} message(s)` }));
 		expect(await run('one').text).toBe('you sent 1 message(s)');

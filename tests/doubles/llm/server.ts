@@ -23,7 +23,9 @@
  *   POST /__control/push       body: ScriptedResponse | ScriptedResponse[]        -> { pending }
  *   POST /__control/fallback   body: { rules: FallbackRule[] | null } | null      -> { ok: true }
  *                              FallbackRule = { whenLastUserIncludes?, whenLastMessageRole?,
- *                              whenAnyMessageIncludes?, respond }; all given conditions must hold,
+ *                              whenAnyMessageIncludes?, whenLastMessageMatches?, respond }; all given
+ *                              conditions must hold; a `whenLastMessageMatches` regex's groups fill
+ *                              `$1` … `$9` in the response's strings;
  *                              first matching rule wins; no match counts as script exhausted.
  *   GET  /__control/requests   RecordedRequest[] ({ seq, method, path, body, receivedAt, source, error? })
  *   GET  /__control/state      { pending, hasFallback, requestCount, errorCount }

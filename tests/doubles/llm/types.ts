@@ -113,6 +113,12 @@ export interface FallbackRule {
 	whenLastMessageRole?: 'user' | 'tool' | 'system' | 'assistant';
 	/** Any message (content or tool-call name/arguments) contains this substring. */
 	whenAnyMessageIncludes?: string;
+	/**
+	 * A regular expression (JavaScript syntax, no flags) the last message's text must match. Its
+	 * capture groups fill `$1` … `$9` in every string of `respond` (tool-call args included), so
+	 * one rule answers many concurrent conversations, each with its own values.
+	 */
+	whenLastMessageMatches?: string;
 	respond: ScriptedResponse;
 }
 
@@ -153,6 +159,18 @@ export const fallbackRuleSchema: z.ZodType<FallbackRule> = z.strictObject({
 	whenLastUserIncludes: z.string().optional(),
 	whenLastMessageRole: z.enum(['user', 'tool', 'system', 'assistant']).optional(),
 	whenAnyMessageIncludes: z.string().optional(),
+	whenLastMessageMatches: z
+		.string()
+		.max(1000)
+		.refine((src) => {
+			try {
+				new RegExp(src);
+				return true;
+			} catch {
+				return false;
+			}
+		}, 'not a valid regular expression')
+		.optional(),
 	respond: scriptedResponseSchema
 });
 

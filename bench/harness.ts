@@ -1,0 +1,75 @@
+// Pieces the process-level benches share (loop-load.ts, chaos.ts): the doubles as child processes,
+// free ports, stopping a child, quantiles.
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../tests/helpers/ports';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
+/** Ports other work on this machine uses (Playwright's servers, the LLM double it starts). */
+const RESERVED_PORTS = new Set([41731, 41800, 41900]);
+
+/** A free port on 127.0.0.1 that no other suite on this machine reserves. */
+export async function benchPort(): Promise<number> {
+	for (;;) {
+		const p = await freePort();
+		if (!RESERVED_PORTS.has(p)) return p;
+	}
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child is gone (or a second later). */
+export async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
+	if (child.exitCode !== null || child.signalCode !== null) return;
+	const exited = new Promise<void>((r) => child.once('exit', () => r()));
+	child.kill('SIGTERM');
+	if (await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)])) return;
+	child.kill('SIGKILL');
+	await Promise.race([exited, sleep(1000)]);
+}
+
+/**
+ * Starts a double's CLI (`node --import tsx <args>`) as a child process and resolves with the
+ * child and the JSON line it prints once listening. `nice` lowers its priority (inherited by the
+ * processes it starts), so a double standing in for another machine takes only CPU left over.
+ */
+export async function startDouble<T>(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; nice?: number } = {}): Promise<{ child: ChildProcess; info: T }> {
+	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'inherit'] });
+	if (child.pid && opts.nice) os.setPriority(child.pid, opts.nice);
+	const info = await new Promise<T>((resolve, reject) => {
+		let out = '';
+		const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000);
+		child.once('exit', (code) => reject(new Error(`${name} exited (code ${code}) while starting`)));
+		child.stdout.on('data', (chunk: Buffer) => {
+			out += chunk.toString('utf8');
+			const nl = out.indexOf('\n');
+			if (nl === -1) return;
+			clearTimeout(timer);
+			child.stdout.removeAllListeners('data');
+			child.stdout.resume();
+			resolve(JSON.parse(out.slice(0, nl)) as T);
+		});
+	}).catch((e: unknown) => {
+		child.kill('SIGKILL');
+		throw e;
+	});
+	return { child, info };
+}
+
+/** What the Proxmox double's CLI prints once listening. */
+export type ProxmoxDoubleInfo = { port: number; clientKeyPath: string; hostKeyFingerprint: string; stateDir: string };
+
+export type Stats = { n: number; p50: number; p95: number; max: number };
+
+/** Nearest-rank quantiles of the finite values. */
+export function stats(xs: number[]): Stats {
+	const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+	const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
+	return { n: s.length, p50: q(0.5), p95: q(0.95), max: s[s.length - 1] ?? NaN };
+}
+
+export const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');
