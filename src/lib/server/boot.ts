@@ -213,11 +213,13 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		onShutdown: (fn) => hooks.push(fn),
 		shutdown() {
 			stopping ??= (async () => {
-				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log.error({ err: e }, 'shutdown step failed'));
 				stopPresence();
 				stopRecovery();
 				await Promise.allSettled([workerStart, ...later]);
+				// The worker first: its turns hand over and its executions finish (or end interrupted,
+				// stopped on the host) over the SSH connections that the hooks close after it.
 				await worker?.stop();
+				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log.error({ err: e }, 'shutdown step failed'));
 				await hub.stop();
 				setHub(undefined);
 				await disconnectDb();
