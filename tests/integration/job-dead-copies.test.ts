@@ -86,7 +86,9 @@ async function killMidSync(opts: { supersede: boolean }): Promise<void> {
 	} finally {
 		w.child.kill('SIGKILL');
 	}
-	await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung pvesh to go with its connection', { timeoutMs: 10_000 });
+	// As under sshd, the hung read outlives the dead worker's connection: end it, as a host would time it out.
+	for (const h of await pve.hangs()) if (alive(h.pid)) process.kill(h.pid, 'SIGKILL');
+	await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung pvesh to end', { timeoutMs: 10_000 });
 	await sql()`update graphile_worker._private_jobs set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
 	await sql()`update graphile_worker._private_job_queues set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
 	await sql()`update worker_processes set beat_at = beat_at - interval '2 minutes'`;

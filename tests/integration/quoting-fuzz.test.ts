@@ -248,7 +248,7 @@ describe('the catalogue\'s text params', () => {
 				expect(ACTIONS[action].params.safeParse({ ...base, [field]: v }).success, `${k} ${JSON.stringify(v).slice(0, 60)}`).toBe(false);
 			}
 		}
-	});
+	}, 90_000);
 
 	it('pct set descriptions reach the host byte-exact over SSH', async () => {
 		const sample = values.filter((v) => ACTIONS.pct_set.params.safeParse({ description: v }).success).slice(0, 150);
