@@ -1,5 +1,5 @@
 // Issue #27 in one process: a resumed reply never asks twice for what it already parked; work
-// whose job is gone is queued again by the sweep; a continuation's claim commits with its reply.
+// whose job is gone is queued again after a worker died; a continuation's claim commits with its reply.
 import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
@@ -8,7 +8,7 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { registerWorkerProcess } from '../../src/lib/server/db/queries/workers';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
 import { resetEnvCache } from '../../src/lib/server/env';
-import { sweep } from '../../src/lib/server/executions/lifecycle';
+import { requeueStranded } from '../../src/lib/server/executions/lifecycle';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
@@ -69,7 +69,7 @@ async function deadProcess(): Promise<string> {
 	return p.id;
 }
 
-const runJob = (payload: unknown) => (agent__run_turn as Task)(payload as never, {} as never);
+const runJob = (payload: unknown) => (agent__run_turn)(payload, {} as never);
 
 describe('a resumed reply', () => {
 	it('gets the result of a request it parked before its process died, instead of asking again', async () => {
@@ -153,28 +153,28 @@ describe('a turn that fails in a live process (not a model fault)', () => {
 	});
 });
 
-describe('the sweep', () => {
+describe('after a worker died, recovery', () => {
 	it('queues a turn for operator messages whose turn job is gone', async () => {
 		const sessionId = await session('hello?', 'queued');
 		await sql()`update messages set created_at = now() - interval '1 minute' where session_id = ${sessionId}`;
 		expect(await jobs('agent__run_turn')).toEqual([]);
-		expect((await sweep(sql())).requeued).toBe(1);
+		expect(await sql().begin((tx) => requeueStranded(tx))).toBe(1);
 		const [job] = await jobs('agent__run_turn');
 		expect(job.payload).toMatchObject({ sessionId, origin: 'chat' });
 		llm.push({ text: 'Here.' });
 		await runJob(job.payload);
 		const ms = await listMessages(sql(), sessionId);
 		expect(ms.map((m) => [m.role, m.status])).toEqual([['user', 'complete'], ['assistant', 'complete']]);
-		// Queued once: the next sweep finds nothing stranded.
-		expect((await sweep(sql())).requeued).toBe(0);
+		// Queued once: a second pass finds nothing stranded.
+		expect(await sql().begin((tx) => requeueStranded(tx))).toBe(0);
 	});
 
 	it('queues the run of an approved execution whose job is gone (at most once at a time)', async () => {
 		const sessionId = await session('restart caddy');
 		const id = await execution(sessionId, 'approved');
-		expect((await sweep(sql())).requeued).toBe(1);
+		expect(await sql().begin((tx) => requeueStranded(tx))).toBe(1);
 		expect((await jobs('executions__run')).map((j) => j.payload.executionId)).toEqual([id]);
-		expect((await sweep(sql())).requeued).toBe(0);
+		expect(await sql().begin((tx) => requeueStranded(tx))).toBe(0);
 	});
 });
 

@@ -110,22 +110,20 @@ export async function queueContinuations(tx: TransactionSql, id: string): Promis
  * The periodic safety net behind recovery/dead-processes.ts (which acts within seconds of a process's
  * death): marks running executions whose runner is gone — or, with no runner recorded, whose
  * lease ran out — interrupted (they may have partly run; the continuation reads their target
- * back), expires stale approvals, hands over replies nobody writes any more, and re-queues work
- * whose job was lost (see requeueStranded).
+ * back), expires stale approvals, and hands over replies nobody writes any more.
  */
-export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; resumed: number; requeued: number }> {
+export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; resumed: number }> {
 	return sql.begin(async (tx) => {
 		const lost = [...(await interruptAbandoned(tx, { unowned: true })), ...(await interruptLost(tx))];
 		const expired = await expireStale(tx);
 		for (const id of [...lost, ...expired]) await onTerminal(tx, id);
 		const resumed = await handOverAndResume(tx, { unowned: true });
-		const requeued = await requeueStranded(tx);
-		return { lost: lost.length, expired: expired.length, resumed, requeued };
+		return { lost: lost.length, expired: expired.length, resumed };
 	});
 }
 
 /**
- * Work whose job is gone (it died with its worker after its last attempt, or was never added by
+ * Run by recovery after a worker process died (work is stranded only then). Work whose job is gone (it died with its worker after its last attempt, or was never added by
  * an older version): an approved execution nothing will run, a finished one nobody continued, an
  * operator message no turn will answer. Each gets its job again; every one of them is idempotent
  * (claimExecution, claimFinishedForSession, claimQueued), so a job that was only slow costs nothing.

@@ -6,7 +6,7 @@ import { emitEvent } from '../db/queries/events';
 import { closeAbandonedJobs } from '../db/queries/jobs';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
-import { queueContinuations } from '../executions/lifecycle';
+import { queueContinuations, requeueStranded } from '../executions/lifecycle';
 import { settleAbandoned } from '../executions/remote-stop';
 import { logger } from '../log';
 
@@ -63,6 +63,11 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 		// Its jobs that were superseded while they ran go; lost attempts say why (Ops, /readyz).
 		await closeAbandonedJobs(sql).catch((e: Error) => log.error({ err: e }, `could not account for the dead worker's jobs: ${e.message}`));
 		for (const id of r.interrupted) await settleInterrupted(sql, id);
+	}
+	// Whatever lost its job with them (a job on its last attempt, a claim that never came).
+	if (out.length) {
+		const requeued = await sql.begin((tx) => requeueStranded(tx));
+		if (requeued) log.warn({ requeued }, `${requeued} stranded job(s) queued again`);
 	}
 	return out;
 }
