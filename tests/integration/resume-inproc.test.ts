@@ -17,7 +17,6 @@ import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { jobs, useHub } from '../helpers/executions';
-import type { Task } from 'graphile-worker';
 
 const dbUrl = useTestDatabase();
 useHub();
