@@ -11,12 +11,17 @@ import { startEmbeddedPostgres } from '../../src/lib/server/db/embedded.js';
 // before the settings have been read in full. A setting the app then refuses must not leave
 // that server running behind the process that exits.
 
+/** Running, not a zombie: an exited child of a parent that died waits for pid 1, which here may never reap it. */
 function alive(pid: number): boolean {
 	try {
 		process.kill(pid, 0);
-		return true;
 	} catch {
 		return false;
+	}
+	try {
+		return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+	} catch (e) {
+		return (e as NodeJS.ErrnoException).code !== 'ENOENT';
 	}
 }
 
