@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
 import { randomUUID } from 'node:crypto';
 import { sql } from '../src/lib/server/db/index';
-import { claimHandedOver, claimQueued } from '../src/lib/server/db/queries/messages';
+import { claimHandedOver, claimQueued, messageExists } from '../src/lib/server/db/queries/messages';
 import { runTurn } from '../src/lib/server/agent/run-turn';
 import { insertTurnMessage } from '../src/lib/server/agent/message-writer';
 import { assertRunTurnPayload } from '../src/lib/server/conversation/turn-queue';
@@ -24,8 +24,7 @@ export const agent__run_turn: Task = async (payload) => {
 	} else {
 		const turnId = payload.turnId ?? randomUUID();
 		const row = await sql().begin(async (tx) => {
-			const [done] = await tx`select 1 from messages where id = ${turnId}`;
-			if (done) return null;
+			if (await messageExists(tx, turnId)) return null;
 			if (origin === 'chat' && (await claimQueued(tx, sessionId)) === 0) return null;
 			return insertTurnMessage(tx, sessionId, origin, turnId);
 		});

@@ -3,7 +3,7 @@ import { getExecution } from '../db/queries/executions';
 import { interruptAbandoned } from '../db/queries/stranded';
 import { claimDeadProcess, countLiveWorkers, listDeadProcesses, type DeadProcess } from '../db/queries/workers';
 import { emitEvent } from '../db/queries/events';
-import { closeAbandonedJobs } from '../db/queries/jobs';
+import { closeAbandonedJobs, releaseJobsOf } from '../db/queries/jobs';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { queueContinuations, requeueStranded } from '../executions/lifecycle';
@@ -44,11 +44,7 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 			}
 			const resumed = await handOverAndResume(tx, { runners: [p.id] });
 			if (p.workerIds.length) {
-				const why = `its worker process (pid ${p.pid} on ${p.hostname}) died while running it`;
-				await tx`update graphile_worker._private_jobs set last_error = ${why} where locked_by = any(${p.workerIds}::text[]) and attempts >= max_attempts`;
-				await tx`select graphile_worker.force_unlock_workers(${p.workerIds}::text[])`;
-				// Wake the live workers now instead of at their next poll.
-				await tx`select pg_notify('jobs:insert', ${JSON.stringify({ count: p.workerIds.length })})`;
+				await releaseJobsOf(tx, p.workerIds, `its worker process (pid ${p.pid} on ${p.hostname}) died while running it`);
 			}
 			// Pages say at once when no worker is left (the presence watcher would say it within 15 s).
 			await emitEvent(tx, { type: 'workers.changed', payload: { died: p.id, alive: await countLiveWorkers(tx) } });

@@ -155,3 +155,14 @@ export function maskReason(text: string): string {
 		.replace(SECRET_WORDS, '$1$2•••');
 	return masked.length > 300 ? `${masked.slice(0, 299)}…` : masked;
 }
+
+/**
+ * Releases every job and queue lock held by these graphile-worker ids (a dead process's), in the
+ * caller's transaction: jobs with attempts left run again, those without get `why` as their
+ * error; live workers are woken at once instead of at their next poll.
+ */
+export async function releaseJobsOf(tx: TransactionSql, workerIds: string[], why: string): Promise<void> {
+	await tx`update graphile_worker._private_jobs set last_error = ${why} where locked_by = any(${workerIds}::text[]) and attempts >= max_attempts`;
+	await tx`select graphile_worker.force_unlock_workers(${workerIds}::text[])`;
+	await tx`select pg_notify('jobs:insert', ${JSON.stringify({ count: workerIds.length })})`;
+}

@@ -185,6 +185,12 @@ export async function closeReply(tx: TransactionSql, m: MessageRow, note: string
 	await emitEvent(tx, { sessionId: m.sessionId, type: 'message.delta', payload: delta });
 }
 
+/** Whether a message with this id exists (a turn job's reply, by its turn id). */
+export async function messageExists(tx: TransactionSql, id: string): Promise<boolean> {
+	const [row] = await tx`select 1 from messages where id = ${id}`;
+	return Boolean(row);
+}
+
 /** Makes this process the writer of a handed-over reply; false when another one already is (or it ended). */
 export async function claimHandedOver(sql: Sql, id: string, runner: string | null): Promise<boolean> {
 	const rows = await sql`
