@@ -279,7 +279,7 @@ async function main(): Promise<number> {
 	log(`approving ${SESSIONS} executions at once…`);
 	const fired = Date.now();
 	const decisions = await Promise.all(
-		sessions.map((s) => sql().begin((tx) => operatorDecides(tx, s.executionId, { decision: 'approved', route: 'button', operatorId: operator.id })))
+		sessions.map((s) => sql().begin((tx) => operatorDecides(tx, s.executionId, { decision: 'approved', route: 'button', operatorId: operator.id, credential: { kind: 'session', verifiedAt: new Date().toISOString() } })))
 	);
 	decisions.forEach((d, i) => {
 		if (!d.ok) errors.push(`session ${i}: approval refused (${d.reason})`);

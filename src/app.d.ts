@@ -6,6 +6,8 @@ declare global {
 		interface Locals {
 			user: Operator | null;
 			sessionToken: string | null;
+			/** When the cookie's session last gave the password (sign-in or step-up): irreversible approvals need it recent. */
+			sessionVerifiedAt: string | null;
 			/** The API token the request was authenticated by (`Authorization: Bearer`), or null for a cookie. */
 			apiToken: ApiTokenAuth | null;
 		}

@@ -25,9 +25,10 @@ export const init: ServerInit = async () => {
 const signIn: Handle = async ({ event, resolve }) => {
 	const g = await guardRequest(event.request, event.url);
 	if (g.kind === 'refuse') return json(g.body, { status: g.status });
-	const { user, sessionToken, apiToken } = g.auth;
+	const { user, sessionToken, apiToken, sessionVerifiedAt } = g.auth;
 	event.locals.user = user;
 	event.locals.sessionToken = sessionToken;
+	event.locals.sessionVerifiedAt = sessionVerifiedAt ?? null;
 	event.locals.apiToken = apiToken ?? null;
 	const path = event.url.pathname;
 	if (g.kind === 'sign-in') redirect(303, `/login?next=${encodeURIComponent(path + event.url.search)}`);

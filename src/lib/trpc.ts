@@ -23,3 +23,8 @@ export function errorMessage(e: unknown): string {
 	if (e instanceof Error) return e.message;
 	return String(e);
 }
+
+/** Whether a refused call would go through once the operator gives their password again (step-up). */
+export function needsStepUp(e: unknown): boolean {
+	return e instanceof TRPCClientError && (e.data as { stepUp?: boolean } | undefined)?.stepUp === true;
+}

@@ -5,6 +5,7 @@ import { sql } from '../../src/lib/server/db/index';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { operatorDecides } from '../../src/lib/server/executions/decisions';
 import type { DecideResult } from '../../src/lib/server/executions/lifecycle';
+import type { Credential } from '../../src/lib/server/executions/authority';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
@@ -47,9 +48,12 @@ export function useHub(): () => Hub {
 	return () => hub!;
 }
 
-/** An operator decision in its own transaction, as the approve/deny routes do. */
+/** A browser session that has just given its password (it may approve anything, step-up included). */
+export const freshSession = (): Credential => ({ kind: 'session', verifiedAt: new Date().toISOString() });
+
+/** An operator decision in its own transaction, as the approve/deny routes do (a click in a fresh browser session). */
 export function decide(id: string, operatorId: string, decision: 'approved' | 'denied', reason?: string): Promise<DecideResult> {
-	return sql().begin<DecideResult>((tx) => operatorDecides(tx, id, { decision, route: 'button', operatorId, reason }));
+	return sql().begin<DecideResult>((tx) => operatorDecides(tx, id, { decision, route: 'button', operatorId, reason, credential: freshSession() }));
 }
 
 export type JobRow = { task: string; payload: Record<string, unknown>; key: string | null; queue: string | null };

@@ -21,7 +21,7 @@ import { parsePattern, type RuleFields } from '../../src/lib/schemas/allow-rules
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, newOperator, newSession, useHub } from '../helpers/executions';
+import { DEBIAN, addHost, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
 
 useTestDatabase();
 useHub();
@@ -159,7 +159,7 @@ describe('always-allow rules', () => {
 		const params = { ...e.params, memory: 2048 };
 		const c = await checkEdit(e, params);
 		if (!c.ok) throw new Error(c.error);
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: admin })).toMatchObject({ ok: true });
+		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: admin, credential: freshSession() })).toMatchObject({ ok: true });
 		expect(await approvals(e.id)).toEqual([expect.objectContaining({ route: 'button', decidedBy: admin.id })]);
 	});
 

@@ -37,7 +37,7 @@ let pve: ProxmoxDouble;
 
 const caller = (user: Who, apiToken: ApiTokenAuth | null) => createCallerFactory(appRouter)({ user, apiToken, event: { locals: { sessionToken: null } } as unknown as RequestEvent });
 
-async function tokenFor(user: Who, scope: 'read' | 'operate', days: number | null = 30) {
+async function tokenFor(user: Who, scope: 'read' | 'operate' | 'approve', days: number | null = 30) {
 	return insertApiToken(sql(), user.id, { name: `${scope}-token`, scope, days });
 }
 
@@ -138,29 +138,29 @@ describe('API tokens', () => {
 		// The procedures' own lock, behind the guard: queries yes, mutations no, whatever the role.
 		const viaRead = caller(alice, { id: listing.id, name: listing.name, scope: 'read' });
 		expect(Array.isArray(await viaRead.executions.recent())).toBe(true);
-		await expect(viaRead.executions.decide({ executionId: crypto.randomUUID(), decision: 'approved', route: 'ops' })).rejects.toMatchObject({ code: 'FORBIDDEN', message: READ_ONLY_TOKEN.message });
+		await expect(viaRead.executions.decide({ executionId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({ code: 'FORBIDDEN', message: READ_ONLY_TOKEN.message });
 		await expect(viaRead.operators.create({ username: 'eve', password: 'a-long-enough-password', role: 'admin' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
 		// No token makes tokens, not even an operate one (a leaked token cannot mint itself a successor).
 		const viaOperate = caller(alice, { id: listing.id, name: listing.name, scope: 'operate' });
-		await expect(viaOperate.apiTokens.create({ name: 'x', scope: 'operate', expiresInDays: 'none' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+		await expect(viaOperate.apiTokens.create({ name: 'x', scope: 'operate', expiresInDays: '30', password: 'a-long-enough-password' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
 		await expect(viaOperate.apiTokens.list()).rejects.toMatchObject({ code: 'FORBIDDEN' });
 	});
 
-	it('an approval made with an operate token keeps its route and names the token in the audit trail', async () => {
-		const { listing } = await tokenFor(alice, 'operate');
+	it('an approval made with an approve token is audited as route rest and names the token', async () => {
+		const { listing } = await tokenFor(alice, 'approve');
 		const sessionId = await newSession(alice.id);
 		const r = await requestExecution(sessionId, { target: 'lxc:strong/100', action: 'pct_start', params: {}, reason: 'test' });
 		if ('error' in r) throw new Error(r.error);
-		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'operate' });
-		await viaToken.executions.decide({ executionId: r.execution.id, decision: 'approved', route: 'ops' });
+		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'approve' });
+		await viaToken.executions.decide({ executionId: r.execution.id, decision: 'approved' });
 		const [a] = await sql()<{ route: string; actorName: string; detail: Record<string, unknown> }[]>`
 			select route, actor_name as "actorName", detail from audit_log where action = 'execution.approved' and subject_id = ${r.execution.id}`;
-		expect(a).toMatchObject({ route: 'ops', actorName: 'alice', detail: { token: { id: listing.id, name: 'operate-token' } } });
+		expect(a).toMatchObject({ route: 'rest', actorName: 'alice', detail: { token: { id: listing.id, name: 'approve-token' } } });
 		expect(JSON.stringify(a.detail)).not.toContain('nomos_pat_');
 	});
 
-	it('typed assent sent with an operate token names the token in the audit trail and the note', async () => {
-		const { listing } = await tokenFor(alice, 'operate');
+	it('typed assent sent with an approve token names the token in the audit trail and the note', async () => {
+		const { listing } = await tokenFor(alice, 'approve');
 		const sessionId = await newSession(alice.id);
 		const input = { target: 'lxc:strong/100', action: 'pct_start', params: {}, reason: 'typed' };
 		const r = await requestExecution(sessionId, input);
@@ -168,15 +168,15 @@ describe('API tokens', () => {
 		// As the agent's turn leaves it: the request in its latest reply (what typed assent may approve).
 		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: r.execution.id } } as const;
 		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [part], status: 'complete', origin: 'chat' }));
-		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'operate' });
+		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'approve' });
 		await viaToken.chat.send({ sessionId, text: 'yes, start it', shownExecutionIds: [r.execution.id] });
 		const [a] = await sql()<{ route: string; actorName: string; detail: Record<string, unknown> }[]>`
 			select route, actor_name as "actorName", detail from audit_log where action = 'execution.approved' and subject_id = ${r.execution.id}`;
-		expect(a).toMatchObject({ route: 'chat', actorName: 'alice', detail: { token: { id: listing.id, name: 'operate-token' } } });
+		expect(a).toMatchObject({ route: 'chat', actorName: 'alice', detail: { token: { id: listing.id, name: 'approve-token' } } });
 		const notes = await sql()<{ text: string }[]>`
 			select p -> 'data' ->> 'text' as text from messages m, jsonb_array_elements(m.parts) p
 			where m.session_id = ${sessionId} and m.role = 'system' and p -> 'data' ->> 'text' like '%by typing%'`;
-		expect(notes.map((n) => n.text).join('\n')).toContain('sent with API token "operate-token"');
+		expect(notes.map((n) => n.text).join('\n')).toContain('sent with API token "approve-token"');
 	});
 });
 

@@ -18,7 +18,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
-import { DEBIAN, addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
+import { DEBIAN, addHost, decide, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
 
 useTestDatabase();
 useHub();
@@ -70,7 +70,7 @@ const audits = (id: string) =>
 async function editAndApprove(e: ExecutionRow, params: Record<string, unknown>, who = alice): Promise<EditApproval> {
 	const c = await checkEdit(e, params);
 	if (!c.ok) throw new Error(`edit refused: ${c.error} ${JSON.stringify(c.fieldErrors)}`);
-	return approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: who });
+	return approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: who, credential: freshSession() });
 }
 
 const typetype = { hostname: 'typetype', template: DEBIAN, memory: 2048, cores: 2 };
@@ -95,7 +95,7 @@ describe('edit before approving', () => {
 		expect(check.hash).toBe(executionHash('pct_create', 'host:strong', { ...e.params, memory: 4096 }));
 		expect(check.hash).not.toBe(e.hash);
 
-		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: check.hash, route: 'button', operator: alice });
+		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: check.hash, route: 'button', operator: alice, credential: freshSession() });
 		expect(r.ok).toBe(true);
 		const after = await load(e.id);
 		expect(after).toMatchObject({ status: 'approved', hash: check.hash, commandPreview: check.commandPreview, params: { memory: 4096, hostname: 'typetype' } });
@@ -161,13 +161,13 @@ describe('edit before approving', () => {
 		const ok = await checkEdit(e, edited);
 		if (!ok.ok) throw new Error('unexpected');
 		// Params other than the ones the screen's hash names (here: the original command's hash).
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: e.hash, route: 'ops', operator: alice })).toEqual({ ok: false, reason: 'stale' });
+		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: e.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
 		// A hash for other params than those sent.
 		const other = await checkEdit(e, { ...e.params, memory: 1024 });
 		if (!other.ok) throw new Error('unexpected');
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: other.hash, route: 'ops', operator: alice })).toEqual({ ok: false, reason: 'stale' });
+		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: other.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
 		// An edit of a request the screen no longer shows (another base hash).
-		expect(await approveEdited({ executionId: e.id, baseHash: 'f'.repeat(64), params: edited, hash: ok.hash, route: 'ops', operator: alice })).toEqual({ ok: false, reason: 'stale' });
+		expect(await approveEdited({ executionId: e.id, baseHash: 'f'.repeat(64), params: edited, hash: ok.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
 
 		const row = await load(e.id);
 		expect(row).toMatchObject({ status: 'awaiting_approval', hash: e.hash, commandPreview: e.commandPreview, params: e.params, edit: null });
@@ -188,7 +188,7 @@ describe('edit before approving', () => {
 				cores: expect.stringContaining('expected number')
 			}
 		});
-		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: bad, hash: e.hash, route: 'button', operator: alice });
+		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: bad, hash: e.hash, route: 'button', operator: alice, credential: freshSession() });
 		expect(r).toMatchObject({ ok: false, reason: 'invalid', fieldErrors: { memory: expect.any(String), hostname: expect.any(String) } });
 		// The browser's validator, from the schema the server sent, flags the same fields.
 		expect(Object.keys(validate(editForm(e)!.schema, bad)).sort()).toEqual(['bridge', 'cores', 'hostname', 'memory', 'surprise']);

@@ -2,7 +2,8 @@
 // fetch goes through the app's request guard (what hooks.server.ts runs) into the /mcp route, in
 // process, with real Postgres and the SSH Proxmox double: tools listed and read, a request waits
 // for an approval in the token's MCP chat (audited with route mcp), runs once approved and
-// get_execution reads the result; no token is 401; a read token never gets request_execution.
+// get_execution reads the result; no token is 401; a read token never gets request_execution;
+// the token never approves its own request (issue #28), and a rebinding Host or Origin is refused.
 import type { RequestEvent } from '@sveltejs/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,6 +19,10 @@ import { POST } from '../../src/routes/mcp/+server';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { allowRulesRouter } from '../../src/lib/server/trpc/routers/allow-rules';
+import { appRouter } from '../../src/lib/server/trpc/router';
+import { authenticate } from '../../src/lib/server/auth/session';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { resetEnvCache } from '../../src/lib/server/env';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
@@ -26,7 +31,7 @@ import { addHost, decide, useHub } from '../helpers/executions';
 useTestDatabase();
 useHub();
 
-const URL_MCP = 'http://nomos.test/mcp';
+const URL_MCP = 'http://127.0.0.1:3000/mcp';
 let pve: ProxmoxDouble;
 let alice: { id: string };
 let operate: { token: string; id: string };
@@ -162,6 +167,63 @@ describe('MCP at /mcp', () => {
 		expect(approval.route).toBe(`rule:${rule.id}`);
 		await rules.revoke({ id: rule.id });
 		await client.close();
+	});
+
+	it('issue #28: the token that asked over MCP cannot approve it, whatever route it claims; no token approves a destroy', async () => {
+		const client = await connect(operate.token);
+		const ask = async (args: Record<string, unknown>) => String(body(await client.callTool({ name: 'request_execution', arguments: args })).json!.executionId);
+		const destroy = await ask({ target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'the MCP client wants it gone' });
+		// The attack as reported: POST /trpc/executions.decide with the same Bearer token, claiming route "button".
+		const asToken = async (token: string) => {
+			const auth = await authenticate(null, `Bearer ${token}`);
+			const event = { url: new URL('http://127.0.0.1:3000/trpc/executions.decide'), request: new Request('http://127.0.0.1:3000/trpc/executions.decide'), locals: { sessionToken: null } };
+			return createCallerFactory(appRouter)({ user: auth.user, apiToken: auth.apiToken, event: event as unknown as RequestEvent });
+		};
+		const claim = { executionId: destroy, decision: 'approved', route: 'button' } as { executionId: string; decision: 'approved' };
+		await expect((await asToken(operate.token)).executions.decide(claim)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+		// A token with scope approve does not either: a destroy needs a person.
+		await sql()`update api_tokens set scope = 'approve' where id = ${operate.id}`;
+		await expect((await asToken(operate.token)).executions.decide(claim)).rejects.toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('needs a person') });
+		// Nor its own harmless request, by any route.
+		const start = await ask({ target: 'lxc:strong/101', action: 'systemctl', params: { unit: 'cron', op: 'reload' }, reason: 'reload cron' });
+		await expect((await asToken(operate.token)).executions.decide({ executionId: start, decision: 'approved' })).rejects.toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('own request') });
+		await expect((await asToken(operate.token)).executions.decidePlan({ planId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({ code: 'CONFLICT' });
+		expect((await getExecution(sql(), destroy))!.status).toBe('awaiting_approval');
+		expect((await getExecution(sql(), start))!.status).toBe('awaiting_approval');
+		expect(await sql()`select 1 from approvals where execution_id in (${destroy}, ${start})`).toHaveLength(0);
+		expect(await sql()`select 1 from audit_log where action = 'execution.approved' and subject_id in (${destroy}, ${start})`).toHaveLength(0);
+		// Another approve token of the same operator may approve the harmless one; the trail says rest and names it.
+		const other = await insertApiToken(sql(), alice.id, { name: 'phone', scope: 'approve', days: 7 });
+		expect(await (await asToken(other.token)).executions.decide({ executionId: start, decision: 'approved' })).toMatchObject({ status: 'approved' });
+		const [a] = await sql()<{ route: string; detail: Record<string, unknown> }[]>`select route, detail from audit_log where action = 'execution.approved' and subject_id = ${start}`;
+		expect(a).toMatchObject({ route: 'rest', detail: { token: { id: other.listing.id, name: 'phone' } } });
+		// Denying runs nothing: the asking token may withdraw its own request.
+		expect(await (await asToken(operate.token)).executions.decide({ executionId: destroy, decision: 'denied' })).toMatchObject({ status: 'denied' });
+		await sql()`update api_tokens set scope = 'operate' where id = ${operate.id}`;
+		await client.close();
+	});
+
+	it('DNS rebinding: Host or Origin other than loopback or ORIGIN is refused (421/403) even with a valid token', async () => {
+		const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+		const post = (headers: Record<string, string>) =>
+			appFetch(URL_MCP, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${operate.token}`, ...headers }, body: JSON.stringify(init) });
+		expect((await post({ host: 'evil.com' })).status).toBe(421);
+		expect((await post({ host: 'evil.com:3000' })).status).toBe(421);
+		expect((await post({ host: '127.0.0.1:3000', origin: 'http://evil.com' })).status).toBe(403);
+		expect((await post({ host: '127.0.0.1:3000', origin: 'null' })).status).toBe(403);
+		expect((await post({ host: 'localhost:3000' })).status).toBe(200);
+		expect((await post({ host: '127.0.0.1:3000', origin: 'http://localhost:5173' })).status).toBe(200);
+		// With a public origin configured, its host is served too (and only it, besides loopback).
+		process.env.ORIGIN = 'https://nomos.example.net';
+		resetEnvCache();
+		try {
+			expect((await post({ host: 'nomos.example.net', origin: 'https://nomos.example.net' })).status).toBe(200);
+			expect((await post({ host: 'nomos.example.net', origin: 'https://evil.example.net' })).status).toBe(403);
+			expect((await post({ host: 'other.example.net' })).status).toBe(421);
+		} finally {
+			delete process.env.ORIGIN;
+			resetEnvCache();
+		}
 	});
 
 	it('a read token lists and calls read tools only: request_execution is refused and writes nothing', async () => {

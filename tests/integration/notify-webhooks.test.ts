@@ -214,11 +214,11 @@ describe('webhook notices', () => {
 			expect(rx.received[1].body).toBe(rx.received[0].body);
 			await until(async () => ((await deliveries(hook.id)).length >= 2 ? true : null), 5000);
 			expect(await deliveries(hook.id)).toEqual([
-				{ ok: false, httpStatus: 500, error: 'HTTP 500: upstream down', attempt: 1, final: false },
+				{ ok: false, httpStatus: 500, error: 'HTTP 500 Internal Server Error', attempt: 1, final: false },
 				{ ok: true, httpStatus: 200, error: null, attempt: 2, final: true }
 			]);
 			const [view] = (await caller(admin).settings()).webhooks;
-			expect(view.failures).toMatchObject([{ ok: false, httpStatus: 500, error: 'HTTP 500: upstream down', attempt: 1 }]);
+			expect(view.failures).toMatchObject([{ ok: false, httpStatus: 500, error: 'HTTP 500 Internal Server Error', attempt: 1 }]);
 			expect(view.lastOkAt).toEqual(expect.any(String));
 			// Secrets are not shown back in full.
 			expect(view.maskedUrl).toBe(`${rx.base}/•••?token=•••`);
@@ -236,6 +236,20 @@ describe('webhook notices', () => {
 			expect(rx.received).toHaveLength(1);
 			expect(await deliveries(hook.id)).toMatchObject([{ ok: false, httpStatus: 503, attempt: 1 }]);
 		});
+	});
+
+	it('Send test tells the status and a fixed reason, never what the target answered (no read-back channel)', async () => {
+		const secret = 'root:x:0:0:internal-admin-panel-7c1e';
+		rx.script((res) => res.writeHead(500, 'made-up reason ' + secret).end(`{"error": "${secret}"}`));
+		const hook = await caller(admin).createWebhook({ name: 'internal', kind: 'json', url: `${rx.base}/admin` });
+		const r = await caller(admin).sendTest({ id: hook.id });
+		expect(r).toEqual({ ok: false, httpStatus: 500, error: 'HTTP 500 Internal Server Error' });
+		rx.script((res) => res.writeHead(418).end(secret));
+		expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: false, httpStatus: 418, error: "HTTP 418 I'm a Teapot" });
+		const all = JSON.stringify(await caller(admin).settings());
+		expect(all).not.toContain('internal-admin-panel');
+		expect(JSON.stringify(await sql()`select * from webhook_deliveries`)).not.toContain('internal-admin-panel');
+		rx.reset();
 	});
 
 	it('Send test: a redirect is not followed, a silent receiver times out after 5 s, a closed port is refused; each shown', async () => {

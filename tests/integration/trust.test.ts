@@ -145,7 +145,7 @@ describe('audit trail', () => {
 		await expect(sql()`update approvals set decision = 'denied'`).rejects.toThrow(/append-only/);
 	});
 
-	it('what the operator answers the agent is on the trail: typed in the chat, or from the panel with an API token', async () => {
+	it('what the operator answers the agent is on the trail: typed in the chat, or over the API with a token (route rest)', async () => {
 		const sessionId = await newSession(admin.id, 'answers');
 		const m = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'A question follows.' }], status: 'complete', origin: 'chat' }));
 		const ask = (prompt: string) => sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt, options: ['nightly', 'weekly'], contextEntities: [] }));
@@ -156,7 +156,7 @@ describe('audit trail', () => {
 		expect(r.ok).toBe(true);
 		const trail = (await listAudit(sql(), { action: 'question' })).filter((e) => e.sessionId === sessionId);
 		expect(trail.map((e) => [e.action, e.route, e.subjectId, e.actorName, e.detail.answer])).toEqual([
-			['question.answered', 'panel', q2.id, 'root-admin', 'seven'],
+			['question.answered', 'rest', q2.id, 'root-admin', 'seven'],
 			['question.answered', 'chat', q1.id, 'root-admin', 'nightly']
 		]);
 		expect(trail[0].detail).toMatchObject({ prompt: 'And keep how many?', token: { name: 'phone-shortcut' } });

@@ -1,15 +1,24 @@
 import { z } from 'zod';
 
-export const API_TOKEN_SCOPES = ['read', 'operate'] as const;
+/**
+ * What a token may do, each including the one before:
+ * - `read`: queries, event streams, MCP read tools;
+ * - `operate`: also request, deny, answer, chat, cancel, retry (approving nothing);
+ * - `approve`: also approve what a person need not (never destructive or irreversible actions,
+ *   never a request made with this same token — executions/authority.ts).
+ */
+export const API_TOKEN_SCOPES = ['read', 'operate', 'approve'] as const;
 export type ApiTokenScope = (typeof API_TOKEN_SCOPES)[number];
 
-/** Expiry choices in days; `none` never expires (until revoked). */
-export const API_TOKEN_EXPIRIES = ['7', '30', '90', 'none'] as const;
+/** Expiry choices in days: every token expires (there is no "never"); revoked early by a password change. */
+export const API_TOKEN_EXPIRIES = ['7', '30', '90', '365'] as const;
 
 export const createApiTokenInput = z.object({
 	name: z.string().trim().min(1, 'give the token a name').max(80, 'at most 80 characters'),
-	scope: z.enum(API_TOKEN_SCOPES, 'read or operate'),
-	expiresInDays: z.enum(API_TOKEN_EXPIRIES, 'one of 7, 30, 90 or none')
+	scope: z.enum(API_TOKEN_SCOPES, 'read, operate or approve'),
+	expiresInDays: z.enum(API_TOKEN_EXPIRIES, 'one of 7, 30, 90 or 365'),
+	/** A token outlives the session that made it: minting one asks for the password. */
+	password: z.string().min(1, 'enter your password').max(200)
 });
 export type CreateApiTokenInput = z.infer<typeof createApiTokenInput>;
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
+/** No `route`: the server decides how a decision arrived (an old client's `route` is ignored). */
 export const decideInput = z.object({
 	executionId: z.uuid(),
 	decision: z.enum(['approved', 'denied']),
-	route: z.enum(['button', 'ops']),
 	reason: z.string().trim().max(1000).optional()
 });
 
@@ -25,7 +25,6 @@ export const checkEditInput = z.object({ executionId: z.uuid(), params: editedPa
 /** Approving an edited request: the params as edited, the hash of the request edited, and the hash the form showed for the edit. */
 export const approveEditedInput = z.object({
 	executionId: z.uuid(),
-	route: z.enum(['button', 'ops']),
 	baseHash: sha256,
 	params: editedParams,
 	hash: sha256

@@ -15,3 +15,4 @@ export const resetPasswordInput = operatorIdInput.extend({ password });
 export const setDisabledInput = operatorIdInput.extend({ disabled: z.boolean() });
 export const setRoleInput = operatorIdInput.extend({ role });
 export const changePasswordInput = z.object({ current: z.string().min(1, 'enter your current password').max(200), next: password });
+export const confirmPasswordInput = z.object({ password: z.string().min(1, 'enter your password').max(200) });

@@ -98,6 +98,11 @@ export const envSchema = z.object({
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/** Events (the live-update log) older than this are pruned hourly. */
 	NOMOS_EVENTS_RETENTION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(14)),
+	/**
+	 * Approving a destructive or irreversible action asks for the password again when the browser
+	 * session last gave it longer ago than this (minutes): a borrowed, unlocked laptop cannot destroy.
+	 */
+	NOMOS_STEP_UP_MIN: z.preprocess(empty, z.coerce.number().positive().default(10)),
 	/** The longest a username or address is made to wait after repeated failed sign-ins. */
 	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
 	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */

@@ -8,7 +8,6 @@ import {
 	credentialsByUsername,
 	insertConfiguredOperator,
 	insertOperator,
-	passwordHashOf,
 	setPasswordHash,
 	type AccountError,
 	type Actor,
@@ -16,6 +15,7 @@ import {
 } from '../db/queries/operators';
 import type { OperatorRole } from '../db/schema';
 import { hashPassword, verifyPassword } from './password';
+import { confirmOwnPassword, type PasswordRefusal } from './step-up';
 
 // Account operations that handle passwords: hashing and verifying happen here, the queries in
 // db/queries/operators.ts only ever see hashes.
@@ -68,15 +68,23 @@ export async function adminCreateOperator(sql: Sql, actor: Actor, input: { usern
 	return insertByAdmin(sql, actor, { username: input.username, passwordHash: await hashPassword(input.password), role: input.role });
 }
 
-/** Sets a new password for someone else; their sessions end (they sign in with the new one). */
+/** Sets a new password for someone else; their sessions end and their API tokens are revoked (they sign in with the new one). */
 export async function adminResetPassword(sql: Sql, actor: Actor, id: string, password: string): Promise<Operator | AccountError> {
 	return resetHash(sql, actor, id, await hashPassword(password));
 }
 
-/** An operator changes their own password (the current one is required); their other sessions end. */
-export async function changeOwnPassword(sql: Sql, actor: Actor, currentToken: string | null, current: string, next: string): Promise<true | AccountError> {
-	const hash = await passwordHashOf(sql, actor.id);
-	if (!hash || !(await verifyPassword(hash, current))) return { error: 'The current password is wrong.', code: 'BAD_REQUEST' };
-	await changeOwnPasswordHash(sql, actor, currentToken, await hashPassword(next));
-	return true;
+/**
+ * An operator changes their own password (the current one is required); their other sessions
+ * end and their API tokens are revoked. Returns how many tokens were revoked.
+ */
+export async function changeOwnPassword(
+	sql: Sql,
+	actor: Actor,
+	s: { currentToken: string | null; address: string },
+	current: string,
+	next: string
+): Promise<{ revokedTokens: number } | AccountError | PasswordRefusal> {
+	const c = await confirmOwnPassword(sql, actor, current, s.address);
+	if (!c.ok) return c.code === 'BAD_REQUEST' ? { error: 'The current password is wrong.', code: 'BAD_REQUEST' } : c;
+	return { revokedTokens: await changeOwnPasswordHash(sql, actor, s.currentToken, await hashPassword(next)) };
 }

@@ -1,5 +1,5 @@
 import { sql } from '../db/index';
-import { getOperatorBySessionToken, type Operator } from '../db/queries/operators';
+import { getAuthSession, type Operator } from '../db/queries/operators';
 import { operatorByApiToken, type ApiTokenAuth } from '../db/queries/api-tokens';
 import { sessionTokenFrom } from './cookies';
 
@@ -8,6 +8,8 @@ export interface RequestAuth {
 	user: Operator | null;
 	/** The token from the cookie, even when it no longer names a session (logout deletes it). */
 	sessionToken: string | null;
+	/** When the cookie's session last gave the password (sign-in or step-up); null without one. */
+	sessionVerifiedAt?: string | null;
 	/** Set when the request was authenticated by an API token (`Authorization: Bearer`), not a cookie. */
 	apiToken?: ApiTokenAuth;
 }
@@ -30,7 +32,10 @@ export function bearerTokenFrom(authorization: string | null | undefined): strin
  */
 export async function authenticate(cookieHeader: string | null | undefined, authorization?: string | null): Promise<RequestAuth> {
 	const sessionToken = sessionTokenFrom(cookieHeader);
-	if (sessionToken) return { sessionToken, user: await getOperatorBySessionToken(sql(), sessionToken) };
+	if (sessionToken) {
+		const s = await getAuthSession(sql(), sessionToken);
+		return { sessionToken, user: s?.user ?? null, sessionVerifiedAt: s?.verifiedAt ?? null };
+	}
 	const bearer = bearerTokenFrom(authorization);
 	const found = bearer ? await operatorByApiToken(sql(), bearer) : null;
 	return found ? { sessionToken: null, user: found.user, apiToken: found.token } : { sessionToken: null, user: null };

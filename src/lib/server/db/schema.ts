@@ -45,17 +45,20 @@ export const authSessions = pgTable(
 			.notNull()
 			.references(() => operators.id, { onDelete: 'cascade' }),
 		createdAt: createdAt(),
-		expiresAt: ts('expires_at').notNull()
+		expiresAt: ts('expires_at').notNull(),
+		/** When the password was last given in this session (sign-in or step-up): irreversible approvals need it recent. */
+		verifiedAt: ts('verified_at').notNull().defaultNow()
 	},
 	(t) => [index('auth_sessions_operator_idx').on(t.operatorId)]
 );
 
-export const apiTokenScopes = ['read', 'operate'] as const;
+export const apiTokenScopes = ['read', 'operate', 'approve'] as const;
 export type ApiTokenScope = (typeof apiTokenScopes)[number];
 
 /**
  * Personal access tokens (`Authorization: Bearer nomos_pat_…`): the token acts as its operator,
- * capped by its scope (read: queries and streams; operate: also mutations). Only the sha256 of
+ * capped by its scope (read: queries and streams; operate: also mutations; approve: also approving
+ * what neither it requested nor needs a person — see executions/authority.ts). Only the sha256 of
  * the token is stored. Revoked rows stay, so audit entries naming a token still resolve.
  */
 export const apiTokens = pgTable(
@@ -386,6 +389,8 @@ export const executions = pgTable(
 		runner: uuid('runner'),
 		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */
 		callKey: text('call_key').unique(),
+		/** The API token the request came with (an MCP client's, a Retry sent with a token): that token never approves it. */
+		requestedWithToken: uuid('requested_with_token').references(() => apiTokens.id, { onDelete: 'set null' }),
 		createdAt: createdAt(),
 		expiresAt: ts('expires_at'),
 		approvedAt: ts('approved_at'),
@@ -409,7 +414,7 @@ export const approvals = pgTable(
 		/** The execution hash this decision names; a different hash is not approved by it. */
 		hash: text('hash').notNull(),
 		decision: text('decision', { enum: ['approved', 'denied'] }).notNull(),
-		route: text('route', { enum: ['button', 'ops', 'chat', 'plan'] }).notNull(),
+		route: text('route', { enum: ['button', 'ops', 'chat', 'plan', 'rest'] }).notNull(),
 		reason: text('reason'),
 		decidedBy: uuid('decided_by').references(() => operators.id),
 		/** For route `chat`: the operator message whose words approved it. */

@@ -5,12 +5,14 @@ import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
 import { isMcpSession } from '../db/queries/sessions';
-import { decidePlan } from '../db/queries/plans';
+import { decidePlan, getPlan } from '../db/queries/plans';
 import { decideExecution, type DecideResult } from './lifecycle';
 import { listAssentCandidates } from '../db/queries/executions';
 import { latestRequestedExecutionIds } from '../db/queries/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
+import { assertMayApprove, assertMayApproveExecution, NotAllowed, type Credential } from './authority';
+import type { ApprovalRoute } from '../db/queries/approvals';
 
 /** The API token a decision was made with (id and name; never the token). */
 export type ApiTokenRef = { id: string; name: string };
@@ -20,15 +22,33 @@ export function tokenDetail(token: ApiTokenRef | null | undefined): { token?: Ap
 	return token ? { token: { id: token.id, name: token.name } } : {};
 }
 
+/** The routes an operator's own decision arrives by (rules and plans decide elsewhere). */
+export type OperatorRoute = Extract<ApprovalRoute, 'button' | 'ops' | 'chat' | 'rest'>;
+
 /**
- * An operator's decision on one execution, by any route. Approving opens (or extends) the
- * session's assent window; who, when, how (and for chat, which message) goes to the audit trail.
+ * The audit route of a decision, from how the request arrived: a click in the browser on a chat
+ * card (`button`) or on Ops (`ops`), typed in chat (`chat`), or the HTTP API with a token
+ * (`rest`). `surface` comes from the server's reading of the request (see trpc/surface.ts).
+ */
+export function decisionRoute(c: Credential, surface: 'button' | 'ops' | 'chat'): OperatorRoute {
+	if (surface === 'chat') return 'chat';
+	return c.kind === 'token' ? 'rest' : surface;
+}
+
+const tokenOf = (c: Credential) => (c.kind === 'token' ? c.token : null);
+
+/**
+ * An operator's decision on one execution, by any route. Approving is first checked against
+ * what the credential may approve (authority.ts: throws NotAllowed, nothing is written); it
+ * opens (or extends) the session's assent window; who, when, how (and for chat, which message)
+ * goes to the audit trail.
  */
 export async function operatorDecides(
 	tx: TransactionSql,
 	executionId: string,
-	d: { decision: 'approved' | 'denied'; route: 'button' | 'ops' | 'chat'; operatorId: string; reason?: string | null; messageId?: string | null; token?: ApiTokenRef | null }
+	d: { decision: 'approved' | 'denied'; route: OperatorRoute; operatorId: string; credential: Credential; reason?: string | null; messageId?: string | null }
 ): Promise<DecideResult> {
+	if (d.decision === 'approved') await assertMayApproveExecution(tx, executionId, d.credential);
 	const r = await decideExecution(tx, executionId, d);
 	if (!r.ok) return r;
 	const e = r.execution;
@@ -42,16 +62,20 @@ export async function operatorDecides(
 		subjectType: 'execution',
 		subjectId: executionId,
 		sessionId,
-		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null, ...tokenDetail(d.token) }
+		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null, ...tokenDetail(tokenOf(d.credential)) }
 	});
 	return r;
 }
 
 /**
  * Approving a plan approves exactly its steps (by hash), opens the assent window and resumes
- * the agent so it requests them; denying tells the agent why.
+ * the agent so it requests them; denying tells the agent why. A plan's steps run without another
+ * approval, so approving it is approving each step (authority.ts: throws NotAllowed).
  */
-export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; reason?: string | null; token?: ApiTokenRef | null }) {
+export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }) {
+	if (d.decision === 'approved') {
+		for (const step of (await getPlan(tx, planId))?.steps ?? []) assertMayApprove({ action: step.action, requestedWithToken: null }, d.credential);
+	}
 	const plan = await decidePlan(tx, planId, d.decision, d.operatorId, env().NOMOS_APPROVAL_TTL_H);
 	if (!plan) return null;
 	if (d.decision === 'approved') {
@@ -69,11 +93,11 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 	await recordAudit(tx, {
 		actor: { id: d.operatorId },
 		action: `plan.${d.decision}`,
-		route: 'button',
+		route: decisionRoute(d.credential, 'button'),
 		subjectType: 'plan',
 		subjectId: planId,
 		sessionId: plan.sessionId,
-		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(d.token) }
+		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(tokenOf(d.credential)) }
 	});
 	await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
 	return plan;
@@ -86,10 +110,11 @@ const describe = (c: AssentCandidate) => `execution ${c.id} (${c.action} on ${c.
  * names among the executions on the operator's screen, with route `chat` and the message id in
  * the trail, and leaves a system note naming each one; when it is ambiguous or names a
  * destructive execution, nothing of that is approved and the note tells the agent what to do.
+ * A message sent with an API token approves only what that token may (authority.ts).
  */
 export async function approveByTyping(
 	tx: TransactionSql,
-	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string; token?: ApiTokenRef | null }
+	m: { sessionId: string; messageId: string; text: string; shownIds: string[]; operatorId: string; credential: Credential }
 ): Promise<string[]> {
 	const candidates = await listAssentCandidates(tx, m.sessionId, m.shownIds, await latestRequestedExecutionIds(tx, m.sessionId));
 	const r = resolveTypedAssent(m.text, candidates);
@@ -106,18 +131,27 @@ export async function approveByTyping(
 		return [];
 	}
 	const approved: AssentCandidate[] = [];
+	const notAllowed: string[] = [];
 	for (const c of r.approve) {
-		const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId, token: m.token });
-		if (d.ok) approved.push(c);
+		try {
+			// Checked before anything is written for it, so a refusal leaves the transaction clean.
+			const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId, credential: m.credential });
+			if (d.ok) approved.push(c);
+		} catch (e) {
+			if (!(e instanceof NotAllowed)) throw e;
+			notAllowed.push(`${describe(c)} was not approved: ${e.message}`);
+		}
 	}
 	const said: string[] = [];
-	const via = m.token ? ` (sent with API token "${m.token.name}")` : '';
+	const token = tokenOf(m.credential);
+	const via = token ? ` (sent with API token "${token.name}")` : '';
 	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}${via}.`);
 	for (const c of r.refused) {
 		said.push(
 			`${describe(c)} is destructive and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
 		);
 	}
+	said.push(...notAllowed);
 	if (said.length) {
 		await addSystemNote(tx, m.sessionId, 'assent', said.join(' '), { executionIds: approved.map((a) => a.id), refused: r.refused.map((c) => c.id) });
 	}

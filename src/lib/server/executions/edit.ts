@@ -7,7 +7,8 @@ import { addSystemNote } from '../conversation/notes';
 import { diffParams, formatChanges, type EditCheck, type EditForm } from '../../schemas/param-form';
 import type { ExecutionEdit, ParamChange } from '../../types/executions';
 import { prepareExecution, type PreparedExecution } from './prepare';
-import { operatorDecides, tokenDetail, type ApiTokenRef } from './decisions';
+import { operatorDecides, tokenDetail, type OperatorRoute } from './decisions';
+import type { Credential } from './authority';
 
 // Editing before approving. Decisions:
 // - Every action's params may be edited, except the fields that name the target (`vmid`): the
@@ -84,9 +85,9 @@ export async function approveEdited(a: {
 	baseHash: string;
 	params: Record<string, unknown>;
 	hash: string;
-	route: 'button' | 'ops';
+	route: OperatorRoute;
 	operator: { id: string; username: string };
-	token?: ApiTokenRef | null;
+	credential: Credential;
 }): Promise<EditApproval> {
 	const e = await getExecution(sql(), a.executionId);
 	if (!e) return { ok: false, reason: 'not_found' };
@@ -126,11 +127,11 @@ export async function approveEdited(a: {
 					original: { params: e.params, hash: e.hash, command: e.commandPreview },
 					edited: { params: next.params, hash: next.hash, command: next.commandPreview },
 					changes: c.changes,
-					...tokenDetail(a.token)
+					...tokenDetail(a.credential.kind === 'token' ? a.credential.token : null)
 				}
 			});
 		}
-		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, token: a.token });
+		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, credential: a.credential });
 		// The edit above holds the row, so only expiry in between could refuse; undo the edit then.
 		if (!d.ok) throw new EditRefused(d.reason);
 		if (changed && e.requestedBySession) {

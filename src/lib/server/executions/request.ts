@@ -24,14 +24,12 @@ export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
 	`A ${what} of this execution was already asked for (it is ${status.replace('_', ' ')}).`;
 
 /**
- * Who asked, when it was not the agent of the session (e.g. an MCP client): audited as
- * `execution.requested`; `note` names them in a note in the session (kind = route).
- */
-/**
  * Who asked, when not the agent (an MCP client, an operator's Retry or Roll back): audited in the
- * request's own transaction as `action` (default `execution.requested`), with `detail` added.
+ * request's own transaction as `action` (default `execution.requested`), with `detail` added;
+ * `note` names them in a note in the session (kind = route). `tokenId`: the API token the request
+ * came with, which then may never approve it (executions/authority.ts).
  */
-export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string };
+export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string; tokenId?: string | null };
 
 export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
@@ -88,7 +86,7 @@ export async function requestExecution(
 			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
 			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
 		}
-		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey });
+		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId: opts.requester?.tokenId });
 		await audit(tx, e);
 		// A plan approves the agent's requests only: never a retry's, never an outside requester's (MCP).
 		const plan = sessionId && !opts.retryOf && !opts.requester ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;

@@ -49,7 +49,7 @@ function buildServer(caller: McpClientAuth, signal: AbortSignal): Server {
 	const mcp = { operator: { id: caller.user.id, username: caller.user.username }, token: { id: caller.token.id, name: caller.token.name } };
 	// Read tools ignore the session; request_execution gets the MCP chat's id below.
 	const base: ToolContext = { sessionId: '', messageId: '', signal, turn: { httpGets: 0 }, mcp };
-	const allowed = (name: string) => caller.token.scope === 'operate' || !OPERATE_ONLY.has(name);
+	const allowed = (name: string) => caller.token.scope !== 'read' || !OPERATE_ONLY.has(name);
 
 	server.setRequestHandler(ListToolsRequestSchema, async () => {
 		const tools = await Promise.all(

@@ -38,6 +38,8 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	preconditions?(p: z.output<P>, ctx: { vmid?: string }): Precondition[];
 	/** Refresh the inventory afterwards. */
 	changesInventory?: boolean;
+	/** Loses nothing but cannot be undone (a grown disk never shrinks): approved like a destructive action. */
+	irreversible?: true;
 	/** A one-line result for a success (default: the last lines of output). */
 	summary?(p: z.output<P>, ctx: { vmid?: string }): string;
 }
@@ -246,6 +248,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "grow a container disk (rootfs or mpN): size '+2G' grows by 2 GiB, '16G' is the new total; shrinking is refused",
 		scope: 'ct',
+		irreversible: true,
 		params: z.object({ vmid: vmid.optional(), disk: ctDisk.default('rootfs'), size: growSize }).strict(),
 		steps: (p, { vmid }) => [{ label: `pct resize ${p.disk} ${p.size}`, argv: ['pct', 'resize', vmid!, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p, { vmid }) => [{ kind: 'ct-disk-grows', vmid: vmid!, disk: p.disk, size: p.size }],
@@ -392,6 +395,18 @@ export const ACTION_NAMES = Object.keys(ACTIONS) as ActionName[];
 
 export function isActionName(s: string): s is ActionName {
 	return Object.hasOwn(ACTIONS, s);
+}
+
+/**
+ * Whether approving this action needs a person at a browser: destructive actions and irreversible
+ * ones. No API token approves them, no rule covers them, typing does not approve them, and a
+ * browser session that gave its password too long ago gives it again (step-up). Unknown
+ * actions count as needing one.
+ */
+export function needsPerson(action: string): boolean {
+	if (!isActionName(action)) return true;
+	const def: ActionDef = ACTIONS[action];
+	return def.classification === 'destructive' || def.irreversible === true;
 }
 
 /** A one-line catalogue for tool descriptions and error hints. */

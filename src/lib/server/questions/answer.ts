@@ -4,18 +4,20 @@ import { requestTurn } from '../conversation/turn-queue';
 import { answerQuestion, type AnswerResult } from '../db/queries/questions';
 
 /**
- * The panel route: closes the question and resumes the agent in the background (a worker job
- * in the session's queue) with the answer injected as a note.
+ * An answer from outside the chat box: the panel in a browser (audited `panel`), or the HTTP API
+ * (`rest`: the REST endpoint, or tRPC with a token). Closes the question and resumes the agent in
+ * the background (a worker job in the session's queue) with the answer injected as a note.
  */
 export async function answerFromPanel(
 	sessionId: string | undefined,
 	questionId: string,
 	answer: string,
 	operatorId: string,
-	token?: { id: string; name: string } | null
+	token?: { id: string; name: string } | null,
+	route: 'panel' | 'rest' = token ? 'rest' : 'panel'
 ): Promise<AnswerResult> {
 	return sql().begin(async (tx) => {
-		const r = await answerQuestion(tx, questionId, { answer, via: 'panel', operatorId, sessionId, token });
+		const r = await answerQuestion(tx, questionId, { answer, via: 'panel', route, operatorId, sessionId, token });
 		if (!r.ok) return r;
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
 		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'resume' });

@@ -3,16 +3,19 @@ import { ZodError } from 'zod';
 import { describeZodError } from '../../schemas/zod-error';
 import type { Context } from './context';
 import { READ_ONLY_TOKEN } from '../auth/request-guard';
+import { NotAllowed } from '../executions/authority';
 
 export { describeZodError };
 
 const t = initTRPC.context<Context>().create({
 	errorFormatter({ shape, error }) {
 		const zod = error.cause instanceof ZodError ? error.cause : null;
+		// The client asks for the password and retries (the step-up dialog) when this is set.
+		const stepUp = error.cause instanceof NotAllowed && error.cause.stepUp;
 		return {
 			...shape,
 			message: zod ? describeZodError(zod) : shape.message,
-			data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path }
+			data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, ...(stepUp ? { stepUp: true as const } : {}) }
 		};
 	}
 });
@@ -38,5 +41,11 @@ export const browserProcedure = operatorProcedure.use(({ ctx, next }) => {
 
 export const adminProcedure = operatorProcedure.use(({ ctx, next }) => {
 	if (ctx.user.role !== 'admin') throw new TRPCError({ code: 'FORBIDDEN', message: 'Admins only.' });
+	return next();
+});
+
+/** An admin's, signed in at a browser: for what approves in advance (always-allow rules). */
+export const browserAdminProcedure = adminProcedure.use(({ ctx, next }) => {
+	if (ctx.apiToken) throw new TRPCError({ code: 'FORBIDDEN', message: 'An always-allow rule approves in advance: create or change it signed in, not with an API token.' });
 	return next();
 });

@@ -74,7 +74,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 		inputSchema: typed ? inputSchema : requestExecutionInput,
 		execute: async (input, { toolCallId }) => {
 			const requester = ctx.mcp
-				? { operator: ctx.mcp.operator, route: 'mcp', detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
+				? { operator: ctx.mcp.operator, route: 'mcp', tokenId: ctx.mcp.token.id, detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
 				: undefined;
 			const r = await requestExecution(ctx.sessionId, input, { requester, callKey: callKey(ctx, toolCallId) });
 			if ('error' in r) return toolError(r.error, r.hint);

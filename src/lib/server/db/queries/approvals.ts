@@ -1,7 +1,11 @@
 import type { Sql, TransactionSql } from '../index';
 
-/** `rule:<id>`: approved at request time by an always-allow rule (see executions/allow-rules.ts). */
-export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | `rule:${string}`;
+/**
+ * How a decision arrived, as the server saw it: a browser click on a chat card (`button`) or on
+ * Ops (`ops`), typed in chat (`chat`), a plan's approval (`plan`), the HTTP API with a token
+ * (`rest`), or `rule:<id>`: approved at request time by an always-allow rule (see executions/allow-rules.ts).
+ */
+export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | 'rest' | `rule:${string}`;
 
 /** Records who decided an execution, how, and for which hash (append-only; see 0003_trust.sql). */
 export async function insertApproval(

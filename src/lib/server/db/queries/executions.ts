@@ -77,12 +77,12 @@ export async function announceExecution(
 export async function insertExecution(
 	tx: TransactionSql,
 	p: NewExecution,
-	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null; callKey?: string | null }
+	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null; callKey?: string | null; tokenId?: string | null }
 ): Promise<ExecutionRow> {
 	const [row] = await tx<{ id: string }[]>`
-		insert into executions (requested_by_session, plan_id, retry_of, host_name, target, action, params, classification,
+		insert into executions (requested_by_session, plan_id, retry_of, requested_with_token, host_name, target, action, params, classification,
 			hash, command_preview, reason, status, expires_at, approved_at, call_key)
-		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${p.hostName}, ${p.target}, ${p.action},
+		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${opts.tokenId ?? null}, ${p.hostName}, ${p.target}, ${p.action},
 			${JSON.stringify(p.params)}::text::jsonb, ${p.classification}, ${p.hash}, ${p.commandPreview}, ${p.reason},
 			${opts.status},
 			${opts.status === 'awaiting_approval' ? tx`now() + make_interval(secs => ${opts.ttlHours * 3600})` : null},
@@ -94,6 +94,13 @@ export async function insertExecution(
 	}
 	await announceExecution(tx, { id: row.id, requestedBySession: opts.sessionId }, 'execution.updated', { created: true });
 	return (await getExecution(tx, row.id))!;
+}
+
+/** An execution's action and the API token it was requested with (what decides who may approve it). */
+export async function requesterTokenOf(sql: Sql | TransactionSql, id: string): Promise<{ action: string; requestedWithToken: string | null } | null> {
+	const [row] = await sql<{ action: string; requestedWithToken: string | null }[]>`
+		select action, requested_with_token as "requestedWithToken" from executions where id = ${id}`;
+	return row ?? null;
 }
 
 /** Names the session a read-only execution ran for (it is recorded without a session link). */

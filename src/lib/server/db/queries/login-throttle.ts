@@ -35,7 +35,14 @@ export async function recordLoginFailure(sql: Sql, rules: ThrottleRule[], o: { m
 	return longest;
 }
 
-/** A successful sign-in clears the username's count (the address keeps its own). */
+/** Failures counted against a key within the window (0 when none). */
+export async function userFailures(sql: Sql, key: string, windowSeconds: number): Promise<number> {
+	const [row] = await sql<{ failures: number }[]>`
+		select failures from login_throttle where key = ${key} and last_failure_at > now() - make_interval(secs => ${windowSeconds})`;
+	return row?.failures ?? 0;
+}
+
+/** A successful check clears one key's count (see auth/login-throttle.ts for which). */
 export async function clearLoginFailures(sql: Sql, key: string): Promise<void> {
 	await sql`delete from login_throttle where key = ${key}`;
 }

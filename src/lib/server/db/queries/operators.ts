@@ -66,11 +66,22 @@ export async function createAuthSession(
 export const sessionTokenHash = (token: string) => sha256(token);
 
 export async function getOperatorBySessionToken(sql: Sql | TransactionSql, token: string): Promise<Operator | null> {
-	const [row] = await sql<Operator[]>`
-		select o.id, o.username, o.role
+	return (await getAuthSession(sql, token))?.user ?? null;
+}
+
+/** A live sign-in session: its operator and when its password was last given (sign-in or step-up). */
+export async function getAuthSession(sql: Sql | TransactionSql, token: string): Promise<{ user: Operator; verifiedAt: string } | null> {
+	const [row] = await sql<(Operator & { verifiedAt: string })[]>`
+		select o.id, o.username, o.role, s.verified_at as "verifiedAt"
 		from auth_sessions s join operators o on o.id = s.operator_id
 		where s.token_hash = ${sha256(token)} and s.expires_at > now() and o.disabled_at is null`;
-	return row ?? null;
+	return row ? { user: { id: row.id, username: row.username, role: row.role }, verifiedAt: row.verifiedAt } : null;
+}
+
+/** Notes that this session's operator just gave their password again (step-up). */
+export async function markSessionVerified(sql: Sql | TransactionSql, token: string): Promise<boolean> {
+	const rows = await sql`update auth_sessions set verified_at = now() where token_hash = ${sha256(token)} and expires_at > now() returning 1`;
+	return rows.length > 0;
 }
 
 export async function deleteAuthSession(sql: Sql | TransactionSql, token: string): Promise<void> {
@@ -129,12 +140,16 @@ export type AccountError = { error: string; code: 'NOT_FOUND' | 'CONFLICT' | 'BA
 export type Actor = { id: string; username: string };
 
 /**
- * Ends every sign-in session of an operator at once: the rows go, and an `auth.revoked` event
- * closes the operator's open live streams in every process.
+ * Ends every credential of an operator at once: the sign-in sessions go (but the one kept), the
+ * API tokens are revoked (a token minted before a password change must not outlive it), and an
+ * `auth.revoked` event closes the operator's open live streams in every process (token streams
+ * too). Returns how many tokens it revoked.
  */
-async function revokeSessions(tx: TransactionSql, operatorId: string, keepTokenHash: string | null = null): Promise<void> {
+async function revokeCredentials(tx: TransactionSql, operatorId: string, keepTokenHash: string | null = null): Promise<number> {
 	await tx`delete from auth_sessions where operator_id = ${operatorId} ${keepTokenHash ? tx`and token_hash <> ${keepTokenHash}` : tx``}`;
+	const tokens = await tx`update api_tokens set revoked_at = now() where operator_id = ${operatorId} and revoked_at is null returning id`;
 	await emitEvent(tx, { sessionId: null, type: 'auth.revoked', payload: { operatorId, keep: keepTokenHash } });
+	return tokens.length;
 }
 
 async function lockedTarget(tx: TransactionSql, id: string) {
@@ -168,8 +183,8 @@ export async function adminResetPassword(sql: Sql, actor: Actor, id: string, pas
 		const t = await lockedTarget(tx, id);
 		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
 		await tx`update operators set password_hash = ${passwordHash} where id = ${id}`;
-		await revokeSessions(tx, id);
-		await recordAudit(tx, { actor, action: 'operator.password_reset', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
+		const revokedTokens = await revokeCredentials(tx, id);
+		await recordAudit(tx, { actor, action: 'operator.password_reset', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, revokedTokens } });
 		return { id: t.id, username: t.username, role: t.role };
 	});
 }
@@ -184,8 +199,8 @@ export async function adminSetDisabled(sql: Sql, actor: Actor, id: string, disab
 		}
 		if (disabled === !!t.disabledAt) return { id: t.id, username: t.username, role: t.role };
 		await tx`update operators set disabled_at = ${disabled ? tx`now()` : null} where id = ${id}`;
-		if (disabled) await revokeSessions(tx, id);
-		await recordAudit(tx, { actor, action: disabled ? 'operator.disabled' : 'operator.enabled', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id } });
+		const revokedTokens = disabled ? await revokeCredentials(tx, id) : 0;
+		await recordAudit(tx, { actor, action: disabled ? 'operator.disabled' : 'operator.enabled', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, ...(disabled ? { revokedTokens } : {}) } });
 		return { id: t.id, username: t.username, role: t.role };
 	});
 }
@@ -205,11 +220,14 @@ export async function adminSetRole(sql: Sql, actor: Actor, id: string, role: Ope
 	});
 }
 
-/** Stores an operator's own new password hash; their other sessions end. */
-export async function changeOwnPasswordHash(sql: Sql, actor: Actor, currentToken: string | null, passwordHash: string): Promise<void> {
-	await sql.begin(async (tx) => {
+/** Stores an operator's own new password hash; their other sessions end and their API tokens are revoked. */
+export async function changeOwnPasswordHash(sql: Sql, actor: Actor, currentToken: string | null, passwordHash: string): Promise<number> {
+	return sql.begin(async (tx) => {
 		await tx`update operators set password_hash = ${passwordHash} where id = ${actor.id}`;
-		await revokeSessions(tx, actor.id, currentToken ? sha256(currentToken) : null);
-		await recordAudit(tx, { actor, action: 'operator.password_changed', route: 'settings', subjectType: 'operator', subjectId: actor.username, detail: { operatorId: actor.id } });
+		const revokedTokens = await revokeCredentials(tx, actor.id, currentToken ? sha256(currentToken) : null);
+		// The session that just gave the password is as fresh as a sign-in.
+		if (currentToken) await tx`update auth_sessions set verified_at = now() where token_hash = ${sha256(currentToken)}`;
+		await recordAudit(tx, { actor, action: 'operator.password_changed', route: 'settings', subjectType: 'operator', subjectId: actor.username, detail: { operatorId: actor.id, revokedTokens } });
+		return revokedTokens;
 	});
 }

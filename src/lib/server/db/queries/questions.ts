@@ -48,7 +48,7 @@ export type AnswerResult = { ok: true; question: QuestionRow } | { ok: false; re
 export async function answerQuestion(
 	tx: TransactionSql,
 	id: string,
-	a: { answer: string; via: 'panel' | 'chat'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
+	a: { answer: string; via: 'panel' | 'chat'; route?: 'panel' | 'rest'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
 ): Promise<AnswerResult> {
 	const [row] = await tx<QuestionRow[]>`
 		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
@@ -65,7 +65,7 @@ export async function answerQuestion(
 	await recordAudit(tx, {
 		actor: { id: a.operatorId },
 		action: 'question.answered',
-		route: a.via === 'chat' ? 'chat' : 'panel',
+		route: a.via === 'chat' ? 'chat' : (a.route ?? 'panel'),
 		subjectType: 'question',
 		subjectId: row.id,
 		sessionId: row.sessionId,

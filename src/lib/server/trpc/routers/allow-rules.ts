@@ -5,16 +5,21 @@ import { ctHostname, listAllowRules } from '$lib/server/db/queries/allow-rules';
 import { getExecution } from '$lib/server/db/queries/executions';
 import { createRule, editRule, revokeRule, type RuleError } from '$lib/server/executions/allow-rules';
 import { describeParams } from '$lib/server/proxmox/params-schema';
-import { ACTIONS, isActionName } from '$lib/server/proxmox/actions';
+import { isActionName, needsPerson } from '$lib/server/proxmox/actions';
 import { executionIdInput } from '$lib/schemas/executions';
-import { adminProcedure, router } from '../t';
+import { adminProcedure, browserAdminProcedure, router } from '../t';
 
 function orThrow<T>(r: T | RuleError): T {
 	if (r && typeof r === 'object' && 'error' in r) throw new TRPCError({ code: r.code, message: r.error });
 	return r;
 }
 
-/** Always-allow rules: only admins see, create, edit and revoke them (there is no agent tool for this). */
+/**
+ * Always-allow rules: only admins see, create, edit and revoke them (there is no agent tool for
+ * this). A rule approves in advance, so creating or widening one needs a person signed in (never
+ * an API token, which could otherwise approve its own MCP requests through a rule); revoking
+ * only takes power away and may be done with a token.
+ */
 export const allowRulesRouter = router({
 	list: adminProcedure.query(() => listAllowRules(sql())),
 
@@ -27,13 +32,13 @@ export const allowRulesRouter = router({
 			action: e.action,
 			target: e.target,
 			params: e.params,
-			destructive: ACTIONS[e.action].classification === 'destructive',
+			destructive: needsPerson(e.action),
 			ctName: ct ? await ctHostname(sql(), ct[1], ct[2]) : null,
 			schema: describeParams(e.action)
 		};
 	}),
 
-	create: adminProcedure.input(createRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await createRule(tx, input, ctx.user)))),
-	update: adminProcedure.input(updateRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await editRule(tx, input.id, input.rule, ctx.user)))),
+	create: browserAdminProcedure.input(createRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await createRule(tx, input, ctx.user)))),
+	update: browserAdminProcedure.input(updateRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await editRule(tx, input.id, input.rule, ctx.user)))),
 	revoke: adminProcedure.input(ruleIdInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await revokeRule(tx, input.id, ctx.user))))
 });

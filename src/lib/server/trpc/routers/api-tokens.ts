@@ -5,17 +5,23 @@ import { insertApiToken, listApiTokens, revokeApiToken } from '$lib/server/db/qu
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { emitEvent } from '$lib/server/db/queries/events';
 import { apiTokenStreamKey } from '$lib/server/realtime/sse';
+import { confirmOwnPassword } from '$lib/server/auth/step-up';
 import { browserProcedure, router } from '../t';
 
-/** Personal access tokens: each operator creates, lists and revokes their own, signed in (never with a token). */
+/**
+ * Personal access tokens: each operator creates, lists and revokes their own, signed in (never
+ * with a token). A token outlives the session that mints it, so minting asks for the password
+ * and every token expires; a password change or reset revokes them all (db/queries/operators.ts).
+ */
 export const apiTokensRouter = router({
 	list: browserProcedure.query(({ ctx }) => listApiTokens(sql(), ctx.user.id)),
 
 	/** Returns the token once; only its hash is kept. */
-	create: browserProcedure.input(createApiTokenInput).mutation(({ input, ctx }) =>
-		sql().begin(async (tx) => {
-			const days = input.expiresInDays === 'none' ? null : Number(input.expiresInDays);
-			const r = await insertApiToken(tx, ctx.user.id, { name: input.name, scope: input.scope, days });
+	create: browserProcedure.input(createApiTokenInput).mutation(async ({ input, ctx }) => {
+		const check = await confirmOwnPassword(sql(), ctx.user, input.password, ctx.event.getClientAddress());
+		if (!check.ok) throw new TRPCError({ code: check.code, message: check.message });
+		return sql().begin(async (tx) => {
+			const r = await insertApiToken(tx, ctx.user.id, { name: input.name, scope: input.scope, days: Number(input.expiresInDays) });
 			await recordAudit(tx, {
 				actor: ctx.user,
 				action: 'api_token.created',
@@ -25,8 +31,8 @@ export const apiTokensRouter = router({
 				detail: { name: input.name, scope: input.scope, expiresAt: r.listing.expiresAt }
 			});
 			return r;
-		})
-	),
+		});
+	}),
 
 	/** Revokes a token at once: its requests get 401 and its open event streams end. */
 	revoke: browserProcedure.input(revokeApiTokenInput).mutation(({ input, ctx }) =>

@@ -8,6 +8,7 @@ import { requestStop, requestTurn } from '$lib/server/conversation/turn-queue';
 import { approveByTyping } from '$lib/server/executions/decisions';
 import { answerQuestion, openQuestionOf } from '$lib/server/db/queries/questions';
 import { operatorProcedure, router } from '../t';
+import { credential } from '../credential';
 
 export const chatRouter = router({
 	/**
@@ -32,7 +33,7 @@ export const chatRouter = router({
 			const open = input.sessionId ? await openQuestionOf(tx, sessionId) : null;
 			if (open) await answerQuestion(tx, open.id, { answer: input.text, via: 'chat', operatorId: ctx.user.id, token: ctx.apiToken });
 			else if (input.sessionId) {
-				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id, token: ctx.apiToken });
+				await approveByTyping(tx, { sessionId, messageId: msg.id, text: input.text, shownIds: input.shownExecutionIds, operatorId: ctx.user.id, credential: credential(ctx) });
 			}
 			await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
 			await requestTurn(tx, { sessionId, origin: 'chat' });

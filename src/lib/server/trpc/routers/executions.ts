@@ -4,7 +4,8 @@ import { approveEdited, checkEdit, editForm } from '$lib/server/executions/edit'
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
-import { operatorDecides, operatorDecidesPlan, tokenDetail } from '$lib/server/executions/decisions';
+import { decisionRoute, operatorDecides, operatorDecidesPlan, tokenDetail } from '$lib/server/executions/decisions';
+import { NotAllowed } from '$lib/server/executions/authority';
 import { requestExecution } from '$lib/server/executions/request';
 import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
@@ -12,6 +13,8 @@ import { requestCancel } from '$lib/server/executions/lifecycle';
 import { recordAudit } from '$lib/server/db/queries/audit';
 import { blastRadius } from '$lib/server/db/queries/blast-radius';
 import { operatorProcedure, router } from '../t';
+import { credential, surfaceOf } from '../credential';
+import type { Context } from '../context';
 
 const conflictMessages = {
 	not_found: 'No such execution.',
@@ -27,6 +30,22 @@ async function pendingExecution(id: string) {
 	return e;
 }
 
+/** A decision the caller's credential may not make: 403, with `stepUp` set when the password would allow it (see t.ts). */
+async function allowed<T>(work: () => Promise<T>): Promise<T> {
+	try {
+		return await work();
+	} catch (e) {
+		if (e instanceof NotAllowed) throw new TRPCError({ code: 'FORBIDDEN', message: e.message, cause: e });
+		throw e;
+	}
+}
+
+/** The audit route of a click: decided here from the request (its credential, its page), never taken from the input. */
+const routeOf = (ctx: Context) => decisionRoute(credential(ctx), surfaceOf(ctx.event));
+
+/** The request's API token as a Requester's: named in the audit, and never approving what it asked for. */
+const requestedWith = (ctx: Context) => ({ detail: tokenDetail(ctx.apiToken), tokenId: ctx.apiToken?.id ?? null });
+
 export const executionsRouter = router({
 	recent: operatorProcedure.query(() => listRecentExecutions(sql(), 200)),
 
@@ -38,8 +57,10 @@ export const executionsRouter = router({
 	}),
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
-		const r = await sql().begin((tx) =>
-			operatorDecides(tx, input.executionId, { decision: input.decision, route: input.route, operatorId: ctx.user.id, reason: input.reason ?? null, token: ctx.apiToken })
+		const r = await allowed(() =>
+			sql().begin((tx) =>
+				operatorDecides(tx, input.executionId, { decision: input.decision, route: routeOf(ctx), operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
+			)
 		);
 		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 		return r.execution;
@@ -57,7 +78,7 @@ export const executionsRouter = router({
 
 	/** Approves the edited params: an invalid edit comes back with an error per field; a stale one (or a second decision) is refused. */
 	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
-		const r = await approveEdited({ ...input, operator: { id: ctx.user.id, username: ctx.user.username }, token: ctx.apiToken });
+		const r = await allowed(() => approveEdited({ ...input, route: routeOf(ctx), operator: { id: ctx.user.id, username: ctx.user.username }, credential: credential(ctx) }));
 		if (r.ok || r.reason === 'invalid') return r;
 		throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 	}),
@@ -70,7 +91,7 @@ export const executionsRouter = router({
 			if (typeof r === 'object') {
 				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${r.status}; only approved or running ones can be cancelled.` });
 			}
-			await recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: 'button', subjectType: 'execution', subjectId: input.executionId, detail: { how: r } });
+			await recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: routeOf(ctx), subjectType: 'execution', subjectId: input.executionId, detail: { how: r, ...tokenDetail(ctx.apiToken) } });
 			return { ok: true };
 		});
 	}),
@@ -85,7 +106,10 @@ export const executionsRouter = router({
 		const r = await requestExecution(
 			e.requestedBySession,
 			{ target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` },
-			{ retryOf: e.id, requester: { operator: { id: ctx.user.id, username: ctx.user.username }, route: 'button', action: 'execution.retry_requested', detail: { retryOf: e.id, ...tokenDetail(ctx.apiToken) } } }
+			{
+				retryOf: e.id,
+				requester: { operator: { id: ctx.user.id, username: ctx.user.username }, route: routeOf(ctx), action: 'execution.retry_requested', ...requestedWith(ctx), detail: { retryOf: e.id, ...tokenDetail(ctx.apiToken) } }
+			}
 		);
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
 		return r.execution;
@@ -93,14 +117,16 @@ export const executionsRouter = router({
 
 	/** Asks to roll the container back to the snapshot Nomos took before this (failed) execution; needs its own approval. */
 	rollback: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
-		const r = await requestRollback(input.executionId, { operator: { id: ctx.user.id, username: ctx.user.username }, route: 'button', action: 'execution.rollback_requested', detail: tokenDetail(ctx.apiToken) });
+		const r = await requestRollback(input.executionId, { operator: { id: ctx.user.id, username: ctx.user.username }, route: routeOf(ctx), action: 'execution.rollback_requested', ...requestedWith(ctx) });
 		if ('refused' in r) throw new TRPCError({ code: 'CONFLICT', message: r.refused });
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
 		return r.execution;
 	}),
 
 	decidePlan: operatorProcedure.input(decidePlanInput).mutation(async ({ input, ctx }) => {
-		const plan = await sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, token: ctx.apiToken }));
+		const plan = await allowed(() =>
+			sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) }))
+		);
 		if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan was already decided or replaced.' });
 		return plan;
 	}),
@@ -110,7 +136,7 @@ export const executionsRouter = router({
 	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
 		const revoked = await sql().begin(async (tx) => {
 			const done = await revokeWindow(tx, input.sessionId, ctx.user.id);
-			if (done) await recordAudit(tx, { actor: ctx.user, action: 'assent_window.revoked', route: 'button', subjectType: 'session', subjectId: input.sessionId, sessionId: input.sessionId });
+			if (done) await recordAudit(tx, { actor: ctx.user, action: 'assent_window.revoked', route: routeOf(ctx), subjectType: 'session', subjectId: input.sessionId, sessionId: input.sessionId, detail: tokenDetail(ctx.apiToken) });
 			return done;
 		});
 		return { revoked };

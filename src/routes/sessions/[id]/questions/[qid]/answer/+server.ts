@@ -5,7 +5,7 @@ import { describeZodError } from '$lib/schemas/zod-error';
 import { answerFromPanel } from '$lib/server/questions/answer';
 import type { RequestHandler } from './$types';
 
-/** Answers an open question: 202 at once; the agent resumes in the background. */
+/** Answers an open question: 202 at once; the agent resumes in the background. Audited as route `rest`. */
 export const POST: RequestHandler = async ({ request, params, locals }) => {
 	const ids = z.object({ id: z.uuid(), qid: z.uuid() }).safeParse(params);
 	if (!ids.success) return json({ message: 'No such question.' }, { status: 404 });
@@ -17,7 +17,7 @@ export const POST: RequestHandler = async ({ request, params, locals }) => {
 	}
 	const parsed = answerBody.safeParse(body);
 	if (!parsed.success) return json({ message: describeZodError(parsed.error) }, { status: 400 });
-	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id, locals.apiToken);
+	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id, locals.apiToken, 'rest');
 	if (!r.ok) {
 		return r.reason === 'not_found'
 			? json({ message: 'No such question.' }, { status: 404 })
