@@ -5,3 +5,6 @@ ALTER TABLE "executions" ADD CONSTRAINT "executions_requested_with_token_api_tok
 UPDATE "auth_sessions" SET "verified_at" = "created_at";--> statement-breakpoint
 ALTER TABLE "api_tokens" DROP CONSTRAINT "api_tokens_scope_check";--> statement-breakpoint
 ALTER TABLE "api_tokens" ADD CONSTRAINT "api_tokens_scope_check" CHECK ("scope" in ('read', 'operate', 'approve'));
+--> statement-breakpoint
+-- Every token expires now: one made with "never" before this version lives one more year at most.
+UPDATE "api_tokens" SET "expires_at" = now() + interval '365 days' WHERE "expires_at" IS NULL AND "revoked_at" IS NULL;

@@ -9,12 +9,14 @@ test('a token created in Settings works from Node without a cookie or Origin, re
 	await section.getByTestId('token-name').fill('script');
 	await section.getByTestId('token-scope').selectOption('operate');
 	await section.getByTestId('token-expiry').selectOption('7');
+	await section.getByTestId('token-password').fill(env.admin.password);
 	await section.getByTestId('token-create').click();
 	const token = (await section.getByTestId('token-value').textContent())!.trim();
 	expect(token).toMatch(/^nomos_pat_/);
 	await expect(section.getByTestId('token-row').filter({ hasText: 'script' })).toContainText('operate');
 	await section.getByTestId('token-name').fill('reader');
 	await section.getByTestId('token-scope').selectOption('read');
+	await section.getByTestId('token-password').fill(env.admin.password);
 	await section.getByTestId('token-create').click();
 	await expect(section.getByTestId('token-created')).toContainText('reader');
 	await expect(section.getByTestId('token-row').filter({ hasText: 'reader' })).toContainText('read ·');
@@ -29,7 +31,7 @@ test('a token created in Settings works from Node without a cookie or Origin, re
 	const recent = await api('/trpc/executions.recent', { bearer: token });
 	expect(recent.status).toBe(200);
 	// A mutation passes the guard; zod answers naming the field.
-	const bad = await post('/trpc/executions.decide', { executionId: 'nope', decision: 'approved', route: 'ops' }, token);
+	const bad = await post('/trpc/executions.decide', { executionId: 'nope', decision: 'approved' }, token);
 	expect(bad.status).toBe(400);
 	expect((await bad.json()).error.message).toContain('executionId:');
 	// The REST answer: 400 names the field, an unknown question is 404 (past auth and origin).

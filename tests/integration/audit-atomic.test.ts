@@ -5,7 +5,7 @@
 import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import type { ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
+import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
@@ -94,7 +94,8 @@ describe('audited changes commit with their audit entry', () => {
 		const [failed] = await sql()<{ status: string }[]>`select status from executions where id = ${r.execution.id}`;
 		expect(failed.status).toBe('failed');
 
-		const viaToken = caller(admin, { id: '00000000-0000-4000-8000-000000000001', name: 'laptop', scope: 'operate' }).executions;
+		const laptop = await insertApiToken(sql(), admin.id, { name: 'laptop', scope: 'operate', days: 7 });
+		const viaToken = caller(admin, { id: laptop.listing.id, name: 'laptop', scope: 'operate' }).executions;
 		await failAudits('execution.retry_requested');
 		await expect(viaToken.retry({ executionId: r.execution.id })).rejects.toThrow();
 		const retries = async () => sql()<{ id: string }[]>`select id from executions where retry_of = ${r.execution.id}`;

@@ -68,13 +68,14 @@ describe('authenticate(): the one sign-in check (hooks.server.ts and the node SS
 	it('gives the locals shape for a valid session cookie', async () => {
 		expect(await authenticate(`theme=dark; nomos_session=${alice.token}`)).toEqual({
 			sessionToken: alice.token,
-			user: { id: alice.id, username: 'alice', role: 'operator' }
+			user: { id: alice.id, username: 'alice', role: 'operator' },
+			sessionVerifiedAt: expect.any(String)
 		});
 	});
 
 	it('reads the cookie leniently but never lets a bad one in', async () => {
 		expect(await authenticate(undefined)).toEqual({ user: null, sessionToken: null });
-		expect(await authenticate('nomos_session=%E0%A4%A')).toEqual({ user: null, sessionToken: '%E0%A4%A' });
+		expect(await authenticate('nomos_session=%E0%A4%A')).toEqual({ user: null, sessionToken: '%E0%A4%A', sessionVerifiedAt: null });
 		expect(await authenticate('nomos_session=not-a-token')).toMatchObject({ user: null });
 		// Percent-encoded characters decode to the token (as SvelteKit's cookies.get does).
 		const encoded = [...alice.token].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');

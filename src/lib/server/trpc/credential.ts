@@ -12,9 +12,9 @@ export function credential(ctx: Pick<Context, 'apiToken' | 'event'>): Credential
  * Referer the browser sets (a page's script cannot point it at another origin), never from the
  * request body; anything else counts as the chat card.
  */
-export function surfaceOf(event: Pick<RequestEvent, 'url'> & { request?: Request }): 'button' | 'ops' {
+export function surfaceOf(event: Partial<Pick<RequestEvent, 'url' | 'request'>>): 'button' | 'ops' {
 	const referer = event.request?.headers.get('referer');
-	if (!referer) return 'button';
+	if (!referer || !event.url) return 'button';
 	try {
 		const u = new URL(referer);
 		return u.origin === event.url.origin && /^\/ops(\/|$)/.test(u.pathname) ? 'ops' : 'button';
