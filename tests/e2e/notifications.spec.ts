@@ -197,8 +197,8 @@ test('webhooks in Settings: added with a masked secret, Send test delivers, a fa
 
 		fail = true;
 		await row.getByTestId('webhook-test').click();
-		await expect(row.getByTestId('webhook-status')).toHaveText('Not delivered: HTTP 500: ntfy is down');
-		await expect(row.getByTestId('webhook-failure')).toContainText('test · HTTP 500: ntfy is down');
+		await expect(row.getByTestId('webhook-status')).toHaveText('Not delivered: HTTP 500 Internal Server Error');
+		await expect(row.getByTestId('webhook-failure')).toContainText('test · HTTP 500 Internal Server Error');
 		await page.screenshot({ path: 'test-results/notifications-settings.png', fullPage: true });
 
 		// Edit: a new name and topic; the header is kept without being shown or typed again.
