@@ -76,11 +76,12 @@ for (const viewport of [
 	{ name: 'phone', width: 390, height: 844 }
 ]) {
 	test(`step-up on the card (${viewport.name}): an irreversible approval from a stale session asks for the password, then goes through`, async ({ page, env, sql }) => {
-		await page.setViewportSize(viewport);
 		const bearer = await token(sql, env.admin.username, `asker-${viewport.name}`, 'operate');
 		// Deleting a snapshot that is not there: irreversible in kind, harmless here (it fails on the host).
 		const id = await requestOverMcp(env.baseURL, bearer, { target: `lxc:${env.proxmox.nodeName}/101`, action: 'pct_delsnapshot', params: { name: `gone-${viewport.name}` }, reason: `step-up ${viewport.name}` });
 		await login(page, env.admin);
+		// Signed in on the desktop layout (the sign-in helper waits for the sidebar), then the phone's.
+		await page.setViewportSize(viewport);
 		await ageSession(page, sql, 11);
 		await page.goto('/ops');
 		const card = page.locator(`[data-execution-id="${id}"]`);
