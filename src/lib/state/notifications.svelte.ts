@@ -8,7 +8,11 @@ const KEY = Symbol('browser-notifier');
 const OFF_KEY = 'nomos.notifications';
 /** Tabs of one browser tell each other which waits one of them shows on screen. */
 const CHANNEL = 'nomos-notify';
-/** How long a tab waits for another tab to say it is showing that chat before it notifies. */
+/**
+ * How long a tab waits for another tab to say it is showing that chat before it notifies. A tab
+ * not looking asks the others at once, and they answer from what they show now, whether or not
+ * their own stream has delivered the event yet (two streams can be seconds apart on a busy machine).
+ */
 const SETTLE_MS = 250;
 /** One tab notifies per wait: it holds the wait's Web Lock this long, the others find it taken. */
 const CLAIM_MS = 30_000;
@@ -27,6 +31,7 @@ export class BrowserNotifier {
 	#permission = $state<Permission>('unsupported');
 	#off = $state(false);
 	#channel: BroadcastChannel | null = null;
+	#path: () => string = () => '';
 	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, nothing renders from it
 	#seen = new Set<string>();
 
@@ -61,10 +66,14 @@ export class BrowserNotifier {
 	/** Follows the fleet stream; `path` is the page this tab shows. Returns the unsubscribe function. */
 	follow(events: LiveEvents, path: () => string): () => void {
 		if (!supported()) return () => undefined;
+		this.#path = path;
 		if (typeof BroadcastChannel !== 'undefined') {
 			this.#channel = new BroadcastChannel(CHANNEL);
-			this.#channel.onmessage = (m: MessageEvent<{ seen?: string }>) => {
+			this.#channel.onmessage = (m: MessageEvent<{ seen?: string; ask?: string; sessionId?: string | null }>) => {
 				if (typeof m.data?.seen === 'string') this.#seen.add(m.data.seen);
+				if (typeof m.data?.ask === 'string' && this.#looking(m.data.sessionId ?? null, this.#path())) {
+					this.#channel?.postMessage({ seen: m.data.ask });
+				}
 			};
 		}
 		const offs = [
@@ -81,12 +90,12 @@ export class BrowserNotifier {
 
 	#consider(w: Wait | null, path: string): void {
 		if (!w || !this.on) return;
-		const looking = document.visibilityState === 'visible' && (w.sessionId ? path === `/chat/${w.sessionId}` : path === '/ops');
-		if (looking) {
+		if (this.#looking(w.sessionId, path)) {
 			this.#seen.add(w.key);
 			this.#channel?.postMessage({ seen: w.key });
 			return;
 		}
+		this.#channel?.postMessage({ ask: w.key, sessionId: w.sessionId });
 		setTimeout(() => {
 			if (this.#seen.has(w.key)) return;
 			const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
@@ -97,6 +106,11 @@ export class BrowserNotifier {
 				await new Promise((r) => setTimeout(r, CLAIM_MS));
 			});
 		}, SETTLE_MS);
+	}
+
+	/** This tab shows that chat (or Ops, for a wait without one) on screen now. */
+	#looking(sessionId: string | null, path: string): boolean {
+		return document.visibilityState === 'visible' && (sessionId ? path === `/chat/${sessionId}` : path === '/ops');
 	}
 
 	#show(w: Wait): void {
