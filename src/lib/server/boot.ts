@@ -143,8 +143,9 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			process.exit(1);
 		});
 	connectDb(databaseUrl);
-	// Told once per start: the app's own connection could undo the audit trail's protection.
-	void canAlterAuditLog(sql()).then(
+	// Told once per start (awaited: one query, and the start's log is then complete when it says ready):
+	// the app's own connection could undo the audit trail's protection.
+	await canAlterAuditLog(sql()).then(
 		(can) => {
 			if (!can) return;
 			log.warn(
