@@ -212,7 +212,8 @@ export async function grantAppRole(ownerUrl: string, role: string): Promise<void
 			await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
 			const [{ graphileWorker }] = await tx<Array<{ graphileWorker: boolean }>>`
 				select to_regclass('graphile_worker.migrations') is not null as "graphileWorker"`;
-			for (const s of grantStatements(role, { graphileWorker })) await tx.unsafe(s);
+			// One round trip (a simple query of many statements, inside this transaction).
+			await tx.unsafe(grantStatements(role, { graphileWorker }).join(';\n'));
 			if (graphileWorker) await allowWorkerRows(tx, role);
 		});
 	} finally {
