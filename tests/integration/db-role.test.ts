@@ -6,12 +6,13 @@ import { readFileSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createBackup } from '../../src/lib/server/backup/backup';
 import { restoreBackup } from '../../src/lib/server/backup/restore';
 import { startEmbeddedPostgres } from '../../src/lib/server/db/embedded';
 import { runMigrations } from '../../src/lib/server/db/migrate';
-import { APP_PASSWORD_FILE, APP_ROLE, roleUrl } from '../../src/lib/server/db/roles';
+import { APP_PASSWORD_FILE, APP_ROLE, ensureAppRole, grantAppRole, roleUrl } from '../../src/lib/server/db/roles';
+import { ConfigError, parseEnv } from '../../src/lib/server/env';
 import { migrateWorkerSchema } from '../../src/lib/server/jobs/worker';
 import { createTestDatabase } from '../helpers/db';
 import { waitUntil } from '../helpers/executions';
@@ -248,4 +249,43 @@ describe('DATABASE_URL', () => {
 		await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
 		await nomos.stop();
 	}, 120_000);
+});
+
+describe('the role and its grants, stated whole each time', () => {
+	it('a role given more than it should have is brought back at the next start; a grant added by hand is taken away', async () => {
+		const role = `nomos_t_${randomBytes(4).toString('hex')}`;
+		const password = randomBytes(12).toString('hex');
+		const admin = inject('pgAdminUrl');
+		expect(await ensureAppRole(admin, password, role)).toBe('created');
+		expect(await ensureAppRole(admin, password, role)).toBe('unchanged');
+		const url = await createTestDatabase();
+		const su = connect(url);
+		await su.unsafe(`alter role ${role} superuser createrole; grant pg_read_all_data to ${role}`);
+		expect(await ensureAppRole(admin, password, role)).toBe('updated');
+		const [r] = await su`
+			select rolsuper, rolcreaterole, (select count(*)::int from pg_auth_members m where m.member = a.oid) as memberships
+			from pg_roles a where rolname = ${role}`;
+		expect(r).toEqual({ rolsuper: false, rolcreaterole: false, memberships: 0 });
+		// A new password (a data dir's file was replaced) is set; the old one stops working.
+		expect(await ensureAppRole(admin, password + 'x', role)).toBe('updated');
+		await expect(connect(roleUrl(url, role, password))`select 1`).rejects.toThrow(/password authentication failed/);
+
+		await grantAppRole(url, role);
+		await su.unsafe(`grant truncate, update, trigger on audit_log to ${role}`);
+		await grantAppRole(url, role);
+		const app = connect(roleUrl(url, role, password + 'x'));
+		await expectAppendOnly(app, 'audit_log');
+		const [rights] = await su`
+			select has_table_privilege(${role}, 'audit_log', 'INSERT') as ins, has_table_privilege(${role}, 'messages', 'UPDATE') as upd,
+			       has_table_privilege(${role}, 'messages', 'TRUNCATE') as trunc`;
+		expect(rights).toEqual({ ins: true, upd: true, trunc: false });
+	});
+
+	it('NOMOS_OWNER_DATABASE_URL without DATABASE_URL is refused with one line naming it', () => {
+		expect(() => parseEnv({ NOMOS_OWNER_DATABASE_URL: 'postgres://nomos@db/nomos' })).toThrow(ConfigError);
+		expect(() => parseEnv({ NOMOS_OWNER_DATABASE_URL: 'postgres://nomos@db/nomos' })).toThrow(/^Invalid configuration: NOMOS_OWNER_DATABASE_URL /);
+		expect(parseEnv({ DATABASE_URL: 'postgres://app@db/nomos', NOMOS_OWNER_DATABASE_URL: 'postgres://nomos@db/nomos' }).NOMOS_OWNER_DATABASE_URL).toBe(
+			'postgres://nomos@db/nomos'
+		);
+	});
 });
