@@ -33,7 +33,8 @@ try {
 	// FILE, or a directory to write the dated default name into (what the systemd timer does).
 	const arg = process.argv[2];
 	const file = !arg ? defaultBackupName() : existsSync(arg) && statSync(arg).isDirectory() ? path.join(arg, defaultBackupName()) : arg;
-	const target = { databaseUrl: config.DATABASE_URL, dataDir: config.NOMOS_DATA_DIR, pgPort: config.NOMOS_PG_PORT };
+	// As the database's owner: it reads every table, and a restore creates them (migrations).
+	const target = { databaseUrl: config.NOMOS_OWNER_DATABASE_URL ?? config.DATABASE_URL, dataDir: config.NOMOS_DATA_DIR, pgPort: config.NOMOS_PG_PORT };
 	partial = partialName(file);
 	const r = await createBackup(target, file, (line) => log.info(line), { signal: aborter.signal });
 	const rows = r.manifest.tables.reduce((n, t) => n + t.rows, 0);

@@ -14,7 +14,8 @@ if (!file) {
 }
 try {
 	const config = env();
-	const target = { databaseUrl: config.DATABASE_URL, dataDir: config.NOMOS_DATA_DIR, pgPort: config.NOMOS_PG_PORT };
+	// As the database's owner: it reads every table, and a restore creates them (migrations).
+	const target = { databaseUrl: config.NOMOS_OWNER_DATABASE_URL ?? config.DATABASE_URL, dataDir: config.NOMOS_DATA_DIR, pgPort: config.NOMOS_PG_PORT };
 	const r = await restoreBackup(file, target, (line) => log.info(line));
 	log.info(
 		{ rows: r.rows, tables: r.manifest.tables.length, from: r.manifest.createdAt },

@@ -18,7 +18,7 @@ const config = env();
 const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT });
 const url = config.DATABASE_URL ?? embedded!.url;
 try {
-	await runMigrations(url);
+	await runMigrations(config.NOMOS_OWNER_DATABASE_URL ?? url);
 	connectDb(url, { max: 2 });
 	log(`rebuilding the review facts (${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.NOMOS_DATA_DIR}`})…`);
 	const t0 = performance.now();

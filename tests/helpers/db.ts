@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { connectDb, disconnectDb } from '../../src/lib/server/db/index';
+import { APP_ROLE, roleUrl } from '../../src/lib/server/db/roles';
 import { TEMPLATE_DB, withDatabase } from './global-setup';
 
 /** Creates a fresh database: a clone of the migrated template, or empty. Returns its URL. */
@@ -17,15 +18,22 @@ export async function createTestDatabase(opts: { empty?: boolean } = {}): Promis
 	return withDatabase(adminUrl, name);
 }
 
+/** The same database as `url` (a superuser's), as the app's role (`nomos_app`, as `npm start` connects). */
+export function asAppRole(url: string): string {
+	return roleUrl(url, APP_ROLE, inject('pgAppPassword'));
+}
+
 /**
- * Gives the test file its own migrated database and connects the app's db module to it.
- * Returns a getter for the URL (set once beforeAll ran).
+ * Gives the test file its own migrated database and connects the app's db module to it: as the
+ * superuser, or with `as: 'app'` as the app's role, the way Nomos itself connects (fixtures then
+ * go through the same rights as the app). Returns a getter for the superuser's URL (set once
+ * beforeAll ran).
  */
-export function useTestDatabase(): () => string {
+export function useTestDatabase(opts: { as?: 'superuser' | 'app' } = {}): () => string {
 	let url = '';
 	beforeAll(async () => {
 		url = await createTestDatabase();
-		connectDb(url);
+		connectDb(opts.as === 'app' ? asAppRole(url) : url);
 	});
 	afterAll(async () => {
 		await disconnectDb();

@@ -19,7 +19,8 @@ import {
 	DEBIAN, addHost, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, useHub, waitUntil
 } from '../helpers/executions';
 
-useTestDatabase();
+// As the app's role, as Nomos connects: the whole path works with the rights it is granted.
+useTestDatabase({ as: 'app' });
 const theHub = useHub();
 
 let pve: ProxmoxDouble;

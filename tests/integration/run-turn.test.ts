@@ -8,7 +8,8 @@ import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
 
-useTestDatabase();
+// As the app's role, as Nomos connects: the whole path works with the rights it is granted.
+useTestDatabase({ as: 'app' });
 let llm: ScriptedLlm;
 
 beforeAll(async () => {

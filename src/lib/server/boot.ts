@@ -4,6 +4,7 @@ import { handOverTurns, installTurnCancellation } from './conversation/active-tu
 import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
+import { APP_ROLE, appRolePassword, canAlterAuditLog, ensureAppRole, grantAppRole, roleUrl, urlRole } from './db/roles';
 import { countOperators, issueSetupToken } from './db/queries/operators';
 import { ensureConfiguredOperator } from './auth/accounts';
 import { upsertConfiguredHosts } from './db/queries/hosts';
@@ -91,27 +92,50 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const settled = role === 'web' ? firstAnswer(AFTER_BOOT_MS) : Promise.resolve();
 	const workerModule = settled.then(() => import('./jobs/worker'));
 	let embedded: EmbeddedPostgres | undefined;
+	// The database's owner runs the migrations; the app (this process's pool, its worker) connects
+	// as databaseUrl's role, which owns nothing (db/roles.ts). `appRole` is that role when the
+	// owner is to grant it its rights, null when one role does both (DATABASE_URL alone).
+	let ownerUrl: string;
 	let databaseUrl: string;
+	let appRole: Promise<string> | null = null;
 	if (config.DATABASE_URL) {
 		databaseUrl = config.DATABASE_URL;
+		ownerUrl = config.NOMOS_OWNER_DATABASE_URL ?? databaseUrl;
 		const u = new URL(databaseUrl);
-		log.info(`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}`);
+		log.info(
+			`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}` + (config.NOMOS_OWNER_DATABASE_URL ? ' (migrations as NOMOS_OWNER_DATABASE_URL)' : '')
+		);
+		const app = urlRole(databaseUrl);
+		if (config.NOMOS_OWNER_DATABASE_URL && app && app !== urlRole(ownerUrl)) appRole = Promise.resolve(app);
 	} else {
 		// server.js starts it while the app's code loads; anything else (tests, scripts) starts it here.
 		const early = takeEarlyPostgres(config.NOMOS_DATA_DIR, config.NOMOS_PG_PORT);
 		embedded = await (early ?? startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT, log: pgLine, claim: true }));
-		databaseUrl = embedded.url;
+		ownerUrl = embedded.url;
+		const password = await appRolePassword(config.NOMOS_DATA_DIR);
+		databaseUrl = roleUrl(embedded.url, APP_ROLE, password);
 		log.info(
 			`database: embedded Postgres on 127.0.0.1:${config.NOMOS_PG_PORT}, data in ${config.NOMOS_DATA_DIR}` +
 				(embedded.owned ? '' : ' (reused a running server)')
 		);
+		const made = ensureAppRole(ownerUrl, password);
+		appRole = made.then((r) => {
+			if (r !== 'unchanged') log.info(`database: role ${APP_ROLE} ${r} (the app's connections; it owns nothing)`);
+			return APP_ROLE;
+		});
+		appRole.catch(() => undefined);
 	}
+	const grant = async () => {
+		if (appRole) await grantAppRole(ownerUrl, await appRole);
+	};
 	// Nomos's tables and graphile-worker's schema are independent: checked side by side. The first
 	// requests need only Nomos's; a job waits for the other check (gateJobsOn), the worker too.
-	const workerSchema = workerModule.then((m) => m.migrateWorkerSchema(databaseUrl));
+	// Each is followed by the app role's grants, so a table either made is usable at once.
+	const workerSchema = workerModule.then((m) => m.migrateWorkerSchema(ownerUrl)).then(grant);
 	gateJobsOn(workerSchema);
 	workerSchema.catch(() => undefined);
-	await runMigrations(databaseUrl);
+	await runMigrations(ownerUrl);
+	await grant();
 	if (role === 'worker') await workerSchema;
 	else
 		workerSchema.catch((e: Error) => {
@@ -119,6 +143,19 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			process.exit(1);
 		});
 	connectDb(databaseUrl);
+	// Told once per start (awaited: one query, and the start's log is then complete when it says ready):
+	// the app's own connection could undo the audit trail's protection.
+	await canAlterAuditLog(sql()).then(
+		(can) => {
+			if (!can) return;
+			log.warn(
+				config.DATABASE_URL && !config.NOMOS_OWNER_DATABASE_URL
+					? "database: DATABASE_URL's role owns audit_log (or is a superuser), so the app's own connection could switch off the audit trail's append-only triggers; set NOMOS_OWNER_DATABASE_URL to the owner and give DATABASE_URL a role of its own (deploy/README.md)"
+					: "database: the app's role owns audit_log (or is a superuser), so it could switch off the audit trail's append-only triggers; give DATABASE_URL a role that owns nothing (deploy/README.md)"
+			);
+		},
+		(e: Error) => log.warn(`database: could not check the app role's rights on audit_log: ${e.message}`)
+	);
 
 	// The configured operator and hosts, the knowledge import and the event hub do not depend on
 	// each other: side by side.

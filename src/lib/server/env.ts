@@ -53,6 +53,12 @@ export const envSchema = z.object({
 	/** The app's public origin (adapter-node reads it too); links in webhook notices start with it unless Settings names one. */
 	ORIGIN: z.preprocess(empty, z.url({ protocol: /^https?$/ }).optional()),
 	DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+	/**
+	 * With DATABASE_URL: the role that owns Nomos's tables and runs the migrations; DATABASE_URL's
+	 * role is then granted what the app needs and nothing more (db/roles.ts). Unset: DATABASE_URL's
+	 * role does both, as before.
+	 */
+	NOMOS_OWNER_DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
 	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
 	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),
 	/** What the log says: fatal, error, warn, info, debug, trace or silent (JSON lines unless stdout is a terminal). */
@@ -119,7 +125,12 @@ export class ConfigError extends Error {}
 /** Parses an environment; throws a ConfigError whose message is one line naming the variable. */
 export function parseEnv(source: Record<string, string | undefined>): Env {
 	const result = envSchema.safeParse(source);
-	if (result.success) return result.data;
+	if (result.success) {
+		if (result.data.NOMOS_OWNER_DATABASE_URL && !result.data.DATABASE_URL) {
+			throw new ConfigError('Invalid configuration: NOMOS_OWNER_DATABASE_URL is set without DATABASE_URL (the embedded Postgres makes its own roles)');
+		}
+		return result.data;
+	}
 	const issue = result.error.issues[0];
 	const name = String(issue.path[0] ?? 'environment');
 	throw new ConfigError(`Invalid configuration: ${name} ${issue.message}`);

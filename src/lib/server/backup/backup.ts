@@ -3,6 +3,7 @@ import path from 'node:path';
 import { addAbortSignal } from 'node:stream';
 import postgres from 'postgres';
 import type { TransactionSql } from '../db/index';
+import { APP_PASSWORD_FILE } from '../db/roles';
 import { copyTableOut, listAppliedMigrations, listBackupTables, listHostKeyPaths, listSequenceValues, type TableShape } from '../db/queries/backup';
 import { MANIFEST_ENTRY, type Manifest } from './manifest';
 import { writeTarGz, type TarEntry } from './tar';
@@ -27,7 +28,8 @@ async function dataDirFiles(dataDir: string): Promise<string[]> {
 		for (const d of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
 			const full = path.join(dir, d.name);
 			const rel = path.relative(root, full);
-			if (rel === 'pg' || rel === 'pg-password') continue;
+			// The cluster and its roles' passwords belong to the server, not the data: a restore makes new ones.
+			if (rel === 'pg' || rel === 'pg-password' || rel === APP_PASSWORD_FILE) continue;
 			if (d.isDirectory()) await walk(full);
 			else if (d.isFile()) out.push(rel);
 		}

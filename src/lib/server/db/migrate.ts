@@ -2,8 +2,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
 
-/** Arbitrary constant shared by every Nomos process: one migrator at a time per database. */
-const MIGRATION_LOCK = 7_140_202_611;
+/**
+ * Arbitrary constant shared by every Nomos process: one migrator at a time per database (Nomos's
+ * migrations, graphile-worker's and the app role's grants, roles.ts).
+ */
+export const MIGRATION_LOCK = 7_140_202_611;
 
 /** Where the migrations are: `NOMOS_MIGRATIONS_DIR`, else `drizzle/` under the working directory. */
 export const migrationsDir = (): string => path.resolve(process.env.NOMOS_MIGRATIONS_DIR ?? 'drizzle');

@@ -4,6 +4,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { Logger, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { sql } from '../db/index';
+import { MIGRATION_LOCK } from '../db/migrate';
 import { emitEventNow } from '../db/queries/events';
 import { announceIfGaveUp, closeAbandonedJobs } from '../db/queries/jobs';
 import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
@@ -33,14 +34,21 @@ export interface WorkerHandle {
 	stop(): Promise<void>;
 }
 
-/** Installs or upgrades graphile-worker's schema so any process can add jobs with SQL. */
+/**
+ * Installs or upgrades graphile-worker's schema so any process can add jobs with SQL. Run as the
+ * database's owner (roles.ts): the app's role may use the schema, never change it. Holds the
+ * migration lock on the pool's one connection while graphile migrates over that same
+ * connection, so the app role's grants (granted under that lock) never meet a half-made table.
+ */
 export async function migrateWorkerSchema(url: string): Promise<void> {
-	const pool = new pg.Pool({ connectionString: url, max: 1 });
+	const pool = new pg.Pool({ connectionString: url, max: 1, application_name: 'nomos-migrate' });
 	pool.on('error', () => undefined);
 	pool.on('connect', (client) => client.on('error', () => undefined));
 	try {
+		await pool.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
 		await runMigrations({ pgPool: pool, logger: graphileLogger });
 	} finally {
+		// Ending the pool ends the session, and the session's lock with it.
 		await pool.end();
 	}
 }
