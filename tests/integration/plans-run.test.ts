@@ -126,6 +126,8 @@ describe('an approved plan runs itself', () => {
 		// Exactly two model requests after the approval, both of the one summary turn, and the
 		// first of them already carried every step's outcome (nothing was asked between steps).
 		expect(llm.requests.length - before).toBe(2);
+		const chars = llm.requests.reduce((n, r) => n + JSON.stringify(r.body).length, 0);
+		console.log(`[plans-run] model requests: ${llm.requests.length} in all, ${llm.requests.length - before} after the approval; request bodies ${chars} chars`);
 		const first = JSON.stringify(llm.requests[before].body);
 		expect(first).toContain('ran to the end: every step succeeded');
 		for (let i = 1; i <= 6; i++) expect(first).toContain(`Step ${i} (`);
