@@ -37,6 +37,8 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		if (plan.cancelRequestedAt) return endPlan(tx, plan, 'cancelled', null);
 		const next = plan.steps.find((s) => !s.executionId);
 		if (!next) return endPlan(tx, plan, 'succeeded', null);
+		// A plan nothing moved on for NOMOS_APPROVAL_TTL_H (no worker for days) does not start a step late.
+		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now()) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
 		const p = await prepareExecution({ target: next.target, action: next.action, params: next.params, reason: next.why });
 		if ('error' in p) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer checks out (${p.error})`);
 		if (p.hash !== next.hash) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer resolves to exactly what was approved`);
