@@ -16,6 +16,7 @@ export const taskList: TaskList = {
 	agent__run_turn: lazy(async () => (await import('./agent__run_turn')).agent__run_turn),
 	agent__continue_session: lazy(async () => (await import('./agent__continue_session')).agent__continue_session),
 	executions__run: lazy(async () => (await import('./executions__run')).executions__run),
+	plans__advance: lazy(async () => (await import('./plans__advance')).plans__advance),
 	executions__sweep: lazy(async () => (await import('./executions__sweep')).executions__sweep),
 	events__prune: lazy(async () => (await import('./events__prune')).events__prune),
 	review__rebuild_facts: lazy(async () => (await import('./review__rebuild_facts')).review__rebuild_facts),

@@ -14,44 +14,67 @@ async function startChat(page: Page, text: string) {
 
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 
-test('deploy TypeType: plan → one approval → create runs → the agent verifies by itself', async ({ page, env, sql }) => {
+test('deploy an app from one message and one plan approval: the plan runs itself, read-only health step included; the agent reports once', async ({ page, env, sql }) => {
+	const { setHttpIn } = await import('../doubles/proxmox/state');
 	const llm = llmControl(env.llmURL);
 	const create = { vmid: '105', hostname: 'typetype', template: TEMPLATE, cores: 2, memory: 2048, disk: 8, storage: 'local-lvm', features: { nesting: true } };
+	const unit = '[Unit]\nDescription=TypeType\n\n[Service]\nExecStart=/usr/bin/node /opt/typetype/server.js\n\n[Install]\nWantedBy=multi-user.target\n';
+	const steps = [
+		{ action: 'pct_create', target: 'strong', params: create, why: 'a Debian 12 CT for TypeType' },
+		{ action: 'pct_push', target: 'strong/105', params: { path: '/etc/systemd/system/typetype.service', content: unit }, why: 'its unit' },
+		{ action: 'systemctl', target: 'strong/105', params: { unit: 'typetype.service', op: 'start' }, why: 'start it' },
+		{ action: 'ct_http_check', target: 'strong/105', params: { port: 8080, path: '/healthz' }, why: 'make sure it answers' }
+	];
+	await setHttpIn(env.proxmox.stateDir, 105, 8080, { paths: { '/healthz': { body: 'ok' } } });
 	await llm.push(
-		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Deploy TypeType on strong', steps: [{ action: 'pct_create', target: 'strong', params: create, why: 'a Debian 12 CT for TypeType' }] } }] },
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'strong', action: 'pct_create', params: create, reason: 'step 1 of the approved plan' } }] },
-		{ text: 'Creating CT 105 now; I will verify when it finishes.' },
+		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Deploy TypeType on strong', steps } }] },
+		// Nothing between the steps: the next request is the one summary turn, after the plan has ended.
 		{ toolCalls: [{ name: 'list_lxcs', args: {} }] },
-		{ text: 'TypeType is deployed: CT 105 `typetype` is **running** on strong.' }
+		{ text: 'TypeType is deployed: CT 105 `typetype` is **running** on strong and /healthz answers ok.' }
 	);
 	await login(page, env.admin);
-	await startChat(page, 'deploy TypeType on strong as an LXC');
+	await startChat(page, 'deploy TypeType on strong as an LXC and make sure it works');
 
 	const plan = page.getByTestId('plan-card');
 	await expect(plan).toContainText('Deploy TypeType on strong');
-	await expect(plan.getByTestId('plan-step')).toContainText("'pct' 'create' '105' 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' '--hostname' 'typetype'");
+	await expect(plan.getByTestId('plan-step')).toHaveCount(4);
+	await expect(plan.getByTestId('plan-step').first()).toContainText("'pct' 'create' '105' 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' '--hostname' 'typetype'");
+	await expect(plan.getByTestId('plan-step').last()).toContainText('check');
 	await page.getByTestId('approve-plan').click();
 	await expect(page.getByTestId('assent-window')).toBeVisible();
 
-	const card = page.getByTestId('execution-card');
-	await expect(card).toBeVisible();
-	await expect(card.getByTestId('execution-step').first()).toContainText('pct create 105');
-	await expect(card.getByTestId('step-output').first()).toContainText('extracting archive');
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
-	await expect(card.getByTestId('decision')).toContainText('via plan');
+	// One card shows the plan's progress, live, to its end.
+	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: 60_000 });
+	for (const step of await plan.getByTestId('plan-step').all()) await expect(step).toHaveAttribute('data-state', 'succeeded');
+	await expect(page.getByTestId('stop-plan')).toHaveCount(0);
 
 	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
 	await expect(last).toContainText('TypeType is deployed', { timeout: 30_000 });
 	await expect(last).toHaveAttribute('data-origin', 'continuation');
-	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_create on host:strong' })).toContainText('succeeded: CT 105 (typetype) created and started');
-	await page.screenshot({ path: 'test-results/deploy-typetype.png', fullPage: true });
+	await expect(page.getByTestId('system-note').filter({ hasText: 'ran to the end' })).toHaveCount(1);
+	await page.setViewportSize({ width: 1280, height: 900 });
+	await plan.scrollIntoViewIfNeeded();
+	await plan.screenshot({ path: 'test-results/plan-card-1280.png' });
+	await page.setViewportSize({ width: 390, height: 844 });
+	await plan.scrollIntoViewIfNeeded();
+	await plan.screenshot({ path: 'test-results/plan-card-390.png' });
+	await page.setViewportSize({ width: 1280, height: 900 });
 
-	// Zero operator messages after the approval; the note reached the model but is no user turn.
+	// One message, one approval, three model requests in all: propose, then look and report.
 	const sessionId = page.url().split('/').pop()!;
 	const users = await sql`select count(*)::int as n from messages where session_id = ${sessionId} and role = 'user'`;
 	expect(users[0].n).toBe(1);
 	const reqs = await llm.requests();
-	expect(JSON.stringify(reqs[3].body)).toContain('(pct_create on host:strong) succeeded: CT 105 (typetype) created and started');
+	expect(reqs).toHaveLength(3);
+	const summary = JSON.stringify(reqs[1].body);
+	expect(summary).toContain('ran to the end: every step succeeded');
+	expect(summary).toContain('(ct_http_check on lxc:strong/105) succeeded');
+	console.log(`[e2e deploy] model requests: ${reqs.length} (1 message, 1 plan approval, 0 continue)`);
+
+	// Ops shows the same card.
+	await page.goto('/ops');
+	await expect(page.getByTestId('ops-plans').getByTestId('plan-card').first()).toContainText('Deploy TypeType on strong');
+	await page.getByTestId('ops-plans').screenshot({ path: 'test-results/plan-card-ops-1280.png' });
 	// The inventory refreshes after the create (a sync that started before it may land first).
 	await expect
 		.poll(async () => [...(await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`)], { timeout: 20_000 })
@@ -144,15 +167,13 @@ test('typing "go ahead" approves what is pending; the turn is told', async ({ pa
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup is up.');
 });
 
-test('a destroy that fails because the CT runs recovers: stop, destroy again (a new approval, the plan step was used), verify', async ({ page, env, sql }) => {
+test('a plan whose destroy fails because the CT runs stops there; the agent recovers with new approvals: stop, destroy again, verify', async ({ page, env, sql }) => {
 	const { writeSeed } = await import('../doubles/proxmox/state');
 	await writeSeed(env.proxmox.stateDir, [{ vmid: 110, hostname: 'scratch', status: 'running', cores: 1, memory: 256 }]);
 	const llm = llmControl(env.llmURL);
 	const target = 'lxc:strong/110';
 	await llm.push(
-		{ toolCalls: [{ name: 'propose_plan', args: { title: 'Remove scratch', steps: [{ action: 'pct_stop', target, why: 'it must be stopped' }, { action: 'pct_destroy', target, why: 'remove it' }] } }] },
-		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_destroy', params: {}, reason: 'remove scratch' } }] },
-		{ text: 'Destroying scratch.' },
+		{ toolCalls: [{ name: 'propose_plan', args: { title: 'Remove scratch', steps: [{ action: 'pct_destroy', target, why: 'remove it' }] } }] },
 		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_stop', params: {}, reason: 'the destroy failed because it runs: stop it first' } }] },
 		{ text: 'It was still running; stopping it first.' },
 		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_destroy', params: {}, reason: 'now that it is stopped' } }] },
@@ -163,22 +184,28 @@ test('a destroy that fails because the CT runs recovers: stop, destroy again (a 
 	await login(page, env.admin);
 	await startChat(page, 'remove the scratch container');
 	await page.getByTestId('approve-plan').click();
-	// The plan approved one destroy; it failed, so the second destroy needs its own click.
-	const again = page.getByTestId('execution-card').nth(2);
+	const plan = page.getByTestId('plan-card');
+	await expect(plan).toHaveAttribute('data-status', 'failed', { timeout: 45_000 });
+	await expect(plan.getByTestId('plan-step')).toContainText('container is running');
+	// The plan approved one destroy; it failed, so the stop and the second destroy need their own clicks.
+	const stop = page.getByTestId('execution-card').nth(0);
+	await expect(stop).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 45_000 });
+	await stop.getByTestId('approve').click();
+	const again = page.getByTestId('execution-card').nth(1);
 	await expect(again).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 45_000 });
 	await expect(again.getByTestId('approve')).toHaveText('Destroy CT 110');
 	await again.getByTestId('approve').click();
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: 45_000 });
 	const cards = page.getByTestId('execution-card');
-	await expect(cards).toHaveCount(3);
-	await expect(cards.nth(0)).toHaveAttribute('data-status', 'failed');
-	await expect(cards.nth(0).getByTestId('execution-error')).toContainText('container is running');
+	await expect(cards).toHaveCount(2);
+	await expect(cards.nth(0)).toHaveAttribute('data-status', 'succeeded');
 	await expect(cards.nth(1)).toHaveAttribute('data-status', 'succeeded');
-	await expect(cards.nth(2)).toHaveAttribute('data-status', 'succeeded');
 
 	const sessionId = page.url().split('/').pop()!;
 	const users = await sql`select count(*)::int as n from messages where session_id = ${sessionId} and role = 'user'`;
 	expect(users[0].n).toBe(1);
 	const reqs = await llm.requests();
-	expect(JSON.stringify(reqs[3].body)).toMatch(/pct_destroy on lxc:strong\/110\) failed: .*container is running/);
+	expect(JSON.stringify(reqs[1].body)).toMatch(/The plan \\"Remove scratch\\" stopped at step 1 of 1 \(failed\)/);
+	expect(JSON.stringify(reqs[1].body)).toMatch(/pct_destroy on lxc:strong\/110\) failed: .*container is running/);
 });
+

@@ -10,6 +10,7 @@ import { requestExecution, type RequestOutcome } from '../../src/lib/server/exec
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { sweep } from '../../src/lib/server/executions/lifecycle';
+import { advancePlan } from '../../src/lib/server/executions/plans';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';
@@ -356,7 +357,7 @@ describe('a process without the realtime hub', () => {
 });
 
 describe('plans', () => {
-	it('a request matching an approved plan step runs without another approval; any drift needs one', async () => {
+	it('a request matching a step of the running plan is refused (the plan runs it); any drift needs its own approval', async () => {
 		const startStep = { target: 'strong/104', action: 'pct_start', params: {}, reason: 'start planned' };
 		const createParams = { vmid: '160', hostname: 'plan-ct', template: DEBIAN, memory: 1024 };
 		const createStep = { target: 'strong', action: 'pct_create', params: createParams, reason: 'create plan-ct' };
@@ -372,20 +373,17 @@ describe('plans', () => {
 		});
 		expect(plan?.status).toBe('approved');
 
-		// Exactly the planned step: approved by the plan, run job queued.
-		const same = await request(startStep);
-		expect(same.via).toBe('plan');
-		expect(same.execution).toMatchObject({ status: 'approved', planId: plan!.id, expiresAt: null });
-		expect(same.execution.decision).toMatchObject({ decision: 'approved', route: 'plan', decidedBy: 'alice' });
-		expect((await jobsFor(same.execution.id)).map((j) => j.task)).toEqual(['executions__run']);
-		expect((await getPlan(sql(), plan!.id))!.steps[0].executionId).toBe(same.execution.id);
+		// Exactly a planned step: not requested again, nothing written.
+		for (const s of [startStep, createStep]) {
+			const r = await requestExecution(sessionId, s);
+			expect(r).toMatchObject({ error: expect.stringContaining('this step runs as part of the approved plan "Start planned, create plan-ct"') });
+		}
+		expect((await getPlan(sql(), plan!.id))!.steps.map((s) => s.executionId)).toEqual([null, null]);
 
-		// Drift: different params, different target, a used step again, another session.
+		// Drift: different params, different target, another session: an ordinary request.
 		const drifted = [
 			await request({ ...createStep, params: { ...createParams, memory: 2048 } }),
-			await request({ ...createStep, params: { ...createParams, vmid: '161' } }),
 			await request({ ...startStep, target: 'strong/101' }),
-			await request(startStep),
 			await request(createStep, await newSession(operatorId, 'another chat'))
 		];
 		for (const d of drifted) {
@@ -393,20 +391,9 @@ describe('plans', () => {
 			expect(d.execution.status).toBe('awaiting_approval');
 			expect(d.execution.planId).toBeNull();
 			expect(await jobsFor(d.execution.id)).toEqual([]);
+			await sql()`update executions set status = 'cancelled', finished_at = now() where id = ${d.execution.id}`;
 		}
-
-		// The exact create step still matches.
-		const create = await request(createStep);
-		expect(create.via).toBe('plan');
-		expect(create.execution.status).toBe('approved');
-		const after = (await getPlan(sql(), plan!.id))!;
-		expect(after.steps.map((s) => s.executionId)).toEqual([same.execution.id, create.execution.id]);
-
-		// And it really runs.
-		await runExecution(same.execution.id);
-		expect((await load(same.execution.id)).status).toBe('succeeded');
-		expect((await pve.containers()).find((c) => c.vmid === 104)?.status).toBe('running');
-		await sql()`update executions set status = 'cancelled', finished_at = now() where id = ${create.execution.id}`;
+		await sql()`update plans set status = 'cancelled', finished_at = now() where id = ${plan!.id}`;
 	});
 });
 
@@ -510,7 +497,10 @@ describe('a deploy that finishes', () => {
 			{ target: 'strong', action: 'pveam_download', params: { storage: 'local', template }, reason: 'the template is missing' },
 			{ target: 'strong', action: 'pct_create', params: { vmid: '170', hostname: 'typetype', template: `local:vztmpl/${template}` }, reason: 'the CT' },
 			{ target: 'strong/170', action: 'pct_push', params: { path: '/etc/systemd/system/typetype.service', content: unit }, reason: 'its unit' },
-			{ target: 'strong/170', action: 'systemctl', params: { unit: 'typetype.service', op: 'start' }, reason: 'start it' }
+			{ target: 'strong/170', action: 'systemctl', params: { unit: 'typetype.service', op: 'start' }, reason: 'start it' },
+			// Verifying needs no approval of its own: read-only checks are steps of the plan too.
+			{ target: 'strong/170', action: 'ct_service_active', params: { unit: 'typetype.service' }, reason: 'verify' },
+			{ target: 'strong/170', action: 'ct_http_check', params: { port: 8080, path: '/healthz' }, reason: 'verify' }
 		];
 		const steps: Array<PreparedExecution & { why: string }> = [];
 		for (const s of planned) {
@@ -518,22 +508,22 @@ describe('a deploy that finishes', () => {
 			if ('error' in p) throw new Error(p.error);
 			steps.push({ ...p, why: s.reason });
 		}
+		await pve.setHttp(170, 8080, { paths: { '/healthz': { body: 'ok' } } });
 		const plan = await sql().begin(async (tx) => decidePlan(tx, (await insertPlan(tx, sessionId, 'Deploy TypeType', steps)).id, 'approved', operatorId, 24));
 		expect(plan?.status).toBe('approved');
+		// What the plans__advance and executions__run jobs do, one step after the other.
 		for (const s of planned) {
-			const r = await request(s);
-			expect(r.via, s.action).toBe('plan');
-			await runExecution(r.execution.id);
-			const e = await load(r.execution.id);
+			expect(await advancePlan(plan!.id), s.action).toBe('running');
+			const id = (await getPlan(sql(), plan!.id))!.steps.find((x) => x.action === s.action && x.executionId && x.index === planned.indexOf(s))!.executionId!;
+			await runExecution(id);
+			const e = await load(id);
 			expect(e.status, `${s.action}: ${e.error ?? ''}`).toBe('succeeded');
 		}
-		// Verifying needs no approval: read-only checks run at once.
-		await pve.setHttp(170, 8080, { paths: { '/healthz': { body: 'ok' } } });
-		const active = await request({ target: 'strong/170', action: 'ct_service_active', params: { unit: 'typetype.service' }, reason: 'verify' });
-		expect(active).toMatchObject({ via: 'read_only', execution: { status: 'succeeded' } });
-		expect(active.execution.steps[0].stdoutTail).toBe('active\n');
-		const http = await request({ target: 'strong/170', action: 'ct_http_check', params: { port: 8080, path: '/healthz' }, reason: 'verify' });
-		expect(http).toMatchObject({ via: 'read_only', execution: { status: 'succeeded' } });
+		expect(await advancePlan(plan!.id)).toBe('ended');
+		expect((await getPlan(sql(), plan!.id))!.status).toBe('succeeded');
+		const runs = await Promise.all((await getPlan(sql(), plan!.id))!.steps.map((s) => load(s.executionId!)));
+		expect(runs[4].steps[0].stdoutTail).toBe('active\n');
+		expect(runs.map((e) => e.decision?.route ?? null)).toEqual(['plan', 'plan', 'plan', 'plan', null, null]);
 		expect((await pve.containers()).find((c) => c.vmid === 170)).toMatchObject({ hostname: 'typetype', status: 'running', ostemplate: `local:vztmpl/${template}` });
 	});
 });

@@ -169,4 +169,35 @@ describe('the turn runner', () => {
 		expect(stored.filter((m) => m.role === 'user')).toHaveLength(1);
 		expect(JSON.stringify(stored)).not.toContain('execution 123');
 	});
+	it('a refused propose_plan goes back to the model in the same turn; only the accepted plan ends it', async () => {
+		const sessionId = await newSession('deploy the app and make sure it works');
+		await sql()`insert into hosts (name, address, port, username, key_path, host_key_fingerprint)
+			values ('strong', '127.0.0.1', 22, 'root', '/nonexistent', 'SHA256:test') on conflict do nothing`;
+		const unit = { vmid: '170', path: '/etc/systemd/system/app.service', content: '[Service]\nExecStart=/usr/bin/node /opt/app/server.js\n' };
+		const plan = (push: Record<string, unknown>) => ({
+			title: 'Deploy the app',
+			steps: [
+				{ action: 'pct_push', target: 'strong/170', params: push, why: 'its unit' },
+				{ action: 'ct_http_check', target: 'strong/170', params: { port: 8080, path: '/' }, why: 'verify' }
+			]
+		});
+		llm.push(
+			{ toolCalls: [{ name: 'propose_plan', args: plan({ ...unit, perms: '0644' }) }] },
+			{ toolCalls: [{ name: 'propose_plan', args: plan({ ...unit, mode: '0644' }) }] },
+			{ text: 'never asked: the accepted plan ends the turn' }
+		);
+		const r = await runTurn({ sessionId, origin: 'chat' });
+		expect(r.status).toBe('complete');
+		expect(llm.requests).toHaveLength(2);
+		// The second request carried the refusal, naming the wrong field and the allowed ones.
+		const refusal = llm.requests[1].body!.messages!.find((m) => m.role === 'tool')!;
+		expect(JSON.stringify(refusal.content)).toMatch(/step 1: bad params for pct_push.*perms/);
+		const plans = await sql()`select status, steps from plans where session_id = ${sessionId}`;
+		expect(plans).toHaveLength(1);
+		expect(plans[0].status).toBe('proposed');
+		// No operator message was needed: the operator wrote once.
+		const msgs = await listMessages(sql(), sessionId);
+		expect(msgs.filter((m) => m.role === 'user')).toHaveLength(1);
+		expect(msgs.filter((m) => m.role === 'assistant')).toHaveLength(1);
+	});
 });

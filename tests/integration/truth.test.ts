@@ -5,8 +5,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession, executionNote } from '../../src/lib/server/agent/continuation';
-import { decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
+import { decidePlan, getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
+import { advancePlan } from '../../src/lib/server/executions/plans';
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
@@ -154,23 +155,34 @@ describe('plan approvals', () => {
 		return r;
 	};
 
-	it('expire: a plan decided longer ago than the approval TTL approves nothing', async () => {
+	it('expire: a plan nothing moved on for longer than the approval TTL starts no step', async () => {
 		const step = { target: 'lxc:strong/101', action: 'pct_start', params: {}, reason: 'r' };
 		const { sessionId: s, plan: p } = await plan([step]);
 		expect(p.expiresAt).not.toBeNull();
 		await sql()`update plans set decided_at = now() - interval '90 days', expires_at = now() - interval '89 days' where id = ${p.id}`;
+		expect(await advancePlan(p.id)).toBe('ended');
+		const after = (await getPlan(sql(), p.id))!;
+		expect(after).toMatchObject({ status: 'failed', error: expect.stringContaining('approval expired') });
+		expect(after.steps[0].executionId).toBeNull();
+		// Once it has ended, the same request is an ordinary one.
 		const r = await req(step, s);
 		expect(r.via).toBe('approval');
 		expect(r.execution.status).toBe('awaiting_approval');
 	});
 
-	it('a step runs at most once per decision: after it failed, the same request waits for a new approval', async () => {
+	it('a step runs at most once per decision: after it failed, the plan has ended and the same request waits for a new approval', async () => {
 		const step = { target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'r' };
-		const { sessionId: s } = await plan([step]);
-		const first = await req(step, s);
-		expect(first.via).toBe('plan');
-		await runExecution(first.execution.id);
-		expect((await load(first.execution.id)).status).toBe('failed'); // CT 100 is running
+		const { sessionId: s, plan: p } = await plan([step]);
+		// While the plan runs, the agent cannot ask for its step a second time.
+		await expect(requestExecution(s, step)).resolves.toMatchObject({ error: expect.stringContaining('runs as part of the approved plan') });
+		expect(await advancePlan(p.id)).toBe('running');
+		const first = (await getPlan(sql(), p.id))!.steps[0].executionId!;
+		expect((await load(first)).decision).toMatchObject({ route: 'plan' });
+		await runExecution(first);
+		expect((await load(first)).status).toBe('failed'); // CT 100 is running
+		expect(await advancePlan(p.id)).toBe('ended');
+		expect(await advancePlan(p.id)).toBe('nothing');
+		expect((await getPlan(sql(), p.id))!).toMatchObject({ status: 'failed', steps: [{ executionId: first }] });
 		const again = await req(step, s);
 		expect(again.via).toBe('approval');
 		expect(again.execution.status).toBe('awaiting_approval');

@@ -9,6 +9,8 @@ export const decideInput = z.object({
 
 export const executionIdInput = z.object({ executionId: z.uuid() });
 
+export const planIdInput = z.object({ planId: z.uuid() });
+
 export const decidePlanInput = z.object({
 	planId: z.uuid(),
 	decision: z.enum(['approved', 'denied']),

@@ -2,10 +2,10 @@
 // what Settings shows of them. Shared by the tRPC inputs, the delivery task and the browser.
 import { z } from 'zod';
 
-export const noticeKinds = ['approval', 'question', 'plan', 'test'] as const;
+export const noticeKinds = ['approval', 'question', 'plan', 'plan_end', 'test'] as const;
 export type NoticeKind = (typeof noticeKinds)[number];
 
-/** Something that started waiting for a person: what a webhook or a browser notification says. */
+/** Something that started waiting for a person (or a plan that ended): what a webhook or a browser notification says. */
 export interface Notice {
 	kind: NoticeKind;
 	sessionId: string | null;
@@ -114,5 +114,12 @@ export const noticeWords = {
 		text: [e.reason, e.commandPreview].filter(Boolean).join('\n') || `${e.action} on ${e.target}`
 	}),
 	question: (q: { prompt: string }) => ({ title: 'Nomos asks you', text: q.prompt }),
-	plan: (p: { title: string; steps: unknown[] }) => ({ title: `Plan waiting: ${p.title}`, text: `${p.steps.length} step${p.steps.length === 1 ? '' : 's'} to approve` })
+	plan: (p: { title: string; steps: unknown[] }) => ({ title: `Plan waiting: ${p.title}`, text: `${p.steps.length} step${p.steps.length === 1 ? '' : 's'} to approve` }),
+	planEnd: (p: { title: string; status: string; steps: Array<{ executionId: string | null }> }) => {
+		const ran = p.steps.filter((s) => s.executionId).length;
+		const n = p.steps.length;
+		return p.status === 'succeeded'
+			? { title: `Plan done: ${p.title}`, text: `all ${n} step${n === 1 ? '' : 's'} succeeded` }
+			: { title: `Plan ${p.status === 'failed' ? 'failed' : `stopped (${p.status})`}: ${p.title}`, text: `stopped at step ${ran} of ${n}; ${n - ran} not run` };
+	}
 };

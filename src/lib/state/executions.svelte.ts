@@ -23,10 +23,14 @@ export class ExecutionsState {
 		return events.onAny(EXECUTION_EVENTS, (e) => this.#apply(e), since);
 	}
 
-	/** Starts again from a fresh read. */
-	reset(executions: Execution[]): void {
+	/** Starts again from a fresh read (of the plans too, when given). */
+	reset(executions: Execution[], plans?: Plan[]): void {
 		this.executions.clear();
 		for (const e of executions) this.executions.set(e.id, e);
+		if (plans) {
+			this.plans.clear();
+			for (const p of plans) this.plans.set(p.id, p);
+		}
 	}
 
 	put(e: Execution): void {

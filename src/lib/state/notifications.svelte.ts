@@ -136,7 +136,9 @@ function waitOf(e: LiveEvent): Wait | null {
 		return { key: `question:${e.payload.questionId}`, sessionId: e.sessionId, ...noticeWords.question({ prompt }), path: noticePath('question', e.sessionId, e.payload.questionId) };
 	}
 	if (e.type === 'plan.updated' && e.sessionId) {
-		const p = e.plan as { id: string; status: string; title: string; steps: unknown[] } | undefined;
+		const p = e.plan as { id: string; status: string; title: string; steps: Array<{ executionId: string | null }> } | undefined;
+		// A plan that ended (not each of its steps) is news too.
+		if (p && typeof e.payload.finished === 'string') return { key: `plan-end:${p.id}`, sessionId: e.sessionId, ...noticeWords.planEnd(p), path: noticePath('plan', e.sessionId, p.id) };
 		if (!p || p.status !== 'proposed' || e.payload.decision) return null;
 		return { key: `plan:${p.id}`, sessionId: e.sessionId, ...noticeWords.plan(p), path: noticePath('plan', e.sessionId, p.id) };
 	}

@@ -97,20 +97,27 @@ export type PlanStep = {
 	hash: string;
 	commandPreview: string;
 	classification: string;
-	/** Set when a request_execution consumed this step's approval. */
+	/** The execution that runs this step, made when the plan reaches it (executions/plans.ts). */
 	executionId: string | null;
 };
+
+/** How an approved plan's run ended; `approved` means it is still running. */
+export const PLAN_ENDS = ['succeeded', 'failed', 'cancelled', 'interrupted'] as const;
+export type PlanEnd = (typeof PLAN_ENDS)[number];
 
 export type PlanRow = {
 	id: string;
 	sessionId: string;
 	title: string;
 	steps: PlanStep[];
-	status: 'proposed' | 'approved' | 'denied' | 'superseded';
+	status: 'proposed' | 'approved' | 'denied' | 'superseded' | PlanEnd;
 	createdAt: string;
 	decidedAt: string | null;
 	decidedBy: string | null;
 	expiresAt: string | null;
+	finishedAt: string | null;
+	error: string | null;
+	cancelRequestedAt: string | null;
 };
 
 export type AssentWindow = { id: string; sessionId: string; openedAt: string; expiresAt: string; continuations: number };

@@ -1,8 +1,10 @@
 import { sql } from '../db/index';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { env } from '../env';
-import { activeWindow, countContinuation } from '../db/queries/assent-windows';
-import { claimFinishedForSession, listUnreadLeftovers, maxRecentFailures, type ExecutionRow } from '../db/queries/executions';
+import { activeWindow, countContinuation, revokedSince } from '../db/queries/assent-windows';
+import { claimFinishedForSession, getExecutionsByIds, listUnreadLeftovers, maxRecentFailures, type ExecutionRow } from '../db/queries/executions';
+import { claimFinishedPlans } from '../db/queries/plans';
+import { planNote } from '../executions/plans';
 import { addSystemNote } from '../conversation/notes';
 import { recordLeftovers, targetVmid } from '../executions/leftovers';
 import { refreshContainer } from '../inventory/sync';
@@ -34,8 +36,9 @@ const SAME_FAILURE_LIMIT = 3;
 export type ContinueResult = 'nothing' | 'turn' | 'window-closed' | 'cap-reached' | 'repeated-failure' | 'mcp';
 
 /**
- * The system as the event loop: when executions linked to a session have finished, tell the
- * agent and run a continuation turn while the session's assent window is open. Every finished,
+ * The system as the event loop: when executions linked to a session have finished (or a plan
+ * has ended: one note for all its steps), tell the agent and run a continuation turn while the
+ * session's assent window is open (for a plan: unless the operator revoked it since approving). Every finished,
  * not yet continued execution of the session is claimed, its note written and the turn's reply
  * made in ONE transaction (so two workers or a retried job never continue one twice, and a
  * claim never commits without the reply that answers it), folded into one turn. If this process
@@ -47,13 +50,20 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	for (const e of await listUnreadLeftovers(sql(), sessionId)) await recordLeftovers(e).catch(() => undefined);
 	const decision = await sql().begin(async (tx) => {
 		const claimed = await claimFinishedForSession(tx, sessionId);
-		if (!claimed.length) return { kind: 'nothing' as const };
+		const plans = await claimFinishedPlans(tx, sessionId);
+		if (!claimed.length && !plans.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
+		const stepRuns = new Map((await getExecutionsByIds(sql(), plans.flatMap((p) => p.steps.map((s) => s.executionId!).filter(Boolean)))).map((e) => [e.id, e]));
+		const planNotes = plans.map((p) => planNote(p, p.steps.map((s) => ({ note: s.executionId && stepRuns.has(s.executionId) ? executionNote(stepRuns.get(s.executionId)!) : null }))));
 		const repeats = await maxRecentFailures(tx, sessionId, claimed.filter((e) => e.status === 'failed').map((e) => e.hash));
 		const window = await activeWindow(tx, sessionId);
+		// The approval of a plan covers telling the agent how it ended, however long it ran, unless
+		// the operator has since told Nomos to stop continuing by itself.
+		const planCovers = plans.length > 0 && !(await revokedSince(tx, sessionId, plans.map((p) => p.decidedAt ?? p.createdAt).sort()[0]));
 		let kind: Exclude<ContinueResult, 'nothing'>;
 		if (await isMcpSession(tx, sessionId)) kind = 'mcp';
 		else if (repeats >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';
+		else if (!window && planCovers) kind = 'turn';
 		else if (!window) kind = 'window-closed';
 		else if (window.continuations >= env().NOMOS_MAX_CONTINUATIONS) kind = 'cap-reached';
 		else {
@@ -69,6 +79,9 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		};
 		for (const [i, e] of claimed.entries()) {
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
+		}
+		for (const [i, p] of plans.entries()) {
+			await addSystemNote(tx, sessionId, 'plan', planNotes[i] + suffix[kind], { planId: p.id, status: p.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
 		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, 'continuation') : null;

@@ -1,4 +1,4 @@
-import { hasToolCall, stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
+import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
 import { listMessages } from '../db/queries/messages';
 import { setTaskState } from '../db/queries/sessions';
@@ -14,7 +14,7 @@ import { getModel, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
-import { buildTools, TURN_ENDING_TOOLS } from './tools/index';
+import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
@@ -229,7 +229,7 @@ async function attemptStream(
 	let promptTokens: number | undefined;
 	let overBudget = false;
 	const modelId = env().NOMOS_MODEL ?? 'unknown';
-	const ends: StopCondition<ToolSet>[] = [stepCountIs(env().NOMOS_MAX_STEPS), ...TURN_ENDING_TOOLS.map((t) => hasToolCall(t))];
+	const ends: StopCondition<ToolSet>[] = [stepCountIs(env().NOMOS_MAX_STEPS), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
 	const before = totalTokens(spend.usage);
 	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {

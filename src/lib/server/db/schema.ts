@@ -339,7 +339,8 @@ export const plans = pgTable('plans', {
 		.references(() => chatSessions.id, { onDelete: 'cascade' }),
 	title: text('title').notNull(),
 	steps: jsonb('steps').$type<unknown[]>().notNull(),
-	status: text('status', { enum: ['proposed', 'approved', 'denied', 'superseded'] })
+	/** `approved` while its steps run (executions/plans.ts); then how it ended. */
+	status: text('status', { enum: ['proposed', 'approved', 'denied', 'superseded', 'succeeded', 'failed', 'cancelled', 'interrupted'] })
 		.notNull()
 		.default('proposed'),
 	createdAt: createdAt(),
@@ -347,6 +348,14 @@ export const plans = pgTable('plans', {
 	decidedBy: uuid('decided_by').references(() => operators.id),
 	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
 	expiresAt: ts('expires_at'),
+	/** When its run ended (succeeded, or stopped at a step). */
+	finishedAt: ts('finished_at'),
+	/** Why it stopped, when not at a step's own outcome (a step that could not be prepared again). */
+	error: text('error'),
+	/** Stop on the plan card: the running step is cancelled, the rest are not run. */
+	cancelRequestedAt: ts('cancel_requested_at'),
+	/** When its end was told to the agent (claimed by the one continuation that tells it). */
+	reportedAt: ts('reported_at'),
 	/** `<message id>/<tool call id>` of the propose_plan call that made it (see agent/tools/parked.ts). */
 	callKey: text('call_key').unique()
 });

@@ -4,9 +4,9 @@ import { env } from '../env';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
-import { isMcpSession } from '../db/queries/sessions';
 import { decidePlan, getPlan } from '../db/queries/plans';
-import { decideExecution, type DecideResult } from './lifecycle';
+import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
+import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { listAssentCandidates } from '../db/queries/executions';
 import { latestRequestedExecutionIds } from '../db/queries/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
@@ -68,8 +68,8 @@ export async function operatorDecides(
 }
 
 /**
- * Approving a plan approves exactly its steps (by hash), opens the assent window and resumes
- * the agent so it requests them; denying tells the agent why. A plan's steps run without another
+ * Approving a plan approves exactly its steps (by hash), opens the assent window and starts it
+ * (its steps run by themselves, executions/plans.ts); denying tells the agent why. A plan's steps run without another
  * approval, so approving it is approving each step (authority.ts: throws NotAllowed).
  */
 export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }) {
@@ -84,9 +84,11 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 			tx,
 			plan.sessionId,
 			'plan',
-			`The operator approved the plan "${plan.title}" (${plan.steps.length} steps). Request its steps in order with request_execution, exactly as proposed; each runs once without another approval (until the approval expires); a step that failed needs a new approval to run again.`,
+			`The operator approved the plan "${plan.title}" (${plan.steps.length} steps). Its steps run by themselves, in order, each once; the first that does not succeed stops the plan. You are told once, when it has ended.`,
 			{ planId }
 		);
+		await setTaskState(tx, plan.sessionId, 'executing');
+		await enqueueAdvance(tx, plan.id);
 	} else {
 		await addSystemNote(tx, plan.sessionId, 'plan', `The operator denied the plan "${plan.title}"${d.reason ? `: ${d.reason}` : ''}. Nothing was run.`, { planId });
 	}
@@ -99,7 +101,8 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		sessionId: plan.sessionId,
 		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(tokenOf(d.credential)) }
 	});
-	await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
+	// A denial is told now; an approved plan is told when it has ended (executions/plans.ts).
+	if (d.decision === 'denied') await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
 	return plan;
 }
 

@@ -94,8 +94,35 @@ export async function onTerminal(tx: TransactionSql, id: string): Promise<void> 
 	await queueContinuations(tx, id);
 }
 
-/** Queues the continuation of a terminal execution for every linked session (one job per pair). */
+export const PLAN_TASK = 'plans__advance';
+
+/**
+ * Queues the job that moves an approved plan on (executions/plans.ts advancePlan): after its
+ * approval, and whenever its current step's execution ends. One key per plan; the job is
+ * idempotent (it reads where the plan stands under the plan's row lock), so an extra copy is harmless.
+ */
+export async function enqueueAdvance(tx: TransactionSql, planId: string): Promise<void> {
+	await enqueueJob(tx, PLAN_TASK, { planId }, { jobKey: `plan:${planId}`, maxAttempts: 5, priority: PRIORITY.execution });
+}
+
+/** Queues the one continuation that tells the agent how a plan ended. */
+export async function queuePlanReport(tx: TransactionSql, plan: { id: string; sessionId: string }): Promise<void> {
+	await enqueueJob(tx, 'agent__continue_session', { sessionId: plan.sessionId, planId: plan.id }, {
+		jobKey: `continue-plan:${plan.id}`,
+		queueName: `session:${plan.sessionId}`,
+		maxAttempts: 3,
+		priority: PRIORITY.reply
+	});
+}
+
+/**
+ * Queues what follows a terminal execution: for a plan's step, the plan's next move (the agent
+ * hears of it once, when the plan ends); otherwise the continuation of every linked session (one
+ * job per pair).
+ */
 export async function queueContinuations(tx: TransactionSql, id: string): Promise<void> {
+	const [row] = await tx<{ planId: string | null }[]>`select plan_id as "planId" from executions where id = ${id}`;
+	if (row?.planId) return enqueueAdvance(tx, row.planId);
 	for (const sessionId of await linkedSessions(tx, id)) {
 		await enqueueJob(tx, 'agent__continue_session', { sessionId, executionId: id }, {
 			jobKey: `continue:${id}:${sessionId}`,
@@ -133,7 +160,9 @@ export async function requeueStranded(tx: TransactionSql): Promise<number> {
 	for (const id of s.approved) await enqueueRun(tx, id);
 	for (const id of s.finished) await queueContinuations(tx, id);
 	for (const sessionId of s.queued) await requestTurn(tx, { sessionId, origin: 'chat' });
-	return s.approved.length + s.finished.length + s.queued.length;
+	for (const id of s.plans) await enqueueAdvance(tx, id);
+	for (const p of s.unreported) await queuePlanReport(tx, p);
+	return s.approved.length + s.finished.length + s.queued.length + s.plans.length + s.unreported.length;
 }
 
 /** Asks for a running execution to be cancelled: marks it (the card says "cancelling…") and tells its runner. */

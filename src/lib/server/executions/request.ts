@@ -3,13 +3,12 @@ import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { addSystemNote } from '../conversation/notes';
 import { env } from '../env';
-import { consumePlanStep } from '../db/queries/plans';
+import { runningPlanStep } from '../db/queries/plans';
 import { prepareExecution, type PrepareError } from './prepare';
-import { decideExecution, enqueueRun } from './lifecycle';
+import { decideExecution } from './lifecycle';
 import { matchingRule } from './allow-rules';
 import { describeRule } from '../../schemas/allow-rules';
-import { approveForPlan, getExecution, insertExecution, liveFollowUpOf, lockForFollowUp, setRequester, type ExecutionRow } from '../db/queries/executions';
-import { insertApproval } from '../db/queries/approvals';
+import { getExecution, insertExecution, liveFollowUpOf, lockForFollowUp, setRequester, type ExecutionRow } from '../db/queries/executions';
 import { runExecution } from './runner';
 import { getHostByName } from '../db/queries/hosts';
 import { lease } from '../ssh/pool';
@@ -31,12 +30,12 @@ export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
  */
 export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string; tokenId?: string | null };
 
-export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'plan' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
+export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
 /**
  * Records a requested execution for a session. Read-only actions run right away (their result
- * comes back to the caller); a mutation that matches an approved plan step by hash is approved by
- * that plan; one an always-allow rule in force matches is approved by that rule (in the same
+ * comes back to the caller); a mutation that is a step of the session's running plan is refused
+ * (the plan runs it); one an always-allow rule in force matches is approved by that rule (in the same
  * transaction, the rule share-locked, so a revocation is either before it or after it); anything
  * else waits for the operator. Invalid requests write nothing.
  */
@@ -76,6 +75,17 @@ export async function requestExecution(
 		return { execution: (await getExecution(sql(), e.id))!, via: 'read_only' };
 	}
 
+	// A step of a plan that is running is run by the plan (executions/plans.ts), never asked for again.
+	if (sessionId && !opts.retryOf && !opts.requester) {
+		const inPlan = await runningPlanStep(sql(), sessionId, prepared.hash);
+		if (inPlan) {
+			const { plan, step } = inPlan;
+			return {
+				error: `this step runs as part of the approved plan "${plan.title}" (step ${step.index + 1} of ${plan.steps.length}); it was not requested again`,
+				hint: 'do not request the steps of an approved plan: they run by themselves, and you are re-invoked once when the plan ends'
+			};
+		}
+	}
 	// While the operator reads the card, this process opens (or keeps) its connection to the host,
 	// so the approved command can start on it. Only a connection: nothing runs.
 	if (prepared.hostName) void warmHost(prepared.hostName);
@@ -86,26 +96,8 @@ export async function requestExecution(
 			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
 			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
 		}
-		let e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId: opts.requester?.tokenId });
+		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId: opts.requester?.tokenId });
 		await audit(tx, e);
-		// A plan approves the agent's requests only: never a retry's, never an outside requester's (MCP).
-		const plan = sessionId && !opts.retryOf && !opts.requester ? await consumePlanStep(tx, sessionId, prepared.hash, e.id) : null;
-		if (plan) {
-			await approveForPlan(tx, e.id, plan.planId);
-			await insertApproval(tx, { executionId: e.id, hash: prepared.hash, decision: 'approved', route: 'plan', decidedBy: plan.decidedBy });
-			await recordAudit(tx, {
-				actor: plan.decidedBy ? { id: plan.decidedBy } : null,
-				action: 'execution.approved',
-				route: 'plan',
-				subjectType: 'execution',
-				subjectId: e.id,
-				sessionId,
-				detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, planId: plan.planId }
-			});
-			await enqueueRun(tx, e.id);
-			e = (await getExecution(tx, e.id))!;
-			return { execution: e, via: 'plan' as const };
-		}
 		const rule = await matchingRule(tx, prepared);
 		if (rule) {
 			const words = describeRule(rule);

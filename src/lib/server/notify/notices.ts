@@ -49,6 +49,10 @@ export function planNotice(p: PlanRow): Notice {
 	return { kind: 'plan', sessionId: p.sessionId, subjectId: p.id, ...noticeWords.plan(p), path: noticePath('plan', p.sessionId, p.id), at: now() };
 }
 
+export function planEndNotice(p: PlanRow): Notice {
+	return { kind: 'plan_end', sessionId: p.sessionId, subjectId: p.id, ...noticeWords.planEnd(p), path: noticePath('plan', p.sessionId, p.id), at: now() };
+}
+
 export function testNotice(): Notice {
 	return { kind: 'test', sessionId: null, subjectId: null, title: 'Nomos test notification', text: 'Webhook delivery works.', path: '/settings', at: now() };
 }

@@ -1,4 +1,4 @@
-import type { Tool, ToolSet } from 'ai';
+import type { StopCondition, Tool, ToolSet } from 'ai';
 import { largestField, MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
@@ -10,6 +10,18 @@ import { askOperatorTool } from './ask-operator';
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
+
+/**
+ * Ends the turn after a step in which a plan or question was accepted and now waits for the
+ * operator. A refused one (its result is `{ error }`) does not: the model reads the error and
+ * fixes it in the same turn, as with every other tool.
+ */
+export const parkedForOperator: StopCondition<ToolSet> = ({ steps }) =>
+	(steps.at(-1)?.toolResults ?? []).some((r) => TURN_ENDING_TOOLS.includes(r.toolName) && !isToolError(r.output));
+
+function isToolError(o: unknown): boolean {
+	return !!o && typeof o === 'object' && typeof (o as { error?: unknown }).error === 'string';
+}
 
 /** Refuses a call whose arguments are larger than MAX_TOOL_INPUT_BYTES, whatever the tool's own schema allows. */
 export function capped(t: Tool): Tool {

@@ -13,7 +13,7 @@ export const proposePlanInput = z
 			.array(
 				z
 					.object({
-						action: z.string().max(64),
+						action: z.string().max(64).describe('a catalogued action; read-only ones (ct_http_check, ct_service_active, pct_status, …) are checks that need no approval of their own'),
 						target: z.string().max(200),
 						params: actionParams,
 						why: z.string().max(500).default('')
@@ -25,12 +25,12 @@ export const proposePlanInput = z
 	})
 	.strict();
 
-/** propose_plan: lay out a multi-step change; approving it approves exactly these steps. */
+/** propose_plan: lay out a multi-step change; approving it approves exactly these steps and runs them (executions/plans.ts). */
 export function proposePlanTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Propose a plan of executions for the operator to approve once. Each step is validated now. After approval you are re-invoked: ' +
-			'request the steps one at a time with request_execution using exactly the same action, target and params; a step that differs needs its own approval. Ends your turn.',
+			'Propose a plan of executions for the operator to approve once; each step is checked now (an error comes back to you: fix the plan and call again). ' +
+			'Once approved, the steps run by themselves in order, read-only checks included; the first that fails stops the plan. You are re-invoked once, when it ends. An accepted plan ends your turn.',
 		inputSchema: proposePlanInput,
 		execute: async (input, { toolCallId }) => {
 			const prepared: Array<PreparedExecution & { why: string }> = [];
@@ -48,7 +48,7 @@ export function proposePlanTool(ctx: ToolContext) {
 				planId: plan.id,
 				status: 'awaiting_approval',
 				steps: plan.steps.map((s) => ({ step: s.index + 1, action: s.action, target: s.target, params: s.params, command: s.commandPreview })),
-				message: 'The plan waits for the operator. End your turn now; you will be re-invoked when it is decided.'
+				message: 'The plan waits for the operator. End your turn now; if approved it runs by itself and you are re-invoked when it ends (or when it is denied).'
 			};
 		}
 	});

@@ -61,7 +61,7 @@ export const TYPED_SCHEMA_MIN_CONTEXT = 8192;
 
 const INTRO =
 	'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-	'mutations return "awaiting approval" (or run at once when they are a step of a plan the operator approved, or an always-allow rule listed in your instructions matches). ' +
+	'mutations return "awaiting approval" (or run at once when an always-allow rule listed in your instructions matches). ' +
 	'You are re-invoked automatically when a mutation finishes. ';
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
@@ -86,7 +86,6 @@ export function requestExecutionTool(ctx: ToolContext) {
 			}
 			// The agent is re-invoked by results; an MCP client reads them itself.
 			const after = ctx.mcp ? 'read its status and result with get_execution' : 'you will be re-invoked with its result';
-			if (r.via === 'plan') return { ...base, status: 'queued', message: `execution ${e.id} queued (approved as a step of the plan); ${after}` };
 			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; ${after}` };
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);

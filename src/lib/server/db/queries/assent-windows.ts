@@ -42,3 +42,9 @@ export async function revokeWindow(tx: TransactionSql, sessionId: string, operat
 export async function countContinuation(tx: TransactionSql, windowId: string): Promise<void> {
 	await tx`update assent_windows set continuations = continuations + 1 where id = ${windowId}`;
 }
+
+/** Whether the operator revoked the session's assent window after `since` (ISO 8601). */
+export async function revokedSince(sql: Sql | TransactionSql, sessionId: string, since: string): Promise<boolean> {
+	const rows = await sql`select 1 from assent_windows where session_id = ${sessionId} and revoked_at > ${since}::timestamptz limit 1`;
+	return rows.length > 0;
+}

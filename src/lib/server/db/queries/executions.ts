@@ -108,11 +108,6 @@ export async function setRequester(sql: Sql | TransactionSql, id: string, sessio
 	await sql`update executions set requested_by_session = ${sessionId} where id = ${id}`;
 }
 
-/** Marks a pending execution approved by a plan step (no expiry: it is queued right away). */
-export async function approveForPlan(tx: TransactionSql, id: string, planId: string): Promise<void> {
-	await tx`update executions set status = 'approved', approved_at = now(), expires_at = null, plan_id = ${planId} where id = ${id}`;
-}
-
 export type DecisionUpdate =
 	| { ok: true; id: string; hash: string; requestedBySession: string | null }
 	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus };
@@ -279,13 +274,14 @@ export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' |
 
 /**
  * Claims every finished execution of the session not yet told to its agent (marks the link
- * continued), so two workers or a retried job never continue one twice.
+ * continued), so two workers or a retried job never continue one twice. A plan's steps are told
+ * by their plan's note (claimFinishedPlans), not one by one.
  */
 export async function claimFinishedForSession(tx: TransactionSql, sessionId: string): Promise<ContinuedExecution[]> {
 	return tx<ContinuedExecution[]>`
 		update execution_sessions l set continued_at = now()
 		from executions e
-		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
+		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
 		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit`;
 }

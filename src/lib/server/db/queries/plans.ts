@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { PlanRow, PlanStep } from '../../../types/executions';
+import type { PlanEnd, PlanRow, PlanStep } from '../../../types/executions';
 import { emitEvent } from './events';
 
 export type { PlanRow, PlanStep };
@@ -9,7 +9,8 @@ export type { PlanRow, PlanStep };
 export type NewPlanStep = { action: string; target: string; params: Record<string, unknown>; hash: string; commandPreview: string; classification: string; why: string };
 
 const columns = (sql: Sql | TransactionSql) =>
-	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt"`;
+	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt",
+	finished_at as "finishedAt", error, cancel_requested_at as "cancelRequestedAt"`;
 
 export async function getPlan(sql: Sql | TransactionSql, id: string): Promise<PlanRow | null> {
 	const [row] = await sql<PlanRow[]>`select ${columns(sql)} from plans where id = ${id}`;
@@ -47,28 +48,6 @@ export async function insertPlan(tx: TransactionSql, sessionId: string, title: s
 	return row;
 }
 
-/**
- * Finds an approved, unexpired, not yet used plan step of the session with exactly this hash and
- * marks it used by the execution. A step is used once per decision: whatever its execution's
- * outcome (failed, interrupted), running it again needs a new approval. Returns who approved
- * the plan, or null (then it needs its own approval).
- */
-export async function consumePlanStep(tx: TransactionSql, sessionId: string, hash: string, executionId: string): Promise<{ planId: string; decidedBy: string | null } | null> {
-	const plans = await tx<PlanRow[]>`
-		select ${columns(tx)} from plans
-		where session_id = ${sessionId} and status = 'approved' and (expires_at is null or expires_at > now())
-		  and steps @> ${JSON.stringify([{ hash, executionId: null }])}::text::jsonb
-		order by decided_at desc limit 1 for update`;
-	const plan = plans[0];
-	if (!plan) return null;
-	const steps = plan.steps.map((s) => ({ ...s }));
-	const step = steps.find((s) => s.hash === hash && s.executionId === null)!;
-	step.executionId = executionId;
-	await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${plan.id}`;
-	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: plan.id } });
-	return { planId: plan.id, decidedBy: plan.decidedBy };
-}
-
 /** Approves or denies a proposed plan with one conditional update. */
 export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string, ttlHours: number): Promise<PlanRow | null> {
 	const [row] = await tx<PlanRow[]>`
@@ -78,4 +57,66 @@ export async function decidePlan(tx: TransactionSql, id: string, decision: 'appr
 	if (!row) return null;
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
 	return row;
+}
+
+/** Locks a plan's row for the rest of the transaction (one advance of a plan at a time). */
+export async function lockPlan(tx: TransactionSql, id: string): Promise<PlanRow | null> {
+	const [row] = await tx<PlanRow[]>`select ${columns(tx)} from plans where id = ${id} for update`;
+	return row ?? null;
+}
+
+/** Records which execution runs step `index` (only while that step has none). */
+export async function setStepExecution(tx: TransactionSql, plan: PlanRow, index: number, executionId: string): Promise<void> {
+	const steps = plan.steps.map((s) => (s.index === index ? { ...s, executionId } : s));
+	await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${plan.id} and status = 'approved'`;
+	await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId: plan.id } });
+}
+
+/** Ends a running plan (only from `approved`); false when it had already ended. */
+export async function setPlanFinished(tx: TransactionSql, plan: PlanRow, status: PlanEnd, error: string | null): Promise<boolean> {
+	const rows = await tx`update plans set status = ${status}, finished_at = now(), error = ${error} where id = ${plan.id} and status = 'approved' returning id`;
+	if (!rows.length) return false;
+	await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId: plan.id, finished: status } });
+	return true;
+}
+
+/** Marks Stop on a running plan; false when it is not running (or was already stopped). */
+export async function markPlanCancelRequested(tx: TransactionSql, plan: PlanRow): Promise<boolean> {
+	const rows = await tx`update plans set cancel_requested_at = now() where id = ${plan.id} and status = 'approved' and cancel_requested_at is null returning id`;
+	if (rows.length) await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId: plan.id } });
+	return rows.length > 0;
+}
+
+/**
+ * Claims the session's ended plans not yet told to its agent (and the links of their steps'
+ * executions, which the plan's note tells instead of one note each), so one is told once.
+ */
+export async function claimFinishedPlans(tx: TransactionSql, sessionId: string): Promise<PlanRow[]> {
+	const rows = await tx<PlanRow[]>`
+		update plans set reported_at = now()
+		where session_id = ${sessionId} and status in ('succeeded', 'failed', 'cancelled', 'interrupted') and reported_at is null
+		returning ${columns(tx)}`;
+	if (rows.length) {
+		await tx`update execution_sessions l set continued_at = now() from executions e
+			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id = any(${rows.map((r) => r.id)}::uuid[])`;
+	}
+	return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** The running plan of the session one of whose steps has exactly this hash, with that step. */
+export async function runningPlanStep(sql: Sql | TransactionSql, sessionId: string, hash: string): Promise<{ plan: PlanRow; step: PlanStep } | null> {
+	const [plan] = await sql<PlanRow[]>`
+		select ${columns(sql)} from plans
+		where session_id = ${sessionId} and status = 'approved' and steps @> ${JSON.stringify([{ hash }])}::text::jsonb
+		order by decided_at desc limit 1`;
+	const step = plan?.steps.find((s) => s.hash === hash);
+	return plan && step ? { plan, step } : null;
+}
+
+/** Plans still running or ended in the last `hours` (Ops), newest first. */
+export async function listRecentPlans(sql: Sql, hours = 24, limit = 20): Promise<PlanRow[]> {
+	return sql<PlanRow[]>`
+		select ${columns(sql)} from plans
+		where status = 'approved' or (finished_at > now() - make_interval(secs => ${hours * 3600}))
+		order by decided_at desc nulls last limit ${limit}`;
 }

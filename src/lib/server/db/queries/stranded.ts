@@ -25,19 +25,22 @@ const liveJob = (tx: TransactionSql, key: ReturnType<TransactionSql['unsafe']>) 
 	tx`exists (select 1 from graphile_worker._private_jobs j where j.key = ${key} and j.attempts < j.max_attempts)`;
 
 /**
- * Work without a live job (see lifecycle.ts requeueStranded): approved executions with no run job
+ * Work without a live job (see lifecycle.ts requeueStranded): running plans nothing moves on and
+ * ended ones nobody told the agent about; approved executions with no run job
  * (approved over 10 s ago), finished executions of the last hour not continued for a linked
  * session with no continuation job (finished over 30 s ago, leaving recovery time to stop their
  * remote command first), sessions with operator messages queued over 10 s and no turn job.
  */
-export async function listStranded(tx: TransactionSql): Promise<{ approved: string[]; finished: string[]; queued: string[] }> {
+export async function listStranded(
+	tx: TransactionSql
+): Promise<{ approved: string[]; finished: string[]; queued: string[]; plans: string[]; unreported: Array<{ id: string; sessionId: string }> }> {
 	const approved = await tx<{ id: string }[]>`
 		select e.id from executions e
 		where e.status = 'approved' and e.approved_at < now() - interval '10 seconds'
 		  and not ${liveJob(tx, tx.unsafe(`'execution:' || e.id`))}`;
 	const finished = await tx<{ id: string }[]>`
 		select distinct e.id from executions e join execution_sessions l on l.execution_id = e.id
-		where l.continued_at is null
+		where l.continued_at is null and e.plan_id is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
 		  and coalesce(e.finished_at, e.approved_at, e.created_at) between now() - interval '1 hour' and now() - interval '30 seconds'
 		  and not ${liveJob(tx, tx.unsafe(`'continue:' || e.id || ':' || l.session_id`))}`;
@@ -49,5 +52,24 @@ export async function listStranded(tx: TransactionSql): Promise<{ approved: stri
 			join graphile_worker._private_job_queues q on q.id = j.job_queue_id
 			join graphile_worker._private_tasks t on t.id = j.task_id
 			where q.queue_name = 'session:' || m.session_id and t.identifier = 'agent__run_turn' and j.attempts < j.max_attempts)`;
-	return { approved: approved.map((r) => r.id), finished: finished.map((r) => r.id), queued: queued.map((r) => r.sessionId) };
+	// A running plan whose current step has ended (or that never started one) and nothing moves on.
+	const plans = await tx<{ id: string }[]>`
+		select p.id from plans p
+		where p.status = 'approved' and p.decided_at < now() - interval '10 seconds'
+		  and not exists (
+			select 1 from jsonb_array_elements(p.steps) s join executions e on e.id = (s->>'executionId')::uuid
+			where e.status in ('awaiting_approval', 'approved', 'running'))
+		  and not ${liveJob(tx, tx.unsafe(`'plan:' || p.id`))}`;
+	const unreported = await tx<{ id: string; sessionId: string }[]>`
+		select p.id, p.session_id as "sessionId" from plans p
+		where p.reported_at is null and p.status in ('succeeded', 'failed', 'cancelled', 'interrupted')
+		  and p.finished_at between now() - interval '1 hour' and now() - interval '10 seconds'
+		  and not ${liveJob(tx, tx.unsafe(`'continue-plan:' || p.id`))}`;
+	return {
+		approved: approved.map((r) => r.id),
+		finished: finished.map((r) => r.id),
+		queued: queued.map((r) => r.sessionId),
+		plans: plans.map((r) => r.id),
+		unreported
+	};
 }

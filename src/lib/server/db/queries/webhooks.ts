@@ -118,7 +118,8 @@ export async function deliverySummaries(sql: Sql | TransactionSql, limit = 5): P
 
 /** Whether the row a notice names still waits (a retry of a decided approval sends nothing). */
 export async function noticeStillWaiting(sql: Sql, kind: NoticeKind, id: string | null): Promise<boolean> {
-	if (!id || kind === 'test') return true;
+	// An ended plan stays ended: its notice is news, not a wait.
+	if (!id || kind === 'test' || kind === 'plan_end') return true;
 	const rows =
 		kind === 'approval'
 			? await sql`select 1 from executions where id = ${id} and status = 'awaiting_approval'`

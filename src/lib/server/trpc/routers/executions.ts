@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
-import { approveEditedInput, checkEditInput, decideInput, decidePlanInput, executionIdInput } from '$lib/schemas/executions';
+import { approveEditedInput, checkEditInput, decideInput, decidePlanInput, executionIdInput, planIdInput } from '$lib/schemas/executions';
+import { stopPlan } from '$lib/server/executions/plans';
 import { approveEdited, checkEdit, editForm } from '$lib/server/executions/edit';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
@@ -129,6 +130,16 @@ export const executionsRouter = router({
 		);
 		if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan was already decided or replaced.' });
 		return plan;
+	}),
+
+	/** Stop on a running plan: its current step is cancelled, the rest are not run. */
+	stopPlan: operatorProcedure.input(planIdInput).mutation(async ({ input, ctx }) => {
+		return sql().begin(async (tx) => {
+			const plan = await stopPlan(tx, input.planId, ctx.user.id);
+			if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan is not running.' });
+			await recordAudit(tx, { actor: ctx.user, action: 'plan.stopped', route: routeOf(ctx), subjectType: 'plan', subjectId: plan.id, sessionId: plan.sessionId, detail: { title: plan.title, ...tokenDetail(ctx.apiToken) } });
+			return { ok: true };
+		});
 	}),
 
 	window: operatorProcedure.input(sessionIdInput).query(({ input }) => activeWindow(sql(), input.sessionId)),
