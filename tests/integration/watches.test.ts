@@ -32,7 +32,7 @@ beforeEach(async () => {
 	await sql()`delete from graphile_worker._private_jobs`;
 });
 
-async function hook(kind: 'proxmox' | 'alertmanager' | 'generic', name = kind): Promise<{ id: string; secret: string }> {
+async function hook(kind: 'proxmox' | 'alertmanager' | 'generic', name: string = kind): Promise<{ id: string; secret: string }> {
 	const secret = `nomos_hook_${crypto.randomUUID()}`;
 	const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values (${name}, ${kind}, ${secret}) returning id`;
 	return { id: row.id, secret };
@@ -145,7 +145,7 @@ describe('an alert', () => {
 
 	it('without the right secret is refused, says nothing of the body, writes nothing and does not use up the limit', async () => {
 		const h = await hook('generic');
-		for (const headers of [{}, { authorization: 'Bearer wrong' }, { 'x-nomos-signature': signatureOf('wrong', '{}') }]) {
+		for (const headers of [{}, { authorization: 'Bearer wrong' }, { 'x-nomos-signature': signatureOf('wrong', '{}') }] as Record<string, string>[]) {
 			const r = await send(h, { title: 'SECRET-BODY-TEXT' }, headers);
 			expect(r.status).toBe(401);
 			expect(JSON.stringify(r.body)).not.toContain('SECRET-BODY-TEXT');

@@ -157,6 +157,7 @@ function refused(e: z.ZodError): ParseResult {
 
 function clip(s: string, max: number): string {
 	// Control characters (but newlines and tabs) never reach the screen or the model.
+	// eslint-disable-next-line no-control-regex -- stripping control characters is the point
 	const clean = s.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
 	return clean.length > max ? clean.slice(0, max - 1) + '…' : clean;
 }
