@@ -116,7 +116,10 @@ export const envSchema = z.object({
 	/** Model prices, USD per million tokens: {"<model>": {"input": …, "output": …, "cached": …}}; cost is shown where known. */
 	NOMOS_PRICES: z.preprocess(empty, pricesJson.optional()),
 	/** Tokens (input + output, every model call) one turn may use; over it the turn stops before its next call. Off when unset. */
-	NOMOS_TURN_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).optional())
+	NOMOS_TURN_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).optional()),
+	/** An alert's investigation (no operator watching): its steps and tokens per turn. */
+	NOMOS_WATCH_MAX_STEPS: z.preprocess(empty, z.coerce.number().int().min(1).max(500).default(12)),
+	NOMOS_WATCH_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).default(120000))
 });
 export type Env = z.infer<typeof envSchema>;
 

@@ -18,6 +18,7 @@ import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
+import { watchOf } from '../db/queries/watches';
 import { HAND_OVER } from '../conversation/active-turns';
 import { abandonReply, handOverAndResume } from '../conversation/hand-over';
 
@@ -49,7 +50,7 @@ const IDLE_MS = 120_000;
 type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number; overBudget: boolean };
 
 /** What the turn's model calls used so far (every attempt), and the turn's token budget (null: none). */
-type Spend = { usage: UsageData | null; budget: number | null };
+type Spend = { usage: UsageData | null; budget: number | null; steps: number; budgetName: string };
 
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
@@ -98,7 +99,9 @@ async function converse(
 		return finish(writer, 'error', 'no model configured');
 	}
 
-	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens };
+	// An alert's investigation runs with no operator watching: a tighter budget (and no http_get, tools/index.ts).
+	const watch = await watchOf(sql(), opts.sessionId);
+	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch };
 	const tools = buildTools(ctx);
 	const fixedChars = system.length + toolsChars(tools);
 	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
@@ -106,7 +109,10 @@ async function converse(
 	const history = fitHistory(await toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
 	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
 
-	const spend: Spend = { usage: null, budget: env().NOMOS_TURN_TOKEN_BUDGET ?? null };
+	const e = env();
+	const spend: Spend = watch
+		? { usage: null, budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET), steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS), budgetName: 'NOMOS_WATCH_TOKEN_BUDGET' }
+		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
 	let emptyReplies = 0;
 	let unstreamed = false;
 	for (let attempt = 1; ; attempt++) {
@@ -156,7 +162,7 @@ async function converse(
 
 /** The note a turn stopped by its token budget ends with; the agent reads it next turn (history.ts). */
 function budgetNote(spend: Spend): string {
-	return `Stopped: this turn used ${formatTokens(totalTokens(spend.usage))} tokens, over the ${formatTokens(spend.budget ?? 0)} budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.`;
+	return `Stopped: this turn used ${formatTokens(totalTokens(spend.usage))} tokens, over the ${formatTokens(spend.budget ?? 0)} budget (${spend.budgetName}). Send a message to go on.`;
 }
 
 /** A token count as a server reports it, made safe to store and sum: a whole number from 0 to 10^12. */
@@ -229,7 +235,7 @@ async function attemptStream(
 	let promptTokens: number | undefined;
 	let overBudget = false;
 	const modelId = env().NOMOS_MODEL ?? 'unknown';
-	const ends: StopCondition<ToolSet>[] = [stepCountIs(env().NOMOS_MAX_STEPS), parkedForOperator];
+	const ends: StopCondition<ToolSet>[] = [stepCountIs(spend.steps), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
 	const before = totalTokens(spend.usage);
 	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {

@@ -12,6 +12,14 @@ export function isPublicPath(pathname: string): boolean {
 	);
 }
 
+/**
+ * Alert hooks (`POST /api/hooks/<uuid>`): the hook's own secret is their credential, checked by the
+ * route. Only that exact shape, so no other route is reachable through it; no cookie is used there.
+ */
+export function isHookPath(pathname: string): boolean {
+	return /^\/api\/hooks\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(pathname);
+}
+
 /** Requests answered with a status instead of a redirect to /login. */
 export function isApiPath(pathname: string): boolean {
 	return pathname.startsWith('/trpc') || pathname.startsWith('/api/') || pathname === '/mcp';

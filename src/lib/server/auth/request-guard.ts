@@ -1,5 +1,5 @@
 import { sessionTokenFrom } from './cookies';
-import { isApiPath, isCrossOrigin, isPublicPath, isSafeMethod } from './guard';
+import { isApiPath, isCrossOrigin, isHookPath, isPublicPath, isSafeMethod } from './guard';
 import { authenticate, SIGN_IN_FIRST, type RequestAuth } from './session';
 
 export const CROSS_ORIGIN = { message: 'Cross-origin request refused.' } as const;
@@ -22,11 +22,14 @@ export type GuardOutcome =
  * - one without the cookie carries no ambient credential, so no Origin is needed: with a valid
  *   API token it acts as the token's operator, without credentials it gets 401 (pages: sign-in);
  * - a read-scoped token may not change anything (403), except where the route checks per call.
- * Public paths (sign-in, setup) keep the Origin check whatever they carry.
+ * Public paths (sign-in, setup) keep the Origin check whatever they carry. Alert hooks carry
+ * their own secret and pass with no one signed in (isHookPath).
  */
 export async function guardRequest(request: Request, url: URL): Promise<GuardOutcome> {
 	const cookie = request.headers.get('cookie');
 	const path = url.pathname;
+	// A monitoring system's delivery: no one signs in, the route checks the hook's secret.
+	if (isHookPath(path) && request.method === 'POST') return { kind: 'pass', auth: { sessionToken: null, user: null } };
 	if ((sessionTokenFrom(cookie) || isPublicPath(path)) && isCrossOrigin(request, url)) {
 		return { kind: 'refuse', status: 403, body: CROSS_ORIGIN };
 	}

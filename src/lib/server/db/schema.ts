@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import {
 	bigint,
+	type AnyPgColumn,
 	bigserial,
 	boolean,
 	customType,
@@ -16,6 +17,7 @@ import {
 	uuid
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
+import { alertHookKinds } from '../../schemas/watches';
 import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
@@ -96,6 +98,8 @@ export const chatSessions = pgTable(
 		operatorId: uuid('operator_id').references(() => operators.id, { onDelete: 'set null' }),
 		/** Set on the chat that holds an MCP client's requests (one per token): its results re-invoke no agent. */
 		mcpTokenId: uuid('mcp_token_id').references(() => apiTokens.id, { onDelete: 'set null' }),
+		/** Set on an investigation an alert opened (watches/intake.ts): no typed assent, no http_get, a budget. */
+		startedByHook: uuid('started_by_hook').references((): AnyPgColumn => alertHooks.id, { onDelete: 'set null' }),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
@@ -601,4 +605,54 @@ export const webhookDeliveries = pgTable(
 		at: ts('at').notNull().defaultNow()
 	},
 	(t) => [index('webhook_deliveries_webhook_idx').on(t.webhookId, t.at)]
+);
+
+export type AlertHookKind = (typeof alertHookKinds)[number];
+
+/**
+ * An incoming alert endpoint (`POST /api/hooks/<id>`), made by an admin in Settings. The secret is
+ * kept as given (an HMAC of the body needs it); it is shown once, at creation and on rotation.
+ */
+export const alertHooks = pgTable('alert_hooks', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	name: text('name').notNull(),
+	kind: text('kind', { enum: alertHookKinds }).notNull(),
+	secret: text('secret').notNull(),
+	/** Alerts still arrive and are recorded while muted, but open no investigation. */
+	mutedUntil: ts('muted_until'),
+	revokedAt: ts('revoked_at'),
+	lastReceivedAt: ts('last_received_at'),
+	/** The per-minute delivery counter (rate limit, shared by every process). */
+	windowStart: ts('window_start'),
+	windowCount: integer('window_count').notNull().default(0),
+	createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
+	createdAt: createdAt()
+});
+
+/**
+ * One alert group of a hook (Alertmanager's group key, a Proxmox event's type + node + job, a
+ * generic alert's key): one investigation session per group, joined by later deliveries.
+ */
+export const alertGroups = pgTable(
+	'alert_groups',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		hookId: uuid('hook_id')
+			.notNull()
+			.references(() => alertHooks.id, { onDelete: 'cascade' }),
+		groupKey: text('group_key').notNull(),
+		status: text('status', { enum: ['firing', 'resolved'] }).notNull(),
+		title: text('title').notNull(),
+		severity: text('severity').notNull(),
+		sessionId: uuid('session_id').references(() => chatSessions.id, { onDelete: 'set null' }),
+		/** Deliveries that changed nothing (same status within the dedupe window) only count here. */
+		deliveries: integer('deliveries').notNull().default(1),
+		firings: integer('firings').notNull().default(1),
+		/** Last delivery, and when the status last changed (the dedupe and flap windows). */
+		lastSeenAt: ts('last_seen_at').notNull().defaultNow(),
+		changedAt: ts('changed_at').notNull().defaultNow(),
+		mutedUntil: ts('muted_until'),
+		createdAt: createdAt()
+	},
+	(t) => [uniqueIndex('alert_groups_hook_key_idx').on(t.hookId, t.groupKey)]
 );

@@ -4,6 +4,7 @@ import { env } from '../env';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
+import { watchOf } from '../db/queries/watches';
 import { decidePlan, getPlan } from '../db/queries/plans';
 import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
@@ -123,6 +124,11 @@ export async function approveByTyping(
 	const r = resolveTypedAssent(m.text, candidates);
 	if (r.kind === 'none') return [];
 	const quoted = `"${m.text.trim()}"`;
+	if (await watchOf(tx, m.sessionId)) {
+		// An alert opened this chat: its text reached the agent from outside, so nothing here is approved by words.
+		await addSystemNote(tx, m.sessionId, 'assent', `The operator typed ${quoted}, but typing approves nothing in an investigation an alert opened: nothing was approved. The operator can click Approve on the card.`, { executionIds: [] });
+		return [];
+	}
 	if (r.kind === 'ambiguous') {
 		await addSystemNote(
 			tx,

@@ -10,6 +10,7 @@ import { allowRulesRouter } from './routers/allow-rules';
 import { notificationsRouter } from './routers/notifications';
 import { apiTokensRouter } from './routers/api-tokens';
 import { jobsRouter } from './routers/jobs';
+import { watchesRouter } from './routers/watches';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -22,7 +23,8 @@ export const appRouter = router({
 	allowRules: allowRulesRouter,
 	notifications: notificationsRouter,
 	apiTokens: apiTokensRouter,
-	jobs: jobsRouter
+	jobs: jobsRouter,
+	watches: watchesRouter
 });
 
 export type AppRouter = typeof appRouter;

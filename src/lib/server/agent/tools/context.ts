@@ -22,6 +22,8 @@ export interface ToolContext {
 	 * which token. Requests are audited with route `mcp`, and answers say to poll, not to wait.
 	 */
 	mcp?: McpCaller;
+	/** Set in an investigation an alert opened (watches/intake.ts): which hook. */
+	watch?: { hookId: string; hookName: string } | null;
 }
 
 /** The operator and API token behind an MCP call. */

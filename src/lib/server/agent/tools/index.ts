@@ -67,5 +67,7 @@ export function buildTools(ctx: ToolContext): ToolSet {
 		get_execution_status: getExecutionStatusTool(ctx),
 		ask_operator: askOperatorTool(ctx)
 	};
+	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
+	if (ctx.watch) delete tools.http_get;
 	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(t), ctx.inventoryReady)]));
 }

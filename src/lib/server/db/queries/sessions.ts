@@ -10,14 +10,17 @@ export type SessionSummary = {
 	updatedAt: string;
 	taskState: string | null;
 	openQuestions: number;
+	/** The alert hook that opened it (an investigation), else null. */
+	startedBy: string | null;
 };
 
 /** The sidebar list: newest first, with the task state and open-question count. */
 export async function listSessions(sql: Sql | TransactionSql, limit = 100): Promise<SessionSummary[]> {
 	return sql<SessionSummary[]>`
 		select s.id, s.title, s.updated_at as "updatedAt", t.state as "taskState",
-			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions"
-		from chat_sessions s left join tasks t on t.session_id = s.id
+			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions",
+			h.name as "startedBy"
+		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
 		order by s.updated_at desc
 		limit ${limit}`;
 }
@@ -29,9 +32,9 @@ export function titleFrom(text: string): string {
 }
 
 /** Creates a chat session with its task, and announces it. */
-export async function createSession(tx: TransactionSql, operatorId: string | null, title: string): Promise<string> {
+export async function createSession(tx: TransactionSql, operatorId: string | null, title: string, opts: { startedByHook?: string } = {}): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
-		insert into chat_sessions (operator_id, title) values (${operatorId}, ${title}) returning id`;
+		insert into chat_sessions (operator_id, title, started_by_hook) values (${operatorId}, ${title}, ${opts.startedByHook ?? null}) returning id`;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
 	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
 	return row.id;

@@ -1,0 +1,143 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
+import type { AlertHookKind } from '../schema';
+
+export type AlertHookRow = {
+	id: string;
+	name: string;
+	kind: AlertHookKind;
+	secret: string;
+	mutedUntil: string | null;
+	revokedAt: string | null;
+	lastReceivedAt: string | null;
+	createdAt: string;
+};
+
+export type AlertGroupRow = {
+	id: string;
+	hookId: string;
+	groupKey: string;
+	status: 'firing' | 'resolved';
+	title: string;
+	severity: string;
+	sessionId: string | null;
+	deliveries: number;
+	firings: number;
+	/** Seconds since the last delivery and since the status last changed. */
+	sinceSeen: number;
+	sinceChanged: number;
+	muted: boolean;
+};
+
+const HOOK_COLUMNS = (sql: Sql | TransactionSql) =>
+	sql`id, name, kind, secret, muted_until as "mutedUntil", revoked_at as "revokedAt", last_received_at as "lastReceivedAt", created_at as "createdAt"`;
+
+export async function getLiveHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
+	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id} and revoked_at is null`;
+	return row ?? null;
+}
+
+export async function listHooks(sql: Sql | TransactionSql): Promise<(AlertHookRow & { openGroups: number })[]> {
+	return sql<(AlertHookRow & { openGroups: number })[]>`
+		select ${HOOK_COLUMNS(sql)},
+			(select count(*)::int from alert_groups g where g.hook_id = h.id and g.status = 'firing') as "openGroups"
+		from alert_hooks h where revoked_at is null order by created_at`;
+}
+
+export async function insertHook(tx: TransactionSql, h: { name: string; kind: AlertHookKind; secret: string; createdBy: string }): Promise<AlertHookRow> {
+	const [row] = await tx<AlertHookRow[]>`
+		insert into alert_hooks (name, kind, secret, created_by) values (${h.name}, ${h.kind}, ${h.secret}, ${h.createdBy})
+		returning ${HOOK_COLUMNS(tx)}`;
+	return row;
+}
+
+export async function setHookSecret(tx: TransactionSql, id: string, secret: string): Promise<AlertHookRow | null> {
+	const [row] = await tx<AlertHookRow[]>`update alert_hooks set secret = ${secret} where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+	return row ?? null;
+}
+
+export async function revokeHook(tx: TransactionSql, id: string): Promise<AlertHookRow | null> {
+	const [row] = await tx<AlertHookRow[]>`update alert_hooks set revoked_at = now() where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+	return row ?? null;
+}
+
+/** Mutes a hook for some minutes (0: unmutes). */
+export async function muteHook(tx: TransactionSql, id: string, minutes: number): Promise<AlertHookRow | null> {
+	const [row] = await tx<AlertHookRow[]>`
+		update alert_hooks set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
+		where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+	return row ?? null;
+}
+
+/**
+ * Counts one authenticated delivery in the hook's one-minute window and returns the count so far
+ * (every process shares the row, so the limit holds across them).
+ */
+export async function countDelivery(tx: TransactionSql, id: string): Promise<number> {
+	const [row] = await tx<{ n: number }[]>`
+		update alert_hooks set
+			window_count = case when window_start is null or window_start < now() - interval '1 minute' then 1 else window_count + 1 end,
+			window_start = case when window_start is null or window_start < now() - interval '1 minute' then now() else window_start end,
+			last_received_at = now()
+		where id = ${id} returning window_count as n`;
+	return row?.n ?? 0;
+}
+
+export async function lockGroup(tx: TransactionSql, hookId: string, groupKey: string): Promise<AlertGroupRow | null> {
+	const [row] = await tx<AlertGroupRow[]>`
+		select id, hook_id as "hookId", group_key as "groupKey", status, title, severity, session_id as "sessionId", deliveries, firings,
+			extract(epoch from now() - last_seen_at)::float8 as "sinceSeen",
+			extract(epoch from now() - changed_at)::float8 as "sinceChanged",
+			coalesce(muted_until > now(), false) as muted
+		from alert_groups where hook_id = ${hookId} and group_key = ${groupKey} for update`;
+	return row ?? null;
+}
+
+/** A new group, or nothing when another delivery made it first (the caller locks and reads it then). */
+export async function insertGroup(
+	tx: TransactionSql,
+	g: { hookId: string; groupKey: string; status: 'firing' | 'resolved'; title: string; severity: string; sessionId: string | null }
+): Promise<boolean> {
+	const rows = await tx`
+		insert into alert_groups (hook_id, group_key, status, title, severity, session_id)
+		values (${g.hookId}, ${g.groupKey}, ${g.status}, ${g.title}, ${g.severity}, ${g.sessionId})
+		on conflict (hook_id, group_key) do nothing returning id`;
+	return rows.length > 0;
+}
+
+export async function setGroupSession(tx: TransactionSql, hookId: string, groupKey: string, sessionId: string): Promise<void> {
+	await tx`update alert_groups set session_id = ${sessionId} where hook_id = ${hookId} and group_key = ${groupKey}`;
+}
+
+export async function updateGroup(
+	tx: TransactionSql,
+	id: string,
+	change: { status?: 'firing' | 'resolved'; sessionId?: string; title?: string; severity?: string; refired?: boolean }
+): Promise<void> {
+	await tx`
+		update alert_groups set
+			deliveries = deliveries + 1,
+			last_seen_at = now(),
+			status = coalesce(${change.status ?? null}, status),
+			changed_at = case when ${change.status ?? null}::text is not null and ${change.status ?? null}::text <> status then now() else changed_at end,
+			session_id = coalesce(${change.sessionId ?? null}::uuid, session_id),
+			title = coalesce(${change.title ?? null}, title),
+			severity = coalesce(${change.severity ?? null}, severity),
+			firings = firings + ${change.refired ? 1 : 0}
+		where id = ${id}`;
+}
+
+/** Mutes one alert group for some minutes (0: unmutes); false when it does not exist. */
+export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string } | null> {
+	const [row] = await tx<{ id: string; title: string }[]>`
+		update alert_groups set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
+		where session_id = ${sessionId} returning id, title`;
+	return row ?? null;
+}
+
+/** The hook that opened a session (its investigation), or null for an operator's chat. */
+export async function watchOf(sql: Sql | TransactionSql, sessionId: string): Promise<{ hookId: string; hookName: string } | null> {
+	const [row] = await sql<{ hookId: string; hookName: string }[]>`
+		select h.id as "hookId", h.name as "hookName" from chat_sessions s join alert_hooks h on h.id = s.started_by_hook where s.id = ${sessionId}`;
+	return row ?? null;
+}

@@ -1,0 +1,39 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A new hook secret: 32 random bytes, URL-safe. */
+export function newHookSecret(): string {
+	return `nomos_hook_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * Whether a delivery carries the hook's secret: `Authorization: Bearer <secret>` (what Proxmox's
+ * and Uptime Kuma's header fields can send), or `X-Nomos-Signature: sha256=<hex HMAC of the raw
+ * body>` (what a script can compute, and what never puts the secret on the wire). Both compared in
+ * constant time; a missing or malformed header is simply not a match.
+ */
+export function carriesSecret(secret: string, headers: Headers, body: Buffer): boolean {
+	const auth = headers.get('authorization');
+	if (auth && /^bearer /i.test(auth)) {
+		if (same(Buffer.from(auth.slice(7).trim()), Buffer.from(secret))) return true;
+	}
+	const sig = headers.get('x-nomos-signature');
+	if (sig && /^sha256=[0-9a-f]{64}$/i.test(sig.trim())) {
+		const want = createHmac('sha256', secret).update(body).digest();
+		if (same(Buffer.from(sig.trim().slice(7), 'hex'), want)) return true;
+	}
+	return false;
+}
+
+/** The HMAC header value for a body (what senders compute; used by the tests and documented). */
+export function signatureOf(secret: string, body: string | Buffer): string {
+	return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+function same(a: Buffer, b: Buffer): boolean {
+	// Lengths differ: compare against itself so the time does not depend on where they differ.
+	if (a.length !== b.length) {
+		timingSafeEqual(b, b);
+		return false;
+	}
+	return timingSafeEqual(a, b);
+}

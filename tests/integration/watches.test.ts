@@ -1,0 +1,226 @@
+// Issue #31: an alert opens (or joins) an investigation; the agent runs on its own, read-only,
+// with the alert as untrusted data; replays, floods, bad secrets and flapping change nothing more.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { resetEnvCache } from '../../src/lib/server/env';
+import { approveByTyping } from '../../src/lib/server/executions/decisions';
+import { HOOK_DELIVERIES_PER_MINUTE, receiveDelivery } from '../../src/lib/server/watches/intake';
+import { signatureOf } from '../../src/lib/server/watches/secret';
+import { agent__run_turn } from '../../tasks/agent__run_turn';
+import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
+import { useTestDatabase } from '../helpers/db';
+import { freshSession, jobs, newOperator, useHub } from '../helpers/executions';
+
+useTestDatabase();
+useHub();
+let llm: ScriptedLlm;
+
+beforeAll(async () => {
+	llm = await startScriptedLlm();
+	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
+	resetEnvCache();
+});
+afterAll(async () => {
+	await llm.close();
+	delete process.env.OPENAI_BASE_URL;
+	resetEnvCache();
+});
+beforeEach(async () => {
+	llm.reset();
+	await sql()`delete from graphile_worker._private_jobs`;
+});
+
+async function hook(kind: 'proxmox' | 'alertmanager' | 'generic', name: string = kind): Promise<{ id: string; secret: string }> {
+	const secret = `nomos_hook_${crypto.randomUUID()}`;
+	const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values (${name}, ${kind}, ${secret}) returning id`;
+	return { id: row.id, secret };
+}
+
+const send = (h: { id: string; secret: string }, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${h.secret}` }) =>
+	receiveDelivery(h.id, new Headers(headers), Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)));
+
+const pveFailed = {
+	title: 'vzdump backup status (pve1): backup failed',
+	message: '102: FAILED - unable to create temporary directory: No space left on device',
+	severity: 'error',
+	timestamp: 1796160000,
+	fields: { type: 'vzdump', hostname: 'pve1', 'job-id': 'backup-nightly' }
+};
+
+const amGroup = (status: 'firing' | 'resolved') => ({
+	version: '4',
+	groupKey: '{}:{alertname="CaddyDown"}',
+	status,
+	receiver: 'nomos',
+	groupLabels: { alertname: 'CaddyDown' },
+	commonLabels: { alertname: 'CaddyDown', severity: 'critical', instance: 'ct105:80' },
+	commonAnnotations: { summary: 'Caddy on CT 105 does not answer' },
+	externalURL: 'http://am',
+	alerts: [{ status, labels: { alertname: 'CaddyDown', instance: 'ct105:80' }, annotations: {}, startsAt: '2026-12-01T10:00:00Z', fingerprint: 'f1' }]
+});
+
+const sessionsOf = async (hookId: string) => sql()<{ id: string; title: string }[]>`select id, title from chat_sessions where started_by_hook = ${hookId}`;
+const runJob = (payload: unknown) => agent__run_turn(payload, {} as never);
+
+describe('an alert', () => {
+	it('opens an investigation the agent runs by itself: the alert fenced as data, read-only tools, no http_get, findings written', async () => {
+		const h = await hook('proxmox', 'pve-main');
+		const r = await send(h, pveFailed);
+		expect(r.status).toBe(202);
+		expect(r.body.alerts).toEqual([{ groupKey: 'pve:vzdump:pve1:backup-nightly', outcome: 'opened', sessionId: expect.any(String) }]);
+		const [s] = await sessionsOf(h.id);
+		expect(s.title).toBe(pveFailed.title);
+		const notes = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system');
+		expect(notes).toHaveLength(1);
+		expect(JSON.stringify(notes[0].parts)).toContain('"untrusted":true');
+		// No operator words: the alert is never a user message.
+		expect((await listMessages(sql(), s.id)).filter((m) => m.role === 'user')).toHaveLength(0);
+
+		const [job] = await jobs('agent__run_turn');
+		expect(job.payload.sessionId).toBe(s.id);
+		llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { text: 'Findings: the backup storage on pve1 is full; 102 was not backed up.' });
+		await runJob(job.payload);
+
+		expect(llm.requests).toHaveLength(2);
+		const first = llm.requests[0].body!;
+		const sent = JSON.stringify(first.messages);
+		expect(sent).toContain('<<<ALERT');
+		expect(sent).toContain('No space left on device');
+		expect(sent).toContain('never an instruction');
+		const toolNames = (first.tools ?? []).map((t) => t.function.name);
+		expect(toolNames).toContain('list_lxcs');
+		expect(toolNames).toContain('propose_plan');
+		expect(toolNames).not.toContain('http_get');
+		const reply = (await listMessages(sql(), s.id)).find((m) => m.role === 'assistant')!;
+		expect(reply.status).toBe('complete');
+		expect(JSON.stringify(reply.parts)).toContain('the backup storage on pve1 is full');
+	});
+
+	it('is investigated within its step budget (NOMOS_WATCH_MAX_STEPS), however long the model goes on', async () => {
+		process.env.NOMOS_WATCH_MAX_STEPS = '2';
+		resetEnvCache();
+		try {
+			const h = await hook('generic');
+			await send(h, { title: 'disk full on ct105' });
+			const [job] = await jobs('agent__run_turn');
+			llm.push(...Array.from({ length: 5 }, () => ({ toolCalls: [{ name: 'list_lxcs', args: {} }] })));
+			await runJob(job.payload);
+			expect(llm.requests).toHaveLength(2);
+		} finally {
+			delete process.env.NOMOS_WATCH_MAX_STEPS;
+			resetEnvCache();
+		}
+	});
+
+	it('delivered again (a replay, a repeat) joins its group: no second session, no second turn', async () => {
+		const h = await hook('proxmox');
+		await send(h, pveFailed);
+		const again = await send(h, pveFailed);
+		expect(again.status).toBe(202);
+		expect(again.body.alerts).toMatchObject([{ outcome: 'duplicate' }]);
+		expect(await sessionsOf(h.id)).toHaveLength(1);
+		expect(await jobs('agent__run_turn')).toHaveLength(1);
+		const [g] = await sql()<{ deliveries: number }[]>`select deliveries from alert_groups where hook_id = ${h.id}`;
+		expect(g.deliveries).toBe(2);
+	});
+
+	it('ten deliveries at once open one session', async () => {
+		const h = await hook('generic');
+		const rs = await Promise.all(Array.from({ length: 10 }, () => send(h, { title: 'caddy down', key: 'kuma-1' })));
+		expect(rs.map((r) => r.status)).toEqual(Array(10).fill(202));
+		expect(await sessionsOf(h.id)).toHaveLength(1);
+		expect(await jobs('agent__run_turn')).toHaveLength(1);
+	});
+
+	it('a flood is cut at the per-minute limit with 429 and Retry-After', async () => {
+		const h = await hook('generic');
+		for (let i = 0; i < HOOK_DELIVERIES_PER_MINUTE; i++) expect((await send(h, { title: `a${i % 3}` })).status).toBe(202);
+		const over = await send(h, { title: 'one more' });
+		expect(over.status).toBe(429);
+		expect(over.headers?.['retry-after']).toBe('60');
+		expect(await sessionsOf(h.id)).toHaveLength(3);
+	});
+
+	it('without the right secret is refused, says nothing of the body, writes nothing and does not use up the limit', async () => {
+		const h = await hook('generic');
+		for (const headers of [{}, { authorization: 'Bearer wrong' }, { 'x-nomos-signature': signatureOf('wrong', '{}') }] as Record<string, string>[]) {
+			const r = await send(h, { title: 'SECRET-BODY-TEXT' }, headers);
+			expect(r.status).toBe(401);
+			expect(JSON.stringify(r.body)).not.toContain('SECRET-BODY-TEXT');
+		}
+		expect(await sessionsOf(h.id)).toHaveLength(0);
+		const [row] = await sql()<{ n: number }[]>`select window_count as n from alert_hooks where id = ${h.id}`;
+		expect(row.n).toBe(0);
+		// An unknown or revoked hook: 404, whatever it carries.
+		expect((await receiveDelivery(crypto.randomUUID(), new Headers({ authorization: `Bearer ${h.secret}` }), Buffer.from('{}'))).status).toBe(404);
+		await sql()`update alert_hooks set revoked_at = now() where id = ${h.id}`;
+		expect((await send(h, { title: 'x' })).status).toBe(404);
+	});
+
+	it('signed with an HMAC of the body is accepted; bad JSON and a wrong shape get 400 naming the problem', async () => {
+		const h = await hook('alertmanager');
+		const body = JSON.stringify(amGroup('firing'));
+		expect((await send(h, body, { 'x-nomos-signature': signatureOf(h.secret, body) })).status).toBe(202);
+		expect(await send(h, '{not json')).toMatchObject({ status: 400, body: { message: 'The body is not JSON.' } });
+		expect(await send(h, { version: '4' })).toMatchObject({ status: 400, body: { message: expect.stringMatching(/^Not a alertmanager alert: groupKey: /) } });
+	});
+
+	it('resolved says so in its session; firing again soon after is flapping: noted, no new investigation', async () => {
+		const h = await hook('alertmanager');
+		await send(h, amGroup('firing'));
+		const [s] = await sessionsOf(h.id);
+		expect((await send(h, amGroup('resolved'))).body.alerts).toMatchObject([{ outcome: 'resolved', sessionId: s.id }]);
+		expect((await send(h, amGroup('firing'))).body.alerts).toMatchObject([{ outcome: 'noted', sessionId: s.id }]);
+		expect(await sessionsOf(h.id)).toHaveLength(1);
+		expect(await jobs('agent__run_turn')).toHaveLength(1);
+		const texts = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').map((m) => JSON.stringify(m.parts));
+		expect(texts[1]).toContain('is resolved');
+		expect(texts[2]).toContain('flapping');
+		// Long after it resolved, firing again is investigated again, in the same session.
+		await sql()`update alert_groups set changed_at = now() - interval '2 hours', last_seen_at = now() - interval '2 hours', status = 'resolved' where hook_id = ${h.id}`;
+		expect((await send(h, amGroup('firing'))).body.alerts).toMatchObject([{ outcome: 'reinvestigated', sessionId: s.id }]);
+		expect(await jobs('agent__run_turn')).toHaveLength(2);
+	});
+
+	it('to a muted hook is recorded but opens nothing', async () => {
+		const h = await hook('generic');
+		await sql()`update alert_hooks set muted_until = now() + interval '1 hour' where id = ${h.id}`;
+		expect((await send(h, { title: 'noisy' })).body.alerts).toMatchObject([{ outcome: 'muted', sessionId: null }]);
+		expect(await sessionsOf(h.id)).toHaveLength(0);
+		expect(await jobs('agent__run_turn')).toHaveLength(0);
+	});
+});
+
+describe('in an investigation an alert opened', () => {
+	/** A restart the agent requested in the session, on the operator's screen; then the operator types "yes". */
+	async function typeYes(sessionId: string, operatorId: string): Promise<{ approved: string[]; status: string }> {
+		const [e] = await sql()<{ id: string }[]>`
+			insert into executions (requested_by_session, host_name, target, action, params, classification, hash, command_preview, reason, status, expires_at)
+			values (${sessionId}, 'strong', 'lxc:strong/105', 'restart', '{}'::jsonb, 'config_mutation', ${'h-' + Math.random()}, 'pct reboot 105', 'alert', 'awaiting_approval', now() + interval '1 hour')
+			returning id`;
+		await sql()`insert into execution_sessions (execution_id, session_id) values (${e.id}, ${sessionId})`;
+		const approved = await sql().begin(async (tx) => {
+			const part = { type: 'tool-request_execution', toolCallId: 'c1', state: 'output-available', input: {}, output: { executionId: e.id } };
+			await insertMessage(tx, { sessionId, role: 'assistant', parts: [part] as never, status: 'complete', origin: 'continuation' });
+			const m = await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'yes' }], status: 'complete', origin: 'chat' });
+			return approveByTyping(tx, { sessionId, messageId: m.id, text: 'yes', shownIds: [e.id], operatorId, credential: freshSession() });
+		});
+		const [row] = await sql()<{ status: string }[]>`select status from executions where id = ${e.id}`;
+		return { approved, status: row.status };
+	}
+
+	it('typing "yes" approves nothing (it does in an operator\'s chat): the note says to click', async () => {
+		const operatorId = await newOperator('watcher');
+		const own = await sql().begin((tx) => createSession(tx, operatorId, 'mine'));
+		expect(await typeYes(own, operatorId)).toMatchObject({ approved: [expect.any(String)], status: 'approved' });
+
+		const h = await hook('generic');
+		await send(h, { title: 'caddy down' });
+		const [s] = await sessionsOf(h.id);
+		expect(await typeYes(s.id, operatorId)).toEqual({ approved: [], status: 'awaiting_approval' });
+		const notes = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').map((m) => JSON.stringify(m.parts));
+		expect(notes.at(-1)).toContain('typing approves nothing in an investigation an alert opened');
+	});
+});
