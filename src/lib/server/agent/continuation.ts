@@ -49,7 +49,10 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const claimed = await claimFinishedForSession(tx, sessionId);
 		if (!claimed.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
-		const repeats = await maxRecentFailures(tx, sessionId, claimed.filter((e) => e.status === 'failed').map((e) => e.hash));
+		// An execution claimed again for a late read-back was counted and noted when it ended:
+		// its late note (written with the claim's reopening) is what the agent reads now.
+		const fresh = claimed.filter((e) => !e.told);
+		const repeats = await maxRecentFailures(tx, sessionId, fresh.filter((e) => e.status === 'failed').map((e) => e.hash));
 		const window = await activeWindow(tx, sessionId);
 		let kind: Exclude<ContinueResult, 'nothing'>;
 		if (await isMcpSession(tx, sessionId)) kind = 'mcp';
@@ -68,6 +71,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			'repeated-failure': ` — the same action failed ${SAME_FAILURE_LIMIT} times, so Nomos stopped continuing by itself; tell it how to proceed`
 		};
 		for (const [i, e] of claimed.entries()) {
+			if (e.told) continue;
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
