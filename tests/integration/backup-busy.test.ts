@@ -16,7 +16,7 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { newOperator, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { QUIET_WORKER_ENV, startTs, type ChildExit } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 const root = path.resolve('tests/.tmp', `backup-busy-${process.pid}`);
@@ -28,13 +28,9 @@ let llm: ScriptedLlm;
 const children: ChildProcess[] = [];
 
 function start(file: string, args: string[], env: Record<string, string>) {
-	const child = spawnTs(file, args, { env: { ...process.env, DATABASE_URL: dbUrl(), ...env } });
-	children.push(child);
-	const log = { out: '' };
-	child.stdout!.on('data', (d) => (log.out += d));
-	child.stderr!.on('data', (d) => (log.out += d));
-	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
-	return { child, log, exited };
+	const c = startTs(file, args, { DATABASE_URL: dbUrl(), ...env });
+	children.push(c.child);
+	return c;
 }
 
 const startBackup = (file: string) => start('scripts/backup.ts', [file], { NOMOS_DATA_DIR: path.join(root, 'unused'), TMPDIR: tmp });
@@ -47,7 +43,7 @@ async function backupActivity(): Promise<string> {
 	return JSON.stringify(rows);
 }
 
-async function exitWithin(p: { exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>; log: { out: string } }, ms: number) {
+async function exitWithin(p: { exited: Promise<ChildExit>; log: { out: string } }, ms: number) {
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
 	const r = await Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
@@ -95,17 +91,7 @@ describe('npm run backup against a busy instance', () => {
 	it('finishes while a worker serves turns and a writer commits, with one consistent snapshot', async () => {
 		const operatorId = await newOperator('busy-admin');
 		const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'busy-admin', role: 'admin' }, event: {} as RequestEvent } as never);
-		const worker = start('tests/helpers/worker-child.ts', [], {
-			OPENAI_BASE_URL: llm.baseURL,
-			OPENAI_API_KEY: 'test',
-			NOMOS_MODEL: 'scripted',
-			NOMOS_INVENTORY_SYNC: 'off',
-			NOMOS_WORKER: 'on',
-			NOMOS_WORKER_CONCURRENCY: '2',
-			NOMOS_HOSTS: '',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_OPERATOR_PASSWORD: ''
-		});
+		const worker = start('tests/helpers/worker-child.ts', [], { ...QUIET_WORKER_ENV, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
 		await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
 		const writer = start('tests/helpers/backup-writer-child.ts', [], {});
 		await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
