@@ -113,7 +113,7 @@ describe('npm run backup against a busy instance', () => {
 				turns++;
 			}
 		})();
-		await waitUntil(async () => turns >= 1, 'a first turn');
+		await waitUntil(async () => turns >= 1, `a first turn:\n${worker.log.out}`, { timeoutMs: 60_000 });
 
 		const [{ at: startedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
 		const archive = path.join(out, 'busy.tar.gz');
@@ -133,7 +133,7 @@ describe('npm run backup against a busy instance', () => {
 
 		expect(r, backup.log.out).toEqual({ code: 0, signal: null });
 		expect((await fs.stat(archive)).mode & 0o777).toBe(0o600);
-		expect(existsSync(`${archive}.partial`)).toBe(false);
+		expect((await fs.readdir(out)).filter((n) => n.endsWith('.partial'))).toEqual([]);
 		expect(await leftovers(tmp)).toEqual([]);
 		// The instance really was busy: the writer committed while the backup ran.
 		const [{ during }] = await sql()<{ during: number }[]>`
@@ -204,4 +204,38 @@ describe('npm run backup against a busy instance', () => {
 			await gate.end();
 		}
 	}, 90_000);
+
+	it('SIGKILL in the middle of a COPY leaves a partial file; the next backup into that folder removes it', async () => {
+		const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
+		try {
+			await gate.unsafe(`create table if not exists zz_backup_gate (token_hash text references auth_sessions(token_hash))`);
+			const dir = path.join(out, 'SIGKILL');
+			await fs.mkdir(dir);
+			let killed: ReturnType<typeof startBackup> | undefined;
+			await gate.begin(async (tx) => {
+				await tx`lock table zz_backup_gate in access exclusive mode`;
+				killed = startBackup(dir);
+				await waitUntil(async () => {
+					const [row] = await sql()<{ n: number }[]>`
+						select count(*)::int as n from pg_stat_activity
+						where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
+					return row.n === 1;
+				}, `the backup to wait on the gate:\n${killed.log.out}`, { timeoutMs: 30_000 });
+				killed.child.kill('SIGKILL');
+				expect((await exitWithin(killed, 30_000)).signal).toBe('SIGKILL');
+			});
+			// No handler ran: the partial archive, with the secret tables in it, stays behind.
+			const stale = (await fs.readdir(dir)).filter((n) => n.endsWith('.partial'));
+			expect(stale).toEqual([expect.stringMatching(new RegExp(`\\.${killed!.pid}\\.partial$`))]);
+			const next = startBackup(dir);
+			expect(await exitWithin(next, 60_000), next.log.out).toEqual({ code: 0, signal: null });
+			expect(next.log.out).toContain('a partial archive whose backup was killed');
+			const names = await fs.readdir(dir);
+			expect(names.filter((n) => n.endsWith('.partial'))).toEqual([]);
+			expect(names).toEqual([expect.stringMatching(/^nomos-backup-.+\.tar\.gz$/)]);
+		} finally {
+			await gate.unsafe('drop table if exists zz_backup_gate');
+			await gate.end();
+		}
+	}, 120_000);
 });
