@@ -221,7 +221,7 @@ async function main(): Promise<void> {
 	log(`fleet up in ${((Date.now() - t0) / 1000).toFixed(1)} s since start; temp dir ${tmp}`);
 
 	const cookie = await signIn(fleet.webBases()[0], OPERATOR.username, OPERATOR.password);
-	const operator = new Operator(cookie, () => fleet!.webBases(), choices);
+	const operator = new Operator(cookie, () => fleet!.webBases(), choices, OPERATOR.password);
 	const truth = new TruthLedger(pve.info.stateDir);
 	const ctx = { db: sql, operator, random: choices, truth, patienceMs: PATIENCE_MS, thinkMs: [500, 2000] as [number, number], log };
 	const sessionIds = await Promise.all(Array.from({ length: SESSIONS }, (_, i) => openSession(ctx, i)));

@@ -6,7 +6,7 @@ import type { Random } from './random';
 export type CallResult<T> =
 	| { kind: 'ok'; data: T }
 	/** The server answered with an error (a refusal, a conflict). */
-	| { kind: 'refused'; status: number; code: string; message: string }
+	| { kind: 'refused'; status: number; code: string; message: string; stepUp: boolean }
 	/** No answer: the process died or was not listening. Whether the call took effect is unknown. */
 	| { kind: 'unreachable'; error: string };
 
@@ -31,8 +31,14 @@ export class Operator {
 	constructor(
 		private readonly cookie: string,
 		private readonly bases: () => string[],
-		private readonly random: Random
+		private readonly random: Random,
+		private readonly password: string
 	) {}
+
+	/** Gives the password again (the step-up dialog an approval that cannot be undone asks for after NOMOS_STEP_UP_MIN). */
+	confirmPassword(): Promise<CallResult<{ ok: true }>> {
+		return this.mutate('operators.confirmPassword', { password: this.password });
+	}
 
 	/** One tRPC mutation (POST /trpc/<procedure>, the input as the body) through a random live web process. */
 	async mutate<T>(procedure: string, input: unknown): Promise<CallResult<T>> {
@@ -49,14 +55,14 @@ export class Operator {
 				body: JSON.stringify(input),
 				signal: AbortSignal.timeout(30_000)
 			});
-			const body = (await res.json().catch(() => null)) as { result?: { data: T }; error?: { message: string; data?: { code?: string } } } | null;
+			const body = (await res.json().catch(() => null)) as { result?: { data: T }; error?: { message: string; data?: { code?: string; stepUp?: boolean } } } | null;
 			if (res.ok && body?.result) return { kind: 'ok', data: body.result.data };
 			// A process still starting or stopping answers 5xx without a tRPC body: as good as gone.
 			if (!body?.error) {
 				this.unreachable++;
 				return { kind: 'unreachable', error: `HTTP ${res.status} from ${base}` };
 			}
-			return { kind: 'refused', status: res.status, code: body.error.data?.code ?? 'UNKNOWN', message: body.error.message };
+			return { kind: 'refused', status: res.status, code: body.error.data?.code ?? 'UNKNOWN', message: body.error.message, stepUp: body.error.data?.stepUp === true };
 		} catch (e) {
 			this.unreachable++;
 			return { kind: 'unreachable', error: `${base}: ${(e as Error).message}` };

@@ -25,7 +25,7 @@ export interface ReportInput {
 	cpu: (Record<string, number> & { wall: number; machine: number; self: number }) | null;
 }
 
-const GAVE_UP: Outcome[] = ['not-sent', 'no-request', 'not-approved', 'no-terminal', 'no-continuation'];
+const GAVE_UP: Outcome[] = ['not-sent', 'no-request', 'not-approved', 'approval-refused', 'no-terminal', 'no-continuation'];
 const s1 = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : 'never');
 const list = (title: string, lines: string[], max = 10) => {
 	if (!lines.length) return;
@@ -41,8 +41,12 @@ export function printReport(r: ReportInput): void {
 	const escalated = kills.filter((k) => k.escalated).length;
 	const completed = r.records.filter((x) => x.outcome === 'completed').length;
 	const gaveUp = r.records.filter((x) => x.outcome && GAVE_UP.includes(x.outcome));
+	// Not resends: a call whose web process died before answering is made again through another
+	// one (what a browser's retry does; the operator does nothing), and an approval the server
+	// refused is a fault of the bench's script or of a rule, read in its log line.
+	const refused = gaveUp.filter((x) => x.outcome === 'approval-refused').length;
 	const repeats = r.records.reduce((n, x) => n + x.repeats, 0);
-	const resends = f.resendMessages.length + repeats + gaveUp.length;
+	const resends = f.resendMessages.length + gaveUp.length - refused;
 	const slow = f.waits.reduce((n, w) => n + w.over, 0);
 	const withWork = r.works.filter((w) => w.pieces.length);
 	const resumption = withWork.map((w) => killResumption(w) ?? NaN);
@@ -65,7 +69,9 @@ export function printReport(r: ReportInput): void {
 	console.log(`| messages lost | ${f.lost.length} | 0 |`);
 	console.log(`| approvals without a terminal execution | ${f.stranded.length} of ${f.approved} approved | 0 |`);
 	console.log(`| mutations run twice | ${f.twice.length} | 0 |`);
-	console.log(`| resends needed | ${resends} (${f.resendMessages.length} replies/notes saying so, ${gaveUp.length} loops given up, ${repeats} actions repeated) | 0 |`);
+	console.log(`| resends needed | ${resends} (${f.resendMessages.length} replies/notes saying so, ${gaveUp.length - refused} loops given up) | 0 |`);
+	console.log(`| calls retried after their web process died (a browser retries too; not resends) | ${repeats} | |`);
+	console.log(`| approvals refused by the server (see their log lines) | ${refused} | 0 |`);
 	console.log(`| operator-visible waits over 15 s | ${slow} | 0 |`);
 	console.log(`| untruthful outcomes | ${r.untruths.length} | 0 |`);
 	console.log(`| kill → resumption p50 / p95 / max (s) | ${s1(q(0.5))} / ${s1(q(0.95))} / ${s1(q(1))} (${withWork.length} kills with work in flight${never ? `, ${never} never resumed` : ''}) | p95 ≤ 10 |`);

@@ -145,6 +145,12 @@ export async function resolveWork(db: Sql, all: KillWork[]): Promise<void> {
 			if (p.kind === 'execution' && p.executionId) {
 				const [e] = await db<{ startedAt: Date | null; finishedAt: Date | null }[]>`
 					select started_at as "startedAt", finished_at as "finishedAt" from executions where id = ${p.executionId}`;
+				// Finished between the snapshot and the signal: nothing was left to resume.
+				if (e?.finishedAt && e.finishedAt.getTime() <= t0) {
+					p.resumedAt = t0;
+					p.how = 'finished before the signal';
+					continue;
+				}
 				const started = p.statusAt0 === 'approved' ? ms(e?.startedAt) : undefined;
 				const candidates = [started, ms(e?.finishedAt)].filter((x): x is number => x !== undefined && x > t0);
 				if (candidates.length) {

@@ -28,6 +28,8 @@ export type Outcome =
 	/** The operator gave up waiting at this step (after --patience) and went on with a new request. */
 	| 'no-request'
 	| 'not-approved'
+	/** The approval was refused (not a lost call): the loop could not go on, a bench or product fault to read in its log line. */
+	| 'approval-refused'
 	| 'no-terminal'
 	| 'no-continuation';
 
@@ -191,10 +193,24 @@ async function loop(ctx: DriverContext, sessionId: string, rec: LoopRecord, hard
 	const executionId = found.id;
 	rec.executionId = executionId;
 
-	// Approve, as the card's button does; when nobody answered, look before clicking again.
+	// Approve, as the card's button does; when nobody answered, look before clicking again. An
+	// irreversible change (destroy) asks for the password again NOMOS_STEP_UP_MIN after sign-in:
+	// the operator gives it in the card's dialog and approves again, as in the browser.
 	d = deadline();
+	let steppedUp = false;
 	for (let attempt = 0; ; attempt++) {
 		const r = await ctx.operator.mutate('executions.decide', { executionId, decision: 'approved', route: 'button' });
+		if (r.kind === 'refused' && r.stepUp && !steppedUp) {
+			const s = await ctx.operator.confirmPassword();
+			if (s.kind === 'refused') ctx.log(`${rec.tag}: step-up refused: ${s.message}`);
+			steppedUp = s.kind === 'ok';
+			if (Date.now() >= d) return 'not-approved';
+			continue;
+		}
+		if (r.kind === 'refused') {
+			ctx.log(`${rec.tag}: approval refused (${r.code}): ${r.message}`);
+			return 'approval-refused';
+		}
 		if (r.kind !== 'unreachable') break;
 		const [a] = await ctx.db`select 1 from approvals where execution_id = ${executionId}`;
 		if (a) break;

@@ -16,7 +16,7 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { newOperator, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { QUIET_WORKER_ENV, startTs, type ChildExit } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 const root = path.resolve('tests/.tmp', `backup-busy-${process.pid}`);
@@ -28,13 +28,9 @@ let llm: ScriptedLlm;
 const children: ChildProcess[] = [];
 
 function start(file: string, args: string[], env: Record<string, string>) {
-	const child = spawnTs(file, args, { env: { ...process.env, DATABASE_URL: dbUrl(), ...env } });
-	children.push(child);
-	const log = { out: '' };
-	child.stdout!.on('data', (d) => (log.out += d));
-	child.stderr!.on('data', (d) => (log.out += d));
-	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
-	return { child, log, exited };
+	const c = startTs(file, args, { DATABASE_URL: dbUrl(), ...env });
+	children.push(c.child);
+	return c;
 }
 
 const startBackup = (file: string) => start('scripts/backup.ts', [file], { NOMOS_DATA_DIR: path.join(root, 'unused'), TMPDIR: tmp });
@@ -47,7 +43,7 @@ async function backupActivity(): Promise<string> {
 	return JSON.stringify(rows);
 }
 
-async function exitWithin(p: { exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>; log: { out: string } }, ms: number) {
+async function exitWithin(p: { exited: Promise<ChildExit>; log: { out: string } }, ms: number) {
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
 	const r = await Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
@@ -95,17 +91,7 @@ describe('npm run backup against a busy instance', () => {
 	it('finishes while a worker serves turns and a writer commits, with one consistent snapshot', async () => {
 		const operatorId = await newOperator('busy-admin');
 		const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'busy-admin', role: 'admin' }, event: {} as RequestEvent } as never);
-		const worker = start('tests/helpers/worker-child.ts', [], {
-			OPENAI_BASE_URL: llm.baseURL,
-			OPENAI_API_KEY: 'test',
-			NOMOS_MODEL: 'scripted',
-			NOMOS_INVENTORY_SYNC: 'off',
-			NOMOS_WORKER: 'on',
-			NOMOS_WORKER_CONCURRENCY: '2',
-			NOMOS_HOSTS: '',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_OPERATOR_PASSWORD: ''
-		});
+		const worker = start('tests/helpers/worker-child.ts', [], { ...QUIET_WORKER_ENV, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
 		await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
 		const writer = start('tests/helpers/backup-writer-child.ts', [], {});
 		await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
@@ -127,7 +113,7 @@ describe('npm run backup against a busy instance', () => {
 				turns++;
 			}
 		})();
-		await waitUntil(async () => turns >= 1, 'a first turn');
+		await waitUntil(async () => turns >= 1, `a first turn:\n${worker.log.out}`, { timeoutMs: 60_000 });
 
 		const [{ at: startedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
 		const archive = path.join(out, 'busy.tar.gz');
@@ -147,7 +133,7 @@ describe('npm run backup against a busy instance', () => {
 
 		expect(r, backup.log.out).toEqual({ code: 0, signal: null });
 		expect((await fs.stat(archive)).mode & 0o777).toBe(0o600);
-		expect(existsSync(`${archive}.partial`)).toBe(false);
+		expect((await fs.readdir(out)).filter((n) => n.endsWith('.partial'))).toEqual([]);
 		expect(await leftovers(tmp)).toEqual([]);
 		// The instance really was busy: the writer committed while the backup ran.
 		const [{ during }] = await sql()<{ during: number }[]>`
@@ -218,4 +204,38 @@ describe('npm run backup against a busy instance', () => {
 			await gate.end();
 		}
 	}, 90_000);
+
+	it('SIGKILL in the middle of a COPY leaves a partial file; the next backup into that folder removes it', async () => {
+		const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
+		try {
+			await gate.unsafe(`create table if not exists zz_backup_gate (token_hash text references auth_sessions(token_hash))`);
+			const dir = path.join(out, 'SIGKILL');
+			await fs.mkdir(dir);
+			let killed: ReturnType<typeof startBackup> | undefined;
+			await gate.begin(async (tx) => {
+				await tx`lock table zz_backup_gate in access exclusive mode`;
+				killed = startBackup(dir);
+				await waitUntil(async () => {
+					const [row] = await sql()<{ n: number }[]>`
+						select count(*)::int as n from pg_stat_activity
+						where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
+					return row.n === 1;
+				}, `the backup to wait on the gate:\n${killed.log.out}`, { timeoutMs: 30_000 });
+				killed.child.kill('SIGKILL');
+				expect((await exitWithin(killed, 30_000)).signal).toBe('SIGKILL');
+			});
+			// No handler ran: the partial archive, with the secret tables in it, stays behind.
+			const stale = (await fs.readdir(dir)).filter((n) => n.endsWith('.partial'));
+			expect(stale).toEqual([expect.stringMatching(new RegExp(`\\.${killed!.pid}\\.partial$`))]);
+			const next = startBackup(dir);
+			expect(await exitWithin(next, 60_000), next.log.out).toEqual({ code: 0, signal: null });
+			expect(next.log.out).toContain('a partial archive whose backup was killed');
+			const names = await fs.readdir(dir);
+			expect(names.filter((n) => n.endsWith('.partial'))).toEqual([]);
+			expect(names).toEqual([expect.stringMatching(/^nomos-backup-.+\.tar\.gz$/)]);
+		} finally {
+			await gate.unsafe('drop table if exists zz_backup_gate');
+			await gate.end();
+		}
+	}, 120_000);
 });

@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/lib/server/db/embedded';
 import { runMigrations } from '../../src/lib/server/db/migrate';
-import { createBackup } from '../../src/lib/server/backup/backup';
+import { createBackup, partialName } from '../../src/lib/server/backup/backup';
 import { restoreBackup, RestoreRefused } from '../../src/lib/server/backup/restore';
 import { freePort } from '../helpers/ports';
 import { createTestDatabase } from '../helpers/db';
@@ -212,7 +212,7 @@ describe('a table bigger than one archive entry', () => {
 		});
 		await expect(backup).rejects.toThrow('stop');
 		expect(existsSync(file)).toBe(false);
-		expect(existsSync(`${file}.partial`)).toBe(false);
+		expect(existsSync(partialName(file))).toBe(false);
 	}, 60_000);
 
 	it('a failure while writing mid-COPY is the error reported, and no partial file stays', async () => {
@@ -227,6 +227,6 @@ describe('a table bigger than one archive entry', () => {
 			}
 		});
 		await expect(backup).rejects.toThrow('ENOSPC');
-		expect(existsSync(`${file}.partial`)).toBe(false);
+		expect(existsSync(partialName(file))).toBe(false);
 	}, 60_000);
 });

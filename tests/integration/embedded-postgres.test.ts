@@ -7,7 +7,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/lib/serv
 import { freePort } from '../helpers/ports';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startTs } from '../helpers/spawn';
 
 const dir = path.resolve('tests/.tmp', `embedded-${process.pid}`);
 const started: EmbeddedPostgres[] = [];
@@ -116,25 +116,18 @@ describe('embedded Postgres', () => {
 		let port = 0;
 		/** A Nomos worker process (the app's boot, its signal handling) on the embedded server of appDir. */
 		function startNomos() {
-			const child = spawnTs('tests/helpers/worker-child.ts', [], {
-				env: {
-					...process.env,
-					DATABASE_URL: '',
-					NOMOS_DATA_DIR: appDir,
-					NOMOS_PG_PORT: String(port),
-					OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
-					OPENAI_API_KEY: 'test',
-					NOMOS_MODEL: 'scripted',
-					NOMOS_INVENTORY_SYNC: 'off',
-					NOMOS_HOSTS: '',
-					NOMOS_KNOWLEDGE_DIR: '',
-					NOMOS_OPERATOR_PASSWORD: ''
-				}
+			const { child, log, exited } = startTs('tests/helpers/worker-child.ts', [], {
+				DATABASE_URL: '',
+				NOMOS_DATA_DIR: appDir,
+				NOMOS_PG_PORT: String(port),
+				OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+				OPENAI_API_KEY: 'test',
+				NOMOS_MODEL: 'scripted',
+				NOMOS_INVENTORY_SYNC: 'off',
+				NOMOS_HOSTS: '',
+				NOMOS_KNOWLEDGE_DIR: '',
+				NOMOS_OPERATOR_PASSWORD: ''
 			});
-			const log = { out: '' };
-			child.stdout!.on('data', (d) => (log.out += d));
-			child.stderr!.on('data', (d) => (log.out += d));
-			const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
 			procs.push(child);
 			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 50 }) };
 		}

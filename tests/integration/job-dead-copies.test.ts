@@ -15,7 +15,7 @@ import { executions__sweep } from '../../tasks/executions__sweep';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, alive, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 let pve: ProxmoxDouble;
@@ -43,24 +43,8 @@ async function cronTick(): Promise<void> {
 		queue_name => 'inventory', job_key => 'inventory__sync', priority => ${PRIORITY.background}::int)`;
 }
 
-function startWorkerChild() {
-	const child = spawnTs('tests/helpers/worker-child.ts', [], {
-		env: {
-			...process.env,
-			DATABASE_URL: dbUrl(),
-			NOMOS_INVENTORY_SYNC: 'off',
-			NOMOS_WORKER: 'on',
-			NOMOS_WORKER_CONCURRENCY: '2',
-			NOMOS_HOSTS: '',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_OPERATOR_PASSWORD: ''
-		}
-	});
-	const log = { out: '' };
-	child.stdout!.on('data', (d) => (log.out += d));
-	child.stderr!.on('data', (d) => (log.out += d));
-	const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_c, signal) => res(signal)));
-	return { child, log, exited };
+function startWorker() {
+	return startWorkerChild(dbUrl());
 }
 
 /**
@@ -69,7 +53,7 @@ function startWorkerChild() {
  * simulated by ageing the locks and the heartbeat instead of waiting for it.
  */
 async function killMidSync(opts: { supersede: boolean }): Promise<void> {
-	const w = startWorkerChild();
+	const w = startWorker();
 	try {
 		await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
 		await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch((e: Error) => {
@@ -82,7 +66,7 @@ async function killMidSync(opts: { supersede: boolean }): Promise<void> {
 			expect(running).toMatchObject({ key: null, attempts: 25, maxAttempts: 25 });
 		}
 		w.child.kill('SIGKILL');
-		expect(await w.exited).toBe('SIGKILL');
+		expect((await w.exited).signal).toBe('SIGKILL');
 	} finally {
 		w.child.kill('SIGKILL');
 	}

@@ -23,7 +23,13 @@ import { TERMINAL } from '../../src/lib/types/executions';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { processRunning, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { view } from '../helpers/message-view';
+import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
+import { continueSession } from '../../src/lib/server/agent/continuation';
+import { listMessages } from '../../src/lib/server/db/queries/messages';
+import { resetEnvCache } from '../../src/lib/server/env';
+import { agent__continue_session } from '../../tasks/agent__continue_session';
+import { DEBIAN, addHost, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
 
 useTestDatabase();
 useHub();
@@ -155,6 +161,61 @@ describe('a host that cannot be reached', () => {
 		expect(note.text).toBe(
 			`Late read-back of execution ${e.id} (pct_create on host:strong): its command was still running on the host and was stopped now; CT 107 exists on strong, stopped, locked: create.`
 		);
+	}, 60_000);
+});
+
+describe('a late read-back re-invokes the agent', () => {
+	let llm: ScriptedLlm;
+	beforeAll(async () => {
+		llm = await startScriptedLlm();
+		Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
+		resetEnvCache();
+	});
+	afterAll(async () => {
+		await llm?.close();
+	});
+
+	it('once, through the continuation: no "continue" from the operator, no second run when the job is retried', async () => {
+		const late = await newSession(operatorId, 'late read-back');
+		await pve.setFault('create', { slow: 1_500 });
+		const e = await approved(createOf('108'), late);
+		const run = runExecution(e.id);
+		const task = await taskFor('108');
+		await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
+		pve.setReachable(false);
+		await cancel(e.id);
+		await run;
+		expect((await load(e.id)).leftovers).toMatch(/^could not read CT 108 back from strong: /);
+		// The outcome's continuation runs as usual: the agent hears "could not read it back". A
+		// worker deletes a job it ran; so does this test (no worker runs here).
+		const [outcome] = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
+		llm.push({ text: 'The host is away; CT 108 could not be read back yet.' });
+		await agent__continue_session(outcome.payload, {} as never);
+		expect(llm.requests).toHaveLength(1);
+		await sql()`delete from graphile_worker._private_jobs where payload->>'executionId' = ${e.id}`;
+		await waitUntil(async () => (await pve.tasks()).find((t) => t.worker === task.worker)?.done, 'the create to finish on the host');
+
+		pve.setReachable(true);
+		await sql()`update executions set leftovers_recheck_at = now() where id = ${e.id}`;
+		await executions__sweep({}, {} as never);
+		const queued = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
+		expect(queued).toHaveLength(1);
+		llm.push({ text: 'CT 108 was created after all: it exists and runs.' });
+		await agent__continue_session(queued[0].payload, {} as never);
+		expect(llm.requests).toHaveLength(2);
+		const sent = JSON.stringify(llm.requests[1].body);
+		const said = `Late read-back of execution ${e.id} (pct_create on host:strong): CT 108 exists on strong, running.`;
+		expect(sent.split(said)).toHaveLength(2); // told once, in the turn of its own
+		const msgs = await listMessages(sql(), late);
+		expect(msgs.filter((m) => m.role === 'user')).toHaveLength(0);
+		expect(msgs.filter((m) => m.role === 'assistant' && m.origin === 'continuation').map((m) => m.status)).toEqual(['complete', 'complete']);
+		// The outcome note is not written again: the late note says what is new.
+		const outcomeNotes = msgs.flatMap((m) => (m.role === 'system' ? view(m.parts) : [])).filter((p) => p.type === 'note' && p.kind === 'execution');
+		expect(outcomeNotes).toHaveLength(1);
+		// A retried job (or a second worker) finds it claimed: the agent is not invoked again.
+		expect(await continueSession(late)).toBe('nothing');
+		await agent__continue_session(queued[0].payload, {} as never);
+		expect(llm.requests).toHaveLength(2);
 	}, 60_000);
 });
 

@@ -1,7 +1,6 @@
 // Issue #27, "the system picks itself up": the work of a worker process that dies (SIGKILL) or
 // stops (SIGTERM) is taken up by another process — no resend, no "continue", nothing run twice.
 // Real worker processes, a real Postgres, the SSH double and the scripted model.
-import type { ChildProcess } from 'node:child_process';
 import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
@@ -14,13 +13,13 @@ import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { DEBIAN, addHost, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild, type TsChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 useHub();
 let llm: ScriptedLlm;
 let pve: ProxmoxDouble;
-type Worker = { child: ChildProcess; log: { out: string }; exited: Promise<NodeJS.Signals | null>; pid: number };
+type Worker = TsChild;
 const children: Worker[] = [];
 
 beforeAll(async () => {
@@ -40,28 +39,8 @@ afterAll(async () => {
 	await pve?.close();
 });
 
-function startWorker(file = 'tests/helpers/worker-child.ts', extra: NodeJS.ProcessEnv = {}): Worker {
-	const child = spawnTs(file, [], {
-		env: {
-			...process.env,
-			DATABASE_URL: dbUrl(),
-			OPENAI_BASE_URL: llm.baseURL,
-			OPENAI_API_KEY: 'test',
-			NOMOS_MODEL: 'scripted',
-			NOMOS_INVENTORY_SYNC: 'off',
-			NOMOS_WORKER: 'on',
-			NOMOS_WORKER_CONCURRENCY: '2',
-			NOMOS_HOSTS: '',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_OPERATOR_PASSWORD: '',
-			...extra
-		}
-	});
-	const log = { out: '' };
-	child.stdout!.on('data', (d) => (log.out += d));
-	child.stderr!.on('data', (d) => (log.out += d));
-	const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_c, signal) => res(signal)));
-	const w = { child, log, exited, pid: child.pid! };
+function startWorker(extra: NodeJS.ProcessEnv = {}): Worker {
+	const w = startWorkerChild(dbUrl(), { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted', ...extra });
 	children.push(w);
 	return w;
 }
@@ -108,7 +87,7 @@ describe('a reply whose worker process dies', () => {
 		const victim = await waitUntil(() => runnerOf(sessionId, [a, b]), 'the reply to have a runner');
 		const [streaming] = await replies(sessionId);
 		victim.child.kill('SIGKILL');
-		expect(await victim.exited).toBe('SIGKILL');
+		expect((await victim.exited).signal).toBe('SIGKILL');
 
 		const done = await waitUntil(async () => {
 			const rs = await replies(sessionId);
@@ -136,7 +115,7 @@ describe('a reply whose worker process dies', () => {
 		const victim = await waitUntil(() => runnerOf(sessionId, [a, b]), 'the reply to have a runner');
 		victim.child.kill('SIGTERM');
 		// A hanging model must not hold the stop up (graphile-worker's grace period is 10 s).
-		expect(await victim.exited).toBe(null);
+		expect((await victim.exited).signal).toBe(null);
 		expect(victim.log.out).not.toMatch(/Stopped by the operator/);
 		const done = await waitUntil(async () => {
 			const rs = await replies(sessionId);
@@ -154,7 +133,7 @@ describe('an approved execution whose worker dies before starting it', () => {
 		const sessionId = await newSession(operatorId);
 		llm.reset();
 		llm.setFallback(() => ({ text: 'Noted.' }));
-		const slow = startWorker('tests/helpers/slow-run-worker-child.ts', { SLOW_RUN_START_MS: '600000', NOMOS_EXECUTION_CONCURRENCY: '1' });
+		const slow = startWorker({ SLOW_RUN_START_MS: '600000', NOMOS_EXECUTION_CONCURRENCY: '1' });
 		await ready(slow);
 		const r = await requestExecution(sessionId, { target: 'strong', action: 'pct_create', params: { hostname: 'stranded', template: DEBIAN }, reason: 'r' });
 		if ('error' in r) throw new Error(r.error);

@@ -12,7 +12,7 @@ import { recheckLeftovers, settleAbandoned } from '../../src/lib/server/executio
 import { processRunning, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { DEBIAN, addHost, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -41,32 +41,17 @@ describe('settleAbandoned', () => {
 			expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
 			ids.push(r.execution.id);
 		}
-		const child = spawnTs('tests/helpers/exec-worker-child.ts', [], {
-			env: {
-				...process.env,
-				DATABASE_URL: dbUrl(),
-				NOMOS_INVENTORY_SYNC: 'off',
-				NOMOS_WORKER: 'on',
-				NOMOS_WORKER_CONCURRENCY: '2',
-				NOMOS_HOSTS: '',
-				NOMOS_KNOWLEDGE_DIR: '',
-				NOMOS_OPERATOR_PASSWORD: ''
-			}
-		});
-		let out = '';
-		child.stdout!.on('data', (d) => (out += d));
-		child.stderr!.on('data', (d) => (out += d));
-		const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_code, signal) => res(signal)));
+		const { child, log, exited } = startWorkerChild(dbUrl());
 		try {
 			// Both creates run in the child, each with its process group recorded on its step.
-			await waitUntil(async () => (await Promise.all(ids.map(load))).every((e) => e.status === 'running' && e.steps[0]?.pgid), `the worker to run both:\n${out}`, { timeoutMs: 40_000, intervalMs: 100 });
+			await waitUntil(async () => (await Promise.all(ids.map(load))).every((e) => e.status === 'running' && e.steps[0]?.pgid), `the worker to run both:\n${log.out}`, { timeoutMs: 40_000, intervalMs: 100 });
 			const tasks = await waitUntil(async () => {
 				const t = (await pve.tasks()).filter((x) => x.argv.includes('108') || x.argv.includes('109'));
 				return t.length === 2 ? t : null;
 			}, 'both creates to fork their workers');
 			const [t108, t109] = ['108', '109'].map((v) => tasks.find((t) => t.argv.includes(v))!);
 			child.kill('SIGKILL');
-			expect(await exited).toBe('SIGKILL');
+			expect((await exited).signal).toBe('SIGKILL');
 			// As the lead's recovery would: the lease given up, the sweeper marks them interrupted.
 			await sql()`update executions set lease_until = now() - interval '1 second' where id = any(${ids}::uuid[])`;
 			expect((await sweep(sql())).lost).toBe(2);

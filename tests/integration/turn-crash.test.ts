@@ -10,7 +10,7 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { newOperator, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 let llm: ScriptedLlm;
@@ -22,27 +22,8 @@ afterAll(async () => {
 	await llm?.close();
 });
 
-function startWorkerChild() {
-	const child = spawnTs('tests/helpers/worker-child.ts', [], {
-		env: {
-			...process.env,
-			DATABASE_URL: dbUrl(),
-			OPENAI_BASE_URL: llm.baseURL,
-			OPENAI_API_KEY: 'test',
-			NOMOS_MODEL: 'scripted',
-			NOMOS_INVENTORY_SYNC: 'off',
-			NOMOS_WORKER: 'on',
-			NOMOS_WORKER_CONCURRENCY: '2',
-			NOMOS_HOSTS: '',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_OPERATOR_PASSWORD: ''
-		}
-	});
-	const log = { out: '' };
-	child.stdout!.on('data', (d) => (log.out += d));
-	child.stderr!.on('data', (d) => (log.out += d));
-	const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_c, signal) => res(signal)));
-	return { child, log, exited };
+function startWorker() {
+	return startWorkerChild(dbUrl(), { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
 }
 
 describe('a worker killed mid-turn', () => {
@@ -50,7 +31,7 @@ describe('a worker killed mid-turn', () => {
 		const operatorId = await newOperator('crash-admin');
 		const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'crash-admin', role: 'admin' }, event: {} as RequestEvent } as never);
 		llm.push({ fault: 'hang' });
-		const first = startWorkerChild();
+		const first = startWorker();
 		let second: ReturnType<typeof startWorkerChild> | undefined;
 		try {
 			await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${first.log.out}`, { timeoutMs: 30_000 });
@@ -58,12 +39,12 @@ describe('a worker killed mid-turn', () => {
 			// The turn is running in the child, stuck on the hanging model request.
 			await waitUntil(async () => llm.requests.length === 1, `the turn to reach the model:\n${first.log.out}`, { timeoutMs: 30_000 });
 			first.child.kill('SIGKILL');
-			expect(await first.exited).toBe('SIGKILL');
+			expect((await first.exited).signal).toBe('SIGKILL');
 			const killedAt = Date.now();
 
 			llm.push({ text: 'Three containers run on strong.' });
 			const { messageId } = await chat.send({ sessionId, text: 'hello? still there?' });
-			second = startWorkerChild();
+			second = startWorker();
 			const answered = await waitUntil(
 				async () => {
 					const rows = await sql()<{ seq: number; text: string }[]>`

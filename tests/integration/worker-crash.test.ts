@@ -13,7 +13,7 @@ import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { DEBIAN, addHost, alive, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -39,35 +39,20 @@ describe('worker crash', () => {
 		const id = r.execution.id;
 		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
 
-		const child = spawnTs('tests/helpers/exec-worker-child.ts', [], {
-			env: {
-				...process.env,
-				DATABASE_URL: dbUrl(),
-				NOMOS_INVENTORY_SYNC: 'off',
-				NOMOS_WORKER: 'on',
-				NOMOS_WORKER_CONCURRENCY: '2',
-				NOMOS_HOSTS: '',
-				NOMOS_KNOWLEDGE_DIR: '',
-				NOMOS_OPERATOR_PASSWORD: ''
-			}
-		});
-		let out = '';
-		child.stdout!.on('data', (d) => (out += d));
-		child.stderr!.on('data', (d) => (out += d));
-		const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_code, signal) => res(signal)));
+		const { child, log, exited } = startWorkerChild(dbUrl());
 		try {
 			// The child's worker picks up the executions__run job and the fake `pct create` hangs.
-			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${out}`, { timeoutMs: 30_000, intervalMs: 100 });
+			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${log.out}`, { timeoutMs: 30_000, intervalMs: 100 });
 			const [hung] = await waitUntil(async () => {
 				const h = await pve.hangs();
 				return h.length ? h : null;
 			}, 'pct create to hang', { timeoutMs: 15_000 });
 			const running = (await getExecution(sql(), id))!;
 			expect(running.steps).toHaveLength(1);
-			expect(out).toContain('worker ready');
+			expect(log.out).toContain('worker ready');
 
 			child.kill('SIGKILL');
-			expect(await exited).toBe('SIGKILL');
+			expect((await exited).signal).toBe('SIGKILL');
 			const killedAt = Date.now();
 
 			// As under sshd, the command outlives the worker's connection.

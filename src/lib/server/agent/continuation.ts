@@ -55,7 +55,10 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const notes = claimed.map((e) => executionNote(e));
 		const stepRuns = new Map((await getExecutionsByIds(sql(), plans.flatMap((p) => p.steps.map((s) => s.executionId!).filter(Boolean)))).map((e) => [e.id, e]));
 		const planNotes = plans.map((p) => planNote(p, p.steps.map((s) => ({ note: s.executionId && stepRuns.has(s.executionId) ? executionNote(stepRuns.get(s.executionId)!) : null }))));
-		const repeats = await maxRecentFailures(tx, sessionId, claimed.filter((e) => e.status === 'failed').map((e) => e.hash));
+		// An execution claimed again for a late read-back was counted and noted when it ended:
+		// its late note (written with the claim's reopening) is what the agent reads now.
+		const fresh = claimed.filter((e) => !e.told);
+		const repeats = await maxRecentFailures(tx, sessionId, fresh.filter((e) => e.status === 'failed').map((e) => e.hash));
 		const window = await activeWindow(tx, sessionId);
 		// The approval of a plan covers telling the agent how it ended, however long it ran, unless
 		// the operator has since told Nomos to stop continuing by itself.
@@ -78,6 +81,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			'repeated-failure': ` — the same action failed ${SAME_FAILURE_LIMIT} times, so Nomos stopped continuing by itself; tell it how to proceed`
 		};
 		for (const [i, e] of claimed.entries()) {
+			if (e.told) continue;
 			await addSystemNote(tx, sessionId, 'execution', notes[i] + suffix[kind], { executionId: e.id, status: e.status, continued: kind === 'turn' });
 		}
 		for (const [i, p] of plans.entries()) {

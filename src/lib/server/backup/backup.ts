@@ -47,8 +47,41 @@ export interface BackupOptions {
 	onEntry?: (name: string) => void;
 }
 
-/** The file a backup writes while it runs, renamed to `file` when whole. */
-export const partialName = (file: string): string => `${path.resolve(file)}.partial`;
+/**
+ * The file a backup writes while it runs, renamed to `file` when whole. It names the writing
+ * process, so that a later backup can tell a partial file whose writer was killed (SIGKILL, OOM,
+ * power: no handler ran to remove it) from one still being written.
+ */
+export const partialName = (file: string, pid = process.pid): string => `${path.resolve(file)}.${pid}.partial`;
+
+const PARTIAL = /^.+\.(\d+)\.partial$/;
+
+/** Whether `pid` runs here and is not a zombie (an exited process nobody reaped yet). */
+async function running(pid: number): Promise<boolean> {
+	try {
+		process.kill(pid, 0);
+	} catch (e) {
+		return (e as NodeJS.ErrnoException).code === 'EPERM';
+	}
+	const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+	return !stat || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
+
+/**
+ * Removes the partial archives in `dir` whose writer no longer runs: each holds password hashes
+ * and keys, and with dated names no later backup would ever overwrite it. Returns their paths.
+ */
+export async function removeStalePartials(dir: string): Promise<string[]> {
+	const removed: string[] = [];
+	const names = await fs.readdir(dir).catch(() => [] as string[]);
+	for (const name of names) {
+		const pid = Number(PARTIAL.exec(name)?.[1]);
+		if (!pid || pid === process.pid || (await running(pid))) continue;
+		await fs.rm(path.join(dir, name), { force: true });
+		removed.push(path.join(dir, name));
+	}
+	return removed;
+}
 
 /** A dump running longer than this between two statements has lost its client: the server ends it. */
 const IDLE_IN_SNAPSHOT_MS = 5 * 60_000;
@@ -111,6 +144,7 @@ export async function createBackup(
 		() => undefined
 	);
 	signal?.throwIfAborted();
+	for (const f of await removeStalePartials(path.dirname(out))) log(`removed ${f}: a partial archive whose backup was killed`);
 	const partial = partialName(out);
 	await fs.rm(partial, { force: true });
 	const db = await openDatabase(target, log);

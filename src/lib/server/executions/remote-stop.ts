@@ -2,7 +2,8 @@ import type { TransactionSql } from 'postgres';
 import type { Client } from 'ssh2';
 import { sql } from '../db/index';
 import { getHostByName } from '../db/queries/hosts';
-import { claimDueRechecks, flagLeftoversRecheck, linkedSessions, replaceLeftovers, type ExecutionRow } from '../db/queries/executions';
+import { claimDueRechecks, flagLeftoversRecheck, linkedSessions, reopenContinuations, replaceLeftovers, type ExecutionRow } from '../db/queries/executions';
+import { queueContinuations } from './lifecycle';
 import { addSystemNote } from '../conversation/notes';
 import { connect, stopGroup, type RemoteGroup, type SshTarget, type StopOutcome } from '../ssh/client';
 import { logger } from '../log';
@@ -85,11 +86,18 @@ function foundText(e: ExecutionRow, r: Extract<Settled, { reached: true }>): str
 	return parts.length ? parts.join('; ') : `nothing of it runs on ${e.hostName ?? 'the host'} any more`;
 }
 
-/** Tells every session linked to `e` what a late read-back found: a note the chat shows live and the agent reads with the conversation. */
+/**
+ * Tells every session linked to `e` what a late read-back found: a note the chat shows live, and
+ * — in the same transaction — the execution's continuation reopened and queued, so the agent
+ * reads the note in a turn of its own (once: the continuation claims it) instead of at the
+ * operator's next message. A session whose continuation had not run yet just reads it there.
+ */
 async function tellSessions(tx: TransactionSql, e: ExecutionRow, found: string): Promise<void> {
 	for (const sessionId of await linkedSessions(tx, e.id)) {
 		await addSystemNote(tx, sessionId, 'leftovers', `Late read-back of execution ${e.id} (${e.action} on ${e.target}): ${found}.`, { executionId: e.id });
 	}
+	await reopenContinuations(tx, e.id);
+	await queueContinuations(tx, e.id);
 }
 
 /**

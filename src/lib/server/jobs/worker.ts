@@ -7,7 +7,7 @@ import { sql } from '../db/index';
 import { MIGRATION_LOCK } from '../db/migrate';
 import { emitEventNow } from '../db/queries/events';
 import { announceIfGaveUp, closeAbandonedJobs } from '../db/queries/jobs';
-import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, unregisterWorkerProcess } from '../db/queries/workers';
+import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, retakeLifeLock, unregisterWorkerProcess } from '../db/queries/workers';
 import { setCurrentProcess } from './current-process';
 import { logger } from '../log';
 
@@ -76,6 +76,12 @@ export async function startWorker(opts: {
 	 * running here hand over (conversation/active-turns.ts), so a stop never waits for a model.
 	 */
 	beforeStop?: () => Promise<void>;
+	/**
+	 * Called when the life lock was lost and another process recovered this one's work (see
+	 * `retakeLifeLock`): what runs here must stop at once. Default: exit, so the supervisor
+	 * starts a fresh process (systemd's Restart=always), as after a crash.
+	 */
+	onLifeLost?: () => void;
 }): Promise<WorkerHandle> {
 	const newPool = (max: number) => {
 		const pool = new pg.Pool({ connectionString: opts.url, max });
@@ -86,18 +92,32 @@ export async function startWorker(opts: {
 	const laneTasks = new Set(opts.lane?.tasks.filter((t) => t in opts.taskList) ?? []);
 	const pool = newPool(opts.concurrency + 2);
 	const lanePool = laneTasks.size ? newPool(opts.lane!.concurrency + 2) : null;
-	const beatSql = postgres(opts.url, { max: 2, onnotice: () => undefined, connection: { application_name: 'nomos-worker-life' } });
+	let stopping: Promise<void> | undefined;
+	let registered = false;
+	const beatSql = postgres(opts.url, { max: 2, onnotice: () => undefined, connection: { application_name: 'nomos-worker-beat' } });
+	// The process's life: a client of one connection that holds the life lock until the process
+	// ends (see registerWorkerProcess), never closed for its age. Not a reserved connection of a
+	// pool: postgres.js 3.4 crashes the process on the next query over a reserved connection that
+	// closed. When it closes, the life is checked at once, not at the next beat, since any
+	// process takes this one for dead within seconds of the lock's release.
+	const life = postgres(opts.url, {
+		max: 1,
+		max_lifetime: 0, // 0: no age limit (postgres.js)
+		idle_timeout: 0,
+		onnotice: () => undefined,
+		onclose: () => void (stopping || !registered ? undefined : checkLife()),
+		connection: { application_name: 'nomos-worker-life' }
+	});
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const closed = await closeAbandonedJobs(sql());
 	if (closed.removed || closed.explained) log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
-	// The process's life: a connection of its own holding the life lock until the process ends
-	// (see registerWorkerProcess). Registered before the runners start, so every job it takes
-	// belongs to a registered process; the ids its jobs are locked with are added as they appear.
+	// Registered before the runners start, so every job it takes belongs to a registered process;
+	// the ids its jobs are locked with are added as they appear.
 	const hostname = os.hostname();
-	let life = await beatSql.reserve();
-	let me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds: [] });
+	const me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds: [] });
 	setCurrentProcess(me.id);
+	registered = true;
 	const workerIds: string[] = [];
 	const record = (id: string) => {
 		workerIds.push(id);
@@ -139,24 +159,35 @@ export async function startWorker(opts: {
 		: null;
 	await addWorkerIds(life, me.id, workerIds);
 	await emitEventNow(beatSql, { type: 'workers.changed', payload: { started: me.id } });
-	const beat = setInterval(() => {
-		void (async () => {
-			// A dropped connection loses the lock: others then take this process for dead and
-			// recover its work. Register anew (a new identity) so new work is tracked again.
+	// The life lock's connection can drop while this process lives (a network blip, a restarted
+	// pooler, pg_terminate_backend). The same lock is taken again on a new connection when nobody
+	// recovered this process meanwhile; when somebody did, its work in flight now belongs to
+	// others and this process must not go on writing it (nor register a second identity that
+	// shares its graphile pool id): it leaves, and its successor starts clean.
+	const lifeLost = opts.onLifeLost ?? (() => process.exit(1));
+	let checking: Promise<void> | null = null;
+	function checkLife(): Promise<void> {
+		checking ??= (async () => {
 			const held = await holdsLifeLock(life, me.lockId).catch(() => false);
-			const state = held ? await beatWorkerProcess(life, me.id) : 'gone';
-			if (state === 'gone') {
-				log.error('this process lost its life lock (database connection dropped); registering again');
-				life.release();
-				life = await beatSql.reserve();
-				me = await registerWorkerProcess(life, { hostname, pid: process.pid, workerIds });
-				setCurrentProcess(me.id);
+			if (held) {
+				const state = await beatWorkerProcess(life, me.id);
+				if (state === 'revived') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: me.id } });
+				if (state !== 'gone') return;
+			} else if (await retakeLifeLock(life, me)) {
+				log.warn({ process: me.id }, 'the life lock\'s database connection dropped; took the same lock again (nobody had taken this process for dead)');
+				await beatWorkerProcess(life, me.id);
+				return;
 			}
-			if (state !== 'alive') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: me.id } });
-		})().catch((e: Error) => log.error({ err: e }, `heartbeat: ${e.message}`));
-	}, BEAT_MS);
+			if (stopping) return;
+			log.error({ process: me.id }, 'this process lost its life lock and another process recovered its work: exiting, so that none of it is done twice');
+			lifeLost();
+		})()
+			.catch((e: Error) => log.error({ err: e }, `life lock: ${e.message}`))
+			.finally(() => (checking = null));
+		return checking;
+	}
+	const beat = setInterval(() => void checkLife(), BEAT_MS);
 	beat.unref();
-	let stopping: Promise<void> | undefined;
 	return {
 		stop() {
 			stopping ??= (async () => {
@@ -169,9 +200,8 @@ export async function startWorker(opts: {
 				await Promise.all([pool.end(), lanePool?.end()]);
 				await unregisterWorkerProcess(life, me.id).catch(() => undefined);
 				setCurrentProcess(null);
-				life.release();
 				await emitEventNow(beatSql, { type: 'workers.changed', payload: { stopped: me.id } }).catch(() => undefined);
-				await beatSql.end({ timeout: 5 });
+				await Promise.all([life.end({ timeout: 5 }), beatSql.end({ timeout: 5 })]);
 			})();
 			return stopping;
 		}

@@ -270,7 +270,10 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit'>;
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit'> & {
+	/** Its outcome note is already in the session: claimed again for a late read-back (see `reopenContinuations`). */
+	told: boolean;
+};
 
 /**
  * Claims every finished execution of the session not yet told to its agent (marks the link
@@ -283,7 +286,18 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		from executions e
 		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
-		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit`;
+		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit,
+			exists (select 1 from messages m where m.session_id = l.session_id and m.role = 'system'
+				and m.parts @> jsonb_build_array(jsonb_build_object('type', 'data-note',
+					'data', jsonb_build_object('kind', 'execution', 'data', jsonb_build_object('executionId', e.id::text))))) as told`;
+}
+
+/**
+ * Makes an execution's links continuable again (a late read-back found what its agent was not
+ * told): the next continuation of each session claims it once more and runs the agent once.
+ */
+export async function reopenContinuations(tx: TransactionSql, executionId: string): Promise<void> {
+	await tx`update execution_sessions set continued_at = null where execution_id = ${executionId}`;
 }
 
 /** The most times any of these hashes failed in the session in the last two hours. */

@@ -43,6 +43,21 @@ export async function holdsLifeLock(conn: Sql, lockId: number): Promise<boolean>
 	return row.held;
 }
 
+/**
+ * Takes a live process's life lock again, on `conn` (a new reserved connection), after the one
+ * that held it dropped. Waits while a recovery is claiming the process (its transaction holds the
+ * lock), then keeps the lock only when the process's row is still there: nobody took it for
+ * dead, so its work in flight is still its own and it goes on under the same id. False (the lock
+ * let go again): another process recovered that work, so this one must stop doing it.
+ */
+export async function retakeLifeLock(conn: Sql, p: { id: string; lockId: number }): Promise<boolean> {
+	await conn`select pg_advisory_lock(${LIFE_LOCK_SPACE}, ${p.lockId})`;
+	const [row] = await conn`select 1 from worker_processes where id = ${p.id} and lock_id = ${p.lockId}`;
+	if (row) return true;
+	await conn`select pg_advisory_unlock(${LIFE_LOCK_SPACE}, ${p.lockId})`;
+	return false;
+}
+
 export interface DeadProcess {
 	id: string;
 	lockId: number;
