@@ -16,8 +16,14 @@ export type StepUsage = { model: string; input: number; output: number; cached: 
  * replaced after every step: each step (retries included) and the sums.
  */
 export type UsageData = { steps: StepUsage[]; input: number; output: number; cached: number };
-/** Nomos's own data parts: `data-note`, `data-usage`. */
-export type NomosDataTypes = { note: NoteData; usage: UsageData };
+/**
+ * Drops the words of a model call that failed mid-step, from part `from` on (its text and
+ * reasoning, and its `step-start` when nothing else of the step is left): the retried call
+ * replaces them. Only ever a transient chunk, folded by `foldChunks`, never a part.
+ */
+export type RetractData = { from: number };
+/** Nomos's own data parts: `data-note`, `data-usage` (and the transient `data-retract` chunk). */
+export type NomosDataTypes = { note: NoteData; usage: UsageData; retract: RetractData };
 
 /** A message in the AI SDK's model: text, `tool-<name>` parts with their states, `data-note`, `step-start`. */
 export type NomosUIMessage = UIMessage<unknown, NomosDataTypes>;

@@ -110,8 +110,8 @@ async function converse(
 	let emptyReplies = 0;
 	let unstreamed = false;
 	for (let attempt = 1; ; attempt++) {
-		// A retry continues the same reply: what the operator already saw stays, and the model
-		// is shown it (as its own partial answer) so it carries on instead of starting over.
+		// A retry continues the same reply: its finished steps and tool calls stay, and the model
+		// is shown them as its own; the words of a step cut short were taken back (retractOpenStep).
 		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
 		const r = await attemptStream(writer, model, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
@@ -146,6 +146,7 @@ async function converse(
 			}
 			return finish(writer, 'error', why);
 		}
+		await writer.retractOpenStep();
 		const seconds = Math.ceil(fault.waitMs / 1000);
 		const until = new Date(Date.now() + fault.waitMs).toISOString();
 		const how = !r.error ? ' without streaming' : '';
