@@ -1,0 +1,130 @@
+// What the screen says is true and fits (issue #29, items 3–10), measured at 1280, 1024 and 390 px.
+import type { Page, TestInfo } from '@playwright/test';
+import { llmControl } from '../doubles/llm/client';
+import { login, test, expect } from './harness/fixtures';
+
+const DESKTOP = { width: 1280, height: 800 };
+const LAPTOP = { width: 1024, height: 768 };
+const PHONE = { width: 390, height: 844 };
+
+test.beforeEach(async ({ env }) => {
+	await llmControl(env.llmURL).reset();
+});
+
+async function shoot(page: Page, info: TestInfo, name: string) {
+	const file = info.outputPath(`${name}.png`);
+	await page.screenshot({ path: file, fullPage: true });
+	await info.attach(name, { path: file, contentType: 'image/png' });
+}
+
+/** Signs in at the desktop size (the sidebar is visible there), then takes the size asked for. */
+async function signIn(page: Page, who: { username: string; password: string }, size = DESKTOP) {
+	await page.setViewportSize(DESKTOP);
+	await login(page, who);
+	await page.setViewportSize(size);
+}
+
+/** The element shows all its text: nothing inside it is cut (no ellipsis, no clipped overflow). */
+async function expectNotCut(loc: ReturnType<Page['locator']>) {
+	const cut = await loc.evaluate((root) => {
+		const out: string[] = [];
+		for (const el of [root, ...root.querySelectorAll<HTMLElement>('*')] as HTMLElement[]) {
+			if (el.scrollWidth > el.clientWidth + 1) out.push(`${el.tagName.toLowerCase()} "${el.textContent?.trim()}" ${el.scrollWidth} > ${el.clientWidth}`);
+		}
+		return out;
+	});
+	expect(cut).toEqual([]);
+}
+
+/** The element's text sits on one line: its height is that of one line box (plus padding). */
+async function expectOneLine(loc: ReturnType<Page['locator']>) {
+	const lines = await loc.evaluate((el) => {
+		const range = document.createRange();
+		range.selectNodeContents(el);
+		const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top + r.height / 2)));
+		return tops.size;
+	});
+	expect(lines).toBe(1);
+}
+
+test('the chat header: the state badge is never cut and the "continues by itself" pill stays on one line', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push({ text: 'All three containers are running.' });
+	await signIn(page, env.admin);
+	await page.getByTestId('composer-input').fill('how is the fleet doing today, all containers on strong, and anything that needs attention this week?');
+	await page.getByTestId('send').click();
+	await expect(page).toHaveURL(/\/chat\/[0-9a-f-]{36}$/);
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('All three containers are running.');
+	await expect(page.getByTestId('session-state')).toHaveText('Idle');
+	const sessionId = page.url().split('/').pop()!;
+	await sql`insert into assent_windows (session_id, expires_at) values (${sessionId}, now() + interval '28 minutes 32 seconds')`;
+	await page.reload();
+	await expect(page.getByTestId('assent-window')).toBeVisible();
+	for (const [name, size] of [['1280', DESKTOP], ['1024', LAPTOP], ['390', PHONE]] as const) {
+		await page.setViewportSize(size);
+		await expect(page.getByTestId('session-state')).toHaveText('Idle');
+		await expectNotCut(page.getByTestId('session-state'));
+		await expectOneLine(page.getByTestId('assent-window'));
+		await expectNotCut(page.getByTestId('assent-window'));
+		const doc = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+		expect(doc).toBeLessThanOrEqual(0);
+		await shoot(page, test.info(), `chat-header-${name}`);
+	}
+});
+
+test('stderr is not failure: a succeeded step\'s stderr (vzdump logs there) is not red, a failed step\'s is', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local', mode: 'snapshot' }, reason: 'a backup before the upgrade' } }] },
+		{ text: 'Waiting for your approval.' },
+		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local-lvm', mode: 'snapshot' }, reason: 'a second copy' } }] },
+		{ text: 'The backup is done; a second copy waits for you.' },
+		{ text: 'That storage holds no backups.' }
+	);
+	await signIn(page, env.admin);
+	await page.getByTestId('composer-input').fill('back up caddy');
+	await page.getByTestId('send').click();
+	const cards = page.getByTestId('execution-card');
+	await cards.first().getByTestId('approve').click();
+	await expect(cards.first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(cards.nth(1)).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 30_000 });
+	await cards.nth(1).getByTestId('approve').click();
+	await expect(cards.nth(1)).toHaveAttribute('data-status', 'failed', { timeout: 30_000 });
+	const red = await page.evaluate(() => {
+		const probe = document.createElement('span');
+		probe.className = 'text-red-600';
+		document.body.append(probe);
+		const c = getComputedStyle(probe).color;
+		probe.remove();
+		return c;
+	});
+	const okErr = cards.first().getByTestId('step-output').locator('[data-stream="stderr"]');
+	await expect(okErr).toContainText('INFO: Starting Backup of VM 100');
+	expect(await okErr.evaluate((el) => getComputedStyle(el).color)).not.toBe(red);
+	const badErr = cards.nth(1).getByTestId('step-output').locator('[data-stream="stderr"]');
+	await expect(badErr).toContainText('does not support backups');
+	expect(await badErr.evaluate((el) => getComputedStyle(el).color)).toBe(red);
+	await cards.first().scrollIntoViewIfNeeded();
+	await shoot(page, test.info(), 'stderr-by-outcome-1280');
+	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+});
+
+test('a reply resumed by a plan approval says so (not "after your answer")', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.push(
+		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Give media more memory', steps: [{ action: 'pct_set', target: 'lxc:strong/101', params: { memory: 4096 }, why: 'it swaps' }] } }] },
+		{ text: 'Thanks, the plan is approved; I will request its step next.' }
+	);
+	await signIn(page, env.admin);
+	await page.getByTestId('composer-input').fill('media swaps, give it more memory');
+	await page.getByTestId('send').click();
+	await page.getByTestId('approve-plan').click();
+	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
+	await expect(last).toContainText('the plan is approved', { timeout: 30_000 });
+	await expect(last).toHaveAttribute('data-origin', 'approval');
+	await expect(last.getByTestId('origin-label')).toHaveText('resumed after the plan was approved');
+	const sessionId = page.url().split('/').pop()!;
+	const [row] = await sql`select origin from messages where session_id = ${sessionId} and role = 'assistant' order by seq desc limit 1`;
+	expect(row.origin).toBe('approval');
+	await shoot(page, test.info(), 'resumed-by-approval-1280');
+});
