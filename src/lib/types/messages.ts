@@ -3,7 +3,12 @@ import type { DataUIPart, DynamicToolUIPart, ToolUIPart, UIMessage, UIMessageChu
 
 export const messageRoles = ['user', 'assistant', 'system'] as const;
 export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
-export const messageOrigins = ['chat', 'resume', 'continuation'] as const;
+/**
+ * What queued the turn that wrote a message: an operator's message (`chat`), an answered question
+ * (`answer`), a plan approved or denied (`approval`, `denial`), a finished execution
+ * (`continuation`); `resume` is what answers and plan decisions were before they were told apart.
+ */
+export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'resume'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 

@@ -99,7 +99,7 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		sessionId: plan.sessionId,
 		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(tokenOf(d.credential)) }
 	});
-	await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
+	await requestTurn(tx, { sessionId: plan.sessionId, origin: d.decision === 'approved' ? 'approval' : 'denial' });
 	return plan;
 }
 
