@@ -128,3 +128,58 @@ test('a reply resumed by a plan approval says so (not "after your answer")', asy
 	expect(row.origin).toBe('approval');
 	await shoot(page, test.info(), 'resumed-by-approval-1280');
 });
+
+const PROBES = [
+	{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
+	{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] },
+	{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
+	{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] }
+];
+
+/** Settings → Check the model: the app reads the server again (it caches what the server is). */
+async function checkModel(page: Page, env: { llmURL: string }) {
+	await llmControl(env.llmURL).push(...PROBES);
+	await page.goto('/settings');
+	await page.getByTestId('check-model').click();
+	await expect(page.locator('[data-testid="model-probe"]')).toHaveCount(4, { timeout: 30_000 });
+}
+
+test('a cut context is said once per session, names the configured server, links to Settings and is short on a phone', async ({ page, env }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.dialect('ollama', 2048);
+	try {
+		await signIn(page, env.admin);
+		await checkModel(page, env);
+		await expect(page.getByTestId('model-context')).toHaveText("Context: 2048 tokens (Ollama (the model's num_ctx))");
+		await llm.push({ text: 'First answer.' }, { text: 'Second answer.' });
+		await page.goto('/');
+		await page.getByTestId('composer-input').fill('hello');
+		await page.getByTestId('send').click();
+		const replies = page.locator('[data-testid="message"][data-role="assistant"]');
+		await expect(replies.last()).toContainText('First answer.');
+		await page.getByTestId('composer-input').fill('and again');
+		await page.getByTestId('send').click();
+		await expect(replies.last()).toContainText('Second answer.');
+		await expect(replies).toHaveCount(2);
+		const notes = page.locator('[data-testid="note"][data-kind="context"]');
+		await expect(notes).toHaveCount(1);
+		await expect(notes.getByTestId('context-summary')).toContainText('The context was cut: Ollama read 2048 of about');
+		await expect(notes.getByTestId('context-settings')).toHaveAttribute('href', '/settings#model');
+		await shoot(page, test.info(), 'context-note-1280');
+		await page.setViewportSize(PHONE);
+		const box = (await notes.boundingBox())!;
+		const lineHeight = await notes.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight));
+		expect(box.height).toBeLessThanOrEqual(3 * lineHeight + 1);
+		await shoot(page, test.info(), 'context-note-390');
+		await notes.getByTestId('context-summary').click();
+		await expect(notes).toContainText('OLLAMA_CONTEXT_LENGTH=16384');
+		await notes.getByTestId('context-settings').click();
+		await expect(page).toHaveURL(/\/settings#model$/);
+		await expect(page.getByTestId('model-section')).toBeInViewport();
+	} finally {
+		await llm.reset();
+		await page.setViewportSize(DESKTOP);
+		await checkModel(page, env);
+		await llm.reset();
+	}
+});
