@@ -183,3 +183,39 @@ test('a cut context is said once per session, names the configured server, links
 		await llm.reset();
 	}
 });
+
+test('Knowledge on a phone: titles are whole beside Edit/Delete, the preview renders Markdown, the search placeholder fits', async ({ page, env, sql }) => {
+	await sql`delete from knowledge where title like 'E2E screen %'`;
+	const title = 'E2E screen TypeType on CT 105 (the Node.js app, its unit and health)';
+	await sql`insert into knowledge (title, body, source) values (${title}, ${'## Where\n\nTypeType runs on **CT 105** as `typetype.service`, port 3000.'}, 'page')`;
+	try {
+		await signIn(page, env.admin, PHONE);
+		await page.goto('/knowledge');
+		const row = page.getByTestId('knowledge-row').filter({ hasText: 'E2E screen TypeType' });
+		await expect(row).toBeVisible();
+		await expectNotCut(row.getByTestId('knowledge-title'));
+		await expect(row.getByTestId('knowledge-title')).toHaveText(title);
+		const t = (await row.getByTestId('knowledge-title').boundingBox())!;
+		const edit = (await row.getByTestId('edit-note').boundingBox())!;
+		const del = (await row.getByTestId('delete-note').boundingBox())!;
+		for (const b of [edit, del]) expect(t.y + t.height <= b.y || t.x + t.width <= b.x).toBe(true);
+		expect(del.x + del.width).toBeLessThanOrEqual(PHONE.width);
+		const preview = row.getByTestId('knowledge-row-preview');
+		await expect(preview.locator('strong')).toHaveText('CT 105');
+		await expect(preview.locator('code')).toHaveText('typetype.service');
+		await expect(preview).not.toContainText('**');
+		await expect(preview).not.toContainText('##');
+		const search = page.getByTestId('knowledge-search');
+		const fits = await search.evaluate((el: HTMLInputElement) => {
+			const s = getComputedStyle(el);
+			const ctx = document.createElement('canvas').getContext('2d')!;
+			ctx.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+			const room = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+			return { text: ctx.measureText(el.placeholder).width, room };
+		});
+		expect(fits.text).toBeLessThanOrEqual(fits.room);
+		await shoot(page, test.info(), 'knowledge-390');
+	} finally {
+		await sql`delete from knowledge where title like 'E2E screen %'`;
+	}
+});
