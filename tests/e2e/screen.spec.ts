@@ -1,6 +1,7 @@
 // What the screen says is true and fits (issue #29, items 3–10), measured at 1280, 1024 and 390 px.
 import type { Page, TestInfo } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
+import { insertHealthySessionFixture } from '../helpers/review-fixture';
 import { login, test, expect } from './harness/fixtures';
 
 const DESKTOP = { width: 1280, height: 800 };
@@ -217,5 +218,42 @@ test('Knowledge on a phone: titles are whole beside Edit/Delete, the preview ren
 		await shoot(page, test.info(), 'knowledge-390');
 	} finally {
 		await sql`delete from knowledge where title like 'E2E screen %'`;
+	}
+});
+
+test('the review overview says what it counts and agrees with the session it lists', async ({ page, env, sql }) => {
+	const id = await insertHealthySessionFixture(sql, { at: new Date('2021-03-04T10:00:00Z'), title: 'E2E screen healthy restart' });
+	await signIn(page, env.admin);
+	await page.goto('/admin/review?from=2021-03-04&to=2021-03-04');
+	await expect(page.getByTestId('review-session-row')).toHaveCount(1);
+	const row = page.getByTestId('review-session-row');
+	await expect(row).toContainText('reached');
+	await expect(page.getByTestId('chart-findings')).toHaveText('No problems found in the session of this range; it reached the goal.');
+	await shoot(page, test.info(), 'review-overview-1280');
+	await page.goto(`/admin/review/${id}`);
+	// The session's page lists the goal's outcome, and says it is not a problem.
+	await expect(page.getByTestId('finding')).toHaveCount(1);
+	await expect(page.getByTestId('finding').first()).toHaveAttribute('data-kind', 'goal_outcome');
+	await expect(page.getByTestId('finding-title')).toHaveText('Goal reached');
+	await expect(page.getByTestId('findings-heading')).toHaveText("Findings (no problems, and the goal's outcome)");
+});
+
+test('the pages at 1280 and 390 px (look at them: test-results/…/tour-*.png)', async ({ page, env }) => {
+	await signIn(page, env.admin);
+	for (const [name, size] of [['1280', DESKTOP], ['390', PHONE]] as const) {
+		await page.setViewportSize(size);
+		await page.goto('/');
+		const firstChat = page.getByTestId('sidebar').locator('a[href^="/chat/"]').first();
+		const href = await firstChat.getAttribute('href').catch(() => null);
+		if (href) await page.goto(href);
+		await expect(page.getByTestId('app-shell').or(page.getByTestId('sidebar')).first()).toBeAttached();
+		await shoot(page, test.info(), `tour-chat-${name}`);
+		for (const [path, testid] of [['/ops', 'ops-page'], ['/knowledge', 'knowledge-page'], ['/admin/review', 'review-page']] as const) {
+			await page.goto(path);
+			await expect(page.getByTestId(testid)).toBeVisible();
+			const overflow = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+			expect(overflow, `${path} at ${name}`).toBeLessThanOrEqual(0);
+			await shoot(page, test.info(), `tour-${path.split('/').pop()}-${name}`);
+		}
 	}
 });
