@@ -83,3 +83,12 @@ const marked = new Marked({
 export function renderMarkdown(src: string): string {
 	return marked.parse(src ?? '', { async: false });
 }
+
+/**
+ * One line of Markdown (a note's preview, whitespace already collapsed) as sanitised inline HTML:
+ * emphasis, code and links render; block markers (a heading's `#`, a fence) are dropped.
+ */
+export function renderInlineMarkdown(src: string): string {
+	const line = (src ?? '').replace(/^\s*#{1,6}\s+/, '').replace(/`{3,}\S*/g, ' ');
+	return marked.parseInline(line, { async: false });
+}

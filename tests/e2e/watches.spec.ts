@@ -49,6 +49,7 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	await expect(note).toContainText('from pve-main');
 	await expect(note.getByTestId('alert-title')).toHaveText('vzdump backup status (pve1): backup failed');
 	await expect(page.getByTestId('message-text').last()).toContainText('the backup storage of pve1 is full');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('investigating an alert');
 	await page.screenshot({ path: 'test-results/alert-investigation-1280.png' });
 	await page.setViewportSize({ width: 390, height: 844 });
 	await page.screenshot({ path: 'test-results/alert-investigation-390.png' });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 // Shared setup for the execution tests: a Proxmox double registered as a host, an operator,
 // a chat session, the realtime hub, and small DB readers for jobs and executions.
 import { afterAll, beforeAll } from 'vitest';
@@ -94,12 +95,21 @@ export async function waitUntil<T>(
 }
 
 /** Whether a pid is still alive (signal 0). */
+/**
+ * Whether a process still runs. A zombie (exited, waiting for a parent that never reaps it: pid 1
+ * in some sandboxes reaps nothing) answers kill(0) but runs nothing, so it counts as gone.
+ */
 export function alive(pid: number): boolean {
 	try {
 		process.kill(pid, 0);
-		return true;
 	} catch (e) {
-		return (e as NodeJS.ErrnoException).code === 'EPERM';
+		if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+	}
+	try {
+		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+		return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+	} catch {
+		return true;
 	}
 }
 

@@ -5,6 +5,8 @@ import { createTestDatabase } from '../helpers/db';
 import { spawnTs } from '../helpers/spawn';
 
 const EXPECTED_TABLES = [
+	'alert_groups',
+	'alert_hooks',
 	'allow_rules',
 	'api_tokens',
 	'approvals',

@@ -135,6 +135,46 @@ describe('Ollama', () => {
 	});
 });
 
+describe('a cut context is said once per session, for the server that is configured', () => {
+	async function cutTurns(dialect: Dialect, window: number) {
+		llm.setDialect(dialect, window);
+		const s = await session('first question');
+		await sql().begin(async (tx) => {
+			for (let i = 0; i < 20; i++) {
+				await insertMessage(tx, { sessionId: s, role: 'assistant', parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }], status: 'complete', origin: 'chat' });
+				await insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: `follow-up ${i}` }], status: 'complete', origin: 'chat' });
+			}
+		});
+		llm.push({ text: 'Short answer.' }, { text: 'Another short answer.' });
+		process.env.NOMOS_CONTEXT_TOKENS = String(window * 4);
+		resetEnvCache();
+		try {
+			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+			await sql().begin((tx) => insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: 'and now?' }], status: 'complete', origin: 'chat' }));
+			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		} finally {
+			delete process.env.NOMOS_CONTEXT_TOKENS;
+			resetEnvCache();
+		}
+		const notes = (await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as Array<{ text: string; data?: { server: string } }>;
+		expect(notes).toHaveLength(1);
+		return notes[0];
+	}
+
+	it.each<[Dialect, string, string, RegExp]>([
+		['ollama', 'ollama', 'The model server (Ollama) read only 2048', /OLLAMA_CONTEXT_LENGTH=16384/],
+		['llamacpp', 'llamacpp', 'The model server (llama.cpp) read only 2048', /llama-server with --ctx-size 16384/],
+		['vllm', 'vllm', 'The model server (vLLM) read only 2048', /vLLM with --max-model-len 16384/],
+		['openai', 'other', 'The model server read only 2048', /raise the context length in the model server's settings/]
+	])('%s', async (dialect, server, starts, how) => {
+		const note = await cutTurns(dialect, 2048);
+		expect(note.text.startsWith(starts)).toBe(true);
+		expect(note.text).toMatch(how);
+		expect(note.data).toMatchObject({ server, read: 2048 });
+		if (dialect !== 'ollama') expect(note.text).not.toContain('Ollama');
+	});
+});
+
 describe.each<Dialect>(['openai', 'ollama', 'llamacpp', 'vllm'])('the flows on %s', (dialect) => {
 	it('chat, an execution request and a question', async () => {
 		llm.setDialect(dialect);

@@ -16,7 +16,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, freshSession, jobs, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { spawnTs } from '../helpers/spawn';
+import { startWorkerChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -60,16 +60,10 @@ describe('a plan whose worker dies', () => {
 		const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Deploy app', steps));
 		await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
 
-		const child = spawnTs('tests/helpers/exec-worker-child.ts', [], {
-			env: { ...process.env, DATABASE_URL: dbUrl(), NOMOS_INVENTORY_SYNC: 'off', NOMOS_WORKER: 'on', NOMOS_WORKER_CONCURRENCY: '2', NOMOS_HOSTS: '', NOMOS_KNOWLEDGE_DIR: '', NOMOS_OPERATOR_PASSWORD: '' }
-		});
-		let out = '';
-		child.stdout!.on('data', (d) => (out += d));
-		child.stderr!.on('data', (d) => (out += d));
-		const exited = new Promise<NodeJS.Signals | null>((res) => child.once('exit', (_code, signal) => res(signal)));
+		const { child, log, exited } = startWorkerChild(dbUrl());
 		try {
 			// The child's worker runs step 1, then step 2's `pct create` hangs on the host.
-			await waitUntil(async () => (await pve.hangs()).length > 0, `step 2 to hang:\n${out}`, { timeoutMs: 60_000, intervalMs: 100 });
+			await waitUntil(async () => (await pve.hangs()).length > 0, `step 2 to hang:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 100 });
 			const during = (await getPlan(sql(), plan.id))!;
 			expect(during.steps.map((s) => Boolean(s.executionId))).toEqual([true, true, false, false, false, false]);
 			const step2 = during.steps[1].executionId!;
@@ -77,7 +71,7 @@ describe('a plan whose worker dies', () => {
 			expect((await getExecution(sql(), step2))!.status).toBe('running');
 
 			child.kill('SIGKILL');
-			expect(await exited).toBe('SIGKILL');
+			expect((await exited).signal).toBe('SIGKILL');
 			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
 			const [r] = await recoverDeadProcesses(sql());
 			expect(r.interrupted).toEqual([step2]);

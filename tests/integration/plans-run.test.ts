@@ -196,7 +196,7 @@ describe('an approved plan runs itself', () => {
 			expect(third.error).toMatch(/cancelled by the operator/);
 			// Stopped on the host, as any cancelled execution is.
 			expect(['gone', 'stopped']).toContain(third.steps.at(-1)!.stop);
-			for (const h of await pve.hangs()) expect(alive(h.pid)).toBe(false);
+			await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung install to be gone from the host', { timeoutMs: 10_000 });
 			const after = (await getPlan(sql(), planId))!;
 			expect(after.steps.slice(3).every((s) => s.executionId === null)).toBe(true);
 			expect((await ranOn(172)).some((l) => l.includes('/etc/systemd/system/app.service'))).toBe(false);

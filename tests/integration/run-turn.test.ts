@@ -7,6 +7,9 @@ import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
+import { applyDelta, type HeldMessage } from '../../src/lib/messages/apply';
+import { canonicalJson } from '../../src/lib/messages/fold';
+import type { MessageDelta } from '../../src/lib/types/messages';
 
 // As the app's role, as Nomos connects: the whole path works with the rights it is granted.
 useTestDatabase({ as: 'app' });
@@ -86,33 +89,59 @@ describe('the turn runner', () => {
 		expect(JSON.stringify(view(msg.parts))).toMatch(/rate-limiting/);
 	});
 
-	it('a stream cut mid-way is retried, keeping what was shown, and the model continues from it', async () => {
+	it('a stream cut mid-way is retried, and the retried reply replaces the cut words (stored, and in every browser)', async () => {
 		const sessionId = await newSession('anything');
-		llm.push({ fault: 'cut-midway' }, { text: ' …and that is the rest of it.' });
+		llm.push({ fault: 'cut-midway' }, { text: 'The whole answer, from the start.' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('complete');
 		const [, msg] = await listMessages(sql(), sessionId);
-		const partial = (view(msg.parts)[0] as { text: string }).text;
-		expect(partial.length).toBeGreaterThan(0);
-		expect(view(msg.parts)[1]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^The connection to the model server dropped mid-reply; retrying/) });
-		expect(view(msg.parts)[2]).toMatchObject({ type: 'text', text: ' …and that is the rest of it.' });
-		// The retry carried the partial answer as the assistant's own words.
+		expect(view(msg.parts)).toEqual([
+			{ type: 'note', kind: 'retry', text: expect.stringMatching(/^The connection to the model server dropped mid-reply; retrying/), data: expect.anything() },
+			{ type: 'text', text: 'The whole answer, from the start.' }
+		]);
+		// The cut words were on screen before the retry (a browser folded them), and are gone after.
+		const deltas = await sql()<{ payload: MessageDelta }[]>`select payload from events where type = 'message.delta' and payload->>'messageId' = ${msg.id} order by id`;
+		let held: HeldMessage = { id: msg.id, parts: [], rev: 0, status: 'streaming', error: null };
+		let shownCut = false;
+		for (const { payload } of deltas) {
+			const next = await applyDelta(held, payload);
+			expect(next).not.toBe('gap');
+			if (next === 'skip' || next === 'gap') continue;
+			held = next;
+			if (held.parts.some((p) => p.type === 'text' && p.text !== 'The whole answer, from the start.' && p.text.length > 0)) shownCut = true;
+		}
+		expect(shownCut).toBe(true);
+		expect(canonicalJson(held.parts)).toBe(canonicalJson(msg.parts));
+		// The retry was asked afresh: the cut words are not passed off as the model's own.
 		const sent = llm.requests[1].body!.messages!;
-		expect(sent.at(-1)).toMatchObject({ role: 'assistant' });
-		expect(JSON.stringify(sent.at(-1))).toContain(partial.slice(0, 10));
+		expect(sent.at(-1)).toMatchObject({ role: 'user' });
 		// And the transient note is not replayed to the model on the next turn.
 		llm.push({ text: 'ok' });
 		await runTurn({ sessionId, origin: 'chat' });
 		expect(JSON.stringify(llm.requests[2].body)).not.toContain('retrying');
 	});
 
-	it('keeps partial output when the stream is cut every time', async () => {
+	it('a cut after a finished tool step keeps the tool call and its result, and takes back only the cut words', async () => {
+		const sessionId = await newSession('what runs on strong?');
+		llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { fault: 'cut-midway' }, { text: 'Three containers run on strong.' });
+		const r = await runTurn({ sessionId, origin: 'chat' });
+		expect(r.status).toBe('complete');
+		const [, msg] = await listMessages(sql(), sessionId);
+		const v = view(msg.parts);
+		expect(v.map((p) => p.type)).toEqual(['tool-call', 'note', 'text']);
+		expect(v[2]).toEqual({ type: 'text', text: 'Three containers run on strong.' });
+		// The retry showed the model its finished call and result, not the cut words.
+		const sent = llm.requests[2].body!.messages!;
+		expect(sent.at(-1)).toMatchObject({ role: 'tool' });
+	});
+
+	it('keeps the last attempt\'s partial output when the stream is cut every time', async () => {
 		const sessionId = await newSession('anything');
 		llm.push({ fault: 'cut-midway' }, { fault: 'cut-midway' }, { fault: 'cut-midway' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
 		expect(r.status).toBe('error');
 		const [, msg] = await listMessages(sql(), sessionId);
-		expect(view(msg.parts)[0].type).toBe('text');
+		expect(view(msg.parts).map((p) => p.type)).toEqual(['note', 'note', 'text', 'note']);
 		expect(view(msg.parts).at(-1)).toMatchObject({ type: 'note', kind: 'error' });
 		expect(view(msg.parts).at(-1)).not.toMatchObject({ text: expect.stringContaining('HTTP 200') });
 	});

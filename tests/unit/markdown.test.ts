@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderMarkdown } from '../../src/lib/markdown';
+import { renderInlineMarkdown, renderMarkdown } from '../../src/lib/markdown';
 
 const ALLOWED_TAGS = new Set([
 	'a', 'blockquote', 'br', 'code', 'del', 'em', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'input', 'li', 'ol', 'p',
@@ -117,5 +117,15 @@ describe('renderMarkdown', () => {
 	it('handles empty input and short replies', () => {
 		expect(renderMarkdown('')).toBe('');
 		expect(renderMarkdown('Done.')).toBe('<p>Done.</p>\n');
+	});
+});
+
+describe('a note preview (one line of Markdown)', () => {
+	it('renders emphasis and code inline, drops a heading marker, and stays safe', () => {
+		expect(renderInlineMarkdown('## TypeType on **CT 105** runs `node`')).toBe('TypeType on <strong>CT 105</strong> runs <code>node</code>');
+		const evil = renderInlineMarkdown('see <img src=x onerror="alert(1)"> and [x](javascript:alert(1)) ```bash ls ```');
+		expect(evil).not.toContain('<img');
+		expect(evil).not.toContain('javascript:');
+		expect(evil).not.toContain('```');
 	});
 });

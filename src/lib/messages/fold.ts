@@ -15,6 +15,26 @@ export const TEXT_ID = 'text';
  * part that is not there) throws.
  */
 export async function foldChunks(parts: MessagePart[], chunks: MessageChunk[]): Promise<MessagePart[]> {
+	// A retraction is Nomos's own chunk (the SDK has no way to take words back): fold up to it, apply it, go on.
+	const at = chunks.findIndex((c) => c.type === 'data-retract');
+	if (at >= 0) {
+		const before = await foldSdkChunks(parts, chunks.slice(0, at));
+		const { from } = (chunks[at] as Extract<MessageChunk, { type: 'data-retract' }>).data;
+		return foldChunks(retract(before, from), chunks.slice(at + 1));
+	}
+	return foldSdkChunks(parts, chunks);
+}
+
+/** The parts without the words of the step that starts at `from` (see RetractData). */
+function retract(parts: MessagePart[], from: number): MessagePart[] {
+	const kept = parts.filter((p, i) => i < from || (p.type !== 'text' && p.type !== 'reasoning'));
+	const tail = kept.slice(from);
+	if (tail[0]?.type === 'step-start' && !tail.slice(1).some((p) => p.type !== 'step-start' && !p.type.startsWith('data-'))) return [...kept.slice(0, from), ...tail.slice(1)];
+	return kept;
+}
+
+async function foldSdkChunks(parts: MessagePart[], chunks: MessageChunk[]): Promise<MessagePart[]> {
+	if (chunks.length === 0) return JSON.parse(JSON.stringify(parts)) as MessagePart[];
 	// A JSON copy: independent of the caller's objects (or Svelte proxies) and free of `undefined` keys.
 	const copy = JSON.parse(JSON.stringify(parts)) as MessagePart[];
 	const prefix: MessageChunk[] = [];

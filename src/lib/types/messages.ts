@@ -3,7 +3,12 @@ import type { DataUIPart, DynamicToolUIPart, ToolUIPart, UIMessage, UIMessageChu
 
 export const messageRoles = ['user', 'assistant', 'system'] as const;
 export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
-export const messageOrigins = ['chat', 'resume', 'continuation'] as const;
+/**
+ * What queued the turn that wrote a message: an operator's message (`chat`), an answered question
+ * (`answer`), a plan approved or denied (`approval`, `denial`), a finished execution
+ * (`continuation`); `resume` is what answers and plan decisions were before they were told apart.
+ */
+export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'resume', 'alert'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 
@@ -16,8 +21,14 @@ export type StepUsage = { model: string; input: number; output: number; cached: 
  * replaced after every step: each step (retries included) and the sums.
  */
 export type UsageData = { steps: StepUsage[]; input: number; output: number; cached: number };
-/** Nomos's own data parts: `data-note`, `data-usage`. */
-export type NomosDataTypes = { note: NoteData; usage: UsageData };
+/**
+ * Drops the words of a model call that failed mid-step, from part `from` on (its text and
+ * reasoning, and its `step-start` when nothing else of the step is left): the retried call
+ * replaces them. Only ever a transient chunk, folded by `foldChunks`, never a part.
+ */
+export type RetractData = { from: number };
+/** Nomos's own data parts: `data-note`, `data-usage` (and the transient `data-retract` chunk). */
+export type NomosDataTypes = { note: NoteData; usage: UsageData; retract: RetractData };
 
 /** A message in the AI SDK's model: text, `tool-<name>` parts with their states, `data-note`, `step-start`. */
 export type NomosUIMessage = UIMessage<unknown, NomosDataTypes>;

@@ -167,7 +167,9 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 		// Model metadata (what Nomos asks to size its context) is answered but not recorded:
 		// `requests` is the conversation.
 		if (req.method === 'GET' && path === '/v1/models') {
-			const model = { id: 'scripted', object: 'model', created: 0, owned_by: 'nomos-tests', ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
+			// vLLM and llama.cpp's server name themselves in `owned_by`; vLLM also gives its window.
+			const owner = dialect === 'vllm' ? 'vllm' : dialect === 'llamacpp' ? 'llamacpp' : 'nomos-tests';
+			const model = { id: 'scripted', object: 'model', created: 0, owned_by: owner, ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
 			return sendJson(res, 200, { object: 'list', data: [model] });
 		}
 		if (req.method === 'POST' && path === '/api/show') {

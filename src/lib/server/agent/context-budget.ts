@@ -38,7 +38,12 @@ function schemaChars(inputSchema: unknown): number {
 	return size;
 }
 
-type Known = { tokens: number | null; source: string; at: number; key: string };
+/** Which kind of model server answers at OPENAI_BASE_URL, as far as its metadata tells. */
+export type ServerKind = 'ollama' | 'llamacpp' | 'vllm' | 'other';
+export const SERVER_NAMES: Record<ServerKind, string> = { ollama: 'Ollama', llamacpp: 'llama.cpp', vllm: 'vLLM', other: 'the model server' };
+
+type Asked = { tokens: number | null; source: string; server: ServerKind };
+type Known = Asked & { at: number; key: string };
 let cached: Known | undefined;
 
 /**
@@ -64,35 +69,57 @@ export function forgetContextWindow(): void {
 export async function readContextWindow(): Promise<{ tokens: number | null; source: string }> {
 	const config = env();
 	if (config.NOMOS_CONTEXT_TOKENS) return { tokens: config.NOMOS_CONTEXT_TOKENS, source: 'NOMOS_CONTEXT_TOKENS' };
-	return askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
+	const { tokens, source } = await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
+	return { tokens, source };
 }
 
-async function askServer(baseURL: string | undefined, model: string | undefined, apiKey: string | undefined): Promise<{ tokens: number | null; source: string }> {
-	if (!baseURL || !model) return { tokens: null, source: 'unknown' };
+async function askServer(baseURL: string | undefined, model: string | undefined, apiKey: string | undefined): Promise<Asked> {
+	if (!baseURL || !model) return { tokens: null, source: 'unknown', server: 'other' };
 	const signal = AbortSignal.timeout(3000);
 	const headers = apiKey ? { authorization: `Bearer ${apiKey}` } : undefined;
+	let server: ServerKind = 'other';
 	try {
 		const r = await fetch(`${baseURL.replace(/\/$/, '')}/models`, { headers, signal });
 		if (r.ok) {
-			const list = (await r.json()) as { data?: Array<{ id?: string; max_model_len?: number }> };
+			const list = (await r.json()) as { data?: Array<{ id?: string; max_model_len?: number; owned_by?: string }> };
 			const m = list.data?.find((x) => x.id === model);
-			if (typeof m?.max_model_len === 'number') return { tokens: m.max_model_len, source: 'the server (max_model_len)' };
+			// vLLM and llama.cpp's server say who they are in `owned_by` (and vLLM gives its window).
+			const owner = list.data?.[0]?.owned_by;
+			if (owner === 'llamacpp') server = 'llamacpp';
+			if (owner === 'vllm' || typeof m?.max_model_len === 'number') server = 'vllm';
+			if (typeof m?.max_model_len === 'number') return { tokens: m.max_model_len, source: 'the server (max_model_len)', server };
 		}
 	} catch {
 		/* no answer: try the next */
 	}
+	if (server !== 'other') return { tokens: null, source: 'unknown', server };
 	try {
 		const root = baseURL.replace(/\/v1\/?$/, '');
 		const r = await fetch(`${root}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }), signal });
 		if (r.ok) {
 			const show = (await r.json()) as { parameters?: string };
 			const numCtx = /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters ?? '')?.[1];
-			return numCtx ? { tokens: Number(numCtx), source: "Ollama (the model's num_ctx)" } : { tokens: OLLAMA_DEFAULT_CTX, source: "Ollama's default for its OpenAI endpoint" };
+			return numCtx
+				? { tokens: Number(numCtx), source: "Ollama (the model's num_ctx)", server: 'ollama' }
+				: { tokens: OLLAMA_DEFAULT_CTX, source: "Ollama's default for its OpenAI endpoint", server: 'ollama' };
 		}
 	} catch {
 		/* not Ollama */
 	}
-	return { tokens: null, source: 'unknown' };
+	return { tokens: null, source: 'unknown', server: 'other' };
+}
+
+/**
+ * The kind of the configured model server (from the cached answer when there is one; it is asked
+ * even when NOMOS_CONTEXT_TOKENS is set, since only a note that tells how to fix a cut needs it).
+ */
+export async function serverKind(): Promise<ServerKind> {
+	const config = env();
+	const key = `${config.OPENAI_BASE_URL}|${config.NOMOS_MODEL}`;
+	if (cached && cached.key === key) return cached.server;
+	const asked = await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
+	if (!config.NOMOS_CONTEXT_TOKENS) cached = { ...asked, at: Date.now(), key };
+	return asked.server;
 }
 
 /** Characters of history that fit: the window minus system prompt, tools and the answer's room. */
@@ -102,19 +129,32 @@ export function historyBudgetChars(windowTokens: number | null, fixedChars: numb
 	return Math.max(2000, Math.min(fallback, Math.floor(free * CHARS_PER_TOKEN)));
 }
 
+/** How to give each kind of server a larger context (16384 tokens as the example). */
+const RAISE: Record<ServerKind, string> = {
+	ollama: 'start Ollama with OLLAMA_CONTEXT_LENGTH=16384 (or PARAMETER num_ctx 16384 in a Modelfile), then set NOMOS_CONTEXT_TOKENS to the same number',
+	llamacpp: 'start llama-server with --ctx-size 16384 (per slot: divide by --parallel), then set NOMOS_CONTEXT_TOKENS to the same number',
+	vllm: 'start vLLM with --max-model-len 16384 (Nomos reads it from the server)',
+	other: "raise the context length in the model server's settings, then set NOMOS_CONTEXT_TOKENS to the same number"
+};
+
+/** The note: its full text, and for the chat's one-line form a summary (`data.summary`). */
+export type TruncationNote = { text: string; data: { server: ServerKind; read: number; sent: number; summary: string } };
+
 /**
  * When the server reports far fewer prompt tokens than were sent (or exactly its window), it cut
- * the conversation from the front, usually with the system prompt and tools: say so, and how to
- * raise the limit. Null when it looks fine.
+ * the conversation from the front, usually with the system prompt and tools: say so, for the
+ * kind of server that is configured, and how to raise the limit there. Null when it looks fine.
  */
-export function truncationWarning(sentChars: number, reportedTokens: number | undefined, windowTokens: number | null): string | null {
+export function truncationWarning(sentChars: number, reportedTokens: number | undefined, windowTokens: number | null, server: ServerKind = 'other'): TruncationNote | null {
 	if (!reportedTokens) return null;
 	const sent = estimateTokens(sentChars);
 	const atCap = windowTokens !== null && reportedTokens >= windowTokens && sent > windowTokens;
 	if (!atCap && reportedTokens > sent * 0.6) return null;
-	return (
-		`The model server read only ${reportedTokens} prompt tokens of about ${sent} sent: it cut the start of the conversation ` +
-		`(the instructions and tool definitions with it), so answers may ignore them. Raise the model's context: for Ollama start it with ` +
-		`OLLAMA_CONTEXT_LENGTH=16384 (or PARAMETER num_ctx 16384 in a Modelfile), then set NOMOS_CONTEXT_TOKENS to the same number.`
-	);
+	const who = server === 'other' ? 'The model server' : `The model server (${SERVER_NAMES[server]})`;
+	return {
+		text:
+			`${who} read only ${reportedTokens} prompt tokens of about ${sent} sent: it cut the start of the conversation ` +
+			`(the instructions and tool definitions with it), so answers may ignore them. To raise the model's context, ${RAISE[server]}.`,
+		data: { server, read: reportedTokens, sent, summary: `The context was cut: ${server === 'other' ? 'the model server' : SERVER_NAMES[server]} read ${reportedTokens} of about ${sent} prompt tokens.` }
+	};
 }

@@ -40,6 +40,7 @@ export class MessageWriter {
 	#rev: number;
 	#pending: MessageChunk[] = [];
 	#textOpen = false;
+	#stepOpen = false;
 	#timer: NodeJS.Timeout | undefined;
 	#chain: Promise<void> = Promise.resolve();
 	#heartbeat: NodeJS.Timeout;
@@ -111,11 +112,28 @@ export class MessageWriter {
 	}
 
 	startStep(): void {
+		this.#stepOpen = true;
 		this.#push({ type: 'start-step' });
 	}
 
 	finishStep(): void {
+		this.#stepOpen = false;
 		this.#push({ type: 'finish-step' });
+		this.flush();
+	}
+
+	/**
+	 * Takes back the words of a step the model did not finish (a cut or failed stream), in the
+	 * browser and in the stored reply alike, so that the retried call replaces them instead of
+	 * following them. Its tool calls stay (they ran, or are marked interrupted).
+	 */
+	async retractOpenStep(): Promise<void> {
+		if (!this.#stepOpen) return;
+		this.#stepOpen = false;
+		const parts = await this.parts();
+		const from = parts.map((p) => p.type).lastIndexOf('step-start');
+		if (from < 0 || !parts.slice(from).some((p) => p.type === 'text' || p.type === 'reasoning')) return;
+		this.#push({ type: 'data-retract', data: { from }, transient: true });
 		this.flush();
 	}
 

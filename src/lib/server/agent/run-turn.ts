@@ -12,7 +12,7 @@ import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
-import { contextWindow, historyBudgetChars, toolsChars, truncationWarning } from './context-budget';
+import { contextWindow, historyBudgetChars, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
@@ -115,9 +115,10 @@ async function converse(
 		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
 	let emptyReplies = 0;
 	let unstreamed = false;
+	let contextNoted = stored.some((m) => m.parts.some((p) => isNotePart(p) && p.data.kind === 'context'));
 	for (let attempt = 1; ; attempt++) {
-		// A retry continues the same reply: what the operator already saw stays, and the model
-		// is shown it (as its own partial answer) so it carries on instead of starting over.
+		// A retry continues the same reply: its finished steps and tool calls stay, and the model
+		// is shown them as its own; the words of a step cut short were taken back (retractOpenStep).
 		const sofar = await assistantMessages(await writer.parts());
 		const sent = [...messages, ...sofar];
 		const r = await attemptStream(writer, model, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
@@ -127,8 +128,14 @@ async function converse(
 			writer.addNote('budget', budgetNote(spend));
 			return finish(writer, 'complete', null);
 		}
-		const cut = truncationWarning(JSON.stringify(sent).length + fixedChars, r.promptTokens, window.tokens);
-		if (cut && !(await writer.parts()).some((p) => isNotePart(p) && p.data.kind === 'context')) writer.addNote('context', cut);
+		// Said once per session: the same cut under every reply tells nothing new.
+		const sentChars = JSON.stringify(sent).length + fixedChars;
+		if (!contextNoted && truncationWarning(sentChars, r.promptTokens, window.tokens)) {
+			// The server's kind is asked only now (the note says how to raise the limit there).
+			const cut = truncationWarning(sentChars, r.promptTokens, window.tokens, await serverKind())!;
+			writer.addNote('context', cut.text, cut.data);
+			contextNoted = true;
+		}
 		if (!r.error && r.produced) return finish(writer, 'complete', null);
 		if (!r.error) {
 			emptyReplies++;
@@ -152,6 +159,7 @@ async function converse(
 			}
 			return finish(writer, 'error', why);
 		}
+		await writer.retractOpenStep();
 		const seconds = Math.ceil(fault.waitMs / 1000);
 		const until = new Date(Date.now() + fault.waitMs).toISOString();
 		const how = !r.error ? ' without streaming' : '';

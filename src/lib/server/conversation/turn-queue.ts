@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
-import type { MessageOrigin } from '../db/schema';
+import { messageOrigins, type MessageOrigin } from '../db/schema';
 import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
 export const RUN_TURN_TASK = 'agent__run_turn';
@@ -24,7 +24,7 @@ export interface RunTurnPayload {
 
 export function assertRunTurnPayload(p: unknown): asserts p is RunTurnPayload {
 	const v = p as RunTurnPayload;
-	if (!v || typeof v.sessionId !== 'string' || !['chat', 'resume', 'continuation'].includes(v.origin)) {
+	if (!v || typeof v.sessionId !== 'string' || !(messageOrigins as readonly string[]).includes(v.origin)) {
 		throw new Error('invalid agent__run_turn payload');
 	}
 	if ((v.turnId !== undefined && typeof v.turnId !== 'string') || (v.resume !== undefined && typeof v.resume !== 'string')) throw new Error('invalid agent__run_turn ids');

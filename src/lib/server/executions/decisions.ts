@@ -103,7 +103,7 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(tokenOf(d.credential)) }
 	});
 	// A denial is told now; an approved plan is told when it has ended (executions/plans.ts).
-	if (d.decision === 'denied') await requestTurn(tx, { sessionId: plan.sessionId, origin: 'resume' });
+	if (d.decision === 'denied') await requestTurn(tx, { sessionId: plan.sessionId, origin: 'denial' });
 	return plan;
 }
 

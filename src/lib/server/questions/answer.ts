@@ -20,7 +20,7 @@ export async function answerFromPanel(
 		const r = await answerQuestion(tx, questionId, { answer, via: 'panel', route, operatorId, sessionId, token });
 		if (!r.ok) return r;
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
-		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'resume' });
+		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'answer' });
 		return r;
 	});
 }

@@ -119,7 +119,7 @@ async function investigate(tx: TransactionSql, hook: AlertHookRow, a: Alert, ses
 		labels: a.labels,
 		untrusted: true
 	});
-	await requestTurn(tx, { sessionId, origin: 'continuation', notes: [investigationBrief(hook, a)] });
+	await requestTurn(tx, { sessionId, origin: 'alert', notes: [investigationBrief(hook, a)] });
 }
 
 /** What the agent reads for an alert's turn: the alert fenced off as data, and what it may do. */
