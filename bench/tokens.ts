@@ -16,6 +16,7 @@
 // end as expected), so the figures are of the intended conversation.
 //
 //   npm run bench:tokens [-- --only create|recover|deploy|answer] [--json]
+// Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -205,6 +206,7 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 		quiet = plans.length || waiting.length || (await busy(sessionId)) ? 0 : quiet + 1;
 	}
 	const chats = llm!.requests.filter((r) => r.path.endsWith('/chat/completions'));
+	if (process.env.BENCH_DUMP) await fs.writeFile(path.join(process.env.BENCH_DUMP, `${s.name}.json`), JSON.stringify(chats.map((r) => r.body), null, 1));
 	for (const r of chats) if (r.error) errors.push(`${s.name}: request ${r.seq}: ${r.error}`);
 	if (llm!.state().pending) errors.push(`${s.name}: ${llm!.state().pending} scripted answers left unused`);
 	const execs = await sql()<{ action: string; status: string; error: string | null }[]>`
