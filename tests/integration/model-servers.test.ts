@@ -177,6 +177,11 @@ describe('the model check', () => {
 		expect(c.models).toEqual(['scripted']);
 		expect(c.listed).toBe(false);
 		expect(c.context).toEqual({ tokens: 4096, source: "Ollama's default for its OpenAI endpoint" });
+		// The first request (instructions + tools) fits Ollama's default window, with room to talk.
+		expect(c.prompt).toMatchObject({ window: 4096, fits: true });
+		expect(c.prompt.total).toBe(c.prompt.instructions + c.prompt.tools);
+		expect(c.prompt.total).toBeLessThan(2000);
+		expect(c.prompt.room).toBe(4096 - c.prompt.total);
 		expect(c.probes.map((p) => [p.name, p.ok])).toEqual([
 			['one tool call, streamed', true],
 			['two parallel tool calls, streamed', true],
