@@ -5,6 +5,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { APICallError, InvalidToolInputError, generateText, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { promptParts, tokensOf } from '../../src/lib/server/agent/prompt-tokens';
 import { z } from 'zod';
 import { llmControl } from '../doubles/llm/client';
 import { startScriptedLlm, type ChatRequestBody, type ScriptedLlm } from '../doubles/llm/server';
@@ -265,6 +266,20 @@ describe('wire format', () => {
 		expect(toolDeltas.map((d) => d.function.arguments).join('')).toBe('{"vmid":101,"node":"pve1"}');
 		expect(chunks.at(-2).choices[0].finish_reason).toBe('tool_calls');
 		expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number) } });
+	});
+
+	it('counts the prompt as a server does: the messages and the tool definitions, in o200k tokens', async () => {
+		const messages = [{ role: 'system', content: 'You are a test.' }, { role: 'user', content: 'list the containers on strong' }];
+		const tools = [{ type: 'function', function: { name: 'list_lxcs', description: 'Every container with its status, CPU and memory.', parameters: { type: 'object', properties: { host: { type: 'string' } } } } }];
+		const prompt = async (body: object) => {
+			llm.push({ text: 'ok' });
+			const res = await fetch(`${llm.baseURL}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', ...body }) });
+			return ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+		};
+		const without = await prompt({ messages });
+		const withTools = await prompt({ messages, tools });
+		expect(without).toBe(promptParts({ messages }).total);
+		expect(withTools - without).toBe(tokensOf(JSON.stringify(tools)));
 	});
 
 	it('omits the usage chunk without include_usage and sends raw string args verbatim', async () => {

@@ -114,7 +114,8 @@ describe('Ollama', () => {
 	});
 
 	it('a small context: the history is fitted to num_ctx, and a cut prompt is reported with how to raise it', async () => {
-		llm.setDialect('ollama', 2048);
+		// Below the instructions and tools (≈ 1,750 tokens): nothing that fits is left to send.
+		llm.setDialect('ollama', 1024);
 		const s = await session('first question');
 		await sql().begin(async (tx) => {
 			for (let i = 0; i < 20; i++) {
@@ -130,7 +131,7 @@ describe('Ollama', () => {
 		expect(body).toContain('left out to fit');
 		const m = await reply(s);
 		const note = view(m.parts).find((p) => p.type === 'note' && p.kind === 'context') as { text: string } | undefined;
-		expect(note?.text).toMatch(/read only 2048 prompt tokens of about \d+ sent/);
+		expect(note?.text).toMatch(/read only 1024 prompt tokens of about \d+ sent/);
 		expect(note?.text).toContain('OLLAMA_CONTEXT_LENGTH');
 	});
 });
@@ -216,6 +217,11 @@ describe('the model check', () => {
 		expect(c.models).toEqual(['scripted']);
 		expect(c.listed).toBe(false);
 		expect(c.context).toEqual({ tokens: 4096, source: "Ollama's default for its OpenAI endpoint" });
+		// The first request (instructions + tools) fits Ollama's default window, with room to talk.
+		expect(c.prompt).toMatchObject({ window: 4096, fits: true });
+		expect(c.prompt.total).toBe(c.prompt.instructions + c.prompt.tools);
+		expect(c.prompt.total).toBeLessThan(2000);
+		expect(c.prompt.room).toBe(4096 - c.prompt.total);
 		expect(c.probes.map((p) => [p.name, p.ok])).toEqual([
 			['one tool call, streamed', true],
 			['two parallel tool calls, streamed', true],

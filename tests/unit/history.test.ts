@@ -99,4 +99,26 @@ describe('history replay', () => {
 		]);
 		expect(msgs).toEqual([{ role: 'user', content: '[system note — not from the operator] execution 1 (pct_create on host:strong) succeeded' }]);
 	});
+
+	it('long results of earlier replies become handles that say how to read them again; the latest reply keeps its own', async () => {
+		const id = '5f0c2a8e-1111-4222-8333-944445555666';
+		const long = { executionId: id, action: 'pct_exec', status: 'succeeded', output: 'Setting up nginx …\n'.repeat(60) };
+		const snapshot = { hosts: [{ cts: Array.from({ length: 40 }, (_, i) => `${100 + i} ct${i} running`) }] };
+		const plan = { planId: 'p1', status: 'awaiting_approval', steps: 'x'.repeat(900) };
+		const rows = [
+			row('user', [{ type: 'text', text: 'deploy it' }]),
+			row('assistant', [step, call('a', 'request_execution', { action: 'pct_exec' }, { output: long }), call('b', 'get_state_snapshot', {}, { output: snapshot }), call('c', 'propose_plan', { title: 't' }, { output: plan }), call('s', 'list_lxcs', {}, { output: { n: 1 } })]),
+			row('assistant', [step, call('d', 'request_execution', { action: 'pct_exec' }, { output: long })])
+		];
+		const msgs = await toModelMessages(rows);
+		const results = msgs.flatMap((m) => (m.role === 'tool' ? m.content : [])).map((p) => (p.type === 'tool-result' && p.output.type === 'json' ? p.output.value : null)) as Array<Record<string, unknown>>;
+		expect(results[0]).toEqual({ executionId: id, action: 'pct_exec', status: 'succeeded', shortened: expect.stringContaining(`read it again with get_execution_status({"id":"${id}"})`) as unknown });
+		expect(results[1]).toEqual({ shortened: expect.stringMatching(/^\d+ characters, left out of the history; read it again with get_state_snapshot\(\{\}\)/) as unknown });
+		// A tool that acts is never suggested again.
+		expect(results[2]).toEqual({ status: 'awaiting_approval', shortened: expect.not.stringContaining('again') as unknown });
+		expect(results[3]).toEqual({ n: 1 });
+		// The latest reply's result is whole, and the stored parts are untouched.
+		expect(results[4]).toEqual(long);
+		expect((rows[1].parts[1] as { output: unknown }).output).toBe(long);
+	});
 });

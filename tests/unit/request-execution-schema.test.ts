@@ -1,16 +1,20 @@
-// The request_execution tool's JSON schema: each action's typed params, generated from the
-// catalogue, in a shape OpenAI's and Ollama's tool formats accept; and a wrong field still gets
-// the error that names it and lists the allowed ones.
+// request_execution as the model sees it: four plain fields and one signature per catalogued action
+// in its description, in a shape OpenAI's and Ollama's tool formats accept; describe_action gives an
+// action's typed params, generated from the catalogue; a wrong field still gets the error that names
+// it and lists the allowed ones.
 import { asSchema, type JSONSchema7 } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
+import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
+import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
 import { ACTIONS, ACTION_NAMES } from '../../src/lib/server/proxmox/actions';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
 
 const schema = requestExecutionJsonSchema();
-const variants = (schema.properties!.params as JSONSchema7).anyOf as JSONSchema7[];
+const variants = actionParamsVariants();
+const ctx = { sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } };
 const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 
 /** Every sub-schema with its path. */
@@ -70,9 +74,12 @@ describe('request_execution input schema', () => {
 		expect(asSchema(requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } }).inputSchema).jsonSchema).toEqual(schema);
 	});
 
-	it('has one typed variant per catalogued action, generated from the catalogue', () => {
-		expect((schema.properties!.action as JSONSchema7).enum).toEqual(ACTION_NAMES);
+	it('has one typed variant per catalogued action, generated from the catalogue, each valid for both servers', () => {
 		expect(variants.map((v) => v.title)).toEqual(ACTION_NAMES);
+		for (const v of variants) {
+			expect(openAiProblems(v), v.title).toEqual([]);
+			expect(ollamaProblems(v), v.title).toEqual([]);
+		}
 		for (const [i, name] of ACTION_NAMES.entries()) {
 			const v = variants[i];
 			expect(v.type).toBe('object');
@@ -90,19 +97,25 @@ describe('request_execution input schema', () => {
 		expect(variants.find((v) => v.title === 'qm_start')!.required).toEqual(['vmid']);
 	});
 
-	it('on a small context window (Ollama\'s default 4096) the fields are listed in words instead', () => {
-		const small = requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: 4096 });
-		const loose = asSchema(small.inputSchema).jsonSchema as JSONSchema7;
-		expect(openAiProblems(loose)).toEqual([]);
-		expect(ollamaProblems(loose)).toEqual([]);
-		expect((loose.properties!.params as JSONSchema7).anyOf).toBeUndefined();
-		for (const name of ACTION_NAMES) expect(small.description).toContain(`${name}: `);
-		const big = requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: 32768 });
-		expect(asSchema(big.inputSchema).jsonSchema).toEqual(schema);
+	it('lists every action as a signature in its description, and describe_action gives its typed params', async () => {
+		const t = requestExecutionTool(ctx);
+		expect((schema.properties!.params as JSONSchema7).anyOf).toBeUndefined();
+		for (const name of ACTION_NAMES) expect(t.description).toContain(actionSignature(name));
+		expect(actionSignature('pct_push')).toBe('pct_push(path, content, mode?=0644)');
+		expect(actionSignature('systemctl')).toBe('systemctl(unit, op: start|stop|restart|reload|enable|disable)');
+		expect(t.description).toMatch(/Destructive, a person approves: [^\n]*pct_destroy\(\)/);
+		// The same for every window: instructions and tools stay byte-identical (prefix caches).
+		expect(requestExecutionTool({ ...ctx, contextTokens: 4096 }).description).toBe(t.description);
+
+		const d = describeActionTool(ctx);
+		const create = (await d.execute!({ action: 'pct_create' }, { toolCallId: 'd1', messages: [] })) as { classification: string; target: string; params: JSONSchema7 };
+		expect(create).toMatchObject({ classification: 'config_mutation', target: 'a host', params: { type: 'object', required: ['hostname', 'template'] } });
+		expect(create.params.properties!.disk).toMatchObject({ type: 'integer', description: 'GiB', minimum: 1 });
+		expect(await d.execute!({ action: 'pct_make' }, { toolCallId: 'd2', messages: [] })).toMatchObject({ error: "unknown action 'pct_make'" });
 	});
 
 	it('a guessed field still gets the error naming it and listing the allowed ones', async () => {
-		const t = requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } });
+		const t = requestExecutionTool(ctx);
 		const input = { target: 'strong', action: 'pct_create', params: { hostname: 'typetype', template: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', disk_gb: 8 }, reason: 'r' };
 		// The tool's validator lets it through to the catalogue's own check (a union validator would only say "no variant matched").
 		const validated = await asSchema(t.inputSchema).validate!(input);

@@ -9,6 +9,7 @@ import { countOperators, issueSetupToken } from './db/queries/operators';
 import { ensureConfiguredOperator } from './auth/accounts';
 import { upsertConfiguredHosts } from './db/queries/hosts';
 import { importKnowledgeDir } from './knowledge/import';
+import { seedGuideNotes } from './knowledge/guide';
 import { env, type Env } from './env';
 import type { WorkerHandle } from './jobs/worker';
 import { enqueueJob, gateJobsOn, PRIORITY } from './jobs/enqueue';
@@ -171,6 +172,11 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		}
 	};
 	const knowledge = async () => {
+		// The agent's guide first: the operator's import leaves its notes alone.
+		await seedGuideNotes().then(
+			(r) => (r.created || r.updated || r.removed ? log.info(`knowledge: the agent's guide: ${r.created} new, ${r.updated} updated, ${r.removed} removed`) : undefined),
+			(e) => log.warn(`knowledge: could not write the agent's guide: ${(e as Error).message}`)
+		);
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
 		if (!dir) return;
 		await importKnowledgeDir(dir).then(

@@ -1,6 +1,7 @@
 /** Turns a ScriptedResponse into real OpenAI Chat Completions wire output (SSE or JSON). */
 import type { ServerResponse } from 'node:http';
 import type { ChatRequestBody, Dialect, ScriptedResponse, ScriptedUsage } from './types';
+import { promptParts } from '../../../src/lib/server/agent/prompt-tokens';
 
 interface PlannedToolCall {
 	id: string;
@@ -100,7 +101,8 @@ function split(text: string, size: number): string[] {
 }
 
 function usage(plan: Plan, body: ChatRequestBody, ctx?: RenderContext) {
-	const sent = Math.ceil((JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length) / 4);
+	// As a real server counts: the whole templated prompt, tool definitions included (in o200k).
+	const sent = promptParts(body).total;
 	const estimate = ctx?.contextTokens ? Math.min(sent, ctx.contextTokens) : sent;
 	const prompt_tokens = plan.usage?.promptTokens ?? estimate;
 	const outChars = plan.text.length + plan.toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);

@@ -27,7 +27,8 @@ export const dialects: Dialect[] = ['openai', 'ollama', 'ollama-no-stream-tools'
 /**
  * The usage a completion reports (OpenAI's `usage`, in the stream's last chunk when the client
  * asks with `stream_options.include_usage`). Unset fields are estimated from the request and the
- * answer (4 characters a token); `cachedTokens` (`prompt_tokens_details.cached_tokens`) is 0 unless set.
+ * answer (prompt: o200k tokens of the messages and tool definitions, as servers count them; completion:
+ * 4 characters a token); `cachedTokens` (`prompt_tokens_details.cached_tokens`) is 0 unless set.
  */
 export interface ScriptedUsage {
 	promptTokens?: number;

@@ -1,4 +1,4 @@
-import { convertToModelMessages, type ModelMessage, type ToolModelMessage } from 'ai';
+import { convertToModelMessages, type JSONValue, type ModelMessage, type ToolModelMessage } from 'ai';
 import type { MessageRow } from '../db/queries/messages';
 import type { MessagePart, NomosUIMessage } from '../../types/messages';
 import { callInput, isNotePart, isRunning, isToolPart, textOf } from '../../messages/parts';
@@ -33,17 +33,69 @@ export async function assistantMessages(parts: MessagePart[]): Promise<ModelMess
 	return convertToModelMessages([message]);
 }
 
-/** The stored transcript as the model sees it. */
+/** A tool result longer than this (characters of JSON), from before the latest reply, is shown as a handle. */
+export const HANDLE_CHARS = 400;
+/** Fields of a result that stay beside its handle: they say what it was and how to read it again. */
+const HANDLE_KEEPS = ['executionId', 'id', 'ref', 'action', 'target', 'status', 'error'] as const;
+/** Tools that only read: calling one again reads the same thing (live). The others act, and are never suggested again. */
+const READERS = new Set(['get_state_snapshot', 'list_lxcs', 'list_entities', 'get_entity', 'get_lxc_state', 'search_knowledge', 'http_get', 'get_execution_status', 'describe_action']);
+
+/**
+ * What the model sees instead of a long result of an earlier turn: what it was, its size, and
+ * the call that reads it again (get_execution_status for an execution, else the same tool, which
+ * reads live data). The stored transcript, and what the operator sees, keep the whole result.
+ */
+export function resultHandle(toolName: string, value: unknown, input: unknown): Record<string, unknown> {
+	const size = (JSON.stringify(value) ?? '').length;
+	const v = value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+	const kept = Object.fromEntries(HANDLE_KEEPS.flatMap((k) => (typeof v[k] === 'string' && v[k].length <= 200 ? [[k, v[k]]] : [])));
+	const executionId = typeof v.executionId === 'string' ? v.executionId : undefined;
+	const again = executionId ? `get_execution_status({"id":"${executionId}"})` : READERS.has(toolName) ? `${toolName}(${JSON.stringify(input ?? {})})`.slice(0, 300) : null;
+	return { ...kept, shortened: `${size} characters, left out of the history${again ? `; read it again with ${again} if you need it` : ''}` };
+}
+
+function withHandles(m: ModelMessage, inputs: Map<string, unknown>): ModelMessage {
+	if (m.role !== 'tool') return m;
+	return {
+		...m,
+		content: m.content.map((part): ToolModelMessage['content'][number] => {
+			if (part.type !== 'tool-result' || (part.output.type !== 'json' && part.output.type !== 'text')) return part;
+			if ((JSON.stringify(part.output.value) ?? '').length <= HANDLE_CHARS) return part;
+			return { ...part, output: { type: 'json' as const, value: resultHandle(part.toolName, part.output.value, inputs.get(part.toolCallId)) as JSONValue } };
+		})
+	};
+}
+
+/** The calls' inputs by id, for the handles' "read it again" call. */
+function callInputs(messages: ModelMessage[]): Map<string, unknown> {
+	const out = new Map<string, unknown>();
+	for (const m of messages) if (m.role === 'assistant' && Array.isArray(m.content)) for (const p of m.content) if (p.type === 'tool-call') out.set(p.toolCallId, p.input);
+	return out;
+}
+
+/**
+ * The stored transcript as the model sees it. Long tool results of every reply but the latest
+ * are handles (resultHandle): the model saw them whole when they came, and can read them again.
+ */
 export async function toModelMessages(rows: MessageRow[]): Promise<ModelMessage[]> {
 	const out: ModelMessage[] = [];
-	for (const m of rows) {
+	let latest = -1;
+	rows.forEach((m, i) => {
+		if (m.role === 'assistant') latest = i;
+	});
+	for (const [i, m] of rows.entries()) {
 		if (m.role === 'user') {
 			const text = textOf(m.parts);
 			if (text) out.push({ role: 'user', content: text });
 		} else if (m.role === 'system') {
 			for (const p of m.parts) if (isNotePart(p)) out.push(noteForModel(p.data.text));
 		} else {
-			out.push(...(await assistantMessages(m.parts)));
+			const replayed = await assistantMessages(m.parts);
+			if (i === latest) out.push(...replayed);
+			else {
+				const inputs = callInputs(replayed);
+				out.push(...replayed.map((x) => withHandles(x, inputs)));
+			}
 			// A turn stopped by its token budget: the agent is told why it did not go on.
 			for (const p of m.parts) if (isNotePart(p) && p.data.kind === 'budget') out.push(noteForModel(p.data.text));
 		}

@@ -1,4 +1,7 @@
-import { generateText, streamText, tool, type LanguageModel } from 'ai';
+import { asSchema, generateText, streamText, tool, type LanguageModel } from 'ai';
+import { promptParts } from './prompt-tokens';
+import { turnInstructions } from './soul';
+import { buildTools } from './tools/index';
 import { z } from 'zod';
 import { env } from '../env';
 import { forgetContextWindow, readContextWindow } from './context-budget';
@@ -13,8 +16,23 @@ export type ModelCheck = {
 	models: string[] | null;
 	listed: boolean | null;
 	context: { tokens: number | null; source: string };
+	/** The first request of a turn (instructions and tools, before any words), in o200k tokens, and the room a conversation has in the window. */
+	prompt: PromptFit;
 	probes: ProbeResult[];
 };
+
+export type PromptFit = { instructions: number; tools: number; total: number; window: number | null; room: number | null; fits: boolean | null };
+
+/** What every turn sends before the conversation: the instructions and the tool definitions as the server receives them. */
+export async function promptFit(window: number | null): Promise<PromptFit> {
+	const tools = buildTools({ sessionId: 'check', messageId: 'check', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: window ?? undefined });
+	const definitions = await Promise.all(
+		Object.entries(tools).map(async ([name, t]) => ({ type: 'function', function: { name, description: t.description, parameters: await asSchema(t.inputSchema).jsonSchema } }))
+	);
+	const parts = promptParts({ messages: [{ role: 'system', content: await turnInstructions() }], tools: definitions });
+	const room = window === null ? null : window - parts.total;
+	return { instructions: parts.instructions, tools: parts.tools, total: parts.total, window, room, fits: room === null ? null : room > 0 };
+}
 
 const echo = tool({
 	description: 'Echo a word back. Used to check that tool calls work.',
@@ -97,6 +115,7 @@ export async function checkModel(opts: { probe: boolean }): Promise<ModelCheck> 
 		models,
 		listed: models && config.NOMOS_MODEL ? models.includes(config.NOMOS_MODEL) : null,
 		context,
+		prompt: await promptFit(context.tokens),
 		probes: []
 	};
 	if (!model || !opts.probe) return out;

@@ -9,8 +9,11 @@ import type { ExecutionStep } from '../../types/executions';
 /** Storage types whose container volumes `pct snapshot` can snapshot. */
 const SNAPSHOT_STORAGE_TYPES = new Set(['lvmthin', 'zfspool', 'rbd', 'btrfs']);
 
-/** Actions that get no snapshot: they create, or are about snapshots, or remove the CT (and its snapshots). */
-const NO_SNAPSHOT = new Set<string>(['pct_create', 'pct_snapshot', 'pct_rollback', 'pct_delsnapshot', 'pct_destroy', 'vzdump']);
+/**
+ * Actions that get no snapshot: they create, or are about snapshots, or remove the CT (and its
+ * snapshots), or unlock it (a locked CT cannot be snapshotted: the unlock would never run).
+ */
+const NO_SNAPSHOT = new Set<string>(['pct_create', 'pct_snapshot', 'pct_rollback', 'pct_delsnapshot', 'pct_destroy', 'vzdump', 'pct_unlock']);
 
 export const NOMOS_SNAPSHOT_PREFIX = 'nomos-';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { JSONSchema7 } from 'ai';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
-import { ACTIONS, ACTION_NAMES } from './actions';
+import { ACTIONS, ACTION_NAMES, type ActionName } from './actions';
 
 /** Patterns longer than this are dropped where a description says the same in words (tokens matter on a 4k-context model). */
 const MAX_PATTERN = 0;
@@ -39,7 +39,7 @@ function compact(node: JSONSchema7Definition): JSONSchema7Definition {
  * `$schema`/`$ref`/`$defs` either: every variant is inlined.
  */
 export function actionParamsVariants(): JSONSchema7[] {
-	return ACTION_NAMES.map((name) => {
+	variants ??= ACTION_NAMES.map((name) => {
 		const { $schema: _s, ...schema } = z.toJSONSchema(ACTIONS[name].params, { io: 'input', target: 'draft-7', reused: 'inline', unrepresentable: 'any' }) as JSONSchema7 & { $schema?: string };
 		const typed = compact(schema) as JSONSchema7;
 		// A container is named by the target ('lxc:strong/101'); params.vmid is still accepted, just not advertised.
@@ -50,4 +50,34 @@ export function actionParamsVariants(): JSONSchema7[] {
 		delete typed.additionalProperties;
 		return { title: name, description: `${name} (${ACTIONS[name].classification}): ${ACTIONS[name].description}`, ...typed };
 	});
+	return variants;
+}
+let variants: JSONSchema7[] | undefined;
+
+/** One action's params schema as actionParamsVariants has it. */
+export function actionParamsSchema(name: ActionName): JSONSchema7 {
+	return actionParamsVariants().find((x) => x.title === name)!;
+}
+
+/** One field of a signature: `name`, `name?` (optional or defaulted), with a default, an enum or a short unit. */
+function fieldSignature(name: string, s: JSONSchema7, required: boolean): string {
+	let out = required ? name : `${name}?`;
+	if (s.enum) out += `: ${s.enum.map((x) => JSON.stringify(x).replace(/^"|"$/g, '')).join('|')}`;
+	else if (s.type === 'array') out += '[]';
+	else if (s.type === 'object' && s.properties) out += `: {${Object.keys(s.properties).join(', ')}}`;
+	else if (s.default !== undefined && typeof s.default !== 'object') out += `=${String(s.default)}`;
+	if (s.description && s.description.length <= 4) out += ` ${s.description}`;
+	return out;
+}
+
+/**
+ * An action as one line for a tool description: `pct_push(path, content, mode?=0644)`, required
+ * fields first. describe_action gives the whole schema (types, bounds, descriptions).
+ */
+export function actionSignature(name: ActionName): string {
+	const v = actionParamsSchema(name);
+	const props = Object.entries(v.properties ?? {}) as Array<[string, JSONSchema7]>;
+	const req = new Set(v.required ?? []);
+	const fields = [...props.filter(([k]) => req.has(k)), ...props.filter(([k]) => !req.has(k))].map(([k, s]) => fieldSignature(k, s, req.has(k)));
+	return `${name}(${fields.join(', ')})`;
 }

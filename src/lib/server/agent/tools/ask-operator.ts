@@ -7,10 +7,10 @@ import { callKey, type ToolContext } from './context';
 
 export const askOperatorInput = z
 	.object({
-		prompt: z.string().min(3).max(2000).describe('the question, addressed to the operator'),
-		why: z.string().max(1000).optional().describe('why only the operator can decide this'),
-		options: z.array(z.string().min(1).max(200)).max(8).optional().describe('suggested answers, if the choice is among a few'),
-		context_entities: z.array(z.string().max(200)).max(10).optional().describe("entities the question is about, e.g. 'host:strong'")
+		prompt: z.string().min(3).max(2000),
+		why: z.string().max(1000).optional().describe('why only they can decide'),
+		options: z.array(z.string().min(1).max(200)).max(8).optional().describe('suggested answers'),
+		context_entities: z.array(z.string().max(200)).max(10).optional().describe("refs, e.g. 'host:strong'")
 	})
 	.strict();
 
@@ -18,7 +18,7 @@ export const askOperatorInput = z
 export function askOperatorTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Ask the operator a question only they can answer (a name, a size, a trade-off) instead of guessing or stalling. Your turn ends right after; the answer comes back to you.',
+			'Ask the operator what only they can decide (a name, a size, a trade-off) instead of guessing. Ends your turn; the answer comes back to you.',
 		inputSchema: askOperatorInput,
 		execute: async (input, { toolCallId }) => {
 			const q = await sql().begin(async (tx) => {

@@ -8,7 +8,7 @@ import { toolError, type ToolContext, type ToolError } from './context';
 
 export const getEntityInput = z
 	.object({
-		id: z.string().min(1).max(200).describe('uuid, or a ref like lxc:strong/101, host:strong, lxc:caddy')
+		id: z.string().min(1).max(200)
 	})
 	.strict();
 
@@ -58,8 +58,7 @@ export function entityDetail(e: Entity) {
 export function getEntityTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			'Get one inventory entity with all its stored attributes and notes, by uuid or ref ' +
-			'(lxc:strong/101, host:strong, or lxc:<name>). Data is from the last inventory sync (see syncedAt).',
+			'One inventory entity with all its attributes and notes (as of syncedAt), by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
 			await ensureFreshInventory();

@@ -16,9 +16,8 @@ export const getLxcStateInput = z
 		vmid: z
 			.string()
 			.regex(/^[1-9][0-9]{2,8}$/, 'vmid is a string of 3-9 digits, e.g. "101"')
-			.optional()
-			.describe('container id, e.g. "101"'),
-		name: z.string().min(1).max(128).optional().describe('container name, or host/vmid like "strong/101"')
+			.optional(),
+		name: z.string().min(1).max(128).optional()
 	})
 	.strict()
 	.refine((v) => (v.vmid === undefined) !== (v.name === undefined), { message: 'give exactly one of vmid or name' });
@@ -70,9 +69,8 @@ async function readLive(hostName: string, vmid: number, signal: AbortSignal): Pr
 export function getLxcStateTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Get one LXC container in detail, read live from its Proxmox host (pct status + pct config): status, CPU, ' +
-			'memory, disk, uptime, network, features, raw config. Give exactly one of vmid (e.g. "101") or name ' +
-			'(e.g. "caddy" or "strong/101"). If the host is unreachable, returns the last synced data with stale: true.',
+			'One container read live from its host: status, resources, network, features, raw config. Give vmid ("101") ' +
+			'or name ("caddy", "strong/101"). An unreachable host gives the last synced data with stale: true.',
 		inputSchema: getLxcStateInput,
 		execute: async ({ vmid, name }) => {
 			if ((vmid === undefined) === (name === undefined)) {

@@ -54,9 +54,7 @@ export function hostSummary(h: FleetHost) {
 export function getStateSnapshotTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			'Summarise the whole fleet in one call: per host its status, CPU/memory, counts of running/stopped ' +
-			'containers and one compact line per container. From the inventory synced about every minute. ' +
-			'Start here to get an overview.',
+			'The whole fleet in one call: per host its status, CPU/memory and one line per container (synced each minute). Start here.',
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();

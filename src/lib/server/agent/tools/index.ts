@@ -4,9 +4,11 @@ import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
 import { searchKnowledgeTool } from './search-knowledge';
 import { requestExecutionTool } from './request-execution';
+import { describeActionTool } from './describe-action';
 import { proposePlanTool } from './propose-plan';
 import { getExecutionStatusTool } from './get-execution-status';
 import { askOperatorTool } from './ask-operator';
+import { lean } from './lean-schema';
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
@@ -63,11 +65,12 @@ export function buildTools(ctx: ToolContext): ToolSet {
 		search_knowledge: searchKnowledgeTool(ctx),
 		http_get: httpGetTool(ctx),
 		request_execution: requestExecutionTool(ctx),
+		describe_action: describeActionTool(ctx),
 		propose_plan: proposePlanTool(ctx),
 		get_execution_status: getExecutionStatusTool(ctx),
 		ask_operator: askOperatorTool(ctx)
 	};
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
 	if (ctx.watch) delete tools.http_get;
-	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(t), ctx.inventoryReady)]));
+	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(t)), ctx.inventoryReady)]));
 }

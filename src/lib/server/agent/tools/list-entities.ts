@@ -9,8 +9,8 @@ const LIMIT = 100;
 
 export const listEntitiesInput = z
 	.object({
-		kind: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/).optional().describe('e.g. "host" or "lxc"'),
-		query: z.string().min(1).max(200).optional().describe('name/id substring or words from name and notes')
+		kind: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/).optional().describe('host, lxc, …'),
+		query: z.string().min(1).max(200).optional()
 	})
 	.strict();
 
@@ -32,9 +32,8 @@ export function entitySummary(e: Entity) {
 export function listEntitiesTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			'List known infrastructure entities (Proxmox hosts, LXC containers, …) from the synced inventory. ' +
-			'Filter by kind and/or a query (case-insensitive name/id match or full-text over name and notes). ' +
-			'Each result has a ref (e.g. lxc:strong/101) usable with get_entity.',
+			'Inventory entities (hosts, containers, services), filtered by kind and/or query (name, id or words of their notes). ' +
+			'Each has a ref (lxc:strong/101) for get_entity.',
 		inputSchema: listEntitiesInput,
 		execute: async ({ kind, query }) => {
 			await ensureFreshInventory();

@@ -7,7 +7,7 @@ import { ensureFreshInventory } from '../../inventory/sync';
 import { toolError, type ToolContext } from './context';
 
 export const listLxcsInput = z
-	.object({ host: z.string().min(1).max(64).optional().describe('only containers on this host') })
+	.object({ host: z.string().min(1).max(64).optional() })
 	.strict();
 
 const n = (v: unknown): number | null => (typeof v === 'number' ? v : null);
@@ -36,10 +36,8 @@ export function lxcRow(e: Entity) {
 export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			'List every LXC container (optionally on one host) with vmid, name, host, status, CPU %, memory, ' +
-			'uptime and IPs, from the inventory synced about every minute (inventoryAsOf says how fresh, per host; ' +
-			'a host never synced or stale is read live first). ' +
-			'ipMode "dhcp" means the address is not known from the config. Use get_lxc_state for live detail.',
+			'Every container (or one host\'s) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory ' +
+			'synced each minute (inventoryAsOf says how fresh). ipMode "dhcp": the address is not in the config.',
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
 			const inventoryAsOf = await ensureFreshInventory();

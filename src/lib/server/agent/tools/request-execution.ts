@@ -1,7 +1,8 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTION_NAMES, catalogueSummary, paramFields } from '../../proxmox/actions';
-import { actionParamsVariants } from '../../proxmox/tool-schema';
+import { ACTIONS, ACTION_NAMES } from '../../proxmox/actions';
+import { actionSignature } from '../../proxmox/tool-schema';
+import type { Classification } from '../../../types/executions';
 import { requestExecution } from '../../executions/request';
 import { sql } from '../../db/index';
 import { blastRadius } from '../../db/queries/blast-radius';
@@ -19,59 +20,58 @@ export const requestExecutionInput = z
 
 export type RequestExecutionInput = z.output<typeof requestExecutionInput>;
 
-let cachedSchema: JSONSchema7 | undefined;
-
 /**
- * What the model is shown: target, action (an enum), reason, and params as a union of every
- * action's typed params (each variant titled with its action), generated from the catalogue.
+ * What the model is shown: four plain fields, params a loose object. The catalogue is in the
+ * description, one signature per action (see catalogueLines); the arguments are checked by the
+ * strict zod schema above, and params by the action's own schema in prepareExecution, whose
+ * error names the wrong field and lists the action's fields. describe_action gives one action's
+ * full JSON Schema on demand. (Every action's typed schema inline took about 2,500 tokens of
+ * every request; a local model at a 4,096-token window had no room left to talk.)
  */
 export function requestExecutionJsonSchema(): JSONSchema7 {
-	const shape = requestExecutionInput.shape;
-	cachedSchema ??= {
+	return {
 		type: 'object',
 		properties: {
-			target: { type: 'string', maxLength: 200, description: shape.target.description },
-			action: { type: 'string', enum: [...ACTION_NAMES], description: 'the catalogued action; params must be the variant titled with this action' },
-			params: { description: "the action's parameters: exactly the fields of the variant whose title is the action", anyOf: actionParamsVariants() },
-			reason: { type: 'string', maxLength: 1000, description: shape.reason.description }
+			target: { type: 'string', description: "a host ('strong') or a container ('lxc:strong/101', '101', a name)" },
+			action: { type: 'string' },
+			params: { type: 'object' },
+			reason: { type: 'string', description: 'why, in one sentence, for the operator' }
 		},
-		required: ['target', 'action', 'params', 'reason'],
-		additionalProperties: false
+		required: ['target', 'action', 'params', 'reason']
 	};
-	return cachedSchema;
 }
 
-/**
- * The tool's input schema: the typed union above for the model, while arguments are checked by
- * the loose zod schema, so a wrong field reaches prepareExecution, whose error names the field
- * and lists the action's fields (a union validator would only say "no variant matched").
- */
-const inputSchema = jsonSchema<RequestExecutionInput>(() => requestExecutionJsonSchema(), {
+const inputSchema = jsonSchema<RequestExecutionInput>(requestExecutionJsonSchema(), {
 	validate: (value) => {
 		const r = requestExecutionInput.safeParse(value);
 		return r.success ? { success: true, value: r.data } : { success: false, error: r.error };
 	}
 });
 
-/**
- * Below this context window (tokens) the typed schema (about 2,500 tokens) would crowd out the
- * conversation (Ollama runs at 4096 by default): the fields are then listed in the description.
- */
-export const TYPED_SCHEMA_MIN_CONTEXT = 8192;
+const GROUPS: Array<[string, (c: Classification) => boolean]> = [
+	['Read-only, run at once', (c) => c === 'read_only'],
+	['Changes, wait for approval', (c) => c !== 'read_only' && c !== 'destructive'],
+	['Destructive, a person approves', (c) => c === 'destructive']
+];
 
-const INTRO =
-	'Request one execution from the catalogue. Read-only actions run at once and return their output; ' +
-	'mutations return "awaiting approval" (or run at once when an always-allow rule listed in your instructions matches). ' +
-	'You are re-invoked automatically when a mutation finishes. ';
+/** The catalogue in a few lines: signatures grouped by what approving them means, and which run on a host. */
+export function catalogueLines(): string {
+	const lines = GROUPS.map(([label, has]) => `${label}: ${ACTION_NAMES.filter((n) => has(ACTIONS[n].classification)).map(actionSignature).join(', ')}.`);
+	const on = (scope: string) => ACTION_NAMES.filter((n) => ACTIONS[n].scope === scope).join(', ');
+	lines.push(`Target a host for ${on('host')}; a host or a container for ${on('host-or-ct')}; a container for the rest.`);
+	return lines.join('\n');
+}
+
+const DESCRIPTION = () =>
+	'Run one catalogued action. Read-only ones return their output; others wait for approval (or run at once under an always-allow rule), then you are re-invoked with the result. ' +
+	'params: the fields in parentheses (? optional); describe_action explains one action.\n' +
+	catalogueLines();
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
 export function requestExecutionTool(ctx: ToolContext) {
-	const typed = !(ctx.contextTokens && ctx.contextTokens < TYPED_SCHEMA_MIN_CONTEXT);
 	return tool({
-		description: typed
-			? `${INTRO}params: exactly the fields of the params variant titled with the action (each variant says what its action does).`
-			: `${INTRO}Catalogue: ${catalogueSummary()}. Fields of params per action: ${ACTION_NAMES.map((n) => `${n}: ${paramFields(n)}`).join('; ')}`,
-		inputSchema: typed ? inputSchema : requestExecutionInput,
+		description: DESCRIPTION(),
+		inputSchema,
 		execute: async (input, { toolCallId }) => {
 			const requester = ctx.mcp
 				? { operator: ctx.mcp.operator, route: 'mcp', tokenId: ctx.mcp.token.id, detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
@@ -86,7 +86,9 @@ export function requestExecutionTool(ctx: ToolContext) {
 			}
 			// The agent is re-invoked by results; an MCP client reads them itself.
 			const after = ctx.mcp ? 'read its status and result with get_execution' : 'you will be re-invoked with its result';
-			if (r.via === 'rule') return { ...base, status: 'queued', message: `execution ${e.id} approved by rule "${r.rule}", running; ${after}` };
+			// Approved already: the command is on the operator's card; the model needs the id and what comes next.
+			const { command: _c, ...approved } = base;
+			if (r.via === 'rule') return { ...approved, status: 'queued', message: `approved by rule "${r.rule}", running; ${after}` };
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {

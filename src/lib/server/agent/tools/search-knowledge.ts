@@ -13,19 +13,15 @@ export function searchKnowledgeTool(ctx: ToolContext) {
 	void ctx;
 	return tool({
 		description:
-			"Search the homelab knowledge base (the operator's notes and imported Markdown files) and the inventory " +
-			"entities' names and notes. Matching is by words (English stemming), ranked best first; quotes match a " +
-			'phrase, -word excludes, "or" widens; a bare vmid like 101 also finds that guest. Snippets mark matches ' +
-			'with «». The best note hits include their text (cut at ' +
-			BODY_CHARS +
-			' characters). Use it before asking the operator something the notes may already say.',
+			"Full-text search of the operator's notes, Nomos's guide (how-tos) and the inventory's names and notes, best first; " +
+			'quotes match a phrase, -word excludes, "or" widens, a vmid finds that guest. The best notes come with their text. ' +
+			'Search before asking the operator.',
 		inputSchema: z
 			.object({
 				query: z
 					.string()
 					.min(2)
 					.max(200)
-					.describe('Words to look for, e.g. "backup schedule", "caddy certificates" or "101"')
 			})
 			.strict(),
 		execute: async ({ query }) => {

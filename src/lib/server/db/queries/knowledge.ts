@@ -197,6 +197,8 @@ function markLiteral(text: string, q: string): string {
 
 /** Serialises imports of the knowledge directory (web and worker both import at boot). */
 const IMPORT_LOCK = 7_140_202_615;
+/** source_path of the notes Nomos ships about itself (agent/guide/*.md); the operator's imports never touch them. */
+export const GUIDE_PREFIX = 'nomos:guide/';
 
 /**
  * Makes the file notes match the files read: inserts new ones, updates changed ones, and deletes
@@ -228,8 +230,37 @@ export async function replaceFileNotes(
 		}
 		const gone = await tx`
 			delete from knowledge
-			where source = 'file' and not (source_path = any(${keepPaths}::text[]))
+			where source = 'file' and not (source_path = any(${keepPaths}::text[])) and source_path not like ${GUIDE_PREFIX + '%'}
 			returning id`;
+		return { created, updated, removed: gone.length };
+	});
+}
+
+
+/**
+ * Makes the guide notes exactly `files` (keyed by `nomos:guide/<file>`): new ones inserted,
+ * changed ones updated, ones no longer shipped deleted. Idempotent; safe from several processes.
+ */
+export async function replaceGuideNotes(sql: Sql, files: Array<{ path: string; title: string; body: string }>): Promise<{ created: number; updated: number; removed: number }> {
+	return sql.begin(async (tx) => {
+		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
+		let created = 0;
+		let updated = 0;
+		for (const f of files) {
+			const rows = await tx<{ inserted: boolean }[]>`
+				insert into knowledge (title, body, source, source_path)
+				values (${f.title}, ${f.body}, 'file', ${GUIDE_PREFIX + f.path})
+				on conflict (source_path) do update
+					set title = excluded.title, body = excluded.body, updated_at = now()
+					where knowledge.title is distinct from excluded.title or knowledge.body is distinct from excluded.body
+				returning (xmax = 0) as inserted`;
+			if (rows.length) {
+				if (rows[0].inserted) created++;
+				else updated++;
+			}
+		}
+		const keep = files.map((f) => GUIDE_PREFIX + f.path);
+		const gone = await tx`delete from knowledge where source_path like ${GUIDE_PREFIX + '%'} and not (source_path = any(${keep}::text[])) returning id`;
 		return { created, updated, removed: gone.length };
 	});
 }

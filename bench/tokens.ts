@@ -1,0 +1,312 @@
+// `npm run bench:tokens` — what the agent's prompts cost (issue #30, "a lean agent for local models"):
+// the held-in scenarios run end to end against the scripted model, and every request it received
+// is counted with a real tokenizer (o200k, gpt-tokenizer).
+//
+//   1. starts its own embedded Postgres in a temp dir, the SSH Proxmox double (node `strong`) and the
+//      scripted LLM double, in this process, and boots a worker as `npm run worker` does (turns,
+//      executions, continuations all run as in production);
+//   2. per scenario, scripts the model's answers, sends the operator's message as the chat router
+//      does, and acts as the operator: approves every plan and execution that waits, until the
+//      session is quiet;
+//   3. prints per scenario: model requests, prompt and completion tokens, the share of the prompt
+//      that is tool definitions, the operator's actions, and the first request split into
+//      instructions / tools / history.
+//
+// Exits non-zero when a scenario went off its script (an exhausted script, an execution that did not
+// end as expected), so the figures are of the intended conversation.
+//
+//   npm run bench:tokens [-- --only create|recover|deploy|answer] [--json]
+// Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { boot, type Runtime } from '../src/lib/server/boot';
+import { sql } from '../src/lib/server/db/index';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import { insertMessage } from '../src/lib/server/db/queries/messages';
+import { credentialsByUsername } from '../src/lib/server/db/queries/operators';
+import { createSession } from '../src/lib/server/db/queries/sessions';
+import { requestTurn } from '../src/lib/server/conversation/turn-queue';
+import { resetEnvCache } from '../src/lib/server/env';
+import { operatorDecides, operatorDecidesPlan } from '../src/lib/server/executions/decisions';
+import { promptParts, tokensOf } from '../src/lib/server/agent/prompt-tokens';
+import { taskList } from '../tasks/index';
+import { startScriptedLlm, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
+import { startProxmoxDouble, type ProxmoxDouble } from '../tests/doubles/proxmox/server';
+import { benchPort, ROOT, sleep } from './harness';
+
+process.chdir(ROOT);
+const { values: opts } = parseArgs({ options: { only: { type: 'string' }, json: { type: 'boolean', default: false } } });
+const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
+const DEBIAN = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
+const log = (s: string) => console.log(`[bench] ${s}`);
+
+const call = (name: string, args: unknown): ScriptedResponse => ({ toolCalls: [{ name, args }] });
+const exec = (target: string, action: string, params: Record<string, unknown>, reason: string) => call('request_execution', { target, action, params, reason });
+
+type Scenario = {
+	name: string;
+	ask: string;
+	script: ScriptedResponse[];
+	/** Before the operator's message (faults, sites). */
+	setup?(pve: ProxmoxDouble): Promise<void>;
+	/** What must hold afterwards, else the scenario did not run as scripted. */
+	expect: Array<{ action: string; status: string }>;
+};
+
+const SITE = 'server {\n\tlisten 8080 default_server;\n\troot /var/www/typetype;\n\tindex index.html;\n\tlocation / { try_files $uri $uri/ =404; }\n}\n';
+
+const SCENARIOS: Scenario[] = [
+	{
+		name: 'create',
+		ask: 'Create a Debian 12 container called web on strong: 2 cores, 1 GiB of memory.',
+		script: [
+			call('list_lxcs', {}),
+			exec('strong', 'pct_create', { vmid: 120, hostname: 'web', template: DEBIAN, cores: 2, memory: 1024 }, 'the container the operator asked for'),
+			{ text: 'I asked to create CT 120 (web) on strong; it waits for your approval.' },
+			{ text: 'CT 120 (web) is created and running on strong.' }
+		],
+		expect: [{ action: 'pct_create', status: 'succeeded' }]
+	},
+	{
+		name: 'recover',
+		ask: 'Destroy CT 110 (old), it is not needed any more.',
+		setup: (pve) => pve.patchCt(110, { lock: 'create' }),
+		script: [
+			exec('lxc:strong/110', 'pct_destroy', {}, 'the operator no longer needs it'),
+			{ text: 'Destroying CT 110 waits for your approval.' },
+			// Continuation: the destroy failed (the CT is locked).
+			exec('lxc:strong/110', 'pct_unlock', {}, "the destroy failed: CT 110 is locked ('create' left by an interrupted create)"),
+			{ text: 'The destroy failed because CT 110 is locked; I asked to unlock it first.' },
+			exec('lxc:strong/110', 'pct_destroy', {}, 'destroy again now that the lock is gone'),
+			{ text: 'Unlocked; the destroy waits for your approval again.' },
+			{ text: 'CT 110 (old) is destroyed.' }
+		],
+		expect: [
+			{ action: 'pct_destroy', status: 'failed' },
+			{ action: 'pct_unlock', status: 'succeeded' },
+			{ action: 'pct_destroy', status: 'succeeded' }
+		]
+	},
+	{
+		name: 'deploy',
+		ask: 'Deploy TypeType (a static web app, served by nginx on 8080) in a new container on strong and verify that it answers.',
+		setup: (pve) => pve.setHttp(130, 8080, { status: 200, body: 'ok' }),
+		script: [
+			call('get_state_snapshot', {}),
+			call('search_knowledge', { query: 'typetype' }),
+			call('propose_plan', {
+				title: 'Deploy TypeType in CT 130',
+				steps: [
+					{ action: 'pct_create', target: 'strong', params: { vmid: 130, hostname: 'typetype', template: DEBIAN, cores: 1, memory: 512 }, why: 'a container for the app' },
+					{ action: 'pct_exec', target: 'lxc:strong/130', params: { argv: ['apt-get', 'install', '-y', 'nginx'] }, why: 'the runtime' },
+					{ action: 'pct_push', target: 'lxc:strong/130', params: { path: '/etc/nginx/sites-enabled/typetype', content: SITE }, why: 'the site' },
+					{ action: 'systemctl', target: 'lxc:strong/130', params: { unit: 'nginx', op: 'restart' }, why: 'serve the site' }
+				]
+			}),
+			// Resumed after the plan's approval.
+			exec('strong', 'pct_create', { vmid: 130, hostname: 'typetype', template: DEBIAN, cores: 1, memory: 512 }, 'step 1 of the approved plan'),
+			{ text: 'Step 1 (create CT 130) is running.' },
+			exec('lxc:strong/130', 'pct_exec', { argv: ['apt-get', 'install', '-y', 'nginx'] }, 'step 2 of the approved plan'),
+			{ text: 'Step 2 (install nginx) is running.' },
+			exec('lxc:strong/130', 'pct_push', { path: '/etc/nginx/sites-enabled/typetype', content: SITE }, 'step 3 of the approved plan'),
+			{ text: 'Step 3 (the site) is running.' },
+			exec('lxc:strong/130', 'systemctl', { unit: 'nginx', op: 'restart' }, 'step 4 of the approved plan'),
+			{ text: 'Step 4 (restart nginx) is running.' },
+			exec('lxc:strong/130', 'ct_service_active', { unit: 'nginx' }, 'verify the service'),
+			exec('lxc:strong/130', 'ct_http_check', { port: 8080, path: '/' }, 'verify the app answers'),
+			{ text: 'TypeType is deployed in CT 130 and answers on port 8080.' }
+		],
+		expect: [
+			{ action: 'pct_create', status: 'succeeded' },
+			{ action: 'pct_exec', status: 'succeeded' },
+			{ action: 'pct_push', status: 'succeeded' },
+			{ action: 'systemctl', status: 'succeeded' },
+			{ action: 'ct_service_active', status: 'succeeded' },
+			{ action: 'ct_http_check', status: 'succeeded' }
+		]
+	},
+	{
+		name: 'answer',
+		ask: 'Which containers are running, and how much memory does each use?',
+		script: [call('list_lxcs', {}), { text: 'Running: caddy (100) and old... (see the table).' }],
+		expect: []
+	}
+];
+
+type Row = {
+	scenario: string;
+	requests: number;
+	prompt: number;
+	completion: number;
+	toolShare: number;
+	operatorActions: number;
+	first: { instructions: number; tools: number; history: number; total: number };
+	largest: number;
+};
+
+let tmp: string | undefined;
+let pg: EmbeddedPostgres | undefined;
+let runtime: Runtime | undefined;
+let llm: ScriptedLlm | undefined;
+let pve: ProxmoxDouble | undefined;
+
+async function cleanup() {
+	await runtime?.shutdown().catch((e: Error) => log(`stopping the worker: ${e.message}`));
+	await llm?.close().catch(() => undefined);
+	await pve?.close().catch(() => undefined);
+	await pg?.stop().catch(() => undefined);
+	if (tmp) await fs.rm(tmp, { recursive: true, force: true });
+}
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
+
+/** Work of this session still to come: a turn, a continuation, an execution on its way. */
+async function busy(sessionId: string): Promise<boolean> {
+	const [r] = await sql()<{ n: number }[]>`
+		select (select count(*) from messages where session_id = ${sessionId} and status in ('streaming', 'queued'))
+			+ (select count(*) from executions where requested_by_session = ${sessionId} and status in ('approved', 'queued', 'running'))
+			+ (select count(*) from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+				where t.identifier <> 'inventory__sync' and t.identifier <> 'events__prune' and t.identifier <> 'executions__sweep') as n`;
+	return Number(r.n) > 0;
+}
+
+async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row; errors: string[] }> {
+	llm!.reset();
+	llm!.push(...s.script);
+	await s.setup?.(pve!);
+	const sessionId = await sql().begin(async (tx) => {
+		const id = await createSession(tx, operatorId, s.name);
+		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: s.ask }], status: 'queued', origin: 'chat' });
+		await requestTurn(tx, { sessionId: id, origin: 'chat' });
+		return id;
+	});
+	const credential = { kind: 'session', verifiedAt: new Date().toISOString() } as const;
+	let actions = 1;
+	let quiet = 0;
+	const deadline = Date.now() + 180_000;
+	const errors: string[] = [];
+	while (quiet < 3) {
+		if (Date.now() > deadline) {
+			errors.push(`${s.name}: not quiet after 180 s`);
+			break;
+		}
+		await sleep(150);
+		const plans = await sql()<{ id: string }[]>`select id from plans where session_id = ${sessionId} and status = 'proposed'`;
+		const waiting = await sql()<{ id: string }[]>`select id from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval'`;
+		for (const p of plans) {
+			await sql().begin((tx) => operatorDecidesPlan(tx, p.id, { decision: 'approved', operatorId, credential }));
+			actions++;
+		}
+		for (const e of waiting) {
+			const r = await sql().begin((tx) => operatorDecides(tx, e.id, { decision: 'approved', route: 'button', operatorId, credential }));
+			if (!r.ok) errors.push(`${s.name}: approval refused (${r.reason})`);
+			actions++;
+		}
+		quiet = plans.length || waiting.length || (await busy(sessionId)) ? 0 : quiet + 1;
+	}
+	const chats = llm!.requests.filter((r) => r.path.endsWith('/chat/completions'));
+	if (process.env.BENCH_DUMP) await fs.writeFile(path.join(process.env.BENCH_DUMP, `${s.name}.json`), JSON.stringify(chats.map((r) => r.body), null, 1));
+	for (const r of chats) if (r.error) errors.push(`${s.name}: request ${r.seq}: ${r.error}`);
+	if (llm!.state().pending) errors.push(`${s.name}: ${llm!.state().pending} scripted answers left unused`);
+	const execs = await sql()<{ action: string; status: string; error: string | null }[]>`
+		select action, status, error from executions where requested_by_session = ${sessionId} order by created_at`;
+	for (const want of s.expect) {
+		const i = execs.findIndex((e) => e.action === want.action && e.status === want.status);
+		if (i === -1) errors.push(`${s.name}: no ${want.action} ${want.status} (got ${execs.map((e) => `${e.action} ${e.status}${e.error ? ` (${e.error.slice(0, 200)})` : ''}`).join(', ') || 'none'})`);
+		else execs.splice(i, 1);
+	}
+
+	let prompt = 0;
+	let tools = 0;
+	let completion = 0;
+	let largest = 0;
+	for (const r of chats) {
+		const parts = promptParts((r.body ?? {}));
+		prompt += parts.total;
+		tools += parts.tools;
+		largest = Math.max(largest, parts.total);
+		const answer = r.response && 'toolCalls' in r.response ? JSON.stringify(r.response.toolCalls) + (r.response.text ?? '') : r.response && 'text' in r.response ? r.response.text : '';
+		completion += tokensOf(answer);
+	}
+	const first = promptParts((chats[0]?.body ?? {}));
+	return {
+		row: { scenario: s.name, requests: chats.length, prompt, completion, toolShare: prompt ? tools / prompt : 0, operatorActions: actions, first, largest },
+		errors
+	};
+}
+
+async function main(): Promise<number> {
+	if (!process.env.BENCH_VERBOSE) console.info = () => undefined;
+	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-tokens-'));
+	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await benchPort() });
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			{ vmid: 101, hostname: 'db', status: 'running' },
+			{ vmid: 102, hostname: 'media', status: 'stopped' },
+			{ vmid: 110, hostname: 'old', status: 'stopped' }
+		]
+	});
+	llm = await startScriptedLlm();
+	Object.assign(process.env, {
+		DATABASE_URL: pg.url,
+		NOMOS_WORKER: 'on',
+		NOMOS_INVENTORY_SYNC: 'on',
+		NOMOS_HOSTS: JSON.stringify([{ name: 'strong', address: '127.0.0.1', port: pve.port, user: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint }]),
+		NOMOS_OPERATOR_USERNAME: OPERATOR.username,
+		NOMOS_OPERATOR_PASSWORD: OPERATOR.password,
+		NOMOS_KNOWLEDGE_DIR: '',
+		OPENAI_BASE_URL: llm.baseURL,
+		OPENAI_API_KEY: 'bench',
+		NOMOS_MODEL: 'scripted'
+	});
+	resetEnvCache();
+	runtime = await boot('worker', { taskList });
+	const ready = Date.now() + 120_000;
+	for (;;) {
+		const [r] = await sql()<{ n: number }[]>`select count(*)::int as n from entities where kind = 'lxc'`;
+		if (r.n >= 4) break;
+		if (Date.now() > ready) throw new Error('the first inventory sync did not finish within 120 s');
+		await sleep(100);
+	}
+	await sql()`insert into knowledge (title, body, source) values ('TypeType', 'TypeType is a static web app: nginx serves /var/www/typetype on port 8080.', 'page')`;
+	const operator = await credentialsByUsername(sql(), OPERATOR.username);
+	if (!operator) throw new Error('the configured operator was not created');
+
+	const rows: Row[] = [];
+	const errors: string[] = [];
+	for (const s of SCENARIOS.filter((x) => !opts.only || x.name === opts.only)) {
+		const r = await runScenario(s, operator.id);
+		rows.push(r.row);
+		errors.push(...r.errors);
+	}
+	print(rows);
+	for (const e of errors) log(`ERROR ${e}`);
+	return errors.length ? 1 : 0;
+}
+
+function print(rows: Row[]) {
+	if (opts.json) return console.log(JSON.stringify(rows, null, 2));
+	const n = (x: number) => x.toLocaleString('en-GB');
+	console.log('\nscenario   requests   prompt tokens   completion   tool defs   largest request   operator actions');
+	for (const r of rows) {
+		console.log(
+			`${r.scenario.padEnd(10)} ${String(r.requests).padStart(8)}   ${n(r.prompt).padStart(13)}   ${n(r.completion).padStart(10)}   ${`${Math.round(r.toolShare * 100)} %`.padStart(9)}   ${n(r.largest).padStart(15)}   ${String(r.operatorActions).padStart(16)}`
+		);
+	}
+	console.log('\nfirst request (o200k tokens): instructions + tools + history = total');
+	for (const r of rows) console.log(`${r.scenario.padEnd(10)} ${n(r.first.instructions)} + ${n(r.first.tools)} + ${n(r.first.history)} = ${n(r.first.total)}`);
+}
+
+let code = 1;
+try {
+	code = await main();
+} catch (e) {
+	log(`failed: ${(e as Error).stack ?? String(e)}`);
+} finally {
+	await cleanup();
+}
+process.exit(code);
