@@ -30,6 +30,8 @@ export interface Piece {
 
 export interface KillWork {
 	kill: KillRecord;
+	/** When the work was read (epoch ms): just before the signal, seconds before it on a loaded machine. */
+	snapAt?: number;
 	/** What locked the process's jobs (graphile-worker 0.17 locks with its pool's id). */
 	lockers: string[];
 	pieces: Piece[];
@@ -75,7 +77,8 @@ type JobRow = { id: string; task: string; payload: Record<string, unknown> };
  * What the process with `pid` has in flight right now: locked jobs it started (by its log) or
  * locked by an id it registered in worker_processes (nothing for a web process: it runs no jobs).
  */
-export async function snapshotWork(db: Sql, pid: number, owners: JobOwners): Promise<{ lockers: string[]; pieces: Piece[] }> {
+export async function snapshotWork(db: Sql, pid: number, owners: JobOwners): Promise<{ snapAt: number; lockers: string[]; pieces: Piece[] }> {
+	const snapAt = Date.now();
 	const rows = await db<{ workerIds: string[] }[]>`select worker_ids as "workerIds" from worker_processes where pid = ${pid} and hostname = ${os.hostname()}`;
 	await owners.learn(db);
 	const workerIds = [...rows.flatMap((r) => r.workerIds), ...owners.lockersOf(pid)];
@@ -107,7 +110,7 @@ export async function snapshotWork(db: Sql, pid: number, owners: JobOwners): Pro
 			pieces.push({ kind: 'session', task: j.task, jobId: j.id, sessionId, sessionBusy: busy.n > 0 });
 		} else pieces.push({ kind: 'job', task: j.task, jobId: j.id });
 	}
-	return { lockers, pieces };
+	return { snapAt, lockers, pieces };
 }
 
 /** Watches the killed processes' jobs while the run goes: when each one is done or taken by another worker. */
@@ -168,6 +171,17 @@ export async function resolveWork(db: Sql, all: KillWork[]): Promise<void> {
 				if (r?.at) {
 					p.resumedAt = r.at.getTime();
 					p.how = 'the session streamed again';
+				} else if (w.snapAt !== undefined) {
+					// The reply that made it busy ended between the snapshot and the signal (its process
+					// wrote its end, then still held the job): nothing was left to resume.
+					const [done] = await db<{ n: number }[]>`
+						select count(*)::int as n from events ev
+						where ev.session_id = ${p.sessionId} and ev.type = 'message.delta' and ev.payload->>'status' = 'complete'
+						  and ev.created_at >= ${new Date(w.snapAt)} and ev.created_at <= ${new Date(t0)}`;
+					if (done.n > 0) {
+						p.resumedAt = t0;
+						p.how = 'finished before the signal';
+					}
 				}
 			} else if (p.kind === 'session' && !p.sessionBusy) {
 				// Its session had nothing unfinished: there was no work left to resume.
