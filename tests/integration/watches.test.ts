@@ -114,6 +114,31 @@ describe('an alert', () => {
 		}
 	});
 
+	it('a fix is a plan that waits, and the webhook notice names the alert it answers', async () => {
+		await sql()`insert into hosts (name, address, port, username, key_path, host_key_fingerprint) values ('pve1', '127.0.0.1', 1, 'root', '/nonexistent', 'SHA256:test') on conflict do nothing`;
+		await sql()`insert into webhooks (name, kind, url) values ('phone', 'json', 'http://127.0.0.1:9/hook')`;
+		const h = await hook('proxmox', 'pve-main');
+		await send(h, pveFailed);
+		const [job] = await jobs('agent__run_turn');
+		llm.push({
+			toolCalls: [
+				{
+					name: 'propose_plan',
+					args: { title: 'Free space on the backup storage', steps: [{ action: 'pveam_download', target: 'pve1', params: { storage: 'local', template: 'debian-12-standard_12.7-1_amd64.tar.zst' }, why: 'example step' }] }
+				}
+			]
+		});
+		await runJob(job.payload);
+		const [s] = await sessionsOf(h.id);
+		const reply = (await listMessages(sql(), s.id)).find((m) => m.role === 'assistant')!;
+		expect(JSON.stringify(reply.parts)).toContain('awaiting_approval');
+		const notices = (await jobs('notify__webhook')).map((j) => j.payload.notice as { kind: string; title: string; text: string });
+		const plan = notices.find((n) => n.kind === 'plan');
+		expect(plan?.title).toBe('Plan waiting: Free space on the backup storage');
+		expect(plan?.text).toContain(`the alert "${pveFailed.title}" from pve-main`);
+		await sql()`delete from webhooks`;
+	});
+
 	it('delivered again (a replay, a repeat) joins its group: no second session, no second turn', async () => {
 		const h = await hook('proxmox');
 		await send(h, pveFailed);

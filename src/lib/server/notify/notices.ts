@@ -45,8 +45,11 @@ export function questionNotice(q: QuestionRow): Notice {
 	return { kind: 'question', sessionId: q.sessionId, subjectId: q.id, ...noticeWords.question(q), path: noticePath('question', q.sessionId, q.id), at: now() };
 }
 
-export function planNotice(p: PlanRow): Notice {
-	return { kind: 'plan', sessionId: p.sessionId, subjectId: p.id, ...noticeWords.plan(p), path: noticePath('plan', p.sessionId, p.id), at: now() };
+/** A plan that waits; in an investigation an alert opened, the notice names the alert too. */
+export function planNotice(p: PlanRow, alert?: { title: string; hookName: string } | null): Notice {
+	const words = noticeWords.plan(p);
+	const text = alert ? `The fix proposed for the alert "${alert.title}" from ${alert.hookName}: ${words.text}` : words.text;
+	return { kind: 'plan', sessionId: p.sessionId, subjectId: p.id, title: words.title, text, path: noticePath('plan', p.sessionId, p.id), at: now() };
 }
 
 export function planEndNotice(p: PlanRow): Notice {

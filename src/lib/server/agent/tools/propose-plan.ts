@@ -4,6 +4,7 @@ import { sql } from '../../db/index';
 import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
 import { planNotice, queueNotice } from '../../notify/notices';
+import { alertOfSession } from '../../db/queries/watches';
 import { actionParams, callKey, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
@@ -41,7 +42,7 @@ export function proposePlanTool(ctx: ToolContext) {
 			}
 			const plan = await sql().begin(async (tx) => {
 				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId));
-				await queueNotice(tx, planNotice(plan));
+				await queueNotice(tx, planNotice(plan, ctx.watch ? await alertOfSession(tx, ctx.sessionId) : null));
 				return plan;
 			});
 			return {

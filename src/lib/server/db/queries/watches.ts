@@ -141,3 +141,10 @@ export async function watchOf(sql: Sql | TransactionSql, sessionId: string): Pro
 		select h.id as "hookId", h.name as "hookName" from chat_sessions s join alert_hooks h on h.id = s.started_by_hook where s.id = ${sessionId}`;
 	return row ?? null;
 }
+
+/** The alert behind an investigation (its group's title and hook), or null for an operator's chat. */
+export async function alertOfSession(sql: Sql | TransactionSql, sessionId: string): Promise<{ title: string; hookName: string } | null> {
+	const [row] = await sql<{ title: string; hookName: string }[]>`
+		select g.title, h.name as "hookName" from alert_groups g join alert_hooks h on h.id = g.hook_id where g.session_id = ${sessionId} limit 1`;
+	return row ?? null;
+}
