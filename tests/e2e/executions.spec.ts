@@ -50,7 +50,7 @@ test('deploy an app from one message and one plan approval: the plan runs itself
 
 	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
 	await expect(last).toContainText('TypeType is deployed', { timeout: 30_000 });
-	await expect(last).toHaveAttribute('data-origin', 'continuation');
+	await expect(last).toHaveAttribute('data-origin', 'plan');
 	await expect(page.getByTestId('system-note').filter({ hasText: 'ran to the end' })).toHaveCount(1);
 	await page.setViewportSize({ width: 1280, height: 900 });
 	await plan.scrollIntoViewIfNeeded();

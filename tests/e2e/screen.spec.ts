@@ -110,24 +110,24 @@ test('stderr is not failure: a succeeded step\'s stderr (vzdump logs there) is n
 	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
 });
 
-test('a reply resumed by a plan approval says so (not "after your answer")', async ({ page, env, sql }) => {
+test('the reply after an approved plan says the plan ended (not "after your answer")', async ({ page, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
 		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Give media more memory', steps: [{ action: 'pct_set', target: 'lxc:strong/101', params: { memory: 4096 }, why: 'it swaps' }] } }] },
-		{ text: 'Thanks, the plan is approved; I will request its step next.' }
+		{ text: 'The plan ran: media has 4 GiB now.' }
 	);
 	await signIn(page, env.admin);
 	await page.getByTestId('composer-input').fill('media swaps, give it more memory');
 	await page.getByTestId('send').click();
 	await page.getByTestId('approve-plan').click();
 	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
-	await expect(last).toContainText('the plan is approved', { timeout: 30_000 });
-	await expect(last).toHaveAttribute('data-origin', 'approval');
-	await expect(last.getByTestId('origin-label')).toHaveText('resumed after the plan was approved');
+	await expect(last).toContainText('The plan ran', { timeout: 60_000 });
+	await expect(last).toHaveAttribute('data-origin', 'plan');
+	await expect(last.getByTestId('origin-label')).toHaveText('continued after the approved plan ended');
 	const sessionId = page.url().split('/').pop()!;
 	const [row] = await sql`select origin from messages where session_id = ${sessionId} and role = 'assistant' order by seq desc limit 1`;
-	expect(row.origin).toBe('approval');
-	await shoot(page, test.info(), 'resumed-by-approval-1280');
+	expect(row.origin).toBe('plan');
+	await shoot(page, test.info(), 'continued-after-plan-1280');
 });
 
 const PROBES = [
@@ -147,11 +147,11 @@ async function checkModel(page: Page, env: { llmURL: string }) {
 
 test('a cut context is said once per session, names the configured server, links to Settings and is short on a phone', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
-	await llm.dialect('ollama', 2048);
+	await llm.dialect('ollama', 1024);
 	try {
 		await signIn(page, env.admin);
 		await checkModel(page, env);
-		await expect(page.getByTestId('model-context')).toHaveText("Context: 2048 tokens (Ollama (the model's num_ctx))");
+		await expect(page.getByTestId('model-context')).toHaveText("Context: 1024 tokens (Ollama (the model's num_ctx))");
 		await llm.push({ text: 'First answer.' }, { text: 'Second answer.' });
 		await page.goto('/');
 		await page.getByTestId('composer-input').fill('hello');
@@ -164,7 +164,7 @@ test('a cut context is said once per session, names the configured server, links
 		await expect(replies).toHaveCount(2);
 		const notes = page.locator('[data-testid="note"][data-kind="context"]');
 		await expect(notes).toHaveCount(1);
-		await expect(notes.getByTestId('context-summary')).toContainText('The context was cut: Ollama read 2048 of about');
+		await expect(notes.getByTestId('context-summary')).toContainText('The context was cut: Ollama read 1024 of about');
 		await expect(notes.getByTestId('context-settings')).toHaveAttribute('href', '/settings#model');
 		await shoot(page, test.info(), 'context-note-1280');
 		await page.setViewportSize(PHONE);

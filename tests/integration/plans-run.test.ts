@@ -86,7 +86,7 @@ const planStatus = async (planId: string) => (await getPlan(sql(), planId))!.sta
 
 /** The reply that tells the operator how the plan went, once it is complete. */
 async function continuationReplies(sessionId: string) {
-	return (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant' && m.origin === 'continuation');
+	return (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant' && m.origin === 'plan');
 }
 
 /** What the double ran for one CT (argv lists that name it), as space-joined strings. */

@@ -7,6 +7,7 @@ const BY_ORIGIN: Record<MessageOrigin, string | null> = {
 	approval: 'resumed after the plan was approved',
 	denial: 'resumed after the plan was denied',
 	continuation: 'continued after an execution finished',
+	plan: 'continued after the approved plan ended',
 	resume: 'resumed',
 	alert: 'investigating an alert'
 };

@@ -8,7 +8,7 @@ export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'can
  * (`answer`), a plan approved or denied (`approval`, `denial`), a finished execution
  * (`continuation`); `resume` is what answers and plan decisions were before they were told apart.
  */
-export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'resume', 'alert'] as const;
+export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'plan', 'resume', 'alert'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 

@@ -88,12 +88,14 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 			await addSystemNote(tx, sessionId, 'plan', planNotes[i] + suffix[kind], { planId: p.id, status: p.status, continued: kind === 'turn' });
 		}
 		if (kind === 'repeated-failure') await setTaskState(tx, sessionId, 'awaiting_input');
-		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, 'continuation') : null;
+		// What the reply says resumed it: a plan that ended (and nothing else), or finished executions.
+		const origin = plans.length && !claimed.some((e) => !e.told) ? ('plan' as const) : ('continuation' as const);
+		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, origin) : null;
 		const refresh = claimed
 			.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName)
 			.map((e) => ({ host: e.hostName!, vmid: Number(targetVmid(e)) }))
 			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
-		return { kind, refresh, messageId: reply?.id };
+		return { kind, refresh, messageId: reply?.id, origin };
 	});
 	if (decision.kind !== 'turn') return decision.kind;
 	// The agent verifies next: let it see the containers the changes touched as they are now (two
@@ -102,7 +104,7 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 	// while the turn starts (the model reads the result note first); its tools wait for it.
 	const readBack = Promise.all(decision.refresh.map((r) => refreshContainer(r.host, r.vmid, { signal })));
 	try {
-		await runTurn({ sessionId, origin: 'continuation', signal, inventoryReady: readBack, messageId: decision.messageId });
+		await runTurn({ sessionId, origin: decision.origin, signal, inventoryReady: readBack, messageId: decision.messageId });
 	} finally {
 		await readBack;
 	}
