@@ -211,23 +211,7 @@ export async function replaceFileNotes(
 ): Promise<{ created: number; updated: number; removed: number }> {
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
-		let created = 0;
-		let updated = 0;
-		for (const f of files) {
-			const rows = await tx<{ inserted: boolean }[]>`
-				insert into knowledge (title, body, source, source_path)
-				values (${f.title}, ${f.body}, 'file', ${f.path})
-				on conflict (source_path) do update
-					set title = excluded.title, body = excluded.body, source = 'file', updated_at = now()
-					where knowledge.title is distinct from excluded.title
-						or knowledge.body is distinct from excluded.body
-						or knowledge.source is distinct from 'file'
-				returning (xmax = 0) as inserted`;
-			if (rows.length) {
-				if (rows[0].inserted) created++;
-				else updated++;
-			}
-		}
+		const { created, updated } = await upsertFileNotes(tx, files);
 		const gone = await tx`
 			delete from knowledge
 			where source = 'file' and not (source_path = any(${keepPaths}::text[])) and source_path not like ${GUIDE_PREFIX + '%'}
@@ -236,6 +220,27 @@ export async function replaceFileNotes(
 	});
 }
 
+/** Inserts or updates file notes by path (a note already equal is left alone); counts what changed. */
+async function upsertFileNotes(tx: TransactionSql, files: Array<{ path: string; title: string; body: string }>): Promise<{ created: number; updated: number }> {
+	let created = 0;
+	let updated = 0;
+	for (const f of files) {
+		const rows = await tx<{ inserted: boolean }[]>`
+			insert into knowledge (title, body, source, source_path)
+			values (${f.title}, ${f.body}, 'file', ${f.path})
+			on conflict (source_path) do update
+				set title = excluded.title, body = excluded.body, source = 'file', updated_at = now()
+				where knowledge.title is distinct from excluded.title
+					or knowledge.body is distinct from excluded.body
+					or knowledge.source is distinct from 'file'
+			returning (xmax = 0) as inserted`;
+		if (rows.length) {
+			if (rows[0].inserted) created++;
+			else updated++;
+		}
+	}
+	return { created, updated };
+}
 
 /**
  * Makes the guide notes exactly `files` (keyed by `nomos:guide/<file>`): new ones inserted,
@@ -244,21 +249,7 @@ export async function replaceFileNotes(
 export async function replaceGuideNotes(sql: Sql, files: Array<{ path: string; title: string; body: string }>): Promise<{ created: number; updated: number; removed: number }> {
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
-		let created = 0;
-		let updated = 0;
-		for (const f of files) {
-			const rows = await tx<{ inserted: boolean }[]>`
-				insert into knowledge (title, body, source, source_path)
-				values (${f.title}, ${f.body}, 'file', ${GUIDE_PREFIX + f.path})
-				on conflict (source_path) do update
-					set title = excluded.title, body = excluded.body, updated_at = now()
-					where knowledge.title is distinct from excluded.title or knowledge.body is distinct from excluded.body
-				returning (xmax = 0) as inserted`;
-			if (rows.length) {
-				if (rows[0].inserted) created++;
-				else updated++;
-			}
-		}
+		const { created, updated } = await upsertFileNotes(tx, files.map((f) => ({ ...f, path: GUIDE_PREFIX + f.path })));
 		const keep = files.map((f) => GUIDE_PREFIX + f.path);
 		const gone = await tx`delete from knowledge where source_path like ${GUIDE_PREFIX + '%'} and not (source_path = any(${keep}::text[])) returning id`;
 		return { created, updated, removed: gone.length };
