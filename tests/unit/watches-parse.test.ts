@@ -4,7 +4,7 @@ import { carriesSecret, signatureOf } from '../../src/lib/server/watches/secret'
 import { investigationBrief } from '../../src/lib/server/watches/intake';
 
 describe('alert parsers', () => {
-	it('read a Proxmox VE notification (the README template) and group it by type, node and job', () => {
+	it('read a Proxmox VE notification (the docs/watches.md template) and group it by type, node and job', () => {
 		const body = { title: 'vzdump backup status (pve1): backup failed', message: '102: FAILED - no space left', severity: 'error', timestamp: 1796160000, fields: { type: 'vzdump', hostname: 'pve1', 'job-id': 'backup-nightly' } };
 		const r = parseDelivery('proxmox', body);
 		expect(r).toEqual({

@@ -25,7 +25,7 @@ const labels = z
 	.transform((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [clip(k, 100), clip(String(v ?? ''), 300)])));
 
 /**
- * The Proxmox VE notification webhook (PVE 8.3+), with the body template the README gives:
+ * The Proxmox VE notification webhook (PVE 8.3+), with the body template docs/watches.md gives:
  * `{"title":"{{ escape title }}","message":"{{ escape message }}","severity":"{{ severity }}","timestamp":{{ timestamp }},"fields":{{ json fields }}}`
  */
 const proxmoxBody = z.object({
