@@ -28,16 +28,5 @@ export const SEVERITY_CLASS: Record<string, string> = {
 export const CHART_TEAL = '#14b8a6';
 export const CHART_RED = '#ef4444';
 
-export function formatDuration(seconds: number): string {
-	if (seconds < 60) return `${seconds} s`;
-	const m = Math.round(seconds / 60);
-	if (m < 60) return `${m} min`;
-	return `${Math.floor(m / 60)} h ${m % 60} min`;
-}
-
-/** "2025-05-01T10:00:00Z" or "2025-05-01 10:00:00+00" → "2025-05-01 10:00 UTC". */
-export function formatWhen(ts: string): string {
-	const d = new Date(ts.includes('T') ? ts : ts.replace(' ', 'T').replace(/\+00$/, 'Z'));
-	if (Number.isNaN(d.getTime())) return ts;
-	return d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
-}
+// Durations and dates are worded in one place for every page and export.
+export { formatDuration, formatWhen } from '../../format/time';
