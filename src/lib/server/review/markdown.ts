@@ -1,5 +1,5 @@
 import { sql as appSql, type Sql } from '../db/index';
-import { formatDuration } from '../../components/review/labels';
+import { formatDuration } from '../../review/labels';
 import { reviewSession } from './session';
 import { formatCost, usageLine } from '../../messages/usage';
 

@@ -1,4 +1,4 @@
-/** Display names and colours for findings (client-safe; mirrors src/lib/review/rules.ts). */
+/** Display names, colours and formats for findings (shared: the review pages and the Markdown export use them; mirrors rules.ts). */
 
 export const KIND_LABEL: Record<string, string> = {
 	missing_capability: 'Missing capability',
