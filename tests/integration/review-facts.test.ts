@@ -17,7 +17,7 @@ import { MessageWriter } from '../../src/lib/server/agent/message-writer';
 import { enqueueJob, PRIORITY } from '../../src/lib/server/jobs/enqueue';
 import { reviewOverview, reviewSession, type OverviewFilter } from '../../src/lib/server/review';
 import { rebuildReviewFacts } from '../../src/lib/server/review/rebuild';
-import { TOOL_NAMES } from '../../src/lib/review/rules';
+import { TOOL_NAMES } from '../../src/lib/server/db/review-rules';
 import { taskList } from '../../tasks/index';
 import { prng } from '../helpers/hostile';
 import { useTestDatabase } from '../helpers/db';

@@ -22,7 +22,7 @@ import {
 	TOOL_CAP_RE,
 	TOOL_NAME_RE,
 	findingKinds
-} from '../../review/rules';
+} from '../db/review-rules';
 
 export { commaList };
 

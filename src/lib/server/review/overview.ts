@@ -4,7 +4,7 @@ import { commaList, kindsOf, RANKED_KINDS, reviewCtes } from './facts';
 import { env } from '../env';
 import { costOf } from '../../messages/usage';
 import type { StepUsage } from '../../types/messages';
-import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../../review/rules';
+import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../db/review-rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
 
 /** Sessions in the overview's tokens chart (the most tokens first). */

@@ -14,7 +14,7 @@ import {
 	kindRank,
 	severityRank,
 	type Severity
-} from '../../review/rules';
+} from '../db/review-rules';
 import type { Finding, ReviewMessage, SessionReview } from './types';
 
 /** One session's facts as r_scored computes them (detail mode). */
