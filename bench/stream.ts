@@ -45,7 +45,8 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/
 import { runMigrations } from '../src/lib/server/db/migrate';
 import { replaceHostInventory, resolveEntity, type InventoryRow } from '../src/lib/server/db/queries/entities';
 import { latestEventId } from '../src/lib/server/db/queries/events';
-import { getMessage, insertMessage } from '../src/lib/server/db/queries/messages';
+import { insertMessage } from '../src/lib/server/db/queries/messages';
+import { getMessage } from '../src/lib/server/conversation/messages';
 import { createSession } from '../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../src/lib/server/env';
 import { runTurn } from '../src/lib/server/agent/run-turn';

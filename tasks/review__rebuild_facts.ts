@@ -6,7 +6,7 @@ const log = logger('review');
 
 /**
  * Rebuilds the review's stored facts when they are not of this code's version (the rules in
- * src/lib/review/rules.ts changed, or a migration just added them); returns at once when they
+ * src/lib/server/db/review-rules.ts changed, or a migration just added them); returns at once when they
  * are, or while another rebuild runs. Cron queues it every minute with a job key (see
  * jobs/schedule.ts), so a new version is picked up within a minute of the worker starting.
  */

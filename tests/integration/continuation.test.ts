@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { listMessages } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { continueSession } from '../../src/lib/server/agent/continuation';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
-import { listMessages } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { approveEdited, checkEdit, editForm, type EditApproval } from '../../src/lib/server/executions/edit';

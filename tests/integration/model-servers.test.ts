@@ -3,7 +3,8 @@
 // without tools, silent context truncation, and the chat / execution / question flows on each.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';

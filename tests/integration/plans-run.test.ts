@@ -4,7 +4,8 @@
 // the plan there; Stop on the card cancels the running step; the rest are never run.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { getPlan } from '../../src/lib/server/db/queries/plans';
 import { getExecution, listSessionExecutions } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';

@@ -26,7 +26,7 @@ import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { continueSession } from '../../src/lib/server/agent/continuation';
-import { listMessages } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
 import { DEBIAN, addHost, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';

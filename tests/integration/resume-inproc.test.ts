@@ -3,7 +3,8 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { registerWorkerProcess } from '../../src/lib/server/db/queries/workers';
 import { emitEvent } from '../../src/lib/server/db/queries/events';

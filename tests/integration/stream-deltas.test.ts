@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { latestEventId } from '../../src/lib/server/db/queries/events';
-import { getMessage, insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { getMessage, listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';

@@ -2,7 +2,8 @@
 // with the alert as untrusted data; replays, floods, bad secrets and flapping change nothing more.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { approveByTyping } from '../../src/lib/server/executions/decisions';

@@ -1,13 +1,64 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-// The folders of src/lib/server (and the repo-root tasks/) import each other in one direction:
-// routes → trpc → domain (agent → executions, questions → conversation → jobs → db). A cycle
-// between folders means two modules that cannot be understood, tested or loaded apart.
+// Every file of src/ (and the repo-root tasks/) belongs to one layer, and a layer imports only the
+// layers listed for it below. Read bottom-up:
+//
+//   model   src/lib/types, src/lib/schemas      types and zod schemas: the words both sides share
+//   shared  src/lib/*.ts, messages/, review/    pure helpers the browser and the server both run
+//   env     src/lib/server/env.ts, log.js       the zod-parsed process.env and the logger
+//   db      src/lib/server/db                   one client, the schema, verb-named queries
+//   server  src/lib/server/**, tasks/           the domain: agent, executions, review, ssh, trpc, …
+//   edge    hooks.server.ts, +*.server.ts,      where a request enters the server
+//           +server.ts, app.d.ts
+//   client  components/, state/, lib/trpc.ts,   what the browser runs
+//           routes' .svelte and +page.ts
+//
+// So server code never imports components, db/ never imports the domain above it, and client code
+// names a server module only as `import type` of the tRPC router (the one type that crosses). On top
+// of the layers, no file imports itself back through any chain of imports: a file cycle is two
+// modules that cannot be understood, tested or loaded apart.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SERVER = path.join(ROOT, 'src/lib/server');
+const SRC = path.join(ROOT, 'src');
+
+export type Layer = 'model' | 'shared' | 'env' | 'db' | 'server' | 'edge' | 'client';
+
+export const ALLOWED: Record<Layer, readonly Layer[]> = {
+	model: ['model'],
+	shared: ['model', 'shared'],
+	env: ['env', 'model'],
+	db: ['db', 'env', 'model'],
+	server: ['server', 'db', 'env', 'model', 'shared'],
+	edge: ['edge', 'server', 'db', 'env', 'model', 'shared'],
+	client: ['client', 'shared', 'model']
+};
+
+/** The one server module client code may name, and only with `import type`. */
+export const ROUTER_TYPE = 'src/lib/server/trpc/router.ts';
+
+/** The layer of a file, from its path relative to the repo root (always with `/`). */
+export function layerOf(rel: string): Layer | null {
+	if (rel.startsWith('tasks/')) return 'server';
+	if (!rel.startsWith('src/')) return null;
+	if (rel.startsWith('src/lib/types/') || rel.startsWith('src/lib/schemas/')) return 'model';
+	if (rel === 'src/lib/server/env.ts' || rel === 'src/lib/server/log.js') return 'env';
+	if (rel.startsWith('src/lib/server/db/')) return 'db';
+	if (rel.startsWith('src/lib/server/')) return 'server';
+	if (rel.startsWith('src/lib/messages/') || rel.startsWith('src/lib/review/')) return 'shared';
+	if (rel.startsWith('src/lib/components/') || rel.startsWith('src/lib/state/') || rel === 'src/lib/trpc.ts') return 'client';
+	if (/^src\/lib\/[^/]+\.(ts|js)$/.test(rel)) return 'shared';
+	if (rel === 'src/hooks.server.ts' || rel === 'src/app.d.ts') return 'edge';
+	if (rel.startsWith('src/routes/')) return /\/\+(page|layout)\.server\.ts$|\/\+server\.ts$/.test(rel) ? 'edge' : 'client';
+	return null;
+}
+
+export interface Edge {
+	from: string;
+	to: string;
+	typeOnly: boolean;
+}
 
 function files(dir: string, exts = ['.ts', '.js', '.svelte']): string[] {
 	return readdirSync(dir).flatMap((name) => {
@@ -17,45 +68,53 @@ function files(dir: string, exts = ['.ts', '.js', '.svelte']): string[] {
 	});
 }
 
-/** Every module a file names in an import, export-from or dynamic import, as a path in the repo. */
-export function importsOf(file: string, source: string): string[] {
-	const specs = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'";]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
-		(m) => m[1] ?? m[2]
+/**
+ * Every module a file names in an import, export-from or dynamic import: the specifier and whether
+ * the whole statement is `import type` / `export type` (erased before it runs).
+ */
+export function importsOf(source: string): { spec: string; typeOnly: boolean }[] {
+	const re = /(?:^|\n)\s*(import|export)\s+(type\s)?[^'";]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+	return [...source.matchAll(re)].map((m) => ({ spec: m[3] ?? m[4] ?? m[5], typeOnly: !!m[2] }));
+}
+
+/** A specifier as a file of the repo (relative, with `/`), or null for packages and `$app`/`$env`. */
+export function resolve(fromRel: string, spec: string, exists: (rel: string) => boolean): string | null {
+	let base: string;
+	if (spec.startsWith('$lib/')) base = path.posix.join('src/lib', spec.slice(5));
+	else if (spec === '$lib') base = 'src/lib';
+	else if (spec.startsWith('.')) base = path.posix.join(path.posix.dirname(fromRel), spec);
+	else return null;
+	if (base.endsWith('/$types')) return null; // SvelteKit's generated route types
+	for (const c of [base, `${base}.ts`, `${base}.js`, `${base}/index.ts`, `${base}/index.js`]) if (exists(c)) return c;
+	return base;
+}
+
+/** The file graph of src/ and tasks/, read from disk. */
+export function repoGraph(): Edge[] {
+	const all = [...files(SRC), ...files(path.join(ROOT, 'tasks'))].map((f) => path.relative(ROOT, f).split(path.sep).join('/'));
+	const known = new Set(all);
+	const exists = (rel: string) => known.has(rel) || (existsSync(path.join(ROOT, rel)) && statSync(path.join(ROOT, rel)).isFile());
+	return all.flatMap((from) =>
+		importsOf(readFileSync(path.join(ROOT, from), 'utf8')).flatMap(({ spec, typeOnly }) => {
+			const to = resolve(from, spec, exists);
+			return to ? [{ from, to, typeOnly }] : [];
+		})
 	);
-	return specs.flatMap((s) => {
-		if (s.startsWith('$lib/')) return [path.join(ROOT, 'src/lib', s.slice(5))];
-		if (s.startsWith('.')) return [path.resolve(path.dirname(file), s)];
-		return [];
+}
+
+/** The edges that break the layering, each as `from → to (layer → layer)`. */
+export function layerViolations(edges: Edge[]): string[] {
+	return edges.flatMap(({ from, to, typeOnly }) => {
+		const a = layerOf(from);
+		const b = layerOf(to);
+		if (!a || !b || ALLOWED[a].includes(b)) return [];
+		if (a === 'client' && to === ROUTER_TYPE && typeOnly) return [];
+		return [`${from} → ${to} (${a} → ${b}${typeOnly ? ', type' : ''})`];
 	});
 }
 
-/** The node a file belongs to: a folder of src/lib/server, a file at its top, or `tasks`. */
-export function nodeOf(p: string): string | null {
-	const rel = path.relative(ROOT, p);
-	if (rel.startsWith('tasks' + path.sep) || rel === 'tasks') return 'tasks';
-	const s = path.relative(SERVER, p);
-	if (s.startsWith('..')) return null;
-	const [head, ...rest] = s.split(path.sep);
-	return rest.length ? head : `${head.replace(/\.(ts|js)$/, '')} (file)`;
-}
-
-function folderGraph(): Map<string, Map<string, string>> {
-	const graph = new Map<string, Map<string, string>>();
-	for (const f of [...files(SERVER), ...files(path.join(ROOT, 'tasks'))]) {
-		const from = nodeOf(f)!;
-		for (const target of importsOf(f, readFileSync(f, 'utf8'))) {
-			const to = nodeOf(target);
-			if (!to || to === from) continue;
-			const edges = graph.get(from) ?? new Map<string, string>();
-			if (!edges.has(to)) edges.set(to, `${path.relative(ROOT, f)} → ${path.relative(ROOT, target)}`);
-			graph.set(from, edges);
-		}
-	}
-	return graph;
-}
-
-/** Strongly connected components with more than one node (Tarjan). */
-export function cycles(graph: Map<string, Map<string, string>>): string[][] {
+/** Strongly connected components with more than one node, or a node importing itself (Tarjan). */
+export function cycles(graph: Map<string, Set<string>>): string[][] {
 	let index = 0;
 	const idx = new Map<string, number>();
 	const low = new Map<string, number>();
@@ -67,7 +126,7 @@ export function cycles(graph: Map<string, Map<string, string>>): string[][] {
 		low.set(v, index++);
 		stack.push(v);
 		on.add(v);
-		for (const w of graph.get(v)?.keys() ?? []) {
+		for (const w of graph.get(v) ?? []) {
 			if (!idx.has(w)) {
 				visit(w);
 				low.set(v, Math.min(low.get(v)!, low.get(w)!));
@@ -81,62 +140,133 @@ export function cycles(graph: Map<string, Map<string, string>>): string[][] {
 				on.delete(w);
 				scc.push(w);
 			} while (w !== v);
-			if (scc.length > 1) out.push(scc.sort());
+			if (scc.length > 1 || graph.get(v)?.has(v)) out.push(scc.sort());
 		}
 	};
 	for (const v of graph.keys()) if (!idx.has(v)) visit(v);
 	return out;
 }
 
+/** The file cycles of a graph, each written as its files and the imports that close it. */
+export function fileCycles(edges: Edge[]): string[] {
+	const graph = new Map<string, Set<string>>();
+	for (const { from, to } of edges) graph.set(from, (graph.get(from) ?? new Set()).add(to));
+	return cycles(graph).map((scc) => edges.filter((e) => scc.includes(e.from) && scc.includes(e.to)).map((e) => `${e.from} → ${e.to}`).join('; '));
+}
+
+/** The folder of src/lib/server a file sits in (or `tasks`), for the coarser folder-cycle rule. */
+export function folderOf(rel: string): string | null {
+	if (rel.startsWith('tasks/')) return 'tasks';
+	const m = /^src\/lib\/server\/([^/]+)(\/)?/.exec(rel);
+	if (!m) return null;
+	return m[2] ? m[1] : `${m[1].replace(/\.(ts|js)$/, '')} (file)`;
+}
+
 describe('module graph', () => {
-	it('finds a cycle when there is one (the check itself works)', () => {
-		const g = new Map([
-			['a', new Map([['b', '']])],
-			['b', new Map([['c', '']])],
-			['c', new Map([['a', '']])],
-			['d', new Map([['a', '']])]
+	it('the rules catch a leak in a synthetic graph (the checks themselves can fail)', () => {
+		const e = (from: string, to: string, typeOnly = false): Edge => ({ from, to, typeOnly });
+		const clean = [
+			e('src/lib/server/review/facts.ts', 'src/lib/server/db/queries/review-facts.ts'),
+			e('src/lib/server/db/queries/review-facts.ts', 'src/lib/server/db/index.ts'),
+			e('src/lib/server/db/index.ts', 'src/lib/server/env.ts'),
+			e('src/lib/server/db/queries/messages.ts', 'src/lib/types/messages.ts', true),
+			e('src/lib/components/review/chart.svelte', 'src/lib/review/labels.ts'),
+			e('src/lib/trpc.ts', ROUTER_TYPE, true),
+			e('src/routes/(app)/+page.server.ts', 'src/lib/server/db/index.ts'),
+			e('tasks/index.ts', 'src/lib/server/review/facts.ts')
+		];
+		expect(layerViolations(clean)).toEqual([]);
+		expect(fileCycles(clean)).toEqual([]);
+
+		expect(layerViolations([e('src/lib/server/review/markdown.ts', 'src/lib/components/review/labels.ts')])).toEqual([
+			'src/lib/server/review/markdown.ts → src/lib/components/review/labels.ts (server → client)'
 		]);
-		expect(cycles(g)).toEqual([['a', 'b', 'c']]);
-		expect(nodeOf(path.join(SERVER, 'executions/runner.ts'))).toBe('executions');
-		expect(nodeOf(path.join(SERVER, 'env.ts'))).toBe('env (file)');
-		expect(nodeOf(path.join(ROOT, 'tasks/index.ts'))).toBe('tasks');
-		expect(importsOf(path.join(SERVER, 'a/b.ts'), "import { x } from '../db/index';\nexport * from './c';\nawait import('$lib/server/env');")).toEqual([
-			path.join(SERVER, 'db/index'),
-			path.join(SERVER, 'a/c'),
-			path.join(SERVER, 'env')
+		expect(layerViolations([e('src/lib/server/db/queries/messages.ts', 'src/lib/messages/fold.ts')])).toEqual([
+			'src/lib/server/db/queries/messages.ts → src/lib/messages/fold.ts (db → shared)'
 		]);
+		expect(layerViolations([e('src/lib/server/db/queries/x.ts', 'src/lib/server/review/facts.ts', true)])).toHaveLength(1);
+		expect(layerViolations([e('src/lib/trpc.ts', ROUTER_TYPE)])).toHaveLength(1);
+		expect(layerViolations([e('src/routes/(app)/+page.svelte', 'src/lib/server/db/index.ts', true)])).toHaveLength(1);
+		expect(layerViolations([e('src/lib/messages/fold.ts', 'src/lib/state/chat.svelte.ts')])).toHaveLength(1);
+		expect(layerViolations([e('src/lib/types/messages.ts', 'src/lib/messages/parts.ts')])).toHaveLength(1);
+
+		expect(fileCycles([...clean, e('src/lib/server/ssh/client.ts', 'src/lib/server/ssh/pool.ts'), e('src/lib/server/ssh/pool.ts', 'src/lib/server/ssh/client.ts', true)])).toEqual([
+			'src/lib/server/ssh/client.ts → src/lib/server/ssh/pool.ts; src/lib/server/ssh/pool.ts → src/lib/server/ssh/client.ts'
+		]);
+		expect(cycles(new Map([['a', new Set(['a'])]]))).toEqual([['a']]);
+	});
+
+	it('reads imports and resolves them to files the way the bundler does', () => {
+		const src = [
+			"import { x } from '../db/index';",
+			"import type { T } from '$lib/types/messages';",
+			"export * from './c';",
+			"export type { U } from './u';",
+			"import './side-effect';",
+			'const m = await import(\'$lib/server/env\');',
+			"import { z } from 'zod';"
+		].join('\n');
+		expect(importsOf(src)).toEqual([
+			{ spec: '../db/index', typeOnly: false },
+			{ spec: '$lib/types/messages', typeOnly: true },
+			{ spec: './c', typeOnly: false },
+			{ spec: './u', typeOnly: true },
+			{ spec: './side-effect', typeOnly: false },
+			{ spec: '$lib/server/env', typeOnly: false },
+			{ spec: 'zod', typeOnly: false }
+		]);
+		const have = new Set(['src/lib/server/db/index.ts', 'src/lib/state/chat.svelte.ts', 'src/lib/components/ui/index.ts']);
+		const exists = (r: string) => have.has(r);
+		expect(resolve('src/lib/server/a/b.ts', '../db', exists)).toBe('src/lib/server/db/index.ts');
+		expect(resolve('src/routes/+page.svelte', '$lib/state/chat.svelte', exists)).toBe('src/lib/state/chat.svelte.ts');
+		expect(resolve('src/routes/+page.svelte', '$lib/components/ui', exists)).toBe('src/lib/components/ui/index.ts');
+		expect(resolve('src/routes/+page.svelte', '$app/state', exists)).toBeNull();
+		expect(layerOf('src/lib/server/env.ts')).toBe('env');
+		expect(layerOf('src/routes/(app)/chat/[sessionId]/chat-session.svelte')).toBe('client');
+		expect(layerOf('src/routes/api/events/+server.ts')).toBe('edge');
+		expect(layerOf('src/lib/markdown.ts')).toBe('shared');
+		expect(folderOf('src/lib/server/executions/runner.ts')).toBe('executions');
+		expect(folderOf('src/lib/server/env.ts')).toBe('env (file)');
+	});
+
+	const edges = repoGraph();
+
+	it('gives every file of src/ a layer, and resolves every relative or $lib import to a file', () => {
+		const all = new Set(edges.map((e) => e.from));
+		expect([...all].filter((f) => !layerOf(f) && !f.endsWith('.html') && !f.endsWith('.css'))).toEqual([]);
+		const files = new Set([...files_(SRC), ...files_(path.join(ROOT, 'tasks'))]);
+		expect(edges.filter((e) => !files.has(e.to) && !/\.(css|md|json|txt|sql)$/.test(e.to)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+	});
+
+	it('keeps every import inside the layering (server ↛ components, db ↛ above it, client ↛ server)', () => {
+		expect(layerViolations(edges)).toEqual([]);
+	});
+
+	it('has no file-level import cycle anywhere in src/ and tasks/', () => {
+		expect(fileCycles(edges)).toEqual([]);
+	});
+
+	it('leaves transactions to the domain: no tRPC router opens one (routers validate, check authority, call one domain function)', () => {
+		const dir = path.join(SRC, 'lib/server/trpc/routers');
+		const opened = readdirSync(dir).filter((f) => /\.begin\(/.test(readFileSync(path.join(dir, f), 'utf8')));
+		expect(opened).toEqual([]);
 	});
 
 	it('has no import cycle between the folders of src/lib/server and tasks/', () => {
-		const graph = folderGraph();
-		const found = cycles(graph).map((scc) =>
-			scc.flatMap((from) => [...(graph.get(from) ?? [])].filter(([to]) => scc.includes(to)).map(([to, via]) => `${from} → ${to} (${via})`))
-		);
+		const graph = new Map<string, Set<string>>();
+		const via = new Map<string, string>();
+		for (const { from, to } of edges) {
+			const a = folderOf(from);
+			const b = folderOf(to);
+			if (!a || !b || a === b) continue;
+			graph.set(a, (graph.get(a) ?? new Set()).add(b));
+			if (!via.has(`${a} ${b}`)) via.set(`${a} ${b}`, `${from} → ${to}`);
+		}
+		const found = cycles(graph).map((scc) => scc.flatMap((a) => [...(graph.get(a) ?? [])].filter((b) => scc.includes(b)).map((b) => `${a} → ${b} (${via.get(`${a} ${b}`)})`)));
 		expect(found).toEqual([]);
 	});
-
-	it('keeps db/ at the bottom: queries import only db, env and the shared types', () => {
-		const allowed = new Set(['db', 'env (file)']);
-		const offenders = files(path.join(SERVER, 'db')).flatMap((f) =>
-			importsOf(f, readFileSync(f, 'utf8'))
-				.filter((t) => {
-					const n = nodeOf(t);
-					return n !== null && !allowed.has(n);
-				})
-				.map((t) => `${path.relative(ROOT, f)} → ${path.relative(ROOT, t)}`)
-		);
-		expect(offenders).toEqual([]);
-	});
-
-	it('keeps client code from naming server modules (only the tRPC router type crosses)', () => {
-		const client = [...files(path.join(ROOT, 'src/lib')).filter((f) => !f.startsWith(SERVER)), ...files(path.join(ROOT, 'src/routes'))].filter(
-			(f) => !/\+(page|layout)\.server\.ts$|\+server\.ts$/.test(f)
-		);
-		const offenders = client.flatMap((f) =>
-			importsOf(f, readFileSync(f, 'utf8'))
-				.filter((t) => t.startsWith(SERVER) && path.relative(SERVER, t) !== path.join('trpc', 'router'))
-				.map((t) => `${path.relative(ROOT, f)} → ${path.relative(ROOT, t)}`)
-		);
-		expect(offenders).toEqual([]);
-	});
 });
+
+function files_(dir: string): string[] {
+	return files(dir, ['.ts', '.js', '.svelte', '.md', '.json', '.css', '.txt', '.sql']).map((f) => path.relative(ROOT, f).split(path.sep).join('/'));
+}

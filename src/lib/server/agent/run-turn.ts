@@ -1,6 +1,6 @@
 import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
-import { listMessages } from '../db/queries/messages';
+import { listMessages } from '../conversation/messages';
 import { setTaskState } from '../db/queries/sessions';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart } from '../../messages/parts';

@@ -1,6 +1,7 @@
-import type { Sql } from '../db/index';
+import { sql as appSql, type Sql } from '../db/index';
+import { recordAudit } from '../db/queries/audit';
 import { env } from '../env';
-import { passwordHashOf } from '../db/queries/operators';
+import { markSessionVerified, passwordHashOf } from '../db/queries/operators';
 import { sleep, throttleBefore, throttleFailure, throttleKeys, throttleSuccess } from './login-throttle';
 import { PasswordBusyError, verifyPassword } from './password';
 
@@ -35,4 +36,12 @@ export async function confirmOwnPassword(sql: Sql, op: { id: string; username: s
 	}
 	await throttleSuccess(sql, keys);
 	return { ok: true };
+}
+
+/** Marks the session (by its cookie token) as having given the password now (after confirmOwnPassword), audited. */
+export async function markSteppedUp(op: { id: string; username: string }, sessionToken: string, route: string): Promise<void> {
+	await appSql().begin(async (tx) => {
+		await markSessionVerified(tx, sessionToken);
+		await recordAudit(tx, { actor: op, action: 'operator.step_up', route, subjectType: 'operator', subjectId: op.username, detail: {} });
+	});
 }

@@ -1,5 +1,5 @@
 import type { TransactionSql } from 'postgres';
-import { closeReply, getMessage, handOverReplies } from '../db/queries/messages';
+import { closeReply, getMessage, handOverReplies } from './messages';
 import { isNotePart } from '../../messages/parts';
 import { requestTurn } from './turn-queue';
 

@@ -184,7 +184,7 @@ export const messageFacts = pgTable(
 	]
 );
 
-/** The sums of a session's message facts the overview ranks it by (r_sf0 in review/facts.ts), kept with them. */
+/** The sums of a session's message facts the overview ranks it by (r_sf0 in db/queries/review.ts), kept with them. */
 export const sessionFacts = pgTable('session_facts', {
 	sessionId: uuid('session_id')
 		.primaryKey()

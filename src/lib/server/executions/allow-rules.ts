@@ -15,7 +15,8 @@ import { ACTIONS, isActionName, needsPerson } from '../proxmox/actions';
 import { describeParams } from '../proxmox/params-schema';
 import { describeRule, globMatches, parsePattern, ruleFields, type ParamConstraint, type RuleFields } from '../../schemas/allow-rules';
 import type { ParamSchema } from '../../schemas/param-form';
-import type { Sql } from '../db/index';
+import { sql as appSql, type Sql } from '../db/index';
+import { Refusal } from '../refusal';
 import type { PreparedExecution } from './prepare';
 
 // Always-allow rules: admins create them (tRPC admin procedures only: the agent has no tool for
@@ -117,6 +118,19 @@ async function targetMatches(tx: TransactionSql, pattern: string, p: PreparedExe
 	const name = await ctHostname(tx, t.host, p.vmid);
 	return !!name && globMatches(t.glob, name);
 }
+
+/** A RuleError thrown as a Refusal, so the rule's transaction keeps nothing. */
+function orRefuse<T>(r: T | RuleError): T {
+	if (r && typeof r === 'object' && 'error' in r && 'code' in r) throw new Refusal(r.code, r.error);
+	return r;
+}
+
+/** createRule in its own transaction (what an admin's form does). */
+export const addRule = (input: RuleFields, by: Operator) => appSql().begin(async (tx) => orRefuse(await createRule(tx, input, by)));
+/** editRule in its own transaction. */
+export const changeRule = (id: string, input: RuleFields, by: Operator) => appSql().begin(async (tx) => orRefuse(await editRule(tx, id, input, by)));
+/** revokeRule in its own transaction. */
+export const withdrawRule = (id: string, by: Operator) => appSql().begin(async (tx) => orRefuse(await revokeRule(tx, id, by)));
 
 /**
  * The first rule in force that allows this prepared request, share-locked in the caller's

@@ -9,7 +9,7 @@ import { decidePlan, getPlan } from '../db/queries/plans';
 import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { listAssentCandidates } from '../db/queries/executions';
-import { latestRequestedExecutionIds } from '../db/queries/messages';
+import { latestRequestedExecutionIds } from '../conversation/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
 import { assertMayApprove, assertMayApproveExecution, NotAllowed, type Credential } from './authority';

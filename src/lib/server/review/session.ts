@@ -1,7 +1,6 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { ACTION_NAMES } from '../proxmox/actions';
-import { FACTS_VERSION, storedFactsVersion } from '../db/queries/review-facts';
-import { reviewCtes } from './facts';
+import { sessionReviewFacts, type ReviewFactsRow, type ReviewMessageRow } from '../db/queries/review';
 import { sessionUsageByModel } from '../db/queries/usage';
 import { env } from '../env';
 import { costOf } from '../../messages/usage';
@@ -10,75 +9,14 @@ import {
 	BULK_ALTERNATIVE_LXC,
 	N_PLUS_ONE_MIN,
 	PENDING_APPROVAL_HOURS,
-	TOOL_NAMES,
 	kindRank,
 	severityRank,
 	type Severity
-} from '../../review/rules';
+} from '../db/review-rules';
 import type { Finding, ReviewMessage, SessionReview } from './types';
 
-/** One session's facts as r_scored computes them (detail mode). */
-interface FactsRow {
-	messages: number;
-	user_messages: number;
-	assistant_messages: number;
-	system_messages: number;
-	tool_calls: number;
-	first_at: string | null;
-	last_at: string | null;
-	n1_max: number | null;
-	n1_idx: number[];
-	nudge_idx: number[];
-	blank_idx: number[];
-	retry_idx: number[];
-	notext_idx: number[];
-	exec_requested: number;
-	exec_approved: number;
-	exec_succeeded: number;
-	exec_failed: number;
-	exec_denied: number;
-	exec_expired: number;
-	pending_long: number;
-	questions_asked: number;
-	questions_answered: number;
-	questions_open: number;
-	silent_failed: number;
-	silent_list: { id: string; action: string; target: string; error: string | null; next_idx: number | null }[] | null;
-	cap_idx: number[];
-	cap_names: string[];
-	cap_detail: { idx: number; name: string | null; says_cannot: boolean; excerpt: string | null; cap_errs: number; cap_example: string | null }[] | null;
-	open_prompts: string[] | null;
-	sev_missing_capability: Severity | null;
-	sev_n_plus_one: Severity | null;
-	sev_operator_as_event_loop: Severity | null;
-	sev_silent_failure: Severity | null;
-	sev_stall: Severity | null;
-	reached: boolean;
-	score: number;
-	input_tokens: number;
-	output_tokens: number;
-	cached_tokens: number;
-}
-
-interface MessageRow {
-	idx: number;
-	id: string;
-	role: ReviewMessage['role'];
-	origin: string;
-	status: string;
-	created_at: string;
-	calls: number;
-	top_tools: { tool: string; n: number }[] | null;
-	summary: string;
-	text: string;
-	ent_max: number;
-	ent_tool: string | null;
-	lxc_refs: number;
-	last_assistant: boolean;
-	input_tokens: number;
-	output_tokens: number;
-	cached_tokens: number;
-}
+type FactsRow = ReviewFactsRow;
+type MessageRow = ReviewMessageRow;
 
 const SUMMARY_CHARS = 120;
 
@@ -91,36 +29,14 @@ const list = (xs: string[]) => (xs.length <= 1 ? xs.join('') : `${xs.slice(0, -1
 
 /**
  * The review of one session: its messages, totals and findings, computed in Postgres
- * (see facts.ts) from the stored message facts while they are of this code's version, else
+ * (see db/queries/review.ts) from the stored message facts while they are of this code's version, else
  * from the parts (`source` forces one); this only turns the aggregates into sentences. Null
  * when no such session.
  */
 export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts: { source?: 'facts' | 'parts' } = {}): Promise<SessionReview | null> {
-	const [[session], version] = await Promise.all([
-		sql<{ id: string; title: string; createdAt: string }[]>`
-			select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`,
-		opts.source ? null : storedFactsVersion(sql)
-	]);
-	if (!session) return null;
-	const source = opts.source ?? (version === FACTS_VERSION ? 'facts' : 'parts');
-
-	const [row] = await sql<{ facts: FactsRow | null; messages: MessageRow[] | null }[]>`
-		with ${reviewCtes(sql, sql`c.id = ${sessionId}`, { detail: true, source })}
-		select
-			(select row_to_json(r) from r_scored r) as facts,
-			(select json_agg(json_build_object(
-				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
-				'created_at', to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'calls', m.calls,
-				'top_tools', (select json_agg(json_build_object('tool', t.tool, 'n', t.n) order by t.n desc, t.tool) from (
-					select tool, n from unnest(string_to_array(${TOOL_NAMES.join(',')}::text, ','), m.tool_counts) k(tool, n) where n > 0
-					union all
-					select tool, count(*)::int from string_to_table(m.other_tools, ' ') tool group by tool) t),
-				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
-				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant,
-				'input_tokens', m.input_tokens, 'output_tokens', m.output_tokens, 'cached_tokens', m.cached_tokens
-			) order by m.idx) from r_mf m) as messages`;
-
-	const rows = row.messages ?? [];
+	const found = await sessionReviewFacts(sql, sessionId, opts);
+	if (!found) return null;
+	const { session, facts: f, messages: rows } = found;
 	const messages: ReviewMessage[] = rows.map((m) => ({
 		index: m.idx,
 		id: m.id,
@@ -133,7 +49,6 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		tokens: { input: Number(m.input_tokens), output: Number(m.output_tokens), cached: Number(m.cached_tokens) },
 		summary: m.summary.length > SUMMARY_CHARS ? m.summary.slice(0, SUMMARY_CHARS).trimEnd() + '…' : m.summary
 	}));
-	const f = row.facts;
 	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
 	if (!f) {
 		return {

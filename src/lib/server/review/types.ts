@@ -1,4 +1,4 @@
-import type { FindingKind, Severity } from '../../review/rules';
+import type { FindingKind, Severity } from '../db/review-rules';
 
 export type { FindingKind, Severity };
 

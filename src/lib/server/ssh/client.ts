@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { groupedArgv, groupFromMarker, stopGroupArgv, toCommand, type RemoteGroup } from './quote';
-import { channel } from './pool';
+import { channel } from './channels';
 import { logger } from '../log';
 
 const log = logger('ssh');

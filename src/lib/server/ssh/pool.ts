@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Client } from 'ssh2';
+import { limitChannels } from './channels';
 import { connect, type SshTarget } from './client';
 
 /** Channels open at once on one connection: below sshd's MaxSessions (default 10). */
@@ -24,8 +25,6 @@ type Entry = {
 
 const g = globalThis as unknown as { __nomosSshPool2?: Map<string, Entry[]> };
 const pool = (g.__nomosSshPool2 ??= new Map<string, Entry[]>());
-/** Channel slots per pooled connection (see `channel`). */
-const slots = new WeakMap<Client, Semaphore>();
 
 const keyOf = (h: SshTarget) => JSON.stringify([h.address, h.port, h.username, h.keyPath, h.hostKeyFingerprint]);
 
@@ -49,7 +48,7 @@ function open(host: SshTarget, timeoutMs?: number): Entry {
 	pool.set(host.name, [...(pool.get(host.name) ?? []), entry]);
 	entry.client.then(
 		(c) => {
-			slots.set(c, new Semaphore(MAX_CHANNELS));
+			limitChannels(c, MAX_CHANNELS);
 			c.on('close', () => retire(host.name, entry));
 			c.on('error', () => retire(host.name, entry));
 		},
@@ -112,12 +111,6 @@ export async function withHost<T>(host: SshTarget, fn: (client: Client) => Promi
 	}
 }
 
-/** Waits for a free channel on a pooled connection; returns its release (a no-op for connections outside the pool). */
-export async function channel(client: Client): Promise<() => void> {
-	const s = slots.get(client);
-	return s ? s.acquire() : () => undefined;
-}
-
 /** Closes every pooled connection (process shutdown). */
 export function closeAll(): void {
 	for (const [name, list] of pool) {
@@ -132,24 +125,4 @@ export function closeAll(): void {
 export function pooledCount(hostName?: string): number {
 	if (hostName !== undefined) return pool.get(hostName)?.length ?? 0;
 	return [...pool.values()].reduce((n, list) => n + list.length, 0);
-}
-
-class Semaphore {
-	#free: number;
-	#waiting: Array<() => void> = [];
-	constructor(n: number) {
-		this.#free = n;
-	}
-	async acquire(): Promise<() => void> {
-		if (this.#free > 0) this.#free--;
-		else await new Promise<void>((r) => this.#waiting.push(r));
-		let done = false;
-		return () => {
-			if (done) return;
-			done = true;
-			const next = this.#waiting.shift();
-			if (next) next();
-			else this.#free++;
-		};
-	}
 }

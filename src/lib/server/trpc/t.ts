@@ -4,6 +4,7 @@ import { describeZodError } from '../../schemas/zod-error';
 import type { Context } from './context';
 import { READ_ONLY_TOKEN } from '../auth/request-guard';
 import { NotAllowed } from '../executions/authority';
+import { Refusal } from '../refusal';
 
 export { describeZodError };
 
@@ -21,13 +22,20 @@ const t = initTRPC.context<Context>().create({
 });
 
 export const router = t.router;
+
+/** A domain function's Refusal (thrown, its transaction rolled back) answers with its own code and message. */
+const refusals = t.middleware(async ({ next }) => {
+	const r = await next();
+	if (!r.ok && r.error.cause instanceof Refusal) throw new TRPCError({ code: r.error.cause.code, message: r.error.cause.message, cause: r.error.cause });
+	return r;
+});
 export const createCallerFactory = t.createCallerFactory;
 
 /**
  * Every procedure needs a signed-in operator (by cookie or API token), and a read-scoped token
  * only queries; hooks also check both, this is the second lock.
  */
-export const operatorProcedure = t.procedure.use(({ ctx, next, type }) => {
+export const operatorProcedure = t.procedure.use(refusals).use(({ ctx, next, type }) => {
 	if (!ctx.user) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in first.' });
 	if (type !== 'query' && ctx.apiToken?.scope === 'read') throw new TRPCError({ code: 'FORBIDDEN', message: READ_ONLY_TOKEN.message });
 	return next({ ctx: { ...ctx, user: ctx.user } });

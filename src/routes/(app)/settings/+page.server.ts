@@ -2,8 +2,8 @@ import { sql } from '$lib/server/db/index';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
 import { listAllowRules } from '$lib/server/db/queries/allow-rules';
-import { hostsFor } from '$lib/server/trpc/routers/hosts';
-import { notificationSettings } from '$lib/server/trpc/routers/notifications';
+import { hostsFor } from '$lib/server/hosts/manage';
+import { notificationSettings } from '$lib/server/notify/settings';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ locals }) => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PendingQuery, Row, TransactionSql } from 'postgres';
 import type { Sql as PoolSql } from '../index';
-import * as rules from '../../../review/rules';
+import * as rules from '../review-rules';
 import {
 	CANNOT_LIKE,
 	CANNOT_RE,
@@ -15,7 +15,7 @@ import {
 	SUCCESS_RE,
 	TOOL_CAP_RE,
 	TOOL_NAMES
-} from '../../../review/rules';
+} from '../review-rules';
 
 /** The pool or a transaction on it. */
 export type Sql = PoolSql | TransactionSql;
@@ -32,7 +32,7 @@ export type Fragment = PendingQuery<Row[]>;
 
 /**
  * Bump when an expression below changes meaning: stored facts computed by older code are then
- * stale, as after a change in src/lib/review/rules.ts.
+ * stale, as after a change in src/lib/server/db/review-rules.ts.
  */
 const FACTS_SQL_VERSION = 3;
 

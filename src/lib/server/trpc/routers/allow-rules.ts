@@ -3,16 +3,11 @@ import { createRuleInput, ruleIdInput, updateRuleInput } from '$lib/schemas/allo
 import { sql } from '$lib/server/db/index';
 import { ctHostname, listAllowRules } from '$lib/server/db/queries/allow-rules';
 import { getExecution } from '$lib/server/db/queries/executions';
-import { createRule, editRule, revokeRule, type RuleError } from '$lib/server/executions/allow-rules';
+import { addRule, changeRule, withdrawRule } from '$lib/server/executions/allow-rules';
 import { describeParams } from '$lib/server/proxmox/params-schema';
 import { isActionName, needsPerson } from '$lib/server/proxmox/actions';
 import { executionIdInput } from '$lib/schemas/executions';
 import { adminProcedure, browserAdminProcedure, router } from '../t';
-
-function orThrow<T>(r: T | RuleError): T {
-	if (r && typeof r === 'object' && 'error' in r) throw new TRPCError({ code: r.code, message: r.error });
-	return r;
-}
 
 /**
  * Always-allow rules: only admins see, create, edit and revoke them (there is no agent tool for
@@ -38,7 +33,7 @@ export const allowRulesRouter = router({
 		};
 	}),
 
-	create: browserAdminProcedure.input(createRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await createRule(tx, input, ctx.user)))),
-	update: browserAdminProcedure.input(updateRuleInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await editRule(tx, input.id, input.rule, ctx.user)))),
-	revoke: adminProcedure.input(ruleIdInput).mutation(({ input, ctx }) => sql().begin(async (tx) => orThrow(await revokeRule(tx, input.id, ctx.user))))
+	create: browserAdminProcedure.input(createRuleInput).mutation(({ input, ctx }) => addRule(input, ctx.user)),
+	update: browserAdminProcedure.input(updateRuleInput).mutation(({ input, ctx }) => changeRule(input.id, input.rule, ctx.user)),
+	revoke: adminProcedure.input(ruleIdInput).mutation(({ input, ctx }) => withdrawRule(input.id, ctx.user))
 });

@@ -1,17 +1,15 @@
 import { TRPCError } from '@trpc/server';
 import { approveEditedInput, checkEditInput, decideInput, decidePlanInput, executionIdInput, planIdInput } from '$lib/schemas/executions';
-import { stopPlan } from '$lib/server/executions/plans';
 import { approveEdited, checkEdit, editForm } from '$lib/server/executions/edit';
 import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
-import { activeWindow, revokeWindow } from '$lib/server/db/queries/assent-windows';
-import { decisionRoute, operatorDecides, operatorDecidesPlan, tokenDetail } from '$lib/server/executions/decisions';
+import { activeWindow } from '$lib/server/db/queries/assent-windows';
+import { decisionRoute, tokenDetail } from '$lib/server/executions/decisions';
+import { cancelExecution, decideAsOperator, decidePlanAsOperator, revokeAssentWindow, stopRunningPlan } from '$lib/server/executions/by-operator';
 import { NotAllowed } from '$lib/server/executions/authority';
 import { requestExecution } from '$lib/server/executions/request';
 import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
-import { requestCancel } from '$lib/server/executions/lifecycle';
-import { recordAudit } from '$lib/server/db/queries/audit';
 import { blastRadius } from '$lib/server/db/queries/blast-radius';
 import { operatorProcedure, router } from '../t';
 import { credential, surfaceOf } from '../credential';
@@ -44,6 +42,9 @@ async function allowed<T>(work: () => Promise<T>): Promise<T> {
 /** The audit route of a click: decided here from the request (its credential, its page), never taken from the input. */
 const routeOf = (ctx: Context) => decisionRoute(credential(ctx), surfaceOf(ctx.event));
 
+/** Who acts, by which route, with which API token (if any): for the audit of what they do. */
+const byOf = (ctx: Context & { user: { id: string; username: string } }) => ({ actor: ctx.user, route: routeOf(ctx), token: ctx.apiToken });
+
 /** The request's API token as a Requester's: named in the audit, and never approving what it asked for. */
 const requestedWith = (ctx: Context) => ({ detail: tokenDetail(ctx.apiToken), tokenId: ctx.apiToken?.id ?? null });
 
@@ -59,9 +60,7 @@ export const executionsRouter = router({
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
 		const r = await allowed(() =>
-			sql().begin((tx) =>
-				operatorDecides(tx, input.executionId, { decision: input.decision, route: routeOf(ctx), operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
-			)
+			decideAsOperator(input.executionId, { decision: input.decision, route: routeOf(ctx), operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
 		);
 		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 		return r.execution;
@@ -85,17 +84,7 @@ export const executionsRouter = router({
 	}),
 
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
-	cancel: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
-		return sql().begin(async (tx) => {
-			const r = await requestCancel(tx, input.executionId, ctx.user.id);
-			if (r === null) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
-			if (typeof r === 'object') {
-				throw new TRPCError({ code: 'CONFLICT', message: `This execution is ${r.status}; only approved or running ones can be cancelled.` });
-			}
-			await recordAudit(tx, { actor: ctx.user, action: 'execution.cancelled', route: routeOf(ctx), subjectType: 'execution', subjectId: input.executionId, detail: { how: r, ...tokenDetail(ctx.apiToken) } });
-			return { ok: true };
-		});
-	}),
+	cancel: operatorProcedure.input(executionIdInput).mutation(({ input, ctx }) => cancelExecution(input.executionId, byOf(ctx))),
 
 	/** A retry is a new execution of the same action, target and params, and needs its own approval. */
 	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
@@ -126,30 +115,16 @@ export const executionsRouter = router({
 
 	decidePlan: operatorProcedure.input(decidePlanInput).mutation(async ({ input, ctx }) => {
 		const plan = await allowed(() =>
-			sql().begin((tx) => operatorDecidesPlan(tx, input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) }))
+			decidePlanAsOperator(input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
 		);
 		if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan was already decided or replaced.' });
 		return plan;
 	}),
 
 	/** Stop on a running plan: its current step is cancelled, the rest are not run. */
-	stopPlan: operatorProcedure.input(planIdInput).mutation(async ({ input, ctx }) => {
-		return sql().begin(async (tx) => {
-			const plan = await stopPlan(tx, input.planId, ctx.user.id);
-			if (!plan) throw new TRPCError({ code: 'CONFLICT', message: 'This plan is not running.' });
-			await recordAudit(tx, { actor: ctx.user, action: 'plan.stopped', route: routeOf(ctx), subjectType: 'plan', subjectId: plan.id, sessionId: plan.sessionId, detail: { title: plan.title, ...tokenDetail(ctx.apiToken) } });
-			return { ok: true };
-		});
-	}),
+	stopPlan: operatorProcedure.input(planIdInput).mutation(({ input, ctx }) => stopRunningPlan(input.planId, byOf(ctx))),
 
 	window: operatorProcedure.input(sessionIdInput).query(({ input }) => activeWindow(sql(), input.sessionId)),
 
-	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
-		const revoked = await sql().begin(async (tx) => {
-			const done = await revokeWindow(tx, input.sessionId, ctx.user.id);
-			if (done) await recordAudit(tx, { actor: ctx.user, action: 'assent_window.revoked', route: routeOf(ctx), subjectType: 'session', subjectId: input.sessionId, sessionId: input.sessionId, detail: tokenDetail(ctx.apiToken) });
-			return done;
-		});
-		return { revoked };
-	})
+	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => ({ revoked: await revokeAssentWindow(input.sessionId, byOf(ctx)) }))
 });

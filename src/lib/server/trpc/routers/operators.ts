@@ -1,9 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import { changePasswordInput, confirmPasswordInput, createOperatorInput, resetPasswordInput, setDisabledInput, setRoleInput } from '$lib/schemas/operators';
-import { adminSetDisabled, adminSetRole, listOperators, markSessionVerified, type AccountError } from '$lib/server/db/queries/operators';
+import { adminSetDisabled, adminSetRole, listOperators, type AccountError } from '$lib/server/db/queries/operators';
 import { adminCreateOperator, adminResetPassword, changeOwnPassword } from '$lib/server/auth/accounts';
-import { confirmOwnPassword, type PasswordRefusal } from '$lib/server/auth/step-up';
-import { recordAudit } from '$lib/server/db/queries/audit';
+import { confirmOwnPassword, markSteppedUp, type PasswordRefusal } from '$lib/server/auth/step-up';
 import { sql } from '$lib/server/db/index';
 import { adminProcedure, browserProcedure, operatorProcedure, router } from '../t';
 import { surfaceOf } from '../credential';
@@ -33,10 +32,7 @@ export const operatorsRouter = router({
 		const token = ctx.event.locals.sessionToken;
 		if (!token) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in first.' });
 		orThrow(await confirmOwnPassword(sql(), ctx.user, input.password, ctx.event.getClientAddress()));
-		await sql().begin(async (tx) => {
-			await markSessionVerified(tx, token);
-			await recordAudit(tx, { actor: ctx.user, action: 'operator.step_up', route: surfaceOf(ctx.event), subjectType: 'operator', subjectId: ctx.user.username, detail: {} });
-		});
+		await markSteppedUp(ctx.user, token, surfaceOf(ctx.event));
 		return { ok: true as const };
 	})
 });

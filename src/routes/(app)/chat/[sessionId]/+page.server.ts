@@ -2,7 +2,7 @@ import { error } from '@sveltejs/kit';
 import { z } from 'zod';
 import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
-import { listMessages } from '$lib/server/db/queries/messages';
+import { listMessages } from '$lib/server/conversation/messages';
 import { getSession } from '$lib/server/db/queries/sessions';
 import { activeWindow } from '$lib/server/db/queries/assent-windows';
 import { listSessionPlans } from '$lib/server/db/queries/plans';

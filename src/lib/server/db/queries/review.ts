@@ -1,15 +1,21 @@
+// The session review's SQL: the CTE chain both reviews start with (reviewCtes), the one-session
+// statement and the overview's. server/review/ turns what they return into sentences and pages.
+
+import type { Sql as PoolSql } from '../index';
 import {
 	capMessage,
 	commaList,
 	errText,
+	FACTS_VERSION,
 	messageFactsSelect,
 	messageVerdictsSelect,
 	sessionFactsSelect,
 	storedMessageFacts,
+	storedFactsVersion,
 	storedSessionFacts,
 	type Fragment,
 	type Sql
-} from '../db/queries/review-facts';
+} from './review-facts';
 import {
 	CANNOT_RE,
 	CLI_WORDS_RE,
@@ -21,10 +27,11 @@ import {
 	TEXT_NAME_RES,
 	TOOL_CAP_RE,
 	TOOL_NAME_RE,
-	findingKinds
-} from '../../review/rules';
-
-export { commaList };
+	TOOL_NAMES,
+	findingKinds,
+	type FindingKind,
+	type Severity
+} from '../review-rules';
 
 /** Second words that end a command name rather than continue it ("run commands directly"). */
 const STOP_WORDS_RE = String.raw`^(for|on|in|as|at|to|here|there|that|this|it|them|yourself|myself|directly|without|because|since|from|with|now|anymore|the|a|an|any)$`;
@@ -197,4 +204,205 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 			${kindsOf(sql)} as kinds
 		from r_sf
 	)`;
+}
+
+/** One session's facts as r_scored computes them (detail mode). */
+export interface ReviewFactsRow {
+	messages: number;
+	user_messages: number;
+	assistant_messages: number;
+	system_messages: number;
+	tool_calls: number;
+	first_at: string | null;
+	last_at: string | null;
+	n1_max: number | null;
+	n1_idx: number[];
+	nudge_idx: number[];
+	blank_idx: number[];
+	retry_idx: number[];
+	notext_idx: number[];
+	exec_requested: number;
+	exec_approved: number;
+	exec_succeeded: number;
+	exec_failed: number;
+	exec_denied: number;
+	exec_expired: number;
+	pending_long: number;
+	questions_asked: number;
+	questions_answered: number;
+	questions_open: number;
+	silent_failed: number;
+	silent_list: { id: string; action: string; target: string; error: string | null; next_idx: number | null }[] | null;
+	cap_idx: number[];
+	cap_names: string[];
+	cap_detail: { idx: number; name: string | null; says_cannot: boolean; excerpt: string | null; cap_errs: number; cap_example: string | null }[] | null;
+	open_prompts: string[] | null;
+	sev_missing_capability: Severity | null;
+	sev_n_plus_one: Severity | null;
+	sev_operator_as_event_loop: Severity | null;
+	sev_silent_failure: Severity | null;
+	sev_stall: Severity | null;
+	reached: boolean;
+	score: number;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
+}
+
+/** One message of a reviewed session (r_mf, detail mode). */
+export interface ReviewMessageRow {
+	idx: number;
+	id: string;
+	role: 'user' | 'assistant' | 'system';
+	origin: string;
+	status: string;
+	created_at: string;
+	calls: number;
+	top_tools: { tool: string; n: number }[] | null;
+	summary: string;
+	text: string;
+	ent_max: number;
+	ent_tool: string | null;
+	lxc_refs: number;
+	last_assistant: boolean;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
+}
+
+/**
+ * One session's review facts and messages, computed from the stored message facts while they
+ * are of this code's version, else from the parts (`source` forces one). Null when no such
+ * session; `facts` is null when it has no messages.
+ */
+export async function sessionReviewFacts(
+	sql: PoolSql,
+	sessionId: string,
+	opts: { source?: 'facts' | 'parts' } = {}
+): Promise<{ session: { id: string; title: string; createdAt: string }; facts: ReviewFactsRow | null; messages: ReviewMessageRow[] } | null> {
+	const [[session], version] = await Promise.all([
+		sql<{ id: string; title: string; createdAt: string }[]>`
+			select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`,
+		opts.source ? null : storedFactsVersion(sql)
+	]);
+	if (!session) return null;
+	const source = opts.source ?? (version === FACTS_VERSION ? 'facts' : 'parts');
+
+	const [row] = await sql<{ facts: ReviewFactsRow | null; messages: ReviewMessageRow[] | null }[]>`
+		with ${reviewCtes(sql, sql`c.id = ${sessionId}`, { detail: true, source })}
+		select
+			(select row_to_json(r) from r_scored r) as facts,
+			(select json_agg(json_build_object(
+				'idx', m.idx, 'id', m.id, 'role', m.role, 'origin', m.origin, 'status', m.status,
+				'created_at', to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'calls', m.calls,
+				'top_tools', (select json_agg(json_build_object('tool', t.tool, 'n', t.n) order by t.n desc, t.tool) from (
+					select tool, n from unnest(string_to_array(${TOOL_NAMES.join(',')}::text, ','), m.tool_counts) k(tool, n) where n > 0
+					union all
+					select tool, count(*)::int from string_to_table(m.other_tools, ' ') tool group by tool) t),
+				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
+				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant,
+				'input_tokens', m.input_tokens, 'output_tokens', m.output_tokens, 'cached_tokens', m.cached_tokens
+			) order by m.idx) from r_mf m) as messages`;
+	return { session, facts: row.facts, messages: row.messages ?? [] };
+}
+
+/** Sessions in the overview's tokens chart (the most tokens first). */
+const TOKEN_SESSIONS = 20;
+
+/** `{ model: [input, output, cached] }` (session_facts.usage_by_model). */
+export type UsageByModel = Record<string, [number, number, number]>;
+
+/** What the overview's one statement returns. */
+export interface OverviewFactsRow {
+	session_count: number;
+	reached_count: number;
+	tool_call_count: number;
+	input_tokens: number;
+	output_tokens: number;
+	cached_tokens: number;
+	sessions: {
+		id: string;
+		title: string;
+		created_at: string;
+		messages: number;
+		tool_calls: number;
+		score: number;
+		kinds: FindingKind[];
+		sevs: (Severity | null)[];
+		reached: boolean;
+		input_tokens: number;
+		output_tokens: number;
+		cached_tokens: number;
+		usage_by_model: UsageByModel;
+	}[];
+	/** Tokens per model over every session in the filter. */
+	by_model: UsageByModel;
+	kinds: { kind: FindingKind; sessions: number }[];
+	by_tokens: { id: string; title: string; input: number; output: number; cached: number }[];
+	/** Calls per TOOL_NAMES entry, in that order. */
+	tool_counts: number[];
+	/** Failed calls per TOOL_NAMES entry, then of other names. */
+	fail_counts: number[];
+}
+
+/**
+ * Every session created in [from, to] (UTC days, either may be null) with this outcome reviewed
+ * at once, in one statement: totals, finding kinds, calls and failures per tool, and the first
+ * `limit` sessions ranked by score. Reads the stored message facts while they are of this code's
+ * version, else every message's parts (`source` forces one); returns which it read.
+ */
+export async function overviewFacts(
+	sql: PoolSql,
+	q: { from: string | null; to: string | null; outcome: 'reached' | 'not_reached' | null; limit: number; source?: 'facts' | 'parts' }
+): Promise<{ source: 'facts' | 'parts'; facts: OverviewFactsRow }> {
+	const { from, to, outcome, limit } = q;
+	// One statement. Over every message's parts (while the facts are rebuilt), give it room to
+	// sort and hash in memory, and let the parallel workers scan while this backend only merges.
+	return sql.begin(async (tx) => {
+		const source = q.source ?? ((await storedFactsVersion(tx)) === FACTS_VERSION ? 'facts' : 'parts');
+		if (source === 'parts') await tx`set local work_mem = '64MB'; set local parallel_leader_participation = off`.simple();
+		const where =
+			from || to
+				? tx`(${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
+					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
+				: null;
+
+		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
+		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
+		const kindCounts = commaList(tx, RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`));
+		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
+		const [facts] = await tx<OverviewFactsRow[]>`
+		with ${reviewCtes(tx, where, { source })},
+		r_in as (
+			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, usage_by_model, ${sevs}
+			from r_scored
+			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
+		),
+		r_tot as (
+			select count(*)::int as session_count, count(*) filter (where reached)::int as reached_count,
+				coalesce(sum(tool_calls), 0)::int as tool_call_count, coalesce(sum(input_tokens), 0)::float8 as input_tokens,
+				coalesce(sum(output_tokens), 0)::float8 as output_tokens, coalesce(sum(cached_tokens), 0)::float8 as cached_tokens,
+				array[${kindCounts}] as kind_counts, json_build_array(${sums('tool_counts', TOOL_NAMES.length)}) as tool_counts,
+				json_build_array(${sums('fail_counts', TOOL_NAMES.length + 1)}) as fail_counts
+			from r_in
+		)
+		select t.session_count, t.reached_count, t.tool_call_count, t.tool_counts, t.fail_counts, t.input_tokens, t.output_tokens, t.cached_tokens,
+			(select coalesce(json_agg(x), '[]') from (
+				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs,
+					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens, usage_by_model
+				from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}
+			) x) as sessions,
+			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
+				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds,
+			(select coalesce(json_agg(x), '[]') from (
+				select sid as id, title, input_tokens::float8 as input, output_tokens::float8 as output, cached_tokens::float8 as cached
+				from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}
+			) x) as by_tokens,
+			(select coalesce(jsonb_object_agg(k, jsonb_build_array(i, o, c)), '{}') from (
+				select k, sum((v ->> 0)::float8) as i, sum((v ->> 1)::float8) as o, sum((v ->> 2)::float8) as c
+				from r_in, jsonb_each(r_in.usage_by_model) e(k, v) group by k
+			) y) as by_model
+		from r_tot t`;
+		return { source, facts };
+	});
 }

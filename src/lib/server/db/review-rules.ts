@@ -2,7 +2,8 @@
  * The rules behind a session review, in one place: the Postgres regular expressions (ARE
  * syntax, passed as bind parameters, always matched case-insensitively), thresholds and
  * weights. Both the one-session review and the cross-session overview use these, so a
- * session ranked for a finding shows the same finding on its own page.
+ * session ranked for a finding shows the same finding on its own page. They sit in db/ because
+ * they are SQL (queries/review-facts.ts matches with them) and db/ imports nothing above it.
  */
 
 export const severities = ['high', 'medium', 'low'] as const;

@@ -1,4 +1,4 @@
-/** Display names and colours for findings (client-safe; mirrors src/lib/review/rules.ts). */
+/** Display names, colours and formats for findings (shared: the review pages and the Markdown export use them; mirrors rules.ts). */
 
 export const KIND_LABEL: Record<string, string> = {
 	missing_capability: 'Missing capability',
@@ -29,4 +29,4 @@ export const CHART_TEAL = '#14b8a6';
 export const CHART_RED = '#ef4444';
 
 // Durations and dates are worded in one place for every page and export.
-export { formatDuration, formatWhen } from '../../format/time';
+export { formatDuration, formatWhen } from '../format/time';

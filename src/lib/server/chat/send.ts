@@ -1,0 +1,49 @@
+import { sql } from '../db/index';
+import { emitEvent } from '../db/queries/events';
+import { insertMessage } from '../db/queries/messages';
+import { answerQuestion, openQuestionOf } from '../db/queries/questions';
+import { createSession, getSession, titleFrom } from '../db/queries/sessions';
+import { requestStop, requestTurn } from '../conversation/turn-queue';
+import type { Credential } from '../executions/authority';
+import { approveByTyping } from '../executions/decisions';
+import { Refusal } from '../refusal';
+
+// What an operator's chat message does, in one transaction: it is stored (queued until its turn
+// runs) and a turn is queued; with a question open it is that question's answer and nothing
+// else, or else it may approve by typing among the cards the operator saw.
+
+/**
+ * Stores the operator's message and queues a turn; a new session is created when none is given.
+ * Returns at once: the reply streams over SSE.
+ */
+export function sendOperatorMessage(m: {
+	sessionId?: string;
+	text: string;
+	shownExecutionIds: string[];
+	operatorId: string;
+	credential: Credential;
+	token: { id: string; name: string } | null;
+}): Promise<{ sessionId: string; messageId: string }> {
+	return sql().begin(async (tx) => {
+		let sessionId = m.sessionId;
+		if (sessionId) {
+			if (!(await getSession(tx, sessionId))) throw new Refusal('NOT_FOUND', 'That chat session does not exist.');
+		} else sessionId = await createSession(tx, m.operatorId, titleFrom(m.text));
+		const msg = await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: m.text }], status: 'queued', origin: 'chat' });
+		// With a question open, the operator's next message is its answer, and only that:
+		// it approves nothing, whatever it says. This turn resumes the agent.
+		const open = m.sessionId ? await openQuestionOf(tx, sessionId) : null;
+		if (open) await answerQuestion(tx, open.id, { answer: m.text, via: 'chat', operatorId: m.operatorId, token: m.token });
+		else if (m.sessionId) {
+			await approveByTyping(tx, { sessionId, messageId: msg.id, text: m.text, shownIds: m.shownExecutionIds, operatorId: m.operatorId, credential: m.credential });
+		}
+		await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
+		await requestTurn(tx, { sessionId, origin: 'chat' });
+		return { sessionId, messageId: msg.id };
+	});
+}
+
+/** The operator's Stop: the session's running turn is asked to stop (see requestStop). */
+export async function stopSession(sessionId: string, operatorId: string): Promise<void> {
+	await sql().begin((tx) => requestStop(tx, sessionId, operatorId));
+}

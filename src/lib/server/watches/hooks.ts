@@ -1,0 +1,81 @@
+import type { HookView } from '../../schemas/watches';
+import { sql } from '../db/index';
+import { recordAudit } from '../db/queries/audit';
+import { emitEvent } from '../db/queries/events';
+import { insertHook, muteGroup, muteHook, revokeHook, setHookSecret, type AlertHookRow } from '../db/queries/watches';
+import { Refusal } from '../refusal';
+import { newHookSecret } from './secret';
+
+// Incoming alert hooks as Settings manages them: every change audited in its own transaction; a
+// secret is returned once, when it is made.
+
+type Actor = { id: string; username: string };
+
+/** A hook as Settings shows it (never its secret). */
+export const hookView = (h: AlertHookRow, openGroups = 0): HookView => ({
+	id: h.id,
+	name: h.name,
+	kind: h.kind,
+	path: `/api/hooks/${h.id}`,
+	mutedUntil: h.mutedUntil,
+	lastReceivedAt: h.lastReceivedAt,
+	openGroups
+});
+
+const noSuchHook = () => new Refusal('NOT_FOUND', 'No such hook.');
+
+export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind'] }): Promise<HookView & { secret: string }> {
+	return sql().begin(async (tx) => {
+		const h = await insertHook(tx, { ...input, secret: newHookSecret(), createdBy: actor.id });
+		await recordAudit(tx, { actor, action: 'hook.created', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, kind: h.kind } });
+		return { ...hookView(h), secret: h.secret };
+	});
+}
+
+/** A new secret for the hook (the old one stops working at once). */
+export function rotateHook(actor: Actor, id: string): Promise<HookView & { secret: string }> {
+	return sql().begin(async (tx) => {
+		const h = await setHookSecret(tx, id, newHookSecret());
+		if (!h) throw noSuchHook();
+		await recordAudit(tx, { actor, action: 'hook.rotated', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
+		return { ...hookView(h), secret: h.secret };
+	});
+}
+
+export function removeHook(actor: Actor, id: string): Promise<{ ok: true }> {
+	return sql().begin(async (tx) => {
+		const h = await revokeHook(tx, id);
+		if (!h) throw noSuchHook();
+		await recordAudit(tx, { actor, action: 'hook.revoked', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
+		return { ok: true as const };
+	});
+}
+
+/** Mutes the hook for `minutes` (0 unmutes). */
+export function setHookMuted(actor: Actor, id: string, minutes: number): Promise<HookView> {
+	return sql().begin(async (tx) => {
+		const h = await muteHook(tx, id, minutes);
+		if (!h) throw noSuchHook();
+		await recordAudit(tx, { actor, action: minutes ? 'hook.muted' : 'hook.unmuted', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, minutes } });
+		return hookView(h);
+	});
+}
+
+/** Mutes the alert group behind an investigation (from its chat) for `minutes` (0 unmutes): later firings only count. */
+export function setAlertGroupMuted(actor: Actor, sessionId: string, minutes: number): Promise<{ ok: true }> {
+	return sql().begin(async (tx) => {
+		const g = await muteGroup(tx, sessionId, minutes);
+		if (!g) throw new Refusal('NOT_FOUND', 'No alert opened this chat.');
+		await recordAudit(tx, {
+			actor,
+			action: minutes ? 'alert.muted' : 'alert.unmuted',
+			route: 'chat',
+			subjectType: 'alert_group',
+			subjectId: g.id,
+			sessionId,
+			detail: { title: g.title, minutes }
+		});
+		await emitEvent(tx, { sessionId, type: 'session.updated', payload: { alertMuted: minutes > 0 } });
+		return { ok: true as const };
+	});
+}
