@@ -128,11 +128,18 @@ export async function updateGroup(
 }
 
 /** Mutes one alert group for some minutes (0: unmutes); false when it does not exist. */
-export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string } | null> {
-	const [row] = await tx<{ id: string; title: string }[]>`
+export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string; mutedUntil: string | null } | null> {
+	const [row] = await tx<{ id: string; title: string; mutedUntil: string | null }[]>`
 		update alert_groups set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
-		where session_id = ${sessionId} returning id, title`;
+		where session_id = ${sessionId} returning id, title, muted_until as "mutedUntil"`;
 	return row ?? null;
+}
+
+/** Until when the alert group behind an investigation is muted (null: not muted, or no alert opened it). */
+export async function groupMutedUntil(sql: Sql | TransactionSql, sessionId: string): Promise<string | null> {
+	const [row] = await sql<{ mutedUntil: string | null }[]>`
+		select muted_until as "mutedUntil" from alert_groups where session_id = ${sessionId} and muted_until > now() limit 1`;
+	return row?.mutedUntil ?? null;
 }
 
 /** What opened a chat with no operator in it: an alert hook (an investigation) or a schedule (a run). */

@@ -72,7 +72,7 @@ export const watchesRouter = router({
 				detail: { title: g.title, minutes: input.minutes }
 			});
 			await emitEvent(tx, { sessionId: input.sessionId, type: 'session.updated', payload: { alertMuted: input.minutes > 0 } });
-			return { ok: true };
+			return { ok: true, mutedUntil: g.mutedUntil };
 		})
 	)
 });
