@@ -6,6 +6,7 @@ import { costOf } from '../../messages/usage';
 import type { StepUsage } from '../../types/messages';
 import { OTHER_TOOL, TOOL_NAMES, type FindingKind, type Severity } from '../../review/rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
+import { reviewOrigins } from './origins';
 
 /** Sessions in the overview's tokens chart (the most tokens first). */
 const TOKEN_SESSIONS = 20;
@@ -135,6 +136,7 @@ export async function reviewOverview(
 		return [source, rows] as const;
 	});
 
+	const origins = await reviewOrigins(sql, from, to);
 	const rank = { high: 0, medium: 1, low: 2 } as const;
 	const prices = env().NOMOS_PRICES;
 	return {
@@ -162,7 +164,8 @@ export async function reviewOverview(
 		kinds: r.kinds,
 		tokenSessions: r.by_tokens.map((s) => ({ id: s.id, title: s.title, tokens: { input: s.input, output: s.output, cached: s.cached } })),
 		source,
-		tools: histogram(r.tool_counts, r.tool_call_count, r.fail_counts)
+		tools: histogram(r.tool_counts, r.tool_call_count, r.fail_counts),
+		origins
 	};
 }
 
