@@ -26,6 +26,8 @@ const EXPECTED_TABLES = [
 	'messages',
 	'operators',
 	'plans',
+	'schedule_runs',
+	'schedules',
 	'session_facts',
 	'session_questions',
 	'settings',

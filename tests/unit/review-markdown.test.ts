@@ -16,6 +16,7 @@ const overview = (over: Partial<ReviewOverview> = {}): ReviewOverview => ({
 	kinds: [{ kind: 'n_plus_one', sessions: 2 }],
 	tools: [{ tool: 'get_entity', calls: 40, failed: 4, failureRate: 0.1 }],
 	source: 'facts',
+	origins: { operator: 2, alert: 1, schedule: 0, alerts: { withFindings: 1, findingsMedianS: 42, withFix: 0, fixMedianS: null } },
 	...over
 });
 

@@ -9,7 +9,8 @@ const BY_ORIGIN: Record<MessageOrigin, string | null> = {
 	continuation: 'continued after an execution finished',
 	plan: 'continued after the approved plan ended',
 	resume: 'resumed',
-	alert: 'investigating an alert'
+	alert: 'investigating an alert',
+	schedule: 'running a schedule'
 };
 
 /**

@@ -6,9 +6,10 @@ export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'can
 /**
  * What queued the turn that wrote a message: an operator's message (`chat`), an answered question
  * (`answer`), a plan approved or denied (`approval`, `denial`), a finished execution
- * (`continuation`); `resume` is what answers and plan decisions were before they were told apart.
+ * (`continuation`); `resume` is what answers and plan decisions were before they were told apart;
+ * `alert` and `schedule` turns were started by an alert hook or a schedule, with no operator there.
  */
-export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'plan', 'resume', 'alert'] as const;
+export const messageOrigins = ['chat', 'answer', 'approval', 'denial', 'continuation', 'plan', 'resume', 'alert', 'schedule'] as const;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 

@@ -99,7 +99,7 @@ async function converse(
 		return finish(writer, 'error', 'no model configured');
 	}
 
-	// An alert's investigation runs with no operator watching: a tighter budget (and no http_get, tools/index.ts).
+	// An alert's investigation or a schedule's run has no operator watching: a tighter budget (and no http_get, tools/index.ts).
 	const watch = await watchOf(sql(), opts.sessionId);
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch };
 	const tools = buildTools(ctx);

@@ -100,6 +100,8 @@ export const chatSessions = pgTable(
 		mcpTokenId: uuid('mcp_token_id').references(() => apiTokens.id, { onDelete: 'set null' }),
 		/** Set on an investigation an alert opened (watches/intake.ts): no typed assent, no http_get, a budget. */
 		startedByHook: uuid('started_by_hook').references((): AnyPgColumn => alertHooks.id, { onDelete: 'set null' }),
+		/** Set on a schedule's run (schedules/tick.ts): the same rules as an alert's investigation. */
+		startedBySchedule: uuid('started_by_schedule').references((): AnyPgColumn => schedules.id, { onDelete: 'set null' }),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
@@ -655,4 +657,44 @@ export const alertGroups = pgTable(
 		createdAt: createdAt()
 	},
 	(t) => [uniqueIndex('alert_groups_hook_key_idx').on(t.hookId, t.groupKey)]
+);
+
+/**
+ * A recurring task an admin made in Settings: a five-field cron expression evaluated in UTC and a
+ * prompt. `next_at` is the slot its queued `schedules__tick` job is for (null while paused or
+ * deleted): a job for any other slot is stale and does nothing. Deleting keeps the row (its runs
+ * and sessions still name it).
+ */
+export const schedules = pgTable('schedules', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	name: text('name').notNull(),
+	cron: text('cron').notNull(),
+	prompt: text('prompt').notNull(),
+	enabled: boolean('enabled').notNull().default(true),
+	nextAt: ts('next_at'),
+	createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
+	createdAt: createdAt(),
+	updatedAt: ts('updated_at').notNull().defaultNow(),
+	deletedAt: ts('deleted_at')
+});
+
+export const scheduleRunOutcomes = ['started', 'missed'] as const;
+
+/**
+ * One slot of a schedule, run or missed. The unique (schedule, slot) row is inserted in the
+ * transaction that opens the run's session: a second worker or a retried job cannot run it twice.
+ */
+export const scheduleRuns = pgTable(
+	'schedule_runs',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		scheduleId: uuid('schedule_id')
+			.notNull()
+			.references(() => schedules.id, { onDelete: 'cascade' }),
+		slot: ts('slot').notNull(),
+		outcome: text('outcome', { enum: scheduleRunOutcomes }).notNull(),
+		sessionId: uuid('session_id').references(() => chatSessions.id, { onDelete: 'set null' }),
+		createdAt: createdAt()
+	},
+	(t) => [uniqueIndex('schedule_runs_slot_idx').on(t.scheduleId, t.slot)]
 );

@@ -124,9 +124,11 @@ export async function approveByTyping(
 	const r = resolveTypedAssent(m.text, candidates);
 	if (r.kind === 'none') return [];
 	const quoted = `"${m.text.trim()}"`;
-	if (await watchOf(tx, m.sessionId)) {
-		// An alert opened this chat: its text reached the agent from outside, so nothing here is approved by words.
-		await addSystemNote(tx, m.sessionId, 'assent', `The operator typed ${quoted}, but typing approves nothing in an investigation an alert opened: nothing was approved. The operator can click Approve on the card.`, { executionIds: [] });
+	const watch = await watchOf(tx, m.sessionId);
+	if (watch) {
+		// An alert or a schedule opened this chat with no operator there: nothing here is approved by words.
+		const opened = watch.kind === 'alert' ? 'an investigation an alert opened' : 'a chat a schedule opened';
+		await addSystemNote(tx, m.sessionId, 'assent', `The operator typed ${quoted}, but typing approves nothing in ${opened}: nothing was approved. The operator can click Approve on the card.`, { executionIds: [] });
 		return [];
 	}
 	if (r.kind === 'ambiguous') {

@@ -45,10 +45,17 @@ export function questionNotice(q: QuestionRow): Notice {
 	return { kind: 'question', sessionId: q.sessionId, subjectId: q.id, ...noticeWords.question(q), path: noticePath('question', q.sessionId, q.id), at: now() };
 }
 
-/** A plan that waits; in an investigation an alert opened, the notice names the alert too. */
-export function planNotice(p: PlanRow, alert?: { title: string; hookName: string } | null): Notice {
+/** What a plan answers when no operator asked for it: an alert (its title and hook) or a schedule (its name). */
+export type PlanCause = { alert: { title: string; hookName: string } } | { schedule: string };
+
+/** A plan that waits; in a chat an alert or a schedule opened, the notice names it too. */
+export function planNotice(p: PlanRow, cause?: PlanCause | null): Notice {
 	const words = noticeWords.plan(p);
-	const text = alert ? `The fix proposed for the alert "${alert.title}" from ${alert.hookName}: ${words.text}` : words.text;
+	const text = !cause
+		? words.text
+		: 'alert' in cause
+			? `The fix proposed for the alert "${cause.alert.title}" from ${cause.alert.hookName}: ${words.text}`
+			: `Proposed by the schedule "${cause.schedule}": ${words.text}`;
 	return { kind: 'plan', sessionId: p.sessionId, subjectId: p.id, title: words.title, text, path: noticePath('plan', p.sessionId, p.id), at: now() };
 }
 

@@ -67,6 +67,12 @@ export function renderOverviewMarkdown(o: ReviewOverview, origin: string): strin
 	const scope = [f.from ? `from ${f.from}` : '', f.to ? `to ${f.to}` : '', f.outcome ? `outcome ${f.outcome.replace('_', ' ')}` : ''].filter(Boolean);
 	out.push(`- Filter: ${scope.length ? scope.join(', ') : 'none (every session)'}`);
 	out.push(`- Sessions: ${o.sessionCount} (goal reached in ${o.reachedCount}, ${pct(o.reachedCount, o.sessionCount)})`);
+	const og = o.origins;
+	out.push(`- Started by: operators ${og.operator}, alerts ${og.alert}, schedules ${og.schedule}`);
+	if (og.alert) {
+		const s = (x: number | null) => (x === null ? '—' : `${Math.round(x)} s`);
+		out.push(`- Alerts, median time to findings: ${s(og.alerts.findingsMedianS)} (${og.alerts.withFindings} of ${og.alert}); to an approved fix: ${s(og.alerts.fixMedianS)} (${og.alerts.withFix} of ${og.alert})`);
+	}
 	out.push(`- Tool calls: ${o.toolCallCount}`);
 	out.push(`- Tokens: ${usageLine(o.tokens)}${o.costUsd !== null ? ` (${formatCost(o.costUsd)})` : ''}`, '');
 	out.push('## Finding kinds', '');

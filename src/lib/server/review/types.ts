@@ -85,6 +85,14 @@ export interface OverviewSession {
 	costUsd: number | null;
 }
 
+/** Sessions by what started them; for alert investigations, the median time to findings and to an approved fix (seconds). */
+export interface OriginCounts {
+	operator: number;
+	alert: number;
+	schedule: number;
+	alerts: { withFindings: number; findingsMedianS: number | null; withFix: number; fixMedianS: number | null };
+}
+
 export interface ReviewOverview {
 	filter: { from: string | null; to: string | null; outcome: Outcome | null };
 	/** Sessions in the filter (all of them, not only the ranked page). */
@@ -104,4 +112,6 @@ export interface ReviewOverview {
 	tools: { tool: string; calls: number; failed: number; failureRate: number }[];
 	/** Read from the stored message facts, or from every message's parts while those are rebuilt. */
 	source: 'facts' | 'parts';
+	/** Sessions in the date range by origin (the outcome filter does not apply). */
+	origins: OriginCounts;
 }

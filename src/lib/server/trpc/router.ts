@@ -11,6 +11,7 @@ import { notificationsRouter } from './routers/notifications';
 import { apiTokensRouter } from './routers/api-tokens';
 import { jobsRouter } from './routers/jobs';
 import { watchesRouter } from './routers/watches';
+import { schedulesRouter } from './routers/schedules';
 
 export const appRouter = router({
 	hosts: hostsRouter,
@@ -24,7 +25,8 @@ export const appRouter = router({
 	notifications: notificationsRouter,
 	apiTokens: apiTokensRouter,
 	jobs: jobsRouter,
-	watches: watchesRouter
+	watches: watchesRouter,
+	schedules: schedulesRouter
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,3 +1,4 @@
+import type { Watch } from '../../db/queries/watches';
 import { z } from 'zod';
 
 /** What every tool factory gets for one turn. */
@@ -22,8 +23,8 @@ export interface ToolContext {
 	 * which token. Requests are audited with route `mcp`, and answers say to poll, not to wait.
 	 */
 	mcp?: McpCaller;
-	/** Set in an investigation an alert opened (watches/intake.ts): which hook. */
-	watch?: { hookId: string; hookName: string } | null;
+	/** Set in a chat an alert (watches/intake.ts) or a schedule (schedules/tick.ts) opened: which one. */
+	watch?: Watch | null;
 }
 
 /** The operator and API token behind an MCP call. */

@@ -1,9 +1,10 @@
+import type { TransactionSql } from 'postgres';
 import { tool } from 'ai';
 import { z } from 'zod';
 import { sql } from '../../db/index';
 import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
-import { planNotice, queueNotice } from '../../notify/notices';
+import { planNotice, queueNotice, type PlanCause } from '../../notify/notices';
 import { alertOfSession } from '../../db/queries/watches';
 import { actionParams, callKey, toolError, type ToolContext } from './context';
 
@@ -42,7 +43,7 @@ export function proposePlanTool(ctx: ToolContext) {
 			}
 			const plan = await sql().begin(async (tx) => {
 				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId));
-				await queueNotice(tx, planNotice(plan, ctx.watch ? await alertOfSession(tx, ctx.sessionId) : null));
+				await queueNotice(tx, planNotice(plan, await planCauseOf(tx, ctx)));
 				return plan;
 			});
 			return {
@@ -53,4 +54,11 @@ export function proposePlanTool(ctx: ToolContext) {
 			};
 		}
 	});
+}
+
+/** What a plan answers when no operator asked for it: the alert or the schedule that opened the chat. */
+async function planCauseOf(tx: TransactionSql, ctx: ToolContext): Promise<PlanCause | null> {
+	if (ctx.watch?.kind === 'schedule') return { schedule: ctx.watch.name };
+	const alert = ctx.watch ? await alertOfSession(tx, ctx.sessionId) : null;
+	return alert ? { alert } : null;
 }

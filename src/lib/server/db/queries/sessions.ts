@@ -10,8 +10,9 @@ export type SessionSummary = {
 	updatedAt: string;
 	taskState: string | null;
 	openQuestions: number;
-	/** The alert hook that opened it (an investigation), else null. */
+	/** The alert hook or schedule that opened it (an investigation, a scheduled run), else null. */
 	startedBy: string | null;
+	startedByKind: 'alert' | 'schedule' | null;
 };
 
 /** The sidebar list: newest first, with the task state and open-question count. */
@@ -19,8 +20,10 @@ export async function listSessions(sql: Sql | TransactionSql, limit = 100): Prom
 	return sql<SessionSummary[]>`
 		select s.id, s.title, s.updated_at as "updatedAt", t.state as "taskState",
 			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions",
-			h.name as "startedBy"
+			coalesce(h.name, sc.name) as "startedBy",
+			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind"
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
+			left join schedules sc on sc.id = s.started_by_schedule
 		order by s.updated_at desc
 		limit ${limit}`;
 }
@@ -32,9 +35,10 @@ export function titleFrom(text: string): string {
 }
 
 /** Creates a chat session with its task, and announces it. */
-export async function createSession(tx: TransactionSql, operatorId: string | null, title: string, opts: { startedByHook?: string } = {}): Promise<string> {
+export async function createSession(tx: TransactionSql, operatorId: string | null, title: string, opts: { startedByHook?: string; startedBySchedule?: string } = {}): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
-		insert into chat_sessions (operator_id, title, started_by_hook) values (${operatorId}, ${title}, ${opts.startedByHook ?? null}) returning id`;
+		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule)
+		values (${operatorId}, ${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null}) returning id`;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
 	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
 	return row.id;

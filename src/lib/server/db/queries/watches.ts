@@ -128,17 +128,32 @@ export async function updateGroup(
 }
 
 /** Mutes one alert group for some minutes (0: unmutes); false when it does not exist. */
-export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string } | null> {
-	const [row] = await tx<{ id: string; title: string }[]>`
+export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string; mutedUntil: string | null } | null> {
+	const [row] = await tx<{ id: string; title: string; mutedUntil: string | null }[]>`
 		update alert_groups set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
-		where session_id = ${sessionId} returning id, title`;
+		where session_id = ${sessionId} returning id, title, muted_until as "mutedUntil"`;
 	return row ?? null;
 }
 
-/** The hook that opened a session (its investigation), or null for an operator's chat. */
-export async function watchOf(sql: Sql | TransactionSql, sessionId: string): Promise<{ hookId: string; hookName: string } | null> {
-	const [row] = await sql<{ hookId: string; hookName: string }[]>`
-		select h.id as "hookId", h.name as "hookName" from chat_sessions s join alert_hooks h on h.id = s.started_by_hook where s.id = ${sessionId}`;
+/** Until when the alert group behind an investigation is muted (null: not muted, or no alert opened it). */
+export async function groupMutedUntil(sql: Sql | TransactionSql, sessionId: string): Promise<string | null> {
+	const [row] = await sql<{ mutedUntil: string | null }[]>`
+		select muted_until as "mutedUntil" from alert_groups where session_id = ${sessionId} and muted_until > now() limit 1`;
+	return row?.mutedUntil ?? null;
+}
+
+/** What opened a chat with no operator in it: an alert hook (an investigation) or a schedule (a run). */
+export type Watch = { kind: 'alert' | 'schedule'; id: string; name: string };
+
+/**
+ * The hook or schedule that opened a session, or null for an operator's chat. Such a session runs
+ * by the watch rules: no typed assent, no http_get, the watch step and token budget.
+ */
+export async function watchOf(sql: Sql | TransactionSql, sessionId: string): Promise<Watch | null> {
+	const [row] = await sql<Watch[]>`
+		select case when h.id is not null then 'alert' else 'schedule' end as kind, coalesce(h.id, sc.id) as id, coalesce(h.name, sc.name) as name
+		from chat_sessions s left join alert_hooks h on h.id = s.started_by_hook left join schedules sc on sc.id = s.started_by_schedule
+		where s.id = ${sessionId} and (h.id is not null or sc.id is not null)`;
 	return row ?? null;
 }
 

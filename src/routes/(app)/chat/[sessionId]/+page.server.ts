@@ -9,6 +9,7 @@ import { listSessionPlans } from '$lib/server/db/queries/plans';
 import { listSessionExecutions } from '$lib/server/db/queries/executions';
 import { listSessionQuestions } from '$lib/server/db/queries/questions';
 import { env } from '$lib/server/env';
+import { groupMutedUntil } from '$lib/server/db/queries/watches';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ params }) => {
@@ -18,12 +19,13 @@ export const load: PageServerLoad = async ({ params }) => {
 	const cursor = await latestEventId(sql());
 	const session = await getSession(sql(), id.data);
 	if (!session) error(404, 'No such chat session.');
-	const [messages, executions, plans, window, questions] = await Promise.all([
+	const [messages, executions, plans, window, questions, alertMutedUntil] = await Promise.all([
 		listMessages(sql(), id.data),
 		listSessionExecutions(sql(), id.data),
 		listSessionPlans(sql(), id.data),
 		activeWindow(sql(), id.data),
-		listSessionQuestions(sql(), id.data)
+		listSessionQuestions(sql(), id.data),
+		groupMutedUntil(sql(), id.data)
 	]);
-	return { session, messages, executions, plans, window, questions, cursor, prices: env().NOMOS_PRICES ?? null };
+	return { session, messages, executions, plans, window, questions, alertMutedUntil, cursor, prices: env().NOMOS_PRICES ?? null };
 };
