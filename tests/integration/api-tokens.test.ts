@@ -214,11 +214,11 @@ describe('API tokens on the node SSE fast path', () => {
 			return 'ended';
 		})();
 		expect(await Promise.race([endedA, new Promise((r) => setTimeout(() => r('still open'), 5000))])).toBe('ended');
-		await emitEventNow(sql(), { sessionId: null, type: 'test.ping', payload: {} });
+		await emitEventNow(sql(), { sessionId: null, type: 'workers.changed', payload: {} });
 		const next = await (async () => {
-			for await (const e of readSse(rb)) if (e.type === 'test.ping') return e.type;
+			for await (const e of readSse(rb)) if (e.type === 'workers.changed') return e.type;
 			return 'ended';
 		})();
-		expect(next).toBe('test.ping');
+		expect(next).toBe('workers.changed');
 	});
 });

@@ -199,7 +199,7 @@ describe('accounts', () => {
 			});
 			return s;
 		});
-		await emitEventNow(sql(), { type: 'inventory.updated', payload: {} });
+		await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
 		await waitUntil(async () => streams.every((s) => s.bytes > 20), 'both streams live');
 		expect(await getOperatorBySessionToken(sql(), token)).toMatchObject({ username: 'bob' });
 		expect(await adminSetDisabled(sql(), admin, op.id, true)).toMatchObject({ username: 'bob' });
