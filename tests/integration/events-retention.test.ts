@@ -48,7 +48,7 @@ describe('events retention', () => {
 		const recent = stream(ids[21]);
 		await waitUntil(async () => recent.text.includes(': live'), 'the recent stream to go live');
 		expect(recent.text).not.toContain('stream.reset');
-		expect(recent.text.match(/event: inventory.updated/g)).toHaveLength(4);
+		expect(recent.text.match(/event: inventory.synced/g)).toHaveLength(4);
 		expect(recent.ended).toBe(false);
 	});
 });
