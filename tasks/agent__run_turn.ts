@@ -4,7 +4,7 @@ import { sql } from '../src/lib/server/db/index';
 import { claimHandedOver, claimQueued, messageExists } from '../src/lib/server/db/queries/messages';
 import { runTurn } from '../src/lib/server/agent/run-turn';
 import { insertTurnMessage } from '../src/lib/server/agent/message-writer';
-import { assertRunTurnPayload } from '../src/lib/server/conversation/turn-queue';
+import { parseJobPayload } from '../src/lib/server/jobs/payloads';
 import { trackTurn } from '../src/lib/server/conversation/active-turns';
 import { currentProcess } from '../src/lib/server/jobs/current-process';
 
@@ -14,8 +14,8 @@ import { currentProcess } from '../src/lib/server/jobs/current-process';
  * job whose reply exists leaves it to recovery; a `resume` job takes over a reply whose process
  * stopped and goes on writing it.
  */
-export const agent__run_turn: Task = async (payload) => {
-	assertRunTurnPayload(payload);
+export const agent__run_turn: Task = async (raw) => {
+	const payload = parseJobPayload('agent__run_turn', raw);
 	const { sessionId, origin } = payload;
 	let messageId: string;
 	if (payload.resume) {

@@ -6,6 +6,7 @@ import { releaseDeadWorkerLocks } from '../src/lib/server/db/queries/workers';
 import { closeAbandonedJobs } from '../src/lib/server/db/queries/jobs';
 import { scheduleSweep } from '../src/lib/server/jobs/schedule';
 import { logger } from '../src/lib/server/log';
+import { parseJobPayload } from '../src/lib/server/jobs/payloads';
 
 const log = logger('sweeper');
 
@@ -14,7 +15,8 @@ const log = logger('sweeper');
  * whose worker died (lease expired) and expires stale approvals, then
  * schedules itself again; the job key keeps exactly one sweeper queued across all processes.
  */
-export const executions__sweep: Task = async () => {
+export const executions__sweep: Task = async (raw) => {
+	parseJobPayload('executions__sweep', raw);
 	const released = await releaseDeadWorkerLocks(sql());
 	if (released.length) log.warn({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const closed = await closeAbandonedJobs(sql());

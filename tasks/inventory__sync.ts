@@ -1,11 +1,8 @@
 import type { Task } from 'graphile-worker';
-import { z } from 'zod';
 import { sql } from '../src/lib/server/db/index';
 import { getHostByName } from '../src/lib/server/db/queries/hosts';
 import { syncAllHosts, syncHost, type HostSyncResult } from '../src/lib/server/inventory/sync';
-
-// Cron adds `_cron` to the payload, hence a loose object.
-const payloadSchema = z.looseObject({ host: z.string().min(1).optional() });
+import { parseJobPayload } from '../src/lib/server/jobs/payloads';
 
 /** Set while a sync of every host runs in this process; overlapping ones return early. */
 let runningAll: Promise<HostSyncResult[]> | null = null;
@@ -16,16 +13,12 @@ let runningAll: Promise<HostSyncResult[]> | null = null;
  * Cron runs it with a job key in its own queue (see tasks/index.ts), so runs never pile up.
  */
 export const inventory__sync: Task = async (raw, helpers) => {
-	const payload = payloadSchema.safeParse(raw ?? {});
-	if (!payload.success) {
-		helpers.logger.error(`inventory__sync: bad payload: ${payload.error.issues[0].message}`);
-		return;
-	}
+	const payload = parseJobPayload('inventory__sync', raw);
 	let results: HostSyncResult[];
-	if (payload.data.host) {
-		const host = await getHostByName(sql(), payload.data.host);
+	if (payload.host) {
+		const host = await getHostByName(sql(), payload.host);
 		if (!host) {
-			helpers.logger.error(`inventory__sync: unknown host "${payload.data.host}"`);
+			helpers.logger.error(`inventory__sync: unknown host "${payload.host}"`);
 			return;
 		}
 		results = [await syncHost(host, { signal: helpers.abortSignal })];

@@ -29,7 +29,7 @@ test('a job that gives up appears on the open Ops page, says why, and an admin d
 	await expect(row).toBeVisible();
 	await expect(page.getByTestId('ops-gave-up').getByRole('heading')).toContainText('Background jobs that gave up');
 	await expect(row).toContainText('Webhook notice');
-	await expect(row.getByTestId('gave-up-reason')).toHaveText('notify__webhook: invalid payload');
+	await expect(row.getByTestId('gave-up-reason')).toHaveText('notify__webhook: invalid payload: notice: Invalid input: expected object, received undefined');
 	await expect(row.getByTestId('gave-up-count')).toHaveText('×1');
 	await expect(row.getByTestId('gave-up-when')).toContainText('last gave up');
 	await expect(row.getByTestId('gave-up-dismiss')).toBeVisible();
@@ -61,7 +61,7 @@ test('a job that gives up appears on the open Ops page, says why, and an admin d
 	await login(opPage, env.operator);
 	await opPage.goto('/ops');
 	const opRow = opPage.getByTestId('gave-up-job').and(opPage.locator('[data-task="notify__webhook"]'));
-	await expect(opRow.getByTestId('gave-up-reason')).toHaveText('notify__webhook: invalid payload');
+	await expect(opRow.getByTestId('gave-up-reason')).toHaveText('notify__webhook: invalid payload: notice: Invalid input: expected object, received undefined');
 	await expect(opRow.getByRole('button')).toHaveCount(0);
 
 	await row.getByTestId('gave-up-dismiss').click();

@@ -27,8 +27,8 @@ function calls(msg: number) {
 	return (toolName: string, input: unknown, output: unknown = { ok: true }, errorText?: string): Part => {
 		const base = { type: `tool-${toolName}` as const, toolCallId: `call_${msg}_${k++}`, input };
 		return errorText === undefined
-			? { ...base, state: 'output-available', output }
-			: { ...base, state: 'output-error', errorText };
+			? ({ ...base, state: 'output-available', output } as Part)
+			: ({ ...base, state: 'output-error', errorText } as Part);
 	};
 }
 

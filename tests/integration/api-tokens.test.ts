@@ -25,6 +25,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { useTestDatabase } from '../helpers/db';
 import { addHost, newSession, useHub } from '../helpers/executions';
 import { readSse } from '../helpers/sse-client';
+import type { MessagePart } from '../../src/lib/types/messages';
 
 useTestDatabase();
 useHub();
@@ -166,7 +167,7 @@ describe('API tokens', () => {
 		const r = await requestExecution(sessionId, input);
 		if ('error' in r) throw new Error(r.error);
 		// As the agent's turn leaves it: the request in its latest reply (what typed assent may approve).
-		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: r.execution.id } } as const;
+		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: r.execution.id } } as MessagePart;
 		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [part], status: 'complete', origin: 'chat' }));
 		const viaToken = caller(alice, { id: listing.id, name: listing.name, scope: 'approve' });
 		await viaToken.chat.send({ sessionId, text: 'yes, start it', shownExecutionIds: [r.execution.id] });
@@ -214,11 +215,11 @@ describe('API tokens on the node SSE fast path', () => {
 			return 'ended';
 		})();
 		expect(await Promise.race([endedA, new Promise((r) => setTimeout(() => r('still open'), 5000))])).toBe('ended');
-		await emitEventNow(sql(), { sessionId: null, type: 'test.ping', payload: {} });
+		await emitEventNow(sql(), { sessionId: null, type: 'workers.changed', payload: {} });
 		const next = await (async () => {
-			for await (const e of readSse(rb)) if (e.type === 'test.ping') return e.type;
+			for await (const e of readSse(rb)) if (e.type === 'workers.changed') return e.type;
 			return 'ended';
 		})();
-		expect(next).toBe('test.ping');
+		expect(next).toBe('workers.changed');
 	});
 });

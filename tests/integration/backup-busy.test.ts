@@ -137,7 +137,7 @@ describe('npm run backup against a busy instance', () => {
 		expect(await leftovers(tmp)).toEqual([]);
 		// The instance really was busy: the writer committed while the backup ran.
 		const [{ during }] = await sql()<{ during: number }[]>`
-			select count(*)::int as during from events where type = 'backup.test' and created_at between ${startedAt} and ${endedAt}`;
+			select count(*)::int as during from events where type = 'assent.updated' and created_at between ${startedAt} and ${endedAt}`;
 		expect(during).toBeGreaterThan(0);
 
 		// The archive restores, and holds both rows of every writer transaction or neither.
@@ -145,7 +145,7 @@ describe('npm run backup against a busy instance', () => {
 		await restoreBackup(archive, { databaseUrl: restored, dataDir: path.join(root, 'unused'), pgPort: 1 });
 		const copy = postgres(restored, { max: 1, onnotice: () => undefined });
 		try {
-			const events = await copy<{ tag: string }[]>`select payload->>'tag' as tag from events where type = 'backup.test' order by 1`;
+			const events = await copy<{ tag: string }[]>`select payload->>'by' as tag from events where type = 'assent.updated' order by 1`;
 			const audits = await copy<{ tag: string }[]>`select detail->>'tag' as tag from audit_log where action = 'backup.test' order by 1`;
 			expect(events.length).toBeGreaterThan(0);
 			expect(audits).toEqual(events);
@@ -154,7 +154,7 @@ describe('npm run backup against a busy instance', () => {
 		} finally {
 			await copy.end();
 		}
-		const [{ live }] = await sql()<{ live: number }[]>`select count(*)::int as live from events where type = 'backup.test'`;
+		const [{ live }] = await sql()<{ live: number }[]>`select count(*)::int as live from events where type = 'assent.updated'`;
 		expect(live).toBeGreaterThan(0);
 	}, 180_000);
 

@@ -25,7 +25,7 @@ function stream(after: number) {
 describe('events retention', () => {
 	it('prunes what is older than the retention in batches and tells a client behind it to reload', async () => {
 		const ids: number[] = [];
-		for (let i = 0; i < 25; i++) ids.push(await emitEventNow(sql(), { type: 'inventory.updated', payload: { i } }));
+		for (let i = 0; i < 25; i++) ids.push(await emitEventNow(sql(), { type: 'inventory.synced', payload: { host: 'h', containers: i } }));
 		await sql()`update events set created_at = now() - interval '20 days' where id <= ${ids[19]}`;
 		expect(await prunedThrough(sql())).toBe(0);
 
@@ -37,18 +37,18 @@ describe('events retention', () => {
 		expect(await prunedThrough(sql())).toBe(ids[19]);
 
 		// A client last at an event that is gone: reset, then the stream ends.
-		await emitEventNow(sql(), { type: 'inventory.updated', payload: { late: true } });
+		await emitEventNow(sql(), { type: 'inventory.synced', payload: { host: 'late' } });
 		await waitUntil(async () => theHub().lastId > ids[24], 'the hub to see the newest event');
 		const behind = stream(ids[3]);
 		await waitUntil(async () => behind.ended, 'the stale stream to end');
 		expect(behind.text).toContain('event: stream.reset');
-		expect(behind.text).not.toContain('event: inventory.updated');
+		expect(behind.text).not.toContain('event: inventory.synced');
 
 		// A client within the retained range replays normally.
 		const recent = stream(ids[21]);
 		await waitUntil(async () => recent.text.includes(': live'), 'the recent stream to go live');
 		expect(recent.text).not.toContain('stream.reset');
-		expect(recent.text.match(/event: inventory.updated/g)).toHaveLength(4);
+		expect(recent.text.match(/event: inventory.synced/g)).toHaveLength(4);
 		expect(recent.ended).toBe(false);
 	});
 });

@@ -12,16 +12,16 @@ describe('event log NOTIFY', () => {
 		await listener.listen('nomos_events', (p) => got.push(p));
 		try {
 			await writer.begin(async (tx) => {
-				await emitEvent(tx, { sessionId: null, type: 'message.updated', payload: { big: 'x'.repeat(20_000) } });
+				await emitEvent(tx, { sessionId: null, type: 'message.updated', payload: { messageId: 'x'.repeat(20_000) } });
 			});
 			await writer
 				.begin(async (tx) => {
-					await emitEvent(tx, { type: 'never.seen' });
+					await emitEvent(tx, { type: 'workers.changed', payload: {} });
 					throw new Error('roll back');
 				})
 				.catch(() => undefined);
 			await writer.begin(async (tx) => {
-				await emitEvent(tx, { sessionId: '00000000-0000-0000-0000-000000000001', type: 'question.raised' });
+				await emitEvent(tx, { sessionId: '00000000-0000-0000-0000-000000000001', type: 'question.raised', payload: { questionId: '00000000-0000-4000-8000-000000000001', prompt: 'which host?' } });
 			});
 			const until = Date.now() + 5000;
 			while (got.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
@@ -31,7 +31,7 @@ describe('event log NOTIFY', () => {
 			expect(parsed.map((p) => p.t)).toEqual(['message.updated', 'question.raised']);
 			expect(parsed[1].s).toBe('00000000-0000-0000-0000-000000000001');
 			for (const p of got) expect(Buffer.byteLength(p)).toBeLessThan(100);
-			const [row] = await writer`select payload->>'big' as big, jsonb_typeof(payload) as kind from events where id = ${parsed[0].id}`;
+			const [row] = await writer`select payload->>'messageId' as big, jsonb_typeof(payload) as kind from events where id = ${parsed[0].id}`;
 			expect(row.kind).toBe('object');
 			expect(row.big).toHaveLength(20_000);
 		} finally {

@@ -446,7 +446,7 @@ describe('cancellation', () => {
 			expect(settled).toBe(false);
 			expect(await executionStatus(id)).toBe('running');
 
-			await emitEventNow(sql(), { sessionId, type: 'execution.cancel', payload: { executionId: id } });
+			await emitEventNow(sql(), { sessionId, type: 'execution.cancel', payload: { executionId: id, by: null } });
 			await run;
 			const e = await load(id);
 			// Cancelled mid-step: the create may have partly run.

@@ -27,20 +27,20 @@ const SESSION = '00000000-0000-4000-8000-000000000001';
 
 describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	it('a client 1,000 events behind catches up in order, then gets live ones', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
+		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
 		for (let i = 0; i < 1000; i += 100) {
 			await sql().begin(async (tx) => {
-				for (let j = 0; j < 100; j++) await emitEvent(tx, { type: 'test.backlog', payload: { n: i + j } });
+				for (let j = 0; j < 100; j++) await emitEvent(tx, { type: 'inventory.synced', payload: { host: 'backlog', containers: i + j } });
 			});
 		}
 		const c = open(start);
 		const seen: number[] = [];
 		let live = false;
 		for await (const e of c.events) {
-			seen.push(e.data.payload ? (e.data.payload as { n: number }).n : -1);
+			seen.push(e.data.payload ? (e.data.payload as { containers: number }).containers : -1);
 			if (seen.length === 1000 && !live) {
 				live = true;
-				await emitEventNow(sql(), { type: 'test.backlog', payload: { n: 1000 } });
+				await emitEventNow(sql(), { type: 'inventory.synced', payload: { host: 'backlog', containers: 1000 } });
 			}
 			if (seen.length === 1001) break;
 		}
@@ -49,12 +49,12 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('session streams carry only that session; the global stream skips message updates', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
+		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
 		const s = open(start, { sessionId: SESSION });
 		const g = open(start);
 		await emitEventNow(sql(), { type: 'message.updated', sessionId: SESSION, payload: { messageId: '00000000-0000-4000-8000-0000000000aa' } });
-		await emitEventNow(sql(), { type: 'session.updated', sessionId: '00000000-0000-4000-8000-000000000002' });
-		await emitEventNow(sql(), { type: 'question.raised', sessionId: SESSION });
+		await emitEventNow(sql(), { type: 'session.updated', sessionId: '00000000-0000-4000-8000-000000000002', payload: {} });
+		await emitEventNow(sql(), { type: 'question.raised', sessionId: SESSION, payload: { questionId: '00000000-0000-4000-8000-0000000000bb', prompt: 'which host?' } });
 		const fromSession: string[] = [];
 		for await (const e of s.events) {
 			fromSession.push(e.type);
@@ -72,7 +72,7 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('chaos: 20 clients, 2,000 events, random disconnects and a killed LISTEN: every event once, in order', async () => {
-		const start = (await emitEventNow(sql(), { type: 'test.mark' }));
+		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
 		const TOTAL = 2000;
 		const CLIENTS = 20;
 		const received: number[][] = Array.from({ length: CLIENTS }, () => []);
@@ -85,8 +85,8 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 				const dropAfter = Math.floor(Math.random() * 300) + 1;
 				let n = 0;
 				for await (const e of c.events) {
-					if (e.type !== 'test.chaos') continue;
-					received[i].push((e.data.payload as { n: number }).n);
+					if (e.type !== 'inventory.synced') continue;
+					received[i].push((e.data.payload as { containers: number }).containers);
 					cursor = e.id;
 					if (received[i].length >= TOTAL) break;
 					if (producing && ++n >= dropAfter) break; // drop the connection, reconnect with Last-Event-ID
@@ -98,7 +98,7 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 		async function produce() {
 			for (let n = 0; n < TOTAL; n += 20) {
 				await sql().begin(async (tx) => {
-					for (let j = 0; j < 20; j++) await emitEvent(tx, { type: 'test.chaos', payload: { n: n + j } });
+					for (let j = 0; j < 20; j++) await emitEvent(tx, { type: 'inventory.synced', payload: { host: 'chaos', containers: n + j } });
 				});
 				if (n === 1000) {
 					const before = hub.listenCount;

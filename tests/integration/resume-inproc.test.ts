@@ -8,6 +8,7 @@ import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { registerWorkerProcess } from '../../src/lib/server/db/queries/workers';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
+import type { MessageChunk } from '../../src/lib/types/messages';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { requeueStranded } from '../../src/lib/server/executions/lifecycle';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
@@ -79,7 +80,7 @@ describe('a resumed reply', () => {
 		// The reply as its dead process left it: the call's input sent, its result never written.
 		const messageId = await sql().begin(async (tx) => {
 			const m = await insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'streaming', origin: 'chat', runner });
-			const chunks = [
+			const chunks: MessageChunk[] = [
 				{ type: 'start-step' },
 				{ type: 'tool-input-start', toolCallId: 'c1', toolName: 'request_execution' },
 				{ type: 'tool-input-available', toolCallId: 'c1', toolName: 'request_execution', input: { target: 'lxc:strong/100', action: 'restart', params: {}, reason: 'asked' } }
@@ -115,7 +116,7 @@ describe('a resumed reply', () => {
 		const runner = await deadProcess();
 		await sql().begin(async (tx) => {
 			const m = await insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'streaming', origin: 'chat', runner });
-			const chunks = [{ type: 'start-step' }, { type: 'tool-input-start', toolCallId: 'c9', toolName: 'list_lxcs' }, { type: 'tool-input-available', toolCallId: 'c9', toolName: 'list_lxcs', input: {} }];
+			const chunks: MessageChunk[] = [{ type: 'start-step' }, { type: 'tool-input-start', toolCallId: 'c9', toolName: 'list_lxcs' }, { type: 'tool-input-available', toolCallId: 'c9', toolName: 'list_lxcs', input: {} }];
 			await emitEvent(tx, { sessionId, type: 'message.delta', payload: { messageId: m.id, rev: 1, chunks } });
 		});
 		await recoverDeadProcesses(sql());

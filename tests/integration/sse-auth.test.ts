@@ -14,6 +14,11 @@ import { readSse } from '../helpers/sse-client';
 useTestDatabase();
 
 const SESSION = '00000000-0000-4000-8000-0000000000c1';
+const QUESTION = '00000000-0000-4000-8000-0000000000d1';
+/** Three event types, told apart in the streams: A and C carry a session, B does not. */
+const A = 'question.raised';
+const B = 'assent.updated';
+const C = 'question.answered';
 let hub: Hub;
 let server: http.Server;
 let base = '';
@@ -122,9 +127,9 @@ describe('the node SSE fast path', () => {
 
 	it('replays after Last-Event-ID (or ?after=), then streams live; session streams carry one session', async () => {
 		const cookie = `nomos_session=${alice.token}`;
-		const start = await emitEventNow(sql(), { type: 'test.mark' });
-		await emitEventNow(sql(), { type: 'test.a', sessionId: SESSION });
-		await emitEventNow(sql(), { type: 'test.b' });
+		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
+		await emitEventNow(sql(), { type: A, sessionId: SESSION, payload: { questionId: QUESTION, prompt: 'a' } });
+		await emitEventNow(sql(), { type: B, payload: { open: false, by: null } });
 
 		const byHeader = get('/api/events', { cookie, 'last-event-id': String(start) });
 		const byQuery = get(`/api/events?after=${start}`, { cookie });
@@ -132,15 +137,15 @@ describe('the node SSE fast path', () => {
 		const r = await byHeader.res;
 		expect(r.status).toBe(200);
 		expect(r.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-		const fleet = collect(r, 3, ['test.a', 'test.b', 'test.c']);
-		const fleet2 = collect(await byQuery.res, 2, ['test.a', 'test.b']);
-		const one = collect(await session.res, 2, ['test.a', 'test.b', 'test.c']);
-		await emitEventNow(sql(), { type: 'test.c', sessionId: SESSION });
-		expect((await fleet).map((e) => e.type)).toEqual(['test.a', 'test.b', 'test.c']);
-		expect((await fleet2).map((e) => e.type)).toEqual(['test.a', 'test.b']);
+		const fleet = collect(r, 3, [A, B, C]);
+		const fleet2 = collect(await byQuery.res, 2, [A, B]);
+		const one = collect(await session.res, 2, [A, B, C]);
+		await emitEventNow(sql(), { type: C, sessionId: SESSION, payload: { questionId: QUESTION, via: 'chat' } });
+		expect((await fleet).map((e) => e.type)).toEqual([A, B, C]);
+		expect((await fleet2).map((e) => e.type)).toEqual([A, B]);
 		expect(await one).toEqual([
-			{ id: start + 1, type: 'test.a', sessionId: SESSION },
-			{ id: expect.any(Number), type: 'test.c', sessionId: SESSION }
+			{ id: start + 1, type: A, sessionId: SESSION },
+			{ id: expect.any(Number), type: C, sessionId: SESSION }
 		]);
 		for (const c of [byHeader, byQuery, session]) c.abort();
 	});
@@ -159,9 +164,9 @@ describe('the node SSE fast path', () => {
 		// The revoked stream ends without ever seeing the revocation.
 		expect(await ended).toEqual([]);
 		// The others stay open: they still get the next event.
-		const next = [collect(keptRes, 1, ['test.after']), collect(otherRes, 1, ['test.after'])];
-		await emitEventNow(sql(), { type: 'test.after', sessionId: SESSION });
-		for (const got of await Promise.all(next)) expect(got.map((e) => e.type)).toEqual(['test.after']);
+		const next = [collect(keptRes, 1, [C]), collect(otherRes, 1, [C])];
+		await emitEventNow(sql(), { type: C, sessionId: SESSION, payload: { questionId: QUESTION, via: 'chat' } });
+		for (const got of await Promise.all(next)) expect(got.map((e) => e.type)).toEqual([C]);
 		keptStream.abort();
 		other.abort();
 	});

@@ -28,6 +28,7 @@ import { POST as restAnswer } from '../../src/routes/sessions/[id]/questions/[qi
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, newSession, useHub, waitUntil } from '../helpers/executions';
+import type { MessagePart } from '../../src/lib/types/messages';
 
 useTestDatabase();
 const theHub = useHub();
@@ -104,7 +105,7 @@ describe('approvals need a person', () => {
 		const id = await pending(input, sessionId);
 		const claim = { executionId: id, decision: 'approved', route: 'ops' } as { executionId: string; decision: 'approved' };
 		await expect(api.executions.decide(claim)).rejects.toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('scope operate') });
-		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: id } } as const;
+		const part = { type: 'tool-request_execution', toolCallId: 'c1', input, state: 'output-available', output: { executionId: id } } as MessagePart;
 		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [part], status: 'complete', origin: 'chat' }));
 		await api.chat.send({ sessionId, text: 'yes', shownExecutionIds: [id] });
 		expect(await statusOf(id)).toBe('awaiting_approval');

@@ -61,7 +61,7 @@ async function agentRequests(sessionId: string, requests: Array<Record<string, u
 		const r = await requestExecution(sessionId, input);
 		if ('error' in r) throw new Error(r.error);
 		ids.push(r.execution.id);
-		parts.push({ type: 'tool-request_execution', toolCallId: `c${i}`, input, state: 'output-available', output: { executionId: r.execution.id } });
+		parts.push({ type: 'tool-request_execution', toolCallId: `c${i}`, input, state: 'output-available', output: { executionId: r.execution.id } } as MessagePart);
 	}
 	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts, status: 'complete', origin: 'chat' }));
 	return ids;
@@ -199,7 +199,7 @@ describe('accounts', () => {
 			});
 			return s;
 		});
-		await emitEventNow(sql(), { type: 'inventory.updated', payload: {} });
+		await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
 		await waitUntil(async () => streams.every((s) => s.bytes > 20), 'both streams live');
 		expect(await getOperatorBySessionToken(sql(), token)).toMatchObject({ username: 'bob' });
 		expect(await adminSetDisabled(sql(), admin, op.id, true)).toMatchObject({ username: 'bob' });

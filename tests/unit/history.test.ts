@@ -18,7 +18,7 @@ const row = (role: MessageRow['role'], parts: MessagePart[], status: MessageRow[
 	updatedAt: ''
 });
 const call = (id: string, name: string, input: unknown, extra: Record<string, unknown> = {}): MessagePart =>
-	({ type: `tool-${name}`, toolCallId: id, input, state: 'output-available', output: { ok: id }, ...extra });
+	({ type: `tool-${name}`, toolCallId: id, input, state: 'output-available', output: { ok: id }, ...extra }) as MessagePart;
 const step: MessagePart = { type: 'step-start' };
 
 describe('history replay', () => {

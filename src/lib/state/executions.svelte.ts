@@ -6,7 +6,7 @@ export type Execution = ExecutionRow;
 export type Plan = PlanRow;
 
 /** The events that carry execution and plan snapshots. */
-export const EXECUTION_EVENTS = ['execution.updated', 'execution.step', 'approval.decided', 'plan.updated'];
+export const EXECUTION_EVENTS = ['execution.updated', 'execution.step', 'approval.decided', 'plan.updated'] as const;
 
 /** Executions and plans by id, kept current by the snapshots that live events carry. */
 export class ExecutionsState {

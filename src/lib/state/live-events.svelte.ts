@@ -1,16 +1,23 @@
-/** One event as the server streams it (see src/lib/server/realtime/sse.ts). */
-export type LiveEvent = {
-	id: number;
-	sessionId: string | null;
-	type: string;
-	payload: Record<string, unknown>;
-	message?: unknown;
-	execution?: unknown;
-	plan?: unknown;
-	createdAt: string;
-};
+import type { EventPayload, EventType } from '../schemas/events';
 
-type Handler = (e: LiveEvent) => void;
+/**
+ * One event as the server streams it (see src/lib/server/realtime/sse.ts): for each type, its
+ * payload as schemas/events.ts has it (the emitter checked it against that schema).
+ */
+export type LiveEvent<T extends EventType = EventType> = {
+	[K in T]: {
+		id: number;
+		sessionId: string | null;
+		type: K;
+		payload: EventPayload<K>;
+		message?: unknown;
+		execution?: unknown;
+		plan?: unknown;
+		createdAt: string;
+	};
+}[T];
+
+type Handler<T extends EventType = EventType> = (e: LiveEvent<T>) => void;
 
 /** A late subscriber's start: its data is as of event `after`; `onGap` runs when what came since cannot be replayed. */
 export type Since = { after: number; onGap?: () => void };
@@ -38,7 +45,7 @@ export class LiveEvents {
 	#handlers = new Map<string, Set<Handler>>();
 	#lastId = 0;
 	/** Types whose events are remembered (the last KEEP_LAST), so a page that subscribes late can catch up. */
-	#keep: Set<string>;
+	#keep: Set<EventType>;
 	/** Kept events by subject, oldest first (a newer one of a subject moves to the end). */
 	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- not state: nothing renders from it
 	#recent = new Map<string, LiveEvent>();
@@ -50,7 +57,7 @@ export class LiveEvents {
 	constructor(
 		private url: string,
 		after: number,
-		opts: { keep?: string[] } = {}
+		opts: { keep?: EventType[] } = {}
 	) {
 		this.#lastId = after;
 		this.#floor = after;
@@ -88,7 +95,7 @@ export class LiveEvents {
 	}
 
 	/** Handles events of one type; returns an unsubscribe function. See `onAny` for `since`. */
-	on(type: string, fn: Handler, since?: Since): () => void {
+	on<T extends EventType>(type: T, fn: Handler<T>, since?: Since): () => void {
 		return this.onAny([type], fn, since);
 	}
 
@@ -101,7 +108,9 @@ export class LiveEvents {
 	 * stream cannot tell what came in between (older than what it keeps, or a type it does not
 	 * keep), `since.onGap` runs instead, so the page reads its data again.
 	 */
-	onAny(types: string[], fn: Handler, since?: Since): () => void {
+	onAny<T extends EventType>(types: readonly T[], handler: Handler<T>, since?: Since): () => void {
+		// Stored with every other type's handlers: only events of `types` ever reach it (see #dispatch).
+		const fn = handler as Handler;
 		const upTo = this.#lastId;
 		const from = since?.after ?? upTo;
 		// Live from here: only what is newer than both the page's data and what this stream has handed out.
@@ -110,7 +119,7 @@ export class LiveEvents {
 		let subscribed = true;
 		if (since && from < upTo) {
 			const complete = from >= this.#floor && types.every((t) => this.#keep.has(t));
-			const missed = complete ? [...this.#recent.values()].filter((e) => e.id > from && e.id <= upTo && types.includes(e.type)) : [];
+			const missed = complete ? [...this.#recent.values()].filter((e) => e.id > from && e.id <= upTo && (types as readonly EventType[]).includes(e.type)) : [];
 			// Before the next message event (a macrotask), so order holds; not after an unsubscribe.
 			queueMicrotask(() => {
 				if (!subscribed) return;
@@ -124,7 +133,7 @@ export class LiveEvents {
 		};
 	}
 
-	#add(type: string, fn: Handler): () => void {
+	#add(type: EventType, fn: Handler): () => void {
 		let set = this.#handlers.get(type);
 		if (!set) {
 			// eslint-disable-next-line svelte/prefer-svelte-reactivity -- part of the handler registry
@@ -151,7 +160,7 @@ export class LiveEvents {
 		}
 		// Compact events (message.delta) leave their id and type to the SSE lines.
 		e.id ??= Number(m.lastEventId);
-		e.type ??= m.type;
+		e.type ??= m.type as EventType;
 		if (e.id <= this.#lastId) return;
 		this.#lastId = e.id;
 		if (this.#keep.has(e.type)) {

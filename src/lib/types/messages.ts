@@ -1,5 +1,5 @@
 // Chat messages as stored and as sent to the browser: the AI SDK's UIMessage parts.
-import type { DataUIPart, DynamicToolUIPart, ToolUIPart, UIMessage, UIMessageChunk } from 'ai';
+import type { DataUIPart, DynamicToolUIPart, ToolUIPart, UIMessage, UIMessageChunk, UITools } from 'ai';
 
 export const messageRoles = ['user', 'assistant', 'system'] as const;
 export const messageStatuses = ['queued', 'streaming', 'complete', 'error', 'cancelled'] as const;
@@ -31,13 +31,23 @@ export type RetractData = { from: number };
 /** Nomos's own data parts: `data-note`, `data-usage` (and the transient `data-retract` chunk). */
 export type NomosDataTypes = { note: NoteData; usage: UsageData; retract: RetractData };
 
+/**
+ * The agent's tools by name, each `{ input, output }` as the SDK's `InferUITools` has it. Empty
+ * here: server/agent/tools/index.ts fills it in by declaration merging, from the tool registry
+ * itself, so this browser-side file imports nothing from the server (as GraphileWorker.Tasks).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface NomosToolRegistry {}
+/** The tools of a message's parts (any tool, where the registry is not part of the program). */
+export type NomosUITools = [keyof NomosToolRegistry] extends [never] ? UITools : NomosToolRegistry;
+
 /** A message in the AI SDK's model: text, `tool-<name>` parts with their states, `data-note`, `step-start`. */
-export type NomosUIMessage = UIMessage<unknown, NomosDataTypes>;
+export type NomosUIMessage = UIMessage<unknown, NomosDataTypes, NomosUITools>;
 /** One ordered part of a message, as stored and as rendered. */
 export type MessagePart = NomosUIMessage['parts'][number];
 /** One change to a streaming message, as the SDK's UI message stream carries it. */
 export type MessageChunk = UIMessageChunk<unknown, NomosDataTypes>;
-export type ToolPart = ToolUIPart | DynamicToolUIPart;
+export type ToolPart = ToolUIPart<NomosUITools> | DynamicToolUIPart;
 export type NotePart = Extract<DataUIPart<NomosDataTypes>, { type: 'data-note' }>;
 export type UsagePart = Extract<DataUIPart<NomosDataTypes>, { type: 'data-usage' }>;
 

@@ -16,8 +16,9 @@ function replayable(parts: MessagePart[]): MessagePart[] {
 	return parts.flatMap((p): MessagePart[] => {
 		if (p.type === 'text') return p.text ? [p] : [];
 		if (!isToolPart(p)) return [p];
-		if (isRunning(p)) return [{ ...p, state: 'output-error', input: p.input ?? {}, errorText: 'interrupted before it finished' }];
-		if (p.state === 'output-error') return [{ ...p, input: callInput(p) ?? {} }];
+		// Stored parts are as the stream left them, not as the tool's types would have them: hence the casts.
+		if (isRunning(p)) return [{ ...p, state: 'output-error', input: p.input ?? {}, errorText: 'interrupted before it finished' } as MessagePart];
+		if (p.state === 'output-error') return [{ ...p, input: callInput(p) ?? {} } as MessagePart];
 		return [p];
 	});
 }

@@ -2,36 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
-import { messageOrigins, type MessageOrigin } from '../db/schema';
 import { enqueueJob, PRIORITY } from '../jobs/enqueue';
+import type { JobPayload } from '../jobs/payloads';
 
 export const RUN_TURN_TASK = 'agent__run_turn';
 
-/** The graphile-worker job that runs one turn. */
-export interface RunTurnPayload {
-	sessionId: string;
-	origin: MessageOrigin;
-	/** Notes injected for this turn only (continuation results, question answers). */
-	notes?: string[];
-	/**
-	 * The id the turn's reply gets: a retried job finds its reply already made and leaves it to
-	 * recovery instead of answering twice (absent in jobs queued before it existed).
-	 */
-	turnId?: string;
-	/** A streaming reply whose process stopped: this job resumes it (see recovery/dead-processes.ts). */
-	resume?: string;
-}
-
-export function assertRunTurnPayload(p: unknown): asserts p is RunTurnPayload {
-	const v = p as RunTurnPayload;
-	if (!v || typeof v.sessionId !== 'string' || !(messageOrigins as readonly string[]).includes(v.origin)) {
-		throw new Error('invalid agent__run_turn payload');
-	}
-	if ((v.turnId !== undefined && typeof v.turnId !== 'string') || (v.resume !== undefined && typeof v.resume !== 'string')) throw new Error('invalid agent__run_turn ids');
-	if (v.notes !== undefined && !(Array.isArray(v.notes) && v.notes.every((n) => typeof n === 'string'))) {
-		throw new Error('invalid agent__run_turn notes');
-	}
-}
+/** The graphile-worker job that runs one turn (its schema: jobs/payloads.ts). */
+export type RunTurnPayload = JobPayload<'agent__run_turn'>;
 
 /**
  * Queues a turn for a session, in the caller's transaction. Jobs of one session share a

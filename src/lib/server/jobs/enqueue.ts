@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index';
 import type { TransactionSql } from 'postgres';
+import { isJobName, parseJobPayload } from './payloads';
 
 /**
  * Which free worker slot goes to which job (graphile-worker runs the lowest number first).
@@ -35,9 +36,18 @@ export function gateJobsOn(schemaChecked: Promise<unknown>): void {
 
 /**
  * Adds a graphile-worker job with SQL, so it commits (or rolls back) with the caller's
- * transaction. Workers in any process wake on graphile-worker's own LISTEN.
+ * transaction. Workers in any process wake on graphile-worker's own LISTEN. A task of
+ * jobs/payloads.ts takes its payload type (a wrong one does not compile) and is checked against
+ * its schema before it is added (a wrong one throws, naming the task and the field). Other names
+ * (the tests' own task lists) take any payload, as graphile-worker's `addJob` does.
  */
-export async function enqueueJob(tx: Sql | TransactionSql, task: string, payload: object, opts: EnqueueOptions = {}): Promise<void> {
+export async function enqueueJob<T extends keyof GraphileWorker.Tasks | (string & {})>(
+	tx: Sql | TransactionSql,
+	task: T,
+	payload: T extends keyof GraphileWorker.Tasks ? GraphileWorker.Tasks[T] : unknown,
+	opts: EnqueueOptions = {}
+): Promise<void> {
+	if (isJobName(task)) parseJobPayload(task, payload);
 	await workerSchema;
 	await tx`select graphile_worker.add_job(
 		${task},

@@ -1,5 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import { enqueueJob } from '../jobs/enqueue';
+import type { JobPayload } from '../jobs/payloads';
 import { listEnabledWebhookIds } from '../db/queries/webhooks';
 import { noticePath, noticeWords, type Notice } from '../../schemas/notifications';
 import type { ExecutionRow, PlanRow } from '../../types/executions';
@@ -12,17 +13,8 @@ export const NOTIFY_TASK = 'notify__webhook';
  */
 export const NOTIFY_MAX_ATTEMPTS = 8;
 
-/** The payload of a `notify__webhook` job: one notice for one webhook. */
-export interface NotifyPayload {
-	webhookId: string;
-	notice: Notice;
-}
-
-export function assertNotifyPayload(p: unknown): asserts p is NotifyPayload {
-	const x = p as NotifyPayload | null;
-	if (!x || typeof x.webhookId !== 'string' || !x.notice || typeof x.notice.kind !== 'string' || typeof x.notice.title !== 'string')
-		throw new Error('notify__webhook: invalid payload');
-}
+/** The payload of a `notify__webhook` job: one notice for one webhook (its schema: jobs/payloads.ts). */
+export type NotifyPayload = JobPayload<'notify__webhook'>;
 
 /**
  * Queues the notice for every webhook that is on, in the caller's transaction: the one that

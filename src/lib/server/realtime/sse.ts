@@ -3,11 +3,12 @@ import { listEventsAfter, prunedThrough, type EventRow } from '../db/queries/eve
 import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
 import { logger } from '../log';
+import { isEventType, type EventType } from '../../schemas/events';
 
 const log = logger('realtime');
 
 /** Event types that only session streams carry (token-rate updates). */
-export const SESSION_ONLY_TYPES = ['message.updated', 'message.delta'];
+export const SESSION_ONLY_TYPES: EventType[] = ['message.updated', 'message.delta'];
 
 export interface StreamScope {
 	sessionId?: string;
@@ -29,7 +30,7 @@ export function ownerScope(auth: { user: { id: string } | null; sessionToken: st
 export const RESET = 'stream.reset';
 
 /** Revocations are never sent to clients; they end the streams of the operator they name. */
-const REVOKED = 'auth.revoked';
+const REVOKED: EventType = 'auth.revoked';
 
 /** An `auth.revoked` ends the operator's streams but the one it `keep`s, or only the one it names (`only`: a revoked API token). */
 function revokes(e: EventRow, scope: StreamScope): boolean {
@@ -41,7 +42,26 @@ const encoder = new TextEncoder();
 /** A client this far behind (bytes queued) is dropped; it reconnects and replays. */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 
+/** Types not in schemas/events.ts already logged (once per process each). */
+const unknownTypes = new Set<string>();
+
+/**
+ * Whether a stream may carry this event: its type must be one the registry (schemas/events.ts)
+ * names, so a browser only ever gets a payload of a known shape. A row of another type (written
+ * by hand, by a newer or an older version) is skipped, and said once.
+ */
+function known(e: EventRow): boolean {
+	if (isEventType(e.type)) return true;
+	if (!unknownTypes.has(e.type)) {
+		unknownTypes.add(e.type);
+		log.warn({ type: e.type, id: e.id }, `event ${e.id} has an unknown type "${e.type}": not streamed`);
+	}
+	return false;
+}
+
+/** One event as SSE lines; refuses (throws) a type that schemas/events.ts does not name. */
 export function formatEvent(e: OutEvent): string {
+	if (!isEventType(e.type)) throw new Error(`unknown event type "${e.type}": not in schemas/events.ts`);
 	// A delta is the bulk of a streaming turn's traffic: it carries only its payload; the id and
 	// type are the SSE lines' (the client reads them from there, see LiveEvents).
 	if (e.type === 'message.delta') return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ payload: e.payload })}\n\n`;
@@ -93,7 +113,9 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 	let closed = false;
 	const buffer: OutEvent[] = [];
 	const accepts = (e: EventRow) =>
-		e.type === REVOKED ? revokes(e, scope) : scope.sessionId ? e.sessionId === scope.sessionId : !SESSION_ONLY_TYPES.includes(e.type);
+		e.type === REVOKED
+			? revokes(e, scope)
+			: (scope.sessionId ? e.sessionId === scope.sessionId : !(SESSION_ONLY_TYPES as string[]).includes(e.type)) && known(e);
 	const stop = () => {
 		if (closed) return;
 		closed = true;
@@ -139,7 +161,7 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 						excludeTypes: scope.sessionId ? [REVOKED] : [...SESSION_ONLY_TYPES, REVOKED],
 						limit: 500
 					});
-					for (const e of await enrich(sql, collapseMessageUpdates(batch))) send(e);
+					for (const e of await enrich(sql, collapseMessageUpdates(batch.filter(known)))) send(e);
 					if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
 				} while (batch.length === 500 && !closed);
 			} catch (e) {

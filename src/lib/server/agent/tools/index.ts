@@ -1,4 +1,4 @@
-import type { StopCondition, Tool, ToolSet } from 'ai';
+import type { InferUITools, StopCondition, Tool, ToolSet } from 'ai';
 import { largestField, MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
@@ -58,9 +58,9 @@ function afterReadBack(t: Tool, ready: Promise<unknown> | undefined): Tool {
 	};
 }
 
-/** Every tool the agent has in one turn. */
-export function buildTools(ctx: ToolContext): ToolSet {
-	const tools: ToolSet = {
+/** Every tool the agent may have, by the name the model sees: the typed registry (see NomosTools). */
+function nomosTools(ctx: ToolContext) {
+	return {
 		...fleetTools(ctx),
 		search_knowledge: searchKnowledgeTool(ctx),
 		http_get: httpGetTool(ctx),
@@ -70,6 +70,20 @@ export function buildTools(ctx: ToolContext): ToolSet {
 		get_execution_status: getExecutionStatusTool(ctx),
 		ask_operator: askOperatorTool(ctx)
 	};
+}
+
+/** The agent's tools by name, with their input and output types. */
+export type NomosTools = ReturnType<typeof nomosTools>;
+
+declare module '../../../types/messages' {
+	/** The `tool-<name>` parts of a message are typed from the tools themselves (see types/messages.ts). */
+	// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+	interface NomosToolRegistry extends InferUITools<NomosTools> {}
+}
+
+/** Every tool the agent has in one turn. */
+export function buildTools(ctx: ToolContext): ToolSet {
+	const tools: ToolSet = nomosTools(ctx);
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
 	if (ctx.watch) delete tools.http_get;
 	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(t)), ctx.inventoryReady)]));

@@ -1,10 +1,12 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import { parseEventPayload, type EventPayload, type EventType } from '../../../schemas/events';
 
-export type EventInput = {
+/** One event to emit: its type names its payload's schema in schemas/events.ts. */
+export type EventInput<T extends EventType = EventType> = {
 	sessionId?: string | null;
-	type: string;
-	payload?: Record<string, unknown>;
+	type: T;
+	payload: EventPayload<T>;
 };
 
 export type EventRow = {
@@ -21,24 +23,26 @@ const EVENT_ORDER_LOCK = 7_140_202_613;
 
 /**
  * Appends to the event log inside the caller's transaction, so the change and its event commit
- * together; the insert trigger NOTIFYs at commit.
+ * together; the insert trigger NOTIFYs at commit. The payload is checked against its type's
+ * schema first: a wrong one throws (naming the type and field) before anything is written.
  *
  * Invariant: event ids are handed out in commit order. The transaction-scoped advisory lock is
  * held from the first event until commit, so no later commit can carry a smaller id; readers
  * may therefore resume with `id > last` and never miss a late commit. Emit events last in a
  * transaction to keep the lock short.
  */
-export async function emitEvent(tx: TransactionSql, e: EventInput): Promise<number> {
+export async function emitEvent<T extends EventType>(tx: TransactionSql, e: EventInput<T>): Promise<number> {
+	parseEventPayload(e.type, e.payload);
 	await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
 	const [row] = await tx<{ id: string }[]>`
 		insert into events (session_id, type, payload)
-		values (${e.sessionId ?? null}, ${e.type}, ${JSON.stringify(e.payload ?? {})}::text::jsonb)
+		values (${e.sessionId ?? null}, ${e.type}, ${JSON.stringify(e.payload)}::text::jsonb)
 		returning id`;
 	return Number(row.id);
 }
 
 /** Emits one event in its own transaction. */
-export async function emitEventNow(sql: Sql, e: EventInput): Promise<number> {
+export async function emitEventNow<T extends EventType>(sql: Sql, e: EventInput<T>): Promise<number> {
 	return sql.begin<number>((tx) => emitEvent(tx, e));
 }
 

@@ -2,6 +2,10 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
 import { emitEvent } from './events';
+import type { EventPayload } from '../../../schemas/events';
+
+/** The events that carry an execution's snapshot. */
+type ExecutionEventType = 'execution.updated' | 'approval.decided' | 'execution.step';
 
 export type { ExecutionRow };
 
@@ -64,13 +68,13 @@ export async function listRecentExecutions(sql: Sql, limit = 100): Promise<Execu
 }
 
 /** Emits an execution event (`execution.updated` unless told otherwise) in the caller's transaction. */
-export async function announceExecution(
+export async function announceExecution<T extends ExecutionEventType = 'execution.updated'>(
 	tx: TransactionSql,
 	e: { id: string; requestedBySession: string | null },
-	type = 'execution.updated',
-	extra: Record<string, unknown> = {}
+	type: T = 'execution.updated' as T,
+	extra: Omit<EventPayload<T>, 'executionId'> = {} as Omit<EventPayload<T>, 'executionId'>
 ): Promise<void> {
-	await emitEvent(tx, { sessionId: e.requestedBySession, type, payload: { executionId: e.id, ...extra } });
+	await emitEvent(tx, { sessionId: e.requestedBySession, type, payload: { executionId: e.id, ...extra } as EventPayload<T> });
 }
 
 /** Records a new execution (and its link to the session) with its first status, and announces it. */
