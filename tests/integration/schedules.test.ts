@@ -3,7 +3,8 @@
 // audited, and a run is a chat of its own under the watch rules (read-only, its plan waits and notifies).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { approveByTyping } from '../../src/lib/server/executions/decisions';

@@ -52,6 +52,8 @@ export const jobPayloads = {
 	notify__webhook: z.object({ webhookId: id, notice }),
 	/** One host, or (no host) every pinned host; cron adds `_cron`. */
 	inventory__sync: z.looseObject({ host: z.string().min(1).optional() }),
+	/** One slot of one schedule, queued with run_at = the slot (see schedules/tick.ts). */
+	schedules__tick: z.object({ scheduleId: id, slot: z.iso.datetime({ offset: true }) }),
 	executions__sweep: scheduled,
 	events__prune: scheduled,
 	review__rebuild_facts: scheduled

@@ -6,21 +6,13 @@ import { createSession } from '../db/queries/sessions';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { enqueueJob } from '../jobs/enqueue';
+import type { JobPayload } from '../jobs/payloads';
 import { logger } from '../log';
 
 export const TICK_TASK = 'schedules__tick';
 
-/** The `schedules__tick` job of one slot of one schedule (queued with `run_at` = the slot). */
-export interface TickPayload {
-	scheduleId: string;
-	/** The slot, ISO 8601 UTC. */
-	slot: string;
-}
-
-export function assertTickPayload(p: unknown): asserts p is TickPayload {
-	const v = p as TickPayload | null;
-	if (!v || typeof v.scheduleId !== 'string' || typeof v.slot !== 'string' || Number.isNaN(Date.parse(v.slot))) throw new Error('invalid schedules__tick payload');
-}
+/** The `schedules__tick` job of one slot of one schedule (queued with `run_at` = the slot; schema in jobs/payloads.ts). */
+export type TickPayload = JobPayload<'schedules__tick'>;
 
 /** Missed slots recorded one by one after a long stop; beyond this many they are only counted in the log. */
 const MISSED_ROWS = 100;

@@ -47,7 +47,7 @@ export function removeHook(actor: Actor, id: string): Promise<{ ok: true }> {
 		const h = await revokeHook(tx, id);
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, { actor, action: 'hook.revoked', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
-		return { ok: true as const, mutedUntil: g.mutedUntil };
+		return { ok: true as const };
 	});
 }
 
@@ -62,7 +62,7 @@ export function setHookMuted(actor: Actor, id: string, minutes: number): Promise
 }
 
 /** Mutes the alert group behind an investigation (from its chat) for `minutes` (0 unmutes): later firings only count. */
-export function setAlertGroupMuted(actor: Actor, sessionId: string, minutes: number): Promise<{ ok: true; mutedUntil: Date | null }> {
+export function setAlertGroupMuted(actor: Actor, sessionId: string, minutes: number): Promise<{ ok: true; mutedUntil: string | null }> {
 	return sql().begin(async (tx) => {
 		const g = await muteGroup(tx, sessionId, minutes);
 		if (!g) throw new Refusal('NOT_FOUND', 'No alert opened this chat.');
@@ -76,6 +76,6 @@ export function setAlertGroupMuted(actor: Actor, sessionId: string, minutes: num
 			detail: { title: g.title, minutes }
 		});
 		await emitEvent(tx, { sessionId, type: 'session.updated', payload: { alertMuted: minutes > 0 } });
-		return { ok: true as const };
+		return { ok: true as const, mutedUntil: g.mutedUntil };
 	});
 }
