@@ -72,4 +72,19 @@ export function stats(xs: number[]): Stats {
 	return { n: s.length, p50: q(0.5), p95: q(0.95), max: s[s.length - 1] ?? NaN };
 }
 
+/**
+ * A size knob from the environment (`BENCH_SESSIONS=30`): an integer ≥ `min`, or `fallback` when unset.
+ * `npm run bench:smoke` runs every bench small through these and the benches' flags.
+ */
+export function envInt(name: string, fallback: number, min = 1): number {
+	const raw = process.env[name];
+	if (raw === undefined || raw === '') return fallback;
+	const n = Number(raw);
+	if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${raw}`);
+	return n;
+}
+
+/** Under `npm run bench:smoke` (BENCH_SMOKE=1) a missed time target is printed, not an exit code: tiny runs on a busy machine time nothing. */
+export const SMOKE = process.env.BENCH_SMOKE === '1';
+
 export const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');
