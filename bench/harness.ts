@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { freePort } from '../tests/helpers/ports';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -20,6 +21,35 @@ export async function benchPort(): Promise<number> {
 		const p = await freePort();
 		if (!RESERVED_PORTS.has(p)) return p;
 	}
+}
+
+/**
+ * A bench's one way out. The returned `cleanup` runs `stop` once (later calls share it); SIGINT
+ * and SIGTERM run it and exit 130. On any exit, `kill` runs (synchronously: no orphan children),
+ * and an embedded Postgres the bench started is sent SIGINT if `stop` never began.
+ */
+export function exitCleanly(o: { log: (s: string) => void; stop: () => Promise<void>; kill?: () => void; pg: () => EmbeddedPostgres | undefined }): () => Promise<void> {
+	let cleaning: Promise<void> | undefined;
+	const cleanup = () => (cleaning ??= o.stop());
+	for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+		process.on(sig, () => {
+			if (cleaning) return;
+			o.log(`${sig}: stopping`);
+			void cleanup().finally(() => process.exit(130));
+		});
+	}
+	process.on('exit', () => {
+		o.kill?.();
+		const pg = o.pg();
+		if (pg?.owned && !cleaning) {
+			try {
+				process.kill(pg.pid, 'SIGINT');
+			} catch {
+				/* gone */
+			}
+		}
+	});
+	return cleanup;
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child is gone (or a second later). */
