@@ -10,6 +10,8 @@ export default defineConfig({
 		globalSetup: ['tests/helpers/global-setup.ts'],
 		setupFiles: ['tests/helpers/quiet-logs.ts'],
 		testTimeout: 30_000,
+		// A test that asserts nothing fails (it could not have failed otherwise).
+		expect: { requireAssertions: true },
 		// Snapshot before / health after add steps around CT mutations; the tests that are about it turn it on.
 		env: { NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'off' },
 		hookTimeout: 60_000,

@@ -18,12 +18,14 @@ import { runMigrations } from '../src/lib/server/db/migrate';
 import { blastRadius } from '../src/lib/server/db/queries/blast-radius';
 import { blastRadiusSummary } from '../src/lib/blast-radius';
 import { freePort } from '../tests/helpers/ports';
+import { envInt, SMOKE } from './harness';
 
-const CTS = 500;
-const NOTES = 5_000;
-const PAST_EXECUTIONS = 3_000;
-const TARGETS = 100;
-const ROUNDS = 3;
+// Sizes (env): BENCH_CTS=500 BENCH_NOTES=5000 BENCH_PAST_EXECUTIONS=3000 BENCH_TARGETS=100 BENCH_ROUNDS=3
+const CTS = envInt('BENCH_CTS', 500, 2);
+const NOTES = envInt('BENCH_NOTES', 5_000);
+const PAST_EXECUTIONS = envInt('BENCH_PAST_EXECUTIONS', 3_000);
+const TARGETS = Math.min(CTS, envInt('BENCH_TARGETS', 100));
+const ROUNDS = envInt('BENCH_ROUNDS', 3);
 const BUDGET_MS = 100;
 
 const log = (s: string) => process.stdout.write(s + '\n');
@@ -118,7 +120,7 @@ async function main() {
 		const pending = await sql<{ id: string }[]>`
 			insert into executions (host_name, target, action, params, classification, hash, status)
 			select split_part(external_id, '/', 1), 'lxc:' || external_id, 'restart', '{}'::jsonb, 'config_mutation', md5(random()::text), 'awaiting_approval'
-			from entities where kind = 'lxc' and (attributes ->> 'vmid')::int % ${CTS / TARGETS} = 0
+			from entities where kind = 'lxc' and (attributes ->> 'vmid')::int % ${Math.floor(CTS / TARGETS)} = 0
 			union all
 			select name, 'host:' || name, 'apt_upgrade', '{}'::jsonb, 'config_mutation', md5(random()::text), 'awaiting_approval' from hosts
 			returning id`;
@@ -144,14 +146,14 @@ async function main() {
 		const fmt = (x: number) => `${x.toFixed(1)} ms`;
 		const rows = [
 			{ name: `blastRadius(), ${ids.length - 2} CTs + 2 hosts × ${ROUNDS}`, ...stats(direct), runs: direct.length },
-			{ name: `blastRadius(), the 2 hosts (250 CTs each) × ${ROUNDS}`, ...stats(hostTimes), runs: hostTimes.length }
+			{ name: `blastRadius(), the 2 hosts (${Math.ceil(CTS / 2)} CTs each) × ${ROUNDS}`, ...stats(hostTimes), runs: hostTimes.length }
 		];
 		log(`\n${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 		log('| measurement | runs | p50 | p95 | max | p95 ≤ 100 ms |');
 		log('|:--|--:|--:|--:|--:|:--|');
 		for (const r of rows) log(`| ${r.name} | ${r.runs} | ${fmt(r.p50)} | ${fmt(r.p95)} | ${fmt(r.max)} | ${r.p95 <= BUDGET_MS ? 'yes' : 'NO'} |`);
 		if (rows.some((r) => r.p95 > BUDGET_MS)) {
-			process.exitCode = 1;
+			if (!SMOKE) process.exitCode = 1;
 			log(`over the ${BUDGET_MS} ms budget`);
 		}
 	} finally {

@@ -38,7 +38,7 @@ import { llmControl } from '../tests/doubles/llm/client';
 import type { FallbackRule } from '../tests/doubles/llm/types';
 import type { SeedCt } from '../tests/doubles/proxmox/state';
 import { readCpu, type CpuGroups } from './cpu-share';
-import { benchPort, loadAverage, ROOT, sleep, startDouble, stopChild, type ProxmoxDoubleInfo } from './harness';
+import { benchPort, exitCleanly, loadAverage, ROOT, sleep, startDouble, stopChild, type ProxmoxDoubleInfo } from './harness';
 import { Fleet } from './chaos/fleet';
 import { Operator, signIn } from './chaos/operator';
 import { Random } from './chaos/random';
@@ -111,35 +111,20 @@ let pg: EmbeddedPostgres | undefined;
 let db: postgres.Sql | undefined;
 let fleet: Fleet | undefined;
 const doubles: ChildProcess[] = [];
-let cleaning: Promise<void> | undefined;
-
-function cleanup(): Promise<void> {
-	cleaning ??= (async () => {
+const cleanup = exitCleanly({
+	log,
+	pg: () => pg,
+	stop: async () => {
 		await fleet?.stop().catch((e: Error) => log(`stopping the fleet: ${e.message}`));
 		await db?.end({ timeout: 5 }).catch(() => undefined);
 		await Promise.all(doubles.map((c) => stopChild(c)));
 		await pg?.stop().catch((e: Error) => log(`stopping Postgres: ${e.message}`));
 		if (tmp && !opts.keep) await fs.rm(tmp, { recursive: true, force: true });
 		else if (tmp) log(`kept ${tmp} (logs in ${path.join(tmp, 'logs')})`);
-	})();
-	return cleaning;
-}
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-	process.on(sig, () => {
-		if (cleaning) return;
-		log(`${sig}: stopping`);
-		void cleanup().finally(() => process.exit(130));
-	});
-}
-process.on('exit', () => {
-	fleet?.killAllNow();
-	for (const c of doubles) if (c.exitCode === null) c.kill('SIGKILL');
-	if (pg?.owned && !cleaning) {
-		try {
-			process.kill(pg.pid, 'SIGINT');
-		} catch {
-			/* gone */
-		}
+	},
+	kill: () => {
+		fleet?.killAllNow();
+		for (const c of doubles) if (c.exitCode === null) c.kill('SIGKILL');
 	}
 });
 

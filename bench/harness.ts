@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { freePort } from '../tests/helpers/ports';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -20,6 +21,35 @@ export async function benchPort(): Promise<number> {
 		const p = await freePort();
 		if (!RESERVED_PORTS.has(p)) return p;
 	}
+}
+
+/**
+ * A bench's one way out. The returned `cleanup` runs `stop` once (later calls share it); SIGINT
+ * and SIGTERM run it and exit 130. On any exit, `kill` runs (synchronously: no orphan children),
+ * and an embedded Postgres the bench started is sent SIGINT if `stop` never began.
+ */
+export function exitCleanly(o: { log: (s: string) => void; stop: () => Promise<void>; kill?: () => void; pg: () => EmbeddedPostgres | undefined }): () => Promise<void> {
+	let cleaning: Promise<void> | undefined;
+	const cleanup = () => (cleaning ??= o.stop());
+	for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+		process.on(sig, () => {
+			if (cleaning) return;
+			o.log(`${sig}: stopping`);
+			void cleanup().finally(() => process.exit(130));
+		});
+	}
+	process.on('exit', () => {
+		o.kill?.();
+		const pg = o.pg();
+		if (pg?.owned && !cleaning) {
+			try {
+				process.kill(pg.pid, 'SIGINT');
+			} catch {
+				/* gone */
+			}
+		}
+	});
+	return cleanup;
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child is gone (or a second later). */
@@ -71,5 +101,20 @@ export function stats(xs: number[]): Stats {
 	const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
 	return { n: s.length, p50: q(0.5), p95: q(0.95), max: s[s.length - 1] ?? NaN };
 }
+
+/**
+ * A size knob from the environment (`BENCH_SESSIONS=30`): an integer ≥ `min`, or `fallback` when unset.
+ * `npm run bench:smoke` runs every bench small through these and the benches' flags.
+ */
+export function envInt(name: string, fallback: number, min = 1): number {
+	const raw = process.env[name];
+	if (raw === undefined || raw === '') return fallback;
+	const n = Number(raw);
+	if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${raw}`);
+	return n;
+}
+
+/** Under `npm run bench:smoke` (BENCH_SMOKE=1) a missed time target is printed, not an exit code: tiny runs on a busy machine time nothing. */
+export const SMOKE = process.env.BENCH_SMOKE === '1';
 
 export const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');

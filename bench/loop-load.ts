@@ -46,7 +46,7 @@ import { taskList } from '../tasks/index';
 import { llmControl } from '../tests/doubles/llm/client';
 import { readArgvLog, readContainers, type SeedCt } from '../tests/doubles/proxmox/state';
 import { cpuTable, readCpu, type CpuGroups } from './cpu-share';
-import { benchPort, loadAverage, ms, ROOT, sleep, startDouble as startDoubleProcess, stats, stopChild } from './harness';
+import { benchPort, exitCleanly, loadAverage, ms, ROOT, sleep, startDouble as startDoubleProcess, stats, stopChild } from './harness';
 
 process.chdir(ROOT);
 
@@ -97,34 +97,18 @@ const childPids: Record<string, number> = {};
 let tmp: string | undefined;
 let pg: EmbeddedPostgres | undefined;
 let runtime: Runtime | undefined;
-let cleaning: Promise<void> | undefined;
-
-function cleanup(): Promise<void> {
-	cleaning ??= (async () => {
+const cleanup = exitCleanly({
+	log,
+	pg: () => pg,
+	stop: async () => {
 		await runtime?.shutdown().catch((e: Error) => log(`stopping the worker: ${e.message}`));
 		await Promise.all([...children].map((c) => stopChild(c)));
 		await pg?.stop().catch((e: Error) => log(`stopping Postgres: ${e.message}`));
 		if (tmp) await fs.rm(tmp, { recursive: true, force: true });
-	})();
-	return cleaning;
-}
-
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-	process.on(sig, () => {
-		if (cleaning) return;
-		log(`${sig}: stopping`);
-		void cleanup().finally(() => process.exit(130));
-	});
-}
-process.on('exit', () => {
-	// Last resort if we die without cleanup(): no orphans, no running Postgres.
-	for (const c of children) c.kill('SIGKILL');
-	if (pg?.owned && !cleaning) {
-		try {
-			process.kill(pg.pid, 'SIGINT');
-		} catch {
-			/* gone */
-		}
+	},
+	// Last resort if we die without cleanup(): no orphans.
+	kill: () => {
+		for (const c of children) c.kill('SIGKILL');
 	}
 });
 

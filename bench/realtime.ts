@@ -20,7 +20,7 @@
 //   4. prints one table and a verdict per N; stops everything and removes the temp dir (also on
 //      Ctrl-C and on the 290 s watchdog).
 //
-// Knobs (env): BENCH_SIZES=100,1000  BENCH_RATE=20  BENCH_SECONDS=10  BENCH_SYSTEMS=nomos,bare,poll
+// Knobs (env): BENCH_SIZES=100,1000  BENCH_RATE=20  BENCH_SECONDS=10  BENCH_SYSTEMS=nomos,bare,poll  BENCH_POLL_MS=3000
 //              BENCH_CLIENT_PROCS (default: one client process per 500 connections)
 //              BENCH_NICE=-10 (run everything at that niceness: steadier figures on a busy machine)
 //              BENCH_NOMOS_DIR (run Nomos from another checkout with its own build/, to compare)
@@ -44,7 +44,7 @@ const SIZES = (process.env.BENCH_SIZES ?? '100,1000').split(',').map(Number).fil
 const RATE = Number(process.env.BENCH_RATE ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'nomos,bare,poll').split(',') as System[];
-const POLL_MS = 3000;
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 3000);
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 2000);
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 290_000);
 const EVENT_ORDER_LOCK = 7_140_202_613; // as in src/lib/server/db/queries/events.ts
@@ -58,7 +58,7 @@ const CLK_TCK = (() => {
 })();
 
 type System = 'nomos' | 'bare' | 'poll';
-const LABEL: Record<System, string> = { nomos: 'Nomos SSE', bare: 'bare reference', poll: 'polling 3 s' };
+const LABEL: Record<System, string> = { nomos: 'Nomos SSE', bare: 'bare reference', poll: `polling ${POLL_MS / 1000} s` };
 
 const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6; // CLOCK_MONOTONIC, shared by all processes
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

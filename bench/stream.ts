@@ -60,6 +60,7 @@ import { startScriptedLlm, type ScriptedLlm, type ScriptedResponse } from '../te
 import { freePort } from '../tests/helpers/ports';
 // A seeded PRNG, so every run streams the same text.
 import { prng } from '../tests/helpers/hostile';
+import { exitCleanly, loadAverage, sleep } from './harness';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -99,8 +100,6 @@ const log = (s: string) => console.log(`[bench] ${s}`);
 const debug = (s: string) => {
 	if (process.env.BENCH_DEBUG) log(s);
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const kb = (bytes: number, digits = 1) => (bytes / 1024).toFixed(digits);
 const bytesOf = (s: string) => Buffer.byteLength(s, 'utf8');
 
@@ -218,33 +217,15 @@ let tmp: string | undefined;
 let pg: EmbeddedPostgres | undefined;
 let hub: Hub | undefined;
 const doubles: ScriptedLlm[] = [];
-let cleaning: Promise<void> | undefined;
-
-function cleanup(): Promise<void> {
-	cleaning ??= (async () => {
+const cleanup = exitCleanly({
+	log,
+	pg: () => pg,
+	stop: async () => {
 		await hub?.stop().catch(() => undefined);
 		await Promise.all(doubles.map((d) => d.close().catch(() => undefined)));
 		await disconnectDb().catch(() => undefined);
 		await pg?.stop().catch((e: Error) => log(`stopping Postgres: ${e.message}`));
 		if (tmp) await fs.rm(tmp, { recursive: true, force: true });
-	})();
-	return cleaning;
-}
-
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-	process.on(sig, () => {
-		if (cleaning) return;
-		log(`${sig}: stopping`);
-		void cleanup().finally(() => process.exit(130));
-	});
-}
-process.on('exit', () => {
-	if (pg?.owned && !cleaning) {
-		try {
-			process.kill(pg.pid, 'SIGINT');
-		} catch {
-			/* gone */
-		}
 	}
 });
 
@@ -570,6 +551,9 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 
 async function seedContainers(calls: number): Promise<void> {
 	const rand = prng(3);
+	// The inventory is written only for a configured host. Without a pinned key the tools never
+	// read it over SSH, so the seeded rows are what get_entity answers from.
+	await sql()`insert into hosts (name, address, key_path) values ('strong', '192.0.2.10', '/nonexistent')`;
 	const rows: InventoryRow[] = Array.from({ length: calls }, (_, i) => ({
 		kind: 'lxc',
 		external_id: `strong/${100 + i}`,

@@ -7,6 +7,7 @@ export default defineConfig({
 	test: {
 		include: ['tests/integration/*-double.test.ts'],
 		environment: 'node',
+		expect: { requireAssertions: true },
 		testTimeout: 15_000,
 		hookTimeout: 15_000
 	}

@@ -32,10 +32,24 @@ const HOOK = `(() => {
 		}
 	}
 	window.Notification = Recorded;
+	// What the tabs tell each other and which tab claims a notice, in order (window.__log): a tab's
+	// decision is a record here, so no test waits a while to see that nothing comes.
+	window.__log = [];
+	const RealChannel = window.BroadcastChannel;
+	window.BroadcastChannel = class extends RealChannel {
+		postMessage(m) { window.__log.push({ post: m }); super.postMessage(m); }
+		set onmessage(fn) { super.onmessage = (e) => { window.__log.push({ got: e.data }); fn(e); }; }
+		get onmessage() { return super.onmessage; }
+	};
+	if (navigator.locks) {
+		const request = navigator.locks.request.bind(navigator.locks);
+		navigator.locks.request = (name, opts, cb) => request(name, opts, (lock) => { window.__log.push({ lock: name, got: !!lock }); return cb(lock); });
+	}
 	Object.defineProperty(Document.prototype, 'visibilityState', { configurable: true, get() { return window.__hidden ? 'hidden' : 'visible'; } });
 })();`;
 
 type Shown = { title: string; body: string; tag: string; path: string };
+const tabLog = (page: Page) => page.evaluate(() => (window as unknown as { __log: Array<{ post?: { ask?: string; seen?: string }; got?: { ask?: string; seen?: string } | boolean; lock?: string }> }).__log);
 const shown = (page: Page) => page.evaluate(() => (window as unknown as { __shown: Shown[] }).__shown);
 const allShown = async (...pages: Page[]) => (await Promise.all(pages.map(shown))).flat();
 
@@ -108,7 +122,10 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	expect(n.body).toContain('backup must run tonight');
 	expect(n.tag).toMatch(/^execution:[0-9a-f-]{36}$/);
 	const executionId = n.tag.split(':')[1];
-	await a.waitForTimeout(1000);
+	// Both tabs tried to claim it; the one that got the claim showed it.
+	const claims = async () => (await Promise.all([a, b].map(tabLog))).flat().filter((e) => e.lock === `nomos-notify:${n.tag}`);
+	await expect.poll(claims, { timeout: 15_000 }).toHaveLength(2);
+	expect((await claims()).map((e) => e.got).sort()).toEqual([false, true]);
 	expect(await allShown(a, b)).toHaveLength(1);
 
 	// Clicking it (in whichever tab showed it) opens the chat at the card.
@@ -125,6 +142,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect(a.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 	await expect(b.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 	const before = (await allShown(a, b)).length;
+	const bFrom = (await tabLog(b)).length;
 	await llm.push(
 		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_start', params: {}, reason: 'second one' } }] },
 		{ text: 'This one waits too.' }
@@ -132,7 +150,17 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await a.getByTestId('composer-input').fill('and 101');
 	await a.getByTestId('send').click();
 	await expect(a.locator('[data-testid="execution-card"][data-status="awaiting_approval"]')).toHaveCount(2);
-	await a.waitForTimeout(1500);
+	// Tab B, not looking, asked the others; tab A (looking) answered that it shows it. B heard that
+	// before it tried to claim the notice, so it never will: nothing is shown for it, now or later.
+	const second = async () => {
+		const log = (await tabLog(b)).slice(bFrom);
+		const key = log.find((e) => e.post?.ask?.startsWith('execution:'))?.post?.ask;
+		if (!key) return { key, heard: -1, claimed: -1 };
+		return { key, heard: log.findIndex((e) => typeof e.got === 'object' && e.got.seen === key), claimed: log.findIndex((e) => e.lock === `nomos-notify:${key}`) };
+	};
+	await expect.poll(async () => (await second()).heard, { timeout: 15_000 }).toBeGreaterThanOrEqual(0);
+	const { heard, claimed } = await second();
+	expect(claimed, `tab B tried to claim the notice (log entry ${claimed}) before it heard tab A shows it (${heard}): ${JSON.stringify((await tabLog(b)).slice(bFrom))}; tab A: ${JSON.stringify(await tabLog(a))}`).toBe(-1);
 	expect(await allShown(a, b)).toHaveLength(before);
 
 	// A question while tab A shows another page: notified, naming the question.

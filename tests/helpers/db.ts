@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { connectDb, disconnectDb } from '../../src/lib/server/db/index';
+import { connectDb, disconnectDb, sql } from '../../src/lib/server/db/index';
 import { APP_ROLE, roleUrl } from '../../src/lib/server/db/roles';
 import { TEMPLATE_DB, withDatabase } from './global-setup';
 
@@ -39,4 +39,20 @@ export function useTestDatabase(opts: { as?: 'superuser' | 'app' } = {}): () => 
 		await disconnectDb();
 	});
 	return () => url;
+}
+
+/**
+ * Resolves once a backend of the app's database waits on a lock with a query `like` the pattern
+ * (pg_stat_activity, polled): the proof that a statement is blocked, instead of a sleep that
+ * guesses how long getting there takes. Throws after `timeoutMs`.
+ */
+export async function waitForLockWaiter(queryLike: string, timeoutMs = 15_000): Promise<void> {
+	for (const until = Date.now() + timeoutMs; ; ) {
+		const [{ n }] = await sql()<{ n: number }[]>`
+			select count(*)::int as n from pg_stat_activity
+			where datname = current_database() and wait_event_type = 'Lock' and query like ${queryLike} and pid <> pg_backend_pid()`;
+		if (n > 0) return;
+		if (Date.now() > until) throw new Error(`no statement like ${queryLike} waited on a lock within ${timeoutMs} ms`);
+		await new Promise((r) => setTimeout(r, 10));
+	}
 }

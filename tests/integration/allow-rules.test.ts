@@ -20,7 +20,7 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { parsePattern, type RuleFields } from '../../src/lib/schemas/allow-rules';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
+import { useTestDatabase, waitForLockWaiter } from '../helpers/db';
 import { DEBIAN, addHost, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
 
 useTestDatabase();
@@ -181,7 +181,7 @@ describe('always-allow rules', () => {
 		});
 		await isLocked;
 		const pending = request({ target: 'lxc:strong/101', action: 'pct_start' });
-		await new Promise((r) => setTimeout(r, 300));
+		await waitForLockWaiter('%from allow_rules%for share%');
 		release();
 		await revoking;
 		expect((await pending).status).toBe('awaiting_approval');

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -21,6 +21,22 @@ async function query(url: string, q: string) {
 	} finally {
 		await sql.end();
 	}
+}
+
+/** The pids whose parent is `pid` (from /proc). */
+function childrenOf(pid: number): number[] {
+	const out: number[] = [];
+	for (const name of readdirSync('/proc')) {
+		if (!/^\d+$/.test(name)) continue;
+		try {
+			const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+			// pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ')'.
+			if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
+		} catch {
+			/* gone meanwhile */
+		}
+	}
+	return out;
 }
 
 afterAll(async () => {
@@ -81,13 +97,15 @@ describe('embedded Postgres', () => {
 		started.push(a);
 		const pidFile = path.join(dir, 'pg', 'postmaster.pid');
 		const content = readFileSync(pidFile, 'utf8');
+		const children = childrenOf(a.pid);
+		expect(children.length).toBeGreaterThan(0);
 		process.kill(a.pid, 'SIGKILL');
 		const until = Date.now() + 10_000;
 		while (alive(a.pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
 		// Postgres leaves the pid file; make sure it is really there with a dead pid.
 		if (!existsSync(pidFile)) writeFileSync(pidFile, content);
-		// Children of the killed postmaster exit on their own; give them a moment.
-		await new Promise((r) => setTimeout(r, 500));
+		// Children of the killed postmaster exit on their own (they notice its death): wait for each.
+		await waitUntil(async () => children.every((pid) => !alive(pid)), `the killed postmaster's children (${children.join(', ')}) to exit`);
 		const b = await startEmbeddedPostgres({ dataDir: dir, port });
 		started.push(b);
 		expect(b.owned).toBe(true);

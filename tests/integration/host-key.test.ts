@@ -90,7 +90,10 @@ describe('host key pinning', () => {
 		// A bare SSH server with the impostor's key that records every authentication attempt.
 		const attempts: string[] = [];
 		let handshakes = 0;
+		// Each connection's end on the server's side: after it, no authentication request can come.
+		const closed: Promise<void>[] = [];
 		const server = new ssh2.Server({ hostKeys: [readFileSync(impostorKey.privateKeyPath)] }, (conn) => {
+			closed.push(new Promise((r) => conn.once('close', () => r())));
 			conn.on('error', () => undefined);
 			conn.on('handshake', () => handshakes++);
 			conn.on('authentication', (ctx) => {
@@ -105,7 +108,8 @@ describe('host key pinning', () => {
 			const err = await connect({ ...evil, port }).catch((e: unknown) => e);
 			expect(err).toBeInstanceOf(HostKeyError);
 			expect((err as HostKeyError).presented).toBe(impostor.hostKeyFingerprint);
-			await new Promise((r) => setTimeout(r, 100));
+			expect(closed).toHaveLength(1);
+			await closed[0];
 			expect(attempts).toEqual([]);
 			// …whereas with the right pin the same client does authenticate (proving the probe works).
 			const err2 = await connect({ ...evil, port, hostKeyFingerprint: impostor.hostKeyFingerprint }).catch((e: unknown) => e);

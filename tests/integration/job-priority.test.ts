@@ -9,6 +9,7 @@ import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { startWorker } from '../../src/lib/server/jobs/worker';
 import { useTestDatabase } from '../helpers/db';
+import { waitUntil } from '../helpers/executions';
 
 const dbUrl = useTestDatabase();
 
@@ -16,11 +17,15 @@ describe('job priorities', () => {
 	it('a job added while the worker schema is still being checked waits for the check, and fails with its error', async () => {
 		const count = async () => Number((await sql()`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__gated'`)[0].n);
 		let pass = () => undefined as void;
-		gateJobsOn(new Promise<void>((r) => (pass = r)));
+		const gate = new Promise<void>((r) => (pass = r));
+		// A gate that says when it is awaited: then the job is held at it (not by how long we looked).
+		let atGate = () => undefined as void;
+		const held = new Promise<void>((r) => (atGate = r));
+		gateJobsOn({ then: (ok: () => void, ko: (e: unknown) => void) => (atGate(), gate.then(ok, ko)) } as unknown as Promise<void>);
 		try {
 			let added = false;
 			const adding = enqueueJob(sql(), 'test__gated', {}).then(() => (added = true));
-			await new Promise((r) => setTimeout(r, 50));
+			await held;
 			expect(added).toBe(false);
 			expect(await count()).toBe(0);
 			pass();
@@ -72,7 +77,8 @@ describe('job priorities', () => {
 		});
 		try {
 			await enqueueJob(sql(), 'test__turn', {}, { priority: PRIORITY.reply });
-			await new Promise((r) => setTimeout(r, 300));
+			// The turn holds the one shared slot before the execution comes.
+			await waitUntil(async () => started.includes('turn'), 'the turn to start');
 			await enqueueJob(sql(), 'test__exec', {}, { priority: PRIORITY.execution });
 			await Promise.race([execRan, new Promise((_, rej) => setTimeout(() => rej(new Error('the execution waited for the turn')), 5000))]);
 			expect(started).toEqual(['turn', 'exec']);

@@ -8,7 +8,7 @@ import { createAuthSession, sessionTokenHash } from '../../src/lib/server/db/que
 import { createOperator } from '../../src/lib/server/auth/accounts';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { serveNodeSse } from '../../src/lib/server/realtime/node-sse';
-import { useTestDatabase } from '../helpers/db';
+import { useTestDatabase, waitForLockWaiter } from '../helpers/db';
 import { readSse } from '../helpers/sse-client';
 
 useTestDatabase();
@@ -24,6 +24,8 @@ let server: http.Server;
 let base = '';
 let alice: { id: string; token: string };
 let bob: { id: string; token: string };
+/** Each stream request the server took: its response, when that closed, and when the handler was done with it. */
+const served: { res: http.ServerResponse; closed: Promise<void>; handled: Promise<void> }[] = [];
 
 async function signedIn(username: string) {
 	const op = await createOperator(sql(), username, 'a-long-enough-password', 'operator');
@@ -40,7 +42,10 @@ beforeAll(async () => {
 	server = http.createServer((req, res) => {
 		const streaming = serveNodeSse(req, res);
 		if (!streaming) res.writeHead(404, { 'x-served-by': 'sveltekit' }).end();
-		else streaming.catch(() => res.destroy());
+		else {
+			served.push({ res, closed: new Promise((r) => res.once('close', () => r())), handled: streaming.catch(() => undefined) });
+			streaming.catch(() => res.destroy());
+		}
 	});
 	await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 	base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -184,19 +189,16 @@ describe('the node SSE fast path', () => {
 		await isLocked;
 		const before = hub.subscriberCount;
 		const c = get('/api/events', { cookie: `nomos_session=${alice.token}` });
-		let waiting = false;
-		for (const until = Date.now() + 5000; !waiting && Date.now() < until; ) {
-			const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%auth_sessions%'`;
-			waiting = n > 0;
-			if (!waiting) await new Promise((r) => setTimeout(r, 10));
-		}
-		expect(waiting).toBe(true);
+		await waitForLockWaiter('%auth_sessions%');
+		const req = served.at(-1)!;
 		c.abort();
 		await c.res.catch(() => undefined);
-		await new Promise((r) => setTimeout(r, 100));
+		// The server saw the client leave while the lookup still waits; then the lookup answers.
+		await req.closed;
 		release();
 		await holder;
-		await new Promise((r) => setTimeout(r, 100));
+		await req.handled;
+		expect(req.res.headersSent).toBe(false);
 		expect(hub.subscriberCount).toBeLessThanOrEqual(before);
 	});
 });

@@ -8,7 +8,7 @@ import { execArgv, HostKeyError, SshError } from '../../src/lib/server/ssh/clien
 import { closeAll, lease, MAX_CHANNELS, MAX_CONNECTIONS, pooledCount, withHost } from '../../src/lib/server/ssh/pool';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
-import { addHost } from '../helpers/executions';
+import { addHost, waitUntil } from '../helpers/executions';
 
 useTestDatabase();
 let pve: ProxmoxDouble;
@@ -59,8 +59,10 @@ describe('pooled SSH connections', () => {
 		const h = await host();
 		await status(h);
 		const before = pve.handshakes();
+		expect(pooledCount(h.name)).toBeGreaterThan(0);
 		pve.dropConnections();
-		await new Promise((r) => setTimeout(r, 100));
+		// The pool retires the connection once it sees it close.
+		await waitUntil(async () => pooledCount(h.name) === 0, 'the pool to retire the dropped connection');
 		expect((await status(h)).exitCode).toBe(0);
 		expect(pve.handshakes() - before).toBe(1);
 	});

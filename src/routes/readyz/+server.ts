@@ -1,6 +1,6 @@
 import { json } from '@sveltejs/kit';
 import { sql } from '$lib/server/db/index';
-import { probeReadiness } from '$lib/server/health/readiness';
+import { probeReadiness, readinessAnswer } from '$lib/server/health/readiness';
 import type { RequestHandler } from './$types';
 
 /**
@@ -8,7 +8,6 @@ import type { RequestHandler } from './$types';
  * warnings (background jobs that gave up) is a 200 with status "degraded".
  */
 export const GET: RequestHandler = async () => {
-	const r = await probeReadiness(sql());
-	const status = !r.ready ? 'not ready' : r.warnings.length ? 'degraded' : 'ready';
-	return json({ status, failed: r.failed, warnings: r.warnings, checks: r.checks, jobs: r.jobs }, { status: r.ready ? 200 : 503, headers: { 'cache-control': 'no-store' } });
+	const { status, body } = readinessAnswer(await probeReadiness(sql()));
+	return json(body, { status, headers: { 'cache-control': 'no-store' } });
 };

@@ -118,15 +118,28 @@ function done(checks: Readiness['checks'], jobs: Readiness['jobs']): Readiness {
 	return { ready, failed, checks, warnings, jobs };
 }
 
-const CACHE_MS = 1000;
-let recent: { at: number; result: Promise<Readiness> } | undefined;
+/** How long a probe reuses a result, in ms. */
+export const PROBE_REUSE_MS = 1000;
 
 /**
- * checkReadiness for a probe: concurrent probes share one check and a result is reused for a
- * second, so a flood of probes costs at most three small queries a second.
+ * checkReadiness for a probe: concurrent probes share one check and a result is reused for
+ * PROBE_REUSE_MS, so a flood of probes costs at most three small queries a second. `now` is the
+ * clock the window is read on (a test moves its own).
  */
-export function probeReadiness(sql: Sql): Promise<Readiness> {
-	const now = Date.now();
-	if (!recent || now - recent.at > CACHE_MS) recent = { at: now, result: checkReadiness(sql) };
-	return recent.result;
+export function readinessProbe(now: () => number = Date.now): (sql: Sql) => Promise<Readiness> {
+	let recent: { at: number; result: Promise<Readiness> } | undefined;
+	return (sql) => {
+		const t = now();
+		if (!recent || t - recent.at > PROBE_REUSE_MS) recent = { at: t, result: checkReadiness(sql) };
+		return recent.result;
+	};
+}
+
+/** The process's probe (/readyz). */
+export const probeReadiness = readinessProbe();
+
+/** What /readyz answers for a result: 200 when ready ("degraded" with warnings), else 503 naming the failed checks. */
+export function readinessAnswer(r: Readiness): { status: 200 | 503; body: { status: 'ready' | 'degraded' | 'not ready'; failed: CheckName[]; warnings: WarningName[]; checks: Readiness['checks']; jobs: Readiness['jobs'] } } {
+	const status = !r.ready ? 'not ready' : r.warnings.length ? 'degraded' : 'ready';
+	return { status: r.ready ? 200 : 503, body: { status, failed: r.failed, warnings: r.warnings, checks: r.checks, jobs: r.jobs } };
 }
