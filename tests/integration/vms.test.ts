@@ -169,7 +169,7 @@ describe('templates and clones', () => {
 });
 
 describe('changing a VM', () => {
-	it('vm_set snapshots first (lvmthin), changes only the named keys; a bad rollback target is the snapshot', async () => {
+	it('vm_set snapshots first (lvmthin) and changes only the named keys', async () => {
 		const e = await approveAndRun({ target: 'strong', action: 'vm_set', params: { vmid: 300, cores: 4, tags: ['ha', 'prod'], onboot: true }, reason: 'r' });
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		const name = nomosSnapshotName(e.id);
