@@ -6,11 +6,11 @@ export function targetLabel(target: string): string {
 }
 
 /** The verb of an action for a button: pct_destroy → "Destroy", apt_upgrade → "Apt upgrade". */
-const VERBS: Record<string, string> = { pct_rollback: 'Roll back', pct_delsnapshot: 'Delete snapshot' };
+const VERBS: Record<string, string> = { pct_rollback: 'Roll back', pct_delsnapshot: 'Delete snapshot', vm_rollback: 'Roll back', vm_delsnapshot: 'Delete snapshot' };
 
 export function actionVerb(action: string): string {
 	if (VERBS[action]) return VERBS[action];
-	const words = action.replace(/^pct_/, '').split('_').filter(Boolean);
+	const words = action.replace(/^(pct|vm|qm)_/, '').split('_').filter(Boolean);
 	const text = words.join(' ') || action;
 	return text.charAt(0).toUpperCase() + text.slice(1);
 }
@@ -19,6 +19,10 @@ export function actionVerb(action: string): string {
  * What the approve button of a card says. A destructive action names its verb and target
  * ("Destroy CT 100"), so the click says exactly what it approves.
  */
-export function approveLabel(e: { action: string; target: string; classification: string }): string {
-	return e.classification === 'destructive' ? `${actionVerb(e.action)} ${targetLabel(e.target)}` : 'Approve';
+export function approveLabel(e: { action: string; target: string; classification: string; params?: Record<string, unknown> }): string {
+	if (e.classification !== 'destructive') return 'Approve';
+	// A VM action targets its host and names the VM in params: "Destroy VM 150 on strong", never "Destroy strong".
+	const vm = e.action.startsWith('vm_') || e.action.startsWith('qm_') ? e.params?.vmid : undefined;
+	if (typeof vm === 'string' || typeof vm === 'number') return `${actionVerb(e.action)} VM ${vm} on ${targetLabel(e.target)}`;
+	return `${actionVerb(e.action)} ${targetLabel(e.target)}`;
 }

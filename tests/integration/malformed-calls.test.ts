@@ -42,7 +42,21 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	ct_service_active: { target: 'strong/100', params: { unit: 'nginx.service' } },
 	qm_status: { target: 'strong', params: { vmid: 200 } },
 	qm_start: { target: 'strong', params: { vmid: 200 } },
-	qm_stop: { target: 'strong', params: { vmid: 200 } }
+	qm_stop: { target: 'strong', params: { vmid: 200 } },
+	vm_create: { target: 'strong', params: { name: 'k3s', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2' } },
+	vm_clone: { target: 'strong', params: { vmid: 200, name: 'copy' } },
+	vm_template: { target: 'strong', params: { vmid: 200 } },
+	vm_set: { target: 'strong', params: { vmid: 200, cores: 2 } },
+	vm_resize: { target: 'strong', params: { vmid: 200, size: '+2G' } },
+	vm_snapshot: { target: 'strong', params: { vmid: 200, name: 'before' } },
+	vm_rollback: { target: 'strong', params: { vmid: 200, name: 'before' } },
+	vm_delsnapshot: { target: 'strong', params: { vmid: 200, name: 'before' } },
+	vm_shutdown: { target: 'strong', params: { vmid: 200 } },
+	vm_reboot: { target: 'strong', params: { vmid: 200 } },
+	vm_destroy: { target: 'strong', params: { vmid: 200 } },
+	vm_unlock: { target: 'strong', params: { vmid: 200 } },
+	vm_config: { target: 'strong', params: { vmid: 200 } },
+	vm_guest: { target: 'strong', params: { vmid: 200 } }
 };
 
 const base = (action: string) => ({ target: VALID[action].target, action, params: { ...VALID[action].params }, reason: 'because' });
@@ -124,7 +138,7 @@ function corpus(): Case[] {
 			add(`${action}: params.vmid=${JSON.stringify(v)}`, input, /vmid/);
 			if (inTarget && typeof v === 'string' && v.trim() === v) add(`${action}: target strong/${JSON.stringify(v)}`, { ...base(action), target: `strong/${v}` }, /target/);
 		}
-		if (action !== 'pct_create') add(`${action}: vmid 'auto'`, { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: 'auto' } }, /vmid/);
+		if (action !== 'pct_create' && action !== 'vm_create') add(`${action}: vmid 'auto'`, { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: 'auto' } }, /vmid/);
 	}
 
 	// 7. Field-specific bad values.
@@ -287,5 +301,5 @@ describe('malformed request_execution calls', () => {
 		expect(await count(sql()`select count(*)::int as n from graphile_worker._private_jobs`)).toBe(0);
 		// Nothing reached the host either (not even a vmid lookup).
 		expect((await pve.argvLog()).slice(argvBefore)).toEqual([]);
-	}, 60_000);
+	}, 180_000);
 });

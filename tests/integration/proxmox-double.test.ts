@@ -410,4 +410,39 @@ describe('pct snapshots, resize, push; vzdump; qm', () => {
 		expect((await pve.vms())[0].status).toBe('stopped');
 		expect(await sh('qm status 299')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/strong/qemu-server/299.conf' does not exist\n" });
 	});
+
+	it('qm create from a cloud image, clone, resize, snapshots, guest agent and destroy, with real qm errors', async () => {
+		const img = '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2';
+		const create = (id: number, extra = '') =>
+			sh(`qm create ${id} --name ci --memory 1024 --net0 virtio,bridge=vmbr0 --scsi0 local-lvm:0,import-from=${img} --ide2 local-lvm:cloudinit --agent enabled=1 --ipconfig0 ip=10.0.0.5/24,gw=10.0.0.1${extra}`);
+		expect((await create(250)).code).toBe(0);
+		expect(await create(250)).toMatchObject({ code: 255, stderr: "unable to create VM 250 - VM 250 already exists on node 'strong'\n" });
+		expect(await sh(`qm create 251 --scsi0 local-lvm:0,import-from=/nope.img`)).toMatchObject({ code: 255, stderr: "unable to create VM - source '/nope.img' does not exist\n" });
+		expect(await create(252, ' --sshkeys /tmp/does-not-exist.pub')).toMatchObject({ code: 255, stderr: "unable to open file '/tmp/does-not-exist.pub' - No such file or directory\n" });
+		const cfg = (await sh('qm config 250')).stdout;
+		expect(cfg).toContain('scsi0: local-lvm:vm-250-disk-0,size=2G\n');
+		expect(cfg).toContain('ide2: local-lvm:vm-250-cloudinit,media=cdrom\n');
+		expect(await sh('qm guest cmd 250 ping')).toMatchObject({ code: 255, stderr: 'VM 250 is not running\n' });
+		expect((await sh('qm start 250')).code).toBe(0);
+		expect((await sh('qm guest cmd 250 ping')).code).toBe(0);
+		const ifaces = JSON.parse((await sh('qm guest cmd 250 network-get-interfaces')).stdout) as { name: string; 'ip-addresses': { 'ip-address': string }[] }[];
+		expect(ifaces.find((i) => i.name === 'eth0')?.['ip-addresses'][0]['ip-address']).toBe('10.0.0.5');
+		expect(await sh('qm guest cmd 200 ping')).toMatchObject({ code: 255, stderr: 'VM 200 is not running\n' });
+		expect(await sh('qm resize 250 scsi0 1G')).toMatchObject({ code: 255, stderr: 'shrinking disks is not supported\n' });
+		expect((await sh('qm resize 250 scsi0 +2G')).code).toBe(0);
+		expect((await sh('qm snapshot 250 pre')).code).toBe(0);
+		expect((await sh('qm listsnapshot 250')).stdout).toMatch(/^`-> pre +\S+ \S+ +no-description\n `-> current/);
+		await pve.patchVm(250, { lock: 'backup' });
+		expect(await sh('qm set 250 --cores 2')).toMatchObject({ code: 255, stderr: 'VM is locked (backup)\n' });
+		expect((await sh('qm unlock 250')).code).toBe(0);
+		expect(await sh('qm set 250 --args -S')).toMatchObject({ code: 255 });
+		expect(await sh('qm destroy 250 --purge')).toMatchObject({ code: 255, stderr: 'VM 250 is running - destroy failed\n' });
+		expect((await sh('qm stop 250')).code).toBe(0);
+		expect((await sh('qm template 250')).code).toBe(0);
+		expect(await sh('qm start 250')).toMatchObject({ code: 255, stderr: "you can't start a vm if it's a template\n" });
+		expect((await sh('qm clone 250 253 --name linked --full 0')).code).toBe(0);
+		expect((await sh('qm config 253')).stdout).toContain('scsi0: local-lvm:base-250-disk-0/vm-253-disk-0,size=4G\n');
+		expect((await sh('qm destroy 253 --purge')).code).toBe(0);
+		expect((await pve.vms()).map((v) => v.vmid)).toEqual([200, 250]);
+	});
 });

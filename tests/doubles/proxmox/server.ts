@@ -12,12 +12,12 @@ import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
 import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
-	patchCtIn, readArgvLog, readContainers, readGuestFile, readHangs, readTasks, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
-	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type TaskRecord, type VmState
+	patchCtIn, patchVmIn, readArgvLog, readContainers, readGuestFile, readHangs, readTasks, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
+	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type TaskRecord, type VmImage, type VmState
 } from './state';
 
 export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
-export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, TaskRecord, ToolName, VmState } from './state';
+export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, TaskRecord, ToolName, VmImage, VmState } from './state';
 export { processRunning } from './state';
 
 const { Server, utils } = ssh2;
@@ -39,6 +39,8 @@ export interface ProxmoxDoubleOptions {
 	delayMs?: number;
 	/** volids `pct create` accepts; default debian-12, ubuntu-24.04, alpine-3.20 on local:vztmpl */
 	templates?: string[];
+	/** cloud images `qm create … import-from=` accepts; default fake/model.mjs DEFAULT_VM_IMAGES */
+	images?: VmImage[];
 }
 
 export interface ProxmoxDouble {
@@ -62,6 +64,8 @@ export interface ProxmoxDouble {
 	vms(): Promise<VmState[]>;
 	/** changes a CT's state behind Nomos's back (e.g. `{ lock: 'snapshot' }`; `undefined` removes a key) */
 	patchCt(vmid: number, patch: Partial<CtState>): Promise<void>;
+	/** changes a VM's state behind Nomos's back (e.g. `{ lock: 'backup' }`, `{ agentDown: true }`) */
+	patchVm(vmid: number, patch: Partial<VmState>): Promise<void>;
 	/** what `curl http://127.0.0.1:<port>` inside the CT answers (null: nothing listens) */
 	setHttp(vmid: number, port: number, site: HttpSite | null): Promise<void>;
 	/** a file inside a CT as pct push left it */
@@ -122,6 +126,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	if (opts.seed) await writeSeed(stateDir, opts.seed);
 	if (opts.vms) await writeVms(stateDir, opts.vms);
 	if (opts.templates) await writeFile(join(stateDir, 'templates.json'), JSON.stringify(opts.templates));
+	if (opts.images) await writeFile(join(stateDir, 'images.json'), JSON.stringify(opts.images));
 
 	const client = await generateKeyPair(keyDir, 'id_ed25519', 'nomos@proxmox-double');
 	const hostKeyPath = opts.hostKeyPath ?? (await generateKeyPair(keyDir, 'ssh_host_ed25519_key', `root@${nodeName}`)).privateKeyPath;
@@ -214,6 +219,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		containers: () => readContainers(stateDir),
 		vms: () => readVms(stateDir),
 		patchCt: (vmid, patch) => patchCtIn(stateDir, vmid, patch),
+		patchVm: (vmid, patch) => patchVmIn(stateDir, vmid, patch),
 		setHttp: (vmid, port, site) => setHttpIn(stateDir, vmid, port, site),
 		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
 		hangs: () => readHangs(stateDir),

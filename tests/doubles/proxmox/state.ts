@@ -30,16 +30,45 @@ export interface CtState {
 	description?: string;
 }
 
-/** A minimal QEMU VM (`qm list`, `qm status`, `qm start`, `qm stop`). */
+/** A QEMU VM as fake/qm.mjs keeps it; `qm config` prints the config keys (scsi0 from disk + diskGb). */
 export interface VmState {
 	vmid: number;
 	name: string;
 	status: 'running' | 'stopped';
 	cores: number;
 	memory: number;
+	/** scsi0's size */
 	diskGb: number;
 	lock?: string;
 	startedAt?: number;
+	/** scsi0's volume without size (default `local-lvm:vm-<vmid>-disk-0`) */
+	disk?: string;
+	/** the cloud image scsi0 was imported from */
+	importedFrom?: string;
+	ide2?: string;
+	net0?: string;
+	agent?: string;
+	ciuser?: string;
+	ipconfig0?: string;
+	/** URL-encoded, as PVE stores them */
+	sshkeys?: string;
+	balloon?: number;
+	onboot?: number;
+	tags?: string;
+	description?: string;
+	template?: 1;
+	parent?: string;
+	snapshots?: Record<string, { snaptime: number; description: string; conf: Record<string, unknown> }>;
+	/** the guest does not react to ACPI: `qm shutdown` waits out its timeout and fails */
+	ignoresAcpi?: boolean;
+	/** the agent is configured but does not answer (not installed in the guest) */
+	agentDown?: boolean;
+}
+
+/** A cloud image on the fake host (`import-from`): a path or volume id, and its virtual size. */
+export interface VmImage {
+	path: string;
+	sizeGb: number;
 }
 export type SeedVm = Pick<VmState, 'vmid' | 'name'> & Partial<Omit<VmState, 'vmid' | 'name'>>;
 
@@ -164,6 +193,14 @@ export async function readVms(stateDir: string): Promise<VmState[]> {
 	const files = (await readdir(dir).catch(() => [])).filter((f) => /^\d+\.json$/.test(f));
 	const vms = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as VmState));
 	return vms.sort((a, b) => a.vmid - b.vmid);
+}
+
+/** Changes a VM's stored state behind Nomos's back (a lock, a silent agent); `undefined` removes a key. */
+export async function patchVmIn(stateDir: string, vmid: number, patch: Partial<VmState>): Promise<void> {
+	const path = join(stateDir, 'vms', `${vmid}.json`);
+	const vm = { ...(JSON.parse(await readFile(path, 'utf8')) as VmState), ...patch };
+	for (const k of Object.keys(patch) as (keyof VmState)[]) if (patch[k] === undefined) delete vm[k];
+	await writeJsonAtomic(path, vm);
 }
 
 /** Changes a container's stored state behind Nomos's back (a lock, a status); `undefined` removes a key. */

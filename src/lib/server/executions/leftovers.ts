@@ -4,15 +4,23 @@ import { getHostByName } from '../db/queries/hosts';
 import { execArgv, SshError } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import { flagLeftoversRecheck, setLeftovers, type ExecutionRow } from '../db/queries/executions';
+import { isVmAction } from './safeguards';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
 export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action?: string }): string | null {
-	// qm_* name a VM by params.vmid: not a container to read back with pct.
-	if (e.action?.startsWith('qm_')) return null;
+	// qm_*/vm_* name a VM by params.vmid: not a container to read back with pct (see vmOf).
+	if (e.action && isVmAction(e.action)) return null;
 	const m = /^lxc:[^/]+\/([0-9]+)$/.exec(e.target);
 	if (m) return m[1];
 	const v = e.params?.vmid;
 	return typeof v === 'string' || typeof v === 'number' ? String(v) : null;
+}
+
+/** The VM a VM mutation was about: the clone it was making, else params.vmid. */
+function vmOf(e: Pick<ExecutionRow, 'params'> & { action?: string }): string | null {
+	if (!e.action || !isVmAction(e.action)) return null;
+	const v = e.action === 'vm_clone' ? e.params?.newid : e.params?.vmid;
+	return (typeof v === 'string' || typeof v === 'number') && /^[0-9]+$/.test(String(v)) ? String(v) : null;
 }
 
 type ReadBackOf = Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classification'> & { action?: string };
@@ -21,15 +29,17 @@ type ReadBackOf = Pick<ExecutionRow, 'target' | 'params' | 'hostName' | 'classif
 export type ReadBack = { text: string | null; reached: boolean };
 
 /**
- * Reads back what a failed, cancelled or interrupted mutation left on its target (`pct status`,
- * `pct config` incl. its lock) and says it in one line, e.g. "CT 105 exists on strong, stopped,
+ * Reads back what a failed, cancelled or interrupted mutation left on its target (`pct|qm status`,
+ * `pct|qm config` incl. its lock) and says it in one line, e.g. "CT 105 exists on strong, stopped,
  * locked: create". No text when there is nothing to read (no container involved, host removed).
  * Over `client` when given, else a pooled connection.
  */
 export async function readBack(e: ReadBackOf, client?: Client): Promise<ReadBack> {
 	if (e.classification === 'read_only') return { text: null, reached: true };
-	const vmid = targetVmid(e);
+	const vm = vmOf(e);
+	const vmid = vm ?? targetVmid(e);
 	if (!vmid || !e.hostName) return { text: null, reached: true };
+	const [what, tool] = vm ? ['VM', 'qm'] : ['CT', 'pct'];
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
 		if (!client) {
@@ -44,16 +54,16 @@ export async function readBack(e: ReadBackOf, client?: Client): Promise<ReadBack
 			if (r.exitCode === null) throw new SshError(r.timedOut ? 'the host did not answer in time' : 'the connection dropped');
 			return r;
 		};
-		const st = await answered(['pct', 'status', vmid]);
-		if (st.exitCode !== 0) return { text: `CT ${vmid} does not exist on ${e.hostName}`, reached: true };
+		const st = await answered([tool, 'status', vmid]);
+		if (st.exitCode !== 0) return { text: `${what} ${vmid} does not exist on ${e.hostName}`, reached: true };
 		const status = /status:\s*(\S+)/.exec(st.stdout)?.[1] ?? 'in an unknown state';
-		const cfg = await answered(['pct', 'config', vmid]);
+		const cfg = await answered([tool, 'config', vmid]);
 		const lock = /^lock:\s*(\S+)/m.exec(cfg.stdout)?.[1];
-		return { text: `CT ${vmid} exists on ${e.hostName}, ${status}${lock ? `, locked: ${lock}` : ''}`, reached: true };
+		return { text: `${what} ${vmid} exists on ${e.hostName}, ${status}${lock ? `, locked: ${lock}` : ''}`, reached: true };
 	} catch (err) {
 		held?.release(true);
 		held = undefined;
-		return { text: `could not read CT ${vmid} back from ${e.hostName}: ${(err as Error).message}`, reached: false };
+		return { text: `could not read ${what} ${vmid} back from ${e.hostName}: ${(err as Error).message}`, reached: false };
 	} finally {
 		held?.release();
 	}

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { sql } from '../db/index';
 import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
-import { ACTIONS, ACTION_NAMES, catalogueSummary, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
 import { vmid as vmidSchema } from '../proxmox/params';
 import { execArgv } from '../ssh/client';
 import { withHost } from '../ssh/pool';
@@ -101,6 +101,9 @@ async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 	return { error: `unknown target '${t}'`, hint: `a host name or a container (lxc:<host>/<vmid>, a vmid or a name); ${await hostsHint()}; list_lxcs shows the containers` };
 }
 
+/** Actions that make a new guest, and the param naming its id ('auto': the host's next free id, fixed before approval). */
+const NEW_GUEST_ID: Partial<Record<ActionName, string>> = { pct_create: 'vmid', vm_create: 'vmid', vm_clone: 'newid' };
+
 /** Asks the host for the next free guest id (`pvesh get /cluster/nextid`). */
 async function nextFreeVmid(host: Host): Promise<string | PrepareError> {
 	try {
@@ -125,7 +128,8 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 	}
 	const { target: rawTarget, action, reason } = req.data;
 	if (!isActionName(action)) {
-		return { error: `unknown action '${action}'`, hint: `valid actions: ${ACTION_NAMES.join(', ')}. ${catalogueSummary()}` };
+		// Names only: with 40 actions their descriptions ran past 4,000 characters; describe_action has each one.
+		return { error: `unknown action '${action}'`, hint: `valid actions: ${ACTION_NAMES.join(', ')}. describe_action explains one (params, approval)` };
 	}
 	const def = ACTIONS[action];
 	const parsed = (def.params as z.ZodType).safeParse(req.data.params);
@@ -156,12 +160,13 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 		}
 	}
 
-	if (action === 'pct_create' && params.vmid === 'auto') {
+	const idField = NEW_GUEST_ID[action];
+	if (idField && params[idField] === 'auto') {
 		const id = await nextFreeVmid(host);
 		if (typeof id !== 'string') return id;
-		params.vmid = id;
-	} else if (action === 'pct_create') {
-		params.vmid = vmidSchema.parse(params.vmid);
+		params[idField] = id;
+	} else if (idField) {
+		params[idField] = vmidSchema.parse(params[idField]);
 	}
 
 	const target = vmid ? `lxc:${host.name}/${vmid}` : `host:${host.name}`;

@@ -94,7 +94,7 @@ export async function requestExecution(
 		if (opts.retryOf) {
 			if (!(await lockForFollowUp(tx, opts.retryOf))) return { error: 'No such execution.' };
 			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
-			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' ? 'rollback' : 'retry', live.status) };
+			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' || prepared.action === 'vm_rollback' ? 'rollback' : 'retry', live.status) };
 		}
 		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId: opts.requester?.tokenId });
 		await audit(tx, e);

@@ -1,13 +1,13 @@
 import { sql } from '../db/index';
 import { getExecution, liveFollowUpOf } from '../db/queries/executions';
 import { followUpRefusal, requestExecution, type RequestOutcome, type Requester } from './request';
-import { takenSnapshot } from './safeguards';
+import { guestOf, rollbackRequest, takenSnapshot } from './safeguards';
 import type { PrepareError } from './prepare';
 
 export type RollbackRefusal = { refused: string };
 
 /**
- * Requests a `pct_rollback` of a failed (or unhealthy, or interrupted) execution's container to
+ * Requests a `pct_rollback` (`vm_rollback`) of a failed (or unhealthy, or interrupted) execution's container (VM) to
  * the snapshot Nomos took right before it. The snapshot name and the target come from the stored
  * execution, never from the caller; the rollback is an ordinary destructive request that waits
  * for its own approval (the same hash and approval rules as any other).
@@ -20,11 +20,14 @@ export async function requestRollback(executionId: string, requester?: Requester
 	if (!name) return { refused: 'Nomos took no snapshot before this execution.' };
 	// One rollback at a time (a double click, a second tab): another one may follow only if this
 	// one failed or expired. Checked here for a quick answer, and again under a lock inside the request.
-	const live = await liveFollowUpOf(sql(), e.id, 'pct_rollback');
+	const guest = guestOf(e.action, /^lxc:[^/]+\/([0-9]+)$/.exec(e.target)?.[1], e.params);
+	if (!guest) return { refused: 'This execution names no container or VM to roll back.' };
+	const { action, params } = rollbackRequest(guest, name);
+	const live = await liveFollowUpOf(sql(), e.id, action);
 	if (live) return { refused: followUpRefusal('rollback', live.status) };
 	return requestExecution(
 		e.requestedBySession,
-		{ target: e.target, action: 'pct_rollback', params: { name }, reason: `roll back to ${name}, taken before ${e.action} (execution ${e.id}) failed` },
+		{ target: e.target, action, params, reason: `roll back to ${name}, taken before ${e.action} (execution ${e.id}) failed` },
 		{ retryOf: e.id, requester: requester && { ...requester, detail: { rollbackOf: e.id, ...requester.detail } } }
 	);
 }

@@ -15,7 +15,10 @@ import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/q
 import { finishExecution } from './lifecycle';
 import { env } from '../env';
 import { currentProcess } from '../jobs/current-process';
-import { healthSteps, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, wantsSnapshot } from './safeguards';
+import {
+	guestOf, healthSteps, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
+	type Guest
+} from './safeguards';
 
 const LEASE_SECONDS = 60;
 const HEARTBEAT_MS = 10_000;
@@ -51,6 +54,13 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
 		return r;
 	};
+	if (p.kind === 'vm-absent') {
+		// VMs and CTs share one id space: either one holding the id makes the create fail.
+		const [vm, ct] = [await read(['qm', 'status', p.vmid]), await read(['pct', 'status', p.vmid])];
+		if (vm.exitCode === 0) return `VM ${p.vmid} already exists now (it did not when this was approved)`;
+		if (ct.exitCode === 0) return `CT ${p.vmid} already has id ${p.vmid}`;
+		return null;
+	}
 	if (p.kind === 'vm-exists' || p.kind === 'vm-status') {
 		const r = await read(['qm', 'status', p.vmid]);
 		if (r.exitCode !== 0) return `VM ${p.vmid} does not exist (anymore)`;
@@ -58,17 +68,18 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 		if (p.kind === 'vm-status' && status !== p.status) return `VM ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
 		return null;
 	}
-	if (p.kind === 'ct-disk-grows') {
-		const r = await read(['pct', 'config', p.vmid]);
-		if (r.exitCode !== 0) return `CT ${p.vmid} does not exist (anymore)`;
+	if (p.kind === 'ct-disk-grows' || p.kind === 'vm-disk-grows') {
+		const [what, tool, action] = p.kind === 'ct-disk-grows' ? ['CT', 'pct', 'pct_resize'] : ['VM', 'qm', 'vm_resize'];
+		const r = await read([tool, 'config', p.vmid]);
+		if (r.exitCode !== 0) return `${what} ${p.vmid} does not exist (anymore)`;
 		const line = r.stdout.split('\n').find((l) => l.startsWith(`${p.disk}: `));
-		if (!line) return `CT ${p.vmid} has no ${p.disk}`;
+		if (!line) return `${what} ${p.vmid} has no ${p.disk}`;
 		if (p.size.startsWith('+')) return null;
 		const m = /(?:^|,)size=(\d+(?:\.\d+)?)([KMGT])/.exec(line.slice(p.disk.length + 2));
-		if (!m) return `the size of CT ${p.vmid} ${p.disk} cannot be read from its config`;
+		if (!m) return `the size of ${what} ${p.vmid} ${p.disk} cannot be read from its config`;
 		const current = Number(m[1]) * GIB[m[2]];
 		const wanted = Number(p.size.slice(0, -1));
-		if (wanted <= current) return `CT ${p.vmid} ${p.disk} is ${m[1]}${m[2]} now; ${p.size} would not grow it (pct_resize only grows, a disk cannot shrink)`;
+		if (wanted <= current) return `${what} ${p.vmid} ${p.disk} is ${m[1]}${m[2]} now; ${p.size} would not grow it (${action} only grows, a disk cannot shrink)`;
 		return null;
 	}
 	const r = await read(['pct', 'status', p.vmid]);
@@ -80,10 +91,10 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 	return null;
 }
 
-/** Whether a CT's rootfs lives on storage that `pct snapshot` can snapshot (read from `pct config` and `pvesm status`). */
-async function canSnapshot(client: Client, vmid: string, signal: AbortSignal): Promise<boolean> {
-	const cfg = await execArgv(client, ['pct', 'config', vmid], { timeoutMs: 30_000, signal, group: true });
-	const storage = cfg.exitCode === 0 ? rootfsStorage(cfg.stdout) : null;
+/** Whether a CT's rootfs (a VM's boot disk) lives on storage that can be snapshotted (read from `pct|qm config` and `pvesm status`). */
+async function canSnapshot(client: Client, g: Guest, signal: AbortSignal): Promise<boolean> {
+	const cfg = await execArgv(client, [g.kind === 'ct' ? 'pct' : 'qm', 'config', g.vmid], { timeoutMs: 30_000, signal, group: true });
+	const storage = cfg.exitCode !== 0 ? null : g.kind === 'ct' ? rootfsStorage(cfg.stdout) : vmDiskStorage(cfg.stdout);
 	if (!storage) return false;
 	const st = await execArgv(client, ['pvesm', 'status', '--storage', storage], { timeoutMs: 30_000, signal, group: true });
 	return st.exitCode === 0 && snapshotCapable(storageType(st.stdout, storage));
@@ -153,8 +164,9 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		// Two independent reads at once, on two channels of the one connection: is the target still
 		// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
 		// then `pvesm status`). Nothing runs on the target until both have answered.
-		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, vmid);
-		const snapshotPossible = snapshotWanted ? canSnapshot(client, vmid, cancel.signal) : Promise.resolve(false);
+		const guest = guestOf(e.action, vmid, e.params);
+		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
+		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
 			const stale = await checkPrecondition(client, p, cancel.signal);
@@ -246,16 +258,16 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		};
 		// Snapshot before: the container as it was, named for this execution only. A retry is a new
 		// execution (new name); this one never runs twice (one claim, one attempt).
-		if (vmid && (await snapshotPossible)) {
+		if (guest && (await snapshotPossible)) {
 			try {
-				await runStep(snapshotStep(e.id, e.action, vmid), 'snapshot');
+				await runStep(snapshotStep(e.id, e.action, guest), 'snapshot');
 			} catch (err) {
 				if (err instanceof Failure) throw new Failure(`not run: the snapshot before failed, nothing was changed (${err.message})`);
 				throw err;
 			}
 			snapshot = nomosSnapshotName(e.id);
-			const listing = await execArgv(client, ['pct', 'listsnapshot', vmid], { timeoutMs: 30_000, signal: cancel.signal, group: true });
-			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, vmid)) await runStep(p, 'prune', true);
+			const listing = await execArgv(client, listSnapshotsArgv(guest), { timeoutMs: 30_000, signal: cancel.signal, group: true });
+			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, guest)) await runStep(p, 'prune', true);
 		}
 		mutationStarted = true;
 		for (const s of planned) await runStep(s);

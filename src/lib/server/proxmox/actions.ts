@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { Classification } from '../db/schema';
 import { createHash } from 'node:crypto';
 import {
-	argvWord, bridge, ctDisk, ctPath, description, fileMode, gateway, growSize, hostname, ipConfig, pushContent, snapshotName, storage,
-	template, templateName, unit, urlPath, vmid
+	argvWord, bridge, ciUser, ctDisk, ctPath, description, fileMode, gateway, growSize, hostname, ipConfig, pushContent, snapshotName, sshKeys, storage,
+	template, templateName, unit, urlPath, vmDisk, vmid, vmImage, vmTag
 } from './params';
 
 /** Where an action runs: on the host itself, or in/on one container of that host. */
@@ -26,7 +26,11 @@ export type Precondition =
 	/** `pct config` shows `disk` smaller than `size` (an absolute `<n>G`; `+<n>G` always grows). */
 	| { kind: 'ct-disk-grows'; vmid: string; disk: string; size: string }
 	| { kind: 'vm-exists'; vmid: string }
-	| { kind: 'vm-status'; vmid: string; status: 'running' | 'stopped' };
+	| { kind: 'vm-status'; vmid: string; status: 'running' | 'stopped' }
+	/** No guest (VM or CT) has this id: the id space is shared. */
+	| { kind: 'vm-absent'; vmid: string }
+	/** `qm config` shows `disk` smaller than `size`, as ct-disk-grows. */
+	| { kind: 'vm-disk-grows'; vmid: string; disk: string; size: string };
 
 export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	classification: Classification;
@@ -58,6 +62,23 @@ export const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').dige
  */
 export const PUSH_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-push.XXXXXXXX); trap 'rm -f "$t"' EXIT; cat > "$t"; pct push "$1" "$t" "$2" --perms "$3"`;
 const vmParams = z.object({ vmid }).strict();
+const VM_SET_KEYS = ['cores', 'memory', 'balloon', 'onboot', 'tags', 'description'] as const;
+const newVmid = z.union([vmid, z.literal('auto')]).default('auto');
+const vmExists = (vmid: string): Precondition[] => [{ kind: 'vm-exists', vmid }];
+const vmRunning = (vmid: string): Precondition[] => [{ kind: 'vm-status', vmid, status: 'running' }];
+
+/**
+ * vm_create's ssh keys: stdin goes to a private temp file, then the qm argv (the positional
+ * arguments, never spliced into this script) runs with `--sshkeys <that file>` appended.
+ */
+export const SSHKEYS_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-keys.XXXXXXXX); trap 'rm -f "$t"' EXIT; cat > "$t"; "$@" --sshkeys "$t"`;
+
+/**
+ * A VM's health after a start: its guest agent answers `ping` (a VM configured without an agent
+ * passes on running alone). An agent needs some seconds after boot, so this asks up to 24 times,
+ * 5 s apart. The vmid is a positional argument.
+ */
+export const AGENT_WAIT_SCRIPT = `qm config "$1" | grep -Eq '^agent: (1|enabled=1)' || { echo 'no guest agent configured'; exit 0; }; for i in $(seq 1 24); do qm guest cmd "$1" ping && { echo 'guest agent answers'; exit 0; }; sleep 5; done; echo 'the guest agent did not answer in 2 minutes' >&2; exit 1`;
 
 /**
  * The catalogue of executions the agent may request. Each action has its own zod params, a
@@ -368,6 +389,199 @@ export const ACTIONS = {
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'running' }],
 		summary: (p) => `VM ${p.vmid} stopped`
 	}),
+	vm_create: def({
+		classification: 'config_mutation',
+		description: 'create a VM from a cloud image (imported as scsi0) with cloud-init (user, ssh keys, ip), serial console and guest agent',
+		scope: 'host',
+		params: z
+			.object({
+				vmid: newVmid,
+				name: hostname,
+				image: vmImage,
+				storage: storage.default('local-lvm'),
+				cores: z.number().int().min(1).max(128).default(2),
+				memory: z.number().int().min(64).max(4_194_304).default(2048).describe('MiB'),
+				bridge: bridge.default('vmbr0'),
+				ciuser: ciUser.optional(),
+				sshKeys: sshKeys.optional(),
+				ip: ipConfig.default('dhcp'),
+				gateway: gateway.optional(),
+				start: z.boolean().default(true)
+			})
+			.strict()
+			.refine((p) => p.gateway === undefined || p.ip !== 'dhcp', { message: 'a gateway goes with a static ip, not dhcp', path: ['gateway'] }),
+		steps: (p) => {
+			const id = String(p.vmid);
+			const create = [
+				'qm', 'create', id,
+				'--name', p.name,
+				'--memory', String(p.memory),
+				'--cores', String(p.cores),
+				'--net0', `virtio,bridge=${p.bridge}`,
+				'--scsihw', 'virtio-scsi-pci',
+				'--scsi0', `${p.storage}:0,import-from=${p.image}`,
+				'--ide2', `${p.storage}:cloudinit`,
+				'--boot', 'order=scsi0',
+				'--serial0', 'socket',
+				'--vga', 'serial0',
+				'--agent', 'enabled=1',
+				...(p.ciuser !== undefined ? ['--ciuser', p.ciuser] : []),
+				'--ipconfig0', p.ip === 'dhcp' ? 'ip=dhcp' : `ip=${p.ip}${p.gateway ? `,gw=${p.gateway}` : ''}`
+			];
+			const label = `qm create ${id} (${p.name})`;
+			return [
+				p.sshKeys !== undefined
+					? { label, argv: ['sh', '-c', SSHKEYS_SCRIPT, 'nomos-keys', ...create], stdin: p.sshKeys.trim() + '\n', timeoutMs: 30 * MIN }
+					: { label, argv: create, timeoutMs: 30 * MIN },
+				...(p.start ? [{ label: `qm start ${id}`, argv: ['qm', 'start', id], timeoutMs: 5 * MIN }] : [])
+			];
+		},
+		preconditions: (p) => [{ kind: 'vm-absent', vmid: String(p.vmid) }],
+		summary: (p) => `VM ${p.vmid} (${p.name}) created from ${p.image}${p.start ? ' and started' : ''}`
+	}),
+	vm_clone: def({
+		classification: 'config_mutation',
+		description: 'clone a VM or template to a new VM (full copy by default; full=false is a linked clone of a template)',
+		scope: 'host',
+		params: z.object({ vmid, newid: newVmid, name: hostname, full: z.boolean().default(true) }).strict(),
+		steps: (p) => [
+			{ label: `qm clone ${p.vmid} → ${p.newid} (${p.name})`, argv: ['qm', 'clone', p.vmid, String(p.newid), '--name', p.name, '--full', p.full ? '1' : '0'], timeoutMs: 60 * MIN }
+		],
+		preconditions: (p) => [...vmExists(p.vmid), { kind: 'vm-absent', vmid: String(p.newid) }],
+		summary: (p) => `VM ${p.newid} (${p.name}) cloned from ${p.vmid}${p.full ? '' : ' (linked)'}`
+	}),
+	vm_template: def({
+		classification: 'config_mutation',
+		description: 'turn a stopped VM into a template (it can then only be cloned, never started again)',
+		scope: 'host',
+		irreversible: true,
+		params: vmParams,
+		steps: (p) => [{ label: 'qm template', argv: ['qm', 'template', p.vmid], timeoutMs: 10 * MIN }],
+		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
+		summary: (p) => `VM ${p.vmid} is now a template`
+	}),
+	vm_set: def({
+		classification: 'config_mutation',
+		description: "change a VM's cores, memory, balloon (MiB, 0 = off), onboot, tags or description",
+		scope: 'host',
+		params: z
+			.object({
+				vmid,
+				cores: z.number().int().min(1).max(128).optional(),
+				memory: z.number().int().min(64).max(4_194_304).optional().describe('MiB'),
+				balloon: z.number().int().min(0).max(4_194_304).optional().describe('MiB'),
+				onboot: z.boolean().optional(),
+				tags: z.array(vmTag).max(32).optional(),
+				description: description.optional()
+			})
+			.strict()
+			.refine((p) => VM_SET_KEYS.some((k) => p[k] !== undefined), `set at least one of ${VM_SET_KEYS.join(', ')}`)
+			.refine((p) => p.balloon === undefined || p.memory === undefined || p.balloon <= p.memory, { message: 'balloon cannot exceed memory', path: ['balloon'] }),
+		steps: (p) => {
+			const opts = [
+				...(p.cores !== undefined ? ['--cores', String(p.cores)] : []),
+				...(p.memory !== undefined ? ['--memory', String(p.memory)] : []),
+				...(p.balloon !== undefined ? ['--balloon', String(p.balloon)] : []),
+				...(p.onboot !== undefined ? ['--onboot', p.onboot ? '1' : '0'] : []),
+				...(p.tags !== undefined ? ['--tags', p.tags.join(';')] : []),
+				...(p.description !== undefined ? ['--description', p.description] : [])
+			];
+			return [{ label: 'qm set', argv: ['qm', 'set', p.vmid, ...opts], timeoutMs: MIN }];
+		},
+		preconditions: (p) => vmExists(p.vmid),
+		summary: (p) =>
+			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : []).join(', ')}`
+	}),
+	vm_resize: def({
+		classification: 'config_mutation',
+		description: "grow a VM disk: size '+8G' grows by 8 GiB, '40G' is the new total; shrinking is refused",
+		scope: 'host',
+		irreversible: true,
+		params: z.object({ vmid, disk: vmDisk.default('scsi0'), size: growSize }).strict(),
+		steps: (p) => [{ label: `qm resize ${p.disk} ${p.size}`, argv: ['qm', 'resize', p.vmid, p.disk, p.size], timeoutMs: 10 * MIN }],
+		preconditions: (p) => [{ kind: 'vm-disk-grows', vmid: p.vmid, disk: p.disk, size: p.size }],
+		summary: (p) => `VM ${p.vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`
+	}),
+	vm_snapshot: def({
+		classification: 'config_mutation',
+		description: 'take a snapshot of a VM (disks only, no RAM state)',
+		scope: 'host',
+		params: z.object({ vmid, name: snapshotName, description: description.optional() }).strict(),
+		steps: (p) => [
+			{ label: `qm snapshot ${p.name}`, argv: ['qm', 'snapshot', p.vmid, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
+		],
+		preconditions: (p) => vmExists(p.vmid),
+		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} taken`
+	}),
+	vm_rollback: def({
+		classification: 'destructive',
+		description: 'roll a VM back to a snapshot (everything since is lost; a running VM is stopped)',
+		scope: 'host',
+		params: z.object({ vmid, name: snapshotName, start: z.boolean().default(false) }).strict(),
+		steps: (p) => [{ label: `qm rollback ${p.name}`, argv: ['qm', 'rollback', p.vmid, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
+		preconditions: (p) => vmExists(p.vmid),
+		summary: (p) => `VM ${p.vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`
+	}),
+	vm_delsnapshot: def({
+		classification: 'destructive',
+		description: "delete one of a VM's snapshots",
+		scope: 'host',
+		params: z.object({ vmid, name: snapshotName }).strict(),
+		steps: (p) => [{ label: `qm delsnapshot ${p.name}`, argv: ['qm', 'delsnapshot', p.vmid, p.name], timeoutMs: 10 * MIN }],
+		preconditions: (p) => vmExists(p.vmid),
+		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} deleted`
+	}),
+	vm_shutdown: def({
+		classification: 'config_mutation',
+		description: 'clean shutdown of a running VM (ACPI); fails after timeoutS if the guest does not power off (then ask about qm_stop)',
+		scope: 'host',
+		params: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		steps: (p) => [{ label: 'qm shutdown', argv: ['qm', 'shutdown', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 }],
+		preconditions: (p) => vmRunning(p.vmid),
+		summary: (p) => `VM ${p.vmid} shut down`
+	}),
+	vm_reboot: def({
+		classification: 'config_mutation',
+		description: 'clean reboot of a running VM (shutdown, then start)',
+		scope: 'host',
+		params: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		steps: (p) => [{ label: 'qm reboot', argv: ['qm', 'reboot', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 120) * 1000 }],
+		preconditions: (p) => vmRunning(p.vmid),
+		summary: (p) => `VM ${p.vmid} rebooted`
+	}),
+	vm_destroy: def({
+		classification: 'destructive',
+		description: 'destroy a stopped VM and its disks, and remove it from backup/replication/HA jobs',
+		scope: 'host',
+		params: vmParams,
+		steps: (p) => [{ label: 'qm destroy', argv: ['qm', 'destroy', p.vmid, '--purge'], timeoutMs: 10 * MIN }],
+		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
+		summary: (p) => `VM ${p.vmid} destroyed`
+	}),
+	vm_unlock: def({
+		classification: 'config_mutation',
+		description: "remove a VM's lock (e.g. left by an interrupted backup, clone or snapshot)",
+		scope: 'host',
+		params: vmParams,
+		steps: (p) => [{ label: 'qm unlock', argv: ['qm', 'unlock', p.vmid], timeoutMs: MIN }],
+		preconditions: (p) => vmExists(p.vmid),
+		summary: (p) => `VM ${p.vmid} unlocked`
+	}),
+	vm_config: def({
+		classification: 'read_only',
+		description: 'configuration of one VM (qm config)',
+		scope: 'host',
+		params: vmParams,
+		steps: (p) => [{ label: 'qm config', argv: ['qm', 'config', p.vmid], timeoutMs: MIN }]
+	}),
+	vm_guest: def({
+		classification: 'read_only',
+		description: "ask a running VM's guest agent: ping (does it answer) or network-get-interfaces (its IPs)",
+		scope: 'host',
+		params: z.object({ vmid, cmd: z.enum(['ping', 'network-get-interfaces']).default('ping') }).strict(),
+		steps: (p) => [{ label: `guest ${p.cmd}`, argv: ['qm', 'guest', 'cmd', p.vmid, p.cmd], timeoutMs: MIN }],
+		preconditions: (p) => vmRunning(p.vmid)
+	}),
 	pct_stop: def({
 		classification: 'config_mutation',
 		description: 'stop a running container (hard stop)',
@@ -407,11 +621,6 @@ export function needsPerson(action: string): boolean {
 	if (!isActionName(action)) return true;
 	const def: ActionDef = ACTIONS[action];
 	return def.classification === 'destructive' || def.irreversible === true;
-}
-
-/** A one-line catalogue for tool descriptions and error hints. */
-export function catalogueSummary(): string {
-	return ACTION_NAMES.map((n) => `${n} (${ACTIONS[n].classification}): ${ACTIONS[n].description}`).join('; ');
 }
 
 /** The params an action accepts, for an error hint. */

@@ -95,3 +95,38 @@ export const urlPath = z
 	.max(500)
 	.regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/, "a URL path starting with '/', e.g. /healthz")
 	.describe('e.g. /healthz');
+
+/** A cloud image on the host for `import-from`: an absolute path or a storage volume (iso/ or import/ content). */
+export const vmImage = z
+	.string()
+	.max(1024)
+	.regex(
+		/^((\/[A-Za-z0-9._+-]+)+|[a-zA-Z][a-zA-Z0-9_.-]{0,63}:(iso|import)\/[A-Za-z0-9][A-Za-z0-9._+-]{0,200})\.(img|qcow2|raw|vmdk)$/,
+		'a cloud image on the host: an absolute path or a volume such as local:import/debian-12-genericcloud-amd64.qcow2 (.img, .qcow2, .raw, .vmdk)'
+	)
+	.refine((p) => !p.split('/').includes('..'), "an image path cannot contain '..'")
+	.describe('a cloud image path on the host, e.g. /var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2');
+
+/** A VM disk as qm names it: scsi0–30, virtio0–15, sata0–5, ide0–3. */
+export const vmDisk = z
+	.string()
+	.regex(/^(scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$/, "a VM disk such as 'scsi0' or 'virtio0'");
+
+/** The cloud-init user (`--ciuser`). */
+export const ciUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'a user name: lowercase letters, digits, _ and -, at most 32 characters');
+
+/** OpenSSH public keys, one per line, for cloud-init (written to a file from stdin, never onto a command line). */
+export const sshKeys = z
+	.string()
+	.max(16_384, 'at most 16 KiB of keys')
+	.refine(
+		(s) => {
+			const lines = s.split('\n').map((l) => l.trim()).filter(Boolean);
+			return lines.length > 0 && lines.every((l) => /^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\0]*)?$/.test(l));
+		},
+		'OpenSSH public keys, one per line (ssh-ed25519 AAAA… comment)'
+	)
+	.describe('OpenSSH public keys, one per line');
+
+/** A Proxmox tag (`pve-tag`): lowercase letters, digits, _ + . -. */
+export const vmTag = z.string().regex(/^[a-z0-9_][a-z0-9_+.-]{0,63}$/, 'a tag: lowercase letters, digits, _ + . -');

@@ -110,6 +110,11 @@ export function ctExists(ctx, vmid) {
 	return existsSync(ctFile(ctx, vmid));
 }
 
+/** VMs share the id space with containers. */
+export function vmExists(ctx, vmid) {
+	return existsSync(join(ctx.state, 'vms', `${vmid}.json`));
+}
+
 export function loadCt(ctx, vmid) {
 	const ct = readJson(ctFile(ctx, vmid), undefined);
 	if (!ct) fail(`Configuration file 'nodes/${ctx.node}/lxc/${vmid}.conf' does not exist`, 2);

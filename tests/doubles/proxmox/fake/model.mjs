@@ -16,6 +16,18 @@ export function templates(ctx) {
 	return readJson(join(ctx.state, 'templates.json'), DEFAULT_TEMPLATES);
 }
 
+/** Cloud images on the host that `qm create --scsi0 <storage>:0,import-from=<path>` can import (size in GiB). */
+export const DEFAULT_VM_IMAGES = [
+	{ path: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2', sizeGb: 2 },
+	{ path: 'local:iso/noble-server-cloudimg-amd64.img', sizeGb: 3.5 },
+	{ path: 'local:import/debian-12-genericcloud-amd64.qcow2', sizeGb: 2 }
+];
+
+/** @param {import('./common.mjs').Ctx} ctx @returns {{ path: string, sizeGb: number }[]} */
+export function vmImages(ctx) {
+	return readJson(join(ctx.state, 'images.json'), DEFAULT_VM_IMAGES);
+}
+
 /** Seconds the (fake) host has been up: fixed so output is deterministic. */
 export const NODE_UPTIME = 1_209_600;
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
 	appendLine, ctExists, deleteCt, err, fail, guestDir, hangForever, hwaddrFor, out, paramFail, parseOpts, parseVmid,
-	readFaults, reserveCt, saveCt, sleep, truthy
+	readFaults, reserveCt, saveCt, sleep, truthy, vmExists
 } from './common.mjs';
 import { templates } from './model.mjs';
 
@@ -76,6 +76,7 @@ function validate(ctx, args) {
 	const { vmid, template, opts } = parseCreate(args);
 	// PVE checks the id before storages (PVE::Cluster::check_vmid_unused), hence no "unable to create" prefix.
 	if (ctExists(ctx, vmid)) fail(`CT ${vmid} already exists on node '${ctx.node}'`);
+	if (vmExists(ctx, vmid)) fail(`unable to create CT ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
 	return { vmid, template, opts, rootfs: parseRootfs(opts, vmid) };
 }
 

@@ -1,5 +1,5 @@
 // Fake `pvesh` — read-only API paths (`get`) with PVE's output formats.
-import { fail, listCts, loadCt, out, parseOpts } from './common.mjs';
+import { fail, listCts, loadCt, out, parseOpts, vmExists } from './common.mjs';
 import { lxcCurrent, lxcStatus, nodeEntry, storages, toJson } from './model.mjs';
 
 const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
@@ -7,7 +7,7 @@ const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
 function nextId(ctx) {
 	const used = new Set(listCts(ctx).map((c) => c.vmid));
 	let id = 100;
-	while (used.has(id)) id++;
+	while (used.has(id) || vmExists(ctx, id)) id++;
 	return String(id);
 }
 
