@@ -24,14 +24,14 @@ describe('event log NOTIFY', () => {
 				await emitEvent(tx, { sessionId: '00000000-0000-0000-0000-000000000001', type: 'question.raised', payload: { questionId: '00000000-0000-4000-8000-000000000001', prompt: 'which host?' } });
 			});
 			// Notifications arrive in commit order: once a last committed event is in, a notification
-			// for the rolled-back one would be in too.
+			// for the rolled-back one (the same type) would be in too.
 			await writer.begin(async (tx) => {
-				await emitEvent(tx, { type: 'test.last' });
+				await emitEvent(tx, { type: 'workers.changed', payload: {} });
 			});
 			const until = Date.now() + 5000;
-			while (!got.some((p) => p.includes('"test.last"')) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+			while (!got.some((p) => p.includes('"workers.changed"')) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
 			const parsed = got.map((p) => JSON.parse(p));
-			expect(parsed.map((p) => p.t)).toEqual(['message.updated', 'question.raised', 'test.last']);
+			expect(parsed.map((p) => p.t)).toEqual(['message.updated', 'question.raised', 'workers.changed']);
 			expect(parsed[1].s).toBe('00000000-0000-0000-0000-000000000001');
 			for (const p of got) expect(Buffer.byteLength(p)).toBeLessThan(100);
 			const [row] = await writer`select payload->>'messageId' as big, jsonb_typeof(payload) as kind from events where id = ${parsed[0].id}`;
