@@ -15,7 +15,8 @@ import {
 	severityRank,
 	type Severity
 } from '../../review/rules';
-import type { Finding, ReviewMessage, SessionReview } from './types';
+import type { Finding, ReviewMessage, ReviewSummary, SessionReview } from './types';
+import { listHistorySummaries } from '../db/queries/summaries';
 
 /** One session's facts as r_scored computes them (detail mode). */
 interface FactsRow {
@@ -121,6 +122,17 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			) order by m.idx) from r_mf m) as messages`;
 
 	const rows = row.messages ?? [];
+	const idxById = new Map(rows.map((m) => [m.id, m.idx]));
+	const summaries: ReviewSummary[] = (await listHistorySummaries(sql, sessionId)).map((h) => ({
+		throughIndex: idxById.get(h.throughMessageId) ?? null,
+		messages: h.messages,
+		tokens: h.tokens,
+		foldedTokens: h.foldedTokens,
+		request: { input: h.inputTokens, output: h.outputTokens },
+		model: h.model,
+		createdAt: new Date(h.createdAt).toISOString(),
+		text: h.text
+	}));
 	const messages: ReviewMessage[] = rows.map((m) => ({
 		index: m.idx,
 		id: m.id,
@@ -142,7 +154,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			totals: emptyTotals(),
 			outcome: { reached: false, reason: 'The session has no messages.' },
 			findings: [],
-			messages
+			messages,
+			summaries
 		};
 	}
 
@@ -177,7 +190,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	findings.push(outcome.finding);
 	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
 
-	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages };
+	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries };
 }
 
 function emptyTotals(): SessionReview['totals'] {
