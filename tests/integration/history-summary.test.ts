@@ -138,7 +138,7 @@ describe('history folded into a stored summary', () => {
 			expect(s.text).toBe(stored[i].text);
 		}
 		expect(renderReviewMarkdown(review)).toContain('## History summaries');
-	});
+	}, 240_000);
 
 	it('a failed or empty summary request leaves the turn running on the unfolded history; the next turn folds', async () => {
 		process.env.NOMOS_HISTORY_TOKENS = '0';
@@ -174,5 +174,5 @@ describe('history folded into a stored summary', () => {
 		expect(summaryRequests()).toHaveLength(1);
 		expect(await listHistorySummaries(sql(), id)).toHaveLength(1);
 		expect(JSON.stringify(turnRequests()[0].body!.messages)).toContain('Summary 1 after the failures.');
-	});
+	}, 240_000);
 });
