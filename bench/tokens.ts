@@ -12,10 +12,15 @@
 //      that is tool definitions, the operator's actions, and the first request split into
 //      instructions / tools / history.
 //
+//   4. `long`: a 60-turn chat (each turn one read and an answer), with older turns folded into the
+//      stored summary (NOMOS_HISTORY_TOKENS, default 4000) and once more with folding off: the last
+//      request split into instructions / tools / summary / history, the largest request and the
+//      number of summary requests (goal: the last request ≤ 8,000 tokens).
+//
 // Exits non-zero when a scenario went off its script (an exhausted script, an execution that did not
 // end as expected), so the figures are of the intended conversation.
 //
-//   npm run bench:tokens [-- --only create|recover|deploy|answer] [--json]
+//   npm run bench:tokens [-- --only create|recover|deploy|answer|long] [--json]
 // Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -30,9 +35,10 @@ import { createSession } from '../src/lib/server/db/queries/sessions';
 import { requestTurn } from '../src/lib/server/conversation/turn-queue';
 import { resetEnvCache } from '../src/lib/server/env';
 import { operatorDecides, operatorDecidesPlan } from '../src/lib/server/executions/decisions';
-import { promptParts, tokensOf } from '../src/lib/server/agent/prompt-tokens';
+import { promptParts, tokensOf, type PromptBody } from '../src/lib/server/agent/prompt-tokens';
+import { SUMMARY_LABEL, SUMMARY_SYSTEM } from '../src/lib/server/agent/summary';
 import { taskList } from '../tasks/index';
-import { startScriptedLlm, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
+import { startScriptedLlm, type RecordedRequest, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../tests/doubles/proxmox/server';
 import { benchPort, ROOT, sleep } from './harness';
 
@@ -228,6 +234,97 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 	};
 }
 
+const LONG_TURNS = 60;
+const LONG_GOAL = 8000;
+
+type LongRow = {
+	scenario: string;
+	turns: number;
+	requests: number;
+	summaryRequests: number;
+	prompt: number;
+	largest: number;
+	last: { instructions: number; tools: number; summary: number; history: number; total: number };
+};
+
+const isSummaryRequest = (r: RecordedRequest) => JSON.stringify(r.body?.messages?.[0]?.content ?? '').includes(SUMMARY_SYSTEM.slice(0, 40));
+
+/** A request's tokens with the summary note counted apart from the rest of the history. */
+function partsWithSummary(body: PromptBody): LongRow['last'] {
+	const all = promptParts(body);
+	const note = (body.messages ?? []).filter((m) => typeof m.content === 'string' && m.content.includes(SUMMARY_LABEL));
+	const summary = note.length ? promptParts({ messages: note }).history : 0;
+	return { instructions: all.instructions, tools: all.tools, summary, history: all.history - summary, total: all.total };
+}
+
+/**
+ * A 60-turn chat: the operator asks about one container after another, the agent reads (a rotating
+ * fleet tool) and answers in a paragraph. `fold`: the history budget (NOMOS_HISTORY_TOKENS; 0 is off).
+ */
+async function runLongSession(name: string, fold: number, operatorId: string): Promise<{ row: LongRow; errors: string[] }> {
+	llm!.reset();
+	process.env.NOMOS_HISTORY_TOKENS = String(fold);
+	resetEnvCache();
+	const reads: ScriptedResponse[] = [
+		call('list_lxcs', {}),
+		call('get_lxc_state', { name: 'caddy' }),
+		call('search_knowledge', { query: 'typetype nginx' }),
+		call('get_state_snapshot', {}),
+		call('get_entity', { id: 'lxc:strong/101' })
+	];
+	let summaries = 0;
+	llm!.setFallback((req) => {
+		if (isSummaryRequest(req)) {
+			summaries++;
+			return {
+				text:
+					`The operator is going through the fleet on strong one container at a time (${summaries * 10} questions so far). ` +
+					'caddy (100) and db (101) run; media (102) and old (110) are stopped. TypeType is a static app served by nginx on 8080. ' +
+					'No executions were requested and nothing is waiting for approval. Open: the operator may ask to start media next.'
+			};
+		}
+		if (req.body?.messages?.at(-1)?.role === 'tool') {
+			return {
+				text:
+					'Here is what I found. caddy (100) and db (101) are running on strong with plenty of free memory; media (102) and old (110) are stopped. ' +
+					'Nothing is waiting for your approval, and no execution ran since your last question. Tell me if you want me to start or change anything.'
+			};
+		}
+		return reads[(req.body?.messages?.filter((m) => m.role === 'user').length ?? 0) % reads.length];
+	});
+	const sessionId = await sql().begin((tx) => createSession(tx, operatorId, name));
+	const errors: string[] = [];
+	for (let i = 1; i <= LONG_TURNS; i++) {
+		await sql().begin(async (tx) => {
+			const text = `Question ${i}: how is the fleet doing now, and is anything on strong that I should look at before tonight's backup?`;
+			await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text }], status: 'queued', origin: 'chat' });
+			await requestTurn(tx, { sessionId, origin: 'chat' });
+		});
+		const deadline = Date.now() + 60_000;
+		let quiet = 0;
+		while (quiet < 2) {
+			if (Date.now() > deadline) {
+				errors.push(`${name}: turn ${i} not done after 60 s`);
+				break;
+			}
+			await sleep(50);
+			quiet = (await busy(sessionId)) ? 0 : quiet + 1;
+		}
+	}
+	const chats = llm!.requests.filter((r) => r.path.endsWith('/chat/completions'));
+	if (process.env.BENCH_DUMP) await fs.writeFile(path.join(process.env.BENCH_DUMP, `${name}.json`), JSON.stringify(chats.map((r) => r.body), null, 1));
+	for (const r of chats) if (r.error) errors.push(`${name}: request ${r.seq}: ${r.error}`);
+	const turns = chats.filter((r) => !isSummaryRequest(r));
+	if (turns.length !== LONG_TURNS * 2) errors.push(`${name}: ${turns.length} turn requests, expected ${LONG_TURNS * 2}`);
+	const sizes = chats.map((r) => promptParts(r.body ?? {}).total);
+	const last = partsWithSummary(turns.at(-1)?.body ?? {});
+	if (fold && last.total > LONG_GOAL) errors.push(`${name}: the last request is ${last.total} tokens, over the ${LONG_GOAL} goal`);
+	return {
+		row: { scenario: name, turns: LONG_TURNS, requests: chats.length, summaryRequests: chats.length - turns.length, prompt: sizes.reduce((a, b) => a + b, 0), largest: Math.max(0, ...sizes), last },
+		errors
+	};
+}
+
 async function main(): Promise<number> {
 	if (!process.env.BENCH_VERBOSE) console.info = () => undefined;
 	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-tokens-'));
@@ -275,14 +372,36 @@ async function main(): Promise<number> {
 		rows.push(r.row);
 		errors.push(...r.errors);
 	}
-	print(rows);
+	const long: LongRow[] = [];
+	if (!opts.only || opts.only === 'long') {
+		const folded = Number(process.env.NOMOS_HISTORY_TOKENS || 4000);
+		for (const [name, fold] of [
+			['long', folded],
+			['unfolded', 0]
+		] as const) {
+			const r = await runLongSession(name, fold, operator.id);
+			long.push(r.row);
+			errors.push(...r.errors);
+		}
+	}
+	print(rows, long);
 	for (const e of errors) log(`ERROR ${e}`);
 	return errors.length ? 1 : 0;
 }
 
-function print(rows: Row[]) {
-	if (opts.json) return console.log(JSON.stringify(rows, null, 2));
+function print(rows: Row[], long: LongRow[]) {
+	if (opts.json) return console.log(JSON.stringify({ scenarios: rows, long }, null, 2));
 	const n = (x: number) => x.toLocaleString('en-GB');
+	if (long.length) {
+		console.log(`\n${LONG_TURNS}-turn session   requests   summary requests   prompt tokens   largest request   last request: instructions + tools + summary + history = total`);
+		for (const r of long) {
+			const l = r.last;
+			console.log(
+				`${r.scenario.padEnd(17)} ${String(r.requests).padStart(8)}   ${String(r.summaryRequests).padStart(16)}   ${n(r.prompt).padStart(13)}   ${n(r.largest).padStart(15)}   ${n(l.instructions)} + ${n(l.tools)} + ${n(l.summary)} + ${n(l.history)} = ${n(l.total)}`
+			);
+		}
+		if (!rows.length) return;
+	}
 	console.log('\nscenario   requests   prompt tokens   completion   tool defs   largest request   operator actions');
 	for (const r of rows) {
 		console.log(

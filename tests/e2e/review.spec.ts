@@ -133,3 +133,24 @@ test('a plain operator gets 403 for the review pages and the export', async ({ p
 	const narrative = await page.request.post(`/admin/review/${id}/narrative`, { headers: { origin: env.baseURL } });
 	expect(narrative.status()).toBe(403);
 });
+
+test('the session review shows the stored history summaries: what each covers and its tokens', async ({ page, env, sql }) => {
+	const id = await fixture(sql);
+	const [through] = await sql<{ id: string; seq: string }[]>`select id, seq from messages where session_id = ${id} order by seq offset 5 limit 1`;
+	await sql`
+		insert into history_summaries (session_id, through_message_id, through_seq, messages, text, tokens, folded_tokens, input_tokens, output_tokens, model)
+		values (${id}, ${through.id}, ${through.seq}, 6, 'The operator wants TypeType on strong; pct_create was refused as unknown.', 31, 5200, 1400, 40, 'scripted')
+		on conflict do nothing`;
+	await login(page, env.admin);
+	await page.goto(`/admin/review/${id}`);
+	const summary = page.getByTestId('review-summary');
+	await expect(summary).toHaveCount(1);
+	await expect(summary).toHaveAttribute('data-through', '5');
+	await expect(summary).toContainText('Covers messages #0–#5');
+	await expect(summary.getByTestId('review-summary-tokens')).toHaveText('5.2k → 31 tokens');
+	await expect(summary.getByTestId('review-summary-text')).toHaveText('The operator wants TypeType on strong; pct_create was refused as unknown.');
+	await expect(page.getByTestId('review-summaries')).toContainText('written by the model');
+	const md = await (await page.request.get(`/admin/review/${id}/export`)).text();
+	expect(md).toContain('## History summaries');
+	expect(md).toContain('- messages #0–#5: 5200 tokens → 31');
+});

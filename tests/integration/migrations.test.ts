@@ -19,6 +19,7 @@ const EXPECTED_TABLES = [
 	'events',
 	'execution_sessions',
 	'executions',
+	'history_summaries',
 	'hosts',
 	'knowledge',
 	'login_throttle',

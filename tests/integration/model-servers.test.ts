@@ -28,6 +28,9 @@ beforeAll(async () => {
 	process.env.OPENAI_BASE_URL = llm.baseURL;
 	process.env.OPENAI_API_KEY = 'test';
 	process.env.NOMOS_MODEL = 'qwen2.5:7b';
+	// No summaries here: these sessions test the cut that is left when folding is off or fails
+	// (history-summary.test.ts folds).
+	process.env.NOMOS_HISTORY_TOKENS = '0';
 	resetEnvCache();
 	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }, { vmid: 102, hostname: 'backup', status: 'stopped' }] });
 	await addHost(pve);
@@ -38,6 +41,7 @@ afterAll(async () => {
 	await pve?.close();
 	delete process.env.OPENAI_BASE_URL;
 	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
+	delete process.env.NOMOS_HISTORY_TOKENS;
 	resetEnvCache();
 });
 beforeEach(() => {

@@ -113,6 +113,12 @@ export const envSchema = z.object({
 	NOMOS_LOGIN_BACKOFF_MAX_S: z.preprocess(empty, z.coerce.number().int().min(1).max(3600).default(300)),
 	/** What one turn replays of the session's history at most (characters of JSON); older tool output is shortened first. */
 	NOMOS_HISTORY_BUDGET_CHARS: z.preprocess(empty, z.coerce.number().int().min(10_000).default(200_000)),
+	/**
+	 * Tokens (o200k) of history one request sends at most before its oldest whole turns are folded
+	 * into a summary the model writes (agent/summary.ts); less when the context window is smaller.
+	 * 0: never fold (only NOMOS_HISTORY_BUDGET_CHARS cuts). 4000 keeps a 60-turn session's request under 8,000.
+	 */
+	NOMOS_HISTORY_TOKENS: z.preprocess(empty, z.coerce.number().int().min(0).default(4000)),
 	/** Model prices, USD per million tokens: {"<model>": {"input": …, "output": …, "cached": …}}; cost is shown where known. */
 	NOMOS_PRICES: z.preprocess(empty, pricesJson.optional()),
 	/** Tokens (input + output, every model call) one turn may use; over it the turn stops before its next call. Off when unset. */

@@ -129,6 +129,17 @@ export function historyBudgetChars(windowTokens: number | null, fixedChars: numb
 	return Math.max(2000, Math.min(fallback, Math.floor(free * CHARS_PER_TOKEN)));
 }
 
+/**
+ * Tokens of history a request may send before older turns are folded into a summary: the
+ * configured budget, or what the window leaves beside the instructions, tools and the answer's
+ * room when that is less. Null: folding is off (0 configured).
+ */
+export function historyBudgetTokens(windowTokens: number | null, fixedChars: number, configured: number): number | null {
+	if (!configured) return null;
+	if (!windowTokens) return configured;
+	return Math.max(500, Math.min(configured, windowTokens - estimateTokens(fixedChars) - ANSWER_RESERVE));
+}
+
 /** How to give each kind of server a larger context (16384 tokens as the example). */
 const RAISE: Record<ServerKind, string> = {
 	ollama: 'start Ollama with OLLAMA_CONTEXT_LENGTH=16384 (or PARAMETER num_ctx 16384 in a Modelfile), then set NOMOS_CONTEXT_TOKENS to the same number',

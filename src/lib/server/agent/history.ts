@@ -79,26 +79,33 @@ function callInputs(messages: ModelMessage[]): Map<string, unknown> {
  * are handles (resultHandle): the model saw them whole when they came, and can read them again.
  */
 export async function toModelMessages(rows: MessageRow[]): Promise<ModelMessage[]> {
-	const out: ModelMessage[] = [];
+	return (await toModelMessagesByRow(rows)).flat();
+}
+
+/** toModelMessages, kept apart per stored message (what each one costs; where a fold may cut). */
+export async function toModelMessagesByRow(rows: MessageRow[]): Promise<ModelMessage[][]> {
+	const out: ModelMessage[][] = [];
 	let latest = -1;
 	rows.forEach((m, i) => {
 		if (m.role === 'assistant') latest = i;
 	});
 	for (const [i, m] of rows.entries()) {
+		const own: ModelMessage[] = [];
+		out.push(own);
 		if (m.role === 'user') {
 			const text = textOf(m.parts);
-			if (text) out.push({ role: 'user', content: text });
+			if (text) own.push({ role: 'user', content: text });
 		} else if (m.role === 'system') {
-			for (const p of m.parts) if (isNotePart(p)) out.push(noteForModel(p.data.text));
+			for (const p of m.parts) if (isNotePart(p)) own.push(noteForModel(p.data.text));
 		} else {
 			const replayed = await assistantMessages(m.parts);
-			if (i === latest) out.push(...replayed);
+			if (i === latest) own.push(...replayed);
 			else {
 				const inputs = callInputs(replayed);
-				out.push(...replayed.map((x) => withHandles(x, inputs)));
+				own.push(...replayed.map((x) => withHandles(x, inputs)));
 			}
 			// A turn stopped by its token budget: the agent is told why it did not go on.
-			for (const p of m.parts) if (isNotePart(p) && p.data.kind === 'budget') out.push(noteForModel(p.data.text));
+			for (const p of m.parts) if (isNotePart(p) && p.data.kind === 'budget') own.push(noteForModel(p.data.text));
 		}
 	}
 	return out;

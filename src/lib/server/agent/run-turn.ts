@@ -7,12 +7,13 @@ import { isNotePart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
 import type { StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
-import { assistantMessages, fitHistory, noteForModel, toModelMessages } from './history';
+import { assistantMessages, fitHistory, noteForModel } from './history';
+import { foldedHistory } from './summary';
 import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
-import { contextWindow, historyBudgetChars, serverKind, toolsChars, truncationWarning } from './context-budget';
+import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
@@ -104,15 +105,31 @@ async function converse(
 	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch };
 	const tools = buildTools(ctx);
 	const fixedChars = system.length + toolsChars(tools);
-	const budget = historyBudgetChars(window.tokens, fixedChars, env().NOMOS_HISTORY_BUDGET_CHARS);
-	// Operator messages still queued are answered by their own turn, next.
-	const history = fitHistory(await toModelMessages(stored.filter((m) => m.id !== writer.id && m.status !== 'queued')), budget);
-	const messages: ModelMessage[] = [...history, ...(opts.notes ?? []).map(noteForModel)];
-
 	const e = env();
 	const spend: Spend = watch
 		? { usage: null, budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET), steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS), budgetName: 'NOMOS_WATCH_TOKEN_BUDGET' }
 		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
+	const modelId = e.NOMOS_MODEL ?? 'unknown';
+	// Operator messages still queued are answered by their own turn, next. Older turns may be
+	// folded into the stored summary first (one request, once per fold point; see summary.ts).
+	const folded = await foldedHistory({
+		sql: sql(),
+		sessionId: opts.sessionId,
+		rows: stored.filter((m) => m.id !== writer.id && m.status !== 'queued'),
+		budget: historyBudgetTokens(window.tokens, fixedChars, e.NOMOS_HISTORY_TOKENS),
+		model,
+		modelId,
+		signal
+	});
+	if (folded.request) {
+		// The summary request is a model call of this turn: its tokens count (cost, the turn's budget).
+		spend.usage = addStep(spend.usage, { model: modelId, input: tokens(folded.request.inputTokens), output: tokens(folded.request.outputTokens), cached: 0 });
+		writer.setUsage(spend.usage);
+	}
+	// The last resort when even that is too long: cut the oldest of the rest, never the summary.
+	const [head, rest] = folded.summary ? [folded.messages.slice(0, 1), folded.messages.slice(1)] : [[], folded.messages];
+	const budget = historyBudgetChars(window.tokens, fixedChars + JSON.stringify(head).length, e.NOMOS_HISTORY_BUDGET_CHARS);
+	const messages: ModelMessage[] = [...head, ...fitHistory(rest, budget), ...(opts.notes ?? []).map(noteForModel)];
 	let emptyReplies = 0;
 	let unstreamed = false;
 	let contextNoted = stored.some((m) => m.parts.some((p) => isNotePart(p) && p.data.kind === 'context'));

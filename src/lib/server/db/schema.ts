@@ -698,3 +698,37 @@ export const scheduleRuns = pgTable(
 	},
 	(t) => [uniqueIndex('schedule_runs_slot_idx').on(t.scheduleId, t.slot)]
 );
+
+/**
+ * The older part of a session's history as the model sees it, folded into a summary the model
+ * wrote (agent/summary.ts): every message of the session up to `throughSeq` (inclusive) is sent
+ * as this text instead. The transcript, and what the operator sees, are never changed. A fold
+ * extends the previous one (its text covers everything from the start), so the newest row is the
+ * one used; a row is written whole, once its summary request has finished.
+ */
+export const historySummaries = pgTable(
+	'history_summaries',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		sessionId: uuid('session_id')
+			.notNull()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		/** The last message it covers. */
+		throughMessageId: uuid('through_message_id')
+			.notNull()
+			.references(() => messages.id, { onDelete: 'cascade' }),
+		throughSeq: bigint('through_seq', { mode: 'number' }).notNull(),
+		/** Messages it covers (all of the session's up to throughSeq). */
+		messages: integer('messages').notNull(),
+		text: text('text').notNull(),
+		/** o200k tokens of the note the model is sent, and of the history it stands for (with handles). */
+		tokens: integer('tokens').notNull(),
+		foldedTokens: integer('folded_tokens').notNull(),
+		/** The summary request's own usage, as the server reported it. */
+		inputTokens: integer('input_tokens').notNull().default(0),
+		outputTokens: integer('output_tokens').notNull().default(0),
+		model: text('model'),
+		createdAt: createdAt()
+	},
+	(t) => [uniqueIndex('history_summaries_session_through_idx').on(t.sessionId, t.throughSeq)]
+);

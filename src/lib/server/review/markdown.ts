@@ -47,6 +47,13 @@ export function renderReviewMarkdown(r: SessionReview): string {
 		out.push(`| ${m.index} | ${m.role}${status} | ${m.origin} | ${m.toolCalls} | ${cell(tools)} | ${cell(m.summary)} |`);
 	}
 	out.push('');
+	if (r.summaries?.length) {
+		out.push('## History summaries', '', 'What the agent was sent instead of the older messages (written by the model).', '');
+		for (const h of r.summaries) {
+			const through = h.throughIndex === null ? `${h.messages} messages` : `messages #0–#${h.throughIndex}`;
+			out.push(`- ${through}: ${h.foldedTokens} tokens → ${h.tokens} (request: ${h.request.input} in, ${h.request.output} out)`, '', `  > ${cell(h.text)}`, '');
+		}
+	}
 	return out.join('\n');
 }
 

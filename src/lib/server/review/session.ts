@@ -13,7 +13,8 @@ import {
 	severityRank,
 	type Severity
 } from '../db/review-rules';
-import type { Finding, ReviewMessage, SessionReview } from './types';
+import type { Finding, ReviewMessage, ReviewSummary, SessionReview } from './types';
+import { listHistorySummaries } from '../db/queries/summaries';
 
 type FactsRow = ReviewFactsRow;
 type MessageRow = ReviewMessageRow;
@@ -37,6 +38,17 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	const found = await sessionReviewFacts(sql, sessionId, opts);
 	if (!found) return null;
 	const { session, facts: f, messages: rows } = found;
+	const idxById = new Map(rows.map((m) => [m.id, m.idx]));
+	const summaries: ReviewSummary[] = (await listHistorySummaries(sql, sessionId)).map((h) => ({
+		throughIndex: idxById.get(h.throughMessageId) ?? null,
+		messages: h.messages,
+		tokens: h.tokens,
+		foldedTokens: h.foldedTokens,
+		request: { input: h.inputTokens, output: h.outputTokens },
+		model: h.model,
+		createdAt: new Date(h.createdAt).toISOString(),
+		text: h.text
+	}));
 	const messages: ReviewMessage[] = rows.map((m) => ({
 		index: m.idx,
 		id: m.id,
@@ -57,7 +69,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			totals: emptyTotals(),
 			outcome: { reached: false, reason: 'The session has no messages.' },
 			findings: [],
-			messages
+			messages,
+			summaries
 		};
 	}
 
@@ -92,7 +105,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	findings.push(outcome.finding);
 	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
 
-	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages };
+	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries };
 }
 
 function emptyTotals(): SessionReview['totals'] {

@@ -47,6 +47,22 @@ export interface ReviewTotals {
 	costUsd: number | null;
 }
 
+/** A fold of the session's older history into a summary the model wrote (agent/summary.ts). */
+export interface ReviewSummary {
+	/** The review index of the last message it covers (null: that message is not listed). */
+	throughIndex: number | null;
+	/** Messages it covers, from the session's start. */
+	messages: number;
+	/** o200k tokens of the summary as sent, and of the history it stands for. */
+	tokens: number;
+	foldedTokens: number;
+	/** The summary request's own usage. */
+	request: { input: number; output: number };
+	model: string | null;
+	createdAt: string;
+	text: string;
+}
+
 export interface SessionReview {
 	session: { id: string; title: string; createdAt: string };
 	/** The operator's first message: what the session was for. */
@@ -56,6 +72,8 @@ export interface SessionReview {
 	/** Most severe first. */
 	findings: Finding[];
 	messages: ReviewMessage[];
+	/** The history summaries the agent was sent instead of older messages, oldest fold first. */
+	summaries: ReviewSummary[];
 }
 
 export type Outcome = 'reached' | 'not_reached';
