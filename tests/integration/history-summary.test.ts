@@ -5,7 +5,8 @@
 // history, and the session review lists the summaries.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { insertMessage, listMessages } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { listHistorySummaries } from '../../src/lib/server/db/queries/summaries';
 import { resetEnvCache } from '../../src/lib/server/env';
