@@ -66,7 +66,8 @@ describe('events', () => {
 		await expect(sql().begin((tx) => emitEvent(tx, wrong))).rejects.toThrow(/^event plan\.updated: planId: /);
 		const unknown = { type: 'plan.updatd', payload: {} } as unknown as EventInput<'plan.updated'>;
 		await expect(emitEventNow(sql(), unknown)).rejects.toThrow('unknown event type "plan.updatd"');
-		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from events where id > ${last}`;
+		// Only these two types: the worker this file runs writes its own presence events meanwhile.
+		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from events where id > ${last} and type in ('plan.updated', 'plan.updatd')`;
 		expect(n).toBe(0);
 	});
 
