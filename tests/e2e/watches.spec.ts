@@ -13,7 +13,9 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const secret = (await section.getByTestId('hook-secret').textContent())!.trim();
 	expect(url).toMatch(/\/api\/hooks\/[0-9a-f-]{36}$/);
 	expect(secret).toMatch(/^nomos_hook_/);
-	await expect(section.getByTestId('hook-row')).toHaveCount(1);
+	// One row for this hook, showing its path (other specs of the run may have made hooks too).
+	await expect(section.getByTestId('hook-row').filter({ hasText: 'pve-main' })).toHaveCount(1);
+	await expect(section.getByTestId('hook-row').filter({ hasText: 'pve-main' })).toContainText(new URL(url).pathname);
 	await page.setViewportSize({ width: 390, height: 844 });
 	await section.screenshot({ path: 'test-results/alert-hooks-390.png' });
 	await page.setViewportSize({ width: 1280, height: 800 });
