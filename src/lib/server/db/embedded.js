@@ -112,13 +112,38 @@ function alivePostgres(pid) {
 }
 
 /**
+ * Whether the postmaster has finished exiting: gone, a zombie waiting to be reaped, or its pid
+ * now another program's. An empty cmdline is not enough: the kernel empties it early in the exit,
+ * while the process still runs its last steps (CI saw the pid alive, not yet a zombie, right
+ * after stop() had returned on an empty cmdline).
+ * @param {number} pid
+ */
+function exited(pid) {
+	try {
+		process.kill(pid, 0);
+	} catch {
+		return true;
+	}
+	try {
+		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+		const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+		if (state === 'Z' || state === 'X') return true;
+		const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+		return cmdline !== '' && !cmdline.includes('postgres');
+	} catch {
+		// No /proc (not Linux): kill(0) answered, so it runs; on Linux the entry just went away.
+		return os.platform() === 'linux';
+	}
+}
+
+/**
  * @param {number} pid
  * @param {number} ms
  */
 async function waitForExit(pid, ms) {
 	const until = Date.now() + ms;
 	while (Date.now() < until) {
-		if (!alivePostgres(pid)) return true;
+		if (exited(pid)) return true;
 		await new Promise((r) => setTimeout(r, 50));
 	}
 	return false;
