@@ -6,12 +6,15 @@
 // error: never run again, never removed, never explained. A copy lost without being superseded
 // comes back with an attempt spent and nothing said about it.
 // Here: real worker processes, the fake `pvesh` hanging so that the sync is mid-read, SIGKILL,
-// and the sweeper (the executions__sweep task) as it runs in any live process.
+// and either of the two that account for a dead worker's jobs: the sweeper (the
+// executions__sweep task, for locks that went stale) or the recovery of a process whose life
+// lock is gone (recovery/dead-processes.ts, every 2 s in every process).
 import type { JobHelpers } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { PRIORITY } from '../../src/lib/server/jobs/enqueue';
 import { executions__sweep } from '../../tasks/executions__sweep';
+import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, alive, waitUntil } from '../helpers/executions';
@@ -52,7 +55,7 @@ function startWorker() {
  * superseded the running copy, then lets the sweeper find the dead worker. The kill's minute is
  * simulated by ageing the locks and the heartbeat instead of waiting for it.
  */
-async function killMidSync(opts: { supersede: boolean }): Promise<void> {
+async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recovery' }): Promise<void> {
 	const w = startWorker();
 	try {
 		await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
@@ -73,10 +76,15 @@ async function killMidSync(opts: { supersede: boolean }): Promise<void> {
 	// As under sshd, the hung read outlives the dead worker's connection: end it, as a host would time it out.
 	for (const h of await pve.hangs()) if (alive(h.pid)) process.kill(h.pid, 'SIGKILL');
 	await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung pvesh to end', { timeoutMs: 10_000 });
-	await sql()`update graphile_worker._private_jobs set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
-	await sql()`update graphile_worker._private_job_queues set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
-	await sql()`update worker_processes set beat_at = beat_at - interval '2 minutes'`;
-	await executions__sweep({}, {} as JobHelpers);
+	if (opts.by === 'recovery') {
+		// Its life lock went with its connection: recovered at once, no lock has to go stale.
+		await waitUntil(async () => (await recoverDeadProcesses(sql())).length > 0, 'the dead worker to be recovered', { timeoutMs: 15_000 });
+	} else {
+		await sql()`update graphile_worker._private_jobs set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
+		await sql()`update graphile_worker._private_job_queues set locked_at = locked_at - interval '2 minutes' where locked_at is not null`;
+		await sql()`update worker_processes set beat_at = beat_at - interval '2 minutes'`;
+		await executions__sweep({}, {} as JobHelpers);
+	}
 	expect((await syncJobs()).filter((j) => j.locked)).toEqual([]);
 }
 
@@ -99,5 +107,15 @@ describe('an inventory sync whose worker is SIGKILLed', () => {
 		expect(rest).toEqual([]);
 		expect(lost).toMatchObject({ key: 'inventory__sync', attempts: 1, locked: false });
 		expect(lost.lastError).toMatch(/worker process .*died/);
+	}, 180_000);
+
+	it('leaves no dead copy either when the recovery of a dead process (its life lock gone) accounts for it', async () => {
+		await sql()`delete from graphile_worker._private_jobs`;
+		await cronTick();
+		// The chaos bench's two "gave up" inventory__sync: superseded, then lost with their worker.
+		for (let i = 0; i < 2; i++) await killMidSync({ supersede: true, by: 'recovery' });
+		const jobs = await syncJobs();
+		expect(jobs.filter((j) => j.attempts >= j.maxAttempts), 'superseded copies left as "gave up"').toEqual([]);
+		expect(jobs).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
 	}, 180_000);
 });

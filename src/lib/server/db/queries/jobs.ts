@@ -23,6 +23,12 @@ export const RETRYABLE_TASKS: readonly string[] = ['inventory__sync', 'events__p
 const failedAt = (sql: Sql) => sql`j.run_at - make_interval(secs => exp(least(j.attempts, 10)))`;
 
 /**
+ * A copy that `add_job` superseded while it ran (see closeAbandonedJobs): no key, attempts used
+ * up, and `updated_at` moved (taking a job, failing it and unlocking it never touch `updated_at`).
+ */
+const superseded = (sql: Sql | TransactionSql) => sql`(key is null and attempts >= max_attempts and updated_at > created_at)`;
+
+/**
  * Accounts for the jobs of workers that died, once their locks were released (today
  * releaseDeadWorkerLocks; the caller runs this right after it). graphile-worker counts an
  * attempt when a job is taken and records nothing when its process dies, so such a job is
@@ -40,7 +46,7 @@ export async function closeAbandonedJobs(sql: Sql): Promise<{ removed: number; e
 	return sql.begin(async (tx) => {
 		const rows = await tx<{ id: string; task: string; removed: boolean; gaveUp: boolean }[]>`
 			with abandoned as (
-				select id, (key is null and attempts >= max_attempts and updated_at > created_at) as superseded
+				select id, ${superseded(tx)} as superseded
 				from graphile_worker._private_jobs
 				where locked_at is null and last_error is null and attempts > 0
 				for update skip locked
@@ -159,10 +165,13 @@ export function maskReason(text: string): string {
 /**
  * Releases every job and queue lock held by these graphile-worker ids (a dead process's), in the
  * caller's transaction: jobs with attempts left run again, those without get `why` as their
- * error; live workers are woken at once instead of at their next poll.
+ * error — except copies a newer one superseded while they ran, which closeAbandonedJobs removes
+ * next (marked, they would stay listed as "gave up" although their successor does the work: the
+ * chaos bench's two `inventory__sync`); live workers are woken at once instead of at their next poll.
  */
 export async function releaseJobsOf(tx: TransactionSql, workerIds: string[], why: string): Promise<void> {
-	await tx`update graphile_worker._private_jobs set last_error = ${why} where locked_by = any(${workerIds}::text[]) and attempts >= max_attempts`;
+	await tx`update graphile_worker._private_jobs set last_error = ${why}
+		where locked_by = any(${workerIds}::text[]) and attempts >= max_attempts and not ${superseded(tx)}`;
 	await tx`select graphile_worker.force_unlock_workers(${workerIds}::text[])`;
 	await tx`select pg_notify('jobs:insert', ${JSON.stringify({ count: workerIds.length })})`;
 }
