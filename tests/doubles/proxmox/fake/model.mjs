@@ -62,6 +62,34 @@ export function lxcStatus(ct, now = Date.now()) {
 	return s;
 }
 
+/** Status object as PVE::QemuServer::vmstatus() reports it (GET /nodes/{node}/qemu), from fake/qm.mjs's state. */
+export function qemuStatus(vm, now = Date.now()) {
+	const running = vm.status === 'running';
+	const v = vm.vmid;
+	const maxmem = vm.memory * MiB;
+	/** @type {Record<string, unknown>} */
+	const s = {
+		cpu: running ? Number((((v % 11) + 3) / 1000).toFixed(6)) : 0,
+		cpus: vm.cores,
+		disk: 0, // QEMU does not know how full a guest's disk is
+		diskread: running ? (v % 40 + 20) * MiB : 0,
+		diskwrite: running ? (v % 20 + 5) * MiB : 0,
+		maxdisk: Math.round(vm.diskGb * GiB),
+		maxmem,
+		mem: running ? Math.floor(maxmem * (0.2 + (v % 5) / 20)) : 0,
+		name: vm.name,
+		netin: running ? v * 7919 : 0,
+		netout: running ? v * 3571 : 0,
+		status: vm.status,
+		uptime: running ? Math.max(1, Math.floor((now - (vm.startedAt ?? now)) / 1000)) : 0,
+		vmid: v
+	};
+	if (running) s.pid = 200000 + v;
+	if (vm.lock) s.lock = vm.lock;
+	if (vm.template) s.template = 1;
+	return s;
+}
+
 /** GET /nodes/{node}/lxc/{vmid}/status/current */
 export function lxcCurrent(ct) {
 	return { ...lxcStatus(ct), ha: { managed: 0 } };
