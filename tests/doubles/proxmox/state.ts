@@ -279,3 +279,9 @@ export async function setFaultIn<K extends FaultName>(stateDir: string, name: K,
 	else current[name] = value;
 	await writeJsonAtomic(path, current);
 }
+
+/** A node's memory (GiB, default 32) and storages (default local, local-lvm; `ceph` adds a shared rbd pool), read by fake/model.mjs. */
+export async function setNodeIn(stateDir: string, knobs: { maxmemGb?: number; storages?: string[] }): Promise<void> {
+	await mkdir(stateDir, { recursive: true });
+	await writeJsonAtomic(join(stateDir, 'node.json'), knobs);
+}

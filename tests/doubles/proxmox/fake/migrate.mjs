@@ -34,7 +34,7 @@ export async function migrate(ctx, kind, args) {
 	const g = readJson(file(ctx.state), undefined);
 	if (!g) fail(`Configuration file 'nodes/${ctx.node}/${kind === 'lxc' ? 'lxc' : 'qemu-server'}/${vmid}.conf' does not exist`, 2);
 	if (target === ctx.node) paramFail(usage, ['target: target is local node.']);
-	const cluster = clusterOf(ctx);
+	const cluster = clusterOf();
 	const member = cluster?.nodes.find((n) => n.name === target);
 	if (!member) fail(`no such cluster node '${target}'`);
 	requireQuorum(ctx);

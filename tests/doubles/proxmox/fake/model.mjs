@@ -95,10 +95,20 @@ export function lxcCurrent(ct) {
 	return { ...lxcStatus(ct), ha: { managed: 0 } };
 }
 
+/**
+ * What a test set for this node in its state dir (node.json, see state.ts setNodeIn): its memory
+ * in GiB (default 32) and which storages it has (default local and local-lvm; `ceph` is a shared
+ * rbd pool).
+ * @param {import('./common.mjs').Ctx} ctx @returns {{ maxmemGb?: number, storages?: string[] }}
+ */
+function nodeKnobs(ctx) {
+	return readJson(join(ctx.state, 'node.json'), {});
+}
+
 /** @param {import('./common.mjs').Ctx} ctx */
 export function nodeEntry(ctx) {
 	const running = listCts(ctx).filter((c) => c.status === 'running');
-	const maxmem = 32 * GiB;
+	const maxmem = (nodeKnobs(ctx).maxmemGb ?? 32) * GiB;
 	return {
 		cpu: Number((0.02 + running.length * 0.011).toFixed(6)),
 		disk: 12 * GiB,
@@ -123,15 +133,17 @@ export function storages(ctx) {
 		.reduce((a, c) => a + diskGb(c) * GiB * 0.18, 0);
 	const local = { total: 100_861_726_720, used: 9_663_676_416 };
 	const lvm = { total: 374_538_764_288, used: Math.floor(4 * GiB + lvmBytes) };
+	const only = nodeKnobs(ctx).storages;
 	return [
 		{ storage: 'local', type: 'dir', content: 'backup,iso,vztmpl', ...local },
-		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm }
-	].map((s) => ({
+		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm },
+		...(only?.includes('ceph') ? [{ storage: 'ceph', type: 'rbd', content: 'images,rootdir', shared: 1, total: 2000 * GiB, used: 300 * GiB }] : [])
+	].filter((s) => !only || only.includes(s.storage)).map((s) => ({
 		active: 1,
 		avail: s.total - s.used,
 		content: s.content,
 		enabled: 1,
-		shared: 0,
+		shared: s.shared ?? 0,
 		storage: s.storage,
 		total: s.total,
 		type: s.type,

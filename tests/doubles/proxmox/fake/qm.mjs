@@ -6,6 +6,7 @@ import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ctExists, fail, hwaddrFor, out, paramFail, parseOpts, parseVmid, readJson, sleep, truthy, vmExists, writeJson } from './common.mjs';
 import { otherHolder } from './cluster.mjs';
+import { migrate } from './migrate.mjs';
 import { vmImages } from './model.mjs';
 
 const vmFile = (ctx, vmid) => join(ctx.state, 'vms', `${vmid}.json`);
@@ -346,6 +347,7 @@ export async function qm(ctx, args) {
 	const [cmd, ...rest] = args;
 	if (cmd === 'list') return list(ctx);
 	if (cmd === 'create') return create(ctx, rest);
+	if (cmd === 'migrate') return migrate(ctx, 'qemu', rest);
 	if (!COMMANDS.includes(cmd ?? '')) fail(`ERROR: unknown command 'qm${cmd ? ` ${cmd}` : ''}'\nUSAGE: qm <COMMAND> [ARGS] [OPTIONS]`);
 	const id = cmd === 'guest' ? rest[1] : rest[0];
 	const vm = loadVm(ctx, parseVmid(id, `qm ${cmd} <vmid> [OPTIONS]`));
