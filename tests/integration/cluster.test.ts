@@ -4,6 +4,8 @@
 // down or out of quorum is reported and gets no command.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
+import { getStateSnapshotTool } from '../../src/lib/server/agent/tools/get-state-snapshot';
+import { listEntitiesTool } from '../../src/lib/server/agent/tools/list-entities';
 import { getEntity, listEntities } from '../../src/lib/server/db/queries/entities';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';
@@ -122,6 +124,13 @@ describe('a cluster member as a host', () => {
 			expect((await getEntity(sql(), 'cluster:homelab'))?.attributes.nodes).toContainEqual({ node: 'pve2', status: 'offline', host: true });
 			const r = await requestExecution(sessionId, { target: 'lxc:pve2/101', action: 'pct_start', params: {}, reason: 'r' });
 			expect(r).toMatchObject({ error: 'node pve2 is offline in cluster homelab (seen from pve1): nothing is sent to it' });
+			// what the agent reads
+			const call = { toolCallId: 't', messages: [] };
+			const snap = (await getStateSnapshotTool({} as never).execute!({}, call)) as { hosts: { name: string; status: string }[]; clusters: { status: string }[] };
+			expect(snap.hosts.find((h) => h.name === 'pve2')?.status).toBe('offline (seen from pve1): nothing is sent to it');
+			expect(snap.clusters[0].status).toBe('quorate: pve1 online, pve2 offline, pve3 online (no host entry)');
+			const list = (await listEntitiesTool({} as never).execute!({ kind: 'host' }, call)) as { entities: { name: string; status: string }[] };
+			expect(list.entities.map((e) => [e.name, e.status])).toEqual([['pve1', 'online'], ['pve2', 'offline (seen from pve1): nothing is sent to it']]);
 		} finally {
 			await cluster.setDown('pve2', false);
 		}
