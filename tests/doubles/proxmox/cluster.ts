@@ -42,7 +42,7 @@ export interface ProxmoxCluster {
 	holderOf(vmid: number): Promise<string | undefined>;
 	/** moves a guest to another member behind Nomos's back (as a migration from the web UI would) */
 	moveGuest(vmid: number, to: string): Promise<void>;
-	/** powers a member off (true) or on again: the others see it offline, and its SSH answers nothing */
+	/** shuts a member down (true) or starts it again: the others see it offline, its SSH connections close and new ones get nothing */
 	setDown(name: string, down: boolean): Promise<void>;
 	/** cuts a member's corosync link (true) or heals it: it still answers SSH, alone and (with 3 members) not quorate */
 	setLinkDown(name: string, down: boolean): Promise<void>;
@@ -123,6 +123,8 @@ export async function startProxmoxCluster(opts: ProxmoxClusterOptions): Promise<
 		},
 		async setDown(node, down) {
 			await patch(node, { online: !down });
+			// A shutdown stops sshd, which closes its connections; then the host answers nothing.
+			if (down) member(node).dropConnections();
 			member(node).setReachable(!down);
 		},
 		async setLinkDown(node, down) {

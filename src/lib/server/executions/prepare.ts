@@ -10,6 +10,8 @@ import { execArgv } from '../ssh/client';
 import { withHost } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import type { Classification } from '../db/schema';
+import { clusterRefusal } from '../cluster/route';
+import { guestOf } from './safeguards';
 
 /** What the agent (or a plan step) asks for, before validation. */
 export const executionRequest = z
@@ -169,6 +171,10 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 			return { error: `${action} needs a container`, hint: `target 'lxc:${host.name}/<vmid>' or params.vmid` };
 		}
 	}
+
+	// A cluster member: the guest must still be on this node, and the node up and quorate.
+	const refusal = await clusterRefusal(host, guestOf(action, vmid, params), { mutation: def.classification !== 'read_only' });
+	if (refusal) return refusal;
 
 	const idField = NEW_GUEST_ID[action];
 	if (idField && params[idField] === 'auto') {

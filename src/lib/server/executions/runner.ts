@@ -9,6 +9,7 @@ import { hub } from '../realtime/hub';
 import { execArgv, isGone, type ExecResult, type StopOutcome } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
+import { clusterRefusal } from '../cluster/route';
 import { recordLeftovers } from './leftovers';
 import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
@@ -182,6 +183,9 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
 		// then `pvesm status`). Nothing runs on the target until both have answered.
 		const guest = guestOf(e.action, vmid, e.params);
+		// A cluster member: re-read right before running, before any read of the guest (the guest may have moved, the node lost quorum since approval).
+		const misrouted = await clusterRefusal(host, guest, { mutation, client, signal: cancel.signal });
+		if (misrouted) throw new Failure(`not run: ${misrouted.error}${misrouted.hint ? ` (${misrouted.hint})` : ''}`);
 		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
 		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first

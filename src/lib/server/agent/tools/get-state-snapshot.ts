@@ -2,7 +2,8 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { sql } from '../../db/index';
-import { fleetSnapshot, type Entity, type FleetHost } from '../../db/queries/entities';
+import { fleetSnapshot, listEntities, type Entity, type FleetHost } from '../../db/queries/entities';
+import { clusterStatus } from './list-entities';
 import { formatUptime } from '../../proxmox/inventory';
 import type { ToolContext } from './context';
 import { lxcRow } from './list-lxcs';
@@ -23,6 +24,8 @@ function ctLine(e: Entity): string {
 
 function hostStatus(h: FleetHost): string {
 	if (!h.pinned) return 'unpinned';
+	const standing = h.entity && clusterStatus(h.entity);
+	if (standing) return standing;
 	if (h.lastError) return 'error';
 	if (!h.entity) return 'not synced';
 	const status = h.entity.attributes.pveStatus;
@@ -38,6 +41,7 @@ export function hostSummary(h: FleetHost) {
 	return {
 		name: h.name,
 		status: hostStatus(h),
+		...(a.cluster ? { cluster: (a.cluster as { cluster: string }).cluster } : {}),
 		...(h.lastError ? { lastError: h.lastError } : {}),
 		syncedAt: h.entity?.seenAt ?? null,
 		cpuPercent: a.cpuPercent ?? null,
@@ -60,12 +64,19 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 			const inventoryAsOf = await ensureFreshInventory();
 			const { hosts } = await fleetSnapshot(sql());
 			const summaries = hosts.map(hostSummary);
+			// Only with a cluster configured: its nodes (down ones, ones without a host entry) and which node holds which guest.
+			const clusters = (await listEntities(sql(), { kind: 'cluster' })).map((c) => ({
+				name: c.name,
+				status: clusterStatus(c),
+				guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) => `${g.type}:${g.node}/${g.vmid} ${g.name} ${g.status}`)
+			}));
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
 			return {
 				inventoryAsOf,
 				generatedAt: new Date().toISOString(),
 				totals: { hosts: hosts.length, containers: sum('total'), running: sum('running'), stopped: sum('stopped') },
-				hosts: summaries
+				hosts: summaries,
+				...(clusters.length ? { clusters } : {})
 			};
 		}
 	});
