@@ -208,23 +208,17 @@ describe('ids and placement across the cluster', () => {
 		expect(r.execution.params.vmid).toBe('103');
 	});
 
-	it('suggest_node (offered with a cluster) names the node with the most free memory, and why', async () => {
+	it("get_state_snapshot's placement names the node with the most free memory, and why; the migrate actions are described", async () => {
 		await syncAllHosts();
-		// What a member's sync records (inventory/sync.ts): the cluster entity that offers placement.
-		await sql()`insert into entities (kind, external_id, name) values ('cluster', 'homelab', 'homelab') on conflict do nothing`;
-		await say('where should a new 2 GB container go?');
-		llm.push({ toolCalls: [{ name: 'suggest_node', args: { memoryMb: 2048, storage: 'local-lvm' } }] }, { text: 'pve2.' });
+		await say('where should a new container go?');
+		llm.push({ toolCalls: [{ name: 'get_state_snapshot', args: {} }] }, { text: 'pve2.' });
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
-		const first = llm.requests.at(-2)!.body as { tools: { function: { name: string; description: string } }[]; messages: { role: string; content: string }[] };
-		expect(first.tools.map((t) => t.function.name)).toContain('suggest_node');
+		const first = llm.requests.at(-2)!.body as { tools: { function: { name: string; description: string } }[] };
 		expect(first.tools.find((t) => t.function.name === 'request_execution')!.function.description).toContain('pct_migrate(node, timeoutS?=180)');
-		const result = JSON.parse((llm.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'tool').at(-1)!.content) as {
-			node: string;
-			reason: string;
-			nodes: { node: string; freeMemMb: number }[];
-		};
-		expect(result.node).toBe('pve2');
-		expect(result.reason).toMatch(/^pve2: the most free memory among the nodes online, with storage local-lvm, with 2048 MiB free \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve1 \d+\.\d GiB$/);
-		expect(result.nodes.map((n) => n.node)).toEqual(['pve1', 'pve2', 'pve3']);
+		const messages = (llm.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
+		const snapshot = JSON.parse(messages.filter((m) => m.role === 'tool').at(-1)!.content) as { placement: { node: string; reason: string; nodes: string[] } };
+		expect(snapshot.placement.node).toBe('pve2');
+		expect(snapshot.placement.reason).toMatch(/^pve2: the most free memory among the nodes online \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve1 \d+\.\d GiB, pve3 1\.5 GiB$/);
+		expect(snapshot.placement.nodes[2]).toMatch(/^pve3 online: 1536 MiB free of 4096, CPU [\d.]+% of 8; storage local \d+G$/);
 	});
 });

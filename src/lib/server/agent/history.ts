@@ -39,7 +39,7 @@ export const HANDLE_CHARS = 400;
 /** Fields of a result that stay beside its handle: they say what it was and how to read it again. */
 const HANDLE_KEEPS = ['executionId', 'id', 'ref', 'action', 'target', 'status', 'error'] as const;
 /** Tools that only read: calling one again reads the same thing (live). The others act, and are never suggested again. */
-const READERS = new Set(['get_state_snapshot', 'list_lxcs', 'list_entities', 'get_entity', 'get_lxc_state', 'search_knowledge', 'http_get', 'get_execution_status', 'describe_action', 'suggest_node']);
+const READERS = new Set(['get_state_snapshot', 'list_lxcs', 'list_entities', 'get_entity', 'get_lxc_state', 'search_knowledge', 'http_get', 'get_execution_status', 'describe_action']);
 
 /**
  * What the model sees instead of a long result of an earlier turn: what it was, its size, and

@@ -201,7 +201,7 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 	for (const p of preconditions) {
 		if (p.kind !== 'migrate-target') continue;
 		const problems = await precheckMigration(host, p);
-		if (problems.length) return { error: `${action} to ${p.node} refused by the pre-check: ${problems.join('; ')}`, hint: 'fix what is missing, or pick another node (suggest_node)' };
+		if (problems.length) return { error: `${action} to ${p.node} refused by the pre-check: ${problems.join('; ')}`, hint: "fix what is missing, or pick another node (get_state_snapshot's placement)" };
 	}
 	return {
 		action,

@@ -1,5 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { placeGuest } from '../../inventory/placement';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { sql } from '../../db/index';
 import { fleetSnapshot, listEntities, type Entity, type FleetHost } from '../../db/queries/entities';
@@ -54,6 +55,22 @@ export function hostSummary(h: FleetHost) {
 	};
 }
 
+/**
+ * Where a new or moved guest would go when the operator names no node: Nomos's pick (most free
+ * memory among the online nodes) with its reason, and each node's free memory, CPU and storages,
+ * read live from a member. In this tool's output, not a tool of its own: nothing in the first
+ * request pays for it.
+ */
+async function placement() {
+	const p = await placeGuest({});
+	if ('error' in p) return p;
+	return {
+		node: p.node,
+		reason: p.reason,
+		nodes: p.nodes.map((n) => `${n.node} ${n.status}: ${n.freeMemMb} MiB free of ${n.totalMemMb}, CPU ${n.cpuPct}% of ${n.cpus}; storage ${n.storages.map((s) => `${s.storage} ${s.availGb}G${s.shared ? ' shared' : ''}`).join(', ') || 'none'}`)
+	};
+}
+
 /** `get_state_snapshot()`: the whole fleet summarised in one call. */
 export function getStateSnapshotTool(_ctx: ToolContext) {
 	return tool({
@@ -76,7 +93,7 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 				generatedAt: new Date().toISOString(),
 				totals: { hosts: hosts.length, containers: sum('total'), running: sum('running'), stopped: sum('stopped') },
 				hosts: summaries,
-				...(clusters.length ? { clusters } : {})
+				...(clusters.length ? { clusters, placement: await placement() } : {})
 			};
 		}
 	});

@@ -9,7 +9,6 @@ import { proposePlanTool } from './propose-plan';
 import { getExecutionStatusTool } from './get-execution-status';
 import { askOperatorTool } from './ask-operator';
 import { lean } from './lean-schema';
-import { suggestNodeTool } from './suggest-node';
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
@@ -69,8 +68,7 @@ function nomosTools(ctx: ToolContext) {
 		describe_action: describeActionTool(ctx),
 		propose_plan: proposePlanTool(ctx),
 		get_execution_status: getExecutionStatusTool(ctx),
-		ask_operator: askOperatorTool(ctx),
-		suggest_node: suggestNodeTool(ctx)
+		ask_operator: askOperatorTool(ctx)
 	};
 }
 
@@ -88,7 +86,5 @@ export function buildTools(ctx: ToolContext): ToolSet {
 	const tools: ToolSet = nomosTools(ctx);
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
 	if (ctx.watch) delete tools.http_get;
-	// Placement means nothing without a cluster: its description is not paid for then (tokens).
-	if (!ctx.cluster) delete tools.suggest_node;
 	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(t)), ctx.inventoryReady)]));
 }
