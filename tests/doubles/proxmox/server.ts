@@ -1,4 +1,4 @@
-// Proxmox VE node test double: a real SSH server on 127.0.0.1 whose exec requests run through
+// Proxmox VE node test double (several form a cluster: cluster.ts): a real SSH server on 127.0.0.1 whose exec requests run through
 // `bash -c` with fake pct/pvesh/pvesm/systemctl/apt-get/pveam/qm/vzdump (and sha256sum/curl as
 // a CT sees them) first on PATH (see bin/ and fake/). Like sshd, it stops nothing a client
 // leaves behind: only `close()` kills what still runs.
@@ -41,6 +41,8 @@ export interface ProxmoxDoubleOptions {
 	templates?: string[];
 	/** cloud images `qm create … import-from=` accepts; default fake/model.mjs DEFAULT_VM_IMAGES */
 	images?: VmImage[];
+	/** the folder of a cluster's shared state (cluster.json): set by startProxmoxCluster (cluster.ts) */
+	clusterDir?: string;
 }
 
 export interface ProxmoxDouble {
@@ -141,7 +143,8 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		HOME: home,
 		PVE_DOUBLE_STATE: stateDir,
 		PVE_DOUBLE_NODE: nodeName,
-		PVE_DOUBLE_DELAY_MS: String(opts.delayMs ?? process.env.PVE_DOUBLE_DELAY_MS ?? 50)
+		PVE_DOUBLE_DELAY_MS: String(opts.delayMs ?? process.env.PVE_DOUBLE_DELAY_MS ?? 50),
+		...(opts.clusterDir ? { PVE_DOUBLE_CLUSTER: opts.clusterDir } : {})
 	};
 	const execLog: string[] = [];
 	const execTimes: ExecTime[] = [];

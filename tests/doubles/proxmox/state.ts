@@ -3,7 +3,7 @@
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export type ToolName = 'pct' | 'pvesh' | 'pvesm' | 'systemctl' | 'apt-get' | 'pveam' | 'qm' | 'vzdump' | 'sha256sum' | 'curl';
+export type ToolName = 'pct' | 'pvesh' | 'pvecm' | 'pvesm' | 'systemctl' | 'apt-get' | 'pveam' | 'qm' | 'vzdump' | 'sha256sum' | 'curl';
 
 export interface CtState {
 	vmid: number;
@@ -278,4 +278,10 @@ export async function setFaultIn<K extends FaultName>(stateDir: string, name: K,
 	if (value === null) delete current[name];
 	else current[name] = value;
 	await writeJsonAtomic(path, current);
+}
+
+/** A node's memory (GiB, default 32) and storages (default local, local-lvm; `ceph` adds a shared rbd pool), read by fake/model.mjs. */
+export async function setNodeIn(stateDir: string, knobs: { maxmemGb?: number; storages?: string[] }): Promise<void> {
+	await mkdir(stateDir, { recursive: true });
+	await writeJsonAtomic(join(stateDir, 'node.json'), knobs);
 }

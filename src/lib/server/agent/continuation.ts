@@ -93,7 +93,8 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, origin) : null;
 		const refresh = claimed
 			.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName)
-			.map((e) => ({ host: e.hostName!, vmid: Number(targetVmid(e)) }))
+			// A migrated container is read back on both nodes: gone from the one, on the other (when it is a configured host).
+			.flatMap((e) => [e.hostName!, ...(e.action === 'pct_migrate' && typeof e.params.node === 'string' ? [e.params.node] : [])].map((host) => ({ host, vmid: Number(targetVmid(e)) })))
 			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
 		return { kind, refresh, messageId: reply?.id, origin };
 	});

@@ -2,6 +2,7 @@ import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, ty
 import { sql } from '../db/index';
 import { listMessages } from '../conversation/messages';
 import { setTaskState } from '../db/queries/sessions';
+import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
@@ -102,7 +103,8 @@ async function converse(
 
 	// An alert's investigation or a schedule's run has no operator watching: a tighter budget (and no http_get, tools/index.ts).
 	const watch = await watchOf(sql(), opts.sessionId);
-	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch };
+	const cluster = await clusterKnown(sql());
+	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch, cluster };
 	const tools = buildTools(ctx);
 	const fixedChars = system.length + toolsChars(tools);
 	const e = env();

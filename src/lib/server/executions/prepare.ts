@@ -5,10 +5,13 @@ import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
 import { ACTIONS, ACTION_NAMES, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
 import { vmid as vmidSchema } from '../proxmox/params';
+import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { execArgv } from '../ssh/client';
 import { withHost } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import type { Classification } from '../db/schema';
+import { clusterRefusal } from '../cluster/route';
+import { guestOf } from './safeguards';
 
 /** What the agent (or a plan step) asks for, before validation. */
 export const executionRequest = z
@@ -116,6 +119,15 @@ async function nextFreeVmid(host: Host): Promise<string | PrepareError> {
 	}
 }
 
+/** The migration pre-check, read on the host the guest is on. */
+async function precheckMigration(host: Host, p: Extract<Precondition, { kind: 'migrate-target' }>): Promise<string[]> {
+	try {
+		return await withHost(host, async (c) => migrationProblems(await readMigrationFacts((argv) => execArgv(c, argv, { timeoutMs: 30_000 }), p), p));
+	} catch (e) {
+		return [`${host.name} could not be reached for the pre-check: ${(e as Error).message}`];
+	}
+}
+
 /**
  * Validates a request against the catalogue and resolves it to one exact, hashable execution.
  * Returns an error the model can act on (valid actions, fields, targets) instead of throwing;
@@ -160,6 +172,10 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 		}
 	}
 
+	// A cluster member: the guest must still be on this node, and the node up and quorate.
+	const refusal = await clusterRefusal(host, guestOf(action, vmid, params), { mutation: def.classification !== 'read_only' });
+	if (refusal) return refusal;
+
 	const idField = NEW_GUEST_ID[action];
 	if (idField && params[idField] === 'auto') {
 		const id = await nextFreeVmid(host);
@@ -181,6 +197,12 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 		}
 	}
 	const preconditions = def.preconditions?.(params as never, { vmid }) ?? [];
+	// A migration is checked before the operator is asked too (and again before the run): a card for a move that cannot happen helps no one.
+	for (const p of preconditions) {
+		if (p.kind !== 'migrate-target') continue;
+		const problems = await precheckMigration(host, p);
+		if (problems.length) return { error: `${action} to ${p.node} refused by the pre-check: ${problems.join('; ')}`, hint: "fix what is missing, or pick another node (get_state_snapshot's placement)" };
+	}
 	return {
 		action,
 		classification: def.classification,

@@ -4,10 +4,12 @@ import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, isActionName, type Precondition, type Step, type Verify } from '../proxmox/actions';
+import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { hub } from '../realtime/hub';
 import { execArgv, isGone, type ExecResult, type StopOutcome } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
+import { clusterRefusal } from '../cluster/route';
 import { recordLeftovers } from './leftovers';
 import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
@@ -54,6 +56,10 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
 		return r;
 	};
+	if (p.kind === 'migrate-target') {
+		const problems = migrationProblems(await readMigrationFacts(read, p), p);
+		return problems.length ? `the migration pre-check failed: ${problems.join('; ')}` : null;
+	}
 	if (p.kind === 'vm-absent') {
 		// VMs and CTs share one id space: either one holding the id makes the create fail.
 		const [vm, ct] = [await read(['qm', 'status', p.vmid]), await read(['pct', 'status', p.vmid])];
@@ -100,8 +106,20 @@ async function canSnapshot(client: Client, g: Guest, signal: AbortSignal): Promi
 	return st.exitCode === 0 && snapshotCapable(storageType(st.stdout, storage));
 }
 
-/** A read-back step passes when some output line's first word is exactly the expected one. */
+/** A read-back step passes when some output line's first word is exactly the expected one (or its `field: value` line, or its JSON item's key). */
 export function verified(v: Verify, stdout: string): boolean {
+	if (v.json) {
+		let data: unknown;
+		try {
+			data = JSON.parse(stdout);
+		} catch {
+			return false;
+		}
+		const { id, key } = v.json;
+		const item = Array.isArray(data) ? (data as unknown[]).find((x) => !!x && typeof x === 'object' && (x as Record<string, unknown>).id === id) : data;
+		const value = item && typeof item === 'object' ? (item as Record<string, unknown>)[key] : undefined;
+		return (typeof value === 'string' || typeof value === 'number') && String(value) === v.expect;
+	}
 	if (v.field) return stdout.split('\n').some((l) => l.trim() === `${v.field}: ${v.expect}`);
 	// sha256sum escapes a file name holding a newline or backslash by starting its line with '\'.
 	return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0].replace(/^\\/, '') === v.expect);
@@ -165,6 +183,9 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
 		// then `pvesm status`). Nothing runs on the target until both have answered.
 		const guest = guestOf(e.action, vmid, e.params);
+		// A cluster member: re-read right before running, before any read of the guest (the guest may have moved, the node lost quorum since approval).
+		const misrouted = await clusterRefusal(host, guest, { mutation, client, signal: cancel.signal });
+		if (misrouted) throw new Failure(`not run: ${misrouted.error}${misrouted.hint ? ` (${misrouted.hint})` : ''}`);
 		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
 		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first

@@ -12,11 +12,12 @@ const SNAPSHOT_STORAGE_TYPES = new Set(['lvmthin', 'zfspool', 'rbd', 'btrfs']);
 
 /**
  * Actions that get no snapshot: they create, or are about snapshots, or remove the guest (and its
- * snapshots), or unlock it (a locked guest cannot be snapshotted: the unlock would never run).
+ * snapshots), or unlock it (a locked guest cannot be snapshotted: the unlock would never run), or
+ * move it (a snapshot on local storage can stop a migration: lvmthin snapshots do not move).
  */
 const NO_SNAPSHOT = new Set<string>([
-	'pct_create', 'pct_snapshot', 'pct_rollback', 'pct_delsnapshot', 'pct_destroy', 'vzdump', 'pct_unlock',
-	'vm_create', 'vm_clone', 'vm_template', 'vm_snapshot', 'vm_rollback', 'vm_delsnapshot', 'vm_destroy', 'vm_unlock'
+	'pct_create', 'pct_snapshot', 'pct_rollback', 'pct_delsnapshot', 'pct_destroy', 'vzdump', 'pct_unlock', 'pct_migrate',
+	'vm_create', 'vm_clone', 'vm_template', 'vm_snapshot', 'vm_rollback', 'vm_delsnapshot', 'vm_destroy', 'vm_unlock', 'qm_migrate'
 ]);
 
 /** A guest the runner snapshots and checks: a container (named by the target) or a VM (named by params.vmid on a host target). */

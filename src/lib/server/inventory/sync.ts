@@ -1,7 +1,8 @@
 // Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
 import { sql } from '../db/index';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, inventoryClock, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
+import { hostSyncTimes, inventoryClock, recordClusterView, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
+import { readClusterView, type ClusterView } from '../proxmox/cluster';
 import { readContainer, readInventory, type Inventory } from '../proxmox/inventory';
 import { HostKeyError } from '../ssh/client';
 import { lease } from '../ssh/pool';
@@ -11,10 +12,16 @@ export type HostSyncResult =
 	| { host: string; ok: false; skipped: true; reason: string }
 	| { host: string; ok: false; skipped?: false; error: string; durationMs: number };
 
-/** Writes one host's inventory: upserts host + containers, deletes vanished ones, emits the event. */
-export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null): Promise<{ removed: number }> {
+/**
+ * Writes one host's inventory: upserts host + containers (and, for a cluster member, its VMs and
+ * its standing in the cluster), deletes vanished ones, emits the event.
+ */
+export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null, cluster?: ClusterView): Promise<{ removed: number }> {
+	const standing = cluster && { cluster: cluster.name, nodeStatus: 'online', quorate: cluster.quorate, seenBy: hostName };
+	const vms = (cluster?.guests ?? []).filter((g) => g.type === 'qemu' && g.node === hostName);
 	const rows = [
-		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: inv.host.attributes },
+		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: standing ? { ...inv.host.attributes, cluster: standing } : inv.host.attributes },
+		...vms.map(({ type: _t, node, ...vm }) => ({ kind: 'qemu', external_id: `${hostName}/${vm.vmid}`, name: vm.name, host_name: hostName, attributes: { ...vm, node } })),
 		...inv.containers.map((c) => ({
 			kind: 'lxc',
 			external_id: `${hostName}/${c.vmid}`,
@@ -23,7 +30,9 @@ export async function writeInventory(hostName: string, inv: Inventory, readAt: s
 			attributes: c.attributes
 		}))
 	];
-	return replaceHostInventory(sql(), hostName, rows, inv.containers.length, readAt);
+	const result = await replaceHostInventory(sql(), hostName, rows, inv.containers.length, readAt, !!cluster);
+	if (cluster) await recordClusterView(sql(), cluster);
+	return result;
 }
 
 /**
@@ -35,11 +44,15 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	const started = Date.now();
 	let inv: Inventory;
 	let readAt: string;
+	let cluster: ClusterView | undefined;
 	try {
 		const { client, release } = await lease(host);
 		try {
 			readAt = await inventoryClock(sql());
 			inv = await readInventory(client, host.name, { signal: opts.signal });
+			// More than one node: a cluster member, whose view of the cluster (who holds which guest,
+			// which nodes are up, quorum) comes along; a standalone host costs no extra command.
+			if ((inv.nodeCount ?? 1) > 1) cluster = await readClusterView(client, host.name, { signal: opts.signal });
 		} finally {
 			release();
 		}
@@ -51,7 +64,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	}
 	let removed: number;
 	try {
-		({ removed } = await writeInventory(host.name, inv, readAt));
+		({ removed } = await writeInventory(host.name, inv, readAt, cluster));
 	} catch (e) {
 		const error = `saving the inventory failed: ${(e as Error).message}`;
 		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error).catch(() => undefined);

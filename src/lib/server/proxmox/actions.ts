@@ -3,7 +3,7 @@ import type { Classification } from '../db/schema';
 import { createHash } from 'node:crypto';
 import {
 	argvWord, bridge, ciUser, ctDisk, ctPath, description, fileMode, gateway, growSize, hostname, ipConfig, pushContent, snapshotName, sshKeys, storage,
-	template, templateName, unit, urlPath, vmDisk, vmid, vmImage, vmTag
+	template, templateName, unit, urlPath, vmDisk, vmid, vmImage, vmTag, nodeName
 } from './params';
 
 /** Where an action runs: on the host itself, or in/on one container of that host. */
@@ -16,7 +16,14 @@ export type Scope = 'host' | 'ct' | 'host-or-ct';
  * word `expect` — for tools whose exit code does not tell (pveam download, pct push).
  */
 export type Step = { label: string; argv: string[]; timeoutMs: number; stdin?: string; verify?: Verify };
-export type Verify = { expect: string; failure: string; /** match `<field>: <expect>` lines instead of a line's first word */ field?: string };
+export type Verify = {
+	expect: string;
+	failure: string;
+	/** match `<field>: <expect>` lines instead of a line's first word */
+	field?: string;
+	/** the output is JSON (`pvesh … --output-format json`): the array item whose `id` is `json.id` (or the object itself), its `json.key` */
+	json?: { id?: string; key: string };
+};
 
 /** What must hold right before running, re-read on the host (staleness check). */
 export type Precondition =
@@ -30,7 +37,13 @@ export type Precondition =
 	/** No guest (VM or CT) has this id: the id space is shared. */
 	| { kind: 'vm-absent'; vmid: string }
 	/** `qm config` shows `disk` smaller than `size`, as ct-disk-grows. */
-	| { kind: 'vm-disk-grows'; vmid: string; disk: string; size: string };
+	| { kind: 'vm-disk-grows'; vmid: string; disk: string; size: string }
+	/**
+	 * The migration pre-check (proxmox/migrate.ts): the target node is another member, online and
+	 * quorate, has the memory for a running guest and every storage the guest's disks are on; a
+	 * running VM goes online, and online with local disks only with `withLocalDisks`.
+	 */
+	| { kind: 'migrate-target'; guest: 'ct' | 'vm'; vmid: string; node: string; online?: boolean; withLocalDisks?: boolean };
 
 export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	classification: Classification;
@@ -79,6 +92,17 @@ export const SSHKEYS_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-keys.XXXXXXXX); tra
  * 5 s apart. The vmid is a positional argument.
  */
 export const AGENT_WAIT_SCRIPT = `qm config "$1" | grep -Eq '^agent: (1|enabled=1)' || { echo 'no guest agent configured'; exit 0; }; for i in $(seq 1 24); do qm guest cmd "$1" ping && { echo 'guest agent answers'; exit 0; }; sleep 5; done; echo 'the guest agent did not answer in 2 minutes' >&2; exit 1`;
+
+/** The read-back after a migration: the cluster lists the guest on the target node. */
+const onNode = (type: 'lxc' | 'qemu', vmid: string, node: string): Step => ({
+	label: `verify: ${type}/${vmid} on ${node}`,
+	argv: ['pvesh', 'get', '/cluster/resources', '--type', 'vm', '--output-format', 'json'],
+	timeoutMs: MIN,
+	verify: { json: { id: `${type}/${vmid}`, key: 'node' }, expect: node, failure: `the migration reported success but the cluster does not list ${type}/${vmid} on ${node}` }
+});
+
+/** Actions that exist only in a cluster: left out of the agent's catalogue when no host is a cluster member. */
+export const CLUSTER_ACTIONS: readonly string[] = ['pct_migrate', 'qm_migrate'];
 
 /**
  * The catalogue of executions the agent may request. Each action has its own zod params, a
@@ -581,6 +605,36 @@ export const ACTIONS = {
 		params: z.object({ vmid, cmd: z.enum(['ping', 'network-get-interfaces']).default('ping') }).strict(),
 		steps: (p) => [{ label: `guest ${p.cmd}`, argv: ['qm', 'guest', 'cmd', p.vmid, p.cmd], timeoutMs: MIN }],
 		preconditions: (p) => vmRunning(p.vmid)
+	}),
+	pct_migrate: def({
+		classification: 'config_mutation',
+		description: 'move a container to another cluster node (a running one in restart mode: shut down, moved, started there)',
+		scope: 'ct',
+		params: z.object({ vmid: vmid.optional(), node: nodeName, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		steps: (p, { vmid }) => [
+			{ label: `pct migrate → ${p.node}`, argv: ['pct', 'migrate', vmid!, p.node, '--restart', '1', '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 + 60 * MIN },
+			onNode('lxc', vmid!, p.node)
+		],
+		preconditions: (p, { vmid }) => [{ kind: 'migrate-target', guest: 'ct', vmid: vmid!, node: p.node }],
+		changesInventory: true,
+		summary: (p, { vmid }) => `CT ${vmid} migrated to ${p.node}`
+	}),
+	qm_migrate: def({
+		classification: 'config_mutation',
+		description: 'move a VM to another cluster node: online (live) for a running VM; local disks are copied only with withLocalDisks',
+		scope: 'host',
+		params: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
+		steps: (p) => [
+			{
+				label: `qm migrate → ${p.node}`,
+				argv: ['qm', 'migrate', p.vmid, p.node, ...(p.online ? ['--online', '1'] : []), ...(p.withLocalDisks ? ['--with-local-disks', '1'] : [])],
+				timeoutMs: 120 * MIN
+			},
+			onNode('qemu', p.vmid, p.node)
+		],
+		preconditions: (p) => [{ kind: 'migrate-target', guest: 'vm', vmid: p.vmid, node: p.node, online: p.online, withLocalDisks: p.withLocalDisks }],
+		changesInventory: true,
+		summary: (p) => `VM ${p.vmid} migrated to ${p.node}${p.online ? ' (online)' : ''}`
 	}),
 	pct_stop: def({
 		classification: 'config_mutation',

@@ -292,6 +292,8 @@ export interface LxcRecord {
 export interface Inventory {
 	host: HostRecord;
 	containers: LxcRecord[];
+	/** nodes `pvesh get /nodes` listed: more than one = the host is a cluster member */
+	nodeCount?: number;
 }
 
 /** Host attributes from a `/nodes` entry. */
@@ -373,7 +375,8 @@ export function pickNode(nodes: PveNode[], nodeName: string): PveNode {
  * A container whose config cannot be read keeps its pvesh data with `configError` set.
  */
 export async function readInventory(client: Client, nodeName: string, opts: RunOptions = {}): Promise<Inventory> {
-	const node = pickNode(parseNodes(await runChecked(client, ['pvesh', 'get', '/nodes', '--output-format', 'json'], opts)), nodeName);
+	const nodes = parseNodes(await runChecked(client, ['pvesh', 'get', '/nodes', '--output-format', 'json'], opts));
+	const node = pickNode(nodes, nodeName);
 	const list = parseLxcList(
 		await runChecked(client, ['pvesh', 'get', `/nodes/${node.node}/lxc`, '--output-format', 'json'], opts)
 	).sort((a, b) => a.vmid - b.vmid);
@@ -394,7 +397,7 @@ export async function readInventory(client: Client, nodeName: string, opts: RunO
 		});
 		containers.push(...(await Promise.all(batch)));
 	}
-	return { host: { node: node.node, attributes: hostAttributes(node) }, containers };
+	return { host: { node: node.node, attributes: hostAttributes(node) }, containers, nodeCount: nodes.length };
 }
 
 /**

@@ -130,3 +130,9 @@ export const sshKeys = z
 
 /** A Proxmox tag (`pve-tag`): lowercase letters, digits, _ + . -. */
 export const vmTag = z.string().regex(/^[a-z0-9_][a-z0-9_+.-]{0,63}$/, 'a tag: lowercase letters, digits, _ + . -');
+
+/** A Proxmox node name (`pve-node`: a DNS label). */
+export const nodeName = z
+	.string()
+	.regex(/^(?=.{1,63}$)[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/, 'a cluster node name such as pve2: letters, digits and dashes')
+	.describe('a cluster node name, e.g. pve2');

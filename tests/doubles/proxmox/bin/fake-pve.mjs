@@ -5,7 +5,9 @@
 import { Exit, context, hangForever, logArgv, readFaults } from '../fake/common.mjs';
 import { aptGet } from '../fake/apt-get.mjs';
 import { pct } from '../fake/pct.mjs';
+import { pvecm } from '../fake/pvecm.mjs';
 import { pvesh } from '../fake/pvesh.mjs';
+import { requireQuorum } from '../fake/cluster.mjs';
 import { pvesm } from '../fake/pvesm.mjs';
 import { systemctl } from '../fake/systemctl.mjs';
 import { pveam } from '../fake/pveam.mjs';
@@ -14,7 +16,14 @@ import { vzdump } from '../fake/vzdump.mjs';
 import { curl, sha256sum } from '../fake/guest-tools.mjs';
 
 /** @type {Record<string, (ctx: import('../fake/common.mjs').Ctx, args: string[]) => unknown>} */
-const TOOLS = { pct, pvesh, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl };
+const TOOLS = { pct, pvesh, pvecm, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl };
+
+const GUEST_WRITES = new Set([
+	'create', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'set', 'unlock', 'snapshot', 'rollback', 'delsnapshot', 'resize',
+	'migrate', 'clone', 'template', 'restore', 'move-volume', 'importdisk'
+]);
+/** Commands that write a guest config in /etc/pve, which a member without quorum cannot. */
+const WRITES = { pct: (cmd) => GUEST_WRITES.has(cmd), qm: (cmd) => GUEST_WRITES.has(cmd), vzdump: () => true };
 
 async function main() {
 	const [tool, ...args] = process.argv.slice(2);
@@ -34,6 +43,7 @@ async function main() {
 	if (slow && slow.tool === tool && (!slow.match || [tool, ...args].join(' ').includes(slow.match))) {
 		await new Promise((r) => setTimeout(r, slow.ms));
 	}
+	if (WRITES[tool]?.(args[0])) requireQuorum(ctx);
 	const code = await run(ctx, args);
 	return typeof code === 'number' ? code : 0;
 }

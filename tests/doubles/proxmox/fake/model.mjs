@@ -62,15 +62,53 @@ export function lxcStatus(ct, now = Date.now()) {
 	return s;
 }
 
+/** Status object as PVE::QemuServer::vmstatus() reports it (GET /nodes/{node}/qemu), from fake/qm.mjs's state. */
+export function qemuStatus(vm, now = Date.now()) {
+	const running = vm.status === 'running';
+	const v = vm.vmid;
+	const maxmem = vm.memory * MiB;
+	/** @type {Record<string, unknown>} */
+	const s = {
+		cpu: running ? Number((((v % 11) + 3) / 1000).toFixed(6)) : 0,
+		cpus: vm.cores,
+		disk: 0, // QEMU does not know how full a guest's disk is
+		diskread: running ? (v % 40 + 20) * MiB : 0,
+		diskwrite: running ? (v % 20 + 5) * MiB : 0,
+		maxdisk: Math.round(vm.diskGb * GiB),
+		maxmem,
+		mem: running ? Math.floor(maxmem * (0.2 + (v % 5) / 20)) : 0,
+		name: vm.name,
+		netin: running ? v * 7919 : 0,
+		netout: running ? v * 3571 : 0,
+		status: vm.status,
+		uptime: running ? Math.max(1, Math.floor((now - (vm.startedAt ?? now)) / 1000)) : 0,
+		vmid: v
+	};
+	if (running) s.pid = 200000 + v;
+	if (vm.lock) s.lock = vm.lock;
+	if (vm.template) s.template = 1;
+	return s;
+}
+
 /** GET /nodes/{node}/lxc/{vmid}/status/current */
 export function lxcCurrent(ct) {
 	return { ...lxcStatus(ct), ha: { managed: 0 } };
 }
 
+/**
+ * What a test set for this node in its state dir (node.json, see state.ts setNodeIn): its memory
+ * in GiB (default 32) and which storages it has (default local and local-lvm; `ceph` is a shared
+ * rbd pool).
+ * @param {import('./common.mjs').Ctx} ctx @returns {{ maxmemGb?: number, storages?: string[] }}
+ */
+function nodeKnobs(ctx) {
+	return readJson(join(ctx.state, 'node.json'), {});
+}
+
 /** @param {import('./common.mjs').Ctx} ctx */
 export function nodeEntry(ctx) {
 	const running = listCts(ctx).filter((c) => c.status === 'running');
-	const maxmem = 32 * GiB;
+	const maxmem = (nodeKnobs(ctx).maxmemGb ?? 32) * GiB;
 	return {
 		cpu: Number((0.02 + running.length * 0.011).toFixed(6)),
 		disk: 12 * GiB,
@@ -95,15 +133,17 @@ export function storages(ctx) {
 		.reduce((a, c) => a + diskGb(c) * GiB * 0.18, 0);
 	const local = { total: 100_861_726_720, used: 9_663_676_416 };
 	const lvm = { total: 374_538_764_288, used: Math.floor(4 * GiB + lvmBytes) };
+	const only = nodeKnobs(ctx).storages;
 	return [
 		{ storage: 'local', type: 'dir', content: 'backup,iso,vztmpl', ...local },
-		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm }
-	].map((s) => ({
+		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm },
+		...(only?.includes('ceph') ? [{ storage: 'ceph', type: 'rbd', content: 'images,rootdir', shared: 1, total: 2000 * GiB, used: 300 * GiB }] : [])
+	].filter((s) => !only || only.includes(s.storage)).map((s) => ({
 		active: 1,
 		avail: s.total - s.used,
 		content: s.content,
 		enabled: 1,
-		shared: 0,
+		shared: s.shared ?? 0,
 		storage: s.storage,
 		total: s.total,
 		type: s.type,

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { otherHolder } from './cluster.mjs';
 import {
 	appendLine, ctExists, deleteCt, err, fail, guestDir, hangForever, hwaddrFor, out, paramFail, parseOpts, parseVmid,
 	readFaults, reserveCt, saveCt, sleep, truthy, vmExists
@@ -77,6 +78,9 @@ function validate(ctx, args) {
 	// PVE checks the id before storages (PVE::Cluster::check_vmid_unused), hence no "unable to create" prefix.
 	if (ctExists(ctx, vmid)) fail(`CT ${vmid} already exists on node '${ctx.node}'`);
 	if (vmExists(ctx, vmid)) fail(`unable to create CT ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
+	const held = otherHolder(ctx, vmid); // another member's guest: the id space is cluster-wide
+	if (held?.kind === 'lxc') fail(`CT ${vmid} already exists on node '${held.node}'`);
+	if (held) fail(`unable to create CT ${vmid} - VM ${vmid} already exists on node '${held.node}'`);
 	return { vmid, template, opts, rootfs: parseRootfs(opts, vmid) };
 }
 

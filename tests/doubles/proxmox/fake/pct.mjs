@@ -7,6 +7,7 @@ import {
 	deleteCt, diskGb, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid, quietFault, saveCt, truthy
 } from './common.mjs';
 import { lxcStatus } from './model.mjs';
+import { migrate } from './migrate.mjs';
 import { pctCreate } from './pct-create.mjs';
 
 const pad = (s, n) => String(s ?? '').padEnd(n);
@@ -196,6 +197,7 @@ const BOOLEANS = new Set(['purge', 'force', 'destroy-unreferenced-disks', 'verbo
 export async function pct(ctx, args) {
 	const [cmd, ...rest] = args;
 	if (cmd === 'create') return pctCreate(ctx, rest);
+	if (cmd === 'migrate') return migrate(ctx, 'lxc', rest);
 	if (cmd === 'list') return list(ctx);
 	const known = [
 		'status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull', 'unlock',

@@ -1,14 +1,79 @@
 // Fake `pvesh` — read-only API paths (`get`) with PVE's output formats.
-import { fail, listCts, loadCt, out, parseOpts, vmExists } from './common.mjs';
-import { lxcCurrent, lxcStatus, nodeEntry, storages, toJson } from './model.mjs';
+import { fail, listCts, loadCt, out, parseOpts } from './common.mjs';
+import { clusterGuests, clusterOf, memberCtx, partitionOf } from './cluster.mjs';
+import { lxcCurrent, lxcStatus, nodeEntry, qemuStatus, storages, toJson } from './model.mjs';
 
 const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
 
+/** The lowest free id in the whole cluster (pmxcfs's vmlist spans every member). */
 function nextId(ctx) {
-	const used = new Set(listCts(ctx).map((c) => c.vmid));
+	const used = new Set(clusterGuests(ctx).map((g) => g.guest.vmid));
 	let id = 100;
-	while (used.has(id) || vmExists(ctx, id)) id++;
+	while (used.has(id)) id++;
 	return String(id);
+}
+
+const GiB = 1024 ** 3;
+
+/** GET /nodes/{node}/status: memory, swap, CPU, load and the root filesystem. */
+function nodeStatus(ctx) {
+	const n = nodeEntry(ctx);
+	const rootfs = { total: n.maxdisk, used: n.disk, avail: n.maxdisk - n.disk, free: n.maxdisk - n.disk };
+	return {
+		cpu: n.cpu,
+		cpuinfo: { cpus: n.maxcpu, cores: n.maxcpu / 2, sockets: 1, model: 'AMD Ryzen 7 5700G with Radeon Graphics', mhz: '3800.000', hvm: '1' },
+		kversion: 'Linux 6.8.12-5-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-5 (2024-12-03T10:26Z)',
+		loadavg: ['0.12', '0.08', '0.05'],
+		memory: { total: n.maxmem, used: n.mem, free: n.maxmem - n.mem },
+		pveversion: 'pve-manager/8.3.2/3e76eec21c4a14a7',
+		rootfs,
+		swap: { total: 8 * GiB, used: 0, free: 8 * GiB },
+		uptime: n.uptime,
+		wait: 0.001
+	};
+}
+
+/**
+ * The members as the asking node sees them: `{ member, ctx, up }` (up = in its corosync
+ * partition). Without a cluster, just this node.
+ */
+function membersSeen(ctx) {
+	const cluster = clusterOf();
+	if (!cluster) return [{ member: { name: ctx.node }, ctx, up: true }];
+	const up = new Set(partitionOf(cluster, ctx.node).map((m) => m.name));
+	return cluster.nodes.map((m) => ({ member: m, ctx: memberCtx(ctx, m), up: up.has(m.name) }));
+}
+
+/** GET /cluster/resources [--type vm|node|storage|sdn], in PVE 8's shape and order (guests, nodes, storage, sdn). */
+function resources(ctx, type) {
+	const seen = membersSeen(ctx);
+	const upNodes = new Set(seen.filter((s) => s.up).map((s) => s.member.name));
+	const guests = clusterGuests(ctx).map(({ node, kind, guest }) => {
+		const s = kind === 'lxc' ? lxcStatus(guest) : qemuStatus(guest);
+		const entry = {
+			cpu: s.cpu, disk: s.disk, diskread: s.diskread, diskwrite: s.diskwrite, id: `${kind}/${guest.vmid}`, maxcpu: s.cpus,
+			maxdisk: s.maxdisk, maxmem: s.maxmem, mem: s.mem, name: s.name, netin: s.netin, netout: s.netout, node,
+			status: s.status, template: guest.template ? 1 : 0, type: kind, uptime: s.uptime, vmid: guest.vmid
+		};
+		if (guest.tags) entry.tags = guest.tags;
+		// A member outside this partition reports nothing: its guests' state is unknown here.
+		return upNodes.has(node) ? entry : { ...entry, cpu: 0, mem: 0, uptime: 0, diskread: 0, diskwrite: 0, netin: 0, netout: 0, status: 'unknown' };
+	});
+	const nodes = seen.map(({ member, ctx: mctx, up }) => {
+		if (!up) return { id: `node/${member.name}`, level: '', node: member.name, status: 'offline', type: 'node' };
+		const n = nodeEntry(mctx);
+		return { 'cgroup-mode': 2, cpu: n.cpu, disk: n.disk, id: n.id, level: '', maxcpu: n.maxcpu, maxdisk: n.maxdisk, maxmem: n.maxmem, mem: n.mem, node: n.node, status: 'online', type: 'node', uptime: n.uptime };
+	});
+	const storage = seen.flatMap(({ member, ctx: mctx, up }) =>
+		storages(mctx).map((st) => ({
+			content: st.content, disk: up ? st.used : 0, id: `storage/${member.name}/${st.storage}`, maxdisk: up ? st.total : 0, node: member.name,
+			plugintype: st.type, shared: st.shared, status: up ? 'available' : 'unknown', storage: st.storage, type: 'storage'
+		}))
+	);
+	const sdn = seen.map(({ member, up }) => ({ id: `sdn/${member.name}/localnetwork`, node: member.name, sdn: 'localnetwork', status: up ? 'ok' : 'unknown', type: 'sdn' }));
+	const all = [...guests, ...nodes, ...storage, ...sdn];
+	if (type === undefined) return all;
+	return all.filter((r) => (type === 'vm' ? r.type === 'lxc' || r.type === 'qemu' : r.type === type));
 }
 
 function ctConfig(ct) {
@@ -17,21 +82,31 @@ function ctConfig(ct) {
 }
 
 /** Resolve a GET path to its data, or undefined when no handler matches. */
-function resolve(ctx, path) {
+function resolve(ctx, path, opts) {
 	if (path === '/cluster/nextid') return nextId(ctx);
-	if (path === '/nodes') return [nodeEntry(ctx)];
+	if (path === '/cluster/resources') {
+		const type = opts.get('type');
+		if (type !== undefined && !['vm', 'storage', 'node', 'sdn'].includes(type)) {
+			fail(`400 Parameter verification failed.\ntype: value '${type}' does not have a value in the enumeration 'vm, storage, node, sdn'`);
+		}
+		return resources(ctx, type);
+	}
+	if (path === '/nodes') {
+		return membersSeen(ctx).map(({ member, ctx: mctx, up }) => (up ? nodeEntry(mctx) : { id: `node/${member.name}`, level: '', node: member.name, status: 'offline', type: 'node' }));
+	}
 	const m = /^\/nodes\/([^/]+)(\/.*)?$/.exec(path);
 	if (!m) return undefined;
 	const [, node, sub = ''] = m;
 	if (node !== ctx.node && node !== 'localhost') {
-		fail(`hostname lookup '${node}' failed - failed to get address info for: ${node}: Name or service not known`);
+		// pvesh proxies a path of another member to that member (over SSH); a member that is down does not answer.
+		const other = membersSeen(ctx).find((s) => s.member.name === node);
+		if (!other) fail(`hostname lookup '${node}' failed - failed to get address info for: ${node}: Name or service not known`);
+		if (!other.up) fail(`ssh: connect to host ${other.member.ip} port 22: No route to host`);
+		return resolve(other.ctx, `/nodes/${node}${sub}`, opts);
 	}
 	if (sub === '/lxc') return listCts(ctx).map((ct) => lxcStatus(ct));
 	if (sub === '/storage') return storages(ctx);
-	if (sub === '/status') {
-		const n = nodeEntry(ctx);
-		return { cpu: n.cpu, uptime: n.uptime, memory: { total: n.maxmem, used: n.mem, free: n.maxmem - n.mem }, cpuinfo: { cpus: n.maxcpu, sockets: 1, model: 'AMD Ryzen 7 5700G with Radeon Graphics' }, pveversion: 'pve-manager/8.3.2/3e76eec21c4a14a7', kversion: 'Linux 6.8.12-5-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-5 (2024-12-03T10:26Z)' };
-	}
+	if (sub === '/status') return nodeStatus(ctx);
 	const ctm = /^\/lxc\/(\d+)(\/config|\/status\/current)$/.exec(sub);
 	if (!ctm) return undefined;
 	const ct = loadCt(ctx, Number(ctm[1]));
@@ -60,7 +135,7 @@ export function pvesh(ctx, args) {
 		fail(`400 Parameter verification failed.\noutput-format: value '${format}' does not have a value in the enumeration 'text, json, json-pretty, yaml'`);
 	}
 	const path = ('/' + rawPath.replace(/^\/+|\/+$/g, '')).replace(/\/+/g, '/');
-	const data = method === 'get' ? resolve(ctx, path) : undefined;
+	const data = method === 'get' ? resolve(ctx, path, opts) : undefined;
 	if (data === undefined) fail(`No '${method}' handler defined for '${path}'`);
 	print(data, format);
 }

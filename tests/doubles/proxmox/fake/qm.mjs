@@ -5,6 +5,8 @@
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ctExists, fail, hwaddrFor, out, paramFail, parseOpts, parseVmid, readJson, sleep, truthy, vmExists, writeJson } from './common.mjs';
+import { otherHolder } from './cluster.mjs';
+import { migrate } from './migrate.mjs';
 import { vmImages } from './model.mjs';
 
 const vmFile = (ctx, vmid) => join(ctx.state, 'vms', `${vmid}.json`);
@@ -117,6 +119,8 @@ async function create(ctx, args) {
 		if (v !== undefined && !/^\d+$/.test(v)) paramFail(CREATE_USAGE, [`${k}: type check ('integer') failed - got '${v}'`]);
 	}
 	if (vmExists(ctx, vmid) || ctExists(ctx, vmid)) fail(`unable to create VM ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
+	const held = otherHolder(ctx, vmid);
+	if (held) fail(`unable to create VM ${vmid} - VM ${vmid} already exists on node '${held.node}'`);
 	let sshkeys;
 	if (opts.has('sshkeys')) {
 		const file = opts.get('sshkeys');
@@ -166,7 +170,7 @@ function clone(ctx, src, args) {
 	const { positional, opts } = parseOpts(args, new Set(['full']));
 	const newid = parseVmid(positional[0], 'qm clone <vmid> <newid> [OPTIONS]');
 	checkLock(src);
-	if (vmExists(ctx, newid) || ctExists(ctx, newid)) fail(`unable to create VM ${newid}: config file already exists`);
+	if (vmExists(ctx, newid) || ctExists(ctx, newid) || otherHolder(ctx, newid)) fail(`unable to create VM ${newid}: config file already exists`);
 	const full = opts.has('full') ? truthy(opts.get('full')) : !src.template;
 	if (!full && !src.template) fail(`Linked clone feature is not available for drive 'scsi0'`);
 	const name = opts.get('name') ?? `Copy-of-VM-${src.name}`;
@@ -343,6 +347,7 @@ export async function qm(ctx, args) {
 	const [cmd, ...rest] = args;
 	if (cmd === 'list') return list(ctx);
 	if (cmd === 'create') return create(ctx, rest);
+	if (cmd === 'migrate') return migrate(ctx, 'qemu', rest);
 	if (!COMMANDS.includes(cmd ?? '')) fail(`ERROR: unknown command 'qm${cmd ? ` ${cmd}` : ''}'\nUSAGE: qm <COMMAND> [ARGS] [OPTIONS]`);
 	const id = cmd === 'guest' ? rest[1] : rest[0];
 	const vm = loadVm(ctx, parseVmid(id, `qm ${cmd} <vmid> [OPTIONS]`));

@@ -23,6 +23,8 @@ export interface ToolContext {
 	 * which token. Requests are audited with route `mcp`, and answers say to poll, not to wait.
 	 */
 	mcp?: McpCaller;
+	/** Some configured host is a cluster member: the migrate actions are described to the model. */
+	cluster?: boolean;
 	/** Set in a chat an alert (watches/intake.ts) or a schedule (schedules/tick.ts) opened: which one. */
 	watch?: Watch | null;
 }

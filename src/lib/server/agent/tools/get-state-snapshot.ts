@@ -1,8 +1,10 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { placeGuest } from '../../inventory/placement';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { sql } from '../../db/index';
-import { fleetSnapshot, type Entity, type FleetHost } from '../../db/queries/entities';
+import { fleetSnapshot, listEntities, type Entity, type FleetHost } from '../../db/queries/entities';
+import { clusterStatus } from './list-entities';
 import { formatUptime } from '../../proxmox/inventory';
 import type { ToolContext } from './context';
 import { lxcRow } from './list-lxcs';
@@ -23,6 +25,8 @@ function ctLine(e: Entity): string {
 
 function hostStatus(h: FleetHost): string {
 	if (!h.pinned) return 'unpinned';
+	const standing = h.entity && clusterStatus(h.entity);
+	if (standing) return standing;
 	if (h.lastError) return 'error';
 	if (!h.entity) return 'not synced';
 	const status = h.entity.attributes.pveStatus;
@@ -38,6 +42,7 @@ export function hostSummary(h: FleetHost) {
 	return {
 		name: h.name,
 		status: hostStatus(h),
+		...(a.cluster ? { cluster: (a.cluster as { cluster: string }).cluster } : {}),
 		...(h.lastError ? { lastError: h.lastError } : {}),
 		syncedAt: h.entity?.seenAt ?? null,
 		cpuPercent: a.cpuPercent ?? null,
@@ -47,6 +52,22 @@ export function hostSummary(h: FleetHost) {
 		uptime: typeof a.uptimeSec === 'number' ? formatUptime(a.uptimeSec) : null,
 		containers: { total: h.containers.length, running, stopped, other: h.containers.length - running - stopped },
 		cts: h.containers.map(ctLine)
+	};
+}
+
+/**
+ * Where a new or moved guest would go when the operator names no node: Nomos's pick (most free
+ * memory among the online nodes) with its reason, and each node's free memory, CPU and storages,
+ * read live from a member. In this tool's output, not a tool of its own: nothing in the first
+ * request pays for it.
+ */
+async function placement() {
+	const p = await placeGuest({});
+	if ('error' in p) return p;
+	return {
+		node: p.node,
+		reason: p.reason,
+		nodes: p.nodes.map((n) => `${n.node} ${n.status}: ${n.freeMemMb} MiB free of ${n.totalMemMb}, CPU ${n.cpuPct}% of ${n.cpus}; storage ${n.storages.map((s) => `${s.storage} ${s.availGb}G${s.shared ? ' shared' : ''}`).join(', ') || 'none'}`)
 	};
 }
 
@@ -60,12 +81,19 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 			const inventoryAsOf = await ensureFreshInventory();
 			const { hosts } = await fleetSnapshot(sql());
 			const summaries = hosts.map(hostSummary);
+			// Only with a cluster configured: its nodes (down ones, ones without a host entry) and which node holds which guest.
+			const clusters = (await listEntities(sql(), { kind: 'cluster' })).map((c) => ({
+				name: c.name,
+				status: clusterStatus(c),
+				guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) => `${g.type}:${g.node}/${g.vmid} ${g.name} ${g.status}`)
+			}));
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
 			return {
 				inventoryAsOf,
 				generatedAt: new Date().toISOString(),
 				totals: { hosts: hosts.length, containers: sum('total'), running: sum('running'), stopped: sum('stopped') },
-				hosts: summaries
+				hosts: summaries,
+				...(clusters.length ? { clusters, placement: await placement() } : {})
 			};
 		}
 	});

@@ -14,6 +14,23 @@ export const listEntitiesInput = z
 	})
 	.strict();
 
+/**
+ * A cluster member's standing (offline, no quorum) when it forbids commands, else null; a
+ * cluster's own status lists its nodes (`quorate: pve1 online, pve2 offline, pve3 online (no host entry)`).
+ */
+export function clusterStatus(e: Entity): string | null {
+	const a = e.attributes;
+	if (e.kind === 'cluster') {
+		const nodes = (a.nodes ?? []) as { node: string; status: string; host: boolean }[];
+		return `${a.quorate ? 'quorate' : 'no quorum'}: ${nodes.map((n) => `${n.node} ${n.status}${n.host ? '' : ' (no host entry)'}`).join(', ')}`;
+	}
+	const c = a.cluster as { nodeStatus?: string; quorate?: boolean; seenBy?: string } | undefined;
+	if (e.kind !== 'host' || !c) return null;
+	if (c.nodeStatus !== 'online') return `${c.nodeStatus ?? 'unknown'} (seen from ${c.seenBy}): nothing is sent to it`;
+	if (!c.quorate) return 'no quorum: changes are refused';
+	return null;
+}
+
 /** One line per entity, for listings. */
 export function entitySummary(e: Entity) {
 	const a = e.attributes;
@@ -23,7 +40,7 @@ export function entitySummary(e: Entity) {
 		kind: e.kind,
 		name: e.name,
 		host: e.hostName,
-		status: (a.status ?? a.pveStatus ?? null) as string | null,
+		status: (clusterStatus(e) ?? a.status ?? a.pveStatus ?? null) as string | null,
 		syncedAt: e.seenAt
 	};
 }

@@ -1,6 +1,6 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTIONS, ACTION_NAMES } from '../../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS } from '../../proxmox/actions';
 import { actionSignature } from '../../proxmox/tool-schema';
 import type { Classification } from '../../../types/executions';
 import { requestExecution } from '../../executions/request';
@@ -54,9 +54,13 @@ const GROUPS: Array<[string, (c: Classification) => boolean]> = [
 	['Destructive, a person approves', (c) => c === 'destructive']
 ];
 
-/** The catalogue in a few lines: signatures grouped by what approving them means, and which run on a host. */
-export function catalogueLines(): string {
-	const lines = GROUPS.map(([label, has]) => `${label}: ${ACTION_NAMES.filter((n) => has(ACTIONS[n].classification)).map(actionSignature).join(', ')}.`);
+/**
+ * The catalogue in a few lines: signatures grouped by what approving them means, and which run on
+ * a host. The migrate actions only when a host is a cluster member (tokens: they cannot apply).
+ */
+export function catalogueLines(opts: { cluster?: boolean } = {}): string {
+	const names = ACTION_NAMES.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
+	const lines = GROUPS.map(([label, has]) => `${label}: ${names.filter((n) => has(ACTIONS[n].classification)).map(actionSignature).join(', ')}.`);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
 	const vm = (n: string) => /^(qm|vm)_/.test(n);
 	const on = (scope: string) => ACTION_NAMES.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
@@ -64,15 +68,15 @@ export function catalogueLines(): string {
 	return lines.join('\n');
 }
 
-const DESCRIPTION = () =>
+const DESCRIPTION = (cluster: boolean) =>
 	'Run one catalogued action. Read-only ones return their output; others wait for approval (or run at once under an always-allow rule), then you are re-invoked with the result. ' +
 	'params: the fields in parentheses (? optional); describe_action explains one action.\n' +
-	catalogueLines();
+	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
 export function requestExecutionTool(ctx: ToolContext) {
 	return tool({
-		description: DESCRIPTION(),
+		description: DESCRIPTION(ctx.cluster === true),
 		inputSchema,
 		execute: async (input, { toolCallId }) => {
 			const requester = ctx.mcp

@@ -159,7 +159,7 @@ export async function removeOrphanedEntities(sql: Sql | TransactionSql, hostName
 	const r = await sql`
 		delete from entities
 		where (kind = 'host' and external_id <> all(${hostNames}::text[]))
-			or (kind = 'lxc' and host_name is not null and host_name <> all(${hostNames}::text[]))`;
+			or (kind in ('lxc', 'qemu') and host_name is not null and host_name <> all(${hostNames}::text[]))`;
 	return r.count;
 }
 
@@ -238,9 +238,11 @@ export async function replaceHostInventory(
 	hostName: string,
 	rows: InventoryRow[],
 	containers: number,
-	read: string | null = null
+	read: string | null = null,
+	/** the read listed the host's VMs too (a cluster member's sync): vanished `qemu` rows go as well */
+	vmsRead = false
 ): Promise<{ removed: number }> {
-	const keep = rows.filter((r) => r.kind === 'lxc').map((r) => r.external_id);
+	const keep = rows.filter((r) => r.kind === 'lxc' || r.kind === 'qemu').map((r) => r.external_id);
 	return sql.begin(async (tx) => {
 		if (!(await lockHostInventory(tx, hostName))) return { removed: 0 };
 		// Rows written without a read of their own (seeders) count as read now.
@@ -255,11 +257,11 @@ export async function replaceHostInventory(
 		// created meanwhile and read back by its refresh stays).
 		const removed = await tx`
 			delete from entities
-			where kind = 'lxc' and host_name = ${hostName}
+			where (kind = 'lxc' or (${vmsRead} and kind = 'qemu')) and host_name = ${hostName}
 				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
 				and seen_at <= ${readAt}::timestamptz
 			returning kind, external_id`;
-		await markGone(tx, removed.map((r) => r.external_id as string), readAt);
+		await markGone(tx, removed.filter((r) => r.kind === 'lxc').map((r) => r.external_id as string), readAt);
 		await tx`delete from entity_gone where gone_at < now() - interval '1 hour'`;
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
 		return { removed: removed.count };
@@ -286,4 +288,64 @@ export async function replaceContainer(sql: Sql, hostName: string, vmid: number,
 		}
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
 	});
+}
+
+/** How a cluster member stands, as the last quorate view (or its own view) said: kept on its host entity. */
+export interface NodeStanding {
+	cluster: string;
+	/** online | offline */
+	nodeStatus: string;
+	quorate: boolean;
+	/** the member whose view this is */
+	seenBy: string;
+}
+
+/**
+ * Records a cluster view read from one member. A quorate view is the cluster's truth: it is kept
+ * as the `cluster` entity and every configured member's host entity gets its standing. A view from
+ * a member without quorum only marks that member (its view of the others is its own isolation).
+ */
+export async function recordClusterView(
+	sql: Sql,
+	view: { name: string; readFrom: string; quorate: boolean; nodes: { node: string; status: string }[]; guests: { type: string; vmid: number; node: string; name: string; status: string }[] }
+): Promise<void> {
+	const standing = (node: string, status: string): NodeStanding => ({
+		cluster: view.name,
+		nodeStatus: status,
+		quorate: view.quorate && status === 'online',
+		seenBy: view.readFrom
+	});
+	await sql.begin(async (tx) => {
+		if (!view.quorate) {
+			await tx`update entities set attributes = attributes || ${JSON.stringify({ cluster: standing(view.readFrom, 'online') })}::text::jsonb
+				where kind = 'host' and external_id = ${view.readFrom}`;
+			return;
+		}
+		const configured = new Set((await tx<{ name: string }[]>`select name from hosts`).map((h) => h.name));
+		const attributes = {
+			quorate: true,
+			readFrom: view.readFrom,
+			nodes: view.nodes.map((n) => ({ ...n, host: configured.has(n.node) })),
+			guests: view.guests.map((g) => ({ type: g.type, vmid: g.vmid, node: g.node, name: g.name, status: g.status }))
+		};
+		await tx`
+			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+			values ('cluster', ${view.name}, ${view.name}, null, ${JSON.stringify(attributes)}::text::jsonb, now(), now())
+			on conflict (kind, external_id) do update set attributes = excluded.attributes, seen_at = now(),
+				updated_at = case when entities.attributes is distinct from excluded.attributes then now() else entities.updated_at end`;
+		for (const n of view.nodes) {
+			await tx`update entities set attributes = attributes || ${JSON.stringify({ cluster: standing(n.node, n.status) })}::text::jsonb
+				where kind = 'host' and external_id = ${n.node}`;
+		}
+	});
+}
+
+/** The cluster a configured host belongs to, as last recorded (null: a standalone host, or never synced as a member). */
+export async function clusterOfHost(sql: Sql | TransactionSql, hostName: string): Promise<{ name: string; standing: NodeStanding; members: string[] } | null> {
+	const [row] = await sql<{ standing: NodeStanding | null; nodes: { node: string; host: boolean }[] | null }[]>`
+		select h.attributes->'cluster' as standing, c.attributes->'nodes' as nodes
+		from entities h left join entities c on c.kind = 'cluster' and c.external_id = h.attributes->'cluster'->>'cluster'
+		where h.kind = 'host' and h.external_id = ${hostName}`;
+	if (!row?.standing) return null;
+	return { name: row.standing.cluster, standing: row.standing, members: (row.nodes ?? []).filter((n) => n.host).map((n) => n.node) };
 }

@@ -1,0 +1,114 @@
+// Reads a Proxmox cluster as one member sees it: `pvecm status` (name, quorum) and
+// `pvesh get /cluster/resources` (which node holds which guest, which nodes are online).
+import type { Client } from 'ssh2';
+import { z } from 'zod';
+import { ProxmoxError, runChecked, type RunOptions } from './inventory';
+
+const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+
+const resourceSchema = z.looseObject({
+	type: z.string(),
+	node: z.string().optional(),
+	status: z.string().optional(),
+	vmid: num.optional(),
+	name: z.string().optional(),
+	cpu: num.optional(),
+	maxcpu: num.optional(),
+	mem: num.optional(),
+	maxmem: num.optional(),
+	disk: num.optional(),
+	maxdisk: num.optional(),
+	uptime: num.optional(),
+	template: num.optional(),
+	tags: z.string().optional()
+});
+
+export interface ClusterGuest {
+	type: 'lxc' | 'qemu';
+	vmid: number;
+	node: string;
+	name: string;
+	status: string;
+	template: boolean;
+	cpuPercent: number;
+	cpus: number | null;
+	memUsedMb: number;
+	memLimitMb: number | null;
+	diskLimitGb: number | null;
+	uptimeSec: number;
+	tags: string[];
+}
+
+export interface ClusterNode {
+	node: string;
+	/** online | offline, as the reading member sees it */
+	status: string;
+}
+
+export interface ClusterView {
+	name: string;
+	/** the member that answered */
+	readFrom: string;
+	/** whether the reading member is in a quorate partition */
+	quorate: boolean;
+	nodes: ClusterNode[];
+	guests: ClusterGuest[];
+}
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+
+/** Parses `pvecm status`: the cluster's name and whether this member is quorate; null when not a cluster member. */
+export function parsePvecmStatus(text: string): { name: string; quorate: boolean } {
+	const name = /^Name:\s+(\S+)/m.exec(text)?.[1];
+	const quorate = /^Quorate:\s+(Yes|No)\s*$/m.exec(text)?.[1];
+	if (!name || !quorate) throw new ProxmoxError(`pvecm status: no cluster name or quorum line in: ${text.slice(0, 200)}`);
+	return { name, quorate: quorate === 'Yes' };
+}
+
+/** Parses `pvesh get /cluster/resources --output-format json` into nodes and guests. */
+export function parseClusterResources(text: string): { nodes: ClusterNode[]; guests: ClusterGuest[] } {
+	let data: unknown;
+	try {
+		data = JSON.parse(text);
+	} catch {
+		throw new ProxmoxError(`pvesh get /cluster/resources: output is not JSON: ${text.slice(0, 200)}`);
+	}
+	const r = z.array(resourceSchema).safeParse(data);
+	if (!r.success) throw new ProxmoxError(`pvesh get /cluster/resources: unexpected output: ${r.error.issues[0].message}`);
+	const nodes: ClusterNode[] = [];
+	const guests: ClusterGuest[] = [];
+	for (const e of r.data) {
+		if (e.type === 'node' && e.node) nodes.push({ node: e.node, status: e.status ?? 'unknown' });
+		if ((e.type === 'lxc' || e.type === 'qemu') && e.node && e.vmid !== undefined) {
+			guests.push({
+				type: e.type,
+				vmid: e.vmid,
+				node: e.node,
+				name: e.name ?? `${e.type === 'lxc' ? 'CT' : 'VM'}${e.vmid}`,
+				status: e.status ?? 'unknown',
+				template: e.template === 1,
+				cpuPercent: round((e.cpu ?? 0) * 100),
+				cpus: e.maxcpu ?? null,
+				memUsedMb: Math.round((e.mem ?? 0) / MiB),
+				memLimitMb: e.maxmem !== undefined ? Math.round(e.maxmem / MiB) : null,
+				diskLimitGb: e.maxdisk ? round(e.maxdisk / GiB, 2) : null,
+				uptimeSec: Math.round(e.uptime ?? 0),
+				tags: e.tags?.split(/[;,\s]+/).filter(Boolean) ?? []
+			});
+		}
+	}
+	nodes.sort((a, b) => a.node.localeCompare(b.node));
+	guests.sort((a, b) => a.vmid - b.vmid);
+	return { nodes, guests };
+}
+
+/** Reads the cluster as the member behind `client` sees it (two commands on one connection). */
+export async function readClusterView(client: Client, member: string, opts: RunOptions = {}): Promise<ClusterView> {
+	const [status, resources] = await Promise.all([
+		runChecked(client, ['pvecm', 'status'], opts),
+		runChecked(client, ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'], opts)
+	]);
+	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(resources) };
+}

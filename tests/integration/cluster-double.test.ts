@@ -1,0 +1,158 @@
+// The Proxmox double as a 3-node cluster: shared guest configs, per-member commands, quorum.
+import type { Client } from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectTo, execOn } from '../doubles/proxmox/client';
+import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
+
+let cluster: ProxmoxCluster;
+const conns = new Map<string, Client>();
+const on = async (node: string, command: string) => {
+	let c = conns.get(node);
+	if (!c) conns.set(node, (c = await connectTo(cluster.member(node))));
+	return execOn(c, command);
+};
+const json = async <T>(node: string, command: string): Promise<T> => {
+	const r = await on(node, command);
+	expect(r.code, r.stderr).toBe(0);
+	return JSON.parse(r.stdout) as T;
+};
+type Resource = Record<string, unknown> & { id: string; type: string; node: string; status: string };
+
+beforeAll(async () => {
+	cluster = await startProxmoxCluster({
+		delayMs: 10,
+		members: [
+			{ name: 'pve1', seed: [{ vmid: 100, hostname: 'caddy', status: 'running', memory: 1024 }] },
+			{ name: 'pve2', seed: [{ vmid: 101, hostname: 'db', status: 'stopped' }], vms: [{ vmid: 200, name: 'haos', status: 'running', memory: 4096, diskGb: 32 }] },
+			{ name: 'pve3', vms: [{ vmid: 9000, name: 'debian-tpl', template: 1 }] }
+		]
+	});
+});
+
+afterAll(async () => {
+	for (const c of conns.values()) c.end();
+	await cluster?.close();
+});
+
+describe('a 3-node cluster of doubles', () => {
+	it('every member answers /cluster/resources with all nodes, guests (CTs and VMs) and storage, in PVE 8 shape', async () => {
+		for (const node of ['pve1', 'pve3']) {
+			const res = await json<Resource[]>(node, 'pvesh get /cluster/resources --output-format json');
+			expect(res.filter((r) => r.type === 'node').map((r) => [r.node, r.status])).toEqual([['pve1', 'online'], ['pve2', 'online'], ['pve3', 'online']]);
+			expect(res.find((r) => r.id === 'lxc/100')).toMatchObject({ type: 'lxc', vmid: 100, node: 'pve1', name: 'caddy', status: 'running', maxmem: 1024 * 1024 ** 2, maxcpu: 1, template: 0 });
+			expect(res.find((r) => r.id === 'lxc/101')).toMatchObject({ node: 'pve2', status: 'stopped', mem: 0 });
+			expect(res.find((r) => r.id === 'qemu/200')).toMatchObject({ type: 'qemu', node: 'pve2', name: 'haos', status: 'running', maxmem: 4096 * 1024 ** 2, maxdisk: 32 * 1024 ** 3 });
+			expect(res.find((r) => r.id === 'qemu/9000')).toMatchObject({ node: 'pve3', template: 1 });
+			expect(res.find((r) => r.id === 'storage/pve2/local-lvm')).toMatchObject({ type: 'storage', storage: 'local-lvm', plugintype: 'lvmthin', status: 'available', shared: 0 });
+			expect(res.find((r) => r.id === 'node/pve2')).toMatchObject({ maxcpu: 8, 'cgroup-mode': 2 });
+		}
+		const vms = await json<Resource[]>('pve2', 'pvesh get /cluster/resources --type vm --output-format json');
+		expect(vms.map((r) => r.id).sort()).toEqual(['lxc/100', 'lxc/101', 'qemu/200', 'qemu/9000']);
+		expect((await on('pve1', 'pvesh get /cluster/resources --type vms')).stderr).toContain("type: value 'vms' does not have a value in the enumeration 'vm, storage, node, sdn'");
+		expect((await on('pve1', 'pvesh get /cluster/nextid')).stdout).toBe('102\n');
+	});
+
+	it('pvecm status prints the corosync view as PVE 8 does', async () => {
+		const r = await on('pve2', 'pvecm status');
+		expect(r.code).toBe(0);
+		const lines = r.stdout.split('\n');
+		expect(lines.slice(0, 6)).toEqual(['Cluster information', '-------------------', 'Name:             homelab', 'Config Version:   3', 'Transport:        knet', 'Secure auth:      on']);
+		expect(lines).toContain('Quorate:          Yes');
+		expect(lines).toContain('Nodes:            3');
+		expect(lines).toContain('Node ID:          0x00000002');
+		expect(lines).toContain('Expected votes:   3');
+		expect(lines).toContain('Flags:            Quorate ');
+		const members = lines.slice(lines.indexOf('    Nodeid      Votes Name') + 1).filter(Boolean);
+		expect(members).toEqual(['0x00000001          1 10.10.10.11', '0x00000002          1 10.10.10.12 (local)', '0x00000003          1 10.10.10.13']);
+	});
+
+	it('/nodes/<node>/status answers for any member, with memory, CPU and the root filesystem', async () => {
+		const st = await json<{ memory: { total: number; used: number; free: number }; cpuinfo: { cpus: number }; rootfs: { total: number; avail: number } }>(
+			'pve1',
+			'pvesh get /nodes/pve3/status --output-format json'
+		);
+		expect(st.memory.total).toBe(32 * 1024 ** 3);
+		expect(st.memory.free).toBe(st.memory.total - st.memory.used);
+		expect(st.cpuinfo.cpus).toBe(8);
+		expect(st.rootfs.avail).toBeGreaterThan(0);
+		expect(st.rootfs.avail).toBeLessThan(st.rootfs.total);
+	});
+
+	it('pct / qm act on the local guests only, and refuse another member\'s guest as Proxmox does', async () => {
+		expect(await on('pve1', 'pct status 101')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/pve1/lxc/101.conf' does not exist\n" });
+		expect(await on('pve1', 'qm status 200')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/pve1/qemu-server/200.conf' does not exist\n" });
+		expect((await on('pve2', 'pct status 101')).stdout).toBe('status: stopped\n');
+		const before = (await cluster.member('pve1').argvLog()).length;
+		expect((await on('pve2', 'pct start 101')).code).toBe(0);
+		expect((await cluster.member('pve2').containers()).find((c) => c.vmid === 101)?.status).toBe('running');
+		expect((await cluster.member('pve1').argvLog()).length).toBe(before); // nothing ran on pve1
+		// the id space is the cluster's
+		const create = await on('pve1', 'pct create 101 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x');
+		expect(create).toMatchObject({ code: 255, stderr: "CT 101 already exists on node 'pve2'\n" });
+	});
+
+	it('a guest moved behind Nomos\'s back is answered by its new holder only', async () => {
+		await cluster.moveGuest(101, 'pve3');
+		expect(await cluster.holderOf(101)).toBe('pve3');
+		expect((await on('pve2', 'pct stop 101')).stderr).toBe("Configuration file 'nodes/pve2/lxc/101.conf' does not exist\n");
+		expect((await on('pve3', 'pct status 101')).stdout).toBe('status: running\n');
+		const res = await json<Resource[]>('pve1', 'pvesh get /cluster/resources --type vm --output-format json');
+		expect(res.find((r) => r.vmid === 101)?.node).toBe('pve3');
+		await cluster.moveGuest(101, 'pve2');
+	});
+
+	it('a member cut off from corosync is alone and not quorate: it reads, refuses writes; the others see it offline', async () => {
+		await cluster.setLinkDown('pve3', true);
+		try {
+			const st = (await on('pve3', 'pvecm status')).stdout.split('\n');
+			expect(st).toContain('Quorate:          No');
+			expect(st).toContain('Nodes:            1');
+			expect(st).toContain('Quorum:           2 Activity blocked');
+			expect(st.slice(st.indexOf('    Nodeid      Votes Name') + 1).filter(Boolean)).toEqual(['0x00000003          1 10.10.10.13 (local)']);
+			expect(await on('pve3', 'qm start 9000')).toMatchObject({ code: 255, stderr: 'cluster not ready - no quorum?\n' });
+			expect((await on('pve3', 'qm status 9000')).stdout).toBe('status: stopped\n');
+
+			expect((await on('pve1', 'pvecm status')).stdout).toContain('Quorate:          Yes');
+			const res = await json<Resource[]>('pve1', 'pvesh get /cluster/resources --output-format json');
+			expect(res.find((r) => r.id === 'node/pve3')).toEqual({ id: 'node/pve3', level: '', node: 'pve3', status: 'offline', type: 'node' });
+			expect(res.find((r) => r.id === 'qemu/9000')).toMatchObject({ node: 'pve3', status: 'unknown' });
+			expect(await on('pve1', 'pvesh get /nodes/pve3/status')).toMatchObject({ code: 255, stderr: 'ssh: connect to host 10.10.10.13 port 22: No route to host\n' });
+		} finally {
+			await cluster.setLinkDown('pve3', false);
+		}
+		expect((await on('pve3', 'pvecm status')).stdout).toContain('Quorate:          Yes');
+	});
+
+	it('a member powered off answers nothing; with two of three down the last one loses quorum', async () => {
+		await cluster.setDown('pve3', true);
+		try {
+			await expect(connectTo(cluster.member('pve3'), { readyTimeout: 2000 })).rejects.toThrow();
+			const nodes = await json<Resource[]>('pve1', 'pvesh get /cluster/resources --type node --output-format json');
+			expect(nodes.map((n) => [n.node, n.status])).toEqual([['pve1', 'online'], ['pve2', 'online'], ['pve3', 'offline']]);
+			expect((await on('pve1', 'pvecm status')).stdout).toContain('Quorate:          Yes'); // 2 of 3 votes
+			await cluster.setDown('pve2', true);
+			expect((await on('pve1', 'pvecm status')).stdout).toContain('Quorate:          No');
+			expect(await on('pve1', 'pct stop 100')).toMatchObject({ code: 255, stderr: 'cluster not ready - no quorum?\n' });
+		} finally {
+			await cluster.setDown('pve2', false);
+			await cluster.setDown('pve3', false);
+		}
+		conns.get('pve2')?.end();
+		conns.delete('pve2');
+		expect((await on('pve2', 'pvecm status')).stdout).toContain('Quorate:          Yes');
+	});
+
+	it('a single double is no cluster member: pvecm says so, /cluster/resources lists the one node', async () => {
+		const { startProxmoxDouble } = await import('../doubles/proxmox/server');
+		const solo = await startProxmoxDouble({ nodeName: 'solo', seed: [{ vmid: 100, hostname: 'a' }] });
+		const c = await connectTo(solo);
+		try {
+			expect(await execOn(c, 'pvecm status')).toMatchObject({ code: 2, stderr: "Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?\n" });
+			const res = JSON.parse((await execOn(c, 'pvesh get /cluster/resources --output-format json')).stdout) as Resource[];
+			expect(res.filter((r) => r.type !== 'storage' && r.type !== 'sdn').map((r) => r.id)).toEqual(['lxc/100', 'node/solo']);
+		} finally {
+			c.end();
+			await solo.close();
+		}
+	});
+});
