@@ -27,6 +27,7 @@ const EXPECTED_TABLES = [
 	'messages',
 	'operators',
 	'plans',
+	'replay_cases',
 	'schedule_runs',
 	'schedules',
 	'session_facts',

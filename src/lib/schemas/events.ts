@@ -23,6 +23,8 @@ export const eventSchemas = {
 		error: z.string().nullable().optional()
 	}),
 	'session.updated': z.object({ created: z.literal(true).optional(), taskState: z.string().optional(), alertMuted: z.boolean().optional() }),
+	/** A replay's progress (replay/run.ts): queued, running (operator messages sent of total), done or failed. */
+	'replay.updated': z.object({ replayId: id, status: z.string(), sent: z.number().int().optional(), total: z.number().int().optional() }),
 	/** An execution changed; the stream attaches its snapshot (`execution`). */
 	'execution.updated': z.object({ executionId: id, created: z.literal(true).optional(), terminal: z.string().optional() }),
 	'execution.step': z.object({ executionId: id, steps: z.number().int() }),

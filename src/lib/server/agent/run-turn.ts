@@ -39,6 +39,8 @@ export interface TurnOptions {
 	 */
 	messageId?: string;
 	resumed?: boolean;
+	/** A replay's turn: the tools answer from the original session and run nothing (tools/replay.ts). */
+	replay?: ToolContext['replay'];
 }
 
 export interface TurnResult {
@@ -104,7 +106,17 @@ async function converse(
 	// An alert's investigation or a schedule's run has no operator watching: a tighter budget (and no http_get, tools/index.ts).
 	const watch = await watchOf(sql(), opts.sessionId);
 	const cluster = await clusterKnown(sql());
-	const ctx: ToolContext = { sessionId: opts.sessionId, messageId: writer.id, signal, turn: { httpGets: 0 }, inventoryReady: opts.inventoryReady, contextTokens: window.tokens, watch, cluster };
+	const ctx: ToolContext = {
+		sessionId: opts.sessionId,
+		messageId: writer.id,
+		signal,
+		turn: { httpGets: 0 },
+		inventoryReady: opts.inventoryReady,
+		contextTokens: window.tokens,
+		watch,
+		cluster,
+		replay: opts.replay
+	};
 	const tools = buildTools(ctx);
 	const fixedChars = system.length + toolsChars(tools);
 	const e = env();

@@ -102,6 +102,10 @@ export const chatSessions = pgTable(
 		startedByHook: uuid('started_by_hook').references((): AnyPgColumn => alertHooks.id, { onDelete: 'set null' }),
 		/** Set on a schedule's run (schedules/tick.ts): the same rules as an alert's investigation. */
 		startedBySchedule: uuid('started_by_schedule').references((): AnyPgColumn => schedules.id, { onDelete: 'set null' }),
+		/** Set on a replay (replay/run.ts): the session it re-ran. Left out of the review's statistics; never notifies. */
+		replayOf: uuid('replay_of').references((): AnyPgColumn => chatSessions.id, { onDelete: 'set null' }),
+		/** A replay's options and progress (see replay/types.ts ReplayState). */
+		replay: jsonb('replay').$type<Record<string, unknown>>(),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
@@ -732,3 +736,17 @@ export const historySummaries = pgTable(
 	},
 	(t) => [uniqueIndex('history_summaries_session_through_idx').on(t.sessionId, t.throughSeq)]
 );
+
+/**
+ * A replay kept as a regression case (`npm run replay -- <name>`): the recorded inputs (operator
+ * messages, tool results, outcomes and answers of the original) and the figures it must keep.
+ */
+export const replayCases = pgTable('replay_cases', {
+	id: uuid('id').primaryKey().defaultRandom(),
+	name: text('name').notNull().unique(),
+	originalSessionId: uuid('original_session_id').references(() => chatSessions.id, { onDelete: 'set null' }),
+	replaySessionId: uuid('replay_session_id').references(() => chatSessions.id, { onDelete: 'set null' }),
+	inputs: jsonb('inputs').$type<Record<string, unknown>>().notNull(),
+	expected: jsonb('expected').$type<Record<string, unknown>>().notNull(),
+	createdAt: createdAt()
+});

@@ -54,6 +54,8 @@ export const jobPayloads = {
 	inventory__sync: z.looseObject({ host: z.string().min(1).optional() }),
 	/** One slot of one schedule, queued with run_at = the slot (see schedules/tick.ts). */
 	schedules__tick: z.object({ scheduleId: id, slot: z.iso.datetime({ offset: true }) }),
+	/** A replay of a session (replay/run.ts): its turns one after another, nothing run. */
+	replay__run: z.object({ replayId: id }),
 	executions__sweep: scheduled,
 	events__prune: scheduled,
 	review__rebuild_facts: scheduled

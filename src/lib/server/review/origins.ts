@@ -14,7 +14,7 @@ export async function reviewOrigins(sql: Sql | TransactionSql, from: string | nu
 	>`
 		with c as (
 			select s.id, s.created_at, s.started_by_hook, s.started_by_schedule from chat_sessions s
-			where (${from}::date is null or s.created_at >= (${from}::date)::timestamp at time zone 'UTC')
+			where s.replay is null and (${from}::date is null or s.created_at >= (${from}::date)::timestamp at time zone 'UTC')
 				and (${to}::date is null or s.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')
 		),
 		a as (

@@ -27,6 +27,16 @@ export interface ToolContext {
 	cluster?: boolean;
 	/** Set in a chat an alert (watches/intake.ts) or a schedule (schedules/tick.ts) opened: which one. */
 	watch?: Watch | null;
+	/** Set in a replay (replay/run.ts): every tool answers through it instead of running (see tools/replay.ts). */
+	replay?: ReplayMode;
+}
+
+/**
+ * How a replay answers a tool call: from the original session's recorded result or outcome; nothing
+ * is run, except a read the original never made when the operator allowed that (`live`).
+ */
+export interface ReplayMode {
+	answer(tool: string, input: unknown, live: () => Promise<unknown>): Promise<unknown>;
 }
 
 /** The operator and API token behind an MCP call. */

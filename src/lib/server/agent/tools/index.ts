@@ -9,6 +9,7 @@ import { proposePlanTool } from './propose-plan';
 import { getExecutionStatusTool } from './get-execution-status';
 import { askOperatorTool } from './ask-operator';
 import { lean } from './lean-schema';
+import { isReplayAnswer, replayed } from './replay';
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
@@ -16,10 +17,10 @@ export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
 /**
  * Ends the turn after a step in which a plan or question was accepted and now waits for the
  * operator. A refused one (its result is `{ error }`) does not: the model reads the error and
- * fixes it in the same turn, as with every other tool.
+ * fixes it in the same turn, as with every other tool; nor does one a replay answered at once.
  */
 export const parkedForOperator: StopCondition<ToolSet> = ({ steps }) =>
-	(steps.at(-1)?.toolResults ?? []).some((r) => TURN_ENDING_TOOLS.includes(r.toolName) && !isToolError(r.output));
+	(steps.at(-1)?.toolResults ?? []).some((r) => TURN_ENDING_TOOLS.includes(r.toolName) && !isToolError(r.output) && !isReplayAnswer(r.output));
 
 function isToolError(o: unknown): boolean {
 	return !!o && typeof o === 'object' && typeof (o as { error?: unknown }).error === 'string';
@@ -86,5 +87,6 @@ export function buildTools(ctx: ToolContext): ToolSet {
 	const tools: ToolSet = nomosTools(ctx);
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
 	if (ctx.watch) delete tools.http_get;
-	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(t)), ctx.inventoryReady)]));
+	const mode = ctx.replay;
+	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(mode ? replayed(name, t, mode) : t)), ctx.inventoryReady)]));
 }

@@ -216,6 +216,10 @@ export interface ReviewFactsRow {
 	first_at: string | null;
 	last_at: string | null;
 	n1_max: number | null;
+	/** Operator messages that only nudged the agent on ("continue"). */
+	nudges: number;
+	/** The last assistant message reports success. */
+	last_ok: boolean;
 	n1_idx: number[];
 	nudge_idx: number[];
 	blank_idx: number[];
@@ -361,11 +365,12 @@ export async function overviewFacts(
 	return sql.begin(async (tx) => {
 		const source = q.source ?? ((await storedFactsVersion(tx)) === FACTS_VERSION ? 'facts' : 'parts');
 		if (source === 'parts') await tx`set local work_mem = '64MB'; set local parallel_leader_participation = off`.simple();
+		// A replay re-ran another session: counted there, not again (replay/run.ts).
 		const where =
 			from || to
-				? tx`(${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
+				? tx`c.replay is null and (${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
 					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
-				: null;
+				: tx`c.replay is null`;
 
 		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
 		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
