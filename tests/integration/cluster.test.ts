@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getStateSnapshotTool } from '../../src/lib/server/agent/tools/get-state-snapshot';
 import { listEntitiesTool } from '../../src/lib/server/agent/tools/list-entities';
+import { blastRadius } from '../../src/lib/server/db/queries/blast-radius';
 import { getEntity, listEntities } from '../../src/lib/server/db/queries/entities';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';
@@ -84,6 +85,9 @@ describe('a cluster member as a host', () => {
 		expect(await guestCommands('pve2')).toContain('pct stop 101');
 		expect(await guestCommands('pve1')).toEqual(before1);
 		expect((await cluster.member('pve2').containers()).find((c) => c.vmid === 101)?.status).toBe('stopped');
+		// a host-wide action's blast radius counts the member's VMs too
+		const h = await request({ target: 'pve2', action: 'pveam_update', params: {}, reason: 'r' });
+		expect((await blastRadius(sql(), h.execution.id))?.containers.map((c) => c.ref)).toEqual(['lxc:pve2/101', 'lxc:pve2/102', 'qemu:pve2/200']);
 	});
 
 	it('a guest moved behind Nomos\'s back is refused at request time, naming its new node; the old node gets no command', async () => {

@@ -98,7 +98,7 @@ export async function blastRadius(sql: Sql | TransactionSql, executionId: string
 		cts as (
 			select c.kind || ':' || c.external_id as ref, c.name, c.attributes ->> 'status' as status,
 				case when c.attributes ->> 'vmid' ~ '^[0-9]+$' then (c.attributes ->> 'vmid')::bigint end as vmid
-			from entities c join tgt on tgt.kind = 'host' and c.kind = 'lxc' and c.host_name = tgt.ext
+			from entities c join tgt on tgt.kind = 'host' and c.kind in ('lxc', 'qemu') and c.host_name = tgt.ext
 		)
 		select json_build_object(
 			'executionId', tgt.id,
