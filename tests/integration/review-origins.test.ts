@@ -53,6 +53,8 @@ describe('the review overview by origin', () => {
 
 		const { origins } = await reviewOverview();
 		expect(origins).toEqual({ operator: 2, alert: 3, schedule: 1, alerts: { withFindings: 2, findingsMedianS: 50, withFix: 1, fixMedianS: 300 } });
+		// the same from every message's parts (while the stored facts are rebuilt)
+		expect((await reviewOverview({}, sql(), { source: 'parts' })).origins).toEqual(origins);
 		// The date range applies: none of them were made tomorrow.
 		const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
 		expect((await reviewOverview({ from: tomorrow })).origins).toMatchObject({ operator: 0, alert: 0, schedule: 0 });

@@ -5,7 +5,6 @@ import { costOf } from '../../messages/usage';
 import type { StepUsage } from '../../types/messages';
 import { OTHER_TOOL, TOOL_NAMES, type Severity } from '../db/review-rules';
 import type { OverviewFilter, OverviewSession, ReviewOverview } from './types';
-import { reviewOrigins } from './origins';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -49,7 +48,6 @@ export async function reviewOverview(
 
 	const { source, facts: r } = await overviewFacts(sql, { from, to, outcome, limit, source: opts.source });
 
-	const origins = await reviewOrigins(sql, from, to);
 	const rank = { high: 0, medium: 1, low: 2 } as const;
 	const prices = env().NOMOS_PRICES;
 	return {
@@ -78,7 +76,7 @@ export async function reviewOverview(
 		tokenSessions: r.by_tokens.map((s) => ({ id: s.id, title: s.title, tokens: { input: s.input, output: s.output, cached: s.cached } })),
 		source,
 		tools: histogram(r.tool_counts, r.tool_call_count, r.fail_counts),
-		origins
+		origins: { ...r.origin_counts, alerts: r.alert_times }
 	};
 }
 

@@ -16,6 +16,8 @@ export interface FetchReadableOptions {
 	/** Characters of text returned at most. Default 8192. */
 	maxChars?: number;
 	maxRedirects?: number;
+	/** The deadline's signal for timeoutMs (default AbortSignal.timeout); a test fires its own. */
+	deadline?: (ms: number) => AbortSignal;
 }
 
 export type FetchReadableResult =
@@ -194,7 +196,7 @@ function describeError(err: unknown, url: URL, timedOut: boolean, cancelled: boo
  */
 export async function fetchReadable(url: string, opts: FetchReadableOptions): Promise<FetchReadableResult> {
 	const { timeoutMs = 10_000, maxBytes = 2 * 1024 * 1024, maxChars = 8192, maxRedirects = 3 } = opts;
-	const timeout = AbortSignal.timeout(timeoutMs);
+	const timeout = (opts.deadline ?? AbortSignal.timeout)(timeoutMs);
 	const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
 	if (opts.signal?.aborted) return { error: 'cancelled' };
 

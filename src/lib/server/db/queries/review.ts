@@ -13,6 +13,7 @@ import {
 	storedMessageFacts,
 	storedFactsVersion,
 	storedSessionFacts,
+	TBIT,
 	type Fragment,
 	type Sql
 } from './review-facts';
@@ -347,6 +348,10 @@ export interface OverviewFactsRow {
 	tool_counts: number[];
 	/** Failed calls per TOOL_NAMES entry, then of other names. */
 	fail_counts: number[];
+	/** Sessions in the date range by what started them (the outcome filter does not apply). */
+	origin_counts: { operator: number; alert: number; schedule: number };
+	/** Over the alert investigations in the date range: how many got findings and an approved fix, and the medians (s). */
+	alert_times: { withFindings: number; findingsMedianS: number | null; withFix: number; fixMedianS: number | null };
 }
 
 /**
@@ -378,6 +383,25 @@ export async function overviewFacts(
 		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
 		const [facts] = await tx<OverviewFactsRow[]>`
 		with ${reviewCtes(tx, where, { source })},
+		r_alerts as (
+			-- alert investigations: from the alert (the session's creation) to the findings (the first
+			-- complete agent reply with text) and to an approved fix (its first plan or execution an
+			-- operator approved)
+			select
+				extract(epoch from (
+					select min(m.updated_at) from messages m
+					where m.session_id = c.id and m.role = 'assistant' and m.status = 'complete' and ${
+						source === 'facts'
+							? tx`exists (select 1 from message_facts f where f.message_id = m.id and f.tbits & ${TBIT.text} <> 0)`
+							: tx`exists (select 1 from jsonb_array_elements(m.parts) p where p->>'type' = 'text' and btrim(p->>'text') <> '')`
+					}
+				) - c.created_at)::float8 as findings_s,
+				extract(epoch from least(
+					(select min(p.decided_at) from plans p where p.session_id = c.id and p.decided_at is not null and p.status not in ('denied', 'proposed')),
+					(select min(ap.decided_at) from approvals ap join executions e on e.id = ap.execution_id where e.requested_by_session = c.id and ap.decision = 'approved')
+				) - c.created_at)::float8 as fix_s
+			from chat_sessions c where c.started_by_hook is not null and ${where ?? tx`true`}
+		),
 		r_in as (
 			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, usage_by_model, ${sevs}
 			from r_scored
@@ -406,7 +430,14 @@ export async function overviewFacts(
 			(select coalesce(jsonb_object_agg(k, jsonb_build_array(i, o, c)), '{}') from (
 				select k, sum((v ->> 0)::float8) as i, sum((v ->> 1)::float8) as o, sum((v ->> 2)::float8) as c
 				from r_in, jsonb_each(r_in.usage_by_model) e(k, v) group by k
-			) y) as by_model
+			) y) as by_model,
+			-- sessions by what started them, over the date range (not the outcome), and the alerts' medians
+			(select json_build_object('operator', count(*) filter (where c.started_by_hook is null and c.started_by_schedule is null),
+				'alert', count(*) filter (where c.started_by_hook is not null), 'schedule', count(*) filter (where c.started_by_schedule is not null))
+				from chat_sessions c where ${where ?? tx`true`}) as origin_counts,
+			(select json_build_object('withFindings', count(findings_s), 'findingsMedianS', percentile_cont(0.5) within group (order by findings_s),
+				'withFix', count(fix_s), 'fixMedianS', percentile_cont(0.5) within group (order by fix_s))
+				from r_alerts) as alert_times
 		from r_tot t`;
 		return { source, facts };
 	});
