@@ -1,4 +1,5 @@
 import type { Watch } from '../../db/queries/watches';
+import type { MessagePart } from '../../../types/messages';
 import { z } from 'zod';
 
 /** What every tool factory gets for one turn. */
@@ -23,6 +24,8 @@ export interface ToolContext {
 	 * which token. Requests are audited with route `mcp`, and answers say to poll, not to wait.
 	 */
 	mcp?: McpCaller;
+	/** This turn's reply as folded so far (its earlier steps' calls and results), when a turn runs the tools. */
+	replyParts?: () => Promise<MessagePart[]>;
 	/** Set in a chat an alert (watches/intake.ts) or a schedule (schedules/tick.ts) opened: which one. */
 	watch?: Watch | null;
 }
