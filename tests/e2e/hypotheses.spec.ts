@@ -5,6 +5,8 @@ import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
 
 const CT = 'lxc:strong/100';
+/** A scripted turn with SSH round trips, on a loaded machine: what waits for one waits this long. */
+const TURN = 30_000;
 const three = [
 	{ id: 'h1', statement: 'CT 100 (caddy) is stopped', evidence: ['e-list'], check: { action: 'pct_status', target: CT }, confidence: 'high' },
 	{ id: 'h2', statement: 'The caddy unit inside CT 100 failed', evidence: ['e-state'], check: { action: 'service_status', target: CT, params: { unit: 'caddy' } }, confidence: 'medium' },
@@ -16,6 +18,8 @@ test.beforeEach(async ({ env }) => {
 });
 
 test('cards from the scripted model, verdicts live on two tabs, "Pursue this" reaches the model, the review lists them', async ({ page, browser, env }) => {
+	// Three turns, two read-only executions over SSH and two tabs: more than one default test's worth.
+	test.slow();
 	const llm = llmControl(env.llmURL);
 	await llm.push(
 		{ toolCalls: [{ id: 'e-list', name: 'list_lxcs', args: {} }, { id: 'e-state', name: 'get_lxc_state', args: { name: 'caddy' } }] },
@@ -28,14 +32,14 @@ test('cards from the scripted model, verdicts live on two tabs, "Pursue this" re
 	await page.getByTestId('send').click();
 
 	const card = page.getByTestId('hypotheses');
-	await expect(card.getByTestId('hypothesis')).toHaveCount(3);
+	await expect(card.getByTestId('hypothesis')).toHaveCount(3, { timeout: TURN });
 	await expect(card.getByTestId('hypothesis-statement')).toHaveText(three.map((h) => h.statement));
 	await expect(card.getByTestId('hypothesis-verdict')).toHaveText(['open', 'open', 'open']);
 	await expect(card.getByTestId('hypothesis-confidence')).toHaveText(['high confidence', 'medium confidence', 'low confidence']);
 	await expect(card.locator('[data-id="h1"]').getByTestId('hypothesis-evidence')).toHaveText(['list_lxcs']);
 	await expect(card.locator('[data-id="h3"]').getByTestId('hypothesis-evidence')).toHaveText(['list_lxcs', 'get_lxc_state caddy']);
 	await expect(card.locator('[data-id="h2"]').getByTestId('hypothesis-check')).toHaveText(`service_status on ${CT} {"unit":"caddy"}`);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toHaveAttribute('data-status', 'complete');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toHaveAttribute('data-status', 'complete', { timeout: TURN });
 
 	// A second tab on the same chat, its live stream open before the checks run.
 	const other = await (await browser.newContext()).newPage();
@@ -62,12 +66,12 @@ test('cards from the scripted model, verdicts live on two tabs, "Pursue this" re
 	await page.getByTestId('composer-input').fill('check them');
 	await page.getByTestId('send').click();
 	for (const tab of [page, other]) {
-		await expect(tab.getByTestId('hypothesis-verdict')).toHaveText(['refuted', 'confirmed', 'open']);
+		await expect(tab.getByTestId('hypothesis-verdict')).toHaveText(['refuted', 'confirmed', 'open'], { timeout: TURN });
 		await expect(tab.getByTestId('hypothesis-result')).toHaveText(['pct status: running', 'caddy.service is not active']);
 	}
 	// The checks were read-only: no approval card in the chat.
 	await expect(page.locator('[data-testid="execution-card"][data-status="awaiting_approval"]')).toHaveCount(0);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('h2 holds');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('h2 holds', { timeout: TURN });
 	await page.getByTestId('hypotheses').screenshot({ path: 'test-results/hypotheses-1280.png' });
 
 	await page.setViewportSize({ width: 390, height: 844 });
@@ -80,11 +84,11 @@ test('cards from the scripted model, verdicts live on two tabs, "Pursue this" re
 	await llm.push({ text: 'Pursuing h2: I will look at the unit.' });
 	const before = (await llm.requests()).length;
 	await page.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('pursue').click();
-	await expect(page.locator('[data-testid="message"][data-role="user"]').last()).toContainText('Pursue hypothesis h2: The caddy unit inside CT 100 failed');
+	await expect(page.locator('[data-testid="message"][data-role="user"]').last()).toContainText('Pursue hypothesis h2: The caddy unit inside CT 100 failed', { timeout: TURN });
 	await expect(page.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('hypothesis-pursued')).toBeVisible();
 	await expect(other.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('hypothesis-pursued')).toBeVisible();
 	await expect(page.getByTestId('pursue')).toHaveCount(0);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Pursuing h2');
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Pursuing h2', { timeout: TURN });
 	const sent = (await llm.requests()).slice(before).filter((r) => r.path.endsWith('/chat/completions'));
 	expect(sent).toHaveLength(1);
 	const lastUser = sent[0].body!.messages!.filter((m) => m.role === 'user').at(-1);
