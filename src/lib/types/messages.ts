@@ -28,8 +28,10 @@ export type UsageData = { steps: StepUsage[]; input: number; output: number; cac
  * replaces them. Only ever a transient chunk, folded by `foldChunks`, never a part.
  */
 export type RetractData = { from: number };
-/** Nomos's own data parts: `data-note`, `data-usage` (and the transient `data-retract` chunk). */
-export type NomosDataTypes = { note: NoteData; usage: UsageData; retract: RetractData };
+/** An operator's "Pursue this" on a hypothesis card: the set (its present_hypotheses call id) and the hypothesis. */
+export type PursueData = { setId: string; hypothesisId: string };
+/** Nomos's own data parts: `data-note`, `data-usage`, `data-pursue` (and the transient `data-retract` chunk). */
+export type NomosDataTypes = { note: NoteData; usage: UsageData; retract: RetractData; pursue: PursueData };
 
 /**
  * The agent's tools by name, each `{ input, output }` as the SDK's `InferUITools` has it. Empty

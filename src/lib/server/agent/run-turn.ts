@@ -1,12 +1,12 @@
-import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
+import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type PrepareStepFunction, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
 import { listMessages } from '../conversation/messages';
 import { setTaskState } from '../db/queries/sessions';
 import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
-import { isNotePart } from '../../messages/parts';
+import { isNotePart, isToolPart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
-import type { StepUsage, UsageData } from '../../types/messages';
+import type { MessagePart, StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel } from './history';
 import { foldedHistory } from './summary';
@@ -16,7 +16,7 @@ import { getModel, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
-import { buildTools, parkedForOperator } from './tools/index';
+import { activeToolsFor, buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
@@ -115,9 +115,11 @@ async function converse(
 		contextTokens: window.tokens,
 		watch,
 		cluster,
-		replay: opts.replay
+		replay: opts.replay,
+		replyParts: () => writer.parts()
 	};
 	const tools = buildTools(ctx);
+	const hadResults = stored.some((m) => m.id !== writer.id && hasToolResult(m.parts));
 	const fixedChars = system.length + toolsChars(tools);
 	const e = env();
 	const spend: Spend = watch
@@ -150,9 +152,11 @@ async function converse(
 	for (let attempt = 1; ; attempt++) {
 		// A retry continues the same reply: its finished steps and tool calls stay, and the model
 		// is shown them as its own; the words of a step cut short were taken back (retractOpenStep).
-		const sofar = await assistantMessages(await writer.parts());
+		const ownParts = await writer.parts();
+		const sofar = await assistantMessages(ownParts);
 		const sent = [...messages, ...sofar];
-		const r = await attemptStream(writer, model, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const prepareStep = activeToolsFor(tools, hadResults || hasToolResult(ownParts));
+		const r = await attemptStream(writer, model, system, sent, { tools, prepareStep }, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
@@ -214,6 +218,8 @@ function stepUsage(u: LanguageModelUsage | undefined, model: string): StepUsage 
 	return { model, input, output: tokens(u.outputTokens), cached: Math.min(tokens(u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens), input) };
 }
 
+const hasToolResult = (parts: MessagePart[]) => parts.some((p) => isToolPart(p) && p.state === 'output-available');
+
 /** Attempts per turn: the first and two retries. */
 const MAX_ATTEMPTS = 3;
 
@@ -258,7 +264,7 @@ async function attemptStream(
 	model: NonNullable<ReturnType<typeof getModel>>,
 	system: string,
 	messages: ModelMessage[],
-	tools: ToolSet,
+	{ tools, prepareStep }: { tools: ToolSet; prepareStep: PrepareStepFunction<ToolSet> },
 	signal: AbortSignal,
 	spend: Spend,
 	headers?: Record<string, string>
@@ -291,6 +297,7 @@ async function attemptStream(
 			system,
 			messages,
 			tools,
+			prepareStep,
 			maxRetries: 0,
 			stopWhen,
 			abortSignal: AbortSignal.any([signal, idle.signal]),

@@ -47,6 +47,18 @@ export function renderReviewMarkdown(r: SessionReview): string {
 		out.push(`| ${m.index} | ${m.role}${status} | ${m.origin} | ${m.toolCalls} | ${cell(tools)} | ${cell(m.summary)} |`);
 	}
 	out.push('');
+	if (r.hypotheses?.length) {
+		out.push('## Hypotheses', '');
+		for (const set of r.hypotheses) {
+			out.push(`Presented in ${set.index === null ? 'a message not listed' : `#${set.index}`}:`, '');
+			for (const h of set.hypotheses) {
+				const settled = h.result ? ` — ${cell(h.result)} (${(h.verdictEvidence ?? []).join(', ')})` : '';
+				const pursued = set.pursued === h.id ? ' — **pursued by the operator**' : '';
+				out.push(`- \`${h.id}\` **${h.verdict}** (${h.confidence} confidence): ${cell(h.statement)}; evidence ${h.evidence.join(', ')}; check \`${h.check.action}${h.check.target ? ` ${h.check.target}` : ''}\`${settled}${pursued}`);
+			}
+			out.push('');
+		}
+	}
 	if (r.summaries?.length) {
 		out.push('## History summaries', '', 'What the agent was sent instead of the older messages (written by the model).', '');
 		for (const h of r.summaries) {

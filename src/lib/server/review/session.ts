@@ -15,6 +15,8 @@ import {
 } from '../db/review-rules';
 import type { Finding, ReviewMessage, ReviewSummary, SessionReview } from './types';
 import { listHistorySummaries } from '../db/queries/summaries';
+import { listMessages } from '../conversation/messages';
+import { hypothesisSets } from '../../messages/hypotheses';
 
 type FactsRow = ReviewFactsRow;
 type MessageRow = ReviewMessageRow;
@@ -61,6 +63,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		tokens: { input: Number(m.input_tokens), output: Number(m.output_tokens), cached: Number(m.cached_tokens) },
 		summary: m.summary.length > SUMMARY_CHARS ? m.summary.slice(0, SUMMARY_CHARS).trimEnd() + '…' : m.summary
 	}));
+	// The hypotheses the agent presented, with their verdicts and the operator's pick (from the parts).
+	const hypotheses = hypothesisSets(await listMessages(sql, sessionId)).map((h) => ({ ...h, index: idxById.get(h.messageId) ?? null }));
 	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
 	if (!f) {
 		return {
@@ -70,7 +74,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			outcome: { reached: false, reason: 'The session has no messages.' },
 			findings: [],
 			messages,
-			summaries
+			summaries,
+			hypotheses
 		};
 	}
 
@@ -105,7 +110,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	findings.push(outcome.finding);
 	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
 
-	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries };
+	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries, hypotheses };
 }
 
 function emptyTotals(): SessionReview['totals'] {

@@ -1,3 +1,4 @@
+import type { HypothesisSet } from '../../messages/hypotheses';
 import type { FindingKind, Severity } from '../db/review-rules';
 
 export type { FindingKind, Severity };
@@ -74,6 +75,8 @@ export interface SessionReview {
 	messages: ReviewMessage[];
 	/** The history summaries the agent was sent instead of older messages, oldest fold first. */
 	summaries: ReviewSummary[];
+	/** The hypotheses the agent presented (messages/hypotheses.ts), with `index`: the review index of the message that presented them. */
+	hypotheses: Array<HypothesisSet & { index: number | null }>;
 }
 
 export type Outcome = 'reached' | 'not_reached';

@@ -1,4 +1,5 @@
 import type { Watch } from '../../db/queries/watches';
+import type { MessagePart } from '../../../types/messages';
 import { z } from 'zod';
 
 /** What every tool factory gets for one turn. */
@@ -25,6 +26,8 @@ export interface ToolContext {
 	mcp?: McpCaller;
 	/** Some configured host is a cluster member: the migrate actions are described to the model. */
 	cluster?: boolean;
+	/** This turn's reply as folded so far (its earlier steps' calls and results), when a turn runs the tools. */
+	replyParts?: () => Promise<MessagePart[]>;
 	/** Set in a chat an alert (watches/intake.ts) or a schedule (schedules/tick.ts) opened: which one. */
 	watch?: Watch | null;
 	/** Set in a replay (replay/run.ts): every tool answers through it instead of running (see tools/replay.ts). */

@@ -1,4 +1,4 @@
-import type { InferUITools, StopCondition, Tool, ToolSet } from 'ai';
+import type { InferUITools, PrepareStepFunction, StopCondition, Tool, ToolSet } from 'ai';
 import { largestField, MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
@@ -8,8 +8,26 @@ import { describeActionTool } from './describe-action';
 import { proposePlanTool } from './propose-plan';
 import { getExecutionStatusTool } from './get-execution-status';
 import { askOperatorTool } from './ask-operator';
+import { markHypothesisTool, presentHypothesesTool } from './hypotheses';
 import { lean } from './lean-schema';
 import { isReplayAnswer, replayed } from './replay';
+
+/**
+ * Tools that apply only once the session has a tool result: a hypothesis cites earlier results
+ * as its evidence, so in a session's first request (none yet) they are left out, and the first
+ * request stays within its token budget (tests/integration/lean-prompt.test.ts). They are the
+ * last tools, so the prefix a model server caches (instructions, the other tools) is unchanged.
+ */
+export const HYPOTHESIS_TOOLS: string[] = ['present_hypotheses', 'mark_hypothesis'];
+
+/**
+ * The tools the model is offered in a step: all of them once the session has a tool result
+ * (before this turn, or in an earlier step of it), else all but HYPOTHESIS_TOOLS.
+ */
+export function activeToolsFor(tools: ToolSet, sessionHasResults: boolean): PrepareStepFunction<ToolSet> {
+	const early = Object.keys(tools).filter((n) => !HYPOTHESIS_TOOLS.includes(n));
+	return ({ steps }) => (sessionHasResults || steps.some((s) => s.toolResults.length > 0) ? undefined : { activeTools: early });
+}
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
@@ -69,7 +87,9 @@ function nomosTools(ctx: ToolContext) {
 		describe_action: describeActionTool(ctx),
 		propose_plan: proposePlanTool(ctx),
 		get_execution_status: getExecutionStatusTool(ctx),
-		ask_operator: askOperatorTool(ctx)
+		ask_operator: askOperatorTool(ctx),
+		present_hypotheses: presentHypothesesTool(ctx),
+		mark_hypothesis: markHypothesisTool(ctx)
 	};
 }
 

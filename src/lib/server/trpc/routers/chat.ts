@@ -17,6 +17,7 @@ export const chatRouter = router({
 			sessionId: input.sessionId,
 			text: input.text,
 			shownExecutionIds: input.shownExecutionIds,
+			pursue: input.pursue,
 			operatorId: ctx.user.id,
 			credential: credential(ctx),
 			token: ctx.apiToken ?? null

@@ -1,0 +1,76 @@
+import { tool } from 'ai';
+import { sql } from '../../db/index';
+import { listMessages } from '../../conversation/messages';
+import { prepareExecution } from '../../executions/prepare';
+import { isActionName } from '../../proxmox/actions';
+import { finishedCalls, hypothesisSets, latestSetWith, ranCheck } from '../../../messages/hypotheses';
+import { CHECK_TOOLS, isToolCheck, markHypothesisInput, presentHypothesesInput, type Hypothesis } from '../../../schemas/hypotheses';
+import type { MessagePart } from '../../../types/messages';
+import { toolError, type ToolContext, type ToolError } from './context';
+
+/** The session's messages as this turn's tools see them: the stored ones, and this reply as folded so far. */
+async function sessionMessages(ctx: ToolContext): Promise<Array<{ id: string; parts: MessagePart[] }>> {
+	const rows = await listMessages(sql(), ctx.sessionId);
+	const own = ctx.replyParts ? await ctx.replyParts() : null;
+	const out = rows.map((m) => ({ id: m.id, parts: m.id === ctx.messageId && own ? own : m.parts }));
+	if (own && !rows.some((m) => m.id === ctx.messageId)) out.push({ id: ctx.messageId, parts: own });
+	return out;
+}
+
+/**
+ * Refuses a check that is not read-only: an action must resolve (target, params) to a catalogued
+ * action classified read-only, so that running it never needs an approval; a tool must be one of
+ * CHECK_TOOLS. A prompt-injected model cannot smuggle a mutation in here.
+ */
+async function refuseCheck(h: Hypothesis): Promise<ToolError | null> {
+	if (isToolCheck(h.check)) return null;
+	if (!isActionName(h.check.action)) {
+		return toolError(`hypothesis ${h.id}: the check ${h.check.action} is neither a catalogued action nor a read-only tool`, `read-only tools: ${CHECK_TOOLS.join(', ')}`);
+	}
+	const p = await prepareExecution({ target: h.check.target ?? '', action: h.check.action, params: h.check.params ?? {}, reason: `check of hypothesis ${h.id}` });
+	if ('error' in p) return toolError(`hypothesis ${h.id}: the check is not runnable: ${p.error}`, p.hint);
+	if (p.classification !== 'read_only') {
+		return toolError(`hypothesis ${h.id}: ${h.check.action} is ${p.classification.replace('_', ' ')}, not read-only; a check only reads`, 'pick a read-only action (e.g. pct_status, ct_service_active) or a read-only tool');
+	}
+	return null;
+}
+
+/** present_hypotheses: 2–3 candidate causes as cards, each with its evidence, a read-only check and a confidence. */
+export function presentHypothesesTool(ctx: ToolContext) {
+	return tool({
+		description: 'Diagnosing: show 2-3 hypotheses as cards. evidence: ids of earlier tool calls; check: a read-only action or tool that settles it. Run the checks, then mark_hypothesis each.',
+		inputSchema: presentHypothesesInput,
+		execute: async (input, { toolCallId }) => {
+			const calls = finishedCalls(await sessionMessages(ctx));
+			for (const h of input.hypotheses) {
+				const unknown = h.evidence.filter((id) => !calls.has(id));
+				if (unknown.length) return toolError(`hypothesis ${h.id}: ${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: ids of earlier tool calls');
+				const refused = await refuseCheck(h);
+				if (refused) return refused;
+			}
+			return { setId: toolCallId, shown: input.hypotheses.map((h) => h.id), next: 'run each check, then mark_hypothesis' };
+		}
+	});
+}
+
+/** mark_hypothesis: settles one hypothesis by the result of its check. */
+export function markHypothesisTool(ctx: ToolContext) {
+	return tool({
+		description: "Settle a hypothesis by its check's result (evidence: the check's call id).",
+		inputSchema: markHypothesisInput,
+		execute: async (input) => {
+			const messages = await sessionMessages(ctx);
+			const set = latestSetWith(hypothesisSets(messages), input.id);
+			const h = set?.hypotheses.find((x) => x.id === input.id);
+			if (!set || !h) return toolError(`no presented hypothesis ${input.id} in this session`, 'present_hypotheses first');
+			const calls = finishedCalls(messages);
+			const unknown = input.evidence.filter((id) => !calls.has(id));
+			if (unknown.length) return toolError(`${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: the id of the call that ran the check');
+			if (!input.evidence.some((id) => ranCheck(h, calls.get(id)!))) {
+				const what = isToolCheck(h.check) ? h.check.action : `request_execution of ${h.check.action}`;
+				return toolError(`none of the evidence ran the check of ${h.id} (${what})`, 'run the check first, then give its call id');
+			}
+			return { setId: set.setId, id: h.id, verdict: input.verdict, result: input.result, evidence: input.evidence };
+		}
+	});
+}
