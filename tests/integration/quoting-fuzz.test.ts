@@ -8,7 +8,7 @@ import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { ACTIONS } from '../../src/lib/server/proxmox/actions';
-import { argvWord } from '../../src/lib/server/proxmox/params';
+import { argvWord } from '../../src/lib/schemas/param-fields';
 import { connect, execArgv, type SshTarget } from '../../src/lib/server/ssh/client';
 import { shellQuote, toCommand } from '../../src/lib/server/ssh/quote';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';

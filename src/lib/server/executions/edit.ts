@@ -1,5 +1,6 @@
-import { ACTIONS, isActionName } from '../proxmox/actions';
-import { describeParams, fieldErrorsOf } from '../proxmox/params-schema';
+import { isActionName } from '../proxmox/actions';
+import { describeParams } from '../proxmox/params-schema';
+import { paramErrors } from '../../schemas/action-params';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { applyEdit, getExecution, type ExecutionRow } from '../db/queries/executions';
@@ -36,15 +37,22 @@ type Checked = { ok: true; prepared: PreparedExecution; changes: ParamChange[] }
 const norm = (v: unknown) => (typeof v === 'number' ? String(v) : v);
 const sameValue = (a: unknown, b: unknown) => JSON.stringify(norm(a)) === JSON.stringify(norm(b));
 
+/**
+ * What is wrong with edited params, per field: a changed target, then the action's zod schema,
+ * the same check (paramErrors) the browser's form runs while the operator types.
+ */
+export function editFieldErrors(e: Pick<ExecutionRow, 'action' | 'params'>, edited: Record<string, unknown>): Record<string, string> {
+	const locked: Record<string, string> = {};
+	for (const f of LOCKED_FIELDS) {
+		if (!sameValue(e.params[f], edited[f])) locked[f] = 'the target cannot be changed by an edit: deny this and ask the agent for a new request';
+	}
+	return { ...paramErrors(e.action, edited), ...locked };
+}
+
 /** Validates edited params with the action's zod schema and prepares them against the execution's own target. Writes nothing. */
 export async function checkEditedParams(e: ExecutionRow, edited: Record<string, unknown>): Promise<Checked> {
 	if (!isActionName(e.action)) return { ok: false, error: `unknown action '${e.action}'`, fieldErrors: {} };
-	const fieldErrors: Record<string, string> = {};
-	for (const f of LOCKED_FIELDS) {
-		if (!sameValue(e.params[f], edited[f])) fieldErrors[f] = 'the target cannot be changed by an edit: deny this and ask the agent for a new request';
-	}
-	const parsed = ACTIONS[e.action].params.safeParse(edited);
-	if (!parsed.success) Object.assign(fieldErrors, { ...fieldErrorsOf(parsed.error), ...fieldErrors });
+	const fieldErrors = editFieldErrors(e, edited);
 	if (Object.keys(fieldErrors).length) return { ok: false, error: 'fix the marked fields', fieldErrors };
 	const prepared = await prepareExecution({ target: e.target, action: e.action, params: edited, reason: e.reason });
 	if ('error' in prepared) return { ok: false, error: prepared.error, fieldErrors: {} };

@@ -4,7 +4,7 @@ import { sql } from '../db/index';
 import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
 import { ACTIONS, ACTION_NAMES, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
-import { vmid as vmidSchema } from '../proxmox/params';
+import { vmid as vmidSchema } from '../../schemas/param-fields';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { execArgv } from '../ssh/client';
 import { withHost } from '../ssh/pool';

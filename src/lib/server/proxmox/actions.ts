@@ -1,10 +1,8 @@
 import { z } from 'zod';
 import type { Classification } from '../db/schema';
 import { createHash } from 'node:crypto';
-import {
-	argvWord, bridge, ciUser, ctDisk, ctPath, description, fileMode, gateway, growSize, hostname, ipConfig, pushContent, snapshotName, sshKeys, storage,
-	template, templateName, unit, urlPath, vmDisk, vmid, vmImage, vmTag, nodeName
-} from './params';
+// Each action's params live with the schemas the browser shares (its edit form checks with them).
+import { ACTION_PARAMS, type ParamsAction } from '../../schemas/action-params';
 
 /** Where an action runs: on the host itself, or in/on one container of that host. */
 export type Scope = 'host' | 'ct' | 'host-or-ct';
@@ -62,7 +60,6 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 }
 
 const MIN = 60_000;
-const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const def = <P extends z.ZodType>(d: ActionDef<P>) => d;
 const inCt = (v: string | undefined, argv: string[]) => (v ? ['pct', 'exec', v, '--', ...argv] : argv);
 const running = (vmid: string): Precondition[] => [{ kind: 'ct-status', vmid, status: 'running' }];
@@ -74,9 +71,6 @@ export const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').dige
  * copies into the CT; the vmid, path and mode are positional arguments, never spliced into it.
  */
 export const PUSH_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-push.XXXXXXXX); trap 'rm -f "$t"' EXIT; cat > "$t"; pct push "$1" "$t" "$2" --perms "$3"`;
-const vmParams = z.object({ vmid }).strict();
-const VM_SET_KEYS = ['cores', 'memory', 'balloon', 'onboot', 'tags', 'description'] as const;
-const newVmid = z.union([vmid, z.literal('auto')]).default('auto');
 const vmExists = (vmid: string): Precondition[] => [{ kind: 'vm-exists', vmid }];
 const vmRunning = (vmid: string): Precondition[] => [{ kind: 'vm-status', vmid, status: 'running' }];
 
@@ -113,28 +107,28 @@ export const ACTIONS = {
 		classification: 'read_only',
 		description: 'status of one container',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_status,
 		steps: (_p, { vmid }) => [{ label: 'pct status', argv: ['pct', 'status', vmid!], timeoutMs: MIN }]
 	}),
 	pct_config: def({
 		classification: 'read_only',
 		description: 'configuration of one container',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_config,
 		steps: (_p, { vmid }) => [{ label: 'pct config', argv: ['pct', 'config', vmid!], timeoutMs: MIN }]
 	}),
 	service_status: def({
 		classification: 'read_only',
 		description: 'systemctl status of a unit on the host or inside a container',
 		scope: 'host-or-ct',
-		params: z.object({ vmid: vmid.optional(), unit }).strict(),
+		params: ACTION_PARAMS.service_status,
 		steps: (p, { vmid }) => [{ label: `status ${p.unit}`, argv: inCt(vmid, ['systemctl', 'status', '--no-pager', p.unit]), timeoutMs: MIN }]
 	}),
 	restart: def({
 		classification: 'config_mutation',
 		description: 'reboot a running container',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.restart,
 		steps: (_p, { vmid }) => [{ label: 'pct reboot', argv: ['pct', 'reboot', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }]
 	}),
@@ -142,7 +136,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'start/stop/restart/reload/enable/disable a systemd unit on the host or inside a container',
 		scope: 'host-or-ct',
-		params: z.object({ vmid: vmid.optional(), unit, op: z.enum(['start', 'stop', 'restart', 'reload', 'enable', 'disable']) }).strict(),
+		params: ACTION_PARAMS.systemctl,
 		steps: (p, { vmid }) => [{ label: `systemctl ${p.op} ${p.unit}`, argv: inCt(vmid, ['systemctl', p.op, p.unit]), timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => (vmid ? [{ kind: 'ct-status', vmid, status: 'running' }] : [])
 	}),
@@ -150,7 +144,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'run one command (an argv array, no shell) inside a running container',
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), argv: z.array(argvWord).min(1).max(64) }).strict(),
+		params: ACTION_PARAMS.pct_exec,
 		steps: (p, { vmid }) => [{ label: `exec ${p.argv[0]}`, argv: ['pct', 'exec', vmid!, '--', ...p.argv], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }]
 	}),
@@ -158,7 +152,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'apt-get update and dist-upgrade on the host or inside a container',
 		scope: 'host-or-ct',
-		params: z.object({ vmid: vmid.optional() }).strict(),
+		params: ACTION_PARAMS.apt_upgrade,
 		steps: (_p, { vmid }) => [
 			{ label: 'apt-get update', argv: inCt(vmid, ['apt-get', 'update']), timeoutMs: 10 * MIN },
 			{
@@ -173,24 +167,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'create a new LXC container on the target host',
 		scope: 'host',
-		params: z
-			.object({
-				vmid: z.union([vmid, z.literal('auto')]).default('auto'),
-				hostname,
-				template,
-				cores: z.number().int().min(1).max(128).default(1),
-				memory: z.number().int().min(16).max(1_048_576).default(512).describe('MiB'),
-				swap: z.number().int().min(0).max(1_048_576).default(512).describe('MiB'),
-				disk: z.number().int().min(1).max(65_536).default(8).describe('GiB'),
-				storage: storage.default('local-lvm'),
-				bridge: bridge.default('vmbr0'),
-				ip: ipConfig.default('dhcp'),
-				gateway: gateway.optional(),
-				unprivileged: z.boolean().default(true),
-				features: z.object({ nesting: z.boolean().optional(), keyctl: z.boolean().optional(), fuse: z.boolean().optional() }).strict().default({}),
-				start: z.boolean().default(true)
-			})
-			.strict(),
+		params: ACTION_PARAMS.pct_create,
 		steps: (p) => {
 			const features = Object.entries(p.features)
 				.filter(([, on]) => on !== undefined)
@@ -219,7 +196,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'start a stopped container',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_start,
 		steps: (_p, { vmid }) => [{ label: 'pct start', argv: ['pct', 'start', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'stopped' }],
 		changesInventory: true,
@@ -229,7 +206,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "remove a container's lock (e.g. 'create' left by an interrupted pct create) so it can be destroyed or started",
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_unlock,
 		steps: (_p, { vmid }) => [{ label: 'pct unlock', argv: ['pct', 'unlock', vmid!], timeoutMs: 1 * MIN }],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
@@ -239,7 +216,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "refresh the host's list of downloadable container templates (pveam update)",
 		scope: 'host',
-		params: z.object({}).strict(),
+		params: ACTION_PARAMS.pveam_update,
 		steps: () => [{ label: 'pveam update', argv: ['pveam', 'update'], timeoutMs: 5 * MIN }],
 		summary: () => 'template list updated'
 	}),
@@ -247,7 +224,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'download a container template to a storage (pveam download), verified in pveam list afterwards',
 		scope: 'host',
-		params: z.object({ storage: storage.default('local'), template: templateName }).strict(),
+		params: ACTION_PARAMS.pveam_download,
 		steps: (p) => [
 			{ label: `pveam download ${p.template}`, argv: ['pveam', 'download', p.storage, p.template], timeoutMs: 30 * MIN },
 			{
@@ -263,17 +240,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "change a container's cores, memory (MiB), swap (MiB), onboot or description",
 		scope: 'ct',
-		params: z
-			.object({
-				vmid: vmid.optional(),
-				cores: z.number().int().min(1).max(128).optional(),
-				memory: z.number().int().min(16).max(1_048_576).optional().describe('MiB'),
-				swap: z.number().int().min(0).max(1_048_576).optional().describe('MiB'),
-				onboot: z.boolean().optional(),
-				description: description.optional()
-			})
-			.strict()
-			.refine((p) => ['cores', 'memory', 'swap', 'onboot', 'description'].some((k) => (p as Record<string, unknown>)[k] !== undefined), 'set at least one of cores, memory, swap, onboot, description'),
+		params: ACTION_PARAMS.pct_set,
 		steps: (p, { vmid }) => {
 			const opts = [
 				...(p.cores !== undefined ? ['--cores', String(p.cores)] : []),
@@ -294,7 +261,7 @@ export const ACTIONS = {
 		description: "grow a container disk (rootfs or mpN): size '+2G' grows by 2 GiB, '16G' is the new total; shrinking is refused",
 		scope: 'ct',
 		irreversible: true,
-		params: z.object({ vmid: vmid.optional(), disk: ctDisk.default('rootfs'), size: growSize }).strict(),
+		params: ACTION_PARAMS.pct_resize,
 		steps: (p, { vmid }) => [{ label: `pct resize ${p.disk} ${p.size}`, argv: ['pct', 'resize', vmid!, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p, { vmid }) => [{ kind: 'ct-disk-grows', vmid: vmid!, disk: p.disk, size: p.size }],
 		changesInventory: true,
@@ -304,7 +271,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'take a snapshot of a container (its storage must support snapshots, e.g. lvmthin or zfs)',
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), name: snapshotName, description: description.optional() }).strict(),
+		params: ACTION_PARAMS.pct_snapshot,
 		steps: (p, { vmid }) => [
 			{ label: `pct snapshot ${p.name}`, argv: ['pct', 'snapshot', vmid!, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
 		],
@@ -315,7 +282,7 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: 'roll a container back to a snapshot (everything since is lost; a running CT is stopped first)',
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), name: snapshotName, start: z.boolean().default(false) }).strict(),
+		params: ACTION_PARAMS.pct_rollback,
 		steps: (p, { vmid }) => [{ label: `pct rollback ${p.name}`, argv: ['pct', 'rollback', vmid!, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
@@ -325,7 +292,7 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: "delete one of a container's snapshots",
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), name: snapshotName }).strict(),
+		params: ACTION_PARAMS.pct_delsnapshot,
 		steps: (p, { vmid }) => [{ label: `pct delsnapshot ${p.name}`, argv: ['pct', 'delsnapshot', vmid!, p.name], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		summary: (p, { vmid }) => `snapshot ${p.name} of CT ${vmid} deleted`
@@ -334,14 +301,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'back up one container to a storage with backup content (e.g. local); mode snapshot, suspend or stop',
 		scope: 'ct',
-		params: z
-			.object({
-				vmid: vmid.optional(),
-				storage: storage.default('local'),
-				mode: z.enum(['snapshot', 'suspend', 'stop']).default('snapshot'),
-				compress: z.enum(['zstd', 'gzip', 'lzo', '0']).default('zstd')
-			})
-			.strict(),
+		params: ACTION_PARAMS.vzdump,
 		steps: (p, { vmid }) => [
 			{ label: `vzdump to ${p.storage}`, argv: ['vzdump', vmid!, '--storage', p.storage, '--mode', p.mode, '--compress', p.compress], timeoutMs: 120 * MIN }
 		],
@@ -351,7 +311,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: `write a text file into a running container (content verbatim, at most 32 KiB; mode default 0644), verified by its sha256 afterwards`,
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), path: ctPath, content: pushContent, mode: fileMode.default('0644') }).strict(),
+		params: ACTION_PARAMS.pct_push,
 		steps: (p, { vmid }) => [
 			{ label: `pct push ${p.path}`, argv: ['sh', '-c', PUSH_SCRIPT, 'nomos-push', vmid!, p.path, p.mode], stdin: p.content, timeoutMs: 2 * MIN },
 			{
@@ -368,9 +328,7 @@ export const ACTIONS = {
 		classification: 'read_only',
 		description: 'HTTP GET from inside a running container to one of its local ports (curl -fsS http://127.0.0.1:<port><path>); fails on an HTTP error',
 		scope: 'ct',
-		params: z
-			.object({ vmid: vmid.optional(), port: z.number().int().min(1).max(65_535), path: urlPath.default('/'), timeoutS: z.number().int().min(1).max(60).default(5) })
-			.strict(),
+		params: ACTION_PARAMS.ct_http_check,
 		steps: (p, { vmid }) => [
 			{
 				label: `GET :${p.port}${p.path}`,
@@ -384,7 +342,7 @@ export const ACTIONS = {
 		classification: 'read_only',
 		description: 'whether a systemd unit inside a running container is active (systemctl is-active); fails when it is not',
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), unit }).strict(),
+		params: ACTION_PARAMS.ct_service_active,
 		steps: (p, { vmid }) => [{ label: `is-active ${p.unit}`, argv: ['pct', 'exec', vmid!, '--', 'systemctl', 'is-active', p.unit], timeoutMs: MIN }],
 		preconditions: (_p, { vmid }) => running(vmid!)
 	}),
@@ -392,14 +350,14 @@ export const ACTIONS = {
 		classification: 'read_only',
 		description: 'status of one VM (qm status; target the host, vmid in params)',
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.qm_status,
 		steps: (p) => [{ label: 'qm status', argv: ['qm', 'status', p.vmid, '--verbose'], timeoutMs: MIN }]
 	}),
 	qm_start: def({
 		classification: 'config_mutation',
 		description: 'start a stopped VM (target the host, vmid in params)',
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.qm_start,
 		steps: (p) => [{ label: 'qm start', argv: ['qm', 'start', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		summary: (p) => `VM ${p.vmid} started`
@@ -408,7 +366,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'stop a running VM, hard (target the host, vmid in params)',
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.qm_stop,
 		steps: (p) => [{ label: 'qm stop', argv: ['qm', 'stop', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'running' }],
 		summary: (p) => `VM ${p.vmid} stopped`
@@ -417,23 +375,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'create a VM from a cloud image (imported as scsi0) with cloud-init (user, ssh keys, ip), serial console and guest agent',
 		scope: 'host',
-		params: z
-			.object({
-				vmid: newVmid,
-				name: hostname,
-				image: vmImage,
-				storage: storage.default('local-lvm'),
-				cores: z.number().int().min(1).max(128).default(2),
-				memory: z.number().int().min(64).max(4_194_304).default(2048).describe('MiB'),
-				bridge: bridge.default('vmbr0'),
-				ciuser: ciUser.optional(),
-				sshKeys: sshKeys.optional(),
-				ip: ipConfig.default('dhcp'),
-				gateway: gateway.optional(),
-				start: z.boolean().default(true)
-			})
-			.strict()
-			.refine((p) => p.gateway === undefined || p.ip !== 'dhcp', { message: 'a gateway goes with a static ip, not dhcp', path: ['gateway'] }),
+		params: ACTION_PARAMS.vm_create,
 		steps: (p) => {
 			const id = String(p.vmid);
 			const create = [
@@ -467,7 +409,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'clone a VM or template to a new VM (full copy by default; full=false is a linked clone of a template)',
 		scope: 'host',
-		params: z.object({ vmid, newid: newVmid, name: hostname, full: z.boolean().default(true) }).strict(),
+		params: ACTION_PARAMS.vm_clone,
 		steps: (p) => [
 			{ label: `qm clone ${p.vmid} → ${p.newid} (${p.name})`, argv: ['qm', 'clone', p.vmid, String(p.newid), '--name', p.name, '--full', p.full ? '1' : '0'], timeoutMs: 60 * MIN }
 		],
@@ -479,7 +421,7 @@ export const ACTIONS = {
 		description: 'turn a stopped VM into a template (it can then only be cloned, never started again)',
 		scope: 'host',
 		irreversible: true,
-		params: vmParams,
+		params: ACTION_PARAMS.vm_template,
 		steps: (p) => [{ label: 'qm template', argv: ['qm', 'template', p.vmid], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		summary: (p) => `VM ${p.vmid} is now a template`
@@ -488,19 +430,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "change a VM's cores, memory, balloon (MiB, 0 = off), onboot, tags or description",
 		scope: 'host',
-		params: z
-			.object({
-				vmid,
-				cores: z.number().int().min(1).max(128).optional(),
-				memory: z.number().int().min(64).max(4_194_304).optional().describe('MiB'),
-				balloon: z.number().int().min(0).max(4_194_304).optional().describe('MiB'),
-				onboot: z.boolean().optional(),
-				tags: z.array(vmTag).max(32).optional(),
-				description: description.optional()
-			})
-			.strict()
-			.refine((p) => VM_SET_KEYS.some((k) => p[k] !== undefined), `set at least one of ${VM_SET_KEYS.join(', ')}`)
-			.refine((p) => p.balloon === undefined || p.memory === undefined || p.balloon <= p.memory, { message: 'balloon cannot exceed memory', path: ['balloon'] }),
+		params: ACTION_PARAMS.vm_set,
 		steps: (p) => {
 			const opts = [
 				...(p.cores !== undefined ? ['--cores', String(p.cores)] : []),
@@ -521,7 +451,7 @@ export const ACTIONS = {
 		description: "grow a VM disk: size '+8G' grows by 8 GiB, '40G' is the new total; shrinking is refused",
 		scope: 'host',
 		irreversible: true,
-		params: z.object({ vmid, disk: vmDisk.default('scsi0'), size: growSize }).strict(),
+		params: ACTION_PARAMS.vm_resize,
 		steps: (p) => [{ label: `qm resize ${p.disk} ${p.size}`, argv: ['qm', 'resize', p.vmid, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-disk-grows', vmid: p.vmid, disk: p.disk, size: p.size }],
 		summary: (p) => `VM ${p.vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`
@@ -530,7 +460,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'take a snapshot of a VM (disks only, no RAM state)',
 		scope: 'host',
-		params: z.object({ vmid, name: snapshotName, description: description.optional() }).strict(),
+		params: ACTION_PARAMS.vm_snapshot,
 		steps: (p) => [
 			{ label: `qm snapshot ${p.name}`, argv: ['qm', 'snapshot', p.vmid, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
 		],
@@ -541,7 +471,7 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: 'roll a VM back to a snapshot (everything since is lost; a running VM is stopped)',
 		scope: 'host',
-		params: z.object({ vmid, name: snapshotName, start: z.boolean().default(false) }).strict(),
+		params: ACTION_PARAMS.vm_rollback,
 		steps: (p) => [{ label: `qm rollback ${p.name}`, argv: ['qm', 'rollback', p.vmid, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
 		preconditions: (p) => vmExists(p.vmid),
 		summary: (p) => `VM ${p.vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`
@@ -550,7 +480,7 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: "delete one of a VM's snapshots",
 		scope: 'host',
-		params: z.object({ vmid, name: snapshotName }).strict(),
+		params: ACTION_PARAMS.vm_delsnapshot,
 		steps: (p) => [{ label: `qm delsnapshot ${p.name}`, argv: ['qm', 'delsnapshot', p.vmid, p.name], timeoutMs: 10 * MIN }],
 		preconditions: (p) => vmExists(p.vmid),
 		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} deleted`
@@ -559,7 +489,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'clean shutdown of a running VM (ACPI); fails after timeoutS if the guest does not power off (then ask about qm_stop)',
 		scope: 'host',
-		params: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		params: ACTION_PARAMS.vm_shutdown,
 		steps: (p) => [{ label: 'qm shutdown', argv: ['qm', 'shutdown', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
 		summary: (p) => `VM ${p.vmid} shut down`
@@ -568,7 +498,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'clean reboot of a running VM (shutdown, then start)',
 		scope: 'host',
-		params: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		params: ACTION_PARAMS.vm_reboot,
 		steps: (p) => [{ label: 'qm reboot', argv: ['qm', 'reboot', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 120) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
 		summary: (p) => `VM ${p.vmid} rebooted`
@@ -577,7 +507,7 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: 'destroy a stopped VM and its disks, and remove it from backup/replication/HA jobs',
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.vm_destroy,
 		steps: (p) => [{ label: 'qm destroy', argv: ['qm', 'destroy', p.vmid, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		summary: (p) => `VM ${p.vmid} destroyed`
@@ -586,7 +516,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: "remove a VM's lock (e.g. left by an interrupted backup, clone or snapshot)",
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.vm_unlock,
 		steps: (p) => [{ label: 'qm unlock', argv: ['qm', 'unlock', p.vmid], timeoutMs: MIN }],
 		preconditions: (p) => vmExists(p.vmid),
 		summary: (p) => `VM ${p.vmid} unlocked`
@@ -595,14 +525,14 @@ export const ACTIONS = {
 		classification: 'read_only',
 		description: 'configuration of one VM (qm config)',
 		scope: 'host',
-		params: vmParams,
+		params: ACTION_PARAMS.vm_config,
 		steps: (p) => [{ label: 'qm config', argv: ['qm', 'config', p.vmid], timeoutMs: MIN }]
 	}),
 	vm_guest: def({
 		classification: 'read_only',
 		description: "ask a running VM's guest agent: ping (does it answer) or network-get-interfaces (its IPs)",
 		scope: 'host',
-		params: z.object({ vmid, cmd: z.enum(['ping', 'network-get-interfaces']).default('ping') }).strict(),
+		params: ACTION_PARAMS.vm_guest,
 		steps: (p) => [{ label: `guest ${p.cmd}`, argv: ['qm', 'guest', 'cmd', p.vmid, p.cmd], timeoutMs: MIN }],
 		preconditions: (p) => vmRunning(p.vmid)
 	}),
@@ -610,7 +540,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'move a container to another cluster node (a running one in restart mode: shut down, moved, started there)',
 		scope: 'ct',
-		params: z.object({ vmid: vmid.optional(), node: nodeName, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+		params: ACTION_PARAMS.pct_migrate,
 		steps: (p, { vmid }) => [
 			{ label: `pct migrate → ${p.node}`, argv: ['pct', 'migrate', vmid!, p.node, '--restart', '1', '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 + 60 * MIN },
 			onNode('lxc', vmid!, p.node)
@@ -623,7 +553,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'move a VM to another cluster node: online (live) for a running VM; local disks are copied only with withLocalDisks',
 		scope: 'host',
-		params: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
+		params: ACTION_PARAMS.qm_migrate,
 		steps: (p) => [
 			{
 				label: `qm migrate → ${p.node}`,
@@ -640,7 +570,7 @@ export const ACTIONS = {
 		classification: 'config_mutation',
 		description: 'stop a running container (hard stop)',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_stop,
 		steps: (_p, { vmid }) => [{ label: 'pct stop', argv: ['pct', 'stop', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }],
 		changesInventory: true,
@@ -650,13 +580,13 @@ export const ACTIONS = {
 		classification: 'destructive',
 		description: 'destroy a container and its disks (it must be stopped first)',
 		scope: 'ct',
-		params: ctParams,
+		params: ACTION_PARAMS.pct_destroy,
 		steps: (_p, { vmid }) => [{ label: 'pct destroy', argv: ['pct', 'destroy', vmid!, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-exists', vmid: vmid! }],
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} destroyed`
 	})
-} satisfies Record<string, ActionDef>;
+} satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;
 export const ACTION_NAMES = Object.keys(ACTIONS) as ActionName[];

@@ -144,15 +144,7 @@ export function deleteCt(ctx, vmid) {
 	rmSync(guestDir(ctx.state, vmid), { recursive: true, force: true });
 }
 
-export function listCts(ctx) {
-	const dir = join(ctx.state, 'cts');
-	if (!existsSync(dir)) return [];
-	return readdirSync(dir)
-		.filter((f) => /^\d+\.json$/.test(f))
-		.map((f) => readJson(join(dir, f), undefined))
-		.filter(Boolean)
-		.sort((a, b) => a.vmid - b.vmid);
-}
+export const listCts = (ctx) => listGuests(ctx, 'cts');
 
 /** Deterministic MAC in Proxmox's BC:24:11 range. */
 export function hwaddrFor(vmid) {
@@ -221,3 +213,69 @@ export function parseOpts(args, booleans = new Set()) {
 }
 
 export const truthy = (/** @type {string | undefined} */ v) => v !== undefined && ['1', 'true', 'yes', 'on'].includes(v);
+
+// ---- guests: what pct and qm do alike ---------------------------------------
+
+/** The guests stored as `<dir>/<vmid>.json` (cts/ or vms/), by vmid. */
+export function listGuests(ctx, dir) {
+	const path = join(ctx.state, dir);
+	if (!existsSync(path)) return [];
+	return readdirSync(path)
+		.filter((f) => /^\d+\.json$/.test(f))
+		.map((f) => readJson(join(path, f), undefined))
+		.filter(Boolean)
+		.sort((a, b) => a.vmid - b.vmid);
+}
+
+/** @param {{ lock?: string }} guest @param {'CT' | 'VM'} kind */
+export function checkLock(guest, kind) {
+	if (guest.lock) fail(`${kind} is locked (${guest.lock})`);
+}
+
+const lastSnapshot = (snaps) => Object.entries(snaps).sort((a, b) => a[1].snaptime - b[1].snaptime).pop()?.[0];
+
+/** The guest with `snaps` as its snapshots and the newest one as its parent (neither key when there are none). */
+export function withSnapshots(guest, snaps) {
+	const { parent: _p, snapshots: _s, ...rest } = guest;
+	const parent = lastSnapshot(snaps);
+	return Object.keys(snaps).length ? { ...rest, ...(parent ? { parent } : {}), snapshots: snaps } : rest;
+}
+
+/** The guest's snapshots with a new one keeping `fields` of its config; fails on a name in use. */
+export function addSnapshot(guest, name, fields, description) {
+	const snaps = { ...(guest.snapshots ?? {}) };
+	if (snaps[name]) fail(`snapshot name '${name}' already used`);
+	const conf = Object.fromEntries(fields.filter((k) => guest[k] !== undefined).map((k) => [k, guest[k]]));
+	snaps[name] = { snaptime: Math.floor(Date.now() / 1000), description: description ?? '', conf };
+	return snaps;
+}
+
+/** The guest's snapshots without `name`; fails when there is none of that name. */
+export function dropSnapshot(guest, name) {
+	const snaps = { ...(guest.snapshots ?? {}) };
+	if (!snaps[name]) fail(`snapshot '${name}' does not exist`);
+	delete snaps[name];
+	return snaps;
+}
+
+/** `listsnapshot`: the snapshots as a tree, oldest first, then `current`. */
+export function printSnapshots(guest) {
+	const snaps = Object.entries(guest.snapshots ?? {}).sort((a, b) => a[1].snaptime - b[1].snaptime);
+	let indent = '';
+	for (const [name, s] of snaps) {
+		const when = new Date(s.snaptime * 1000).toISOString().replace('T', ' ').slice(0, 19);
+		out(`${indent}\`-> ${name.padEnd(24)} ${when}     ${s.description || 'no-description'}`);
+		indent += ' ';
+	}
+	out(`${indent}\`-> current${' '.repeat(41)}You are here!`);
+}
+
+const UNIT_GIB = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
+
+/** The disk size in GiB after `resize <size>` (`+2G` grows by, `16G` is the total; no unit is bytes, as in the real tools). */
+export function resizedGb(current, size, usage) {
+	const m = /^(\+?)(\d+(?:\.\d+)?)([KMGT]?)$/.exec(size);
+	if (!m) paramFail(usage, ['size: value does not match the regex pattern']);
+	const amount = Number(m[2]) * (m[3] ? UNIT_GIB[m[3]] : 1 / 1024 ** 3);
+	return m[1] ? current + amount : amount;
+}

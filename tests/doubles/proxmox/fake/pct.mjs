@@ -4,7 +4,8 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-	deleteCt, diskGb, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid, quietFault, saveCt, truthy
+	addSnapshot, checkLock as checkGuestLock, deleteCt, diskGb, dropSnapshot, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid,
+	printSnapshots, quietFault, resizedGb, saveCt, truthy, withSnapshots
 } from './common.mjs';
 import { lxcStatus } from './model.mjs';
 import { migrate } from './migrate.mjs';
@@ -40,9 +41,7 @@ function setRunning(ctx, ct, running) {
 	saveCt(ctx, running ? { ...rest, status: 'running', startedAt: Date.now() } : { ...rest, status: 'stopped' });
 }
 
-function checkLock(ct) {
-	if (ct.lock) fail(`CT is locked (${ct.lock})`);
-}
+const checkLock = (ct) => checkGuestLock(ct, 'CT');
 
 function destroy(ctx, ct, opts) {
 	checkLock(ct);
@@ -103,27 +102,17 @@ function transfer(ctx, ct, from, to, push, args) {
 
 const SNAP_FIELDS = ['cores', 'memory', 'swap', 'onboot', 'description', 'hostname', 'net0', 'features', 'rootfs', 'tags'];
 const snapDir = (ctx, vmid, name) => join(guestDir(ctx.state, vmid), 'snapshots', name);
-const lastSnapshot = (snaps) => Object.entries(snaps).sort((a, b) => a[1].snaptime - b[1].snaptime).pop()?.[0];
-
-function withParent(ct, snaps) {
-	const { parent: _p, snapshots: _s, ...rest } = ct;
-	const parent = lastSnapshot(snaps);
-	return Object.keys(snaps).length ? { ...rest, ...(parent ? { parent } : {}), snapshots: snaps } : rest;
-}
 
 function snapshot(ctx, ct, name, opts) {
 	if (!name) fail('400 not enough arguments\npct snapshot <vmid> <snapname> [OPTIONS]');
 	checkLock(ct);
 	if (!String(ct.rootfs).startsWith('local-lvm:')) fail('snapshot feature is not available');
-	const snaps = { ...(ct.snapshots ?? {}) };
-	if (snaps[name]) fail(`snapshot name '${name}' already used`);
-	const conf = Object.fromEntries(SNAP_FIELDS.filter((k) => ct[k] !== undefined).map((k) => [k, ct[k]]));
-	snaps[name] = { snaptime: Math.floor(Date.now() / 1000), description: opts.get('description') ?? '', conf };
+	const snaps = addSnapshot(ct, name, SNAP_FIELDS, opts.get('description'));
 	const rootfs = join(guestDir(ctx.state, ct.vmid), 'rootfs');
 	mkdirSync(rootfs, { recursive: true });
 	cpSync(rootfs, snapDir(ctx, ct.vmid, name), { recursive: true });
 	out(`  Logical volume "snap_vm-${ct.vmid}-disk-0_${name}" created.`);
-	saveCt(ctx, withParent(ct, snaps));
+	saveCt(ctx, withSnapshots(ct, snaps));
 }
 
 function rollback(ctx, ct, name, opts) {
@@ -146,38 +135,20 @@ function rollback(ctx, ct, name, opts) {
 function delsnapshot(ctx, ct, name) {
 	if (!name) fail('400 not enough arguments\npct delsnapshot <vmid> <snapname> [OPTIONS]');
 	checkLock(ct);
-	const snaps = { ...(ct.snapshots ?? {}) };
-	if (!snaps[name]) fail(`snapshot '${name}' does not exist`);
-	delete snaps[name];
+	const snaps = dropSnapshot(ct, name);
 	rmSync(snapDir(ctx, ct.vmid, name), { recursive: true, force: true });
 	out(`  Logical volume "snap_vm-${ct.vmid}-disk-0_${name}" successfully removed.`);
-	saveCt(ctx, withParent(ct, snaps));
+	saveCt(ctx, withSnapshots(ct, snaps));
 }
 
-function listsnapshot(ct) {
-	const snaps = Object.entries(ct.snapshots ?? {}).sort((a, b) => a[1].snaptime - b[1].snaptime);
-	let indent = '';
-	for (const [name, s] of snaps) {
-		const when = new Date(s.snaptime * 1000).toISOString().replace('T', ' ').slice(0, 19);
-		out(`${indent}\`-> ${name.padEnd(24)} ${when}     ${s.description || 'no-description'}`);
-		indent += ' ';
-	}
-	out(`${indent}\`-> current${' '.repeat(41)}You are here!`);
-}
-
-const UNIT_GIB = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
 
 function resize(ctx, ct, disk, size) {
 	if (!disk || !size) fail('400 not enough arguments\npct resize <vmid> <disk> <size> [OPTIONS]');
 	checkLock(ct);
 	if (!/^(rootfs|mp\d+)$/.test(disk)) paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`disk: value '${disk}' does not have a value in the enumeration 'rootfs, mp0, mp1, ...'`]);
 	if (disk !== 'rootfs') fail(`unable to resize '${disk}' - disk does not exist`);
-	const m = /^(\+?)(\d+(?:\.\d+)?)([KMGT]?)$/.exec(size);
-	if (!m) paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`size: value does not match the regex pattern`]);
 	const current = diskGb(ct);
-	// Without a unit the size is in bytes, as in the real tool.
-	const amount = Number(m[2]) * (m[3] ? UNIT_GIB[m[3]] : 1 / 1024 ** 3);
-	const next = m[1] ? current + amount : amount;
+	const next = resizedGb(current, size, 'pct resize <vmid> <disk> <size> [OPTIONS]');
 	if (next < current) fail('unable to shrink disk size');
 	if (next === current) return;
 	const lv = `pve/vm-${ct.vmid}-disk-0`;
@@ -235,7 +206,7 @@ export async function pct(ctx, args) {
 		case 'snapshot': return snapshot(ctx, ct, positional[1], opts);
 		case 'rollback': return rollback(ctx, ct, positional[1], opts);
 		case 'delsnapshot': return delsnapshot(ctx, ct, positional[1]);
-		case 'listsnapshot': return listsnapshot(ct);
+		case 'listsnapshot': return printSnapshots(ct);
 		case 'resize': return resize(ctx, ct, positional[1], positional[2]);
 	}
 	err('unreachable');

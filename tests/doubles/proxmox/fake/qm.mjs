@@ -2,24 +2,19 @@
 // (import-from, cloud-init drive, agent), clone, template, set, resize, snapshots, start,
 // stop, shutdown (timeout), reboot, destroy --purge, unlock and the guest agent's ping /
 // network-get-interfaces. Errors read as the real tool's.
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ctExists, fail, hwaddrFor, out, paramFail, parseOpts, parseVmid, readJson, sleep, truthy, vmExists, writeJson } from './common.mjs';
+import {
+	addSnapshot, checkLock as checkGuestLock, ctExists, dropSnapshot, fail, hwaddrFor, listGuests, out, paramFail, parseOpts, parseVmid, printSnapshots, readJson,
+	resizedGb, sleep, truthy, vmExists, withSnapshots, writeJson
+} from './common.mjs';
 import { otherHolder } from './cluster.mjs';
 import { migrate } from './migrate.mjs';
 import { vmImages } from './model.mjs';
 
 const vmFile = (ctx, vmid) => join(ctx.state, 'vms', `${vmid}.json`);
 
-export function listVms(ctx) {
-	const dir = join(ctx.state, 'vms');
-	if (!existsSync(dir)) return [];
-	return readdirSync(dir)
-		.filter((f) => /^\d+\.json$/.test(f))
-		.map((f) => readJson(join(dir, f), undefined))
-		.filter(Boolean)
-		.sort((a, b) => a.vmid - b.vmid);
-}
+export const listVms = (ctx) => listGuests(ctx, 'vms');
 
 function loadVm(ctx, vmid) {
 	const vm = readJson(vmFile(ctx, vmid), undefined);
@@ -29,7 +24,7 @@ function loadVm(ctx, vmid) {
 
 const save = (ctx, vm) => writeJson(vmFile(ctx, vm.vmid), vm);
 const pid = (vm) => (vm.status === 'running' ? 200000 + vm.vmid : 0);
-const checkLock = (vm) => vm.lock && fail(`VM is locked (${vm.lock})`);
+const checkLock = (vm) => checkGuestLock(vm, 'VM');
 const gib = (g) => (Number.isInteger(g) ? `${g}G` : `${g.toFixed(2)}G`);
 
 /** The boot disk's volume (without size): seeded VMs have one on local-lvm. */
@@ -207,18 +202,13 @@ function set(ctx, vm, args) {
 	save(ctx, next);
 }
 
-const UNIT_GIB = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
-
 function resize(ctx, vm, disk, size) {
 	const usage = 'qm resize <vmid> <disk> <size> [OPTIONS]';
 	if (!disk || !size) fail(`400 not enough arguments\n${usage}`);
 	checkLock(vm);
 	if (disk !== 'scsi0') fail(`disk '${disk}' does not exist`);
-	const m = /^(\+?)(\d+(?:\.\d+)?)([KMGT]?)$/.exec(size);
-	if (!m) paramFail(usage, ['size: value does not match the regex pattern']);
 	const current = vm.diskGb;
-	const amount = Number(m[2]) * (m[3] ? UNIT_GIB[m[3]] : 1 / 1024 ** 3);
-	const next = m[1] ? current + amount : amount;
+	const next = resizedGb(current, size, usage);
 	if (next < current) fail('shrinking disks is not supported');
 	if (next === current) return;
 	const lv = `pve/vm-${vm.vmid}-disk-0`;
@@ -231,25 +221,15 @@ function resize(ctx, vm, disk, size) {
 // ---- snapshots ------------------------------------------------------------------
 
 const SNAP_FIELDS = ['cores', 'memory', 'balloon', 'onboot', 'description', 'name', 'tags', 'diskGb', 'ciuser', 'ipconfig0', 'agent'];
-const lastSnapshot = (snaps) => Object.entries(snaps).sort((a, b) => a[1].snaptime - b[1].snaptime).pop()?.[0];
-
-function withParent(vm, snaps) {
-	const { parent: _p, snapshots: _s, ...rest } = vm;
-	const parent = lastSnapshot(snaps);
-	return Object.keys(snaps).length ? { ...rest, ...(parent ? { parent } : {}), snapshots: snaps } : rest;
-}
 
 function snapshot(ctx, vm, name, args) {
 	if (!name) fail('400 not enough arguments\nqm snapshot <vmid> <snapname> [OPTIONS]');
 	const { opts } = parseOpts(args, new Set(['vmstate']));
 	checkLock(vm);
 	if (!diskVolume(vm).startsWith('local-lvm:')) fail('snapshot feature is not available');
-	const snaps = { ...(vm.snapshots ?? {}) };
-	if (snaps[name]) fail(`snapshot name '${name}' already used`);
-	const conf = Object.fromEntries(SNAP_FIELDS.filter((k) => vm[k] !== undefined).map((k) => [k, vm[k]]));
-	snaps[name] = { snaptime: Math.floor(Date.now() / 1000), description: opts.get('description') ?? '', conf };
+	const snaps = addSnapshot(vm, name, SNAP_FIELDS, opts.get('description'));
 	out(`  Logical volume "snap_vm-${vm.vmid}-disk-0_${name}" created.`);
-	save(ctx, withParent(vm, snaps));
+	save(ctx, withSnapshots(vm, snaps));
 }
 
 function rollback(ctx, vm, name, args) {
@@ -269,22 +249,9 @@ function rollback(ctx, vm, name, args) {
 function delsnapshot(ctx, vm, name) {
 	if (!name) fail('400 not enough arguments\nqm delsnapshot <vmid> <snapname> [OPTIONS]');
 	checkLock(vm);
-	const snaps = { ...(vm.snapshots ?? {}) };
-	if (!snaps[name]) fail(`snapshot '${name}' does not exist`);
-	delete snaps[name];
+	const snaps = dropSnapshot(vm, name);
 	out(`  Logical volume "snap_vm-${vm.vmid}-disk-0_${name}" successfully removed.`);
-	save(ctx, withParent(vm, snaps));
-}
-
-function listsnapshot(vm) {
-	const snaps = Object.entries(vm.snapshots ?? {}).sort((a, b) => a[1].snaptime - b[1].snaptime);
-	let indent = '';
-	for (const [name, s] of snaps) {
-		const when = new Date(s.snaptime * 1000).toISOString().replace('T', ' ').slice(0, 19);
-		out(`${indent}\`-> ${name.padEnd(24)} ${when}     ${s.description || 'no-description'}`);
-		indent += ' ';
-	}
-	out(`${indent}\`-> current${' '.repeat(41)}You are here!`);
+	save(ctx, withSnapshots(vm, snaps));
 }
 
 // ---- power and the guest agent ------------------------------------------------------
@@ -379,7 +346,7 @@ export async function qm(ctx, args) {
 		case 'snapshot': return snapshot(ctx, vm, after[0], after.slice(1));
 		case 'rollback': return rollback(ctx, vm, after[0], after.slice(1));
 		case 'delsnapshot': return delsnapshot(ctx, vm, after[0]);
-		case 'listsnapshot': return listsnapshot(vm);
+		case 'listsnapshot': return printSnapshots(vm);
 		case 'destroy': return destroy(ctx, vm);
 		case 'unlock': {
 			const { lock: _l, ...unlocked } = vm;

@@ -80,9 +80,10 @@ export const ctPath = z
 
 /** pct_push content: text, shown verbatim on the approval card; at most PUSH_MAX_BYTES as UTF-8. */
 export const PUSH_MAX_BYTES = 32 * 1024;
+const utf8 = new TextEncoder();
 export const pushContent = z
 	.string()
-	.refine((s) => Buffer.byteLength(s, 'utf8') <= PUSH_MAX_BYTES, `the content is at most ${PUSH_MAX_BYTES} bytes (UTF-8)`)
+	.refine((s) => utf8.encode(s).length <= PUSH_MAX_BYTES, `the content is at most ${PUSH_MAX_BYTES} bytes (UTF-8)`)
 	.refine((s) => !s.includes('\0'), 'the content is text: no NUL')
 	.describe('the whole file, verbatim (at most 32 KiB)');
 
