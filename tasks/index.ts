@@ -21,7 +21,8 @@ export const taskList: TaskList = {
 	events__prune: lazy(async () => (await import('./events__prune')).events__prune),
 	review__rebuild_facts: lazy(async () => (await import('./review__rebuild_facts')).review__rebuild_facts),
 	notify__webhook: lazy(async () => (await import('./notify__webhook')).notify__webhook),
-	schedules__tick: lazy(async () => (await import('./schedules__tick')).schedules__tick)
+	schedules__tick: lazy(async () => (await import('./schedules__tick')).schedules__tick),
+	sessions__title: lazy(async () => (await import('./sessions__title')).sessions__title)
 };
 
 /** Loads every task's module now (boot runs it shortly after the worker started). */

@@ -22,7 +22,16 @@ export const eventSchemas = {
 		status: z.enum(messageStatuses).optional(),
 		error: z.string().nullable().optional()
 	}),
-	'session.updated': z.object({ created: z.literal(true).optional(), taskState: z.string().optional(), alertMuted: z.boolean().optional() }),
+	'session.updated': z.object({
+		created: z.literal(true).optional(),
+		taskState: z.string().optional(),
+		alertMuted: z.boolean().optional(),
+		title: z.string().optional(),
+		pinned: z.boolean().optional(),
+		archived: z.boolean().optional(),
+		model: z.string().nullable().optional(),
+		deleted: z.literal(true).optional()
+	}),
 	/** An execution changed; the stream attaches its snapshot (`execution`). */
 	'execution.updated': z.object({ executionId: id, created: z.literal(true).optional(), terminal: z.string().optional() }),
 	'execution.step': z.object({ executionId: id, steps: z.number().int() }),

@@ -54,6 +54,8 @@ export const jobPayloads = {
 	inventory__sync: z.looseObject({ host: z.string().min(1).optional() }),
 	/** One slot of one schedule, queued with run_at = the slot (see schedules/tick.ts). */
 	schedules__tick: z.object({ scheduleId: id, slot: z.iso.datetime({ offset: true }) }),
+	/** The agent's title for a session, once, after its first chat turn (sessions/title.ts). */
+	sessions__title: z.object({ sessionId: id }),
 	executions__sweep: scheduled,
 	events__prune: scheduled,
 	review__rebuild_facts: scheduled
