@@ -119,7 +119,7 @@ describe('delete', () => {
 describe('search', () => {
 	it('finds words in messages, tool names, inputs and results; archived marked, deleted not found', async () => {
 		const tool: MessagePart[] = [
-			{ type: 'tool-get_lxc_state', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1', vmid: 4242 }, output: { status: 'stopped', note: 'zfspool degraded' } } as MessagePart,
+			{ type: 'tool-get_lxc_state', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1', vmid: 4242 }, output: { status: 'stopped', note: 'zfspool degraded' } } as unknown as MessagePart,
 			...text('The container is stopped.')
 		];
 		const a = await session('disks', [{ role: 'user', parts: text('Why is the grafana dashboard slow today?') }, { role: 'assistant', parts: tool }]);
@@ -147,7 +147,7 @@ describe('search', () => {
 describe('export', () => {
 	it('writes Markdown with the words, tool calls and results, and JSON with the stored UI messages', async () => {
 		const parts: MessagePart[] = [
-			{ type: 'tool-list_lxcs', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1' }, output: { containers: [{ vmid: 101, name: 'web' }] } } as MessagePart,
+			{ type: 'tool-list_lxcs', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1' }, output: { containers: [{ vmid: 101, name: 'web' }] } } as unknown as MessagePart,
 			...text('Two containers run.')
 		];
 		const s = await session('Export me', [{ role: 'user', parts: text('list the containers') }, { role: 'assistant', parts }]);
@@ -186,7 +186,7 @@ describe("the agent's title", () => {
 		const body = llm.titleRequests[0].body!;
 		expect(body.tools).toBeUndefined();
 		expect(body.max_tokens ?? body.max_completion_tokens).toBeLessThanOrEqual(16);
-		expect(await getSession(sql(), s.id)).toMatchObject({ title: 'Chat about why is grafana slow on', titledBy: 'agent' });
+		expect(await getSession(sql(), s.id)).toMatchObject({ title: 'About: why is grafana slow on pve1 this morning', titledBy: 'agent' });
 		// The conversation's script was not touched by it.
 		expect(llm.requests.every((q) => q.body?.tools)).toBe(true);
 		expect(await writeAgentTitle(s.id)).toBe('skipped');

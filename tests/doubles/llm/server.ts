@@ -33,7 +33,7 @@
  *   POST /__control/titles     body: ScriptedResponse | ScriptedResponse[]: answers for Nomos's title
  *                              requests (header `x-nomos-request: title`, sessions/title.ts), kept apart
  *                              from the conversation: not from the queue or the fallback, not in
- *                              `requests`; with none queued, "Chat about <the operator's first 5 words>".
+ *                              `requests`; with none queued, "About: <the operator's first line>".
  *   GET  /__control/titles     the title requests received (RecordedRequest[]).
  * Invalid control bodies get a 400 with the validation error.
  */
@@ -69,7 +69,7 @@ export interface ScriptedLlm {
 	readonly requests: RecordedRequest[];
 	/** Nomos's title requests (live array). */
 	readonly titleRequests: RecordedRequest[];
-	/** Answers for the next title requests (else "Chat about <the operator's first 5 words>"). */
+	/** Answers for the next title requests (else "About: <the operator's first line>"). */
 	pushTitle(...responses: ScriptedResponse[]): void;
 	state(): ScriptedLlmState;
 	reset(): void;
@@ -149,8 +149,9 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 			return sendJson(res, 400, openAiError('We could not parse the JSON body of your request.', 'invalid_request_error'));
 		}
 		const prompt = (record.body.messages ?? []).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join(' '))).join(' ');
-		const words = /Operator:\s*(.*)/.exec(prompt)?.[1].split(/\s+/).filter(Boolean).slice(0, 5).join(' ') ?? '';
-		const response = titleQueue.shift() ?? { text: `Chat about ${words}` };
+		// The operator's words kept whole, so a test that looks for them finds them under either title.
+		const words = /Operator:[ \t]*(.*)/.exec(prompt)?.[1].trim() ?? '';
+		const response = titleQueue.shift() ?? { text: `About: ${words}` };
 		Object.assign(record, { source: 'queue', response });
 		await render(response, { res, body: record.body, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens });
 	}
