@@ -7,6 +7,7 @@ import { insertTurnMessage } from '../src/lib/server/agent/message-writer';
 import { parseJobPayload } from '../src/lib/server/jobs/payloads';
 import { trackTurn } from '../src/lib/server/conversation/active-turns';
 import { currentProcess } from '../src/lib/server/jobs/current-process';
+import { offerAgentTitle } from '../src/lib/server/sessions/title';
 
 /**
  * Runs one agent turn. A chat turn claims the operator's queued messages and makes its reply in
@@ -32,9 +33,12 @@ export const agent__run_turn: Task = async (raw) => {
 		messageId = row.id;
 	}
 	const turn = trackTurn(sessionId);
+	let result;
 	try {
-		await runTurn({ sessionId, origin, notes: payload.notes, signal: turn.signal, messageId, resumed: Boolean(payload.resume) });
+		result = await runTurn({ sessionId, origin, notes: payload.notes, signal: turn.signal, messageId, resumed: Boolean(payload.resume) });
 	} finally {
 		turn.release();
 	}
+	// After the first answered chat turn: a better title than the first message's words (its own job, never in the turn's way).
+	if (origin === 'chat' && result.status === 'complete') await offerAgentTitle(sessionId).catch(() => undefined);
 };

@@ -22,7 +22,8 @@ export const taskList: TaskList = {
 	review__rebuild_facts: lazy(async () => (await import('./review__rebuild_facts')).review__rebuild_facts),
 	notify__webhook: lazy(async () => (await import('./notify__webhook')).notify__webhook),
 	schedules__tick: lazy(async () => (await import('./schedules__tick')).schedules__tick),
-	replay__run: lazy(async () => (await import('./replay__run')).replay__run)
+	replay__run: lazy(async () => (await import('./replay__run')).replay__run),
+	sessions__title: lazy(async () => (await import('./sessions__title')).sessions__title)
 };
 
 /** Loads every task's module now (boot runs it shortly after the worker started). */

@@ -22,7 +22,16 @@ export const eventSchemas = {
 		status: z.enum(messageStatuses).optional(),
 		error: z.string().nullable().optional()
 	}),
-	'session.updated': z.object({ created: z.literal(true).optional(), taskState: z.string().optional(), alertMuted: z.boolean().optional() }),
+	'session.updated': z.object({
+		created: z.literal(true).optional(),
+		taskState: z.string().optional(),
+		alertMuted: z.boolean().optional(),
+		title: z.string().optional(),
+		pinned: z.boolean().optional(),
+		archived: z.boolean().optional(),
+		model: z.string().nullable().optional(),
+		deleted: z.literal(true).optional()
+	}),
 	/** A replay's progress (replay/run.ts): queued, running (operator messages sent of total), done or failed. */
 	'replay.updated': z.object({ replayId: id, status: z.string(), sent: z.number().int().optional(), total: z.number().int().optional() }),
 	/** An execution changed; the stream attaches its snapshot (`execution`). */

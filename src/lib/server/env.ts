@@ -80,6 +80,17 @@ export const envSchema = z.object({
 	OPENAI_BASE_URL: z.preprocess(empty, z.url().optional()),
 	OPENAI_API_KEY: z.preprocess(empty, z.string().optional()),
 	NOMOS_MODEL: z.preprocess(empty, z.string().optional()),
+	/**
+	 * More models of the same server an operator may choose per session (comma-separated); the
+	 * default stays NOMOS_MODEL (or the first of these). Unset: the one model, no choice shown.
+	 */
+	NOMOS_MODELS: z.preprocess(
+		empty,
+		z
+			.string()
+			.transform((s) => [...new Set(s.split(',').map((m) => m.trim()).filter(Boolean))])
+			.optional()
+	),
 	/** Stream replies when tools are offered (off for servers that drop streamed tool calls, e.g. some Ollama builds). */
 	NOMOS_MODEL_STREAM_TOOLS: z.preprocess(empty, bool.default(true)),
 	/** The model's context window in tokens, when the server does not say (Ollama's OpenAI endpoint runs at 4096 unless told). */

@@ -8,6 +8,9 @@ export interface LlmControl {
 	/** Replace the declarative fallback; null clears it. */
 	fallback(rules: FallbackRule[] | null): Promise<void>;
 	requests(): Promise<RecordedRequest[]>;
+	/** Answers for Nomos's next title requests (kept apart from the conversation's script). */
+	pushTitle(...responses: ScriptedResponse[]): Promise<void>;
+	titleRequests(): Promise<RecordedRequest[]>;
 	state(): Promise<ScriptedLlmState>;
 	reset(): Promise<void>;
 	dialect(dialect: Dialect, contextTokens?: number | null): Promise<void>;
@@ -30,6 +33,8 @@ export function llmControl(baseURL: string): LlmControl {
 		push: async (...responses) => void (await call('POST', 'push', responses)),
 		fallback: async (rules) => void (await call('POST', 'fallback', { rules })),
 		requests: () => call<RecordedRequest[]>('GET', 'requests'),
+		pushTitle: async (...responses) => void (await call('POST', 'titles', responses)),
+		titleRequests: () => call<RecordedRequest[]>('GET', 'titles'),
 		state: () => call<ScriptedLlmState>('GET', 'state'),
 		reset: async () => void (await call('POST', 'reset')),
 		dialect: async (dialect, contextTokens) => void (await call('POST', 'dialect', { dialect, contextTokens: contextTokens ?? null }))

@@ -30,6 +30,11 @@
  *   GET  /__control/requests   RecordedRequest[] ({ seq, method, path, body, receivedAt, source, error? })
  *   GET  /__control/state      { pending, hasFallback, requestCount, errorCount }
  *   POST /__control/reset      clears queue, fallback and log; ends hanging requests.
+ *   POST /__control/titles     body: ScriptedResponse | ScriptedResponse[]: answers for Nomos's title
+ *                              requests (header `x-nomos-request: title`, sessions/title.ts), kept apart
+ *                              from the conversation: not from the queue or the fallback, not in
+ *                              `requests`; with none queued, "About: <the operator's first line>".
+ *   GET  /__control/titles     the title requests received (RecordedRequest[]).
  * Invalid control bodies get a 400 with the validation error.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -60,14 +65,20 @@ export interface ScriptedLlm {
 	setFallback(fn: Fallback | null): void;
 	/** Speak another server's stream shape (see Dialect); `contextTokens` caps reported prompt tokens. */
 	setDialect(dialect: Dialect, contextTokens?: number | null): void;
-	/** Every /v1 request received, in order (live array; reset() empties it in place). */
+	/** Every /v1 request received, in order (live array; reset() empties it in place); title requests are apart. */
 	readonly requests: RecordedRequest[];
+	/** Nomos's title requests (live array). */
+	readonly titleRequests: RecordedRequest[];
+	/** Answers for the next title requests (else "About: <the operator's first line>"). */
+	pushTitle(...responses: ScriptedResponse[]): void;
 	state(): ScriptedLlmState;
 	reset(): void;
 	close(): Promise<void>;
 }
 
 const EXHAUSTED: ScriptedResponse = { text: '(script exhausted)' };
+/** The header Nomos's title request carries (src/lib/server/sessions/title.ts TITLE_REQUEST_HEADER). */
+const TITLE_HEADER = 'x-nomos-request';
 
 /**
  * `onChunk(seq, chunk)`: called with each streamed chunk (request `seq`) just before it is written,
@@ -76,6 +87,8 @@ const EXHAUSTED: ScriptedResponse = { text: '(script exhausted)' };
 export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect; onChunk?: (seq: number, chunk: object) => void } = {}): Promise<ScriptedLlm> {
 	const queue: ScriptedResponse[] = [];
 	const requests: RecordedRequest[] = [];
+	const titleQueue: ScriptedResponse[] = [];
+	const titleRequests: RecordedRequest[] = [];
 	const hanging = new Set<ServerResponse>();
 	const lifetime = new AbortController();
 	let fallback: Fallback | null = null;
@@ -93,6 +106,8 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 	const reset = () => {
 		queue.length = 0;
 		requests.length = 0;
+		titleQueue.length = 0;
+		titleRequests.length = 0;
 		seq = 0;
 		fallback = null;
 		dialect = opts.dialect ?? 'openai';
@@ -123,15 +138,34 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 		await render(response, { res, body: record.body ?? {}, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens, onChunk });
 	}
 
+	/** A title request: answered from its own script (see the header comment), never the conversation's. */
+	async function handleTitle(raw: string, res: ServerResponse): Promise<void> {
+		const record: RecordedRequest = { seq: titleRequests.length, method: 'POST', path: '/v1/chat/completions', body: null, receivedAt: Date.now() };
+		titleRequests.push(record);
+		try {
+			record.body = JSON.parse(raw) as ChatRequestBody;
+		} catch {
+			record.error = 'invalid-json';
+			return sendJson(res, 400, openAiError('We could not parse the JSON body of your request.', 'invalid_request_error'));
+		}
+		const prompt = (record.body.messages ?? []).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join(' '))).join(' ');
+		// The operator's words kept whole, so a test that looks for them finds them under either title.
+		const words = /Operator:[ \t]*(.*)/.exec(prompt)?.[1].trim() ?? '';
+		const response = titleQueue.shift() ?? { text: `About: ${words}` };
+		Object.assign(record, { source: 'queue', response });
+		await render(response, { res, body: record.body, seq: record.seq, signal: lifetime.signal, onHang, dialect, contextTokens });
+	}
+
 	async function handleControl(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
 		const route = `${req.method} ${path}`;
 		if (route === 'GET /__control/requests') return sendJson(res, 200, requests);
 		if (route === 'GET /__control/state') return sendJson(res, 200, state());
+		if (route === 'GET /__control/titles') return sendJson(res, 200, titleRequests);
 		if (route === 'POST /__control/reset') {
 			reset();
 			return sendJson(res, 200, { ok: true });
 		}
-		if (route !== 'POST /__control/push' && route !== 'POST /__control/fallback' && route !== 'POST /__control/dialect') {
+		if (route !== 'POST /__control/push' && route !== 'POST /__control/titles' && route !== 'POST /__control/fallback' && route !== 'POST /__control/dialect') {
 			return sendJson(res, 404, openAiError(`Unknown control route ${route}`, 'invalid_request_error'));
 		}
 		const raw = await readBody(req);
@@ -148,11 +182,12 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 			contextTokens = parsed.data.contextTokens ?? null;
 			return sendJson(res, 200, { ok: true });
 		}
-		if (route === 'POST /__control/push') {
+		if (route === 'POST /__control/push' || route === 'POST /__control/titles') {
 			const parsed = pushBodySchema.safeParse(json);
 			if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues });
-			queue.push(...(Array.isArray(parsed.data) ? parsed.data : [parsed.data]));
-			return sendJson(res, 200, { pending: queue.length });
+			const into = route === 'POST /__control/push' ? queue : titleQueue;
+			into.push(...(Array.isArray(parsed.data) ? parsed.data : [parsed.data]));
+			return sendJson(res, 200, { pending: into.length });
 		}
 		const parsed = fallbackBodySchema.safeParse(json);
 		if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues });
@@ -182,6 +217,7 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 			});
 		}
 		const raw = await readBody(req);
+		if (req.method === 'POST' && path === '/v1/chat/completions' && req.headers[TITLE_HEADER] === 'title') return handleTitle(raw, res);
 		const record: RecordedRequest = { seq: seq++, method: req.method ?? 'GET', path, body: null, receivedAt: Date.now() };
 		requests.push(record);
 		if (raw.trim() !== '') {
@@ -212,6 +248,8 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 		baseURL: `http://127.0.0.1:${port}/v1`,
 		port,
 		push: (...responses) => void queue.push(...responses),
+		pushTitle: (...responses) => void titleQueue.push(...responses),
+		titleRequests,
 		setDialect: (d, ctxTokens) => {
 			dialect = d;
 			contextTokens = ctxTokens ?? null;

@@ -1,7 +1,7 @@
 import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type PrepareStepFunction, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
 import { listMessages } from '../conversation/messages';
-import { setTaskState } from '../db/queries/sessions';
+import { getSession, setTaskState } from '../db/queries/sessions';
 import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart, isToolPart } from '../../messages/parts';
@@ -12,7 +12,7 @@ import { assistantMessages, fitHistory, noteForModel } from './history';
 import { foldedHistory } from './summary';
 import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
-import { getModel, MODEL_SETUP_HELP } from './provider';
+import { getModel, modelIdFor, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
@@ -97,7 +97,9 @@ async function converse(
 	system: string
 ): Promise<TurnResult> {
 	if (opts.resumed) await writer.settleInterrupted(parkedOutputs(writer.id));
-	const model = getModel();
+	// The session's chosen model (the default when none, or when it is no longer configured).
+	const modelId = modelIdFor((await getSession(sql(), opts.sessionId))?.model) ?? 'unknown';
+	const model = getModel(modelId);
 	if (!model) {
 		writer.appendText(MODEL_SETUP_HELP);
 		return finish(writer, 'error', 'no model configured');
@@ -125,7 +127,6 @@ async function converse(
 	const spend: Spend = watch
 		? { usage: null, budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET), steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS), budgetName: 'NOMOS_WATCH_TOKEN_BUDGET' }
 		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
-	const modelId = e.NOMOS_MODEL ?? 'unknown';
 	// Operator messages still queued are answered by their own turn, next. Older turns may be
 	// folded into the stored summary first (one request, once per fold point; see summary.ts).
 	const folded = await foldedHistory({
@@ -156,7 +157,7 @@ async function converse(
 		const sofar = await assistantMessages(ownParts);
 		const sent = [...messages, ...sofar];
 		const prepareStep = activeToolsFor(tools, hadResults || hasToolResult(ownParts));
-		const r = await attemptStream(writer, model, system, sent, { tools, prepareStep }, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const r = await attemptStream(writer, model, modelId, system, sent, { tools, prepareStep }, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
@@ -262,6 +263,7 @@ async function finish(writer: MessageWriter, status: MessageStatus, error: strin
 async function attemptStream(
 	writer: MessageWriter,
 	model: NonNullable<ReturnType<typeof getModel>>,
+	modelId: string,
 	system: string,
 	messages: ModelMessage[],
 	{ tools, prepareStep }: { tools: ToolSet; prepareStep: PrepareStepFunction<ToolSet> },
@@ -279,7 +281,6 @@ async function attemptStream(
 	let aborted = false;
 	let promptTokens: number | undefined;
 	let overBudget = false;
-	const modelId = env().NOMOS_MODEL ?? 'unknown';
 	const ends: StopCondition<ToolSet>[] = [stepCountIs(spend.steps), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
 	const before = totalTokens(spend.usage);

@@ -90,6 +90,9 @@ export const settings = pgTable('settings', {
 	updatedAt: ts('updated_at').notNull().defaultNow()
 });
 
+export const sessionTitledBy = ['first-message', 'agent-asked', 'agent', 'operator', 'system'] as const;
+export type SessionTitledBy = (typeof sessionTitledBy)[number];
+
 export const chatSessions = pgTable(
 	'chat_sessions',
 	{
@@ -106,6 +109,19 @@ export const chatSessions = pgTable(
 		replayOf: uuid('replay_of').references((): AnyPgColumn => chatSessions.id, { onDelete: 'set null' }),
 		/** A replay's options and progress (see replay/types.ts ReplayState). */
 		replay: jsonb('replay').$type<Record<string, unknown>>(),
+		/**
+		 * Who wrote the title: its first message's words, the agent (asked once after the first
+		 * turn: `agent-asked` until stored), an operator (never overwritten by the agent), or the
+		 * system (alerts, schedules, MCP).
+		 */
+		titledBy: text('titled_by', { enum: sessionTitledBy }).notNull().default('first-message'),
+		/** The model its turns use (one of NOMOS_MODELS); null: the default model. */
+		model: text('model'),
+		pinnedAt: ts('pinned_at'),
+		archivedAt: ts('archived_at'),
+		/** Hidden from operators; its messages, executions and audit trail stay (the admin review still lists it). */
+		deletedAt: ts('deleted_at'),
+		deletedBy: uuid('deleted_by').references(() => operators.id, { onDelete: 'set null' }),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
@@ -135,10 +151,16 @@ export const messages = pgTable(
 		 * registered process owns it (handed over, or written by a process without a worker).
 		 */
 		runner: uuid('runner'),
+		/** Its words, tool names, inputs and results for the session search (message_search_text() is in the migration 'session_search'). */
+		search: tsvector('search').generatedAlwaysAs(sql`to_tsvector('english', message_search_text("parts"))`),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
-	(t) => [index('messages_session_seq_idx').on(t.sessionId, t.seq), index('messages_streaming_idx').on(t.runner).where(sql`status = 'streaming'`)]
+	(t) => [
+		index('messages_session_seq_idx').on(t.sessionId, t.seq),
+		index('messages_streaming_idx').on(t.runner).where(sql`status = 'streaming'`),
+		index('messages_search_idx').using('gin', t.search)
+	]
 );
 
 /**

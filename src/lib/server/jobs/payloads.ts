@@ -56,6 +56,8 @@ export const jobPayloads = {
 	schedules__tick: z.object({ scheduleId: id, slot: z.iso.datetime({ offset: true }) }),
 	/** A replay of a session (replay/run.ts): its turns one after another, nothing run. */
 	replay__run: z.object({ replayId: id }),
+	/** The agent's title for a session, once, after its first chat turn (sessions/title.ts). */
+	sessions__title: z.object({ sessionId: id }),
 	executions__sweep: scheduled,
 	events__prune: scheduled,
 	review__rebuild_facts: scheduled

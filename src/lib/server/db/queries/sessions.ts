@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { TaskState } from '../schema';
+import type { SessionTitledBy, TaskState } from '../schema';
 import { emitEvent } from './events';
 
 export type SessionSummary = {
@@ -13,19 +13,26 @@ export type SessionSummary = {
 	/** The alert hook or schedule that opened it (an investigation, a scheduled run), else null. */
 	startedBy: string | null;
 	startedByKind: 'alert' | 'schedule' | null;
+	pinned: boolean;
+	archived: boolean;
 };
 
-/** The sidebar list: newest first, with the task state and open-question count. */
-export async function listSessions(sql: Sql | TransactionSql, limit = 100): Promise<SessionSummary[]> {
+/**
+ * The sidebar list: pinned first, then newest first, with the task state and open-question
+ * count; archived sessions only in the archived view; deleted ones never.
+ */
+export async function listSessions(sql: Sql | TransactionSql, opts: { archived?: boolean; limit?: number } = {}): Promise<SessionSummary[]> {
 	return sql<SessionSummary[]>`
 		select s.id, s.title, s.updated_at as "updatedAt", t.state as "taskState",
 			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions",
 			coalesce(h.name, sc.name) as "startedBy",
-			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind"
+			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind",
+			s.pinned_at is not null as pinned, s.archived_at is not null as archived
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
 			left join schedules sc on sc.id = s.started_by_schedule
-		order by s.updated_at desc
-		limit ${limit}`;
+		where s.deleted_at is null and (s.archived_at is not null) = ${opts.archived ?? false}
+		order by s.pinned_at desc nulls last, s.updated_at desc
+		limit ${opts.limit ?? 100}`;
 }
 
 /** A title from the operator's first words. */
@@ -37,8 +44,9 @@ export function titleFrom(text: string): string {
 /** Creates a chat session with its task, and announces it. */
 export async function createSession(tx: TransactionSql, operatorId: string | null, title: string, opts: { startedByHook?: string; startedBySchedule?: string } = {}): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
-		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule)
-		values (${operatorId}, ${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null}) returning id`;
+		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule, titled_by)
+		values (${operatorId}, ${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null},
+			${opts.startedByHook || opts.startedBySchedule ? 'system' : 'first-message'}) returning id`;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
 	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
 	return row.id;
@@ -53,7 +61,7 @@ export async function ensureMcpSession(tx: TransactionSql, tokenId: string, oper
 	if (found) return found.id;
 	const title = `MCP · ${tokenName}`.slice(0, 60);
 	const [row] = await tx<{ id: string }[]>`
-		insert into chat_sessions (operator_id, title, mcp_token_id) values (${operatorId}, ${title}, ${tokenId})
+		insert into chat_sessions (operator_id, title, mcp_token_id, titled_by) values (${operatorId}, ${title}, ${tokenId}, 'system')
 		on conflict (mcp_token_id) do nothing returning id`;
 	if (!row) return (await tx<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`)[0].id;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
@@ -67,13 +75,128 @@ export async function isMcpSession(sql: Sql | TransactionSql, id: string): Promi
 	return row?.mcp ?? false;
 }
 
-export async function getSession(sql: Sql | TransactionSql, id: string) {
-	const [row] = await sql<{ id: string; title: string; taskState: TaskState | null; createdAt: string }[]>`
-		select s.id, s.title, t.state as "taskState", s.created_at as "createdAt"
+export type SessionRow = {
+	id: string;
+	title: string;
+	taskState: TaskState | null;
+	createdAt: string;
+	titledBy: SessionTitledBy;
+	/** The model chosen for it (null: the default). */
+	model: string | null;
+	pinned: boolean;
+	archived: boolean;
+	/** ISO 8601 when deleted (operators no longer see it; the admin review does). */
+	deletedAt: string | null;
+};
+
+/** One session, deleted or not (callers that serve operators treat a deleted one as absent). */
+export async function getSession(sql: Sql | TransactionSql, id: string): Promise<SessionRow | null> {
+	const [row] = await sql<SessionRow[]>`
+		select s.id, s.title, t.state as "taskState", s.created_at as "createdAt", s.titled_by as "titledBy", s.model,
+			s.pinned_at is not null as pinned, s.archived_at is not null as archived, s.deleted_at as "deletedAt"
 		from chat_sessions s left join tasks t on t.session_id = s.id where s.id = ${id}`;
 	return row ?? null;
 }
 
+/** Locks a session's row for a change; null when it does not exist or is deleted. */
+export async function lockLiveSession(tx: TransactionSql, id: string): Promise<{ id: string; title: string; titledBy: SessionTitledBy } | null> {
+	const [row] = await tx<{ id: string; title: string; titledBy: SessionTitledBy }[]>`
+		select id, title, titled_by as "titledBy" from chat_sessions where id = ${id} and deleted_at is null for update`;
+	return row ?? null;
+}
+
+export type SessionChange =
+	| { title: string; titledBy: SessionTitledBy }
+	| { pinned: boolean }
+	| { archived: boolean }
+	| { model: string | null }
+	| { deletedBy: string };
+
+/** Writes one change to a session's row (the caller locked it) and announces it on the one event path. */
+export async function changeSession(tx: TransactionSql, id: string, c: SessionChange): Promise<void> {
+	if ('title' in c) await tx`update chat_sessions set title = ${c.title}, titled_by = ${c.titledBy} where id = ${id}`;
+	else if ('pinned' in c) await tx`update chat_sessions set pinned_at = ${c.pinned ? tx`now()` : null} where id = ${id}`;
+	else if ('archived' in c) await tx`update chat_sessions set archived_at = ${c.archived ? tx`now()` : null} where id = ${id}`;
+	else if ('model' in c) await tx`update chat_sessions set model = ${c.model} where id = ${id}`;
+	else await tx`update chat_sessions set deleted_at = now(), deleted_by = ${c.deletedBy} where id = ${id}`;
+	const payload = 'deletedBy' in c ? { deleted: true as const } : 'titledBy' in c ? { title: c.title } : c;
+	await emitEvent(tx, { sessionId: id, type: 'session.updated', payload });
+}
+
+/**
+ * What keeps a session from being deleted: a reply being written or queued, an execution waiting
+ * for approval or running, a plan proposed or running, an open question. Empty: none.
+ */
+export async function sessionBusyWith(tx: TransactionSql, id: string): Promise<string[]> {
+	const [r] = await tx<{ turns: number; approvals: number; running: number; plans: number; questions: number }[]>`
+		select
+			(select count(*)::int from messages where session_id = ${id} and status in ('streaming', 'queued')) as turns,
+			(select count(*)::int from executions where requested_by_session = ${id} and status = 'awaiting_approval') as approvals,
+			(select count(*)::int from executions where requested_by_session = ${id} and status in ('approved', 'running')) as running,
+			(select count(*)::int from plans where session_id = ${id} and status in ('proposed', 'approved')) as plans,
+			(select count(*)::int from session_questions where session_id = ${id} and status = 'open') as questions`;
+	const out: string[] = [];
+	if (r.turns) out.push('the agent is still answering');
+	if (r.approvals) out.push(`${r.approvals} execution${r.approvals > 1 ? 's wait' : ' waits'} for approval`);
+	if (r.running) out.push(`${r.running} execution${r.running > 1 ? 's are' : ' is'} running`);
+	if (r.plans) out.push('a plan is proposed or running');
+	if (r.questions) out.push('a question waits for an answer');
+	return out;
+}
+
+/**
+ * Claims the agent's one title request for a session: only while its title is still its first
+ * message's words and it has exactly one finished reply. True once per session.
+ */
+export async function claimAgentTitle(sql: Sql | TransactionSql, id: string): Promise<boolean> {
+	const rows = await sql`
+		update chat_sessions s set titled_by = 'agent-asked'
+		where s.id = ${id} and s.titled_by = 'first-message' and s.deleted_at is null
+			and (select count(*) from messages m where m.session_id = s.id and m.role = 'assistant') = 1
+		returning s.id`;
+	return rows.length > 0;
+}
+
+/** Stores the agent's title unless an operator renamed the session meanwhile; true when stored. */
+export async function storeAgentTitle(tx: TransactionSql, id: string, title: string): Promise<boolean> {
+	const rows = await tx`update chat_sessions set title = ${title}, titled_by = 'agent' where id = ${id} and titled_by = 'agent-asked' returning id`;
+	if (rows.length) await emitEvent(tx, { sessionId: id, type: 'session.updated', payload: { title } });
+	return rows.length > 0;
+}
+
+export type SessionHit = {
+	sessionId: string;
+	messageId: string;
+	title: string;
+	archived: boolean;
+	role: string;
+	/** ISO 8601 */
+	at: string;
+	/** The matching words between \u0002 and \u0003 (the browser marks them; never HTML). */
+	snippet: string;
+};
+
+/**
+ * Full-text search over every message of the sessions operators see (archived included, marked):
+ * its words, tool calls' names and inputs and tool results (messages.search), best first.
+ */
+export async function searchSessions(sql: Sql | TransactionSql, q: string, limit = 30): Promise<SessionHit[]> {
+	return sql<SessionHit[]>`
+		with query as (select websearch_to_tsquery('english', ${q}) as q),
+		hits as (
+			select m.id, m.session_id, m.role, m.created_at, m.parts, s.title, s.archived_at is not null as archived, ts_rank(m.search, query.q) as rank
+			from messages m join chat_sessions s on s.id = m.session_id, query
+			where m.search @@ query.q and s.deleted_at is null and m.status <> 'queued'
+			order by rank desc, m.created_at desc
+			limit ${limit}
+		)
+		select h.session_id as "sessionId", h.id as "messageId", h.title, h.archived, h.role, h.created_at as at,
+			ts_headline('english', message_search_text(h.parts), query.q,
+				'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "') as snippet
+		from hits h, query
+		order by h.rank desc, h.created_at desc
+		limit ${limit}`;
+}
 /** Moves the session's task to a state (no-op when already there) and announces it. */
 export async function setTaskState(tx: TransactionSql, sessionId: string, state: TaskState): Promise<void> {
 	const rows = await tx`

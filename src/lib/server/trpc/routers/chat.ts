@@ -2,7 +2,9 @@ import { TRPCError } from '@trpc/server';
 import { sendMessageInput, sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { listMessages } from '$lib/server/conversation/messages';
-import { getSession, listSessions } from '$lib/server/db/queries/sessions';
+import { getSession, listSessions, searchSessions } from '$lib/server/db/queries/sessions';
+import { archiveSessionInput, listSessionsInput, pinSessionInput, renameSessionInput, searchSessionsInput, sessionModelInput } from '$lib/schemas/sessions';
+import { archiveSession, chooseSessionModel, deleteSession, pinSession, renameSession } from '$lib/server/sessions/manage';
 import { sendOperatorMessage, stopSession } from '$lib/server/chat/send';
 import { operatorProcedure, router } from '../t';
 import { credential } from '../credential';
@@ -29,12 +31,41 @@ export const chatRouter = router({
 		return { ok: true };
 	}),
 
-	/** The sidebar list, refetched when a session event arrives. */
-	sessions: operatorProcedure.query(() => listSessions(sql())),
+	/** The sidebar list (or the archived ones), refetched when a session event arrives. */
+	sessions: operatorProcedure.input(listSessionsInput).query(({ input }) => listSessions(sql(), { archived: input.archived })),
+
+	/** Full-text search over every session's messages, tool calls and results (archived included, deleted not). */
+	search: operatorProcedure.input(searchSessionsInput).query(({ input }) => searchSessions(sql(), input.q)),
+
+	rename: operatorProcedure.input(renameSessionInput).mutation(async ({ input }) => {
+		await renameSession(input.sessionId, input.title);
+		return { title: input.title };
+	}),
+
+	pin: operatorProcedure.input(pinSessionInput).mutation(async ({ input }) => {
+		await pinSession(input.sessionId, input.pinned);
+		return { ok: true };
+	}),
+
+	archive: operatorProcedure.input(archiveSessionInput).mutation(async ({ input }) => {
+		await archiveSession(input.sessionId, input.archived);
+		return { ok: true };
+	}),
+
+	/** Refused while a reply, an approval, an execution, a plan or a question is under way in it. */
+	delete: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
+		await deleteSession(input.sessionId, { id: ctx.user.id, username: ctx.user.username });
+		return { ok: true };
+	}),
+
+	setModel: operatorProcedure.input(sessionModelInput).mutation(async ({ input }) => {
+		await chooseSessionModel(input.sessionId, input.model);
+		return { ok: true };
+	}),
 
 	messages: operatorProcedure.input(sessionIdInput).query(async ({ input }) => {
 		const session = await getSession(sql(), input.sessionId);
-		if (!session) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
+		if (!session || session.deletedAt) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
 		return { session, messages: await listMessages(sql(), input.sessionId) };
 	})
 });

@@ -9,6 +9,7 @@ import { listSessionPlans } from '$lib/server/db/queries/plans';
 import { listSessionExecutions } from '$lib/server/db/queries/executions';
 import { listSessionQuestions } from '$lib/server/db/queries/questions';
 import { env } from '$lib/server/env';
+import { configuredModels } from '$lib/server/agent/provider';
 import { groupMutedUntil } from '$lib/server/db/queries/watches';
 import type { PageServerLoad } from './$types';
 
@@ -18,7 +19,8 @@ export const load: PageServerLoad = async ({ params }) => {
 	// The cursor is read before the state: anything that changes afterwards is replayed over SSE.
 	const cursor = await latestEventId(sql());
 	const session = await getSession(sql(), id.data);
-	if (!session) error(404, 'No such chat session.');
+	// A deleted session is gone for operators (the admin review still shows it).
+	if (!session || session.deletedAt) error(404, 'No such chat session.');
 	const [messages, executions, plans, window, questions, alertMutedUntil] = await Promise.all([
 		listMessages(sql(), id.data),
 		listSessionExecutions(sql(), id.data),
@@ -27,5 +29,5 @@ export const load: PageServerLoad = async ({ params }) => {
 		listSessionQuestions(sql(), id.data),
 		groupMutedUntil(sql(), id.data)
 	]);
-	return { session, messages, executions, plans, window, questions, alertMutedUntil, cursor, prices: env().NOMOS_PRICES ?? null };
+	return { session, messages, executions, plans, window, questions, alertMutedUntil, cursor, prices: env().NOMOS_PRICES ?? null, models: configuredModels() };
 };
