@@ -19,7 +19,8 @@ export type SessionSummary = {
 
 /**
  * The sidebar list: pinned first, then newest first, with the task state and open-question
- * count; archived sessions only in the archived view; deleted ones never.
+ * count; archived sessions only in the archived view; deleted ones and replays never (a replay
+ * is an admin's re-run, reached from the review: replay/run.ts).
  */
 export async function listSessions(sql: Sql | TransactionSql, opts: { archived?: boolean; limit?: number } = {}): Promise<SessionSummary[]> {
 	return sql<SessionSummary[]>`
@@ -30,7 +31,7 @@ export async function listSessions(sql: Sql | TransactionSql, opts: { archived?:
 			s.pinned_at is not null as pinned, s.archived_at is not null as archived
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
 			left join schedules sc on sc.id = s.started_by_schedule
-		where s.deleted_at is null and (s.archived_at is not null) = ${opts.archived ?? false}
+		where s.deleted_at is null and s.replay is null and (s.archived_at is not null) = ${opts.archived ?? false}
 		order by s.pinned_at desc nulls last, s.updated_at desc
 		limit ${opts.limit ?? 100}`;
 }
@@ -177,7 +178,8 @@ export type SessionHit = {
 };
 
 /**
- * Full-text search over every message of the sessions operators see (archived included, marked):
+ * Full-text search over every message of the sessions operators see (archived included, marked;
+ * replays left out, as in the sidebar):
  * its words, tool calls' names and inputs and tool results (messages.search), best first.
  */
 export async function searchSessions(sql: Sql | TransactionSql, q: string, limit = 30): Promise<SessionHit[]> {
@@ -186,7 +188,7 @@ export async function searchSessions(sql: Sql | TransactionSql, q: string, limit
 		hits as (
 			select m.id, m.session_id, m.role, m.created_at, m.parts, s.title, s.archived_at is not null as archived, ts_rank(m.search, query.q) as rank
 			from messages m join chat_sessions s on s.id = m.session_id, query
-			where m.search @@ query.q and s.deleted_at is null and m.status <> 'queued'
+			where m.search @@ query.q and s.deleted_at is null and s.replay is null and m.status <> 'queued'
 			order by rank desc, m.created_at desc
 			limit ${limit}
 		)
