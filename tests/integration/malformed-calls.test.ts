@@ -56,7 +56,9 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	vm_destroy: { target: 'strong', params: { vmid: 200 } },
 	vm_unlock: { target: 'strong', params: { vmid: 200 } },
 	vm_config: { target: 'strong', params: { vmid: 200 } },
-	vm_guest: { target: 'strong', params: { vmid: 200 } }
+	vm_guest: { target: 'strong', params: { vmid: 200 } },
+	pct_migrate: { target: 'strong/100', params: { node: 'pve2' } },
+	qm_migrate: { target: 'strong', params: { vmid: 200, node: 'pve2' } }
 };
 
 const base = (action: string) => ({ target: VALID[action].target, action, params: { ...VALID[action].params }, reason: 'because' });
