@@ -70,7 +70,9 @@ describe('a schedule', () => {
 		expect(s.nextAt).toBe(tomorrow3.toISOString());
 		expect((await tickJobs(s.id)).map((j) => j.key)).toEqual([`schedule:${s.id}:${tomorrow3.toISOString()}`]);
 
-		const edited = (await sql().begin((tx) => editSchedule(tx, admin, s.id, { name: 'nightly', cron: '*/15 * * * *', prompt: 'Look at the backups.', enabled: true })))!;
+		// Every 15 minutes, never on the hour: the new next slot can never be the old one (03:00),
+		// whatever the time this runs (with */15, between 02:45 and 03:00 UTC it was).
+		const edited = (await sql().begin((tx) => editSchedule(tx, admin, s.id, { name: 'nightly', cron: '7,22,37,52 * * * *', prompt: 'Look at the backups.', enabled: true })))!;
 		expect(Date.parse(edited.nextAt!) - Date.now()).toBeLessThanOrEqual(15 * 60_000);
 		// The old slot's job stays queued but is stale: it finds next_at moved and does nothing.
 		expect(await tickSchedule({ scheduleId: s.id, slot: tomorrow3.toISOString() })).toEqual({ outcome: 'stale' });
@@ -89,7 +91,7 @@ describe('a schedule', () => {
 			select action, actor_name as "actorName", detail from audit_log where subject_type = 'schedule' and subject_id = ${s.id} order by id`;
 		expect(trail.map((a) => a.action)).toEqual(['schedule.created', 'schedule.edited', 'schedule.paused', 'schedule.resumed', 'schedule.deleted']);
 		expect(trail.every((a) => a.actorName === 'root-admin')).toBe(true);
-		expect(trail[1].detail.changed).toEqual({ cron: { from: '0 3 * * *', to: '*/15 * * * *' } });
+		expect(trail[1].detail.changed).toEqual({ cron: { from: '0 3 * * *', to: '7,22,37,52 * * * *' } });
 	});
 
 	it('a slot reached within its grace runs; one past it is recorded as missed and the next slot is queued', async () => {
