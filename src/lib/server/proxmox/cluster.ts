@@ -6,12 +6,16 @@ import { ProxmoxError, runChecked, type RunOptions } from './inventory';
 
 const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
 
+/** One row of `pvesh get /cluster/resources --output-format json` (PVE 8): nodes, guests, storages, sdn. */
 const resourceSchema = z.looseObject({
+	id: z.string(),
 	type: z.string(),
 	node: z.string().optional(),
 	status: z.string().optional(),
 	vmid: num.optional(),
 	name: z.string().optional(),
+	storage: z.string().optional(),
+	shared: num.optional(),
 	cpu: num.optional(),
 	maxcpu: num.optional(),
 	mem: num.optional(),
@@ -22,6 +26,7 @@ const resourceSchema = z.looseObject({
 	template: num.optional(),
 	tags: z.string().optional()
 });
+export type ClusterResource = z.infer<typeof resourceSchema>;
 
 export interface ClusterGuest {
 	type: 'lxc' | 'qemu';
@@ -67,8 +72,8 @@ export function parsePvecmStatus(text: string): { name: string; quorate: boolean
 	return { name, quorate: quorate === 'Yes' };
 }
 
-/** Parses `pvesh get /cluster/resources --output-format json` into nodes and guests. */
-export function parseClusterResources(text: string): { nodes: ClusterNode[]; guests: ClusterGuest[] } {
+/** The rows of `pvesh get /cluster/resources --output-format json`; throws with the reason on anything else. */
+export function clusterResourceRows(text: string): ClusterResource[] {
 	let data: unknown;
 	try {
 		data = JSON.parse(text);
@@ -77,9 +82,14 @@ export function parseClusterResources(text: string): { nodes: ClusterNode[]; gue
 	}
 	const r = z.array(resourceSchema).safeParse(data);
 	if (!r.success) throw new ProxmoxError(`pvesh get /cluster/resources: unexpected output: ${r.error.issues[0].message}`);
+	return r.data;
+}
+
+/** Parses `pvesh get /cluster/resources --output-format json` into nodes and guests. */
+export function parseClusterResources(text: string): { nodes: ClusterNode[]; guests: ClusterGuest[] } {
 	const nodes: ClusterNode[] = [];
 	const guests: ClusterGuest[] = [];
-	for (const e of r.data) {
+	for (const e of clusterResourceRows(text)) {
 		if (e.type === 'node' && e.node) nodes.push({ node: e.node, status: e.status ?? 'unknown' });
 		if ((e.type === 'lxc' || e.type === 'qemu') && e.node && e.vmid !== undefined) {
 			guests.push({

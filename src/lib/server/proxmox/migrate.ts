@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { Precondition } from './actions';
 import { parseKeyValues, parsePropertyString } from './inventory';
+import { clusterResourceRows, type ClusterResource } from './cluster';
 
 /** Runs one read-only argv on a cluster member (the source node) and returns what it printed. */
 export type ReadArgv = (argv: string[]) => Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
@@ -11,37 +12,9 @@ const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
 
-/** One row of `pvesh get /cluster/resources --output-format json` (PVE 8): nodes, guests, storages. */
-const resourceSchema = z.looseObject({
-	id: z.string(),
-	type: z.string(),
-	node: z.string().optional(),
-	status: z.string().optional(),
-	vmid: num.optional(),
-	name: z.string().optional(),
-	storage: z.string().optional(),
-	shared: num.optional(),
-	mem: num.optional(),
-	maxmem: num.optional(),
-	cpu: num.optional(),
-	maxcpu: num.optional(),
-	disk: num.optional(),
-	maxdisk: num.optional()
-});
-export type ClusterResource = z.infer<typeof resourceSchema>;
-
-/** Parses `pvesh get /cluster/resources --output-format json`; throws with the reason on anything else. */
-export function parseClusterResources(text: string): ClusterResource[] {
-	let data: unknown;
-	try {
-		data = JSON.parse(text);
-	} catch {
-		throw new Error(`pvesh get /cluster/resources: output is not JSON: ${text.slice(0, 200)}`);
-	}
-	const r = z.array(resourceSchema).safeParse(data);
-	if (!r.success) throw new Error(`pvesh get /cluster/resources: unexpected output: ${r.error.issues[0].message}`);
-	return r.data;
-}
+/** `/cluster/resources` rows, read by the one reader (proxmox/cluster.ts); kept under the name migrate's callers use. */
+export const parseClusterResources = clusterResourceRows;
+export type { ClusterResource };
 
 /** `pvesh get /nodes/<n>/status --output-format json`: the node's memory in bytes. */
 const nodeStatusSchema = z.looseObject({ memory: z.looseObject({ total: num, used: num, free: num.optional() }) });
