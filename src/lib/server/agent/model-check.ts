@@ -1,7 +1,7 @@
 import { asSchema, generateText, streamText, tool, type LanguageModel } from 'ai';
 import { promptParts } from './prompt-tokens';
 import { turnInstructions } from './soul';
-import { buildTools, HYPOTHESIS_TOOLS } from './tools/index';
+import { buildTools, firstRequestTools } from './tools/index';
 import { z } from 'zod';
 import { env } from '../env';
 import { forgetContextWindow, readContextWindow } from './context-budget';
@@ -27,10 +27,8 @@ export type PromptFit = { instructions: number; tools: number; total: number; wi
 export async function promptFit(window: number | null): Promise<PromptFit> {
 	const tools = buildTools({ sessionId: 'check', messageId: 'check', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: window ?? undefined });
 	const definitions = await Promise.all(
-		// As a session's first request: the hypothesis tools come once there is a result to cite (activeToolsFor).
-		Object.entries(tools)
-			.filter(([name]) => !HYPOTHESIS_TOOLS.includes(name))
-			.map(async ([name, t]) => ({ type: 'function', function: { name, description: t.description, parameters: await asSchema(t.inputSchema).jsonSchema } }))
+		// As a session's first request carries them (activeToolsFor).
+		firstRequestTools(tools).map(async (name) => ({ type: 'function', function: { name, description: tools[name].description, parameters: await asSchema(tools[name].inputSchema).jsonSchema } }))
 	);
 	const parts = promptParts({ messages: [{ role: 'system', content: await turnInstructions() }], tools: definitions });
 	const room = window === null ? null : window - parts.total;

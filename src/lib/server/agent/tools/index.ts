@@ -20,12 +20,17 @@ import { isReplayAnswer, replayed } from './replay';
  */
 export const HYPOTHESIS_TOOLS: string[] = ['present_hypotheses', 'mark_hypothesis'];
 
+/** The names of the tools a session's first request carries (Settings → Check the model counts these too). */
+export function firstRequestTools(tools: ToolSet): string[] {
+	return Object.keys(tools).filter((n) => !HYPOTHESIS_TOOLS.includes(n));
+}
+
 /**
  * The tools the model is offered in a step: all of them once the session has a tool result
  * (before this turn, or in an earlier step of it), else all but HYPOTHESIS_TOOLS.
  */
 export function activeToolsFor(tools: ToolSet, sessionHasResults: boolean): PrepareStepFunction<ToolSet> {
-	const early = Object.keys(tools).filter((n) => !HYPOTHESIS_TOOLS.includes(n));
+	const early = firstRequestTools(tools);
 	return ({ steps }) => (sessionHasResults || steps.some((s) => s.toolResults.length > 0) ? undefined : { activeTools: early });
 }
 
