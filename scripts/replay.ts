@@ -3,13 +3,8 @@
 // prints the saved figures beside the new ones and exits 1 when the case regressed (more operator
 // actions, a finding back, the goal not reached). Nothing runs on a host. Uses DATABASE_URL, else
 // the embedded Postgres in NOMOS_DATA_DIR (started if Nomos is not running), like `npm start`.
-import { existsSync } from 'node:fs';
+import { openScriptDb, type ScriptDb } from './script-db';
 
-if (existsSync('.env')) process.loadEnvFile('.env');
-const { env } = await import('../src/lib/server/env');
-const { connectDb, disconnectDb } = await import('../src/lib/server/db/index');
-const { startEmbeddedPostgres } = await import('../src/lib/server/db/embedded');
-const { runMigrations } = await import('../src/lib/server/db/migrate');
 const { runReplayCase } = await import('../src/lib/server/replay/cases');
 const { formatComparison } = await import('../src/lib/server/replay/compare');
 
@@ -19,13 +14,10 @@ if (!name) {
 	log('usage: npm run replay -- <case name or id>');
 	process.exit(2);
 }
-const config = env();
-const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT });
-const url = config.DATABASE_URL ?? embedded!.url;
+let db: ScriptDb | undefined;
 try {
-	await runMigrations(config.NOMOS_OWNER_DATABASE_URL ?? url);
-	connectDb(url, { max: 2 });
-	log(`replaying case ${name} against ${config.NOMOS_MODEL ?? 'no model'}…`);
+	db = await openScriptDb();
+	log(`replaying case ${name} against ${db.model ?? 'no model'}…`);
 	const r = await runReplayCase(name);
 	log(formatComparison(r.rows, ['saved', 'now']));
 	if (r.ok) log(`case ${name}: ok (replay ${r.replayId})`);
@@ -38,6 +30,5 @@ try {
 	log(`replay failed: ${(e as Error).message}`);
 	process.exitCode = 1;
 } finally {
-	await disconnectDb();
-	if (embedded?.owned) await embedded.stop();
+	await db?.close();
 }

@@ -3,24 +3,16 @@
 // same by itself when the review's rules change (task review__rebuild_facts); this is for doing
 // it now, or after writing messages by hand. Uses DATABASE_URL, else the embedded Postgres in
 // NOMOS_DATA_DIR (started if Nomos is not running), like `npm start`.
-import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { openScriptDb, type ScriptDb } from './script-db';
 
-if (existsSync('.env')) process.loadEnvFile('.env');
-const { env } = await import('../src/lib/server/env');
-const { connectDb, disconnectDb } = await import('../src/lib/server/db/index');
-const { startEmbeddedPostgres } = await import('../src/lib/server/db/embedded');
-const { runMigrations } = await import('../src/lib/server/db/migrate');
 const { rebuildReviewFacts } = await import('../src/lib/server/review/rebuild');
 
 const log = (s: string) => process.stdout.write(s + '\n');
-const config = env();
-const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres({ dataDir: config.NOMOS_DATA_DIR, port: config.NOMOS_PG_PORT });
-const url = config.DATABASE_URL ?? embedded!.url;
+let db: ScriptDb | undefined;
 try {
-	await runMigrations(config.NOMOS_OWNER_DATABASE_URL ?? url);
-	connectDb(url, { max: 2 });
-	log(`rebuilding the review facts (${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.NOMOS_DATA_DIR}`})…`);
+	db = await openScriptDb();
+	log(`rebuilding the review facts (${db.where})…`);
 	const t0 = performance.now();
 	let shown = 0;
 	const r = await rebuildReviewFacts({
@@ -37,6 +29,5 @@ try {
 	log(`review:rebuild failed: ${(e as Error).message}`);
 	process.exitCode = 1;
 } finally {
-	await disconnectDb();
-	if (embedded?.owned) await embedded.stop();
+	await db?.close();
 }
