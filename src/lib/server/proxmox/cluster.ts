@@ -72,7 +72,7 @@ const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
-/** Parses `pvecm status`: the cluster's name and whether this member is quorate; null when not a cluster member. */
+/** Parses `pvecm status`: the cluster's name and whether this member is quorate; throws when it says neither (not a cluster member). */
 export function parsePvecmStatus(text: string): { name: string; quorate: boolean } {
 	const name = /^Name:\s+(\S+)/m.exec(text)?.[1];
 	const quorate = /^Quorate:\s+(Yes|No)\s*$/m.exec(text)?.[1];

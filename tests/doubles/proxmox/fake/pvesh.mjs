@@ -113,7 +113,12 @@ function resolve(ctx, path, opts) {
 		return resources(ctx, type);
 	}
 	if (path === '/nodes') {
-		return membersSeen(ctx).map(({ member, ctx: mctx, up }) => (up ? nodeEntry(mctx) : { id: `node/${member.name}`, level: '', node: member.name, status: 'offline', type: 'node' }));
+		// PVE/API2/Nodes.pm index: extract_node_stats (an offline node with no rrd data: id, node, status,
+		// type) plus `ssl_fingerprint` read from /etc/pve, there for every member
+		const fingerprint = (name) => `5A:1F:3C:9E:22:B4:7D:08:61:CA:0E:93:F5:4B:A7:2D:88:16:E0:3F:C9:55:7A:B1:04:6E:D2:98:3B:C1:${name.length.toString(16).padStart(2, '0').toUpperCase()}:20`;
+		return membersSeen(ctx).map(({ member, ctx: mctx, up }) =>
+			up ? nodeEntry(mctx) : { id: `node/${member.name}`, node: member.name, ssl_fingerprint: fingerprint(member.name), status: 'offline', type: 'node' }
+		);
 	}
 	const m = /^\/nodes\/([^/]+)(\/.*)?$/.exec(path);
 	if (!m) return undefined;
