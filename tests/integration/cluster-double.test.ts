@@ -96,6 +96,9 @@ describe('a 3-node cluster of doubles', () => {
 		// the id space is the cluster's
 		const create = await on('pve1', 'pct create 101 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x');
 		expect(create).toMatchObject({ code: 255, stderr: "CT 101 already exists on node 'pve2'\n" });
+		// check_vmid_unused names the guest that holds the id (pve-cluster src/PVE/Cluster.pm: `$d->{type} eq 'qemu' ? 'VM' : 'CT'`)
+		expect(await on('pve1', 'pct create 200 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x')).toMatchObject({ code: 255, stderr: "VM 200 already exists on node 'pve2'\n" });
+		expect(await on('pve1', 'qm create 101 --name x')).toMatchObject({ code: 255, stderr: "unable to create VM 101 - CT 101 already exists on node 'pve2'\n" });
 	});
 
 	it('a guest moved behind Nomos\'s back is answered by its new holder only', async () => {
