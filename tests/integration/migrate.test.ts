@@ -105,12 +105,27 @@ describe('the pre-check refuses before the operator is asked', () => {
 	it('the double fails the same way when asked directly (as qm and pct do)', async () => {
 		const c = await connectTo(cluster.member('pve1'));
 		try {
-			expect((await execOn(c, 'qm migrate 200 pve2')).stderr).toContain("can't migrate running VM without --online");
-			expect((await execOn(c, 'qm migrate 200 pve2 --online 1')).stderr).toContain("can't live migrate attached local disks without with-local-disks option");
-			expect((await execOn(c, 'pct migrate 101 pve2')).stderr).toContain("can't migrate running container without --online or --restart");
-			expect((await execOn(c, 'pct migrate 101 pve3 --restart 1')).stderr).toContain("storage 'local-lvm' is not available on node 'pve3'");
+			// The API call's checks die: the message on stderr (qemu-server API2/Qemu.pm, pve-container API2/LXC.pm migrate_vm).
+			expect(await execOn(c, 'qm migrate 200 pve1')).toMatchObject({ code: 255, stderr: expect.stringContaining('target: target is local node.') });
+			expect(await execOn(c, 'qm migrate 200 pve2')).toMatchObject({ code: 255, stderr: "can't migrate running VM without --online\n" });
+			expect(await execOn(c, 'qm migrate 200 pve3 --online 1')).toMatchObject({ code: 255, stderr: "storage 'local-lvm' is not available on node 'pve3'\n" });
+			expect(await execOn(c, 'pct migrate 101 pve2')).toMatchObject({ code: 255, stderr: "can't migrate running container without --online or --restart\n" });
+			expect(await execOn(c, 'pct migrate 101 pve2 --restart 1 --with-local-disks 1')).toMatchObject({
+				code: 255,
+				stderr: expect.stringContaining('with-local-disks: property is not defined in schema and the schema does not allow additional properties')
+			});
+			// The migration task's errors are in its log on stdout (`<date> ERROR: …`, AbstractMigrate.pm);
+			// stderr gets only the task's end, "migration aborted".
+			const local = await execOn(c, 'qm migrate 200 pve2 --online 1');
+			expect(local).toMatchObject({ code: 255, stderr: 'migration aborted\n' });
+			expect(local.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d starting migration of VM 200 to node 'pve2' \(10\.10\.10\.\d+\)$/m);
+			expect(local.stdout).toContain("can't migrate local disk 'local-lvm:vm-200-disk-0': can't live migrate attached local disks without with-local-disks option");
+			expect(local.stdout).toMatch(/ ERROR: migration aborted \(duration \d\d:\d\d:\d\d\): can't migrate VM - check log$/m);
+			const storage = await execOn(c, 'pct migrate 101 pve3 --restart 1');
+			expect(storage).toMatchObject({ code: 255, stderr: 'migration aborted\n' });
+			expect(storage.stdout).toMatch(/ ERROR: migration aborted \(duration \d\d:\d\d:\d\d\): storage 'local-lvm' is not available on node 'pve3'$/m);
 			await cluster.setDown('pve2', true);
-			expect((await execOn(c, 'pct migrate 101 pve2 --restart 1')).stderr).toContain("Can't connect to destination address using public key");
+			expect((await execOn(c, 'pct migrate 101 pve2 --restart 1')).stdout).toContain("ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key");
 			await cluster.setDown('pve2', false);
 		} finally {
 			c.end();
@@ -174,6 +189,27 @@ describe('a CT moves from one approval', () => {
 		expect(e.status).toBe('failed');
 		expect(e.error).toBe('not run: the migration pre-check failed: node pve2 is offline');
 		expect(e.steps).toEqual([]);
+		expect(await cluster.holderOf(100)).toBe('pve1');
+	});
+});
+
+describe('a migration task that fails', () => {
+	it("is reported with the task's own error from its log, not just \"migration aborted\"", async () => {
+		const r = await requestExecution(sessionId, { target: 'lxc:pve1/100', action: 'pct_migrate', params: { node: 'pve2' }, reason: 'x' });
+		if ('error' in r) throw new Error(r.error);
+		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+		// A backup took the lock after the approval: the pre-check does not read locks, the task does
+		// (pve-container stable-bookworm src/PVE/LXC/Migrate.pm prepare: `PVE::LXC::Config->check_lock($conf);`).
+		await cluster.member('pve1').patchCt(100, { lock: 'backup' });
+		try {
+			await runExecution(r.execution.id);
+		} finally {
+			await cluster.member('pve1').patchCt(100, { lock: undefined });
+		}
+		const e = await load(r.execution.id);
+		expect(e.status).toBe('failed');
+		expect(e.steps[0]).toMatchObject({ exitCode: 255, stderrTail: 'migration aborted\n' });
+		expect(e.error).toMatch(/^pct migrate → pve2 exited with 255: migration aborted \(duration \d\d:\d\d:\d\d\): CT is locked \(backup\) \(migration aborted\)$/);
 		expect(await cluster.holderOf(100)).toBe('pve1');
 	});
 });

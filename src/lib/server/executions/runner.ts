@@ -33,6 +33,22 @@ const STEP_FLUSH_MS = 250;
  */
 const storable = (s: string) =>
 	s.replace(/\0/g, '\u2400').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '');
+/**
+ * Why a command failed: its last lines of stderr (else stdout). A Proxmox task run from the CLI
+ * (`pct migrate`, `qm migrate`) logs on stdout and its error as `<date> ERROR: …`, and leaves only
+ * the task's end on stderr ("migration aborted"): then the last ERROR line says why
+ * (pve-guest-common src/PVE/AbstractMigrate.pm: `$self->log('err', "migration aborted (duration
+ * $duration): $err"); die "migration aborted\n";`).
+ */
+export function failureText(r: { stdout: string; stderr: string }): string {
+	const last = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ');
+	const taskError = r.stdout
+		.split('\n')
+		.reverse()
+		.map((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR: (.+)$/.exec(l.trim())?.[1])
+		.find(Boolean);
+	return taskError && !last.includes(taskError) ? `${taskError} (${last})` : last;
+}
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
 /** Why a command that had to be stopped may still run on its host. */
@@ -266,7 +282,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 			if (r.exitCode !== 0) {
-				const why = storable((r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' ').slice(0, 500));
+				const why = storable(failureText(r).slice(0, 500));
 				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
 			}
 			// A read-back: the tool before it may exit 0 although its task failed.

@@ -4,6 +4,14 @@ import type { Client } from 'ssh2';
 import { z } from 'zod';
 import { ProxmoxError, runChecked, type RunOptions } from './inventory';
 
+/**
+ * corosync-quorumtool's exit when the partition is not quorate (corosync v3.1.x,
+ * tools/corosync-quorumtool.c: `#define EXIT_NOT_QUORATE 2`, `return (is_quorate ? EXIT_SUCCESS :
+ * EXIT_NOT_QUORATE);`), which pvecm status execs (pve-cluster stable-bookworm, src/PVE/CLI/pvecm.pm:
+ * `exec('corosync-quorumtool', '-siH');`).
+ */
+export const PVECM_NOT_QUORATE = 2;
+
 const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
 
 /** One row of `pvesh get /cluster/resources --output-format json` (PVE 8): nodes, guests, storages, sdn. */
@@ -64,7 +72,7 @@ const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
-/** Parses `pvecm status`: the cluster's name and whether this member is quorate; null when not a cluster member. */
+/** Parses `pvecm status`: the cluster's name and whether this member is quorate; throws when it says neither (not a cluster member). */
 export function parsePvecmStatus(text: string): { name: string; quorate: boolean } {
 	const name = /^Name:\s+(\S+)/m.exec(text)?.[1];
 	const quorate = /^Quorate:\s+(Yes|No)\s*$/m.exec(text)?.[1];
@@ -117,7 +125,9 @@ export function parseClusterResources(text: string): { nodes: ClusterNode[]; gue
 /** Reads the cluster as the member behind `client` sees it (two commands on one connection). */
 export async function readClusterView(client: Client, member: string, opts: RunOptions = {}): Promise<ClusterView> {
 	const [status, resources] = await Promise.all([
-		runChecked(client, ['pvecm', 'status'], opts),
+		// `pvecm status` execs `corosync-quorumtool -siH`, which exits 2 (EXIT_NOT_QUORATE) after printing
+		// the whole status when the member is not quorate: that is an answer, not a failure.
+		runChecked(client, ['pvecm', 'status'], { ...opts, okExit: [0, PVECM_NOT_QUORATE] }),
 		runChecked(client, ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'], opts)
 	]);
 	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(resources) };

@@ -345,15 +345,17 @@ export function lxcAttributes(s: PveLxc, c: CtConfig | null, configError?: strin
 export interface RunOptions {
 	timeoutMs?: number;
 	signal?: AbortSignal;
+	/** exit codes that still mean an answer (e.g. `pvecm status` exits 2 when not quorate); default just 0 */
+	okExit?: readonly number[];
 }
 
-/** Runs one argv and returns stdout; a non-zero exit, timeout or abort throws a ProxmoxError. */
+/** Runs one argv and returns stdout; an exit not in `okExit` (default 0), timeout or abort throws a ProxmoxError. */
 export async function runChecked(client: Client, argv: readonly string[], opts: RunOptions = {}): Promise<string> {
 	const r: ExecResult = await execArgv(client, argv, { timeoutMs: opts.timeoutMs ?? 30_000, signal: opts.signal });
 	const cmd = argv.join(' ');
 	if (r.timedOut) throw new ProxmoxError(`${cmd}: timed out`);
 	if (r.aborted) throw new ProxmoxError(`${cmd}: aborted`);
-	if (r.exitCode !== 0) {
+	if (!(opts.okExit ?? [0]).includes(r.exitCode ?? -1)) {
 		const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' / ');
 		throw new ProxmoxError(`${cmd}: exit ${r.exitCode ?? r.signal}${why ? `: ${why}` : ''}`);
 	}

@@ -16,8 +16,14 @@ const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(N
 export const parseClusterResources = clusterResourceRows;
 export type { ClusterResource };
 
-/** `pvesh get /nodes/<n>/status --output-format json`: the node's memory in bytes. */
-const nodeStatusSchema = z.looseObject({ memory: z.looseObject({ total: num, used: num, free: num.optional() }) });
+/**
+ * `pvesh get /nodes/<n>/status --output-format json`: the node's memory in bytes. What a guest can
+ * get is `total - used` in every PVE 8 (and `available` from PVE 9), never `free`: since pve-common
+ * 8.3.1 (PVE 8.4) `free` is the kernel's MemFree, the page cache left out (src/PVE/ProcFSTools.pm
+ * read_meminfo: `$res->{memfree} = $d->{memfree};`, `$res->{memused} = $res->{memtotal} -
+ * $d->{memavailable};`); before, it was total - used (`memfree + buffers + cached`).
+ */
+const nodeStatusSchema = z.looseObject({ memory: z.looseObject({ total: num, used: num, free: num.optional(), available: num.optional() }) });
 
 /** `pvesh get /nodes/<n>/storage --output-format json`: one row per storage the node has configured. */
 const nodeStorageSchema = z.array(z.looseObject({ storage: z.string(), active: num.optional(), enabled: num.optional(), shared: num.optional(), avail: num.optional() }));
@@ -79,7 +85,7 @@ export async function readMigrationFacts(read: ReadArgv, p: MigratePre): Promise
 	try {
 		if (status.exitCode !== 0) throw new Error(firstLine(status));
 		const m = nodeStatusSchema.parse(JSON.parse(status.stdout)).memory;
-		facts.targetFreeBytes = m.free ?? m.total - m.used;
+		facts.targetFreeBytes = m.available ?? m.total - m.used;
 	} catch (e) {
 		facts.unreadable.push(`the memory of ${p.node} could not be read (${(e as Error).message.slice(0, 200)})`);
 	}

@@ -20,8 +20,8 @@ const TOOLS = { pct, pvesh, pvecm, pvesm, systemctl, 'apt-get': aptGet, pveam, q
 
 const GUEST_WRITES = new Set([
 	'create', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'set', 'unlock', 'snapshot', 'rollback', 'delsnapshot', 'resize',
-	'migrate', 'clone', 'template', 'restore', 'move-volume', 'importdisk'
-]);
+	'clone', 'template', 'restore', 'move-volume', 'importdisk'
+]); // (migrate checks quorum itself, after `target is local node.`, as migrate_vm does)
 /** Commands that write a guest config in /etc/pve, which a member without quorum cannot. */
 const WRITES = { pct: (cmd) => GUEST_WRITES.has(cmd), qm: (cmd) => GUEST_WRITES.has(cmd), vzdump: () => true };
 

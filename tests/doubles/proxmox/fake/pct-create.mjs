@@ -75,12 +75,13 @@ function parseCreate(args) {
 
 function validate(ctx, args) {
 	const { vmid, template, opts } = parseCreate(args);
-	// PVE checks the id before storages (PVE::Cluster::check_vmid_unused), hence no "unable to create" prefix.
+	// PVE checks the id before storages, hence no "unable to create" prefix, and names the guest that
+	// holds it (pve-container stable-bookworm src/PVE/API2/LXC.pm create_vm: `PVE::Cluster::check_vmid_unused($vmid);`;
+	// pve-cluster src/PVE/Cluster.pm: `my $vmtypestr = $d->{type} eq 'qemu' ? 'VM' : 'CT'; die "$vmtypestr $vmid already exists on node '$d->{node}'\n";`).
 	if (ctExists(ctx, vmid)) fail(`CT ${vmid} already exists on node '${ctx.node}'`);
-	if (vmExists(ctx, vmid)) fail(`unable to create CT ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
+	if (vmExists(ctx, vmid)) fail(`VM ${vmid} already exists on node '${ctx.node}'`);
 	const held = otherHolder(ctx, vmid); // another member's guest: the id space is cluster-wide
-	if (held?.kind === 'lxc') fail(`CT ${vmid} already exists on node '${held.node}'`);
-	if (held) fail(`unable to create CT ${vmid} - VM ${vmid} already exists on node '${held.node}'`);
+	if (held) fail(`${held.kind === 'lxc' ? 'CT' : 'VM'} ${vmid} already exists on node '${held.node}'`);
 	return { vmid, template, opts, rootfs: parseRootfs(opts, vmid) };
 }
 

@@ -1,5 +1,9 @@
 // Fake `pvecm` (Proxmox VE cluster manager): `status` and `nodes` as PVE 8 prints them (the
 // corosync-quorumtool view of this member's partition), read from the shared cluster.json.
+// Checked against pve-cluster stable-bookworm (8.1.x) src/PVE/CLI/pvecm.pm (`printf "%-17s %s\n"`
+// for the Cluster information block, then `exec('corosync-quorumtool', '-siH')`; `nodes` execs
+// `corosync-quorumtool -l`) and corosync v3.1.9 tools/corosync-quorumtool.c (display_quorum_data,
+// display_nodes_data: `printf("0x%08x ", id)`, votes right-aligned in 10 columns, ` (local)`).
 import { fail, out } from './common.mjs';
 import { clusterOf, partitionOf, quorate } from './cluster.mjs';
 
@@ -48,6 +52,8 @@ function status(ctx, cluster) {
 	header('Membership information');
 	out('    Nodeid      Votes Name');
 	for (const m of members) out(`${hex(m.nodeid)}          1 ${m.ip}${m.name === ctx.node ? ' (local)' : ''}`);
+	// corosync v3.1.x tools/corosync-quorumtool.c show_status: `return (is_quorate ? EXIT_SUCCESS : EXIT_NOT_QUORATE);` (2)
+	return ok ? 0 : 2;
 }
 
 function nodes(ctx, cluster) {
@@ -64,8 +70,12 @@ export function pvecm(ctx, args) {
 		fail(`ERROR: unknown command 'pvecm${cmd ? ` ${cmd}` : ''}'\nUSAGE: pvecm <COMMAND> [ARGS] [OPTIONS]`);
 	}
 	const cluster = clusterOf();
+	// pve-cluster stable-bookworm src/PVE/Corosync.pm check_conf_exists: `my $exists = -f
+	// "$basedir/corosync.conf"; die "Error: Corosync config '$basedir/corosync.conf' does not exist -
+	// is this node part of a cluster?\n"`. An uncaught Perl die exits with $! when set: the failed
+	// stat left ENOENT (2) there — derived from perl's die semantics, not seen on a host.
 	if (!cluster) fail("Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?", 2);
-	if (cmd === 'status') return status(ctx, cluster);
+	if (cmd === 'status') return status(ctx, cluster); // exits 2 when not quorate, like corosync-quorumtool
 	if (cmd === 'nodes') return nodes(ctx, cluster);
 	fail(`pvecm ${cmd}: not faked by the double`);
 }

@@ -15,16 +15,25 @@ function nextId(ctx) {
 
 const GiB = 1024 ** 3;
 
-/** GET /nodes/{node}/status: memory, swap, CPU, load and the root filesystem. */
+/**
+ * GET /nodes/{node}/status: memory, swap, CPU, load and the root filesystem. Memory as PVE 8.4
+ * reports it (pve-manager stable-8 PVE/API2/Nodes.pm: `free => $meminfo->{memfree}, total =>
+ * $meminfo->{memtotal}, used => $meminfo->{memused}`; pve-common 8.3.1+ src/PVE/ProcFSTools.pm
+ * read_meminfo: `$res->{memfree} = $d->{memfree};` and `$res->{memused} = $res->{memtotal} -
+ * $d->{memavailable};`): `free` is the kernel's MemFree, below what is available (total - used),
+ * the page cache being the difference. Before 8.3.1 free was total - used.
+ */
 function nodeStatus(ctx) {
 	const n = nodeEntry(ctx);
+	const available = n.maxmem - n.mem;
+	const pageCache = Math.min(available, 2 * GiB);
 	const rootfs = { total: n.maxdisk, used: n.disk, avail: n.maxdisk - n.disk, free: n.maxdisk - n.disk };
 	return {
 		cpu: n.cpu,
 		cpuinfo: { cpus: n.maxcpu, cores: n.maxcpu / 2, sockets: 1, model: 'AMD Ryzen 7 5700G with Radeon Graphics', mhz: '3800.000', hvm: '1' },
 		kversion: 'Linux 6.8.12-5-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-5 (2024-12-03T10:26Z)',
 		loadavg: ['0.12', '0.08', '0.05'],
-		memory: { total: n.maxmem, used: n.mem, free: n.maxmem - n.mem },
+		memory: { total: n.maxmem, used: n.mem, free: available - pageCache },
 		pveversion: 'pve-manager/8.3.2/3e76eec21c4a14a7',
 		rootfs,
 		swap: { total: 8 * GiB, used: 0, free: 8 * GiB },
@@ -44,7 +53,17 @@ function membersSeen(ctx) {
 	return cluster.nodes.map((m) => ({ member: m, ctx: memberCtx(ctx, m), up: up.has(m.name) }));
 }
 
-/** GET /cluster/resources [--type vm|node|storage|sdn], in PVE 8's shape and order (guests, nodes, storage, sdn). */
+/**
+ * GET /cluster/resources [--type vm|node|storage|sdn], in PVE 8's shape and order (guests, nodes,
+ * storage, sdn), checked against pve-manager stable-8 PVE/API2/Cluster.pm (resources) and
+ * PVE/API2Tools.pm (extract_vm_stats, extract_node_stats, extract_storage_stats). The figures of a
+ * row come from pmxcfs's rrd cache, which drops what a node has not refreshed for 5 minutes
+ * (pve-cluster src/pmxcfs/status.c rrd_entry_is_old: `int expire = 60 * 5;`): a member outside
+ * this partition is shown as it is 5 minutes after it went away — its node row `{ id, node,
+ * status: 'offline', type }`, its guests `{ id, node, status: 'unknown', type, vmid }` (no name,
+ * no figures; tags and lock still come from the config), its storages `status: 'unknown'` without
+ * disk/maxdisk. (Within those 5 minutes the real thing still shows the last figures and status.)
+ */
 function resources(ctx, type) {
 	const seen = membersSeen(ctx);
 	const upNodes = new Set(seen.filter((s) => s.up).map((s) => s.member.name));
@@ -55,22 +74,24 @@ function resources(ctx, type) {
 			maxdisk: s.maxdisk, maxmem: s.maxmem, mem: s.mem, name: s.name, netin: s.netin, netout: s.netout, node,
 			status: s.status, template: guest.template ? 1 : 0, type: kind, uptime: s.uptime, vmid: guest.vmid
 		};
-		if (guest.tags) entry.tags = guest.tags;
-		// A member outside this partition reports nothing: its guests' state is unknown here.
-		return upNodes.has(node) ? entry : { ...entry, cpu: 0, mem: 0, uptime: 0, diskread: 0, diskwrite: 0, netin: 0, netout: 0, status: 'unknown' };
+		// get_guest_config_properties([qw(lock tags)]): read from the config, whatever the node's state
+		const props = { ...(guest.lock ? { lock: guest.lock } : {}), ...(guest.tags ? { tags: guest.tags } : {}) };
+		if (!upNodes.has(node)) return { id: entry.id, node, status: 'unknown', type: kind, vmid: guest.vmid, ...props };
+		return { ...entry, ...props };
 	});
 	const nodes = seen.map(({ member, ctx: mctx, up }) => {
-		if (!up) return { id: `node/${member.name}`, level: '', node: member.name, status: 'offline', type: 'node' };
+		if (!up) return { id: `node/${member.name}`, node: member.name, status: 'offline', type: 'node' };
 		const n = nodeEntry(mctx);
 		return { 'cgroup-mode': 2, cpu: n.cpu, disk: n.disk, id: n.id, level: '', maxcpu: n.maxcpu, maxdisk: n.maxdisk, maxmem: n.maxmem, mem: n.mem, node: n.node, status: 'online', type: 'node', uptime: n.uptime };
 	});
 	const storage = seen.flatMap(({ member, ctx: mctx, up }) =>
 		storages(mctx).map((st) => ({
-			content: st.content, disk: up ? st.used : 0, id: `storage/${member.name}/${st.storage}`, maxdisk: up ? st.total : 0, node: member.name,
+			content: st.content, ...(up ? { disk: st.used } : {}), id: `storage/${member.name}/${st.storage}`, ...(up ? { maxdisk: st.total } : {}), node: member.name,
 			plugintype: st.type, shared: st.shared, status: up ? 'available' : 'unknown', storage: st.storage, type: 'storage'
 		}))
 	);
-	const sdn = seen.map(({ member, up }) => ({ id: `sdn/${member.name}/localnetwork`, node: member.name, sdn: 'localnetwork', status: up ? 'ok' : 'unknown', type: 'sdn' }));
+	// the default zone is listed for every node with a fixed `status => 'ok'`, up or not
+	const sdn = seen.map(({ member }) => ({ id: `sdn/${member.name}/localnetwork`, node: member.name, sdn: 'localnetwork', status: 'ok', type: 'sdn' }));
 	const all = [...guests, ...nodes, ...storage, ...sdn];
 	if (type === undefined) return all;
 	return all.filter((r) => (type === 'vm' ? r.type === 'lxc' || r.type === 'qemu' : r.type === type));
@@ -92,7 +113,12 @@ function resolve(ctx, path, opts) {
 		return resources(ctx, type);
 	}
 	if (path === '/nodes') {
-		return membersSeen(ctx).map(({ member, ctx: mctx, up }) => (up ? nodeEntry(mctx) : { id: `node/${member.name}`, level: '', node: member.name, status: 'offline', type: 'node' }));
+		// PVE/API2/Nodes.pm index: extract_node_stats (an offline node with no rrd data: id, node, status,
+		// type) plus `ssl_fingerprint` read from /etc/pve, there for every member
+		const fingerprint = (name) => `5A:1F:3C:9E:22:B4:7D:08:61:CA:0E:93:F5:4B:A7:2D:88:16:E0:3F:C9:55:7A:B1:04:6E:D2:98:3B:C1:${name.length.toString(16).padStart(2, '0').toUpperCase()}:20`;
+		return membersSeen(ctx).map(({ member, ctx: mctx, up }) =>
+			up ? nodeEntry(mctx) : { id: `node/${member.name}`, node: member.name, ssl_fingerprint: fingerprint(member.name), status: 'offline', type: 'node' }
+		);
 	}
 	const m = /^\/nodes\/([^/]+)(\/.*)?$/.exec(path);
 	if (!m) return undefined;
@@ -101,7 +127,9 @@ function resolve(ctx, path, opts) {
 		// pvesh proxies a path of another member to that member (over SSH); a member that is down does not answer.
 		const other = membersSeen(ctx).find((s) => s.member.name === node);
 		if (!other) fail(`hostname lookup '${node}' failed - failed to get address info for: ${node}: Name or service not known`);
-		if (!other.up) fail(`ssh: connect to host ${other.member.ip} port 22: No route to host`);
+		// pve-manager stable-8 PVE/CLI/pvesh.pm proxy_handler: `run_command([ssh…, '--', 'pvesh', …],
+		// errmsg => "proxy handler failed", …)`, and run_command dies with "$errmsg: <ssh's last stderr line>".
+		if (!other.up) fail(`proxy handler failed: ssh: connect to host ${other.member.ip} port 22: No route to host`);
 		return resolve(other.ctx, `/nodes/${node}${sub}`, opts);
 	}
 	if (sub === '/lxc') return listCts(ctx).map((ct) => lxcStatus(ct));
@@ -136,6 +164,7 @@ export function pvesh(ctx, args) {
 	}
 	const path = ('/' + rawPath.replace(/^\/+|\/+$/g, '')).replace(/\/+/g, '/');
 	const data = method === 'get' ? resolve(ctx, path, opts) : undefined;
-	if (data === undefined) fail(`No '${method}' handler defined for '${path}'`);
+	// pvesh.pm extract_path_info: `print STDERR "No '$cmd' handler defined for '$path'\n"; exit(1);` (the path as given)
+	if (data === undefined) fail(`No '${method}' handler defined for '${rawPath}'`, 1);
 	print(data, format);
 }

@@ -113,9 +113,12 @@ async function create(ctx, args) {
 		const v = opts.get(k);
 		if (v !== undefined && !/^\d+$/.test(v)) paramFail(CREATE_USAGE, [`${k}: type check ('integer') failed - got '${v}'`]);
 	}
-	if (vmExists(ctx, vmid) || ctExists(ctx, vmid)) fail(`unable to create VM ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
+	// qemu-server stable-bookworm src/PVE/API2/Qemu.pm create_vm: `eval { PVE::QemuConfig->create_and_lock_config($vmid, $force) };
+	// die "$emsg $@" if $@;`, whose check_vmid_unused names the guest holding the id ('VM' or 'CT')
+	if (vmExists(ctx, vmid)) fail(`unable to create VM ${vmid} - VM ${vmid} already exists on node '${ctx.node}'`);
+	if (ctExists(ctx, vmid)) fail(`unable to create VM ${vmid} - CT ${vmid} already exists on node '${ctx.node}'`);
 	const held = otherHolder(ctx, vmid);
-	if (held) fail(`unable to create VM ${vmid} - VM ${vmid} already exists on node '${held.node}'`);
+	if (held) fail(`unable to create VM ${vmid} - ${held.kind === 'lxc' ? 'CT' : 'VM'} ${vmid} already exists on node '${held.node}'`);
 	let sshkeys;
 	if (opts.has('sshkeys')) {
 		const file = opts.get('sshkeys');
