@@ -155,7 +155,11 @@ describe('snapshot before and health after, for VMs', () => {
 
 describe('the agent sees them', () => {
 	it('one-line signatures', () => {
-		expect(actionSignature('vm_create')).toBe('vm_create(name, image, vmid?, storage?=local-lvm, cores?=2, memory?=2048 MiB, bridge?=vmbr0, ciuser?, sshKeys?, ip?=dhcp, gateway?, start?=true)');
+		expect(actionSignature('vm_create')).toBe('vm_create(name, image, vmid?, storage?=local-lvm, cores?=2, memory?=2048 MiB, bridge?=vmbr0, ciuser?, sshKeys?, ip?=dhcp, gateway?, start?=true, healthHttp?: {port, path})');
 		expect(actionSignature('vm_guest')).toBe('vm_guest(vmid, cmd?: ping|network-get-interfaces)');
+		expect(actionSignature('vm_http_check')).toBe('vm_http_check(vmid, port, path?=/, timeoutS?=5, scheme?: http|https)');
+		expect(actionSignature('qm_start')).toBe('qm_start(vmid, healthHttp?: {port, path})');
+		// A long enum with a default shows the default only; describe_action lists the values.
+		expect(actionSignature('vzdump')).toBe('vzdump(storage?=local, mode?=snapshot, compress?=zstd)');
 	});
 });

@@ -12,6 +12,10 @@ const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const vmParams = z.object({ vmid }).strict();
 const VM_SET_KEYS = ['cores', 'memory', 'balloon', 'onboot', 'tags', 'description'] as const;
 const newVmid = z.union([vmid, z.literal('auto')]).default('auto');
+const port = z.number().int().min(1).max(65_535);
+const httpTimeoutS = z.number().int().min(1).max(60).default(5);
+/** The health check after a VM (re)start, when named: vm_http_check's GET of the address its guest agent reports. */
+const healthHttp = z.object({ port, path: urlPath.default('/') }).strict().optional();
 
 /** Each action's params; proxmox/actions.ts has one entry per key here (tests/unit/param-form.test.ts checks both ways). */
 export const ACTION_PARAMS = {
@@ -69,11 +73,11 @@ export const ACTION_PARAMS = {
 		.strict(),
 	pct_push: z.object({ vmid: vmid.optional(), path: ctPath, content: pushContent, mode: fileMode.default('0644') }).strict(),
 	ct_http_check: z
-		.object({ vmid: vmid.optional(), port: z.number().int().min(1).max(65_535), path: urlPath.default('/'), timeoutS: z.number().int().min(1).max(60).default(5) })
+		.object({ vmid: vmid.optional(), port, path: urlPath.default('/'), timeoutS: httpTimeoutS })
 		.strict(),
 	ct_service_active: z.object({ vmid: vmid.optional(), unit }).strict(),
 	qm_status: vmParams,
-	qm_start: vmParams,
+	qm_start: z.object({ vmid, healthHttp }).strict(),
 	qm_stop: vmParams,
 	vm_create: z
 		.object({
@@ -88,10 +92,12 @@ export const ACTION_PARAMS = {
 			sshKeys: sshKeys.optional(),
 			ip: ipConfig.default('dhcp'),
 			gateway: gateway.optional(),
-			start: z.boolean().default(true)
+			start: z.boolean().default(true),
+			healthHttp
 		})
 		.strict()
-		.refine((p) => p.gateway === undefined || p.ip !== 'dhcp', { message: 'a gateway goes with a static ip, not dhcp', path: ['gateway'] }),
+		.refine((p) => p.gateway === undefined || p.ip !== 'dhcp', { message: 'a gateway goes with a static ip, not dhcp', path: ['gateway'] })
+		.refine((p) => p.healthHttp === undefined || p.start, { message: 'an HTTP health check needs the VM started', path: ['healthHttp'] }),
 	vm_clone: z.object({ vmid, newid: newVmid, name: hostname, full: z.boolean().default(true) }).strict(),
 	vm_template: vmParams,
 	vm_set: z
@@ -112,11 +118,12 @@ export const ACTION_PARAMS = {
 	vm_rollback: z.object({ vmid, name: snapshotName, start: z.boolean().default(false) }).strict(),
 	vm_delsnapshot: z.object({ vmid, name: snapshotName }).strict(),
 	vm_shutdown: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
-	vm_reboot: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
+	vm_reboot: z.object({ vmid, timeoutS: z.number().int().min(1).max(3600).default(180), healthHttp }).strict(),
 	vm_destroy: vmParams,
 	vm_unlock: vmParams,
 	vm_config: vmParams,
 	vm_guest: z.object({ vmid, cmd: z.enum(['ping', 'network-get-interfaces']).default('ping') }).strict(),
+	vm_http_check: z.object({ vmid, port, path: urlPath.default('/'), timeoutS: httpTimeoutS, scheme: z.enum(['http', 'https']).default('http') }).strict(),
 	pct_migrate: z.object({ vmid: vmid.optional(), node: nodeName, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
 	qm_migrate: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
 	pct_stop: ctParams,

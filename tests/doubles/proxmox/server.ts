@@ -68,7 +68,7 @@ export interface ProxmoxDouble {
 	patchCt(vmid: number, patch: Partial<CtState>): Promise<void>;
 	/** changes a VM's state behind Nomos's back (e.g. `{ lock: 'backup' }`, `{ agentDown: true }`) */
 	patchVm(vmid: number, patch: Partial<VmState>): Promise<void>;
-	/** what `curl http://127.0.0.1:<port>` inside the CT answers (null: nothing listens) */
+	/** what `curl http://127.0.0.1:<port>` inside the CT answers, or the host's curl from VM <vmid> at its agent's address (null: nothing listens) */
 	setHttp(vmid: number, port: number, site: HttpSite | null): Promise<void>;
 	/** a file inside a CT as pct push left it */
 	guestFile(vmid: number, path: string): Promise<Buffer | null>;

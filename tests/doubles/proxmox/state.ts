@@ -63,6 +63,8 @@ export interface VmState {
 	ignoresAcpi?: boolean;
 	/** the agent is configured but does not answer (not installed in the guest) */
 	agentDown?: boolean;
+	/** what the agent reports as eth0's addresses, verbatim (default: the cloud-init address); the host's curl reaches the VM on these */
+	agentAddresses?: string[];
 }
 
 /** A cloud image on the fake host (`import-from`): a path or volume id, and its virtual size. */
@@ -72,10 +74,15 @@ export interface VmImage {
 }
 export type SeedVm = Pick<VmState, 'vmid' | 'name'> & Partial<Omit<VmState, 'vmid' | 'name'>>;
 
-/** What `curl` inside a CT gets from 127.0.0.1:<port>: one answer, or one per path (others 404). */
+/**
+ * What `curl` inside a CT gets from 127.0.0.1:<port> (and the host's curl from a VM at its agent's
+ * address): one answer, or one per path (others 404).
+ */
 export interface HttpSite {
 	status?: number;
 	body?: string;
+	/** accepts the connection and never answers: curl times out at --max-time (exit 28); VMs only */
+	hang?: boolean;
 	paths?: Record<string, { status?: number; body?: string }>;
 }
 

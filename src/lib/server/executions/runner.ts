@@ -3,7 +3,8 @@ import { sql } from '../db/index';
 import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { ACTIONS, isActionName, type Precondition, type Step, type Verify } from '../proxmox/actions';
+import { ACTIONS, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
+import { readAgentAddress } from '../proxmox/guest-agent';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { hub } from '../realtime/hub';
 import { execArgv, isGone, type ExecResult, type StopOutcome } from '../ssh/client';
@@ -18,7 +19,7 @@ import { finishExecution } from './lifecycle';
 import { env } from '../env';
 import { currentProcess } from '../jobs/current-process';
 import {
-	guestOf, healthSteps, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
+	guestOf, healthHttpCheck, healthSteps, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
 	type Guest
 } from './safeguards';
 
@@ -65,13 +66,22 @@ class Cancelled extends Error {}
 
 const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
 
-/** What must hold right before running, re-read on the host: the world may have changed since approval. */
-async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal): Promise<string | null> {
+/**
+ * What must hold right before running, re-read on the host: the world may have changed since
+ * approval. A reading precondition leaves what it found in `found` for the steps (StepContext).
+ */
+async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<string | null> {
 	const read = async (argv: string[]) => {
 		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal, group: true });
 		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
 		return r;
 	};
+	if (p.kind === 'vm-agent-address') {
+		const a = await readAgentAddress(read, p.vmid);
+		if ('refuse' in a) return a.refuse;
+		found.address = a.address;
+		return null;
+	}
 	if (p.kind === 'migrate-target') {
 		const problems = migrationProblems(await readMigrationFacts(read, p), p);
 		return problems.length ? `the migration pre-check failed: ${problems.join('; ')}` : null;
@@ -186,7 +196,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 	let snapshot: string | null = null;
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	try {
-		const { planned, vmid } = await plannedSteps(e);
+		const vmid = await checkedVmid(e);
 		const host = e.hostName ? await getHostByName(sql(), e.hostName) : null;
 		if (!host) throw new Failure(`host '${e.hostName}' is no longer configured`);
 		// A pooled connection: usually open already, so the first command starts at once.
@@ -205,10 +215,13 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
 		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first
+		const found: StepContext = { vmid };
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
-			const stale = await checkPrecondition(client, p, cancel.signal);
+			const stale = await checkPrecondition(client, p, cancel.signal, found);
 			if (stale) throw new Failure(`not run: ${stale}`);
 		}
+		// Built after the preconditions: a step may use what they read (vm_http_check's agent address).
+		const planned = def.steps(e.params as never, found);
 		/** After a command had to be stopped: when its connection could not confirm it gone, a new one tries. */
 		const confirmStopped = async (r: ExecResult): Promise<StopOutcome> => {
 			let stop = r.stopped;
@@ -309,8 +322,20 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		mutationStarted = true;
 		for (const s of planned) await runStep(s);
 		const healthChecks = env().NOMOS_HEALTH_AFTER ? healthSteps(e.action, e.params, vmid) : [];
+		const httpCheck = env().NOMOS_HEALTH_AFTER ? healthHttpCheck(e.action, e.params) : null;
 		try {
 			for (const s of healthChecks) await runStep(s, 'health');
+			// The catalogued vm_http_check as it runs on its own: its preconditions read the agent's address, its step GETs it.
+			if (httpCheck) {
+				const check = ACTIONS.vm_http_check;
+				const params = check.params.parse(httpCheck);
+				const got: StepContext = {};
+				for (const p of check.preconditions?.(params, {}) ?? []) {
+					const why = await checkPrecondition(client, p, cancel.signal, got);
+					if (why) throw new Failure(why);
+				}
+				for (const s of check.steps(params, got)) await runStep({ ...s, label: `health: ${s.label}` }, 'health');
+			}
 		} catch (err) {
 			if (err instanceof Failure) throw new Unhealthy(`unhealthy: ${err.message.replace(/^verification failed: /, '')} (the approved command itself succeeded)`);
 			throw err;
@@ -319,7 +344,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',
-			result: (summary || 'done (no output)') + (healthChecks.length ? ' — healthy' : ''),
+			result: (summary || 'done (no output)') + (healthChecks.length || httpCheck ? ' — healthy' : ''),
 			error: null,
 			steps,
 			refreshHost: def.changesInventory ? e.hostName : null
@@ -350,17 +375,16 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 }
 
 /**
- * Rebuilds the steps from the stored record and checks it is still exactly what was approved:
- * its hash matches its content, and (for anything but read-only) an approval names that hash.
+ * Checks the stored record is still exactly what was approved (its hash matches its content, and
+ * for anything but read-only an approval names that hash); the steps are rebuilt from it after
+ * the preconditions. Returns the container a ct-scoped action runs in.
  */
-async function plannedSteps(e: ExecutionRow) {
+async function checkedVmid(e: ExecutionRow): Promise<string | undefined> {
 	if (!isActionName(e.action)) throw new Failure(`unknown action '${e.action}'`);
 	if (executionHash(e.action, e.target, e.params) !== e.hash) throw new Failure('the stored execution does not match its hash; refusing to run');
 	if (ACTIONS[e.action].classification !== 'read_only') {
 		const approved = await approvedHash(sql(), e.id);
 		if (approved !== e.hash) throw new Failure('no approval names this exact execution; refusing to run');
 	}
-	const m = /^lxc:[^/]+\/([0-9]+)$/.exec(e.target);
-	const vmid = m?.[1];
-	return { planned: ACTIONS[e.action].steps(e.params as never, { vmid }), vmid };
+	return /^lxc:[^/]+\/([0-9]+)$/.exec(e.target)?.[1];
 }

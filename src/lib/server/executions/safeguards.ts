@@ -128,6 +128,17 @@ export function healthSteps(action: string, params: Record<string, unknown>, vmi
 	return [];
 }
 
+/**
+ * The HTTP check after a VM (re)start when the request named one (`healthHttp`): vm_http_check's
+ * params, run after healthSteps (the agent answers by then), so the address is the one it reports.
+ */
+export function healthHttpCheck(action: string, params: Record<string, unknown>): { vmid: string; port: unknown; path: unknown } | null {
+	const h = params.healthHttp as { port?: unknown; path?: unknown } | undefined;
+	if (!h || typeof h !== 'object' || !/^[0-9]+$/.test(String(params.vmid))) return null;
+	const starts = VM_STARTS.has(action) || (action === 'vm_create' && params.start === true);
+	return starts ? { vmid: String(params.vmid), port: h.port, path: h.path } : null;
+}
+
 /** The Nomos snapshot a finished execution took (its own, by id), or null. */
 export function takenSnapshot(executionId: string, steps: Pick<ExecutionStep, 'kind' | 'exitCode'>[]): string | null {
 	return steps.some((s) => s.kind === 'snapshot' && s.exitCode === 0) ? nomosSnapshotName(executionId) : null;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Classification } from '../db/schema';
 import { createHash } from 'node:crypto';
+import { urlHost } from './guest-agent';
 // Each action's params live with the schemas the browser shares (its edit form checks with them).
 import { ACTION_PARAMS, type ParamsAction } from '../../schemas/action-params';
 
@@ -32,6 +33,12 @@ export type Precondition =
 	| { kind: 'ct-disk-grows'; vmid: string; disk: string; size: string }
 	| { kind: 'vm-exists'; vmid: string }
 	| { kind: 'vm-status'; vmid: string; status: 'running' | 'stopped' }
+	/**
+	 * The VM's guest agent reports an address to reach it on (guest-agent.ts readAgentAddress): the
+	 * runner hands it to the steps as `ctx.address` (vm_http_check); no agent, a silent one or no
+	 * usable address refuses the run.
+	 */
+	| { kind: 'vm-agent-address'; vmid: string }
 	/** No guest (VM or CT) has this id: the id space is shared. */
 	| { kind: 'vm-absent'; vmid: string }
 	/** `qm config` shows `disk` smaller than `size`, as ct-disk-grows. */
@@ -43,20 +50,26 @@ export type Precondition =
 	 */
 	| { kind: 'migrate-target'; guest: 'ct' | 'vm'; vmid: string; node: string; online?: boolean; withLocalDisks?: boolean };
 
+/**
+ * What the steps are built from besides the params: the resolved container (ct-scoped actions),
+ * and what a reading precondition found on the host right before the run (`vm-agent-address`).
+ */
+export type StepContext = { vmid?: string; address?: string };
+
 export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	classification: Classification;
 	description: string;
 	scope: Scope;
 	params: P;
 	/** The fixed command template; `vmid` is the resolved container for ct-scoped actions. */
-	steps(p: z.output<P>, ctx: { vmid?: string }): Step[];
-	preconditions?(p: z.output<P>, ctx: { vmid?: string }): Precondition[];
+	steps(p: z.output<P>, ctx: StepContext): Step[];
+	preconditions?(p: z.output<P>, ctx: StepContext): Precondition[];
 	/** Refresh the inventory afterwards. */
 	changesInventory?: boolean;
 	/** Loses nothing but cannot be undone (a grown disk never shrinks): approved like a destructive action. */
 	irreversible?: true;
 	/** A one-line result for a success (default: the last lines of output). */
-	summary?(p: z.output<P>, ctx: { vmid?: string }): string;
+	summary?(p: z.output<P>, ctx: StepContext): string;
 }
 
 const MIN = 60_000;
@@ -86,6 +99,9 @@ export const SSHKEYS_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-keys.XXXXXXXX); tra
  * 5 s apart. The vmid is a positional argument.
  */
 export const AGENT_WAIT_SCRIPT = `qm config "$1" | grep -Eq '^agent: (1|enabled=1)' || { echo 'no guest agent configured'; exit 0; }; for i in $(seq 1 24); do qm guest cmd "$1" ping && { echo 'guest agent answers'; exit 0; }; sleep 5; done; echo 'the guest agent did not answer in 2 minutes' >&2; exit 1`;
+
+/** Stands for the guest agent's address in a step shown before the run (vm_http_check). */
+export const AGENT_ADDRESS = '<agent-address>';
 
 /** The read-back after a migration: the cluster lists the guest on the target node. */
 const onNode = (type: 'lxc' | 'qemu', vmid: string, node: string): Step => ({
@@ -535,6 +551,24 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_guest,
 		steps: (p) => [{ label: `guest ${p.cmd}`, argv: ['qm', 'guest', 'cmd', p.vmid, p.cmd], timeoutMs: MIN }],
 		preconditions: (p) => vmRunning(p.vmid)
+	}),
+	vm_http_check: def({
+		classification: 'read_only',
+		description: "HTTP GET from the host to a running VM at the address its guest agent reports (curl -fsS http://<ip>:<port><path>); fails on an HTTP error",
+		scope: 'host',
+		params: ACTION_PARAMS.vm_http_check,
+		steps: (p, { address }) => {
+			// Before the run (a preview, a plan's card) the address is not known yet; the runner builds the steps again with it.
+			const url = `${p.scheme}://${address === undefined ? AGENT_ADDRESS : urlHost(address)}:${p.port}${p.path}`;
+			return [
+				{
+					label: `GET ${url}`,
+					argv: ['curl', '-fsS', '--noproxy', '*', '--max-time', String(p.timeoutS), ...(p.scheme === 'https' ? ['--insecure'] : []), url],
+					timeoutMs: (p.timeoutS + 30) * 1000
+				}
+			];
+		},
+		preconditions: (p) => [...vmRunning(p.vmid), { kind: 'vm-agent-address', vmid: p.vmid }]
 	}),
 	pct_migrate: def({
 		classification: 'config_mutation',

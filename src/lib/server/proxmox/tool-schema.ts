@@ -62,7 +62,8 @@ export function actionParamsSchema(name: ActionName): JSONSchema7 {
 /** One field of a signature: `name`, `name?` (optional or defaulted), with a default, an enum or a short unit. */
 function fieldSignature(name: string, s: JSONSchema7, required: boolean): string {
 	let out = required ? name : `${name}?`;
-	if (s.enum) out += `: ${s.enum.map((x) => JSON.stringify(x).replace(/^"|"$/g, '')).join('|')}`;
+	// An enum of three or more with a default shows only its default (vzdump's mode?=snapshot); describe_action lists the rest.
+	if (s.enum && !(s.default !== undefined && s.enum.length >= 3)) out += `: ${s.enum.map((x) => JSON.stringify(x).replace(/^"|"$/g, '')).join('|')}`;
 	else if (s.type === 'array') out += '[]';
 	else if (s.type === 'object' && s.properties) out += `: {${Object.keys(s.properties).join(', ')}}`;
 	else if (s.default !== undefined && typeof s.default !== 'object') out += `=${String(s.default)}`;

@@ -283,9 +283,18 @@ function destroy(ctx, vm) {
 }
 
 /** The address cloud-init gave the guest: its static ipconfig0, else a DHCP lease derived from the vmid. */
-function guestIp(vm) {
+export function guestIp(vm) {
 	const m = /(?:^|,)ip=(\d+\.\d+\.\d+\.\d+)\/(\d+)/.exec(vm.ipconfig0 ?? '');
 	return m ? { ip: m[1], prefix: Number(m[2]) } : { ip: `192.168.1.${100 + (vm.vmid % 150)}`, prefix: 24 };
+}
+
+/** What the agent reports for eth0: a test's `agentAddresses` verbatim (any string, hostile ones too), else the cloud-init address. */
+export function agentAddresses(vm) {
+	if (Array.isArray(vm.agentAddresses)) {
+		return vm.agentAddresses.map((a) => ({ 'ip-address': a, 'ip-address-type': String(a).includes(':') ? 'ipv6' : 'ipv4', prefix: String(a).includes(':') ? 64 : 24 }));
+	}
+	const { ip, prefix } = guestIp(vm);
+	return [{ 'ip-address': ip, 'ip-address-type': 'ipv4', prefix }];
 }
 
 function guest(vm, rest) {
@@ -299,10 +308,9 @@ function guest(vm, rest) {
 	if (vm.agentDown) fail('QEMU guest agent is not running');
 	if (command === 'ping') return;
 	if (command !== 'network-get-interfaces') fail(`this double answers only ping and network-get-interfaces`);
-	const { ip, prefix } = guestIp(vm);
 	const ifaces = [
 		{ name: 'lo', 'hardware-address': '00:00:00:00:00:00', 'ip-addresses': [{ 'ip-address': '127.0.0.1', 'ip-address-type': 'ipv4', prefix: 8 }, { 'ip-address': '::1', 'ip-address-type': 'ipv6', prefix: 128 }] },
-		{ name: 'eth0', 'hardware-address': hwaddrFor(vm.vmid).toLowerCase(), 'ip-addresses': [{ 'ip-address': ip, 'ip-address-type': 'ipv4', prefix }] }
+		{ name: 'eth0', 'hardware-address': hwaddrFor(vm.vmid).toLowerCase(), 'ip-addresses': agentAddresses(vm) }
 	];
 	out(JSON.stringify(ifaces, null, 3));
 }

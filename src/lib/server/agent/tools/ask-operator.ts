@@ -8,7 +8,7 @@ import { callKey, type ToolContext } from './context';
 export const askOperatorInput = z
 	.object({
 		prompt: z.string().min(3).max(2000),
-		why: z.string().max(1000).optional().describe('why only they can decide'),
+		why: z.string().max(1000).optional(),
 		options: z.array(z.string().min(1).max(200)).max(8).optional().describe('suggested answers'),
 		context_entities: z.array(z.string().max(200)).max(10).optional().describe("refs, e.g. 'host:strong'")
 	})

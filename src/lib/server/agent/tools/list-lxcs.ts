@@ -37,7 +37,7 @@ export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
 		description:
 			'Every container (or one host\'s) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory ' +
-			'synced each minute (inventoryAsOf says how fresh). ipMode "dhcp": the address is not in the config.',
+			'synced each minute (see inventoryAsOf). ipMode "dhcp": the address is not in the config.',
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
 			const inventoryAsOf = await ensureFreshInventory();

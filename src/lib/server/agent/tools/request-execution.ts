@@ -32,7 +32,7 @@ export function requestExecutionJsonSchema(): JSONSchema7 {
 	return {
 		type: 'object',
 		properties: {
-			target: { type: 'string', description: "a host ('strong') or a container ('lxc:strong/101', '101', a name)" },
+			target: { type: 'string', description: "a host or a container ('lxc:strong/101', '101', a name)" },
 			action: { type: 'string' },
 			params: { type: 'object' },
 			reason: { type: 'string', description: 'why, in one sentence, for the operator' }
@@ -69,7 +69,7 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 }
 
 const DESCRIPTION = (cluster: boolean) =>
-	'Run one catalogued action. Read-only ones return their output; others wait for approval (or run at once under an always-allow rule), then you are re-invoked with the result. ' +
+	'Run one catalogued action; one that waits for approval re-invokes you with its result. ' +
 	'params: the fields in parentheses (? optional); describe_action explains one action.\n' +
 	catalogueLines({ cluster });
 

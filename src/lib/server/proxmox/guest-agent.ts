@@ -1,0 +1,85 @@
+import { isIP } from 'node:net';
+import { z } from 'zod';
+
+// A VM's address as its guest agent reports it (`qm guest cmd <vmid> network-get-interfaces`).
+// The agent runs inside the guest: whatever it says is untrusted. Only a string that parses as an
+// IP address (zod and net.isIP both) is ever used, and only in a URL built by vm_http_check.
+
+/** One interface as QEMU's guest agent reports it; everything else it says is ignored. */
+const agentInterfaces = z.array(
+	z
+		.object({
+			name: z.string().optional(),
+			'ip-addresses': z.array(z.object({ 'ip-address': z.unknown(), 'ip-address-type': z.unknown().optional() }).loose()).optional()
+		})
+		.loose()
+);
+
+const ipv4 = z.ipv4();
+const ipv6 = z.ipv6();
+
+/** Loopback (127/8, ::1) or link-local (169.254/16, fe80::/10): not an address another machine reaches the guest on. */
+function unreachable(ip: string, family: 4 | 6): boolean {
+	if (family === 4) return ip.startsWith('127.') || ip.startsWith('169.254.') || ip === '0.0.0.0';
+	const v = ip.toLowerCase();
+	// An IPv4-mapped form (::ffff:127.0.0.1) is judged by no one here: left out.
+	return v === '::1' || v === '::' || v.includes('.') || /^fe[89ab][0-9a-f]:/.test(v);
+}
+
+export type AgentAddress = { address: string } | { refuse: string };
+
+/**
+ * The address to reach a VM on, from its agent's `network-get-interfaces` JSON: the first IPv4
+ * that is neither loopback nor link-local, else the first such IPv6; anything that is not an IP
+ * address is skipped (never echoed back). A refusal says why there is none.
+ */
+export function pickAgentAddress(vmid: string, json: string): AgentAddress {
+	let data: unknown;
+	try {
+		data = JSON.parse(json);
+	} catch {
+		return { refuse: `VM ${vmid}'s guest agent did not answer with its interfaces (not JSON)` };
+	}
+	const parsed = agentInterfaces.safeParse(data);
+	if (!parsed.success) return { refuse: `VM ${vmid}'s guest agent did not answer with its interfaces (unexpected shape)` };
+	const found: { ip: string; family: 4 | 6 }[] = [];
+	let skipped = 0;
+	for (const iface of parsed.data) {
+		if (iface.name === 'lo') continue;
+		for (const a of iface['ip-addresses'] ?? []) {
+			const raw = a['ip-address'];
+			const family = typeof raw === 'string' ? isIP(raw) : 0;
+			const valid = family === 4 ? ipv4.safeParse(raw).success : family === 6 ? ipv6.safeParse(raw).success : false;
+			if (!valid) {
+				skipped++;
+				continue;
+			}
+			if (!unreachable(raw as string, family as 4 | 6)) found.push({ ip: raw as string, family: family as 4 | 6 });
+		}
+	}
+	const pick = found.find((a) => a.family === 4) ?? found[0];
+	if (pick) return { address: pick.ip };
+	const junk = skipped ? `; ${skipped} reported value${skipped === 1 ? ' was' : 's were'} not an IP address` : '';
+	return { refuse: `VM ${vmid}'s guest agent reports no usable address (only loopback or link-local)${junk}` };
+}
+
+/** How an IP goes into a URL: IPv6 in brackets. Throws for anything that is not an IP address. */
+export function urlHost(ip: string): string {
+	const family = isIP(ip);
+	if (family === 4) return ip;
+	if (family === 6) return `[${ip}]`;
+	throw new Error('not an IP address');
+}
+
+type Read = (argv: string[]) => Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
+
+/** Asks the agent (through `read`, one command on the host) and picks the address; a refusal names what is missing. */
+export async function readAgentAddress(read: Read, vmid: string): Promise<AgentAddress> {
+	const r = await read(['qm', 'guest', 'cmd', vmid, 'network-get-interfaces']);
+	if (r.exitCode !== 0) {
+		const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-1)[0]?.slice(0, 300) || `exit ${r.exitCode}`;
+		if (/No QEMU guest agent configured/i.test(why)) return { refuse: `VM ${vmid} has no guest agent configured, so its address is unknown` };
+		return { refuse: `VM ${vmid}'s guest agent does not answer (${why})` };
+	}
+	return pickAgentAddress(vmid, r.stdout);
+}
