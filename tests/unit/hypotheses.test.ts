@@ -3,7 +3,8 @@
 // "Pursue this" needs one of the set, and a check counts only when it ran the check.
 import { describe, expect, it } from 'vitest';
 import { markHypothesisInput, presentHypothesesInput } from '../../src/lib/schemas/hypotheses';
-import { finishedCalls, hypothesisSets, latestSetWith, pursueText, ranCheck } from '../../src/lib/messages/hypotheses';
+import { finishedCalls, hypothesisSets, latestSetWith, MARK_TOOL, PRESENT_TOOL, pursueText, ranCheck } from '../../src/lib/messages/hypotheses';
+import { HYPOTHESIS_PART_TYPES } from '../../src/lib/server/db/review-rules';
 import { sendMessageInput } from '../../src/lib/schemas/chat';
 import type { MessagePart } from '../../src/lib/types/messages';
 
@@ -105,5 +106,11 @@ describe('hypothesisSets', () => {
 		expect(ranCheck(h('x', { check: { action: 'pct_config' } }), calls.get('c2')!)).toBe(false);
 		expect(ranCheck(b, calls.get('c3')!)).toBe(true);
 		expect(ranCheck(b, calls.get('c4')!)).toBe(false);
+	});
+});
+
+describe('the review finds the messages holding hypotheses', () => {
+	it('by the part types hypothesisSets reads (the facts mark them, TBIT.hypotheses)', () => {
+		expect([...HYPOTHESIS_PART_TYPES].sort()).toEqual([`tool-${PRESENT_TOOL}`, `tool-${MARK_TOOL}`, 'data-pursue'].sort());
 	});
 });

@@ -96,6 +96,13 @@ export const BULK_ALTERNATIVE: Record<string, string> = {
 export const BULK_ALTERNATIVE_LXC = 'list_lxcs / get_state_snapshot';
 
 /** n_plus_one: calls of one per-entity tool in one message. */
+/**
+ * The part types that hold hypotheses (present_hypotheses and mark_hypothesis calls, an operator's
+ * pursue; see lib/messages/hypotheses.ts): the one-session review reads the parts of the messages
+ * holding one (TBIT.hypotheses), not of every message.
+ */
+export const HYPOTHESIS_PART_TYPES = ['tool-present_hypotheses', 'tool-mark_hypothesis', 'data-pursue'];
+
 export const N_PLUS_ONE_MIN = 5;
 export const N_PLUS_ONE_HIGH = 20;
 

@@ -26,7 +26,7 @@ export function filterFromSearch(q: URLSearchParams): OverviewFilter {
 }
 
 /** Usage per model as costOf reads it. */
-const perModel = (u: UsageByModel): StepUsage[] =>
+export const perModel = (u: UsageByModel): StepUsage[] =>
 	Object.entries(u).map(([model, [input, output, cached]]) => ({ model, input: Number(input), output: Number(output), cached: Number(cached) }));
 
 /**

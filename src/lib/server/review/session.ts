@@ -1,7 +1,6 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { ACTION_NAMES } from '../proxmox/actions';
 import { sessionReviewFacts, type ReviewFactsRow, type ReviewMessageRow } from '../db/queries/review';
-import { sessionUsageByModel } from '../db/queries/usage';
 import { env } from '../env';
 import { costOf } from '../../messages/usage';
 import {
@@ -15,8 +14,9 @@ import {
 } from '../db/review-rules';
 import type { Finding, ReviewMessage, ReviewSummary, SessionReview } from './types';
 import { listHistorySummaries } from '../db/queries/summaries';
-import { messagesWithPartTypes } from '../db/queries/messages';
-import { hypothesisSets, MARK_TOOL, PRESENT_TOOL } from '../../messages/hypotheses';
+import { getMessagesByIds } from '../db/queries/messages';
+import { hypothesisSets } from '../../messages/hypotheses';
+import { perModel } from './overview';
 
 type FactsRow = ReviewFactsRow;
 type MessageRow = ReviewMessageRow;
@@ -64,8 +64,11 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		summary: m.summary.length > SUMMARY_CHARS ? m.summary.slice(0, SUMMARY_CHARS).trimEnd() + '…' : m.summary
 	}));
 	// The hypotheses the agent presented, with their verdicts and the operator's pick (from the parts).
-	// Only the messages that hold such parts are read (a 6,000-call session's parts took 60 ms to ship and parse).
-	const withHypotheses = await messagesWithPartTypes(sql, sessionId, [`tool-${PRESENT_TOOL}`, `tool-${MARK_TOOL}`, 'data-pursue']);
+	// Only the parts of the messages the facts mark as holding such parts are read (reading every
+	// part of a 6,000-call session to find them was most of its review's time).
+	const withHypotheses = (await getMessagesByIds(sql, rows.filter((m) => m.hypotheses).map((m) => m.id))).sort(
+		(a, b) => (idxById.get(a.id) ?? 0) - (idxById.get(b.id) ?? 0)
+	);
 	const hypotheses = hypothesisSets(withHypotheses).map((h) => ({ ...h, index: idxById.get(h.messageId) ?? null }));
 	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
 	if (!f) {
@@ -98,7 +101,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		},
 		questions: { asked: f.questions_asked, answered: f.questions_answered, open: f.questions_open },
 		tokens: { input: Number(f.input_tokens), output: Number(f.output_tokens), cached: Number(f.cached_tokens) },
-		costUsd: costOf(await sessionUsageByModel(sql, sessionId), env().NOMOS_PRICES)
+		// from the facts' tokens per model, as the overview prices the session (not its parts again)
+		costUsd: costOf(perModel(f.usage_by_model), env().NOMOS_PRICES)
 	};
 
 	const byIdx = new Map(rows.map((m) => [m.idx, m]));

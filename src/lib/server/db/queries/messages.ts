@@ -14,18 +14,6 @@ export async function listMessageRows(sql: Sql, sessionId: string): Promise<Mess
 	return sql<MessageRow[]>`select ${columns(sql)} from messages where session_id = ${sessionId} order by seq`;
 }
 
-/**
- * The session's messages with a part of one of these types, as stored, in order — for a reader
- * that needs a few kinds of part (the review's hypotheses) without shipping every tool call of a
- * long session to Node: Postgres looks at the stored parts' types.
- */
-export async function messagesWithPartTypes(sql: Sql, sessionId: string, types: string[]): Promise<Pick<MessageRow, 'id' | 'parts'>[]> {
-	return sql<Pick<MessageRow, 'id' | 'parts'>[]>`
-		select id, parts from messages m where session_id = ${sessionId}
-			and exists (select 1 from jsonb_array_elements(m.parts) p where p->>'type' = any(${types}::text[]))
-		order by seq`;
-}
-
 /** The `message.delta` payloads of these streaming messages, in the order they were emitted. */
 export async function streamingDeltas(sql: Sql | TransactionSql, streaming: Pick<MessageRow, 'id' | 'sessionId'>[]): Promise<MessageDelta[]> {
 	if (streaming.length === 0) return [];

@@ -7,6 +7,7 @@ import {
 	CANNOT_RE,
 	FAILURE_LIKE,
 	FAILURE_RE,
+	HYPOTHESIS_PART_TYPES,
 	MENTIONS_FAILURE_LIKE,
 	N_PLUS_ONE_MIN,
 	NUDGE_MAX_CHARS,
@@ -34,7 +35,7 @@ export type Fragment = PendingQuery<Row[]>;
  * Bump when an expression below changes meaning: stored facts computed by older code are then
  * stale, as after a change in src/lib/server/db/review-rules.ts.
  */
-const FACTS_SQL_VERSION = 3;
+const FACTS_SQL_VERSION = 4;
 
 /**
  * The version of the stored facts this code writes: a hash of every rule constant and of
@@ -49,9 +50,10 @@ export const FACTS_VERSION = createHash('sha256')
 /**
  * r_m.tbits, over the message's non-blank text parts: 1 has text, 2 says it cannot (assistant),
  * 4 is not a nudge (user), 16 reports success, 32 reports failure, 64 mentions a failure ('fail',
- * 'error': a failed execution before it is not silent) (assistant).
+ * 'error': a failed execution before it is not silent) (assistant); and 128 holds a hypotheses
+ * part (HYPOTHESIS_PART_TYPES).
  */
-export const TBIT = { text: 1, cannot: 2, notNudge: 4, success: 16, failure: 32, mentionsFailure: 64 } as const;
+export const TBIT = { text: 1, cannot: 2, notNudge: 4, success: 16, failure: 32, mentionsFailure: 64, hypotheses: 128 } as const;
 
 /** 1-based position of a tool in r_m.tool_counts. */
 const toolSlot = (name: (typeof TOOL_NAMES)[number]) => TOOL_NAMES.indexOf(name) + 1;
@@ -139,6 +141,7 @@ export function messageFactsSelect(sql: Sql, where: Fragment | null, opts: { det
 				| case when m.role = 'assistant' and ${likeAny(sql, sql`p.text`, SUCCESS_LIKE)} and p.text ~* ${SUCCESS_RE} then ${b.success} else 0 end
 				| case when m.role = 'assistant' and ${likeAny(sql, sql`p.text`, FAILURE_LIKE)} and p.text ~* ${FAILURE_RE} then ${b.failure} else 0 end
 				| case when m.role = 'assistant' and ${likeAny(sql, sql`p.text`, MENTIONS_FAILURE_LIKE)} then ${b.mentionsFailure} else 0 end
+				when p.type in (${textList(sql, HYPOTHESIS_PART_TYPES)}) then ${b.hypotheses}
 				end), 0) as tbits,
 			-- its maximal runs, part by part: a part holds an 8-character id prefix exactly when one of
 			-- its runs does (no subquery here: it would keep the scan from running in parallel)
@@ -196,6 +199,7 @@ export function messageVerdictsSelect(sql: Sql, opts: { detail?: boolean } = {})
 			(m.role = 'assistant' and m.tbits & ${TBIT.mentionsFailure} <> 0) as mentions_failure
 			${opts.detail ? sql`,
 			(row_number() over (partition by m.sid order by m.seq) - 1)::int as idx,
+			m.tbits & ${TBIT.hypotheses} <> 0 as hypotheses,
 			(m.role = 'assistant' and m.seq = max(m.seq) filter (where m.role = 'assistant') over (partition by m.sid)) as last_assistant,
 			m.summary, m.text, m.lxc_refs, m.other_tools` : sql``}
 		from r_m m`;

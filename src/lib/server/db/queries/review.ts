@@ -65,14 +65,22 @@ export function kindsOf(sql: Sql): Fragment {
  * `detail` (one session) adds message positions, evidence arrays, summaries, top tools and
  * the missing capability's name (read from the parts of the few messages that need it).
  */
-export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: boolean; source?: 'parts' | 'facts' } = {}): Fragment {
+export function reviewCtes(
+	sql: Sql,
+	where: Fragment | null,
+	opts: { detail?: boolean; source?: 'parts' | 'facts'; pushDown?: boolean } = {}
+): Fragment {
 	const detail = opts.detail ?? false;
 	const fromFacts = opts.source === 'facts';
 	const w = SEVERITY_WEIGHT;
 	const sessions = where ?? sql`true`;
-	const inSessions = (col: Fragment) => (where ? sql`${col} in (select c.id from chat_sessions c where ${where})` : null);
+	// `pushDown` (default): the facts', executions' and questions' rows are filtered by `where` too.
+	// Worth it when `where` selects a few sessions; when it selects nearly all (the overview's
+	// `replay is null`), r_sf1's join with r_sess filters alone, without four semi-joins over chat_sessions.
+	const inSessions = (col: Fragment) => (where && opts.pushDown !== false ? sql`${col} in (select c.id from chat_sessions c where ${where})` : null);
 	// The executions of these sessions (`executions e`), and when one ended.
 	const ofSessions = inSessions(sql`e.requested_by_session`) ?? sql`e.requested_by_session is not null`;
+	const qsIn = inSessions(sql`q.session_id`);
 	const doneAt = sql`coalesce(e.finished_at, e.created_at)`;
 	// A "cannot" or unknown-action message only counts when no execution succeeded after it.
 	const noSuccessSince = (at: Fragment) => sql`(x.last_success_at is null or x.last_success_at <= ${at})`;
@@ -131,7 +139,7 @@ export function reviewCtes(sql: Sql, where: Fragment | null, opts: { detail?: bo
 			count(*) filter (where q.status = 'answered')::int as answered,
 			count(*) filter (where q.status = 'open')::int as open
 			${detail ? sql`, json_agg(q.prompt order by q.created_at) filter (where q.status = 'open') as open_prompts` : sql``}
-		from session_questions q ${where ? sql`where ${inSessions(sql`q.session_id`)}` : sql``} group by q.session_id
+		from session_questions q ${qsIn ? sql`where ${qsIn}` : sql``} group by q.session_id
 	),
 	${
 		detail
@@ -252,6 +260,8 @@ export interface ReviewFactsRow {
 	input_tokens: number;
 	output_tokens: number;
 	cached_tokens: number;
+	/** Tokens per model (each turn's model: one model per turn), what its cost is priced from. */
+	usage_by_model: UsageByModel;
 }
 
 /** One message of a reviewed session (r_mf, detail mode). */
@@ -273,6 +283,8 @@ export interface ReviewMessageRow {
 	input_tokens: number;
 	output_tokens: number;
 	cached_tokens: number;
+	/** It holds a hypotheses part (TBIT.hypotheses): its parts are read for them. */
+	hypotheses: boolean;
 }
 
 /**
@@ -306,7 +318,7 @@ export async function sessionReviewFacts(
 					select tool, count(*)::int from string_to_table(m.other_tools, ' ') tool group by tool) t),
 				'summary', m.summary, 'text', case when m.last_assistant then m.text else '' end,
 				'ent_max', m.ent_max, 'ent_tool', m.ent_tool, 'lxc_refs', m.lxc_refs, 'last_assistant', m.last_assistant,
-				'input_tokens', m.input_tokens, 'output_tokens', m.output_tokens, 'cached_tokens', m.cached_tokens
+				'input_tokens', m.input_tokens, 'output_tokens', m.output_tokens, 'cached_tokens', m.cached_tokens, 'hypotheses', m.hypotheses
 			) order by m.idx) from r_mf m) as messages`;
 	return { session, facts: row.facts, messages: row.messages ?? [] };
 }
@@ -382,7 +394,7 @@ export async function overviewFacts(
 		const kindCounts = commaList(tx, RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`));
 		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
 		const [facts] = await tx<OverviewFactsRow[]>`
-		with ${reviewCtes(tx, where, { source })},
+		with ${reviewCtes(tx, where, { source, pushDown: Boolean(from || to) })},
 		r_alerts as (
 			-- alert investigations: from the alert (the session's creation) to the findings (the first
 			-- complete agent reply with text) and to an approved fix (its first plan or execution an
@@ -419,16 +431,20 @@ export async function overviewFacts(
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs,
 					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens, usage_by_model
-				from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}
+				-- the page's columns are computed for its rows only, not for every row the sort reads
+				from (select * from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}) r_in
+				order by score desc, tool_calls desc, created_at desc
 			) x) as sessions,
 			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
 				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds,
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, input_tokens::float8 as input, output_tokens::float8 as output, cached_tokens::float8 as cached
-				from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}
+				from (select * from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}) r_in
+				order by input_tokens + output_tokens desc, created_at desc
 			) x) as by_tokens,
 			(select coalesce(jsonb_object_agg(k, jsonb_build_array(i, o, c)), '{}') from (
-				select k, sum((v ->> 0)::float8) as i, sum((v ->> 1)::float8) as o, sum((v ->> 2)::float8) as c
+				-- summed as numeric (jsonb's own; whole token counts, so the float8 at the end is the same)
+				select k, sum((v -> 0)::numeric)::float8 as i, sum((v -> 1)::numeric)::float8 as o, sum((v -> 2)::numeric)::float8 as c
 				from r_in, jsonb_each(r_in.usage_by_model) e(k, v) group by k
 			) y) as by_model,
 			-- sessions by what started them, over the date range (not the outcome), and the alerts' medians
