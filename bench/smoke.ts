@@ -7,12 +7,16 @@
 //   npm run bench:smoke [-- --only stream,tokens] [--jobs 2]
 // Needs build/ for realtime, loop, coldstart and chaos (they build it when it is missing) and
 // Chromium for loop's latency part (as the e2e tests).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { ROOT } from './harness';
 
-type Smoke = { name: string; file: string; args?: string[]; env?: Record<string, string>; table: RegExp };
+/** `build`: it runs build/ (the built app), so the smoke builds once before it starts. */
+type Smoke = { name: string; file: string; args?: string[]; env?: Record<string, string>; table: RegExp; build?: boolean };
 
 /**
  * Every bench in package.json, at sizes that take seconds. `table` is a line of the table it
@@ -23,13 +27,15 @@ export const SMOKES: Smoke[] = [
 	{
 		name: 'realtime',
 		file: 'bench/realtime.ts',
+		build: true,
 		env: { BENCH_SIZES: '3', BENCH_RATE: '10', BENCH_SECONDS: '1', BENCH_SETTLE_MS: '100', BENCH_POLL_MS: '300' },
 		table: /^\| system +\| N +\| median ms/m
 	},
-	{ name: 'loop', file: 'bench/loop.ts', args: ['--only', 'latency', '--runs', '1'], table: /^\| moment \| n \| p50 \| p99/m },
+	{ name: 'loop', file: 'bench/loop.ts', args: ['--only', 'latency', '--runs', '1'], build: true, table: /^\| moment \| n \| p50 \| p99/m },
 	{
 		name: 'chaos',
 		file: 'bench/chaos.ts',
+		build: true,
 		args: ['--web', '1', '--workers', '1', '--sessions', '1', '--seconds', '10', '--kill-min', '4', '--kill-max', '6', '--restart-delay', '0.5', '--stop-timeout', '5', '--patience', '10', '--drain', '5'],
 		table: /^\| count \| value \| goal \|/m
 	},
@@ -40,19 +46,39 @@ export const SMOKES: Smoke[] = [
 		env: { BENCH_CTS: '1', BENCH_PVE_DELAY_MS: '1' },
 		table: /^\| per session \(ms\)/m
 	},
-	{ name: 'coldstart', file: 'bench/coldstart.ts', args: ['--runs', '1'], table: /^spawn → first 200 of GET \/login: p50/m },
+	{ name: 'coldstart', file: 'bench/coldstart.ts', args: ['--runs', '1'], build: true, table: /^spawn → first 200 of GET \/login: p50/m },
 	{ name: 'tokens', file: 'bench/tokens.ts', args: ['--only', 'answer'], table: /^scenario +requests +prompt tokens/m },
 	{ name: 'stream', file: 'bench/stream.ts', args: ['--tabs', '1', '--text-kb', '1', '--delay-ms', '0', '--calls', '2', '--result-kb', '1', '--tools-text-kb', '0.5'], table: /^\| scenario +\| tabs/m },
 	{ name: 'review', file: 'bench/review.ts', env: { BENCH_SESSIONS: '30', BENCH_TOOL_CALLS: '1000', BENCH_RUNS: '1' }, table: /^measurement +\| runs \| median/m },
 	{ name: 'blast-radius', file: 'bench/blast-radius.ts', env: { BENCH_CTS: '20', BENCH_NOTES: '40', BENCH_PAST_EXECUTIONS: '20', BENCH_TARGETS: '4', BENCH_ROUNDS: '1' }, table: /^\| measurement \| runs \| p50/m }
 ];
 
-type Outcome = { name: string; code: number | null; seconds: number; missing: string[]; output: string };
+type Outcome = { name: string; code: number | null; seconds: number; cpu?: number; missing: string[]; output: string };
+
+/**
+ * GNU time, when the machine has it: each bench's CPU seconds (user + sys of it and every process
+ * it started and waited for: servers, Postgres, Chromium), which a loaded machine's wall time hides.
+ */
+const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+const timesDir = TIME ? mkdtempSync(path.join(os.tmpdir(), 'nomos-smoke-')) : undefined;
+process.on('exit', () => timesDir && rmSync(timesDir, { recursive: true, force: true }));
+
+function cpuSeconds(file: string): number | undefined {
+	try {
+		const [user, sys] = readFileSync(file, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+		return Number.isFinite(user + sys) ? user + sys : undefined;
+	} catch {
+		return undefined;
+	}
+}
 
 function runOne(s: Smoke): Promise<Outcome> {
 	const started = performance.now();
+	const node = [process.execPath, '--import', 'tsx', s.file, ...(s.args ?? [])];
+	const timesFile = timesDir && path.join(timesDir, `${s.name}.txt`);
+	const argv = TIME && timesFile ? [TIME, '-f', '%U %S', '-o', timesFile, ...node] : node;
 	return new Promise((resolve) => {
-		const child = spawn(process.execPath, ['--import', 'tsx', s.file, ...(s.args ?? [])], {
+		const child = spawn(argv[0], argv.slice(1), {
 			cwd: ROOT,
 			env: { ...process.env, ...s.env, BENCH_SMOKE: '1' },
 			stdio: ['ignore', 'pipe', 'pipe']
@@ -66,7 +92,7 @@ function runOne(s: Smoke): Promise<Outcome> {
 		child.once('close', (code) => {
 			process.off('SIGINT', stop).off('SIGTERM', stop);
 			const missing = [s.table].filter((re) => !re.test(output)).map(String);
-			resolve({ name: s.name, code, seconds: (performance.now() - started) / 1000, missing, output });
+			resolve({ name: s.name, code, seconds: (performance.now() - started) / 1000, cpu: timesFile ? cpuSeconds(timesFile) : undefined, missing, output });
 		});
 	});
 }
@@ -79,6 +105,17 @@ async function main(): Promise<number> {
 	const jobs = Math.max(1, Math.round(Number(values.jobs)) || 1);
 	const queue = SMOKES.filter((s) => !only || only.includes(s.name));
 	const started = performance.now();
+	// One build before any bench starts (the benches' own ensure-build then finds it fresh; its
+	// lock keeps two from building at once anyway): not counted in the benches' seconds.
+	if (queue.some((s) => s.build)) {
+		const b = spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, stdio: 'inherit' });
+		if (b.status !== 0) {
+			console.log(`[smoke] the build failed (exit ${b.status})`);
+			return 1;
+		}
+		console.log(`[smoke] build/ is fresh (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+	}
+	const benchStart = performance.now();
 	const outcomes: Outcome[] = [];
 	await Promise.all(
 		Array.from({ length: Math.min(jobs, queue.length) }, async () => {
@@ -86,7 +123,7 @@ async function main(): Promise<number> {
 				const o = await runOne(s);
 				outcomes.push(o);
 				const ok = o.code === 0 && !o.missing.length;
-				console.log(`[smoke] ${o.name}: ${ok ? 'ok' : 'FAILED'} in ${o.seconds.toFixed(1)} s`);
+				console.log(`[smoke] ${o.name}: ${ok ? 'ok' : 'FAILED'} in ${o.seconds.toFixed(1)} s${o.cpu === undefined ? '' : `, CPU ${o.cpu.toFixed(1)} s`}`);
 				if (!ok) {
 					console.log(o.output.replace(/^/gm, `  ${o.name} | `));
 					console.log(`[smoke] ${o.name}: exit ${o.code}${o.missing.length ? `; no table line ${o.missing.join(', ')}` : ''}`);
@@ -95,7 +132,10 @@ async function main(): Promise<number> {
 		})
 	);
 	const failed = outcomes.filter((o) => o.code !== 0 || o.missing.length);
-	console.log(`[smoke] ${outcomes.length - failed.length} of ${outcomes.length} benches ran and printed their tables in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+	const cpu = outcomes.every((o) => o.cpu !== undefined) ? `, CPU ${outcomes.reduce((a, o) => a + o.cpu!, 0).toFixed(1)} s` : '';
+	console.log(
+		`[smoke] ${outcomes.length - failed.length} of ${outcomes.length} benches ran and printed their tables in ${((performance.now() - benchStart) / 1000).toFixed(1)} s${cpu}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`
+	);
 	return failed.length ? 1 : 0;
 }
 
