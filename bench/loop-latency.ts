@@ -248,6 +248,9 @@ async function main(): Promise<void> {
 		);
 		marks.clear();
 		await page.goto('/');
+		// The page is server-rendered: text typed before it hydrates never reaches the composer's
+		// state and Send stays disabled (seen under load). Wait until the app runs (its live stream is open).
+		await page.locator('[data-testid="app-shell"][data-live="true"]').waitFor();
 		await page.getByTestId('composer-input').fill(`start CT ${vmid} (run ${i})`);
 		await page.getByTestId('send').click();
 		const sent = await waitMark('click:send');

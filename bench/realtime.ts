@@ -34,9 +34,10 @@ import { availableParallelism, getPriority, loadavg, setPriority } from 'node:os
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { runMigrations } from '../src/lib/server/db/migrate';
 import { freePort } from '../tests/helpers/ports';
+import { benchPostgres } from './harness';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -541,9 +542,8 @@ async function main(): Promise<void> {
 	startWatchdog();
 	log(`ulimit -n: ${NOFILE}, CPUs: ${availableParallelism()}, load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}, CLK_TCK ${CLK_TCK}`);
 
-	const pgPort = await freePort();
-	pg = await startEmbeddedPostgres({ dataDir: tmp, port: pgPort, log: (l) => log(`postgres: ${l}`) });
-	log(`embedded Postgres on 127.0.0.1:${pgPort} (${path.relative(ROOT, tmp)})`);
+	pg = await benchPostgres(tmp, (l) => log(`postgres: ${l}`));
+	log(pg.owned ? `embedded Postgres on ${new URL(pg.url).host} (${path.relative(ROOT, tmp)})` : `database ${new URL(pg.url).pathname.slice(1)} on the smoke's Postgres`);
 	producer = postgres(pg.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'bench-producer' } });
 
 	// Migrated as the app's boot does (its fast path then finds the database up to date).
