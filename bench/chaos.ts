@@ -302,7 +302,9 @@ try {
 	await main();
 	code = 0;
 } catch (e) {
-	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}`);
+	// fetch's "fetch failed" says why only in its cause (refused, reset, a timeout).
+	const cause = (e as Error).cause;
+	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}${cause ? `\n  cause: ${(cause as Error).stack ?? String(cause)}` : ''}`);
 	if (tmp) console.error(`[chaos] process logs: ${path.join(tmp, 'logs')} (kept with --keep)`);
 } finally {
 	await cleanup();

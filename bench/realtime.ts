@@ -2,7 +2,8 @@
 // node:http + LISTEN reference and the old 3-second polling, all in one run on one database.
 //
 //   1. builds the app if build/ is stale (scripts/ensure-build.js);
-//   2. starts ONE embedded Postgres under bench/.tmp-<pid>/ and migrates it (runMigrations, as the app boots);
+//   2. starts ONE embedded Postgres under bench/.tmp-<pid>/ (under bench:smoke: its own database on the
+//      smoke's server, harness.ts benchPostgres) and migrates it (runMigrations, as the app boots);
 //   3. for each N (100, 1000) and each system — Nomos (`node server.js`), the bare reference
 //      (bench/bare-sse-server.ts), polling (bench/poll-server.ts) — starts the server as a fresh
 //      child process, opens N clients from separate processes (bench/sse-clients.ts), commits

@@ -4,9 +4,12 @@
 // A bench passes when it exits 0 and printed its table. The figures mean nothing; the code paths
 // (seeding, doubles, servers, the report) are what is checked. Runs from `npm test`.
 //
-//   npm run bench:smoke [-- --only stream,tokens] [--jobs 2]
-// Needs build/ for realtime, loop, coldstart and chaos (they build it when it is missing) and
-// Chromium for loop's latency part (as the e2e tests).
+//   npm run bench:smoke [-- --only stream,tokens] [--jobs 3]
+// Builds the app once first when build/ is stale (realtime, loop, coldstart and chaos run it), then
+// starts one embedded Postgres that five of the benches share (a database each). Needs Chromium for
+// the loop's latency part (as the e2e tests). Prints each bench's wall and CPU seconds (GNU time's
+// user + sys of the bench and everything it started) and the sum: on a machine other work loads,
+// the CPU seconds are the figure to compare.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -24,18 +27,11 @@ type Smoke = { name: string; file: string; args?: string[]; env?: Record<string,
 
 /**
  * Every bench in package.json, at sizes that take seconds. `table` is a line of the table it
- * prints. The longest first (realtime, the loop's two parts, chaos), so that two lanes end
- * together; the loop's parts are two entries for the same reason.
+ * prints. The longest first (chaos, mostly waiting on its kills; the loop's Chromium part;
+ * realtime), so that the lanes end together; the loop's two parts are two entries for the same
+ * reason, each run straight from its file (bench/loop.ts only starts them one after the other).
  */
 export const SMOKES: Smoke[] = [
-	{
-		name: 'realtime',
-		file: 'bench/realtime.ts',
-		build: true,
-		env: { BENCH_SIZES: '3', BENCH_RATE: '10', BENCH_SECONDS: '1', BENCH_SETTLE_MS: '100', BENCH_POLL_MS: '300' },
-		table: /^\| system +\| N +\| median ms/m
-	},
-	{ name: 'loop', file: 'bench/loop.ts', args: ['--only', 'latency', '--runs', '1'], build: true, table: /^\| moment \| n \| p50 \| p99/m },
 	{
 		name: 'chaos',
 		file: 'bench/chaos.ts',
@@ -43,10 +39,18 @@ export const SMOKES: Smoke[] = [
 		args: ['--web', '1', '--workers', '1', '--sessions', '1', '--seconds', '6', '--kill-min', '2', '--kill-max', '3', '--restart-delay', '0.5', '--stop-timeout', '3', '--patience', '5', '--drain', '3'],
 		table: /^\| count \| value \| goal \|/m
 	},
+	{ name: 'loop', file: 'bench/loop-latency.ts', args: ['--runs', '1'], build: true, table: /^\| moment \| n \| p50 \| p99/m },
+	{
+		name: 'realtime',
+		file: 'bench/realtime.ts',
+		build: true,
+		env: { BENCH_SIZES: '3', BENCH_RATE: '10', BENCH_SECONDS: '1', BENCH_SETTLE_MS: '100', BENCH_POLL_MS: '300' },
+		table: /^\| system +\| N +\| median ms/m
+	},
 	{
 		name: 'loop-load',
-		file: 'bench/loop.ts',
-		args: ['--only', 'load', '--sessions', '1', '--concurrency', '1'],
+		file: 'bench/loop-load.ts',
+		args: ['--sessions', '1', '--concurrency', '1'],
 		env: { BENCH_CTS: '1', BENCH_PVE_DELAY_MS: '1' },
 		table: /^\| per session \(ms\)/m
 	},
