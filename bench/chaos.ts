@@ -303,8 +303,8 @@ try {
 	code = 0;
 } catch (e) {
 	// fetch's "fetch failed" says why only in its cause (refused, reset, a timeout).
-	const cause = (e as Error).cause;
-	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}${cause ? `\n  cause: ${(cause as Error).stack ?? String(cause)}` : ''}`);
+	const cause = (e as Error).cause as Error | undefined;
+	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}${cause ? `\n  cause: ${cause.stack ?? cause.message}` : ''}`);
 	if (tmp) console.error(`[chaos] process logs: ${path.join(tmp, 'logs')} (kept with --keep)`);
 } finally {
 	await cleanup();
