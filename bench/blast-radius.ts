@@ -13,12 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { connectDb, disconnectDb, sql as appSql } from '../src/lib/server/db/index';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { runMigrations } from '../src/lib/server/db/migrate';
 import { blastRadius } from '../src/lib/server/db/queries/blast-radius';
 import { blastRadiusSummary } from '../src/lib/blast-radius';
-import { freePort } from '../tests/helpers/ports';
-import { envInt, SMOKE } from './harness';
+import { benchPostgres, envInt, SMOKE } from './harness';
 
 // Sizes (env): BENCH_CTS=500 BENCH_NOTES=5000 BENCH_PAST_EXECUTIONS=3000 BENCH_TARGETS=100 BENCH_ROUNDS=3
 const CTS = envInt('BENCH_CTS', 500, 2);
@@ -103,7 +102,7 @@ async function main() {
 	};
 	process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
 	try {
-		pg = await startEmbeddedPostgres({ dataDir: dir, port: await freePort() });
+		pg = await benchPostgres(dir);
 		await runMigrations(pg.url);
 		connectDb(pg.url);
 		const sql = appSql();

@@ -33,12 +33,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { llmControl } from '../tests/doubles/llm/client';
 import type { FallbackRule } from '../tests/doubles/llm/types';
 import type { SeedCt } from '../tests/doubles/proxmox/state';
 import { readCpu, type CpuGroups } from './cpu-share';
-import { benchPort, exitCleanly, loadAverage, ROOT, sleep, startDouble, stopChild, type ProxmoxDoubleInfo } from './harness';
+import { benchPort, benchPostgres, exitCleanly, loadAverage, ROOT, sleep, startDouble, stopChild, type ProxmoxDoubleInfo } from './harness';
 import { Fleet } from './chaos/fleet';
 import { Operator, signIn } from './chaos/operator';
 import { Random } from './chaos/random';
@@ -78,7 +78,7 @@ function num(name: string, raw: string | undefined, min: number, max = Infinity)
 const WEB = num('web', opts.web, 1, 16);
 const WORKERS = num('workers', opts.workers, 1, 16);
 const SESSIONS = num('sessions', opts.sessions, 1, 99);
-const RUN_MS = (opts.seconds !== undefined ? num('seconds', opts.seconds, 10) : num('minutes', opts.minutes, 0.5) * 60) * 1000;
+const RUN_MS = (opts.seconds !== undefined ? num('seconds', opts.seconds, 1) : num('minutes', opts.minutes, 0.5) * 60) * 1000;
 const SEED = num('seed', opts.seed, 0);
 const KILL_MIN = num('kill-min', opts['kill-min'], 1) * 1000;
 const KILL_MAX = Math.max(KILL_MIN, num('kill-max', opts['kill-max'], 1) * 1000);
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
 	await fs.chmod(tmp, 0o755); // Postgres runs as its own user when we are root
 	const logDir = path.join(tmp, 'logs');
 	await fs.mkdir(logDir);
-	pg = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await benchPort() });
+	pg = await benchPostgres(path.join(tmp, 'pg'));
 
 	const seed: SeedCt[] = Array.from({ length: SESSIONS * BASE_GENERATIONS }, (_, n) => {
 		const vmid = vmidOf(BASE_VMID, n % SESSIONS, Math.floor(n / SESSIONS));
@@ -302,7 +302,9 @@ try {
 	await main();
 	code = 0;
 } catch (e) {
-	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}`);
+	// fetch's "fetch failed" says why only in its cause (refused, reset, a timeout).
+	const cause = (e as Error).cause as Error | undefined;
+	console.error(`[chaos] failed: ${(e as Error).stack ?? String(e)}${cause ? `\n  cause: ${cause.stack ?? cause.message}` : ''}`);
 	if (tmp) console.error(`[chaos] process logs: ${path.join(tmp, 'logs')} (kept with --keep)`);
 } finally {
 	await cleanup();

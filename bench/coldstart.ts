@@ -1,11 +1,11 @@
 // `npm run bench:coldstart` — how long `npm start` takes on existing data to answer its first
-// request (issue #15, "cold start"). Builds the app when build/ is missing, then starts
+// request (issue #15, "cold start"). Builds the app when build/ is stale, then starts
 // `node server.js` with its own data dir and ports (embedded Postgres, worker on, no model, no
 // hosts): one unmeasured start creates and migrates the data, then --runs N starts are timed from
 // spawn to the first 200 of GET /login, each stopped with SIGTERM. Prints p50 / min / max and,
 // for the last run, when each startup log line appeared.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,11 +15,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({ options: { runs: { type: 'string', default: '7' }, worker: { type: 'string', default: 'on' } } });
 const RUNS = Math.max(1, Number(opts.runs) || 7);
 
-if (!existsSync(path.join(ROOT, 'build/handler.js'))) {
-	console.log('[bench] building the app (npx vite build)…');
-	const b = spawnSync('npx', ['vite', 'build'], { cwd: ROOT, stdio: 'ignore' });
-	if (b.status !== 0) throw new Error('vite build failed');
-}
+// Waits for a build another process runs (its lock), so it never starts a half-written build/.
+if (spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('the build failed');
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'nomos-coldstart-'));
 const port = 43_000 + Math.floor(Math.random() * 500);

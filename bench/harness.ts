@@ -4,7 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import postgres from 'postgres';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { freePort } from '../tests/helpers/ports';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -50,6 +51,42 @@ export function exitCleanly(o: { log: (s: string) => void; stop: () => Promise<v
 		}
 	});
 	return cleanup;
+}
+
+/**
+ * A bench's database. Alone, a bench starts its own embedded Postgres in `dataDir` (a folder the
+ * OS user postgres can traverse). Under `npm run bench:smoke`, which starts one server for all and
+ * migrates a template database there once (BENCH_PG_URL, BENCH_PG_PID, BENCH_PG_TEMPLATE), it gets
+ * its own database copied from that template instead: no initdb, server start and migrations per
+ * bench. `stop()` then drops the database; `owned` is false (the server is the smoke's).
+ */
+export async function benchPostgres(dataDir: string, log?: (line: string) => void): Promise<EmbeddedPostgres> {
+	const shared = process.env.BENCH_PG_URL;
+	if (!shared) return startEmbeddedPostgres({ dataDir, port: await benchPort(), log });
+	const name = `bench_${path.basename(process.argv[1] ?? 'x', '.ts').replace(/\W/g, '_')}_${process.pid}`;
+	const admin = postgres(shared, { max: 1, onnotice: () => undefined });
+	try {
+		await admin.unsafe(`create database "${name}" template "${process.env.BENCH_PG_TEMPLATE ?? 'bench_template'}"`);
+	} finally {
+		await admin.end({ timeout: 5 });
+	}
+	const url = new URL(shared);
+	url.pathname = `/${name}`;
+	let stopped: Promise<void> | undefined;
+	return {
+		url: url.toString(),
+		owned: false,
+		pid: Number(process.env.BENCH_PG_PID),
+		stop: () =>
+			(stopped ??= (async () => {
+				const sql = postgres(shared, { max: 1, onnotice: () => undefined });
+				try {
+					await sql.unsafe(`drop database if exists "${name}" with (force)`);
+				} finally {
+					await sql.end({ timeout: 5 });
+				}
+			})())
+	};
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child is gone (or a second later). */

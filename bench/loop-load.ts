@@ -34,7 +34,7 @@ import { parseArgs } from 'node:util';
 import type { Task, TaskList } from 'graphile-worker';
 import { boot, type Runtime } from '../src/lib/server/boot';
 import { sql } from '../src/lib/server/db/index';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { insertMessage } from '../src/lib/server/db/queries/messages';
 import { credentialsByUsername } from '../src/lib/server/db/queries/operators';
 import { createSession } from '../src/lib/server/db/queries/sessions';
@@ -46,7 +46,7 @@ import { taskList } from '../tasks/index';
 import { llmControl } from '../tests/doubles/llm/client';
 import { readArgvLog, readContainers, type SeedCt } from '../tests/doubles/proxmox/state';
 import { cpuTable, readCpu, type CpuGroups } from './cpu-share';
-import { benchPort, exitCleanly, loadAverage, ms, ROOT, sleep, startDouble as startDoubleProcess, stats, stopChild } from './harness';
+import { benchPort, benchPostgres, exitCleanly, loadAverage, ms, ROOT, sleep, startDouble as startDoubleProcess, stats, stopChild } from './harness';
 
 process.chdir(ROOT);
 
@@ -186,7 +186,7 @@ async function main(): Promise<number> {
 	log(`sessions ${SESSIONS}, concurrency ${CONCURRENCY}, seeded CTs ${CTS}; ${os.cpus().length} CPUs, load average ${loadAverage()}`);
 
 	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-loop-'));
-	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await benchPort() });
+	pg = await benchPostgres(tmp);
 	log(`embedded Postgres in ${tmp}`);
 
 	const seed: SeedCt[] = Array.from({ length: CTS }, (_, i) => ({ vmid: 100 + i, hostname: `seed-${100 + i}`, status: i % 3 === 2 ? 'stopped' : 'running' }));

@@ -2,7 +2,8 @@
 // node:http + LISTEN reference and the old 3-second polling, all in one run on one database.
 //
 //   1. builds the app if build/ is stale (scripts/ensure-build.js);
-//   2. starts ONE embedded Postgres under bench/.tmp-<pid>/ and migrates it (runMigrations, as the app boots);
+//   2. starts ONE embedded Postgres under bench/.tmp-<pid>/ (under bench:smoke: its own database on the
+//      smoke's server, harness.ts benchPostgres) and migrates it (runMigrations, as the app boots);
 //   3. for each N (100, 1000) and each system — Nomos (`node server.js`), the bare reference
 //      (bench/bare-sse-server.ts), polling (bench/poll-server.ts) — starts the server as a fresh
 //      child process, opens N clients from separate processes (bench/sse-clients.ts), commits
@@ -34,9 +35,10 @@ import { availableParallelism, getPriority, loadavg, setPriority } from 'node:os
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { runMigrations } from '../src/lib/server/db/migrate';
 import { freePort } from '../tests/helpers/ports';
+import { benchPostgres } from './harness';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -541,9 +543,8 @@ async function main(): Promise<void> {
 	startWatchdog();
 	log(`ulimit -n: ${NOFILE}, CPUs: ${availableParallelism()}, load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}, CLK_TCK ${CLK_TCK}`);
 
-	const pgPort = await freePort();
-	pg = await startEmbeddedPostgres({ dataDir: tmp, port: pgPort, log: (l) => log(`postgres: ${l}`) });
-	log(`embedded Postgres on 127.0.0.1:${pgPort} (${path.relative(ROOT, tmp)})`);
+	pg = await benchPostgres(tmp, (l) => log(`postgres: ${l}`));
+	log(pg.owned ? `embedded Postgres on ${new URL(pg.url).host} (${path.relative(ROOT, tmp)})` : `database ${new URL(pg.url).pathname.slice(1)} on the smoke's Postgres`);
 	producer = postgres(pg.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'bench-producer' } });
 
 	// Migrated as the app's boot does (its fast path then finds the database up to date).

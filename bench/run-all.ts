@@ -1,7 +1,7 @@
 // `npm run bench` — runs every benchmark, one after the other, each as its own child process
 // (`node --import tsx bench/<name>.ts`) with its output forwarded. A benchmark whose file does not
 // exist yet is skipped. Exits non-zero if any benchmark failed; Ctrl-C stops the running one.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,14 @@ function run(file: string): Promise<number> {
 		});
 		current.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
 	});
+}
+
+// The build first, once (realtime, loop and coldstart run build/; each would build a stale one
+// itself, but a fresh clone's first build is no bench's time).
+const build = spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, stdio: 'inherit' });
+if (build.status !== 0) {
+	console.error(`[bench] the build failed (exit ${build.status})`);
+	process.exit(1);
 }
 
 const failed: string[] = [];

@@ -28,7 +28,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { boot, type Runtime } from '../src/lib/server/boot';
 import { sql } from '../src/lib/server/db/index';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/lib/server/db/embedded';
+import type { EmbeddedPostgres } from '../src/lib/server/db/embedded';
 import { insertMessage } from '../src/lib/server/db/queries/messages';
 import { credentialsByUsername } from '../src/lib/server/db/queries/operators';
 import { createSession } from '../src/lib/server/db/queries/sessions';
@@ -40,7 +40,7 @@ import { SUMMARY_LABEL, SUMMARY_SYSTEM } from '../src/lib/server/agent/summary';
 import { taskList } from '../tasks/index';
 import { startScriptedLlm, type RecordedRequest, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../tests/doubles/proxmox/server';
-import { benchPort, ROOT, sleep } from './harness';
+import { benchPostgres, ROOT, sleep } from './harness';
 
 process.chdir(ROOT);
 const { values: opts } = parseArgs({ options: { only: { type: 'string' }, json: { type: 'boolean', default: false } } });
@@ -328,7 +328,7 @@ async function runLongSession(name: string, fold: number, operatorId: string): P
 async function main(): Promise<number> {
 	if (!process.env.BENCH_VERBOSE) console.info = () => undefined;
 	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-tokens-'));
-	pg = await startEmbeddedPostgres({ dataDir: tmp, port: await benchPort() });
+	pg = await benchPostgres(tmp);
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
 		delayMs: 1,
