@@ -100,7 +100,7 @@ async function main() {
 		await pg?.stop().catch(() => undefined);
 		await fs.rm(dir, { recursive: true, force: true });
 	};
-	process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+	for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
 	try {
 		pg = await benchPostgres(dir);
 		await runMigrations(pg.url);

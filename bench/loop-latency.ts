@@ -63,7 +63,7 @@ async function cleanup(): Promise<void> {
 	await pve?.close().catch(() => undefined);
 	if (tmp) await fs.rm(tmp, { recursive: true, force: true });
 }
-process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
 // ----------------------------------------------------------------------- page instrumentation
 
