@@ -30,7 +30,11 @@ test('the cluster as the operator sees it: nodes, a node going down live, a node
 		await expect(page.getByTestId('cluster-view')).toHaveCount(0);
 		// Marks this document: a reload would lose it.
 		await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
-		await page.getByTestId('sync-now').click();
+		// A click before the page is hydrated does nothing: click until the refresh is queued.
+		await expect(async () => {
+			await page.getByTestId('sync-now').click();
+			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: 2_000 });
+		}).toPass({ timeout: 30_000 });
 
 		const view = page.getByTestId('cluster-view');
 		await expect(view.getByTestId('cluster-name')).toHaveText('homelab', { timeout: 30_000 });
