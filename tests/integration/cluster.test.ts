@@ -125,7 +125,7 @@ describe('a cluster member as a host', () => {
 			const results = await syncAllHosts();
 			expect(results.find((r) => r.host === 'pve2')?.ok).toBe(false);
 			expect((await getEntity(sql(), 'host:pve2'))?.attributes.cluster).toMatchObject({ nodeStatus: 'offline', quorate: false, seenBy: 'pve1' });
-			expect((await getEntity(sql(), 'cluster:homelab'))?.attributes.nodes).toContainEqual({ node: 'pve2', status: 'offline', host: true });
+			expect((await getEntity(sql(), 'cluster:homelab'))?.attributes.nodes).toContainEqual({ node: 'pve2', status: 'offline', host: true, offlineSince: expect.any(String) });
 			const r = await requestExecution(sessionId, { target: 'lxc:pve2/101', action: 'pct_start', params: {}, reason: 'r' });
 			expect(r).toMatchObject({ error: 'node pve2 is offline in cluster homelab (seen from pve1): nothing is sent to it' });
 			// what the agent reads

@@ -56,6 +56,12 @@ export interface ClusterNode {
 	node: string;
 	/** online | offline, as the reading member sees it */
 	status: string;
+	/** an online node's load as `/cluster/resources` reports it (absent for one that is offline) */
+	freeMemMb?: number;
+	totalMemMb?: number;
+	cpuPct?: number;
+	cpus?: number;
+	uptimeSec?: number;
 }
 
 export interface ClusterView {
@@ -93,12 +99,24 @@ export function clusterResourceRows(text: string): ClusterResource[] {
 	return r.data;
 }
 
+/** An online node's memory, CPU and uptime from its `/cluster/resources` row (nothing when the row has none). */
+function nodeLoad(e: ClusterResource): Partial<ClusterNode> {
+	if (e.status !== 'online' || e.maxmem === undefined) return {};
+	return {
+		freeMemMb: Math.max(0, Math.round((e.maxmem - (e.mem ?? 0)) / MiB)),
+		totalMemMb: Math.round(e.maxmem / MiB),
+		cpuPct: round((e.cpu ?? 0) * 100),
+		...(e.maxcpu !== undefined ? { cpus: e.maxcpu } : {}),
+		...(e.uptime !== undefined ? { uptimeSec: Math.round(e.uptime) } : {})
+	};
+}
+
 /** Parses `pvesh get /cluster/resources --output-format json` into nodes and guests. */
 export function parseClusterResources(text: string): { nodes: ClusterNode[]; guests: ClusterGuest[] } {
 	const nodes: ClusterNode[] = [];
 	const guests: ClusterGuest[] = [];
 	for (const e of clusterResourceRows(text)) {
-		if (e.type === 'node' && e.node) nodes.push({ node: e.node, status: e.status ?? 'unknown' });
+		if (e.type === 'node' && e.node) nodes.push({ node: e.node, status: e.status ?? 'unknown', ...nodeLoad(e) });
 		if ((e.type === 'lxc' || e.type === 'qemu') && e.node && e.vmid !== undefined) {
 			guests.push({
 				type: e.type,

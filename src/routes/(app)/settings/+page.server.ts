@@ -1,15 +1,21 @@
 import { sql } from '$lib/server/db/index';
+import { latestEventId } from '$lib/server/db/queries/events';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
 import { listAllowRules } from '$lib/server/db/queries/allow-rules';
+import { listClusterOverviews } from '$lib/server/cluster/overview';
 import { hostsFor } from '$lib/server/hosts/manage';
 import { notificationSettings } from '$lib/server/notify/settings';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ locals }) => {
 	const user = locals.user!;
+	// Read before the clusters: an event after it is one they may not show yet.
+	const clustersCursor = await latestEventId(sql());
 	return {
+		clustersCursor,
 		hosts: hostsFor(user.role, await listHosts(sql())),
+		clusters: await listClusterOverviews(user.role),
 		operators: user.role === 'admin' ? await listOperators(sql()) : [],
 		rules: user.role === 'admin' ? await listAllowRules(sql()) : [],
 		notifications: user.role === 'admin' ? await notificationSettings(sql()) : null

@@ -300,15 +300,62 @@ export interface NodeStanding {
 	seenBy: string;
 }
 
+/** A node as the `cluster` entity keeps it: its standing, and its load when it was online. */
+export interface ClusterNodeFacts {
+	node: string;
+	/** online | offline */
+	status: string;
+	/** a host entry of that name exists */
+	host: boolean;
+	/** when a quorate view first saw it offline (kept while it stays offline) */
+	offlineSince?: string;
+	freeMemMb?: number;
+	totalMemMb?: number;
+	cpuPct?: number;
+	cpus?: number;
+	uptimeSec?: number;
+}
+
+type ClusterViewInput = {
+	name: string;
+	readFrom: string;
+	quorate: boolean;
+	nodes: ({ node: string; status: string } & Partial<Omit<ClusterNodeFacts, 'node' | 'status' | 'host' | 'offlineSince'>>)[];
+	guests: { type: string; vmid: number; node: string; name: string; status: string; template?: boolean }[];
+};
+
+/** The `cluster` entity's attributes. */
+export interface ClusterFacts {
+	/** the last view recorded was quorate (only a quorate view replaces nodes and guests) */
+	quorate: boolean;
+	readFrom: string;
+	nodes: ClusterNodeFacts[];
+	guests: { type: string; vmid: number; node: string; name: string; status: string; template?: true }[];
+	/** members that last read the cluster from outside a quorate partition (`Quorate: No`), with since when */
+	outOfQuorum?: { node: string; since: string }[];
+}
+
+/**
+ * What the operator's cluster view shows apart from load figures (which move on every read):
+ * when this changes, `cluster.updated` is emitted.
+ */
+function standingKey(a: Partial<ClusterFacts> | null): string {
+	if (!a) return '';
+	const nodes = (a.nodes ?? []).map((n) => [n.node, n.status, n.host, n.offlineSince ?? null]);
+	const guests = (a.guests ?? []).map((g) => [g.type, g.vmid, g.node, g.name]);
+	return JSON.stringify([a.quorate, nodes, guests, (a.outOfQuorum ?? []).map((m) => m.node).sort()]);
+}
+
 /**
  * Records a cluster view read from one member. A quorate view is the cluster's truth: it is kept
  * as the `cluster` entity and every configured member's host entity gets its standing. A view from
- * a member without quorum only marks that member (its view of the others is its own isolation).
+ * a member without quorum only marks that member (on its host entity, and in the cluster's
+ * `outOfQuorum` list, until a quorate view sees it online again): its view of the others is its
+ * own isolation. A node seen offline keeps the moment a quorate view first saw it so
+ * (`offlineSince`). Emits `cluster.updated` when what the operator sees changed (nodes, quorum,
+ * who holds which guest; not the load figures).
  */
-export async function recordClusterView(
-	sql: Sql,
-	view: { name: string; readFrom: string; quorate: boolean; nodes: { node: string; status: string }[]; guests: { type: string; vmid: number; node: string; name: string; status: string }[] }
-): Promise<void> {
+export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promise<void> {
 	const standing = (node: string, status: string): NodeStanding => ({
 		cluster: view.name,
 		nodeStatus: status,
@@ -316,28 +363,59 @@ export async function recordClusterView(
 		seenBy: view.readFrom
 	});
 	await sql.begin(async (tx) => {
+		const [prev] = await tx<{ attributes: Partial<ClusterFacts>; now: string }[]>`
+			select attributes, now() as now from entities where kind = 'cluster' and external_id = ${view.name} for update`;
+		const [{ now }] = prev ? [prev] : await tx<{ now: string }[]>`select now() as now`;
+		const wasOut = prev?.attributes.outOfQuorum ?? [];
+		let attributes: Partial<ClusterFacts> | null;
+		const standings: [string, NodeStanding][] = [];
 		if (!view.quorate) {
-			await tx`update entities set attributes = attributes || ${JSON.stringify({ cluster: standing(view.readFrom, 'online') })}::text::jsonb
-				where kind = 'host' and external_id = ${view.readFrom}`;
-			return;
+			standings.push([view.readFrom, standing(view.readFrom, 'online')]);
+			attributes = prev && {
+				...prev.attributes,
+				outOfQuorum: wasOut.some((m) => m.node === view.readFrom) ? wasOut : [...wasOut, { node: view.readFrom, since: now }]
+			};
+		} else {
+			const configured = new Set((await tx<{ name: string }[]>`select name from hosts`).map((h) => h.name));
+			const before = new Map((prev?.attributes.nodes ?? []).map((n) => [n.node, n]));
+			const nodes: ClusterNodeFacts[] = view.nodes.map((n) => {
+				const was = before.get(n.node);
+				const offlineSince = n.status === 'online' ? undefined : was && was.status !== 'online' ? (was.offlineSince ?? now) : now;
+				return { ...n, host: configured.has(n.node), ...(offlineSince ? { offlineSince } : {}) };
+			});
+			// A member this partition sees online is in it, hence quorate again.
+			const online = new Set(nodes.filter((n) => n.status === 'online').map((n) => n.node));
+			attributes = {
+				quorate: true,
+				readFrom: view.readFrom,
+				nodes,
+				guests: view.guests.map((g) => ({ type: g.type, vmid: g.vmid, node: g.node, name: g.name, status: g.status, ...(g.template ? { template: true as const } : {}) })),
+				...(wasOut.some((m) => !online.has(m.node)) ? { outOfQuorum: wasOut.filter((m) => !online.has(m.node)) } : {})
+			};
+			for (const n of view.nodes) standings.push([n.node, standing(n.node, n.status)]);
 		}
-		const configured = new Set((await tx<{ name: string }[]>`select name from hosts`).map((h) => h.name));
-		const attributes = {
-			quorate: true,
-			readFrom: view.readFrom,
-			nodes: view.nodes.map((n) => ({ ...n, host: configured.has(n.node) })),
-			guests: view.guests.map((g) => ({ type: g.type, vmid: g.vmid, node: g.node, name: g.name, status: g.status }))
-		};
-		await tx`
-			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
-			values ('cluster', ${view.name}, ${view.name}, null, ${JSON.stringify(attributes)}::text::jsonb, now(), now())
-			on conflict (kind, external_id) do update set attributes = excluded.attributes, seen_at = now(),
-				updated_at = case when entities.attributes is distinct from excluded.attributes then now() else entities.updated_at end`;
-		for (const n of view.nodes) {
-			await tx`update entities set attributes = attributes || ${JSON.stringify({ cluster: standing(n.node, n.status) })}::text::jsonb
-				where kind = 'host' and external_id = ${n.node}`;
+		if (attributes && !view.quorate) {
+			// Not a read of the cluster's truth: its `seen_at` stays the last quorate read's.
+			await tx`update entities set attributes = ${JSON.stringify(attributes)}::text::jsonb, updated_at = now() where kind = 'cluster' and external_id = ${view.name}`;
+		} else if (attributes) {
+			await tx`
+				insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+				values ('cluster', ${view.name}, ${view.name}, null, ${JSON.stringify(attributes)}::text::jsonb, now(), now())
+				on conflict (kind, external_id) do update set attributes = excluded.attributes, seen_at = now(),
+					updated_at = case when entities.attributes is distinct from excluded.attributes then now() else entities.updated_at end`;
+		}
+		for (const [node, s] of standings) {
+			await tx`update entities set attributes = attributes || ${JSON.stringify({ cluster: s })}::text::jsonb where kind = 'host' and external_id = ${node}`;
+		}
+		if (attributes && standingKey(prev?.attributes ?? null) !== standingKey(attributes)) {
+			await emitEvent(tx, { sessionId: null, type: 'cluster.updated', payload: { cluster: view.name } });
 		}
 	});
+}
+
+/** Every recorded cluster (`cluster` entities), by name. */
+export async function listClusters(sql: Sql | TransactionSql): Promise<Entity[]> {
+	return sql<Entity[]>`select ${columns(sql)} from entities where kind = 'cluster' order by name`;
 }
 
 /** The cluster a configured host belongs to, as last recorded (null: a standalone host, or never synced as a member). */

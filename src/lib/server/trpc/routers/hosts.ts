@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { fingerprint, hostInput } from '$lib/schemas/hosts';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { sql } from '$lib/server/db/index';
+import { listClusterOverviews } from '$lib/server/cluster/overview';
 import { addHost, changeHost, hostsFor, pinHostKey, removeHost, scanHostKey, testHost } from '$lib/server/hosts/manage';
 import { enqueueJob, PRIORITY } from '$lib/server/jobs/enqueue';
 import { adminProcedure, operatorProcedure, router } from '../t';
@@ -10,6 +11,8 @@ const id = z.object({ id: z.uuid() });
 
 export const hostsRouter = router({
 	list: operatorProcedure.query(async ({ ctx }) => hostsFor(ctx.user.role, await listHosts(sql()))),
+	/** The recorded clusters, each node's standing, load, guests and host entry (none for standalone hosts). */
+	clusters: operatorProcedure.query(({ ctx }) => listClusterOverviews(ctx.user.role)),
 	create: adminProcedure.input(hostInput).mutation(({ input, ctx }) => addHost(ctx.user, input)),
 	update: adminProcedure.input(id.extend({ host: hostInput })).mutation(({ input, ctx }) => changeHost(ctx.user, input.id, input.host)),
 	/** Refreshes the inventory of one host (or all) now, in the background. */
