@@ -52,6 +52,17 @@ describe('a 3-node cluster of doubles', () => {
 		expect((await on('pve1', 'pvesh get /cluster/nextid')).stdout).toBe('102\n');
 	});
 
+	it("a node's used memory counts its running VMs (all their memory) besides its running CTs, in /nodes/<n>/status and /cluster/resources", async () => {
+		const GiB = 1024 ** 3;
+		// pve2: the node's own 2.5 GiB, CT 101 stopped, VM 200 running with 4 GiB.
+		const status = await json<{ memory: { total: number; used: number; free: number } }>('pve1', 'pvesh get /nodes/pve2/status --output-format json');
+		expect(status.memory).toMatchObject({ total: 32 * GiB, used: 6.5 * GiB, free: 25.5 * GiB });
+		const node = (await json<Resource[]>('pve3', 'pvesh get /cluster/resources --type node --output-format json')).find((r) => r.node === 'pve2');
+		expect(node?.mem).toBe(6.5 * GiB);
+		// pve3's template never runs: nothing counted.
+		expect((await json<{ memory: { used: number } }>('pve3', 'pvesh get /nodes/pve3/status --output-format json')).memory.used).toBe(2.5 * GiB);
+	});
+
 	it('pvecm status prints the corosync view as PVE 8 does', async () => {
 		const r = await on('pve2', 'pvecm status');
 		expect(r.code).toBe(0);
