@@ -114,11 +114,14 @@ export function parseClusterResources(text: string): { nodes: ClusterNode[]; gue
 	return { nodes, guests };
 }
 
-/** Reads the cluster as the member behind `client` sees it (two commands on one connection). */
-export async function readClusterView(client: Client, member: string, opts: RunOptions = {}): Promise<ClusterView> {
-	const [status, resources] = await Promise.all([
-		runChecked(client, ['pvecm', 'status'], opts),
-		runChecked(client, ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'], opts)
-	]);
-	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(resources) };
+/** `pvesh get /cluster/resources` (every type): answers on a standalone PVE 8 node too, listing its own guests. */
+export const RESOURCES_ARGV: readonly string[] = ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'];
+
+/**
+ * Reads the cluster as the member behind `client` sees it (two commands on one connection);
+ * `resources`: the output of RESOURCES_ARGV when the caller is reading it already.
+ */
+export async function readClusterView(client: Client, member: string, opts: RunOptions = {}, resources?: Promise<string>): Promise<ClusterView> {
+	const [status, rows] = await Promise.all([runChecked(client, ['pvecm', 'status'], opts), resources ?? runChecked(client, RESOURCES_ARGV, opts)]);
+	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(rows) };
 }
