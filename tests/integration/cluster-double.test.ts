@@ -1,4 +1,8 @@
 // The Proxmox double as a 3-node cluster: shared guest configs, per-member commands, quorum.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectTo, execOn } from '../doubles/proxmox/client';
@@ -164,6 +168,33 @@ describe('a 3-node cluster of doubles', () => {
 		} finally {
 			c.end();
 			await solo.close();
+		}
+	});
+
+	it('the command line starts a cluster: --cluster 3 prints each node and how to add it, and stops clean', async () => {
+		const cli = spawn(process.execPath, ['--import', 'tsx', 'tests/doubles/proxmox/cli.ts', '--cluster', '3', '--vms', '[{"vmid":200,"name":"haos","status":"running"}]'], { stdio: ['ignore', 'pipe', 'pipe'] });
+		let err = '';
+		cli.stderr.on('data', (d: Buffer) => (err += d.toString()));
+		const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));
+		try {
+			const [line] = (await once(createInterface({ input: cli.stdout }), 'line')) as [string];
+			const started = JSON.parse(line) as { cluster: string; dir: string; members: ({ node: string } & Parameters<typeof connectTo>[0])[] };
+			expect(started.cluster).toBe('homelab');
+			expect(started.members.map((m) => m.node)).toEqual(['pve1', 'pve2', 'pve3']);
+			const c = await connectTo(started.members[2]);
+			try {
+				expect((await execOn(c, 'pvecm status')).stdout).toContain('Quorate:          Yes');
+				const res = JSON.parse((await execOn(c, 'pvesh get /cluster/resources --type vm --output-format json')).stdout) as Resource[];
+				expect(res.map((r) => [r.id, r.node])).toEqual([['qemu/200', 'pve1']]);
+			} finally {
+				c.end();
+			}
+			expect(err).toContain(`pve2: address 127.0.0.1, port ${started.members[1].port}, user root, key ${started.members[1].clientKeyPath}`);
+			cli.kill('SIGTERM');
+			expect(await exited).toBe(0);
+			expect(existsSync(started.dir)).toBe(false);
+		} finally {
+			cli.kill('SIGKILL');
 		}
 	});
 });
