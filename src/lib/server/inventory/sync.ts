@@ -67,10 +67,10 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 			else {
 				// A standalone host's VMs are an addition: when they cannot be read, its CTs still sync and
 				// the VMs it has stay as they were, with the reason on the host.
-				const host = inv.host;
+				const node = inv.host;
 				vms = await resources
 					.then((text) => parseClusterResources(text).guests)
-					.catch((e: Error) => void (host.attributes.vmsError = e.message));
+					.catch((e: Error) => void (node.attributes.vmsError = e.message));
 			}
 		} finally {
 			release();

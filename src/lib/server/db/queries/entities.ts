@@ -380,6 +380,9 @@ async function followMovedGuests(tx: TransactionSql, members: string[], guests: 
 		}
 		await tx`delete from entities where kind = ${m.kind} and external_id = ${m.external_id}`;
 		await markGone(tx, m.kind, [m.external_id], at);
+		const guest = m.kind === 'lxc' ? { container: m.vmid } : { vm: m.vmid };
+		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: m.host_name, ...guest, gone: true } });
+		if (configured.has(m.node)) await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: m.node, ...guest } });
 	}
 }
 
