@@ -1,4 +1,8 @@
 // The Proxmox double as a 3-node cluster: shared guest configs, per-member commands, quorum.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectTo, execOn } from '../doubles/proxmox/client';
@@ -55,6 +59,17 @@ describe('a 3-node cluster of doubles', () => {
 		expect((await on('pve1', 'pvesh get /cluster/nextid --output-format json')).stdout).toBe('"102"\n');
 		// pve-manager stable-8 PVE/CLI/pvesh.pm: `print STDERR "No '$cmd' handler defined for '$path'\n"; exit(1);`
 		expect(await on('pve1', 'pvesh get /cluster/nothing')).toMatchObject({ code: 1, stderr: "No 'get' handler defined for '/cluster/nothing'\n" });
+	});
+
+	it("a node's used memory counts its running VMs (all their memory) besides its running CTs, in /nodes/<n>/status and /cluster/resources", async () => {
+		const GiB = 1024 ** 3;
+		// pve2: the node's own 2.5 GiB, CT 101 stopped, VM 200 running with 4 GiB.
+		const status = await json<{ memory: { total: number; used: number; free: number } }>('pve1', 'pvesh get /nodes/pve2/status --output-format json');
+		expect(status.memory).toMatchObject({ total: 32 * GiB, used: 6.5 * GiB, free: 25.5 * GiB });
+		const node = (await json<Resource[]>('pve3', 'pvesh get /cluster/resources --type node --output-format json')).find((r) => r.node === 'pve2');
+		expect(node?.mem).toBe(6.5 * GiB);
+		// pve3's template never runs: nothing counted.
+		expect((await json<{ memory: { used: number } }>('pve3', 'pvesh get /nodes/pve3/status --output-format json')).memory.used).toBe(2.5 * GiB);
 	});
 
 	it('pvecm status prints the corosync view as PVE 8 does', async () => {
@@ -170,6 +185,33 @@ describe('a 3-node cluster of doubles', () => {
 		} finally {
 			c.end();
 			await solo.close();
+		}
+	});
+
+	it('the command line starts a cluster: --cluster 3 prints each node and how to add it, and stops clean', async () => {
+		const cli = spawn(process.execPath, ['--import', 'tsx', 'tests/doubles/proxmox/cli.ts', '--cluster', '3', '--vms', '[{"vmid":200,"name":"haos","status":"running"}]'], { stdio: ['ignore', 'pipe', 'pipe'] });
+		let err = '';
+		cli.stderr.on('data', (d: Buffer) => (err += d.toString()));
+		const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));
+		try {
+			const [line] = (await once(createInterface({ input: cli.stdout }), 'line')) as [string];
+			const started = JSON.parse(line) as { cluster: string; dir: string; members: ({ node: string } & Parameters<typeof connectTo>[0])[] };
+			expect(started.cluster).toBe('homelab');
+			expect(started.members.map((m) => m.node)).toEqual(['pve1', 'pve2', 'pve3']);
+			const c = await connectTo(started.members[2]);
+			try {
+				expect((await execOn(c, 'pvecm status')).stdout).toContain('Quorate:          Yes');
+				const res = JSON.parse((await execOn(c, 'pvesh get /cluster/resources --type vm --output-format json')).stdout) as Resource[];
+				expect(res.map((r) => [r.id, r.node])).toEqual([['qemu/200', 'pve1']]);
+			} finally {
+				c.end();
+			}
+			expect(err).toContain(`pve2: address 127.0.0.1, port ${started.members[1].port}, user root, key ${started.members[1].clientKeyPath}`);
+			cli.kill('SIGTERM');
+			expect(await exited).toBe(0);
+			expect(existsSync(started.dir)).toBe(false);
+		} finally {
+			cli.kill('SIGKILL');
 		}
 	});
 });

@@ -96,11 +96,25 @@ describe('a cluster member as a host', () => {
 		const r = await requestExecution(sessionId, { target: 'lxc:pve2/102', action: 'pct_stop', params: {}, reason: 'r' });
 		expect(r).toMatchObject({ error: expect.stringContaining('CT 102 is on node pve1 now, not pve2'), hint: 'target lxc:pve1/102 instead' });
 		expect(await guestCommands('pve2')).toEqual(before2);
-		// moved to a node Nomos has no host entry for: it says so
+		// Its entity moved with what the refusal saw, not at the next sync: the hint's ref is real.
+		expect(await getEntity(sql(), 'lxc:pve2/102')).toBeNull();
+		expect(await getEntity(sql(), 'lxc:pve1/102')).toMatchObject({ name: 'web', hostName: 'pve1', attributes: expect.objectContaining({ vmid: 102, status: 'running' }) });
+		// moved to a node Nomos has no host entry for: it says so, and the entity leaves pve1
 		await cluster.moveGuest(102, 'pve3');
-		const r3 = await requestExecution(sessionId, { target: 'lxc:pve2/102', action: 'pct_stop', params: {}, reason: 'r' });
+		const r3 = await requestExecution(sessionId, { target: 'lxc:pve1/102', action: 'pct_stop', params: {}, reason: 'r' });
 		expect(r3).toMatchObject({ error: expect.stringContaining('CT 102 is on node pve3 now'), hint: expect.stringContaining('node pve3 has no host entry in Nomos') });
 		expect(await guestCommands('pve3')).toEqual([]);
+		expect((await listEntities(sql())).filter((e) => e.kind === 'lxc').map((e) => e.externalId)).not.toContain('pve1/102');
+		// a VM too: moved behind Nomos's back, its qemu entity follows at the next look at the cluster
+		await cluster.moveGuest(200, 'pve1');
+		const vm = await requestExecution(sessionId, { target: 'pve2', action: 'qm_stop', params: { vmid: 200 }, reason: 'r' });
+		expect(vm).toMatchObject({ error: expect.stringContaining('VM 200 is on node pve1 now, not pve2'), hint: 'target pve1 instead' });
+		expect(await getEntity(sql(), 'qemu:pve2/200')).toBeNull();
+		expect((await getEntity(sql(), 'qemu:pve1/200'))?.attributes).toMatchObject({ vmid: 200, node: 'pve1', name: 'haos' });
+		await cluster.moveGuest(200, 'pve2');
+		await syncAllHosts();
+		expect(await getEntity(sql(), 'qemu:pve2/200')).not.toBeNull();
+		expect(await getEntity(sql(), 'qemu:pve1/200')).toBeNull();
 	});
 
 	it('a guest that moves between approval and run is refused before anything runs, naming its new node', async () => {

@@ -3,6 +3,8 @@
 // follows), the pre-check refuses what Proxmox would fail on (target down, memory, storage, a
 // running VM offline, local disks online), before approval and again right before the run;
 // new ids come from the cluster; suggest_node names a node and why.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
@@ -16,7 +18,7 @@ import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { connectTo, execOn } from '../doubles/proxmox/client';
 import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
-import { setNodeIn } from '../doubles/proxmox/state';
+import { setNodeIn, writeVms } from '../doubles/proxmox/state';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
 
@@ -80,6 +82,21 @@ describe('the pre-check refuses before the operator is asked', () => {
 		);
 		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from executions where action = 'pct_migrate'`;
 		expect(n).toBe(0);
+	});
+
+	it("a running VM on the target takes its memory: a CT that would fit otherwise does not; a VM's own memory is checked too", async () => {
+		await writeVms(cluster.member('pve3').stateDir, [{ vmid: 210, name: 'pbs', status: 'running', memory: 1024 }]);
+		try {
+			// pve3: 4 GiB, 2.5 used by the node and 1 by the VM: 0.5 GiB free.
+			expect(await refusal({ target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve3' }, reason: 'x' })).toBe(
+				'pct_migrate to pve3 refused by the pre-check: not enough memory on pve3: 0.5 GiB free, CT 101 needs 1.0 GiB; storage local-lvm (rootfs) does not exist on pve3'
+			);
+			expect(await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve3', online: true, withLocalDisks: true }, reason: 'x' })).toContain(
+				'not enough memory on pve3: 0.5 GiB free, VM 200 needs 4.0 GiB'
+			);
+		} finally {
+			await rm(join(cluster.member('pve3').stateDir, 'vms', '210.json'));
+		}
 	});
 
 	it('a target that is down, and a node that is not in the cluster', async () => {
@@ -228,6 +245,15 @@ describe('a VM moves online with its local disks', () => {
 		expect(e.steps.map((s) => s.label)).toEqual(['qm migrate → pve2', 'verify: qemu/200 on pve2']);
 		expect((await cluster.member('pve2').vms()).find((v) => v.vmid === 200)).toMatchObject({ name: 'haos', status: 'running' });
 		expect(await cluster.holderOf(200)).toBe('pve2');
+
+		// The continuation reads it back at once (one /cluster/resources on pve1), filed under pve2 now.
+		llm.push({ text: 'haos runs on pve2 now.' });
+		const before = (await cluster.member('pve1').argvLog()).length;
+		expect(await continueSession(sessionId)).toBe('turn');
+		expect((await cluster.member('pve1').argvLog()).slice(before)).toEqual([['pvesh', 'get', '/cluster/resources', '--output-format', 'json']]);
+		const rows = await sql()<{ external_id: string; host_name: string; status: string }[]>`
+			select external_id, host_name, attributes->>'status' as status from entities where kind = 'qemu' and name = 'haos'`;
+		expect(rows).toEqual([{ external_id: 'pve2/200', host_name: 'pve2', status: 'running' }]);
 	});
 });
 
@@ -253,8 +279,9 @@ describe('ids and placement across the cluster', () => {
 		expect(first.tools.find((t) => t.function.name === 'request_execution')!.function.description).toContain('pct_migrate(node, timeoutS?=180)');
 		const messages = (llm.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
 		const snapshot = JSON.parse(messages.filter((m) => m.role === 'tool').at(-1)!.content) as { placement: { node: string; reason: string; nodes: string[] } };
-		expect(snapshot.placement.node).toBe('pve2');
-		expect(snapshot.placement.reason).toMatch(/^pve2: the most free memory among the nodes online \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve1 \d+\.\d GiB, pve3 1\.5 GiB$/);
+		// pve2 holds the running 4 GiB VM now (and caddy): pve1 has more free.
+		expect(snapshot.placement.node).toBe('pve1');
+		expect(snapshot.placement.reason).toMatch(/^pve1: the most free memory among the nodes online \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve2 \d+\.\d GiB, pve3 1\.5 GiB$/);
 		expect(snapshot.placement.nodes[2]).toMatch(/^pve3 online: 1536 MiB free of 4096, CPU [\d.]+% of 8; storage local \d+G$/);
 	});
 });

@@ -6,8 +6,8 @@ import { claimFinishedForSession, getExecutionsByIds, listUnreadLeftovers, maxRe
 import { claimFinishedPlans } from '../db/queries/plans';
 import { planNote } from '../executions/plans';
 import { addSystemNote } from '../conversation/notes';
-import { recordLeftovers, targetVmid } from '../executions/leftovers';
-import { refreshContainer } from '../inventory/sync';
+import { recordLeftovers, targetVmid, vmOf } from '../executions/leftovers';
+import { refreshContainer, refreshVm } from '../inventory/sync';
 import { ACTIONS, isActionName } from '../proxmox/actions';
 import { runTurn } from './run-turn';
 import { insertTurnMessage } from './message-writer';
@@ -93,17 +93,22 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const reply = kind === 'turn' ? await insertTurnMessage(tx, sessionId, origin) : null;
 		const refresh = claimed
 			.filter((e) => e.status === 'succeeded' && changesInventory(e.action) && e.hostName)
-			// A migrated container is read back on both nodes: gone from the one, on the other (when it is a configured host).
-			.flatMap((e) => [e.hostName!, ...(e.action === 'pct_migrate' && typeof e.params.node === 'string' ? [e.params.node] : [])].map((host) => ({ host, vmid: Number(targetVmid(e)) })))
+			.flatMap((e): { host: string; vmid: number; vm: boolean }[] => {
+				// A VM (the clone, for vm_clone) is read from /cluster/resources, which also files a migrated one under its new node.
+				const vm = vmOf(e);
+				if (vm) return [{ host: e.hostName!, vmid: Number(vm), vm: true }];
+				// A migrated container is read back on both nodes: gone from the one, on the other (when it is a configured host).
+				return [e.hostName!, ...(e.action === 'pct_migrate' && typeof e.params.node === 'string' ? [e.params.node] : [])].map((host) => ({ host, vmid: Number(targetVmid(e)), vm: false }));
+			})
 			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
 		return { kind, refresh, messageId: reply?.id, origin };
 	});
 	if (decision.kind !== 'turn') return decision.kind;
-	// The agent verifies next: let it see the containers the changes touched as they are now (two
-	// commands each), not the last minute's sync; the host's full sync was queued when each
+	// The agent verifies next: let it see the guests the changes touched as they are now (a CT
+	// in two commands, a VM in one), not the last minute's sync; the host's full sync was queued when each
 	// execution finished (one job per host, collapsed) and refreshes the rest. The read-back runs
 	// while the turn starts (the model reads the result note first); its tools wait for it.
-	const readBack = Promise.all(decision.refresh.map((r) => refreshContainer(r.host, r.vmid, { signal })));
+	const readBack = Promise.all(decision.refresh.map((r) => (r.vm ? refreshVm : refreshContainer)(r.host, r.vmid, { signal })));
 	try {
 		await runTurn({ sessionId, origin: decision.origin, signal, inventoryReady: readBack, messageId: decision.messageId });
 	} finally {

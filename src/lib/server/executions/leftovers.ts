@@ -17,7 +17,7 @@ export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action
 }
 
 /** The VM a VM mutation was about: the clone it was making, else params.vmid. */
-function vmOf(e: Pick<ExecutionRow, 'params'> & { action?: string }): string | null {
+export function vmOf(e: Pick<ExecutionRow, 'params'> & { action?: string }): string | null {
 	if (!e.action || !isVmAction(e.action)) return null;
 	const v = e.action === 'vm_clone' ? e.params?.newid : e.params?.vmid;
 	return (typeof v === 'string' || typeof v === 'number') && /^[0-9]+$/.test(String(v)) ? String(v) : null;

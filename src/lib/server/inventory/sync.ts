@@ -1,9 +1,9 @@
 // Copies each pinned host's Proxmox inventory into `entities` (one transaction per host).
 import { sql } from '../db/index';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, inventoryClock, recordClusterView, removeOrphanedEntities, replaceContainer, replaceHostInventory } from '../db/queries/entities';
-import { readClusterView, type ClusterView } from '../proxmox/cluster';
-import { readContainer, readInventory, type Inventory } from '../proxmox/inventory';
+import { hostSyncTimes, inventoryClock, recordClusterView, removeOrphanedEntities, replaceGuest, replaceHostInventory, type InventoryRow } from '../db/queries/entities';
+import { parseClusterResources, readClusterView, RESOURCES_ARGV, type ClusterGuest, type ClusterView } from '../proxmox/cluster';
+import { readContainer, readInventory, runChecked, type Inventory } from '../proxmox/inventory';
 import { HostKeyError } from '../ssh/client';
 import { lease } from '../ssh/pool';
 
@@ -12,16 +12,23 @@ export type HostSyncResult =
 	| { host: string; ok: false; skipped: true; reason: string }
 	| { host: string; ok: false; skipped?: false; error: string; durationMs: number };
 
+/** A VM's entity as the sync writes it, from its `/cluster/resources` row, filed under the host entry `hostName`. */
+function vmRow(hostName: string, { type: _t, node, ...vm }: ClusterGuest): InventoryRow {
+	return { kind: 'qemu', external_id: `${hostName}/${vm.vmid}`, name: vm.name, host_name: hostName, attributes: { ...vm, node } };
+}
+
 /**
- * Writes one host's inventory: upserts host + containers (and, for a cluster member, its VMs and
- * its standing in the cluster), deletes vanished ones, emits the event.
+ * Writes one host's inventory: upserts host + containers and its VMs (from a cluster member's view,
+ * or `vms`: a standalone host's `/cluster/resources` rows; a member's standing in the cluster
+ * too), deletes vanished ones, emits the event. VMs are picked by the PVE node name (a standalone
+ * host's entry may be named otherwise); without a VM list, the VMs it holds are left as they are.
  */
-export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null, cluster?: ClusterView): Promise<{ removed: number }> {
+export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null, cluster?: ClusterView, vms?: ClusterGuest[]): Promise<{ removed: number }> {
 	const standing = cluster && { cluster: cluster.name, nodeStatus: 'online', quorate: cluster.quorate, seenBy: hostName };
-	const vms = (cluster?.guests ?? []).filter((g) => g.type === 'qemu' && g.node === hostName);
+	const guests = cluster?.guests ?? vms;
 	const rows = [
 		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: standing ? { ...inv.host.attributes, cluster: standing } : inv.host.attributes },
-		...vms.map(({ type: _t, node, ...vm }) => ({ kind: 'qemu', external_id: `${hostName}/${vm.vmid}`, name: vm.name, host_name: hostName, attributes: { ...vm, node } })),
+		...(guests ?? []).filter((g) => g.type === 'qemu' && g.node === inv.host.node).map((g) => vmRow(hostName, g)),
 		...inv.containers.map((c) => ({
 			kind: 'lxc',
 			external_id: `${hostName}/${c.vmid}`,
@@ -30,7 +37,7 @@ export async function writeInventory(hostName: string, inv: Inventory, readAt: s
 			attributes: c.attributes
 		}))
 	];
-	const result = await replaceHostInventory(sql(), hostName, rows, inv.containers.length, readAt, !!cluster);
+	const result = await replaceHostInventory(sql(), hostName, rows, inv.containers.length, readAt, !!guests);
 	if (cluster) await recordClusterView(sql(), cluster);
 	return result;
 }
@@ -45,14 +52,26 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	let inv: Inventory;
 	let readAt: string;
 	let cluster: ClusterView | undefined;
+	let vms: ClusterGuest[] | undefined;
 	try {
 		const { client, release } = await lease(host);
 		try {
 			readAt = await inventoryClock(sql());
+			// `/cluster/resources` on a channel of its own beside the inventory's reads (no extra round
+			// trip): a standalone node's VMs in one command (`qm list` + a `qm config` per VM would be
+			// 1 + N), and a member's cluster view (who holds which guest, which nodes are up) reuses it.
+			const resources = runChecked(client, RESOURCES_ARGV, { signal: opts.signal });
+			resources.catch(() => undefined); // awaited below; unobserved when the inventory read fails first
 			inv = await readInventory(client, host.name, { signal: opts.signal });
-			// More than one node: a cluster member, whose view of the cluster (who holds which guest,
-			// which nodes are up, quorum) comes along; a standalone host costs no extra command.
-			if ((inv.nodeCount ?? 1) > 1) cluster = await readClusterView(client, host.name, { signal: opts.signal });
+			if ((inv.nodeCount ?? 1) > 1) cluster = await readClusterView(client, host.name, { signal: opts.signal }, resources);
+			else {
+				// A standalone host's VMs are an addition: when they cannot be read, its CTs still sync and
+				// the VMs it has stay as they were, with the reason on the host.
+				const node = inv.host;
+				vms = await resources
+					.then((text) => parseClusterResources(text).guests)
+					.catch((e: Error) => void (node.attributes.vmsError = e.message));
+			}
 		} finally {
 			release();
 		}
@@ -64,7 +83,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal } = {}):
 	}
 	let removed: number;
 	try {
-		({ removed } = await writeInventory(host.name, inv, readAt, cluster));
+		({ removed } = await writeInventory(host.name, inv, readAt, cluster, vms));
 	} catch (e) {
 		const error = `saving the inventory failed: ${(e as Error).message}`;
 		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error).catch(() => undefined);
@@ -129,9 +148,10 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
 		try {
 			const readAt = await inventoryClock(sql());
 			const record = await readContainer(client, vmid, { signal: opts.signal });
-			await replaceContainer(
+			await replaceGuest(
 				sql(),
 				hostName,
+				'lxc',
 				vmid,
 				record && { kind: 'lxc', external_id: `${hostName}/${vmid}`, name: record.name, host_name: hostName, attributes: { ...record.attributes } },
 				readAt
@@ -140,6 +160,36 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
 		} finally {
 			release();
 		}
+	} catch (e) {
+		return { ok: false, error: (e as Error).message };
+	}
+}
+
+/**
+ * Re-reads one VM of a host (one command: `/cluster/resources`, the rows the sync writes VMs from)
+ * and writes just that entity: removed when it is gone, and when the cluster lists it on another
+ * node (a migration), filed under that node's host entry at once, when there is one. Never throws
+ * for SSH/Proxmox problems; returns the error instead.
+ */
+export async function refreshVm(hostName: string, vmid: number, opts: { signal?: AbortSignal } = {}): Promise<{ ok: true; gone: boolean; node?: string } | { ok: false; error: string }> {
+	const host = await getHostByName(sql(), hostName);
+	if (!host?.hostKeyFingerprint) return { ok: false, error: `host "${hostName}" is not configured or not pinned` };
+	try {
+		const { client, release } = await lease(host);
+		let readAt: string;
+		let view: ReturnType<typeof parseClusterResources>;
+		try {
+			readAt = await inventoryClock(sql());
+			view = parseClusterResources(await runChecked(client, RESOURCES_ARGV, { signal: opts.signal }));
+		} finally {
+			release();
+		}
+		// A standalone node's entry may be named otherwise than its node; a member's is named as its node.
+		const node = view.nodes.length === 1 ? view.nodes[0].node : hostName;
+		const vm = view.guests.find((g) => g.type === 'qemu' && g.vmid === vmid);
+		await replaceGuest(sql(), hostName, 'qemu', vmid, vm?.node === node ? vmRow(hostName, vm) : null, readAt);
+		if (vm && vm.node !== node && (await getHostByName(sql(), vm.node))) await replaceGuest(sql(), vm.node, 'qemu', vmid, vmRow(vm.node, vm), readAt);
+		return { ok: true, gone: vm?.node !== node, node: vm?.node };
 	} catch (e) {
 		return { ok: false, error: (e as Error).message };
 	}

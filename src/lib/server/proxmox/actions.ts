@@ -376,6 +376,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.qm_start,
 		steps: (p) => [{ label: 'qm start', argv: ['qm', 'start', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} started`
 	}),
 	qm_stop: def({
@@ -385,6 +386,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.qm_stop,
 		steps: (p) => [{ label: 'qm stop', argv: ['qm', 'stop', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'running' }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} stopped`
 	}),
 	vm_create: def({
@@ -419,6 +421,7 @@ export const ACTIONS = {
 			];
 		},
 		preconditions: (p) => [{ kind: 'vm-absent', vmid: String(p.vmid) }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} (${p.name}) created from ${p.image}${p.start ? ' and started' : ''}`
 	}),
 	vm_clone: def({
@@ -430,6 +433,7 @@ export const ACTIONS = {
 			{ label: `qm clone ${p.vmid} → ${p.newid} (${p.name})`, argv: ['qm', 'clone', p.vmid, String(p.newid), '--name', p.name, '--full', p.full ? '1' : '0'], timeoutMs: 60 * MIN }
 		],
 		preconditions: (p) => [...vmExists(p.vmid), { kind: 'vm-absent', vmid: String(p.newid) }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.newid} (${p.name}) cloned from ${p.vmid}${p.full ? '' : ' (linked)'}`
 	}),
 	vm_template: def({
@@ -440,6 +444,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_template,
 		steps: (p) => [{ label: 'qm template', argv: ['qm', 'template', p.vmid], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} is now a template`
 	}),
 	vm_set: def({
@@ -459,6 +464,7 @@ export const ACTIONS = {
 			return [{ label: 'qm set', argv: ['qm', 'set', p.vmid, ...opts], timeoutMs: MIN }];
 		},
 		preconditions: (p) => vmExists(p.vmid),
+		changesInventory: true,
 		summary: (p) =>
 			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : []).join(', ')}`
 	}),
@@ -470,6 +476,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_resize,
 		steps: (p) => [{ label: `qm resize ${p.disk} ${p.size}`, argv: ['qm', 'resize', p.vmid, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-disk-grows', vmid: p.vmid, disk: p.disk, size: p.size }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`
 	}),
 	vm_snapshot: def({
@@ -490,6 +497,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_rollback,
 		steps: (p) => [{ label: `qm rollback ${p.name}`, argv: ['qm', 'rollback', p.vmid, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
 		preconditions: (p) => vmExists(p.vmid),
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`
 	}),
 	vm_delsnapshot: def({
@@ -508,6 +516,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_shutdown,
 		steps: (p) => [{ label: 'qm shutdown', argv: ['qm', 'shutdown', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} shut down`
 	}),
 	vm_reboot: def({
@@ -517,6 +526,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_reboot,
 		steps: (p) => [{ label: 'qm reboot', argv: ['qm', 'reboot', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 120) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} rebooted`
 	}),
 	vm_destroy: def({
@@ -526,6 +536,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_destroy,
 		steps: (p) => [{ label: 'qm destroy', argv: ['qm', 'destroy', p.vmid, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} destroyed`
 	}),
 	vm_unlock: def({
@@ -535,6 +546,7 @@ export const ACTIONS = {
 		params: ACTION_PARAMS.vm_unlock,
 		steps: (p) => [{ label: 'qm unlock', argv: ['qm', 'unlock', p.vmid], timeoutMs: MIN }],
 		preconditions: (p) => vmExists(p.vmid),
+		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} unlocked`
 	}),
 	vm_config: def({

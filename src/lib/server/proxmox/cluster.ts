@@ -140,13 +140,19 @@ export function parseClusterResources(text: string): { nodes: ClusterNode[]; gue
 	return { nodes, guests };
 }
 
-/** Reads the cluster as the member behind `client` sees it (two commands on one connection). */
-export async function readClusterView(client: Client, member: string, opts: RunOptions = {}): Promise<ClusterView> {
-	const [status, resources] = await Promise.all([
+/** `pvesh get /cluster/resources` (every type): answers on a standalone PVE 8 node too, listing its own guests. */
+export const RESOURCES_ARGV: readonly string[] = ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'];
+
+/**
+ * Reads the cluster as the member behind `client` sees it (two commands on one connection);
+ * `resources`: the output of RESOURCES_ARGV when the caller is reading it already.
+ */
+export async function readClusterView(client: Client, member: string, opts: RunOptions = {}, resources?: Promise<string>): Promise<ClusterView> {
+	const [status, rows] = await Promise.all([
 		// `pvecm status` execs `corosync-quorumtool -siH`, which exits 2 (EXIT_NOT_QUORATE) after printing
 		// the whole status when the member is not quorate: that is an answer, not a failure.
 		runChecked(client, ['pvecm', 'status'], { ...opts, okExit: [0, PVECM_NOT_QUORATE] }),
-		runChecked(client, ['pvesh', 'get', '/cluster/resources', '--output-format', 'json'], opts)
+		resources ?? runChecked(client, RESOURCES_ARGV, opts)
 	]);
-	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(resources) };
+	return { ...parsePvecmStatus(status), readFrom: member, ...parseClusterResources(rows) };
 }

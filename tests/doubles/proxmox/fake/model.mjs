@@ -1,6 +1,6 @@
 // Derived views of the fake node: API status objects, storages, templates, JSON printing.
 import { join } from 'node:path';
-import { diskGb, listCts, readJson } from './common.mjs';
+import { diskGb, listCts, listGuests, readJson } from './common.mjs';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -108,6 +108,8 @@ function nodeKnobs(ctx) {
 /** @param {import('./common.mjs').Ctx} ctx */
 export function nodeEntry(ctx) {
 	const running = listCts(ctx).filter((c) => c.status === 'running');
+	// A running VM's QEMU process holds (about) all of its memory; a CT only what it uses.
+	const vmMem = listGuests(ctx, 'vms').filter((v) => v.status === 'running').reduce((a, v) => a + v.memory * MiB, 0);
 	const maxmem = (nodeKnobs(ctx).maxmemGb ?? 32) * GiB;
 	return {
 		cpu: Number((0.02 + running.length * 0.011).toFixed(6)),
@@ -117,7 +119,7 @@ export function nodeEntry(ctx) {
 		maxcpu: 8,
 		maxdisk: 94 * GiB,
 		maxmem,
-		mem: Math.floor(2.5 * GiB + running.reduce((a, c) => a + c.memory * MiB * 0.3, 0)),
+		mem: Math.floor(2.5 * GiB + running.reduce((a, c) => a + c.memory * MiB * 0.3, 0) + vmMem),
 		node: ctx.node,
 		ssl_fingerprint: '5A:1F:3C:9E:22:B4:7D:08:61:CA:0E:93:F5:4B:A7:2D:88:16:E0:3F:C9:55:7A:B1:04:6E:D2:98:3B:C1:7F:20',
 		status: 'online',

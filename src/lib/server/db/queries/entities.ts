@@ -219,14 +219,17 @@ async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: 
 			where entities.seen_at <= excluded.seen_at`;
 }
 
-/** Remembers containers a read at `readAt` found gone (see entity_gone). */
-async function markGone(tx: TransactionSql, externalIds: string[], readAt: string): Promise<void> {
+/** Remembers guests (CTs or VMs) a read at `readAt` found gone (see entity_gone). */
+async function markGone(tx: TransactionSql, kind: GuestKind, externalIds: string[], readAt: string): Promise<void> {
 	if (!externalIds.length) return;
 	await tx`
 		insert into entity_gone (kind, external_id, gone_at)
-		select 'lxc', x, ${readAt}::timestamptz from unnest(${externalIds}::text[]) x
+		select ${kind}, x, ${readAt}::timestamptz from unnest(${externalIds}::text[]) x
 		on conflict (kind, external_id) do update set gone_at = greatest(entity_gone.gone_at, excluded.gone_at)`;
 }
+
+/** The entity kinds of guests: a container, a VM. */
+export type GuestKind = 'lxc' | 'qemu';
 
 /**
  * Writes one host's inventory in one transaction: upserts the host and its containers (touching
@@ -261,7 +264,7 @@ export async function replaceHostInventory(
 				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
 				and seen_at <= ${readAt}::timestamptz
 			returning kind, external_id`;
-		await markGone(tx, removed.filter((r) => r.kind === 'lxc').map((r) => r.external_id as string), readAt);
+		for (const kind of ['lxc', 'qemu'] as const) await markGone(tx, kind, removed.filter((r) => r.kind === kind).map((r) => r.external_id as string), readAt);
 		await tx`delete from entity_gone where gone_at < now() - interval '1 hour'`;
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
 		return { removed: removed.count };
@@ -269,10 +272,11 @@ export async function replaceHostInventory(
 }
 
 /**
- * Writes one container as read live (null: it is gone) without touching the rest of the host's
- * inventory, and emits `inventory.synced` naming it. Serialised with full syncs of the host.
+ * Writes one guest (a CT, or a VM) as read live (null: it is gone from this host) without touching
+ * the rest of the host's inventory, and emits `inventory.synced` naming it. Serialised with full
+ * syncs of the host.
  */
-export async function replaceContainer(sql: Sql, hostName: string, vmid: number, row: InventoryRow | null, read: string | null = null): Promise<void> {
+export async function replaceGuest(sql: Sql, hostName: string, kind: GuestKind, vmid: number, row: InventoryRow | null, read: string | null = null): Promise<void> {
 	await sql.begin(async (tx) => {
 		if (!(await lockHostInventory(tx, hostName))) return;
 		const readAt = read ?? (await inventoryClock(tx));
@@ -280,13 +284,14 @@ export async function replaceContainer(sql: Sql, hostName: string, vmid: number,
 			await upsertEntities(tx, [row], readAt);
 		} else {
 			const id = `${hostName}/${vmid}`;
-			await tx`delete from entities where kind = 'lxc' and external_id = ${id} and seen_at <= ${readAt}::timestamptz`;
+			await tx`delete from entities where kind = ${kind} and external_id = ${id} and seen_at <= ${readAt}::timestamptz`;
 			// Gone as of this read, whether or not a row said otherwise (a sync may be about to write
 			// what it listed before); not when a later read saw it (its row stayed).
-			const [{ seen }] = await tx<{ seen: boolean }[]>`select exists (select 1 from entities where kind = 'lxc' and external_id = ${id}) as seen`;
-			if (!seen) await markGone(tx, [id], readAt);
+			const [{ seen }] = await tx<{ seen: boolean }[]>`select exists (select 1 from entities where kind = ${kind} and external_id = ${id}) as seen`;
+			if (!seen) await markGone(tx, kind, [id], readAt);
 		}
-		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, container: vmid, gone: !row } });
+		const guest = kind === 'lxc' ? { container: vmid } : { vm: vmid };
+		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, ...guest, gone: !row } });
 	});
 }
 
@@ -369,6 +374,7 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
 		const wasOut = prev?.attributes.outOfQuorum ?? [];
 		let attributes: Partial<ClusterFacts> | null;
 		const standings: [string, NodeStanding][] = [];
+		let configured: Set<string> | null = null;
 		if (!view.quorate) {
 			standings.push([view.readFrom, standing(view.readFrom, 'online')]);
 			attributes = prev && {
@@ -376,12 +382,13 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
 				outOfQuorum: wasOut.some((m) => m.node === view.readFrom) ? wasOut : [...wasOut, { node: view.readFrom, since: now }]
 			};
 		} else {
-			const configured = new Set((await tx<{ name: string }[]>`select name from hosts`).map((h) => h.name));
+			const hostNames = new Set((await tx<{ name: string }[]>`select name from hosts`).map((h) => h.name));
+			configured = hostNames;
 			const before = new Map((prev?.attributes.nodes ?? []).map((n) => [n.node, n]));
 			const nodes: ClusterNodeFacts[] = view.nodes.map((n) => {
 				const was = before.get(n.node);
 				const offlineSince = n.status === 'online' ? undefined : was && was.status !== 'online' ? (was.offlineSince ?? now) : now;
-				return { ...n, host: configured.has(n.node), ...(offlineSince ? { offlineSince } : {}) };
+				return { ...n, host: hostNames.has(n.node), ...(offlineSince ? { offlineSince } : {}) };
 			});
 			// A member this partition sees online is in it, hence quorate again.
 			const online = new Set(nodes.filter((n) => n.status === 'online').map((n) => n.node));
@@ -410,7 +417,48 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
 		if (attributes && standingKey(prev?.attributes ?? null) !== standingKey(attributes)) {
 			await emitEvent(tx, { sessionId: null, type: 'cluster.updated', payload: { cluster: view.name } });
 		}
+		if (configured) await followMovedGuests(tx, view.nodes.map((n) => n.node), view.guests, configured);
 	});
+}
+
+/**
+ * A guest the cluster lists on another node than the member its entity is filed under has moved
+ * (a migration, by Nomos or behind its back): its entity follows at once instead of at the next
+ * syncs. It goes to the new node's host entry when there is one — with what the last read of it
+ * said (and that read's `seen_at`, so any real read of the new node wins) and the view's status —
+ * and leaves the old one either way, marked gone there so an older read does not bring it back.
+ */
+async function followMovedGuests(tx: TransactionSql, members: string[], guests: { type: string; vmid: number; node: string; status: string }[], configured: Set<string>): Promise<void> {
+	const listed = guests.map((g) => ({ kind: g.type, vmid: g.vmid, node: g.node, status: g.status }));
+	const moved = await tx<{ kind: GuestKind; external_id: string; host_name: string; vmid: number; node: string }[]>`
+		select e.kind, e.external_id, e.host_name, v.vmid, v.node
+		from entities e join jsonb_to_recordset(${JSON.stringify(listed)}::text::jsonb) as v(kind text, vmid int, node text, status text)
+			on v.kind = e.kind and e.external_id = e.host_name || '/' || v.vmid
+		where e.kind in ('lxc', 'qemu') and e.host_name = any(${members}::text[]) and e.host_name <> v.node`;
+	if (!moved.length) return;
+	// The per-host inventory locks of both ends, in one order (two views recorded at once must not deadlock).
+	const hosts = [...new Set(moved.flatMap((m) => [m.host_name, m.node]))].sort();
+	for (const h of hosts) await tx`select pg_advisory_xact_lock(${SYNC_LOCK_NS}, hashtext(${h}))`;
+	const at = await inventoryClock(tx);
+	for (const m of moved) {
+		const id = `${m.node}/${m.vmid}`;
+		if (configured.has(m.node)) {
+			await tx`delete from entity_gone where kind = ${m.kind} and external_id = ${id}`;
+			await tx`
+				insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
+				select e.kind, ${id}, e.name, ${m.node},
+					e.attributes || jsonb_build_object('status', v.status) || case when e.kind = 'qemu' then jsonb_build_object('node', ${m.node}::text) else '{}'::jsonb end,
+					e.seen_at, now()
+				from entities e, jsonb_to_recordset(${JSON.stringify(listed.filter((g) => g.kind === m.kind && g.vmid === m.vmid))}::text::jsonb) as v(status text)
+				where e.kind = ${m.kind} and e.external_id = ${m.external_id}
+				on conflict (kind, external_id) do nothing`;
+		}
+		await tx`delete from entities where kind = ${m.kind} and external_id = ${m.external_id}`;
+		await markGone(tx, m.kind, [m.external_id], at);
+		const guest = m.kind === 'lxc' ? { container: m.vmid } : { vm: m.vmid };
+		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: m.host_name, ...guest, gone: true } });
+		if (configured.has(m.node)) await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: m.node, ...guest } });
+	}
 }
 
 /** Every recorded cluster (`cluster` entities), by name. */
