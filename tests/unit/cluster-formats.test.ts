@@ -73,7 +73,7 @@ describe('pvesh get /cluster/resources (PVE 8)', () => {
 	it('reads guests and nodes; pools and sdn rows pass; a down member\'s guest has no name or figures', () => {
 		const { nodes, guests } = parseClusterResources(JSON.stringify(resources));
 		expect(nodes).toEqual([
-			{ node: 'pve1', status: 'online' },
+			{ node: 'pve1', status: 'online', freeMemMb: 26 * 1024, totalMemMb: 32 * 1024, cpuPct: 5, cpus: 8, uptimeSec: 86400 },
 			{ node: 'pve2', status: 'offline' }
 		]);
 		expect(guests[0]).toMatchObject({ type: 'lxc', vmid: 100, node: 'pve1', name: 'caddy', status: 'running', cpus: 2, memLimitMb: 1024, tags: ['web', 'prod'] });
