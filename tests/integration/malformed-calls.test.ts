@@ -53,6 +53,7 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	vm_delsnapshot: { target: 'strong', params: { vmid: 200, name: 'before' } },
 	vm_shutdown: { target: 'strong', params: { vmid: 200 } },
 	vm_reboot: { target: 'strong', params: { vmid: 200 } },
+	vm_http_check: { target: 'strong', params: { vmid: 200, port: 80 } },
 	vm_destroy: { target: 'strong', params: { vmid: 200 } },
 	vm_unlock: { target: 'strong', params: { vmid: 200 } },
 	vm_config: { target: 'strong', params: { vmid: 200 } },
