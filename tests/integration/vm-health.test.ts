@@ -6,7 +6,7 @@
 // As the health after a start it waits as the agent's ping does: for the address (a DHCP lease
 // some reads after the agent answers) and for the service (up some GETs later), one step counting
 // its attempts; the window is shortened here (healthWait), the double counts reads and GETs.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
@@ -186,6 +186,7 @@ describe('a VM reached through its agent’s address', () => {
 	it('an address that never appears: unhealthy with what the agent last said, nothing GETs anything', async () => {
 		await pve.setHttp(310, 80, { status: 200, body: 'up' });
 		await pve.patchVm(310, { agentPending: { reads: 99 } });
+		onTestFinished(() => pve.patchVm(310, { agentPending: undefined }));
 		const before = (await curls()).length;
 		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'no lease' });
 		expect(e.status).toBe('failed');
@@ -196,7 +197,6 @@ describe('a VM reached through its agent’s address', () => {
 		expect(e.steps.at(-1)!.exitCode).toBeUndefined();
 		expect(e.steps.at(-1)!.finishedAt).toBeDefined();
 		expect((await curls()).length).toBe(before);
-		await pve.patchVm(310, { agentPending: undefined });
 	});
 
 	it('hostile "addresses" on the early reads, then a real one: the real one is used, no hostile string reaches the host', async () => {
