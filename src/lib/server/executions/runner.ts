@@ -1,10 +1,10 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { z } from 'zod';
 import type { Client } from 'ssh2';
 import { sql } from '../db/index';
 import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { setTimeout as delay } from 'node:timers/promises';
-import type { z } from 'zod';
 import { ACTIONS, AGENT_WAIT, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
 import { readAgentAddress } from '../proxmox/guest-agent';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
@@ -81,6 +81,7 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 	return why === null ? null : typeof why === 'string' ? { why } : why;
 }
 
+/** checkPrecondition's reads: a string is a refusal time will not change. */
 async function stale(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<string | { why: string; waitable: true } | null> {
 	const read = async (argv: string[]) => {
 		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal, group: true });
