@@ -3,7 +3,10 @@
 // check is one approval and is reached on its agent's address from the host; a service that is
 // down, answers 500 or hangs fails with curl's own message and the address; no agent, a silent
 // agent or no usable address refuses with the reason; a hostile "address" never reaches a command.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+// As the health after a start it waits as the agent's ping does: for the address (a DHCP lease
+// some reads after the agent answers) and for the service (up some GETs later), one step counting
+// its attempts; the window is shortened here (healthWait), the double counts reads and GETs.
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
@@ -54,6 +57,8 @@ afterAll(async () => {
 	await llm?.close();
 });
 
+/** The health wait, shortened: 4 attempts, no pause (the default is AGENT_WAIT, 24 × 5 s). */
+const WAIT = { tries: 4, intervalMs: 0 };
 const load = async (id: string): Promise<ExecutionRow> => (await getExecution(sql(), id))!;
 
 async function request(input: Record<string, unknown>): Promise<RequestOutcome> {
@@ -67,7 +72,7 @@ async function approveAndRun(input: Record<string, unknown>): Promise<ExecutionR
 	const r = await request(input);
 	expect(r.execution.status).toBe('awaiting_approval');
 	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
-	await runExecution(r.execution.id);
+	await runExecution(r.execution.id, { healthWait: WAIT });
 	return load(r.execution.id);
 }
 const curls = async () => (await pve.argvLog()).filter((a) => a[0] === 'curl');
@@ -93,7 +98,7 @@ describe('a VM reached through its agent’s address', () => {
 		expect(e).toMatchObject({ status: 'awaiting_approval', params: { vmid: '150', healthHttp: { port: 8080, path: '/healthz' } } });
 
 		expect((await decide(e.id, operatorId, 'approved')).ok).toBe(true);
-		await runExecution(e.id);
+		await runExecution(e.id, { healthWait: WAIT });
 		const done = await load(e.id);
 		expect(done.status, done.error ?? '').toBe('succeeded');
 		expect(done.result).toBe(`VM 150 (web-2) created from ${IMAGE} and started — healthy`);
@@ -126,18 +131,87 @@ describe('a VM reached through its agent’s address', () => {
 		expect(err.error).toBe(`GET http://${leaseOf(310)}:80/ exited with 22: curl: (22) The requested URL returned error: 500`);
 	});
 
-	it('the service down after a reboot: the execution fails with curl’s message and the address it used', async () => {
+	it('the service never up after a reboot: every attempt GETs, the execution fails with curl’s last message and the address it used', async () => {
 		await pve.setHttp(310, 80, null);
+		const before = (await curls()).length;
 		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'apply the kernel' });
 		expect(e.status).toBe('failed');
-		expect(e.error).toContain(
-			`unhealthy: health: GET http://${leaseOf(310)}:80/ exited with 7: curl: (7) Failed to connect to ${leaseOf(310)} port 80 after 0 ms: Couldn't connect to server (the approved command itself succeeded)`
-		);
+		const refused = `curl: (7) Failed to connect to ${leaseOf(310)} port 80 after 0 ms: Couldn't connect to server`;
+		expect(e.error).toContain(`unhealthy: GET http://${leaseOf(310)}:80/ exited with 7: ${refused}; asked 4 times, 0 s apart (the approved command itself succeeded)`);
 		expect(e.steps.filter((s) => s.kind === 'health').map((s) => [s.label, s.exitCode])).toEqual([
 			['health: VM running', 0],
 			['health: guest agent answers', 0],
-			[`health: GET http://${leaseOf(310)}:80/`, 7]
+			[`health: GET http://${leaseOf(310)}:80/ (attempt 4 of 4)`, 7]
 		]);
+		expect(e.steps.at(-1)!.stderrTail!.split('\n')).toEqual([1, 2, 3, 4].map((n) => `attempt ${n}: GET http://${leaseOf(310)}:80/ exited with 7: ${refused}`));
+		const url = `http://${leaseOf(310)}:80/`;
+		expect((await curls()).slice(before)).toEqual(Array(4).fill(['curl', '-fsS', '--noproxy', '*', '--max-time', '5', url]));
+	});
+
+	it('an address that appears on the 3rd read: the health wait re-reads the agent until it does, then GETs it once', async () => {
+		await pve.setHttp(310, 80, { status: 200, body: 'up' });
+		await pve.patchVm(310, { agentPending: { reads: 2 } });
+		const before = await pve.argvLog();
+		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'fresh lease' });
+		expect(e.status, e.error ?? '').toBe('succeeded');
+		expect(e.result).toContain('— healthy');
+		const url = `http://${leaseOf(310)}:80/`;
+		expect(e.steps.filter((s) => s.kind === 'health').map((s) => [s.label, s.exitCode])).toEqual([
+			['health: VM running', 0],
+			['health: guest agent answers', 0],
+			[`health: GET ${url} (attempt 3 of 4)`, 0]
+		]);
+		const last = e.steps.at(-1)!;
+		expect(last.command).toBe(`'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`);
+		expect(last.stdoutTail).toBe('up');
+		expect(last.stderrTail!.split('\n')).toEqual([1, 2].map((n) => `attempt ${n}: VM 310's guest agent reports no usable address (only loopback or link-local)`));
+		const after = (await pve.argvLog()).slice(before.length);
+		expect(after.filter((a) => a.join(' ') === 'qm guest cmd 310 network-get-interfaces')).toHaveLength(3);
+		expect(after.filter((a) => a[0] === 'curl')).toEqual([['curl', '-fsS', '--noproxy', '*', '--max-time', '5', url]]);
+	});
+
+	it('a service up on the 3rd GET: the health wait GETs again until it answers', async () => {
+		await pve.setHttp(310, 80, { status: 200, body: 'late', refuseFirst: 2 });
+		const before = (await curls()).length;
+		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'slow service' });
+		expect(e.status, e.error ?? '').toBe('succeeded');
+		const url = `http://${leaseOf(310)}:80/`;
+		expect(e.steps.at(-1)).toMatchObject({ kind: 'health', label: `health: GET ${url} (attempt 3 of 4)`, exitCode: 0, stdoutTail: 'late' });
+		expect(e.steps.at(-1)!.stderrTail!.split('\n')).toEqual(
+			[1, 2].map((n) => `attempt ${n}: GET ${url} exited with 7: curl: (7) Failed to connect to ${leaseOf(310)} port 80 after 0 ms: Couldn't connect to server`)
+		);
+		expect((await curls()).slice(before)).toHaveLength(3);
+	});
+
+	it('an address that never appears: unhealthy with what the agent last said, nothing GETs anything', async () => {
+		await pve.setHttp(310, 80, { status: 200, body: 'up' });
+		await pve.patchVm(310, { agentPending: { reads: 99 } });
+		onTestFinished(() => pve.patchVm(310, { agentPending: undefined }));
+		const before = (await curls()).length;
+		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'no lease' });
+		expect(e.status).toBe('failed');
+		expect(e.error).toContain(
+			"unhealthy: VM 310's guest agent reports no usable address (only loopback or link-local); asked 4 times, 0 s apart (the approved command itself succeeded)"
+		);
+		expect(e.steps.at(-1)).toMatchObject({ kind: 'health', label: `health: GET http://<agent-address>:80/ (attempt 4 of 4)` });
+		expect(e.steps.at(-1)!.exitCode).toBeUndefined();
+		expect(e.steps.at(-1)!.finishedAt).toBeDefined();
+		expect((await curls()).length).toBe(before);
+	});
+
+	it('hostile "addresses" on the early reads, then a real one: the real one is used, no hostile string reaches the host', async () => {
+		const hostile = ['1.2.3.4; rm -rf /', '$(id)', '`touch /tmp/pwned`', "10.0.0.9' ; id '"];
+		await pve.setHttp(310, 80, { status: 200, body: 'real' });
+		await pve.patchVm(310, { agentPending: { reads: 2, addresses: hostile } });
+		const before = pve.execLog().length;
+		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'hostile guest' });
+		expect(e.status, e.error ?? '').toBe('succeeded');
+		const url = `http://${leaseOf(310)}:80/`;
+		expect(e.steps.at(-1)).toMatchObject({ label: `health: GET ${url} (attempt 3 of 4)`, command: `'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`, stdoutTail: 'real' });
+		expect(e.steps.at(-1)!.stderrTail).toContain('attempt 2: VM 310\'s guest agent reports no usable address (only loopback or link-local); 4 reported values were not an IP address');
+		const sent = pve.execLog().slice(before).join('\n');
+		for (const h of [...hostile, 'rm -rf', 'pwned', '$(id)']) expect(sent).not.toContain(h);
+		expect(JSON.stringify(e.steps)).not.toContain('pwned');
 	});
 
 	it('a service that hangs: curl gives up at timeoutS with exit 28', async () => {

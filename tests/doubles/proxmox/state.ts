@@ -65,6 +65,11 @@ export interface VmState {
 	agentDown?: boolean;
 	/** what the agent reports as eth0's addresses, verbatim (default: the cloud-init address); the host's curl reaches the VM on these */
 	agentAddresses?: string[];
+	/**
+	 * Before its address: the next `reads` network-get-interfaces answer eth0 with `addresses`
+	 * (default: its link-local IPv6 only, as before a DHCP lease), each read counting one down.
+	 */
+	agentPending?: { reads: number; addresses?: string[] };
 }
 
 /** A cloud image on the fake host (`import-from`): a path or volume id, and its virtual size. */
@@ -83,6 +88,8 @@ export interface HttpSite {
 	body?: string;
 	/** accepts the connection and never answers: curl times out at --max-time (exit 28); VMs only */
 	hang?: boolean;
+	/** the service is not up yet: the next `refuseFirst` GETs find nothing listening (curl exit 7), each counting one down */
+	refuseFirst?: number;
 	paths?: Record<string, { status?: number; body?: string }>;
 }
 

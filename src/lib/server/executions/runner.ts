@@ -1,9 +1,11 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { z } from 'zod';
 import type { Client } from 'ssh2';
 import { sql } from '../db/index';
 import { approvedHash } from '../db/queries/approvals';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { ACTIONS, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
+import { ACTIONS, AGENT_WAIT, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
 import { readAgentAddress } from '../proxmox/guest-agent';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { hub } from '../realtime/hub';
@@ -50,6 +52,8 @@ export function failureText(r: { stdout: string; stderr: string }): string {
 		.find(Boolean);
 	return taskError && !last.includes(taskError) ? `${taskError} (${last})` : last;
 }
+/** Why a command exited non-zero, as a failure message says it. */
+const exitReason = (r: { stdout: string; stderr: string }) => storable(failureText(r).slice(0, 500)) || 'no output';
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
 
 /** Why a command that had to be stopped may still run on its host. */
@@ -69,8 +73,16 @@ const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 10
 /**
  * What must hold right before running, re-read on the host: the world may have changed since
  * approval. A reading precondition leaves what it found in `found` for the steps (StepContext).
+ * Returns why not (null: it holds); `waitable` when a later read may find it holds (an agent's
+ * address not there yet).
  */
-async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<string | null> {
+async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<{ why: string; waitable?: true } | null> {
+	const why = await stale(client, p, signal, found);
+	return why === null ? null : typeof why === 'string' ? { why } : why;
+}
+
+/** checkPrecondition's reads: a string is a refusal time will not change. */
+async function stale(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<string | { why: string; waitable: true } | null> {
 	const read = async (argv: string[]) => {
 		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal, group: true });
 		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
@@ -78,7 +90,7 @@ async function checkPrecondition(client: Client, p: Precondition, signal: AbortS
 	};
 	if (p.kind === 'vm-agent-address') {
 		const a = await readAgentAddress(read, p.vmid);
-		if ('refuse' in a) return a.refuse;
+		if ('refuse' in a) return a.lasting ? a.refuse : { why: a.refuse, waitable: true };
 		found.address = a.address;
 		return null;
 	}
@@ -151,12 +163,19 @@ export function verified(v: Verify, stdout: string): boolean {
 	return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0].replace(/^\\/, '') === v.expect);
 }
 
+export interface RunOptions {
+	/** graphile-worker's: the process is stopping */
+	signal?: AbortSignal;
+	/** How long the HTTP health after a VM start waits (default AGENT_WAIT, 24 × 5 s): tests shorten it. */
+	healthWait?: { tries: number; intervalMs: number };
+}
+
 /**
  * Runs one approved execution exactly as stored: claims it (a duplicate delivery gets nothing),
  * keeps a lease alive, re-checks the target, runs each templated step over SSH while recording
  * output live, and records the terminal state. Never consults the model.
  */
-export async function runExecution(id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
+export async function runExecution(id: string, opts: RunOptions = {}): Promise<void> {
 	// Before claiming: a process without a hub must not leave a claimed execution behind with a
 	// heartbeat that keeps its lease alive forever.
 	const events = hub();
@@ -218,7 +237,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		const found: StepContext = { vmid };
 		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
 			const stale = await checkPrecondition(client, p, cancel.signal, found);
-			if (stale) throw new Failure(`not run: ${stale}`);
+			if (stale) throw new Failure(`not run: ${stale.why}`);
 		}
 		// Built after the preconditions: a step may use what they read (vm_http_check's agent address).
 		const planned = def.steps(e.params as never, found);
@@ -230,16 +249,42 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 			if (!isGone(stop)) unsettled = true;
 			return stop;
 		};
-		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
-		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
-			if (cancel.signal.aborted) {
-				if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
-				if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
-				throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
-			}
+		/** Before anything more runs: a cancel ends the run here, saying how far it got. */
+		const stopIfCancelled = () => {
+			if (!cancel.signal.aborted) return;
+			if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
+			if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
+			throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
+		};
+		/** A new step row, recorded before its command starts. */
+		const openStep = async (s: Step, kind?: ExecutionStep['kind']): Promise<ExecutionStep> => {
+			stopIfCancelled();
 			const step: ExecutionStep = { index: steps.length, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '', ...(kind ? { kind } : {}) };
 			steps.push(step);
 			await persistSteps();
+			return step;
+		};
+		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
+		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
+			const step = await openStep(s, kind);
+			const r = await execInto(step, s);
+			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
+			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
+			if (r.exitCode !== 0) throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
+			// A read-back: the tool before it may exit 0 although its task failed.
+			if (s.verify) {
+				step.verified = verified(s.verify, r.stdout);
+				await persistSteps();
+				if (!step.verified) throw new Failure(`verification failed: ${s.verify.failure}`);
+			}
+			return true;
+		};
+		/**
+		 * Runs `s`'s command over SSH into `step`, recording its output live and its end. Throws for
+		 * what ends the run whatever the step (a cancel, a dropped link, a command not confirmed
+		 * stopped); returns an exit or a timeout for the caller to judge.
+		 */
+		const execInto = async (step: ExecutionStep, s: Step): Promise<ExecResult> => {
 			let out = '';
 			let err = '';
 			let timer: NodeJS.Timeout | undefined;
@@ -292,19 +337,69 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 				const why = `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s; ${stillRuns}`;
 				throw mutation ? new Interrupted(why) : new Failure(why);
 			}
-			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
-			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
-			if (r.exitCode !== 0) {
-				const why = storable(failureText(r).slice(0, 500));
-				throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${why || 'no output'}`);
-			}
-			// A read-back: the tool before it may exit 0 although its task failed.
-			if (s.verify) {
-				step.verified = verified(s.verify, r.stdout);
+			return r;
+		};
+		/**
+		 * The HTTP health after a VM (re)start (`healthHttp`): the catalogued vm_http_check as it
+		 * runs on its own (its preconditions read the agent's address, its step GETs it), asked
+		 * again as the agent's ping is (AGENT_WAIT) until the agent reports a usable address and the
+		 * service answers below 400: a fresh VM gets its DHCP lease and starts its service some
+		 * seconds after its agent. Every attempt re-reads the address (parsed as an IP each time)
+		 * and builds its argv the one way; all of it is one step, its label counting the attempts,
+		 * its stderr one line per attempt that did not answer.
+		 */
+		const waitForHttp = async (params: z.output<typeof ACTIONS.vm_http_check.params>) => {
+			const check = ACTIONS.vm_http_check;
+			const { tries, intervalMs } = opts.healthWait ?? { tries: AGENT_WAIT.tries, intervalMs: AGENT_WAIT.intervalS * 1000 };
+			const [preview] = check.steps(params, {});
+			const step = await openStep({ ...preview, label: `health: ${preview.label}` }, 'health');
+			const began = Date.now();
+			const misses: string[] = [];
+			let last = '';
+			let n = 0;
+			const counted = (label: string) => `health: ${label}${n > 1 ? ` (attempt ${n} of ${tries})` : ''}`;
+			const miss = async (why: string) => {
+				last = why;
+				misses.push(`attempt ${n}: ${why}`);
+				// Still running until the last attempt: the row shows the wait, not a failure.
+				delete step.finishedAt;
+				Object.assign(step, { durationMs: Date.now() - began, stderrTail: tail(misses.join('\n')) });
 				await persistSteps();
-				if (!step.verified) throw new Failure(`verification failed: ${s.verify.failure}`);
+			};
+			while (n < tries) {
+				if (n > 0) await delay(intervalMs, undefined, { signal: cancel.signal }).catch(() => undefined);
+				stopIfCancelled();
+				n++;
+				const got: StepContext = {};
+				let refused: Awaited<ReturnType<typeof checkPrecondition>> = null;
+				for (const p of check.preconditions?.(params, {}) ?? []) {
+					refused = await checkPrecondition(client, p, cancel.signal, got).catch((err) => {
+						if (err instanceof Cancelled) stopIfCancelled();
+						throw err;
+					});
+					if (refused) break;
+				}
+				if (refused) {
+					step.label = counted(preview.label);
+					delete step.exitCode;
+					await miss(refused.why);
+					if (!refused.waitable) break;
+					continue;
+				}
+				const [s] = check.steps(params, got);
+				Object.assign(step, { label: counted(s.label), command: toCommand(s.argv) });
+				const r = await execInto(step, s);
+				Object.assign(step, { durationMs: Date.now() - began });
+				if (!r.timedOut && r.exitCode === 0) {
+					step.stderrTail = tail([...misses, r.stderr].filter(Boolean).join('\n'));
+					await persistSteps();
+					return;
+				}
+				await miss(r.timedOut ? `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s` : `${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
 			}
-			return true;
+			step.finishedAt = new Date().toISOString();
+			await persistSteps();
+			throw new Failure(n > 1 ? `${last}; asked ${n} times, ${intervalMs / 1000} s apart` : last);
 		};
 		// Snapshot before: the container as it was, named for this execution only. A retry is a new
 		// execution (new name); this one never runs twice (one claim, one attempt).
@@ -325,17 +420,7 @@ export async function runExecution(id: string, opts: { signal?: AbortSignal } = 
 		const httpCheck = env().NOMOS_HEALTH_AFTER ? healthHttpCheck(e.action, e.params) : null;
 		try {
 			for (const s of healthChecks) await runStep(s, 'health');
-			// The catalogued vm_http_check as it runs on its own: its preconditions read the agent's address, its step GETs it.
-			if (httpCheck) {
-				const check = ACTIONS.vm_http_check;
-				const params = check.params.parse(httpCheck);
-				const got: StepContext = {};
-				for (const p of check.preconditions?.(params, {}) ?? []) {
-					const why = await checkPrecondition(client, p, cancel.signal, got);
-					if (why) throw new Failure(why);
-				}
-				for (const s of check.steps(params, got)) await runStep({ ...s, label: `health: ${s.label}` }, 'health');
-			}
+			if (httpCheck) await waitForHttp(ACTIONS.vm_http_check.params.parse(httpCheck));
 		} catch (err) {
 			if (err instanceof Failure) throw new Unhealthy(`unhealthy: ${err.message.replace(/^verification failed: /, '')} (the approved command itself succeeded)`);
 			throw err;

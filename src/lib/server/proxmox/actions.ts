@@ -94,11 +94,17 @@ const vmRunning = (vmid: string): Precondition[] => [{ kind: 'vm-status', vmid, 
 export const SSHKEYS_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-keys.XXXXXXXX); trap 'rm -f "$t"' EXIT; cat > "$t"; "$@" --sshkeys "$t"`;
 
 /**
- * A VM's health after a start: its guest agent answers `ping` (a VM configured without an agent
- * passes on running alone). An agent needs some seconds after boot, so this asks up to 24 times,
- * 5 s apart. The vmid is a positional argument.
+ * How long a VM's health after a start waits for it to come up: the agent's ping (the script
+ * below) and then, with `healthHttp`, its address and its service (the runner's HTTP wait).
  */
-export const AGENT_WAIT_SCRIPT = `qm config "$1" | grep -Eq '^agent: (1|enabled=1)' || { echo 'no guest agent configured'; exit 0; }; for i in $(seq 1 24); do qm guest cmd "$1" ping && { echo 'guest agent answers'; exit 0; }; sleep 5; done; echo 'the guest agent did not answer in 2 minutes' >&2; exit 1`;
+export const AGENT_WAIT = { tries: 24, intervalS: 5 } as const;
+
+/**
+ * A VM's health after a start: its guest agent answers `ping` (a VM configured without an agent
+ * passes on running alone). An agent needs some seconds after boot, so this asks up to
+ * AGENT_WAIT.tries times, AGENT_WAIT.intervalS apart. The vmid is a positional argument.
+ */
+export const AGENT_WAIT_SCRIPT = `qm config "$1" | grep -Eq '^agent: (1|enabled=1)' || { echo 'no guest agent configured'; exit 0; }; for i in $(seq 1 ${AGENT_WAIT.tries}); do qm guest cmd "$1" ping && { echo 'guest agent answers'; exit 0; }; sleep ${AGENT_WAIT.intervalS}; done; echo 'the guest agent did not answer in ${(AGENT_WAIT.tries * AGENT_WAIT.intervalS) / 60} minutes' >&2; exit 1`;
 
 /** Stands for the guest agent's address in a step shown before the run (vm_http_check). */
 export const AGENT_ADDRESS = '<agent-address>';

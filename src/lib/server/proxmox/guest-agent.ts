@@ -26,7 +26,8 @@ function unreachable(ip: string, family: 4 | 6): boolean {
 	return v === '::1' || v === '::' || v.includes('.') || /^fe[89ab][0-9a-f]:/.test(v);
 }
 
-export type AgentAddress = { address: string } | { refuse: string };
+/** `lasting`: time will not change it (no agent configured); other refusals may pass on a later read (no DHCP lease yet, the agent starting). */
+export type AgentAddress = { address: string } | { refuse: string; lasting?: true };
 
 /**
  * The address to reach a VM on, from its agent's `network-get-interfaces` JSON: the first IPv4
@@ -78,7 +79,7 @@ export async function readAgentAddress(read: Read, vmid: string): Promise<AgentA
 	const r = await read(['qm', 'guest', 'cmd', vmid, 'network-get-interfaces']);
 	if (r.exitCode !== 0) {
 		const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-1)[0]?.slice(0, 300) || `exit ${r.exitCode}`;
-		if (/No QEMU guest agent configured/i.test(why)) return { refuse: `VM ${vmid} has no guest agent configured, so its address is unknown` };
+		if (/No QEMU guest agent configured/i.test(why)) return { refuse: `VM ${vmid} has no guest agent configured, so its address is unknown`, lasting: true };
 		return { refuse: `VM ${vmid}'s guest agent does not answer (${why})` };
 	}
 	return pickAgentAddress(vmid, r.stdout);

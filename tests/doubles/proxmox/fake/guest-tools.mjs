@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { err, fail, guestDir, listGuests, out, readJson, sleep } from './common.mjs';
+import { err, fail, guestDir, listGuests, out, readJson, sleep, writeJson } from './common.mjs';
 import { loadUnits } from './systemctl.mjs';
 import { agentAddresses } from './qm.mjs';
 
@@ -68,10 +68,16 @@ async function curlToVm(ctx, args) {
 		fail(`curl: (28) ${what} after ${maxTime * 1000 + 1} milliseconds${what === 'Operation timed out' ? ' with 0 bytes received' : ''}`, 28);
 	};
 	if (vm.status !== 'running') return timedOut('Connection timed out');
-	/** @type {Record<string, { status?: number, body?: string, hang?: boolean, paths?: Record<string, { status?: number, body?: string }> }>} */
+	/** @type {Record<string, { status?: number, body?: string, hang?: boolean, refuseFirst?: number, paths?: Record<string, { status?: number, body?: string }> }>} */
 	const http = readJson(join(guestDir(ctx.state, vm.vmid), 'http.json'), {});
 	const site = http[String(port)];
-	if (!site) fail(`curl: (7) Failed to connect to ${ip} port ${port} after 0 ms: Couldn't connect to server`, 7);
+	const refused = () => fail(`curl: (7) Failed to connect to ${ip} port ${port} after 0 ms: Couldn't connect to server`, 7);
+	if (!site) refused();
+	// Not up yet: counted down per GET.
+	if (site.refuseFirst) {
+		writeJson(join(guestDir(ctx.state, vm.vmid), 'http.json'), { ...http, [String(port)]: { ...site, refuseFirst: site.refuseFirst - 1 } });
+		refused();
+	}
 	if (site.hang) return timedOut('Operation timed out');
 	const page = site.paths?.[path] ?? (site.paths ? { status: 404, body: '404 page not found' } : site);
 	const status = page.status ?? 200;

@@ -297,7 +297,7 @@ export function agentAddresses(vm) {
 	return [{ 'ip-address': ip, 'ip-address-type': 'ipv4', prefix }];
 }
 
-function guest(vm, rest) {
+function guest(ctx, vm, rest) {
 	const [sub, id, command] = rest;
 	if (sub !== 'cmd') fail(`ERROR: unknown command 'qm guest ${sub ?? ''}'\nUSAGE: qm guest <COMMAND> [ARGS] [OPTIONS]`);
 	if (!command) fail('400 not enough arguments\nqm guest cmd <vmid> <command>');
@@ -308,9 +308,16 @@ function guest(vm, rest) {
 	if (vm.agentDown) fail('QEMU guest agent is not running');
 	if (command === 'ping') return;
 	if (command !== 'network-get-interfaces') fail(`this double answers only ping and network-get-interfaces`);
+	// Counted down per read: "no lease for the first N reads" (agentPending).
+	const pending = vm.agentPending && vm.agentPending.reads > 0 ? vm.agentPending : null;
+	if (pending) save(ctx, { ...vm, agentPending: { ...pending, reads: pending.reads - 1 } });
+	const hw = hwaddrFor(vm.vmid).toLowerCase();
+	// EUI-64 from the MAC, as the guest's kernel forms it before any lease.
+	const b = hw.split(':');
+	const linkLocal = `fe80::${(parseInt(b[0], 16) ^ 2).toString(16).padStart(2, '0')}${b[1]}:${b[2]}ff:fe${b[3]}:${b[4]}${b[5]}`.replace(/:0+(?=[0-9a-f])/g, ':');
 	const ifaces = [
 		{ name: 'lo', 'hardware-address': '00:00:00:00:00:00', 'ip-addresses': [{ 'ip-address': '127.0.0.1', 'ip-address-type': 'ipv4', prefix: 8 }, { 'ip-address': '::1', 'ip-address-type': 'ipv6', prefix: 128 }] },
-		{ name: 'eth0', 'hardware-address': hwaddrFor(vm.vmid).toLowerCase(), 'ip-addresses': agentAddresses(vm) }
+		{ name: 'eth0', 'hardware-address': hw, 'ip-addresses': pending ? agentAddresses({ agentAddresses: pending.addresses ?? [linkLocal] }) : agentAddresses(vm) }
 	];
 	out(JSON.stringify(ifaces, null, 3));
 }
@@ -363,6 +370,6 @@ export async function qm(ctx, args) {
 			const { lock: _l, ...unlocked } = vm;
 			return save(ctx, unlocked);
 		}
-		case 'guest': return guest(vm, rest);
+		case 'guest': return guest(ctx, vm, rest);
 	}
 }
