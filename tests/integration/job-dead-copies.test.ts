@@ -73,9 +73,18 @@ async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recover
 	} finally {
 		w.child.kill('SIGKILL');
 	}
-	// As under sshd, the hung read outlives the dead worker's connection: end it, as a host would time it out.
-	for (const h of await pve.hangs()) if (alive(h.pid)) process.kill(h.pid, 'SIGKILL');
-	await waitUntil(async () => (await pve.hangs()).every((h) => !alive(h.pid)), 'the hung pvesh to end', { timeoutMs: 10_000 });
+	// As under sshd, the hung reads outlive the dead worker's connection: end them, as a host would time
+	// them out. The sync reads on two channels at once (the nodes' CTs and /cluster/resources), so a
+	// second pvesh may still be starting when the worker dies: each look kills what hangs by then,
+	// until every command the double was sent has ended.
+	await waitUntil(
+		async () => {
+			for (const h of await pve.hangs()) if (alive(h.pid)) process.kill(h.pid, 'SIGKILL');
+			return pve.execTimes().every((t) => t.endedAt !== null);
+		},
+		'the hung pvesh reads to end',
+		{ timeoutMs: 10_000 }
+	);
 	if (opts.by === 'recovery') {
 		// Its life lock went with its connection: recovered at once, no lock has to go stale.
 		await waitUntil(async () => (await recoverDeadProcesses(sql())).length > 0, 'the dead worker to be recovered', { timeoutMs: 15_000 });
