@@ -140,7 +140,7 @@ describe('embedded Postgres', () => {
 				NOMOS_OPERATOR_PASSWORD: ''
 			});
 			procs.push(child);
-			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 50 }) };
+			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 120_000, intervalMs: 50 }) };
 		}
 		function postmasterPid(): number | null {
 			try {
@@ -170,7 +170,7 @@ describe('embedded Postgres', () => {
 			await gone(pid);
 			expect(existsSync(path.join(appDir, 'pg', 'postmaster.pid'))).toBe(false);
 			expect(second.log.out).toContain('adopting embedded Postgres');
-		}, 180_000);
+		}, 300_000);
 
 		it('a server a live Nomos owns is not adopted; its owner dying hands it to the live one, which stops it', async () => {
 			port = await freePort();
