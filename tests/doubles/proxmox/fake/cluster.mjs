@@ -58,6 +58,7 @@ export function clusterGuests(ctx) {
 
 /** The member (other than this one) that holds the guest id, or undefined. */
 export function otherHolder(ctx, vmid) {
+	if (!clusterOf()) return undefined; // a standalone node: no other member to ask
 	return clusterGuests(ctx).find((g) => g.guest.vmid === vmid && g.node !== ctx.node);
 }
 

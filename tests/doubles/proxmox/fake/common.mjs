@@ -58,8 +58,13 @@ export function logArgv(ctx, argv) {
 }
 
 export function readJson(path, fallback) {
-	if (!existsSync(path)) return fallback;
-	return JSON.parse(readFileSync(path, 'utf8'));
+	try {
+		return JSON.parse(readFileSync(path, 'utf8'));
+	} catch (e) {
+		// Gone, or removed between a listing and this read by a concurrent command (pct destroy).
+		if (e && e.code === 'ENOENT') return fallback;
+		throw e;
+	}
 }
 
 /** Write via temp file + rename so readers never see a half-written file. */
