@@ -30,6 +30,7 @@ const EXPECTED_TABLES = [
 	'replay_cases',
 	'schedule_runs',
 	'schedules',
+	'session_activity',
 	'session_facts',
 	'session_questions',
 	'settings',

@@ -9,7 +9,7 @@ import { sql } from '../../src/lib/server/db/index';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { claimQueued, insertMessage } from '../../src/lib/server/db/queries/messages';
 import { getMessage, handOverReplies } from '../../src/lib/server/conversation/messages';
-import { FACTS_VERSION, markFactsBuilt, refreshMessageFacts, storedFactsVersion } from '../../src/lib/server/db/queries/review-facts';
+import { FACTS_VERSION, markFactsBuilt, refreshMessageFacts, refreshSessionsFacts, storedFactsVersion } from '../../src/lib/server/db/queries/review-facts';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
 import { addSystemNote } from '../../src/lib/server/conversation/notes';
 import { TEXT_ID } from '../../src/lib/messages/fold';
@@ -91,6 +91,11 @@ async function assistantTurn(sessionId: string, mention: string | null): Promise
 		else w.finishToolCall(id, { ok: true });
 	}
 	if (chance(0.1)) w.addNote('retry', 'The model returned nothing (an empty reply); retrying once…');
+	// The turn's usage on one of two models: most sessions use one, some both (summed apart in the overview).
+	if (chance(0.7)) {
+		const [input, output, cached] = [1 + Math.floor(rand() * 5000), Math.floor(rand() * 500), Math.floor(rand() * 1000)];
+		w.setUsage({ steps: [{ model: pick(['local-small', 'local-small', 'remote-large']), input, output, cached }], input, output, cached });
+	}
 	w.finishStep();
 	if (calls && chance(0.7)) {
 		w.startStep();
@@ -195,6 +200,8 @@ describe('stored review facts', () => {
 		for (const h of handed) await MessageWriter.attach((await getMessage(sql(), h.id))!).finish('error', 'no model in this test');
 		// Sessions spread over two months (the overview filters on their creation day).
 		for (const id of ids) await sql()`update chat_sessions set created_at = now() - make_interval(days => ${Math.floor(rand() * 60)}) where id = ${id}`;
+		// (the app never moves a session's creation; the facts keep a copy of it, refreshed as a seeder would)
+		await sql().begin((tx) => refreshSessionsFacts(tx, ids));
 		sample = ids.filter(() => chance(0.5));
 	}, 120_000);
 

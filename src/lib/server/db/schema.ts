@@ -243,7 +243,35 @@ export const sessionFacts = pgTable('session_facts', {
 	outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
 	cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0),
 	/** The same tokens per model, `{ "<model>": [input, output, cached] }`: what prices turn into a cost. */
-	usageByModel: jsonb('usage_by_model').$type<Record<string, [number, number, number]>>().notNull().default({})
+	usageByModel: jsonb('usage_by_model').$type<Record<string, [number, number, number]>>().notNull().default({}),
+	/** The one model the session's tokens went to; null when none or several (then read usage_by_model). */
+	model: text('model'),
+	/** The session's creation and whether it is a replay, copied from chat_sessions (neither changes): the overview filters on them without a join. */
+	sessionCreatedAt: ts('session_created_at').notNull(),
+	replay: boolean('replay').notNull().default(false)
+}, (t) => [index('session_facts_created_idx').on(t.sessionCreatedAt)]);
+
+/**
+ * What the review ranks a session by beyond its message sums (r_exs, r_qs, r_silent and
+ * cap_count in db/queries/review.ts: its executions and questions, against its messages), kept
+ * by triggers as executions, questions and session_facts change (drizzle/0023_session_activity.sql):
+ * at commit, for every session the transaction touched, in id order. The overview reads it
+ * instead of grouping every execution.
+ */
+export const sessionActivity = pgTable('session_activity', {
+	sessionId: uuid('session_id')
+		.primaryKey()
+		.references(() => chatSessions.id, { onDelete: 'cascade' }),
+	execSucceeded: integer('exec_succeeded').notNull().default(0),
+	/** When the last succeeded execution ended. */
+	lastSuccessAt: ts('last_success_at'),
+	/** When the oldest execution still awaiting approval was requested. */
+	pendingSince: ts('pending_since'),
+	questionsOpen: integer('questions_open').notNull().default(0),
+	/** Failed executions no later assistant message names or talks about. */
+	silentFailed: integer('silent_failed').notNull().default(0),
+	/** "Cannot" messages (session_facts.cap_at) with no succeeded execution after them. */
+	capCount: integer('cap_count').notNull().default(0)
 });
 
 export const taskStates = [

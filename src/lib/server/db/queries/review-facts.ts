@@ -35,7 +35,7 @@ export type Fragment = PendingQuery<Row[]>;
  * Bump when an expression below changes meaning: stored facts computed by older code are then
  * stale, as after a change in src/lib/server/db/review-rules.ts.
  */
-const FACTS_SQL_VERSION = 4;
+const FACTS_SQL_VERSION = 5;
 
 /**
  * The version of the stored facts this code writes: a hash of every rule constant and of
@@ -210,8 +210,9 @@ export function messageVerdictsSelect(sql: Sql, opts: { detail?: boolean } = {})
  * system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext,
  * last_ok, tool_counts and fail_counts (summed slot by slot; null: none failed), cap_at (when each
  * "cannot" message was written), mention_at (the last assistant message mentioning a failure),
- * input_tokens, output_tokens and cached_tokens (the model's usage over the session), and
- * usage_by_model (the same per model, `{ model: [input, output, cached] }`, for prices).
+ * input_tokens, output_tokens and cached_tokens (the model's usage over the session),
+ * usage_by_model (the same per model, `{ model: [input, output, cached] }`, for prices) and model
+ * (its one key; null when it has none or several: the overview sums one column instead of the jsonb).
  * `detail` adds the message positions behind each count.
  */
 export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): Fragment {
@@ -240,7 +241,7 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 			max(m.created_at) filter (where m.mentions_failure) as mention_at,
 			coalesce(sum(m.input_tokens), 0)::bigint as input_tokens, coalesce(sum(m.output_tokens), 0)::bigint as output_tokens,
 			coalesce(sum(m.cached_tokens), 0)::bigint as cached_tokens,
-			coalesce(u.usage_by_model, '{}') as usage_by_model
+			coalesce(u.usage_by_model, '{}') as usage_by_model, u.model
 			${opts.detail ? sql`,
 			${idxArray(sql`m.ent_max >= ${N_PLUS_ONE_MIN}`)} as n1_idx,
 			${idxArray(sql`m.nudge`)} as nudge_idx,
@@ -250,22 +251,26 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 		from r_mf m
 		-- per model, from r_m (materialized where it is computed from the parts; r_mf is not)
 		left join (
-			select sid, jsonb_object_agg(model, jsonb_build_array(i, o, c)) as usage_by_model
+			select sid, jsonb_object_agg(model, jsonb_build_array(i, o, c)) as usage_by_model, case when count(*) = 1 then min(model) end as model
 			from (select sid, model, sum(input_tokens)::bigint as i, sum(output_tokens)::bigint as o, sum(cached_tokens)::bigint as c
 				from r_m where model is not null group by sid, model) y
 			group by sid
 		) u on u.sid = m.sid
-		group by m.sid, u.usage_by_model`;
+		group by m.sid, u.usage_by_model, u.model`;
 }
 
 /** r_sf0's columns as `session_facts` stores them (after session_id). */
 const SESSION_COLUMNS = (
-	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens, usage_by_model'
+	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens, usage_by_model, model'
 ).split(', ');
 
-/** r_sf0 as stored: the `session_facts` rows that `where` selects (a condition on `session_facts f`). */
-export function storedSessionFacts(sql: Sql, where: Fragment | null): Fragment {
-	return sql`select f.session_id as sid, ${sql.unsafe(SESSION_COLUMNS.join(', '))} from session_facts f ${where ? sql`where ${where}` : sql``}`;
+/**
+ * r_sf0 as stored: the `session_facts` rows that `where` selects (a condition on `session_facts f`);
+ * `session` adds the session's created_at (the overview then needs no join with chat_sessions).
+ */
+export function storedSessionFacts(sql: Sql, where: Fragment | null, opts: { session?: boolean } = {}): Fragment {
+	return sql`select f.session_id as sid, ${sql.unsafe(SESSION_COLUMNS.join(', '))} ${opts.session ? sql`, f.session_created_at as created_at` : sql``}
+		from session_facts f ${where ? sql`where ${where}` : sql``}`;
 }
 
 /**
@@ -304,9 +309,10 @@ async function storeSessionFacts(tx: Sql, sessionIds: string[]): Promise<void> {
 		r_mf as (${messageVerdictsSelect(tx)}),
 		r_sf0 as (${sessionFactsSelect(tx)}),
 		gone as (delete from session_facts s where s.session_id = any(${ids}::uuid[]) and s.session_id not in (select sid from r_sf0))
-		insert into session_facts (session_id, ${tx.unsafe(SESSION_COLUMNS.join(', '))})
-		select sid, ${tx.unsafe(SESSION_COLUMNS.join(', '))} from r_sf0
-		on conflict (session_id) do update set ${tx.unsafe(SESSION_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', '))}`;
+		insert into session_facts (session_id, session_created_at, replay, ${tx.unsafe(SESSION_COLUMNS.join(', '))})
+		select sid, c.created_at, c.replay is not null, ${tx.unsafe(SESSION_COLUMNS.map((k) => `r_sf0.${k}`).join(', '))}
+		from r_sf0 join chat_sessions c on c.id = r_sf0.sid
+		on conflict (session_id) do update set ${tx.unsafe(['session_created_at', 'replay', ...SESSION_COLUMNS].map((c) => `${c} = excluded.${c}`).join(', '))}`;
 }
 
 /**

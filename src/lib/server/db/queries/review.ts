@@ -58,7 +58,8 @@ export function kindsOf(sql: Sql): Fragment {
  *   `session_facts`; else they are computed by ONE pass over the messages' parts, with the
  *   expressions that computed those stored facts.
  * - r_exs executions; r_silent failed executions no later assistant message talks about;
- *   r_qs questions; r_caps (one session) "cannot" messages with no success after them; r_sf1
+ *   r_qs questions (the overview from the stored facts reads these sums from `session_activity`,
+ *   kept by triggers); r_caps (one session) "cannot" messages with no success after them; r_sf1
  *   all of it per session; r_sf the severity of each finding; r_scored the weighted score and
  *   the kinds.
  *
@@ -68,10 +69,15 @@ export function kindsOf(sql: Sql): Fragment {
 export function reviewCtes(
 	sql: Sql,
 	where: Fragment | null,
-	opts: { detail?: boolean; source?: 'parts' | 'facts'; pushDown?: boolean } = {}
+	opts: { detail?: boolean; source?: 'parts' | 'facts'; pushDown?: boolean; factsWhere?: Fragment } = {}
 ): Fragment {
 	const detail = opts.detail ?? false;
 	const fromFacts = opts.source === 'facts';
+	// The overview from the stored facts: `factsWhere` is `where` said over `session_facts f` (which
+	// keeps each session's created_at and whether it is a replay), so no row joins chat_sessions,
+	// and what its executions and questions say is read from `session_activity` (r_exs, r_qs,
+	// r_silent and cap_count as the triggers of drizzle/0023 keep them), not computed.
+	const ownRows = fromFacts && !detail && opts.factsWhere !== undefined;
 	const w = SEVERITY_WEIGHT;
 	const sessions = where ?? sql`true`;
 	// `pushDown` (default): the facts', executions' and questions' rows are filtered by `where` too.
@@ -88,9 +94,11 @@ export function reviewCtes(
 	const mentionedSince = (mentionAt: Fragment, at: Fragment) => sql`coalesce(${mentionAt} > ${at}, false)`;
 
 	return sql`
-	r_sess as (select c.id, c.title, c.created_at from chat_sessions c where ${sessions}),
+	r_sess as (select c.id, c.created_at from chat_sessions c where ${sessions}),
 	${
-		fromFacts && !detail
+		ownRows
+			? sql`r_sf0 as not materialized (${storedSessionFacts(sql, opts.factsWhere!, { session: true })}),`
+			: fromFacts && !detail
 			? sql`r_m as (${storedMessageFacts(sql, inSessions(sql`f.session_id`))}),
 	r_sf0 as not materialized (${storedSessionFacts(sql, inSessions(sql`f.session_id`))}),`
 			: sql`r_m as materialized (${
@@ -99,6 +107,18 @@ export function reviewCtes(
 	r_mf as not materialized (${messageVerdictsSelect(sql, { detail })}),
 	r_sf0 as (${sessionFactsSelect(sql, { detail })}),`
 	}
+	${
+		ownRows
+			? sql`
+	r_sf1 as (
+		-- kept by triggers as executions, questions and session_facts change (session_activity)
+		select f.*, coalesce(a.exec_succeeded, 0) as exec_succeeded,
+			coalesce(a.pending_since < now() - make_interval(hours => ${PENDING_APPROVAL_HOURS}), false)::int as pending_long,
+			coalesce(a.questions_open, 0) as questions_open, coalesce(a.silent_failed, 0) as silent_failed,
+			coalesce(a.cap_count, cardinality(f.cap_at)) as cap_count
+		from r_sf0 f left join session_activity a on a.session_id = f.sid
+	),`
+			: sql`
 	r_exs as (
 		-- the overview needs only what decides a finding: successes (and the last), stale approvals
 		select e.requested_by_session as sid,
@@ -174,7 +194,7 @@ export function reviewCtes(
 			: sql``
 	}
 	r_sf1 as (
-		select f.*, s.title, s.created_at,
+		select f.*, s.created_at,
 			coalesce(x.succeeded, 0) as exec_succeeded, coalesce(x.pending_long, 0) as pending_long, coalesce(q.open, 0) as questions_open,
 			${detail ? sql`coalesce(x.requested, 0) as exec_requested, coalesce(x.approved, 0) as exec_approved,
 			coalesce(x.failed, 0) as exec_failed, coalesce(x.denied, 0) as exec_denied, coalesce(x.expired, 0) as exec_expired,
@@ -190,7 +210,8 @@ export function reviewCtes(
 		left join r_qs q on q.sid = f.sid
 		left join r_silent si on si.sid = f.sid
 		${detail ? sql`left join r_caps c on c.sid = f.sid` : sql``}
-	),
+	),`
+	}
 	r_sf as (
 		select f.*,
 			case when f.cap_count > 0 then 'high' end as sev_missing_capability,
@@ -388,13 +409,19 @@ export async function overviewFacts(
 				? tx`c.replay is null and (${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
 					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
 				: tx`c.replay is null`;
+		// the same over the stored facts, which keep each session's created_at and replay
+		const factsWhere =
+			from || to
+				? tx`not f.replay and (${from}::date is null or f.session_created_at >= (${from}::date)::timestamp at time zone 'UTC')
+					and (${to}::date is null or f.session_created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
+				: tx`not f.replay`;
 
 		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
 		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
 		const kindCounts = commaList(tx, RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`));
 		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
 		const [facts] = await tx<OverviewFactsRow[]>`
-		with ${reviewCtes(tx, where, { source, pushDown: Boolean(from || to) })},
+		with ${reviewCtes(tx, where, { source, pushDown: Boolean(from || to), factsWhere: source === 'facts' ? factsWhere : undefined })},
 		r_alerts as (
 			-- alert investigations: from the alert (the session's creation) to the findings (the first
 			-- complete agent reply with text) and to an approved fix (its first plan or execution an
@@ -415,7 +442,7 @@ export async function overviewFacts(
 			from chat_sessions c where c.started_by_hook is not null and ${where ?? tx`true`}
 		),
 		r_in as (
-			select sid, title, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, usage_by_model, ${sevs}
+			select sid, created_at, messages, tool_calls, score, reached, tool_counts, fail_counts, input_tokens, output_tokens, cached_tokens, usage_by_model, model, ${sevs}
 			from r_scored
 			where ${outcome}::text is null or reached = (${outcome}::text = 'reached')
 		),
@@ -431,21 +458,29 @@ export async function overviewFacts(
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, created_at, messages, tool_calls, score, ${kindsOf(tx)} as kinds, reached, array[${sevs}] as sevs,
 					input_tokens::float8 as input_tokens, output_tokens::float8 as output_tokens, cached_tokens::float8 as cached_tokens, usage_by_model
-				-- the page's columns are computed for its rows only, not for every row the sort reads
-				from (select * from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}) r_in
+				-- the page's columns (and titles) are read for its rows only, not for every row the sort reads
+				from (select r.*, c.title from (select * from r_in order by score desc, tool_calls desc, created_at desc limit ${limit}) r
+					join chat_sessions c on c.id = r.sid) r_in
 				order by score desc, tool_calls desc, created_at desc
 			) x) as sessions,
 			(select coalesce(json_agg(json_build_object('kind', k, 'sessions', n) order by n desc, k), '[]')
 				from unnest(string_to_array(${RANKED_KINDS.join(',')}::text, ','), t.kind_counts) as y(k, n) where n > 0) as kinds,
 			(select coalesce(json_agg(x), '[]') from (
 				select sid as id, title, input_tokens::float8 as input, output_tokens::float8 as output, cached_tokens::float8 as cached
-				from (select * from r_in where input_tokens + output_tokens > 0 order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}) r_in
+				from (select r.*, c.title from (select * from r_in where input_tokens + output_tokens > 0
+					order by input_tokens + output_tokens desc, created_at desc limit ${TOKEN_SESSIONS}) r join chat_sessions c on c.id = r.sid) r_in
 				order by input_tokens + output_tokens desc, created_at desc
 			) x) as by_tokens,
 			(select coalesce(jsonb_object_agg(k, jsonb_build_array(i, o, c)), '{}') from (
-				-- summed as numeric (jsonb's own; whole token counts, so the float8 at the end is the same)
-				select k, sum((v -> 0)::numeric)::float8 as i, sum((v -> 1)::numeric)::float8 as o, sum((v -> 2)::numeric)::float8 as c
-				from r_in, jsonb_each(r_in.usage_by_model) e(k, v) group by k
+				-- summed as numeric (jsonb's own; whole token counts, so the float8 at the end is the same);
+				-- a session whose tokens all went to one model (nearly all) is summed from its columns
+				select k, sum(i)::float8 as i, sum(o)::float8 as o, sum(c)::float8 as c from (
+					select model as k, sum(input_tokens)::numeric as i, sum(output_tokens)::numeric as o, sum(cached_tokens)::numeric as c
+					from r_in where model is not null group by model
+					union all
+					select k, sum((v -> 0)::numeric), sum((v -> 1)::numeric), sum((v -> 2)::numeric)
+					from r_in, jsonb_each(r_in.usage_by_model) e(k, v) where r_in.model is null group by k
+				) u group by k
 			) y) as by_model,
 			-- sessions by what started them, over the date range (not the outcome), and the alerts' medians
 			(select json_build_object('operator', count(*) filter (where c.started_by_hook is null and c.started_by_schedule is null),

@@ -1,0 +1,104 @@
+CREATE TABLE "session_activity" (
+	"session_id" uuid PRIMARY KEY NOT NULL,
+	"exec_succeeded" integer DEFAULT 0 NOT NULL,
+	"last_success_at" timestamp with time zone,
+	"pending_since" timestamp with time zone,
+	"questions_open" integer DEFAULT 0 NOT NULL,
+	"silent_failed" integer DEFAULT 0 NOT NULL,
+	"cap_count" integer DEFAULT 0 NOT NULL
+);
+--> statement-breakpoint
+ALTER TABLE "session_facts" ADD COLUMN "model" text;--> statement-breakpoint
+ALTER TABLE "session_facts" ADD COLUMN "session_created_at" timestamp with time zone;--> statement-breakpoint
+ALTER TABLE "session_facts" ADD COLUMN "replay" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+-- copied from the session (neither changes); `model` waits for the facts' rebuild (FACTS_SQL_VERSION 5)
+UPDATE "session_facts" f SET "session_created_at" = c."created_at", "replay" = c."replay" IS NOT NULL FROM "chat_sessions" c WHERE c."id" = f."session_id";--> statement-breakpoint
+ALTER TABLE "session_facts" ALTER COLUMN "session_created_at" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "session_activity" ADD CONSTRAINT "session_activity_session_id_chat_sessions_id_fk" FOREIGN KEY ("session_id") REFERENCES "public"."chat_sessions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX "session_facts_created_idx" ON "session_facts" USING btree ("session_created_at");--> statement-breakpoint
+-- session_activity is kept by triggers. A row trigger notes each session that a change to its
+-- executions, questions or session_facts touches (a transaction-local setting: space-separated
+-- ids); a deferred one recomputes them all at commit, after every other lock the transaction
+-- took. Its rows are locked in id order, so two transactions touching the same sessions cannot
+-- deadlock on them, and nothing that holds one waits for anything else. The sums are the
+-- overview's r_exs, r_qs, r_silent and cap_count (src/lib/server/db/queries/review.ts), which
+-- compute them from the rows when the review reads the parts: the tests compare both.
+CREATE FUNCTION nomos_activity_note(sid uuid) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	noted text := coalesce(current_setting('nomos.activity_sessions', true), '');
+BEGIN
+	IF sid IS NOT NULL AND position(sid::text IN noted) = 0 THEN
+		PERFORM set_config('nomos.activity_sessions', noted || ' ' || sid::text, true);
+	END IF;
+END $$;--> statement-breakpoint
+-- Recomputes these sessions' rows: each row made and locked (in id order) first, the sums read in
+-- a later statement, so they include what every transaction that held a row before committed.
+CREATE FUNCTION nomos_activity_refresh(ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO session_activity (session_id) SELECT s.id FROM chat_sessions s WHERE s.id = ANY(ids) ORDER BY s.id ON CONFLICT (session_id) DO NOTHING;
+	PERFORM 1 FROM session_activity a WHERE a.session_id = ANY(ids) ORDER BY a.session_id FOR UPDATE;
+	UPDATE session_activity a SET exec_succeeded = x.succeeded, last_success_at = x.last_success_at, pending_since = x.pending_since,
+		questions_open = x.questions_open, silent_failed = x.silent_failed, cap_count = x.cap_count
+	FROM (
+		SELECT s.id,
+			coalesce(ex.succeeded, 0) AS succeeded, ex.last_success_at, ex.pending_since,
+			(SELECT count(*) FROM session_questions q WHERE q.session_id = s.id AND q.status = 'open') AS questions_open,
+			-- failed, and no later assistant message names its id's first 8 characters or says 'fail'/'error' (mention_at)
+			(SELECT count(*) FROM executions e
+				WHERE e.requested_by_session = s.id AND e.status = 'failed' AND NOT coalesce(f.mention_at > coalesce(e.finished_at, e.created_at), false)
+					AND NOT EXISTS (SELECT 1 FROM message_facts m WHERE m.session_id = s.id AND m.hex_runs IS NOT NULL AND m.role = 'assistant'
+						AND m.created_at > coalesce(e.finished_at, e.created_at) AND strpos(m.hex_runs, left(e.id::text, 8)) > 0)) AS silent_failed,
+			-- "cannot" messages with no success after them
+			(SELECT count(*) FROM unnest(f.cap_at) t(at) WHERE ex.last_success_at IS NULL OR ex.last_success_at <= t.at) AS cap_count
+		FROM chat_sessions s
+		LEFT JOIN session_facts f ON f.session_id = s.id
+		LEFT JOIN LATERAL (
+			SELECT count(*) FILTER (WHERE e.status = 'succeeded') AS succeeded,
+				max(coalesce(e.finished_at, e.created_at)) FILTER (WHERE e.status = 'succeeded') AS last_success_at,
+				min(e.created_at) FILTER (WHERE e.status = 'awaiting_approval') AS pending_since
+			FROM executions e WHERE e.requested_by_session = s.id
+		) ex ON true
+		WHERE s.id = ANY(ids)
+	) x WHERE x.id = a.session_id;
+END $$;--> statement-breakpoint
+CREATE FUNCTION nomos_executions_activity() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP <> 'INSERT' THEN PERFORM nomos_activity_note(OLD.requested_by_session); END IF;
+	IF TG_OP <> 'DELETE' THEN PERFORM nomos_activity_note(NEW.requested_by_session); END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+CREATE FUNCTION nomos_session_rows_activity() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP <> 'INSERT' THEN PERFORM nomos_activity_note(OLD.session_id); END IF;
+	IF TG_OP <> 'DELETE' THEN PERFORM nomos_activity_note(NEW.session_id); END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+-- The first deferred call of a transaction does the work; the others find nothing noted.
+CREATE FUNCTION nomos_activity_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	ids uuid[] := array(
+		SELECT DISTINCT x::uuid AS id FROM unnest(string_to_array(current_setting('nomos.activity_sessions', true), ' ')) x WHERE x <> '' ORDER BY id);
+BEGIN
+	IF cardinality(ids) > 0 THEN
+		PERFORM set_config('nomos.activity_sessions', '', true);
+		PERFORM nomos_activity_refresh(ids);
+	END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+CREATE TRIGGER executions_activity AFTER INSERT OR DELETE OR UPDATE OF status, finished_at, created_at, requested_by_session ON executions
+	FOR EACH ROW EXECUTE FUNCTION nomos_executions_activity();--> statement-breakpoint
+CREATE CONSTRAINT TRIGGER executions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF status, finished_at, created_at, requested_by_session ON executions
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
+CREATE TRIGGER session_questions_activity AFTER INSERT OR DELETE OR UPDATE OF status, session_id ON session_questions
+	FOR EACH ROW EXECUTE FUNCTION nomos_session_rows_activity();--> statement-breakpoint
+CREATE CONSTRAINT TRIGGER session_questions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF status, session_id ON session_questions
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
+CREATE TRIGGER session_facts_activity AFTER INSERT OR DELETE OR UPDATE ON session_facts
+	FOR EACH ROW EXECUTE FUNCTION nomos_session_rows_activity();--> statement-breakpoint
+CREATE CONSTRAINT TRIGGER session_facts_activity_flush AFTER INSERT OR DELETE OR UPDATE ON session_facts
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
+-- what the triggers would have written for every session so far
+SELECT nomos_activity_refresh(array(
+	SELECT s.id FROM chat_sessions s
+	WHERE EXISTS (SELECT 1 FROM executions e WHERE e.requested_by_session = s.id) OR EXISTS (SELECT 1 FROM session_questions q WHERE q.session_id = s.id)
+		OR EXISTS (SELECT 1 FROM session_facts f WHERE f.session_id = s.id)));
