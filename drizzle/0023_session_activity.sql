@@ -16,19 +16,37 @@ UPDATE "session_facts" f SET "session_created_at" = c."created_at", "replay" = c
 ALTER TABLE "session_facts" ALTER COLUMN "session_created_at" SET NOT NULL;--> statement-breakpoint
 ALTER TABLE "session_activity" ADD CONSTRAINT "session_activity_session_id_chat_sessions_id_fk" FOREIGN KEY ("session_id") REFERENCES "public"."chat_sessions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "session_facts_created_idx" ON "session_facts" USING btree ("session_created_at");--> statement-breakpoint
--- session_activity is kept by triggers. A row trigger notes each session that a change to its
--- executions, questions or session_facts touches (a transaction-local setting: space-separated
--- ids); a deferred one recomputes them all at commit, after every other lock the transaction
--- took. Its rows are locked in id order, so two transactions touching the same sessions cannot
--- deadlock on them, and nothing that holds one waits for anything else. The sums are the
--- overview's r_exs, r_qs, r_silent and cap_count (src/lib/server/db/queries/review.ts), which
--- compute them from the rows when the review reads the parts: the tests compare both.
-CREATE FUNCTION nomos_activity_note(sid uuid) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-	noted text := coalesce(current_setting('nomos.activity_sessions', true), '');
+-- session_facts' copies of the session's creation and replay flag are the session's own: a
+-- BEFORE trigger fills them on every write (whatever the writer sends), and a change to the
+-- session (never made by the app) is copied over.
+CREATE FUNCTION nomos_session_facts_copies() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF sid IS NOT NULL AND position(sid::text IN noted) = 0 THEN
-		PERFORM set_config('nomos.activity_sessions', noted || ' ' || sid::text, true);
+	SELECT c.created_at, c.replay IS NOT NULL INTO NEW.session_created_at, NEW.replay FROM chat_sessions c WHERE c.id = NEW.session_id;
+	RETURN NEW;
+END $$;--> statement-breakpoint
+CREATE TRIGGER session_facts_copies BEFORE INSERT OR UPDATE ON session_facts FOR EACH ROW EXECUTE FUNCTION nomos_session_facts_copies();--> statement-breakpoint
+CREATE FUNCTION nomos_session_copied() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE session_facts SET session_created_at = NEW.created_at WHERE session_id = NEW.id;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+CREATE TRIGGER chat_sessions_copied AFTER UPDATE OF created_at, replay ON chat_sessions FOR EACH ROW
+	WHEN (OLD.created_at IS DISTINCT FROM NEW.created_at OR (OLD.replay IS NULL) <> (NEW.replay IS NULL))
+	EXECUTE FUNCTION nomos_session_copied();--> statement-breakpoint
+-- session_activity is kept by triggers. A statement trigger notes the sessions a change to their
+-- executions, questions or session_facts touched (a transaction-local setting: space-separated
+-- ids, one append per statement whatever its rows); a deferred row trigger recomputes them at
+-- commit, after every other lock the transaction took (the first call does it all, the others
+-- find nothing noted). Its rows are locked in id order, so two transactions touching the same
+-- sessions cannot deadlock on them, and the sums are read after the lock (no lost update). They
+-- are the overview's r_exs, r_qs, r_silent and cap_count (src/lib/server/db/queries/review.ts),
+-- which compute them from the rows when the review reads the parts: the tests compare both.
+CREATE FUNCTION nomos_activity_note(ids text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	IF coalesce(ids, '') <> '' THEN
+		PERFORM set_config('nomos.activity_sessions', (
+			SELECT string_agg(DISTINCT x, ' ') FROM unnest(string_to_array(coalesce(current_setting('nomos.activity_sessions', true), '') || ' ' || ids, ' ')) x
+			WHERE x <> ''), true);
 	END IF;
 END $$;--> statement-breakpoint
 -- Recomputes these sessions' rows: each row made and locked (in id order) first, the sums read in
@@ -61,40 +79,77 @@ BEGIN
 		WHERE s.id = ANY(ids)
 	) x WHERE x.id = a.session_id;
 END $$;--> statement-breakpoint
-CREATE FUNCTION nomos_executions_activity() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF TG_OP <> 'INSERT' THEN PERFORM nomos_activity_note(OLD.requested_by_session); END IF;
-	IF TG_OP <> 'DELETE' THEN PERFORM nomos_activity_note(NEW.requested_by_session); END IF;
-	RETURN NULL;
-END $$;--> statement-breakpoint
-CREATE FUNCTION nomos_session_rows_activity() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF TG_OP <> 'INSERT' THEN PERFORM nomos_activity_note(OLD.session_id); END IF;
-	IF TG_OP <> 'DELETE' THEN PERFORM nomos_activity_note(NEW.session_id); END IF;
-	RETURN NULL;
-END $$;--> statement-breakpoint
--- The first deferred call of a transaction does the work; the others find nothing noted.
 CREATE FUNCTION nomos_activity_flush() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-	ids uuid[] := array(
-		SELECT DISTINCT x::uuid AS id FROM unnest(string_to_array(current_setting('nomos.activity_sessions', true), ' ')) x WHERE x <> '' ORDER BY id);
+	noted text := coalesce(current_setting('nomos.activity_sessions', true), '');
 BEGIN
-	IF cardinality(ids) > 0 THEN
+	IF noted <> '' THEN
 		PERFORM set_config('nomos.activity_sessions', '', true);
-		PERFORM nomos_activity_refresh(ids);
+		PERFORM nomos_activity_refresh(array(SELECT DISTINCT x::uuid AS id FROM unnest(string_to_array(noted, ' ')) x WHERE x <> '' ORDER BY id));
 	END IF;
 	RETURN NULL;
 END $$;--> statement-breakpoint
-CREATE TRIGGER executions_activity AFTER INSERT OR DELETE OR UPDATE OF status, finished_at, created_at, requested_by_session ON executions
-	FOR EACH ROW EXECUTE FUNCTION nomos_executions_activity();--> statement-breakpoint
-CREATE CONSTRAINT TRIGGER executions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF status, finished_at, created_at, requested_by_session ON executions
+-- An execution counts when it is added or removed, or its status, end, start, session or id changes
+-- (an update that moves none of them, such as a lease's heartbeat, notes nothing).
+CREATE FUNCTION nomos_executions_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.requested_by_session::text, ' ') FROM new_rows n));
+	ELSIF TG_OP = 'DELETE' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.requested_by_session::text, ' ') FROM old_rows o));
+	ELSE
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (
+			SELECT o.requested_by_session AS s FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id
+			WHERE n.id IS NULL OR (o.status, o.finished_at, o.created_at, o.requested_by_session) IS DISTINCT FROM (n.status, n.finished_at, n.created_at, n.requested_by_session)
+			UNION ALL
+			SELECT n.requested_by_session FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id
+			WHERE o.id IS NULL OR (o.status, o.finished_at, o.created_at, o.requested_by_session) IS DISTINCT FROM (n.status, n.finished_at, n.created_at, n.requested_by_session)
+		) x));
+	END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+CREATE FUNCTION nomos_questions_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.session_id::text, ' ') FROM new_rows n));
+	ELSIF TG_OP = 'DELETE' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.session_id::text, ' ') FROM old_rows o));
+	ELSE
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (
+			SELECT o.session_id AS s FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id
+			WHERE n.id IS NULL OR (o.status, o.session_id) IS DISTINCT FROM (n.status, n.session_id)
+			UNION ALL
+			SELECT n.session_id FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id
+			WHERE o.id IS NULL OR (o.status, o.session_id) IS DISTINCT FROM (n.status, n.session_id)
+		) x));
+	END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+-- every write of a session's facts counts (a message's facts changed with them)
+CREATE FUNCTION nomos_session_facts_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.session_id::text, ' ') FROM new_rows n));
+	ELSIF TG_OP = 'DELETE' THEN
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.session_id::text, ' ') FROM old_rows o));
+	ELSE
+		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (SELECT o.session_id AS s FROM old_rows o UNION SELECT n.session_id FROM new_rows n) x));
+	END IF;
+	RETURN NULL;
+END $$;--> statement-breakpoint
+CREATE TRIGGER executions_noted_insert AFTER INSERT ON executions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
+CREATE TRIGGER executions_noted_update AFTER UPDATE ON executions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
+CREATE TRIGGER executions_noted_delete AFTER DELETE ON executions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
+CREATE CONSTRAINT TRIGGER executions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF id, status, finished_at, created_at, requested_by_session ON executions
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
-CREATE TRIGGER session_questions_activity AFTER INSERT OR DELETE OR UPDATE OF status, session_id ON session_questions
-	FOR EACH ROW EXECUTE FUNCTION nomos_session_rows_activity();--> statement-breakpoint
-CREATE CONSTRAINT TRIGGER session_questions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF status, session_id ON session_questions
+CREATE TRIGGER session_questions_noted_insert AFTER INSERT ON session_questions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
+CREATE TRIGGER session_questions_noted_update AFTER UPDATE ON session_questions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
+CREATE TRIGGER session_questions_noted_delete AFTER DELETE ON session_questions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
+CREATE CONSTRAINT TRIGGER session_questions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF id, status, session_id ON session_questions
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
-CREATE TRIGGER session_facts_activity AFTER INSERT OR DELETE OR UPDATE ON session_facts
-	FOR EACH ROW EXECUTE FUNCTION nomos_session_rows_activity();--> statement-breakpoint
+CREATE TRIGGER session_facts_noted_insert AFTER INSERT ON session_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
+CREATE TRIGGER session_facts_noted_update AFTER UPDATE ON session_facts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
+CREATE TRIGGER session_facts_noted_delete AFTER DELETE ON session_facts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
 CREATE CONSTRAINT TRIGGER session_facts_activity_flush AFTER INSERT OR DELETE OR UPDATE ON session_facts
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
 -- what the triggers would have written for every session so far

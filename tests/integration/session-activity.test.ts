@@ -146,6 +146,48 @@ describe('session activity', () => {
 		expect(await activity(other)).toBeUndefined();
 	});
 
+	it('one statement over thousands of sessions notes each once; an update that moves nothing it counts notes nothing', async () => {
+		const [{ before }] = await sql()<{ before: number }[]>`select count(*)::int as before from session_activity`;
+		// 2,000 sessions, one execution each, in one statement apiece (as a bulk sweep or a seeder writes)
+		const ids = (await sql()<{ id: string }[]>`insert into chat_sessions (title) select 'bulk ' || i from generate_series(1, 2000) i returning id`).map((r) => r.id);
+		await sql()`
+			insert into executions (requested_by_session, target, action, classification, hash, status, finished_at)
+			select s, 'lxc:strong/101', 'restart', 'config_mutation', 'bulk-' || s, 'succeeded', now() from unnest(${ids}::uuid[]) s`;
+		const [{ n, ok }] = await sql()<{ n: number; ok: number }[]>`
+			select count(*)::int as n, count(*) filter (where exec_succeeded = 1 and last_success_at is not null)::int as ok
+			from session_activity where session_id = any(${ids}::uuid[])`;
+		expect({ n, ok }).toEqual({ n: 2000, ok: 2000 });
+		expect((await sql()<{ n: number }[]>`select count(*)::int as n from session_activity`)[0].n).toBe(before + 2000);
+
+		// a lease's heartbeat: the statement trigger sees nothing it counts, and the row is not rewritten
+		const [e] = await sql()<{ id: string; s: string }[]>`select id, requested_by_session as s from executions where hash = ${'bulk-' + ids[0]}`;
+		const [{ xmin }] = await sql()<{ xmin: string }[]>`select xmin::text from session_activity where session_id = ${e.s}`;
+		await sql()`update executions set lease_until = now() + interval '1 minute' where id = ${e.id}`;
+		await sql()`update executions set status = status where id = ${e.id}`;
+		expect((await sql()<{ xmin: string }[]>`select xmin::text from session_activity where session_id = ${e.s}`)[0].xmin).toBe(xmin);
+		await sql()`update executions set status = 'failed' where id = ${e.id}`;
+		expect(await activity(e.s)).toMatchObject({ exec_succeeded: 0, silent_failed: 1 });
+	});
+
+	it('the facts copy the session\'s creation and replay flag whatever their writer sends, and follow a moved creation', async () => {
+		const s = await newSession('copies');
+		// a writer that knows nothing of the copies (the code before them, still running during an upgrade)
+		await sql()`
+			insert into session_facts (session_id, messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at,
+				n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, cap_at)
+			values (${s}, 1, 1, 0, 0, 0, now(), now(), 0, 0, 0, 0, 0, false, '{}', '{}')`;
+		const copies = async () => (await sql()<{ at: string; replay: boolean; created: string }[]>`
+			select f.session_created_at as at, f.replay, c.created_at as created from session_facts f join chat_sessions c on c.id = f.session_id where f.session_id = ${s}`)[0];
+		expect((await copies()).at).toBe((await copies()).created);
+		expect((await copies()).replay).toBe(false);
+		expect(await activity(s)).toBeDefined();
+		await sql()`update chat_sessions set created_at = now() - interval '40 days' where id = ${s}`;
+		const moved = await copies();
+		expect(moved.at).toBe(moved.created);
+		await sql()`update chat_sessions set replay = '{"status": "queued"}'::jsonb where id = ${s}`;
+		expect((await copies()).replay).toBe(true);
+	});
+
 	it('two transactions touching the same sessions in opposite orders both commit, and neither loses the other\'s change', async () => {
 		const [s1, s2] = [await newSession('a'), await newSession('b')];
 		const [a1, a2, b1, b2] = [await execution(s1, 'awaiting_approval'), await execution(s1, 'awaiting_approval'), await execution(s2, 'awaiting_approval'), await execution(s2, 'awaiting_approval')];

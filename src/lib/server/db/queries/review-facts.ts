@@ -309,10 +309,11 @@ async function storeSessionFacts(tx: Sql, sessionIds: string[]): Promise<void> {
 		r_mf as (${messageVerdictsSelect(tx)}),
 		r_sf0 as (${sessionFactsSelect(tx)}),
 		gone as (delete from session_facts s where s.session_id = any(${ids}::uuid[]) and s.session_id not in (select sid from r_sf0))
-		insert into session_facts (session_id, session_created_at, replay, ${tx.unsafe(SESSION_COLUMNS.join(', '))})
-		select sid, c.created_at, c.replay is not null, ${tx.unsafe(SESSION_COLUMNS.map((k) => `r_sf0.${k}`).join(', '))}
-		from r_sf0 join chat_sessions c on c.id = r_sf0.sid
-		on conflict (session_id) do update set ${tx.unsafe(['session_created_at', 'replay', ...SESSION_COLUMNS].map((c) => `${c} = excluded.${c}`).join(', '))}`;
+		insert into session_facts (session_id, ${tx.unsafe(SESSION_COLUMNS.join(', '))})
+		select sid, ${tx.unsafe(SESSION_COLUMNS.join(', '))} from r_sf0
+		on conflict (session_id) do update set ${tx.unsafe(SESSION_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', '))}`;
+	// (a trigger copies the session's created_at and replay flag into the row; another one notes the
+	// session, so its session_activity row is recomputed at commit: drizzle/0023_session_activity.sql)
 }
 
 /**
