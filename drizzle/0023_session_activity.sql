@@ -89,67 +89,45 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END $$;--> statement-breakpoint
--- An execution counts when it is added or removed, or its status, end, start, session or id changes
--- (an update that moves none of them, such as a lease's heartbeat, notes nothing).
-CREATE FUNCTION nomos_executions_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The sessions of the rows a statement added, removed or changed. TG_ARGV: the table's key, its
+-- session column, then the columns that count on an update (none: every update counts). So an
+-- update that moves none of them (a lease's heartbeat, `status = status`) notes nothing.
+CREATE FUNCTION nomos_rows_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	k text := quote_ident(TG_ARGV[0]);
+	s text := quote_ident(TG_ARGV[1]);
+	moved text := CASE WHEN array_length(TG_ARGV, 1) > 2 THEN (
+		SELECT format('(%s) IS DISTINCT FROM (%s)', string_agg('o.' || quote_ident(c), ', '), string_agg('n.' || quote_ident(c), ', '))
+		FROM unnest(TG_ARGV[2:]) c) ELSE 'true' END;
+	ids text;
 BEGIN
 	IF TG_OP = 'INSERT' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.requested_by_session::text, ' ') FROM new_rows n));
+		EXECUTE format('SELECT string_agg(DISTINCT %s::text, '' '') FROM new_rows', s) INTO ids;
 	ELSIF TG_OP = 'DELETE' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.requested_by_session::text, ' ') FROM old_rows o));
+		EXECUTE format('SELECT string_agg(DISTINCT %s::text, '' '') FROM old_rows', s) INTO ids;
 	ELSE
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (
-			SELECT o.requested_by_session AS s FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id
-			WHERE n.id IS NULL OR (o.status, o.finished_at, o.created_at, o.requested_by_session) IS DISTINCT FROM (n.status, n.finished_at, n.created_at, n.requested_by_session)
+		EXECUTE format('SELECT string_agg(DISTINCT x::text, '' '') FROM (
+			SELECT o.%2$s AS x FROM old_rows o LEFT JOIN new_rows n ON n.%1$s = o.%1$s WHERE n.%1$s IS NULL OR %3$s
 			UNION ALL
-			SELECT n.requested_by_session FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id
-			WHERE o.id IS NULL OR (o.status, o.finished_at, o.created_at, o.requested_by_session) IS DISTINCT FROM (n.status, n.finished_at, n.created_at, n.requested_by_session)
-		) x));
+			SELECT n.%2$s FROM new_rows n LEFT JOIN old_rows o ON o.%1$s = n.%1$s WHERE o.%1$s IS NULL OR %3$s) y', k, s, moved) INTO ids;
 	END IF;
+	PERFORM nomos_activity_note(ids);
 	RETURN NULL;
 END $$;--> statement-breakpoint
-CREATE FUNCTION nomos_questions_noted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF TG_OP = 'INSERT' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.session_id::text, ' ') FROM new_rows n));
-	ELSIF TG_OP = 'DELETE' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.session_id::text, ' ') FROM old_rows o));
-	ELSE
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (
-			SELECT o.session_id AS s FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id
-			WHERE n.id IS NULL OR (o.status, o.session_id) IS DISTINCT FROM (n.status, n.session_id)
-			UNION ALL
-			SELECT n.session_id FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id
-			WHERE o.id IS NULL OR (o.status, o.session_id) IS DISTINCT FROM (n.status, n.session_id)
-		) x));
-	END IF;
-	RETURN NULL;
-END $$;--> statement-breakpoint
--- every write of a session's facts counts (a message's facts changed with them)
-CREATE FUNCTION nomos_session_facts_noted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF TG_OP = 'INSERT' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT n.session_id::text, ' ') FROM new_rows n));
-	ELSIF TG_OP = 'DELETE' THEN
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT o.session_id::text, ' ') FROM old_rows o));
-	ELSE
-		PERFORM nomos_activity_note((SELECT string_agg(DISTINCT x.s::text, ' ') FROM (SELECT o.session_id AS s FROM old_rows o UNION SELECT n.session_id FROM new_rows n) x));
-	END IF;
-	RETURN NULL;
-END $$;--> statement-breakpoint
-CREATE TRIGGER executions_noted_insert AFTER INSERT ON executions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
-CREATE TRIGGER executions_noted_update AFTER UPDATE ON executions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
-CREATE TRIGGER executions_noted_delete AFTER DELETE ON executions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_executions_noted();--> statement-breakpoint
+CREATE TRIGGER executions_noted_insert AFTER INSERT ON executions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'requested_by_session', 'status', 'finished_at', 'created_at', 'requested_by_session');--> statement-breakpoint
+CREATE TRIGGER executions_noted_update AFTER UPDATE ON executions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'requested_by_session', 'status', 'finished_at', 'created_at', 'requested_by_session');--> statement-breakpoint
+CREATE TRIGGER executions_noted_delete AFTER DELETE ON executions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'requested_by_session', 'status', 'finished_at', 'created_at', 'requested_by_session');--> statement-breakpoint
 CREATE CONSTRAINT TRIGGER executions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF id, status, finished_at, created_at, requested_by_session ON executions
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
-CREATE TRIGGER session_questions_noted_insert AFTER INSERT ON session_questions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
-CREATE TRIGGER session_questions_noted_update AFTER UPDATE ON session_questions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
-CREATE TRIGGER session_questions_noted_delete AFTER DELETE ON session_questions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_questions_noted();--> statement-breakpoint
+CREATE TRIGGER session_questions_noted_insert AFTER INSERT ON session_questions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'session_id', 'status', 'session_id');--> statement-breakpoint
+CREATE TRIGGER session_questions_noted_update AFTER UPDATE ON session_questions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'session_id', 'status', 'session_id');--> statement-breakpoint
+CREATE TRIGGER session_questions_noted_delete AFTER DELETE ON session_questions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('id', 'session_id', 'status', 'session_id');--> statement-breakpoint
 CREATE CONSTRAINT TRIGGER session_questions_activity_flush AFTER INSERT OR DELETE OR UPDATE OF id, status, session_id ON session_questions
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
-CREATE TRIGGER session_facts_noted_insert AFTER INSERT ON session_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
-CREATE TRIGGER session_facts_noted_update AFTER UPDATE ON session_facts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
-CREATE TRIGGER session_facts_noted_delete AFTER DELETE ON session_facts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_session_facts_noted();--> statement-breakpoint
+-- every write of a session's facts counts (a message's facts changed with them)
+CREATE TRIGGER session_facts_noted_insert AFTER INSERT ON session_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('session_id', 'session_id');--> statement-breakpoint
+CREATE TRIGGER session_facts_noted_update AFTER UPDATE ON session_facts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('session_id', 'session_id');--> statement-breakpoint
+CREATE TRIGGER session_facts_noted_delete AFTER DELETE ON session_facts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION nomos_rows_noted('session_id', 'session_id');--> statement-breakpoint
 CREATE CONSTRAINT TRIGGER session_facts_activity_flush AFTER INSERT OR DELETE OR UPDATE ON session_facts
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION nomos_activity_flush();--> statement-breakpoint
 -- what the triggers would have written for every session so far

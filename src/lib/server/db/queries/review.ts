@@ -94,7 +94,7 @@ export function reviewCtes(
 	const mentionedSince = (mentionAt: Fragment, at: Fragment) => sql`coalesce(${mentionAt} > ${at}, false)`;
 
 	return sql`
-	r_sess as (select c.id, c.created_at from chat_sessions c where ${sessions}),
+	${ownRows ? sql`` : sql`r_sess as (select c.id, c.created_at from chat_sessions c where ${sessions}),`}
 	${
 		ownRows
 			? sql`r_sf0 as not materialized (${storedSessionFacts(sql, opts.factsWhere!, { session: true })}),`
@@ -403,18 +403,16 @@ export async function overviewFacts(
 	return sql.begin(async (tx) => {
 		const source = q.source ?? ((await storedFactsVersion(tx)) === FACTS_VERSION ? 'facts' : 'parts');
 		if (source === 'parts') await tx`set local work_mem = '64MB'; set local parallel_leader_participation = off`.simple();
-		// A replay re-ran another session: counted there, not again (replay/run.ts).
-		const where =
+		// Sessions created in [from, to], replays left out (a replay re-ran another session: counted
+		// there, not again, replay/run.ts): over chat_sessions, and over the stored facts, which keep
+		// each session's created_at and replay flag.
+		const inRange = (notReplay: Fragment, createdAt: Fragment) =>
 			from || to
-				? tx`c.replay is null and (${from}::date is null or c.created_at >= (${from}::date)::timestamp at time zone 'UTC')
-					and (${to}::date is null or c.created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
-				: tx`c.replay is null`;
-		// the same over the stored facts, which keep each session's created_at and replay
-		const factsWhere =
-			from || to
-				? tx`not f.replay and (${from}::date is null or f.session_created_at >= (${from}::date)::timestamp at time zone 'UTC')
-					and (${to}::date is null or f.session_created_at < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
-				: tx`not f.replay`;
+				? tx`${notReplay} and (${from}::date is null or ${createdAt} >= (${from}::date)::timestamp at time zone 'UTC')
+					and (${to}::date is null or ${createdAt} < ((${to}::date) + 1)::timestamp at time zone 'UTC')`
+				: notReplay;
+		const where = inRange(tx`c.replay is null`, tx`c.created_at`);
+		const factsWhere = inRange(tx`not f.replay`, tx`f.session_created_at`);
 
 		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
 		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
