@@ -76,6 +76,7 @@ test('the permission is asked only when the button is clicked', async ({ browser
 	await expect(section).toHaveAttribute('data-permission', 'default');
 	await page.goto('/ops');
 	await page.goto('/settings');
+	await expect(page.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 	expect(await page.evaluate(() => localStorage.getItem('__asks'))).toBeNull();
 
 	await page.getByTestId('enable-notifications').click();
@@ -206,6 +207,8 @@ test('webhooks in Settings: added with a masked secret, Send test delivers, a fa
 	try {
 		await login(page, env.admin);
 		await page.goto('/settings');
+		// a click before the page is hydrated opens nothing (seen once in CI): wait until the app runs
+		await expect(page.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 		await page.getByTestId('add-webhook').click();
 		await page.getByTestId('webhook-name').fill('phone');
 		await page.getByTestId('webhook-url-input').fill(`${base}/nomos-7f3k9`);
