@@ -5,6 +5,15 @@ import { trpc } from '$lib/trpc';
 import { LiveEvents, type LiveEvent } from './live-events.svelte';
 
 /**
+ * The order the chat shows: by `seq`, with the operator's queued messages last. A turn that takes
+ * a queued message gives it a new `seq` after whatever was written meanwhile (a continuation's
+ * note and reply), so it stays below them, where the agent read it, and never jumps.
+ */
+export function transcriptOrder(a: Pick<ChatMessage, 'seq' | 'status'>, b: Pick<ChatMessage, 'seq' | 'status'>): number {
+	return Number(a.status === 'queued') - Number(b.status === 'queued') || a.seq - b.seq;
+}
+
+/**
  * One chat session's messages, kept current from the session's SSE stream. `message.updated`
  * carries a message's snapshot (the highest rev wins); `message.delta` carries what a streaming
  * message gained since its previous rev, folded in with the AI SDK's own reader — the same fold
@@ -22,7 +31,7 @@ export class ChatState {
 		initial: ChatMessage[],
 		cursor: number
 	) {
-		this.messages = [...initial].sort((a, b) => a.seq - b.seq);
+		this.messages = [...initial].sort(transcriptOrder);
 		this.#events = new LiveEvents(`/api/sessions/${sessionId}/events`, cursor);
 		this.#offs.push(this.#events.on('message.updated', (e) => this.#serial(() => this.#apply(e))));
 		this.#offs.push(this.#events.on('message.delta', (e) => this.#serial(() => this.#fold(e.payload as MessageDelta))));
@@ -67,10 +76,12 @@ export class ChatState {
 		const i = this.messages.findIndex((x) => x.id === m.id);
 		if (i >= 0) {
 			if (!newerSnapshot(this.messages[i], m)) return;
+			const moved = this.messages[i].seq !== m.seq || this.messages[i].status !== m.status;
 			this.messages[i] = m;
+			if (moved) this.messages.sort(transcriptOrder);
 		} else {
 			this.messages.push(m);
-			this.messages.sort((a, b) => a.seq - b.seq);
+			this.messages.sort(transcriptOrder);
 		}
 	}
 

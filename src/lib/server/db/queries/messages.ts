@@ -81,12 +81,21 @@ export async function touchStreaming(sql: Sql, id: string): Promise<void> {
 	await sql`update messages set updated_at = now() where id = ${id} and status = 'streaming'`;
 }
 
-/** Marks the session's queued operator messages as taken by a turn and announces them; returns how many. */
+/**
+ * Marks the session's queued operator messages as taken by a turn and announces them; returns how
+ * many. Each takes a new place (`seq`) at the end of the transcript, in the order they were sent:
+ * a continuation or another turn may have written its note and reply after a message was stored
+ * and before this claim, and the turn that claims a message must read it last, after those (the
+ * model's history, the page and later turns all follow `seq`). The caller inserts its reply next.
+ */
 export async function claimQueued(tx: TransactionSql, sessionId: string): Promise<number> {
 	const rows = await tx<{ id: string }[]>`
-		update messages set status = 'complete', rev = rev + 1, updated_at = now()
-		where session_id = ${sessionId} and role = 'user' and status = 'queued'
-		returning id`;
+		select id from messages where session_id = ${sessionId} and role = 'user' and status = 'queued' order by seq for update`;
+	for (const r of rows) {
+		await tx`
+			update messages set status = 'complete', seq = nextval(pg_get_serial_sequence('messages', 'seq')), rev = rev + 1, updated_at = now()
+			where id = ${r.id}`;
+	}
 	await refreshMessageFacts(tx, rows.map((r) => r.id));
 	for (const r of rows) await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: r.id } });
 	return rows.length;
