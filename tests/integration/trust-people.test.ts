@@ -261,7 +261,7 @@ describe('credentials die together', () => {
 });
 
 describe('the REST answer endpoint', () => {
-	it('is audited as route rest', async () => {
+	it('is recorded and audited as route rest; the panel as panel', async () => {
 		const sessionId = await newSession(admin.id);
 		const m = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'Q' }], status: 'complete', origin: 'chat' }));
 		const q = await sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt: 'How often?', options: [], contextEntities: [] }));
@@ -270,5 +270,17 @@ describe('the REST answer endpoint', () => {
 		const res = await restAnswer({ request, params: { id: sessionId, qid: q.id }, locals: { user: admin, apiToken: { id: t.listing.id, name: 'phone', scope: 'operate' } } } as never);
 		expect(res.status).toBe(202);
 		expect(await auditOf('question.answered', q.id)).toMatchObject({ route: 'rest', detail: { answer: 'nightly', token: { name: 'phone' } } });
+		// The question itself and its event say so too: `rest`, not `panel`.
+		const [row] = await sql()`select answered_via from session_questions where id = ${q.id}`;
+		expect(row.answered_via).toBe('rest');
+		const [event] = await sql()`select payload from events where type = 'question.answered' and payload->>'questionId' = ${q.id}`;
+		expect(event.payload).toMatchObject({ via: 'rest' });
+		// The panel in a signed-in browser (tRPC, no token) stays `panel`.
+		const q2 = await sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt: 'Keep how many?', options: [], contextEntities: [] }));
+		const { caller } = await browser(admin);
+		await caller.questions.answer({ sessionId, questionId: q2.id, answer: 'seven' });
+		const [panel] = await sql()`select answered_via from session_questions where id = ${q2.id}`;
+		expect(panel.answered_via).toBe('panel');
+		expect((await auditOf('question.answered', q2.id)).route).toBe('panel');
 	});
 });

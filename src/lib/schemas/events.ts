@@ -43,7 +43,7 @@ export const eventSchemas = {
 	/** A plan changed; the stream attaches its snapshot (`plan`). */
 	'plan.updated': z.object({ planId: id, decision: z.enum(['approved', 'denied']).optional(), finished: z.string().optional() }),
 	'question.raised': z.object({ questionId: id, prompt: z.string() }),
-	'question.answered': z.object({ questionId: id, via: z.enum(['panel', 'chat']) }),
+	'question.answered': z.object({ questionId: id, via: z.enum(['panel', 'chat', 'rest']) }),
 	'assent.updated': z.object({ open: z.boolean(), by: z.string().nullable() }),
 	/** Stop asked for a session's running turn. */
 	'turn.cancel': z.object({ by: z.string() }),

@@ -10,7 +10,7 @@ export type QuestionRow = {
 	contextEntities: string[];
 	status: 'open' | 'answered' | 'cancelled';
 	answer: string | null;
-	answeredVia: 'panel' | 'chat' | null;
+	answeredVia: 'panel' | 'chat' | 'rest' | null;
 	createdAt: string;
 	answeredAt: string | null;
 };

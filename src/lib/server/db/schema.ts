@@ -572,7 +572,8 @@ export const sessionQuestions = pgTable(
 		contextEntities: jsonb('context_entities').$type<string[]>().notNull().default([]),
 		status: text('status', { enum: ['open', 'answered', 'cancelled'] }).notNull().default('open'),
 		answer: text('answer'),
-		answeredVia: text('answered_via', { enum: ['panel', 'chat'] }),
+		/** Where the answer came from: the panel in a browser, the chat box, or the HTTP API (REST, or tRPC with a token). */
+		answeredVia: text('answered_via', { enum: ['panel', 'chat', 'rest'] }),
 		answeredBy: uuid('answered_by').references(() => operators.id),
 		createdAt: createdAt(),
 		answeredAt: ts('answered_at'),

@@ -4,8 +4,8 @@ import { requestTurn } from '../conversation/turn-queue';
 import { answerQuestion, type AnswerResult } from '../db/queries/questions';
 
 /**
- * An answer from outside the chat box: the panel in a browser (audited `panel`), or the HTTP API
- * (`rest`: the REST endpoint, or tRPC with a token). Closes the question and resumes the agent in
+ * An answer from outside the chat box: the panel in a browser (recorded and audited as `panel`),
+ * or the HTTP API (`rest`: the REST endpoint, or tRPC with a token). Closes the question and resumes the agent in
  * the background (a worker job in the session's queue) with the answer injected as a note.
  */
 export async function answerFromPanel(
@@ -17,7 +17,7 @@ export async function answerFromPanel(
 	route: 'panel' | 'rest' = token ? 'rest' : 'panel'
 ): Promise<AnswerResult> {
 	return sql().begin(async (tx) => {
-		const r = await answerQuestion(tx, questionId, { answer, via: 'panel', route, operatorId, sessionId, token });
+		const r = await answerQuestion(tx, questionId, { answer, via: route, operatorId, sessionId, token });
 		if (!r.ok) return r;
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
 		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'answer' });

@@ -42,13 +42,14 @@ export async function raiseQuestion(
 export type AnswerResult = { ok: true; question: QuestionRow } | { ok: false; reason: 'not_found' | 'closed' };
 
 /**
- * Closes an open question with its answer. One conditional update: of two tabs answering at
- * once exactly one wins; the task returns to executing.
+ * Closes an open question with its answer, recording where it came from (`via`, also the audit's
+ * route). One conditional update: of two tabs answering at once exactly one wins; the task
+ * returns to executing.
  */
 export async function answerQuestion(
 	tx: TransactionSql,
 	id: string,
-	a: { answer: string; via: 'panel' | 'chat'; route?: 'panel' | 'rest'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
+	a: { answer: string; via: 'panel' | 'chat' | 'rest'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
 ): Promise<AnswerResult> {
 	const [row] = await tx<QuestionRow[]>`
 		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
@@ -65,7 +66,7 @@ export async function answerQuestion(
 	await recordAudit(tx, {
 		actor: { id: a.operatorId },
 		action: 'question.answered',
-		route: a.via === 'chat' ? 'chat' : (a.route ?? 'panel'),
+		route: a.via,
 		subjectType: 'question',
 		subjectId: row.id,
 		sessionId: row.sessionId,
