@@ -9,6 +9,8 @@ import { resetEnvCache } from '../../src/lib/server/env';
 import { approveByTyping } from '../../src/lib/server/executions/decisions';
 import { HOOK_DELIVERIES_PER_MINUTE, receiveDelivery } from '../../src/lib/server/watches/intake';
 import { signatureOf } from '../../src/lib/server/watches/secret';
+import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
@@ -248,5 +250,111 @@ describe('in an investigation an alert opened', () => {
 		expect(await typeYes(s.id, operatorId)).toEqual({ approved: [], status: 'awaiting_approval' });
 		const notes = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').map((m) => JSON.stringify(m.parts));
 		expect(notes.at(-1)).toContain('typing approves nothing in an investigation an alert opened');
+	});
+});
+
+describe('an alert that resolves while its fix waits (issue #42)', () => {
+	/** A plan and an execution the investigation proposed, waiting for approval, and one already approved. */
+	async function pendingFix(sessionId: string) {
+		const plan = await sql().begin((tx) =>
+			insertPlan(tx, sessionId, 'Free space on the backup storage', [
+				{ action: 'pveam_update', target: 'pve1', params: {}, why: 'example', hash: 'h-plan', commandPreview: 'pveam update', classification: 'config_mutation' }
+			])
+		);
+		const execution = async (status: string) => {
+			const [e] = await sql()<{ id: string }[]>`
+				insert into executions (requested_by_session, host_name, target, action, params, classification, hash, command_preview, reason, status, expires_at)
+				values (${sessionId}, 'pve1', 'lxc:pve1/105', 'pct_start', '{}'::jsonb, 'config_mutation', ${'h-' + Math.random()}, 'pct start 105', 'alert', ${status}, now() + interval '1 hour')
+				returning id`;
+			await sql()`insert into execution_sessions (execution_id, session_id) values (${e.id}, ${sessionId})`;
+			return e.id;
+		};
+		return { plan, waiting: await execution('awaiting_approval'), approved: await execution('approved') };
+	}
+	const eventsAfter = async (id: number) =>
+		sql()<{ type: string; payload: Record<string, string> }[]>`select type, payload from events where id > ${id} and type in ('plan.updated', 'execution.updated') order by id`;
+	const lastEvent = async () => Number((await sql()<{ id: string }[]>`select coalesce(max(id), 0)::text as id from events`)[0].id);
+
+	it('Alertmanager "resolved": the plan and the execution waiting are marked, the note asks, and a turn re-checks before anything runs', async () => {
+		const h = await hook('alertmanager', 'am-main');
+		await send(h, amGroup('firing'));
+		const [s] = await sessionsOf(h.id);
+		const fix = await pendingFix(s.id);
+		await sql()`delete from graphile_worker._private_jobs`;
+		const before = await lastEvent();
+
+		expect((await send(h, amGroup('resolved'))).body.alerts).toMatchObject([{ outcome: 'resolved', sessionId: s.id }]);
+		const plan = (await getPlan(sql(), fix.plan.id))!;
+		const waiting = (await getExecution(sql(), fix.waiting))!;
+		expect(plan.alertResolvedAt).toEqual(expect.any(String));
+		expect(Math.abs(Date.parse(plan.alertResolvedAt!) - Date.now())).toBeLessThan(60_000);
+		expect(waiting.alertResolvedAt).toBe(plan.alertResolvedAt);
+		// What was already approved keeps its history: it is not asked about.
+		expect((await getExecution(sql(), fix.approved))!.alertResolvedAt).toBeNull();
+		// The cards change at once: one event each, with the snapshot the page renders.
+		expect(await eventsAfter(before)).toEqual([
+			{ type: 'plan.updated', payload: { planId: fix.plan.id } },
+			{ type: 'execution.updated', payload: { executionId: fix.waiting } }
+		]);
+		const note = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').at(-1)!;
+		expect(JSON.stringify(note.parts)).toContain('Still waiting for approval: plan \\"Free space on the backup storage\\"; pct_start on lxc:pve1/105 — still needed? The agent re-checks before it runs.');
+
+		// The agent is told: one turn of the investigation, whose request ends on the re-check brief.
+		const turns = await jobs('agent__run_turn');
+		expect(turns).toHaveLength(1);
+		expect(turns[0].payload).toMatchObject({ sessionId: s.id, origin: 'alert' });
+		llm.push({ text: 'Caddy answers again on CT 105; the plan is no longer needed, you can deny it.' });
+		await runJob(turns[0].payload);
+		const last = llm.requests[0].body!.messages!.at(-1)!;
+		expect(last.role).toBe('user');
+		expect(last.content).toContain('says the alert this investigation is about has resolved');
+		expect(last.content).toContain(`- plan ${fix.plan.id}: Free space on the backup storage`);
+		expect(last.content).toContain(`- execution ${fix.waiting}: pct_start on lxc:pve1/105`);
+		expect(last.content).toContain('re-check with read-only tools whether it is still needed');
+		// Its tools are the investigation's: read-only, no http_get.
+		const tools = (llm.requests[0].body!.tools ?? []).map((t) => t.function.name);
+		expect(tools).not.toContain('http_get');
+
+		// Firing again: the fix is needed again, the cards stop asking.
+		const again = await lastEvent();
+		await send(h, amGroup('firing'));
+		expect((await getPlan(sql(), fix.plan.id))!.alertResolvedAt).toBeNull();
+		expect((await getExecution(sql(), fix.waiting))!.alertResolvedAt).toBeNull();
+		expect((await eventsAfter(again)).map((e) => e.type)).toEqual(['plan.updated', 'execution.updated']);
+	});
+
+	it('Proxmox VE: the backup that succeeds resolves the failure and marks its plan', async () => {
+		const h = await hook('proxmox', 'pve-main');
+		await send(h, pveFailed);
+		const [s] = await sessionsOf(h.id);
+		const fix = await pendingFix(s.id);
+		await sql()`delete from graphile_worker._private_jobs`;
+		const ok = { ...pveFailed, title: 'vzdump backup status (pve1): backup successful', message: '102: OK', severity: 'info' };
+		expect((await send(h, ok)).body.alerts).toMatchObject([{ outcome: 'resolved', sessionId: s.id }]);
+		expect((await getPlan(sql(), fix.plan.id))!.alertResolvedAt).toEqual(expect.any(String));
+		expect((await jobs('agent__run_turn')).map((j) => j.payload.origin)).toEqual(['alert']);
+	});
+
+	it('nothing waiting: only the note, no turn; a muted group: marked and noted, no turn', async () => {
+		const h = await hook('alertmanager');
+		await send(h, amGroup('firing'));
+		const [s] = await sessionsOf(h.id);
+		await sql()`delete from graphile_worker._private_jobs`;
+		await send(h, amGroup('resolved'));
+		expect(await jobs('agent__run_turn')).toHaveLength(0);
+		const note = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').at(-1)!;
+		expect(JSON.stringify(note.parts)).not.toContain('Still waiting');
+
+		await sql()`update alert_groups set changed_at = now() - interval '2 hours', last_seen_at = now() - interval '2 hours' where hook_id = ${h.id}`;
+		await send(h, amGroup('firing'));
+		const fix = await pendingFix(s.id);
+		await sql()`update alert_groups set muted_until = now() + interval '1 hour' where hook_id = ${h.id}`;
+		await sql()`delete from graphile_worker._private_jobs`;
+		await send(h, amGroup('resolved'));
+		expect((await getPlan(sql(), fix.plan.id))!.alertResolvedAt).toEqual(expect.any(String));
+		expect(await jobs('agent__run_turn')).toHaveLength(0);
+		const muted = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').at(-1)!;
+		expect(JSON.stringify(muted.parts)).toContain('— still needed?');
+		expect(JSON.stringify(muted.parts)).not.toContain('re-checks');
 	});
 });

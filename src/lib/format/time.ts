@@ -43,6 +43,11 @@ export function formatLocal(ts: string | null | undefined, none = ''): string {
 	return ts ? parse(ts).toLocaleString() : none;
 }
 
+/** The time of day of a moment to the minute ("14:02"), in the reader's time zone and locale. */
+export function formatLocalMinute(ts: string): string {
+	return parse(ts).toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' });
+}
+
 /** The time of day of a moment in the reader's time zone and locale; `none` for no moment. */
 export function formatLocalTime(ts: string | null | undefined, none = ''): string {
 	return ts ? parse(ts).toLocaleTimeString() : none;

@@ -85,6 +85,8 @@ export type ExecutionRow = {
 	cancelRequestedAt: string | null;
 	leftovers: string | null;
 	edit: ExecutionEdit | null;
+	/** While it waits for approval: when the alert its session investigates resolved (the card asks whether it is still needed). */
+	alertResolvedAt: string | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 };
 
@@ -118,6 +120,8 @@ export type PlanRow = {
 	finishedAt: string | null;
 	error: string | null;
 	cancelRequestedAt: string | null;
+	/** While proposed: when the alert its session investigates resolved (the card asks whether it is still needed). */
+	alertResolvedAt: string | null;
 };
 
 export type AssentWindow = { id: string; sessionId: string; openedAt: string; expiresAt: string; continuations: number };

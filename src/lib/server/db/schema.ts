@@ -417,7 +417,9 @@ export const plans = pgTable('plans', {
 	/** When its end was told to the agent (claimed by the one continuation that tells it). */
 	reportedAt: ts('reported_at'),
 	/** `<message id>/<tool call id>` of the propose_plan call that made it (see agent/tools/parked.ts). */
-	callKey: text('call_key').unique()
+	callKey: text('call_key').unique(),
+	/** The alert its session investigates resolved while it waited for approval (watches/intake.ts); cleared when it fires again. */
+	alertResolvedAt: ts('alert_resolved_at')
 });
 
 export const executions = pgTable(
@@ -454,6 +456,8 @@ export const executions = pgTable(
 		leftoversRecheckAt: ts('leftovers_recheck_at'),
 		/** Set when an operator edited the params before approving: who, the original, what changed. */
 		edit: jsonb('edit').$type<ExecutionEdit>(),
+		/** The alert its session investigates resolved while it waited for approval (watches/intake.ts); cleared when it fires again. */
+		alertResolvedAt: ts('alert_resolved_at'),
 		/** While `running`: the worker process (worker_processes.id) running it. */
 		runner: uuid('runner'),
 		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */

@@ -19,7 +19,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
-	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit,
+	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit, e.alert_resolved_at as "alertResolvedAt",
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))

@@ -10,7 +10,7 @@ export type NewPlanStep = { action: string; target: string; params: Record<strin
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt",
-	finished_at as "finishedAt", error, cancel_requested_at as "cancelRequestedAt"`;
+	finished_at as "finishedAt", error, cancel_requested_at as "cancelRequestedAt", alert_resolved_at as "alertResolvedAt"`;
 
 export async function getPlan(sql: Sql | TransactionSql, id: string): Promise<PlanRow | null> {
 	const [row] = await sql<PlanRow[]>`select ${columns(sql)} from plans where id = ${id}`;

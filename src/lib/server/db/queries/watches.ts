@@ -163,3 +163,24 @@ export async function alertOfSession(sql: Sql | TransactionSql, sessionId: strin
 		select g.title, h.name as "hookName" from alert_groups g join alert_hooks h on h.id = g.hook_id where g.session_id = ${sessionId} limit 1`;
 	return row ?? null;
 }
+
+/** What waits for approval in an alert's session: proposed plans and executions awaiting approval. */
+export type PendingFix = { plans: { id: string; title: string }[]; executions: { id: string; action: string; target: string; requestedBySession: string | null }[] };
+
+/**
+ * Marks what waits for approval in the session as asked for by an alert that has since resolved
+ * (now); returns what it marked. `clear` takes the mark off again (the alert fires again: the fix
+ * is needed again). Pending only: what was approved or decided keeps its history.
+ */
+export async function markPendingFix(tx: TransactionSql, sessionId: string, mark: 'resolved' | 'clear'): Promise<PendingFix> {
+	const at = mark === 'resolved' ? tx`now()` : tx`null`;
+	const only = mark === 'resolved' ? tx`` : tx`and alert_resolved_at is not null`;
+	const plans = await tx<PendingFix['plans']>`
+		update plans set alert_resolved_at = ${at} where session_id = ${sessionId} and status = 'proposed' ${only} returning id, title`;
+	const executions = await tx<PendingFix['executions']>`
+		update executions e set alert_resolved_at = ${at}
+		where e.status = 'awaiting_approval' ${only}
+			and (e.requested_by_session = ${sessionId} or exists (select 1 from execution_sessions l where l.execution_id = e.id and l.session_id = ${sessionId}))
+		returning e.id, e.action, e.target, e.requested_by_session as "requestedBySession"`;
+	return { plans, executions };
+}
