@@ -43,7 +43,7 @@ test('ask_operator pauses the task, the panel answer resumes it live; a chat rep
 	// No model call after ask_operator within that turn.
 	expect((await llm.requests()).length).toBe(1);
 
-	// The panel answers through the REST endpoint: 202 at once, the reply arrives live.
+	// An answer through the REST endpoint (as an API client sends it): 202 at once, the reply arrives live.
 	const [q] = await sql`select id from session_questions where session_id = ${sessionId} and status = 'open'`;
 	const res = await page.request.post(`/sessions/${sessionId}/questions/${q.id}/answer`, {
 		headers: { origin: env.baseURL },
@@ -69,7 +69,7 @@ test('ask_operator pauses the task, the panel answer resumes it live; a chat rep
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('2 GB it is');
 	const rows = await sql`select answer, answered_via from session_questions where session_id = ${sessionId} order by created_at`;
 	expect(rows.map((r) => [r.answer, r.answered_via])).toEqual([
-		['strong', 'panel'],
+		['strong', 'rest'],
 		['2 GB', 'chat']
 	]);
 	// The reply's first words show while the turn is still finishing; the task completes with it.
