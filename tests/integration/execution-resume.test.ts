@@ -7,6 +7,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
+import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
+import { operatorDecidesPlan } from '../../src/lib/server/executions/decisions';
+import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
 import { enqueueJob } from '../../src/lib/server/jobs/enqueue';
 import { requestExecution } from '../../src/lib/server/executions/request';
@@ -14,7 +17,7 @@ import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-process
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
-import { addHost, alive, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { addHost, alive, decide, freshSession, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
 import { startWorkerChild, type TsChild } from '../helpers/spawn';
 
 const dbUrl = useTestDatabase();
@@ -32,7 +35,9 @@ beforeAll(async () => {
 		seed: [
 			{ vmid: 101, hostname: 'start-me', status: 'stopped' },
 			{ vmid: 102, hostname: 'stop-me', status: 'running' },
-			{ vmid: 103, hostname: 'destroy-me', status: 'stopped' }
+			{ vmid: 103, hostname: 'destroy-me', status: 'stopped' },
+			{ vmid: 104, hostname: 'plan-me', status: 'stopped' },
+			{ vmid: 105, hostname: 'term-me', status: 'stopped' }
 		]
 	});
 	await addHost(pve);
@@ -199,6 +204,59 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		expect(e.result).toMatch(/^CT 102 stopped \(resumed after the worker stopped — .*: the read-back found it already done, so nothing ran again\)$/);
 		expect(e.steps.map((s) => s.label)).toEqual(['pct stop', 'read back: pct status 102']);
 		expect(await ran('pct', 'stop', '102')).toBe(1);
+		expect(await audits(id, 'execution.resumed')).toBe(1);
+	}, 240_000);
+
+	it('a plan whose step was resumed goes on to its next step and ends succeeded', async () => {
+		const operatorId = await newOperator('resume-plan');
+		const sessionId = await newSession(operatorId, 'plan');
+		const steps: Array<PreparedExecution & { why: string }> = [];
+		for (const s of [
+			{ target: 'strong/104', action: 'pct_start', params: {}, reason: 'start it' },
+			{ target: 'strong/104', action: 'pct_status', params: {}, reason: 'check it' }
+		]) {
+			const p = await prepareExecution(s);
+			if ('error' in p) throw new Error(p.error);
+			steps.push({ ...p, why: s.reason });
+		}
+		await pve.setFault('slow', { tool: 'pct', match: 'start 104', ms: 600_000 });
+		const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Start 104', steps));
+		await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
+		const a = startWorker();
+		const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', { timeoutMs: 90_000, intervalMs: 100 });
+		await heldMidStep(step1, 'pct start', ['pct', 'start', '104']);
+		a.child.kill('SIGKILL');
+		await a.exited;
+		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+		expect((await recoverDeadProcesses(sql()))[0].handedOver).toEqual([step1]);
+		startWorker();
+
+		const done = await waitUntil(async () => {
+			const p = await getPlan(sql(), plan.id);
+			return p && p.status !== 'approved' ? p : null;
+		}, 'the plan to end', { timeoutMs: 90_000, intervalMs: 100 });
+		expect(done.status).toBe('succeeded');
+		expect((await getExecution(sql(), step1))!).toMatchObject({ status: 'succeeded', resumes: 1 });
+		expect((await getExecution(sql(), done.steps[1].executionId!))!.status).toBe('succeeded');
+		expect((await pve.containers()).find((c) => c.vmid === 104)?.status).toBe('running');
+	}, 240_000);
+
+	it('SIGTERM mid pct_start: the stopping worker stops its command and hands the run over; another worker resumes it', async () => {
+		const [b, c] = [startWorker(), startWorker()];
+		await ready(b, c);
+		await pve.setFault('slow', { tool: 'pct', match: 'start 105', ms: 600_000 });
+		const { id } = await approved('pct_start', 105, 'sigterm');
+		await heldMidStep(id, 'pct start', ['pct', 'start', '105']);
+		const pid = await runnerPid(id);
+		const victim = [b, c].find((w) => w.pid === pid)!;
+		victim.child.kill('SIGTERM');
+		expect((await victim.exited).signal).toBe(null);
+		const e = await terminal(id);
+		expect(e.status).toBe('succeeded');
+		expect(e.resumedBecause).toBe('its worker process was stopping (a restart or shutdown)');
+		expect(e.steps.map((s) => s.label)).toEqual(['pct start', 'read back: pct status 105', 'pct start', 'verify: pct status 105']);
+		expect(e.steps[0].stop).toMatch(/^(stopped|gone)$/);
+		expect(await ran('pct', 'start', '105')).toBe(2);
 		expect(await audits(id, 'execution.resumed')).toBe(1);
 	}, 240_000);
 });
