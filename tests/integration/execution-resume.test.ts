@@ -6,7 +6,7 @@
 // the scripted model, a real Postgres.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
+import { claimExecution, getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { operatorDecidesPlan } from '../../src/lib/server/executions/decisions';
 import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
@@ -14,6 +14,9 @@ import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
 import { enqueueJob } from '../../src/lib/server/jobs/enqueue';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
+import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
+import { runExecution } from '../../src/lib/server/executions/runner';
+import { randomUUID } from 'node:crypto';
 import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
@@ -37,7 +40,8 @@ beforeAll(async () => {
 			{ vmid: 102, hostname: 'stop-me', status: 'running' },
 			{ vmid: 103, hostname: 'destroy-me', status: 'stopped' },
 			{ vmid: 104, hostname: 'plan-me', status: 'stopped' },
-			{ vmid: 105, hostname: 'term-me', status: 'stopped' }
+			{ vmid: 105, hostname: 'term-me', status: 'stopped' },
+			{ vmid: 106, hostname: 'cancel-me', status: 'stopped' }
 		]
 	});
 	await addHost(pve);
@@ -259,4 +263,18 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		expect(await ran('pct', 'start', '105')).toBe(2);
 		expect(await audits(id, 'execution.resumed')).toBe(1);
 	}, 240_000);
+
+	it('the sweep hands over a run whose runner is gone; Cancel while it waits ends it interrupted, and nothing runs again', async () => {
+		const { id } = await approved('pct_start', 106, 'cancel');
+		// Claimed by a process that is not registered (any more): the sweep's case.
+		expect(await claimExecution(sql(), id, 60, randomUUID())).not.toBeNull();
+		await sweep(sql());
+		expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1, resumedBecause: 'the worker process running it is gone' });
+		expect(await sql().begin((tx) => requestCancel(tx, id, 'op'))).toBe('requested');
+		await runExecution(id);
+		const e = (await getExecution(sql(), id))!;
+		expect(e.status).toBe('interrupted');
+		expect(e.error).toBe('cancelled by the operator before it was resumed; its earlier run may have partly run');
+		expect(await ran('pct', 'start', '106')).toBe(0);
+	}, 60_000);
 });

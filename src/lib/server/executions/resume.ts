@@ -60,7 +60,7 @@ export async function resumeRun(e: ExecutionRow, vmid: string | undefined, plann
 			return { kind: 'interrupted', why: `its earlier run's ${s.label} ${where}; it may still be running`, unsettled: true };
 		}
 	}
-	if (e.cancelRequestedAt) return { kind: 'interrupted', why: 'cancelled by the operator before it was resumed; its earlier run was stopped on the host and may have partly run' };
+	if (e.cancelRequestedAt) return { kind: 'interrupted', why: 'cancelled by the operator before it was resumed; its earlier run may have partly run' };
 	const cfg = await execArgv(io.client, resume.config, { timeoutMs: resume.state.timeoutMs, signal: io.signal, group: true });
 	if (cfg.aborted) return { kind: 'interrupted', why: 'stopped before it was resumed; its earlier run may have partly run' };
 	if (cfg.exitCode !== 0) return { kind: 'interrupted', why: `not resumed: could not read ${resume.config.join(' ')} back (${answer(cfg)}); its earlier run may have partly run` };
