@@ -14,7 +14,7 @@
 //   3. each session loops: the operator sends `chaos <tag> request {…}`; the model (a rule of the
 //      LLM double) calls request_execution with exactly that; the operator approves it with the
 //      card's route; the continuation turn answers. The change alternates between `pct set
-//      --description <tag>` on CT 200+i and create / stop / unlock / destroy of CT 300+i;
+//      --description <tag>` on CT 200+i and create / start / stop / unlock / destroy of CT 300+i;
 //   4. from the database, the double's argv log and its stored state (bench/chaos/measure.ts,
 //      truth.ts, resumption.ts): messages lost, approved executions never terminal, mutations run
 //      twice, resends, waits over 15 s, outcomes the host contradicts, kill → resumption.

@@ -1,6 +1,7 @@
 // The chaos bench's counts, read after the run from the database and the Proxmox double's argv log.
 import type { Sql } from 'postgres';
 import { readArgvLog } from '../../tests/doubles/proxmox/state';
+import { RESUMABLE_ACTIONS } from '../../src/lib/server/proxmox/actions';
 import { stats, type Stats } from '../harness';
 import { RESEND, type LoopRecord } from './sessions';
 
@@ -26,6 +27,11 @@ export interface Figures {
 	waits: Waits[];
 	exhaustedJobs: { task: string; n: number; lastError: string | null }[];
 	statuses: Record<string, number>;
+	/** Approved runs of repeatable actions (pct_start, pct_stop…: proxmox/actions.ts `resume`) that ended interrupted (goal 0). */
+	repeatableInterrupted: { id: string; action: string; tag: string; error: string | null }[];
+	repeatableApproved: number;
+	/** Runs a live worker took over after their process stopped (executions/resume.ts), by how they ended. */
+	resumed: { n: number; ranAgain: number; alreadyDone: number; statuses: Record<string, number> };
 }
 
 type UserMsg = { id: string; session: string; seq: number; status: string; createdAt: Date };
@@ -60,12 +66,18 @@ export async function measure(db: Sql, sessionIds: string[], records: LoopRecord
 		sendWaits.push({ wait: shown ? shown.getTime() - u.createdAt.getTime() : null, label: `message ${u.id}` });
 	}
 
-	const execs = await db<{ id: string; status: string; reason: string; approvedAt: Date | null; startedAt: Date | null; finishedAt: Date | null; session: string }[]>`
-		select id, status, reason, approved_at as "approvedAt", started_at as "startedAt", finished_at as "finishedAt", requested_by_session as session
+	const execs = await db<
+		{ id: string; action: string; status: string; reason: string; error: string | null; result: string | null; resumes: number; approvedAt: Date | null; startedAt: Date | null; finishedAt: Date | null; session: string }[]
+	>`
+		select id, action, status, reason, error, result, resumes, approved_at as "approvedAt", started_at as "startedAt", finished_at as "finishedAt", requested_by_session as session
 		from executions where requested_by_session = any(${sessionIds}::uuid[])`;
 	const statuses: Record<string, number> = {};
 	for (const e of execs) statuses[e.status] = (statuses[e.status] ?? 0) + 1;
 	const approvedExecs = execs.filter((e) => e.approvedAt);
+	const repeatable = approvedExecs.filter((e) => (RESUMABLE_ACTIONS as readonly string[]).includes(e.action));
+	const resumedRuns = execs.filter((e) => e.resumes > 0);
+	const resumedStatuses: Record<string, number> = {};
+	for (const e of resumedRuns) resumedStatuses[e.status] = (resumedStatuses[e.status] ?? 0) + 1;
 	const stranded = approvedExecs.filter((e) => e.status === 'approved' || e.status === 'running').map((e) => ({ id: e.id, status: e.status, tag: e.reason }));
 	const perTag = new Map<string, number>();
 	for (const e of execs) perTag.set(e.reason, (perTag.get(e.reason) ?? 0) + 1);
@@ -107,7 +119,15 @@ export async function measure(db: Sql, sessionIds: string[], records: LoopRecord
 			waits('execution finished → continuation reply started', contWaits)
 		],
 		exhaustedJobs,
-		statuses
+		statuses,
+		repeatableInterrupted: repeatable.filter((e) => e.status === 'interrupted').map((e) => ({ id: e.id, action: e.action, tag: e.reason, error: e.error })),
+		repeatableApproved: repeatable.length,
+		resumed: {
+			n: resumedRuns.length,
+			ranAgain: resumedRuns.filter((e) => e.result?.includes('so it ran again')).length,
+			alreadyDone: resumedRuns.filter((e) => e.result?.includes('already done')).length,
+			statuses: resumedStatuses
+		}
 	};
 }
 

@@ -74,6 +74,10 @@ export function printReport(r: ReportInput): void {
 	console.log(`| approvals refused by the server (see their log lines) | ${refused} | 0 |`);
 	console.log(`| operator-visible waits over 15 s | ${slow} | 0 |`);
 	console.log(`| untruthful outcomes | ${r.untruths.length} | 0 |`);
+	console.log(`| interrupted runs of repeatable actions (pct_start, pct_stop…) | ${f.repeatableInterrupted.length} of ${f.repeatableApproved} approved | 0 |`);
+	console.log(
+		`| runs resumed after their worker stopped (ran again / already done) | ${f.resumed.n} (${f.resumed.ranAgain} / ${f.resumed.alreadyDone}${Object.keys(f.resumed.statuses).length ? `; ${Object.entries(f.resumed.statuses).map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}) | |`
+	);
 	console.log(`| kill → resumption p50 / p95 / max (s) | ${s1(q(0.5))} / ${s1(q(0.95))} / ${s1(q(1))} (${withWork.length} kills with work in flight${never ? `, ${never} never resumed` : ''}) | p95 ≤ 10 |`);
 	console.log('');
 
@@ -102,6 +106,7 @@ export function printReport(r: ReportInput): void {
 	list('messages lost', f.lost.map((l) => `${l.id} (session ${l.session.slice(0, 8)}): ${l.why}`));
 	list('approved, never terminal', f.stranded.map((x) => `${x.id} ${x.tag}: ${x.status}`));
 	list('mutations run twice', f.twice);
+	list('interrupted runs of repeatable actions', f.repeatableInterrupted.map((x) => `${x.id} ${x.action} ${x.tag}: ${x.error ?? 'no error'}`));
 	list('untruthful outcomes', r.untruths.map((u) => `execution ${u.executionId} on CT ${u.vmid} said ${u.said}; the host (${u.when}): ${u.host}`));
 	list('replies and notes asking the operator to go on', f.resendMessages.map((m) => `${m.id}: ${m.why}`));
 	list('loops given up', gaveUp.map((x) => `${x.tag} (${x.kind} CT ${x.vmid}): ${x.outcome}`));

@@ -130,6 +130,8 @@ interface Targets {
 	scratch: number;
 	/** Containers an unlock was already asked for. */
 	unlockTried: Set<number>;
+	/** Scratch containers a start was already asked for (each created one is started once, then stopped and destroyed). */
+	startTried: Set<number>;
 }
 
 /** What to ask for next: the session's own two containers, by what the host shows now. */
@@ -150,9 +152,14 @@ async function plan(ctx: DriverContext, i: number, k: number, t: Targets) {
 			kind = 'unlock';
 			t.unlockTried.add(vmid);
 		} else if (onBase) kind = 'set';
-		else if (!view.exists) kind = 'create';
-		else if (view.status === 'running') kind = 'stop';
-		else kind = 'destroy';
+		else if (!view.exists) {
+			kind = 'create';
+			t.startTried.delete(vmid);
+		} else if (view.status === 'running') kind = 'stop';
+		else if (!t.startTried.has(vmid)) {
+			kind = 'start';
+			t.startTried.add(vmid);
+		} else kind = 'destroy';
 		return { kind, vmid, view, scratch: !onBase };
 	}
 }
@@ -164,6 +171,7 @@ function requestArgs(kind: LoopKind, vmid: number, tag: string) {
 		create: { target: 'strong', action: 'pct_create', params: { vmid, hostname: tag, template: TEMPLATE, start: false } },
 		destroy: { target: ct, action: 'pct_destroy', params: {} },
 		unlock: { target: ct, action: 'pct_unlock', params: {} },
+		start: { target: ct, action: 'pct_start', params: {} },
 		stop: { target: ct, action: 'pct_stop', params: {} }
 	};
 	return { ...byKind[kind], reason: tag };
@@ -251,7 +259,7 @@ async function loop(ctx: DriverContext, sessionId: string, rec: LoopRecord, hard
  * patience and the hard deadline).
  */
 export async function runSession(ctx: DriverContext, i: number, sessionId: string, stopping: () => boolean, hardDeadline: () => number, records: LoopRecord[]): Promise<void> {
-	const targets: Targets = { base: 0, scratch: 0, unlockTried: new Set() };
+	const targets: Targets = { base: 0, scratch: 0, unlockTried: new Set(), startTried: new Set() };
 	for (let k = 0; !stopping() && Date.now() < hardDeadline(); k++) {
 		const p = await plan(ctx, i, k, targets);
 		const rec: LoopRecord = { session: i, k, tag: `chaos-${i}-${k}`, kind: p.kind, vmid: p.vmid, scratch: p.scratch, sentAt: Date.now(), repeats: 0, before: p.view };

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export type CtView = { exists: false } | { exists: true; status: string; lock: string | null; hostname: string; description: string | null };
-export type LoopKind = 'set' | 'create' | 'destroy' | 'unlock' | 'stop';
+export type LoopKind = 'set' | 'create' | 'destroy' | 'unlock' | 'start' | 'stop';
 
 /** The Proxmox double's stored state of one container (the host's truth). */
 export async function viewCt(stateDir: string, vmid: number): Promise<CtView> {
@@ -51,7 +51,7 @@ function unchanged(kind: LoopKind, before: CtView): (v: CtView) => boolean {
 		if (!v.exists || !before.exists) return true;
 		if (kind === 'set') return v.description === before.description;
 		if (kind === 'unlock') return v.lock === before.lock;
-		if (kind === 'stop') return v.status === before.status;
+		if (kind === 'stop' || kind === 'start') return v.status === before.status;
 		return v.hostname === before.hostname;
 	};
 }
@@ -64,6 +64,7 @@ export function claimOf(e: ExecutionFacts, kind: LoopKind, tag: string, vmid: nu
 		if (kind === 'create') return claim((v) => v.exists && v.hostname === tag && !v.lock);
 		if (kind === 'destroy') return claim((v) => !v.exists);
 		if (kind === 'unlock') return claim((v) => v.exists && !v.lock);
+		if (kind === 'start') return claim((v) => v.exists && v.status === 'running');
 		return claim((v) => v.exists && v.status === 'stopped');
 	}
 	const readBack = e.leftovers ? leftoversClaim(e.leftovers) : null;

@@ -32,8 +32,8 @@ export type ExecutionStep = {
 	durationMs?: number;
 	/** Set on a read-back step: whether its output showed the expected result. */
 	verified?: boolean;
-	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after. */
-	kind?: 'snapshot' | 'prune' | 'health';
+	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after, a resume's reads (executions/resume.ts). */
+	kind?: 'snapshot' | 'prune' | 'health' | 'resume';
 	/**
 	 * The command's own process group on the host, saved as soon as the host reports it, so that
 	 * any process can stop it later (see ssh/quote.ts `groupedArgv`); `groupTag` is carried by
@@ -87,6 +87,9 @@ export type ExecutionRow = {
 	edit: ExecutionEdit | null;
 	/** While it waits for approval: when the alert its session investigates resolved (the card asks whether it is still needed). */
 	alertResolvedAt: string | null;
+	/** Times a live worker took it over after the process running it stopped (a repeatable action), and why the last time. */
+	resumes: number;
+	resumedBecause: string | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 };
 

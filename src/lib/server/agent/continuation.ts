@@ -17,17 +17,24 @@ import type { ExecutionEdit } from '../../types/executions';
 const changesInventory = (action: string) => isActionName(action) && Boolean((ACTIONS[action] as { changesInventory?: boolean }).changesInventory);
 
 /** How a finished execution is told to the agent (and shown as a small note in the chat). */
-export function executionNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'> & { leftovers?: string | null; edit?: ExecutionEdit | null }): string {
+export function executionNote(
+	e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'> & { leftovers?: string | null; edit?: ExecutionEdit | null; resumes?: number; resumedBecause?: string | null }
+): string {
 	const outcome =
 		e.status === 'succeeded'
 			? `succeeded: ${(e.result ?? 'done').trim().slice(0, 800)}`
 			: `${e.status}: ${(e.error ?? e.result ?? 'no details').trim().slice(0, 800)}`;
 	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
 	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
+	// A succeeded resume says so in its result already (executions/resume.ts resumedText).
+	const resumed =
+		e.resumes && !(e.status === 'succeeded' && e.result?.includes('(resumed after the worker stopped'))
+			? ` Its worker stopped while running it and a live worker resumed it under the same approval${e.resumedBecause ? ` (${e.resumedBecause})` : ''}.`
+			: '';
 	const edited = e.edit
 		? `${/[.!?]$/.test(outcome) ? '' : '.'} The operator changed ${formatChanges(e.edit.changes)} before approving, so it ran with those values (not the ones requested).`
 		: '';
-	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${edited}${left}${check}`;
+	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${edited}${resumed}${left}${check}`;
 }
 
 

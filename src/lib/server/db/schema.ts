@@ -458,6 +458,12 @@ export const executions = pgTable(
 		edit: jsonb('edit').$type<ExecutionEdit>(),
 		/** The alert its session investigates resolved while it waited for approval (watches/intake.ts); cleared when it fires again. */
 		alertResolvedAt: ts('alert_resolved_at'),
+		/**
+		 * How many times a live worker took it over after the process running it stopped (a
+		 * repeatable action: proxmox/actions.ts `resume`; executions/resume.ts), and why the last time.
+		 */
+		resumes: integer('resumes').notNull().default(0),
+		resumedBecause: text('resumed_because'),
 		/** While `running`: the worker process (worker_processes.id) running it. */
 		runner: uuid('runner'),
 		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */

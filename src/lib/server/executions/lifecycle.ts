@@ -15,7 +15,8 @@ import {
 	withdrawApproved,
 	type ExecutionRow
 } from '../db/queries/executions';
-import { interruptAbandoned, listStranded } from '../db/queries/stranded';
+import { handOverForResume, interruptAbandoned, listStranded } from '../db/queries/stranded';
+import { RESUMABLE_ACTIONS } from '../proxmox/actions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { requestTurn } from '../conversation/turn-queue';
 import type { ExecutionStatus, ExecutionStep } from '../../types/executions';
@@ -33,6 +34,25 @@ export const RUN_TASK = 'executions__run';
  */
 export async function enqueueRun(tx: TransactionSql, executionId: string): Promise<void> {
 	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 5, priority: PRIORITY.execution });
+}
+
+/** How many times one execution is taken over after its process stopped; after that it ends interrupted. */
+export const MAX_RESUMES = 3;
+
+/**
+ * In the transaction that finds their process gone: running executions of repeatable actions
+ * (proxmox/actions.ts `resume`) go back to `approved` under their approval (same hash, no new
+ * approval) with `why`, and their run job is queued again (superseding the dead copy), so a live
+ * worker finishes them (executions/resume.ts). Only one worker claims each (claimExecution).
+ * Called before the rest are marked interrupted; returns their ids.
+ */
+export async function handOverToResume(tx: TransactionSql, from: Parameters<typeof handOverForResume>[1], why: string): Promise<string[]> {
+	const ids = await handOverForResume(tx, from, RESUMABLE_ACTIONS, MAX_RESUMES, why);
+	for (const id of ids) {
+		await announceExecution(tx, (await getExecution(tx, id))!);
+		await enqueueRun(tx, id);
+	}
+	return ids;
 }
 
 export type DecideResult =
@@ -141,6 +161,7 @@ export async function queueContinuations(tx: TransactionSql, id: string): Promis
  */
 export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; resumed: number }> {
 	return sql.begin(async (tx) => {
+		await handOverToResume(tx, { unowned: true }, 'the worker process running it is gone');
 		const lost = [...(await interruptAbandoned(tx, { unowned: true })), ...(await interruptLost(tx))];
 		const expired = await expireStale(tx);
 		for (const id of [...lost, ...expired]) await onTerminal(tx, id);
@@ -171,10 +192,12 @@ export async function requestCancel(tx: TransactionSql, id: string, by: string):
 		await onTerminal(tx, id);
 		return 'withdrawn';
 	}
-	// Read after the update (and lock the row): a worker may have claimed it in between.
+	// Read after the update (and lock the row): a worker may have claimed it in between. Still
+	// `approved` here: it waits to be resumed (its first run may have partly run), so the resume
+	// that claims it stops what is left on the host and ends it (executions/resume.ts).
 	const cur = await lockStatus(tx, id);
 	if (!cur) return null;
-	if (cur.status !== 'running') return { status: cur.status };
+	if (cur.status !== 'running' && cur.status !== 'approved') return { status: cur.status };
 	await markCancelRequested(tx, id);
 	await announceExecution(tx, { id, requestedBySession: cur.sessionId });
 	await emitEvent(tx, { sessionId: cur.sessionId, type: 'execution.cancel', payload: { executionId: id, by } });

@@ -18,6 +18,7 @@ import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
 import { finishExecution } from './lifecycle';
+import { auditResume, handOverOnShutdown, resumedText, resumeRun, type ResumeOutcome } from './resume';
 import { env } from '../env';
 import { currentProcess } from '../jobs/current-process';
 import {
@@ -159,6 +160,7 @@ export function verified(v: Verify, stdout: string): boolean {
 		return (typeof value === 'string' || typeof value === 'number') && String(value) === v.expect;
 	}
 	if (v.field) return stdout.split('\n').some((l) => l.trim() === `${v.field}: ${v.expect}`);
+	if (v.snapshot) return [...stdout.matchAll(/`->\s+(\S+)/g)].some((m) => m[1] === v.expect);
 	// sha256sum escapes a file name holding a newline or backslash by starting its line with '\'.
 	return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0].replace(/^\\/, '') === v.expect);
 }
@@ -181,6 +183,9 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 	const events = hub();
 	const e = await claimExecution(sql(), id, LEASE_SECONDS, currentProcess());
 	if (!e) return;
+	// Taken over after the process running it stopped (executions/resume.ts): its earlier steps stay on the card.
+	const resuming = e.resumes > 0;
+	if (resuming) await auditResume(e).catch(() => undefined);
 	const cancel = new AbortController();
 	// The process is stopping and its grace period is over (graphile-worker's abort signal).
 	let shuttingDown = false;
@@ -201,7 +206,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		}
 	});
 	const mutation = e.classification !== 'read_only';
-	const steps: ExecutionStep[] = [];
+	const steps: ExecutionStep[] = resuming ? [...e.steps] : [];
 	// Step saves in order: a live flush or the group id must never land after the final save.
 	let saving: Promise<void> = Promise.resolve();
 	const persistSteps = () => {
@@ -231,11 +236,12 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		// A cluster member: re-read right before running, before any read of the guest (the guest may have moved, the node lost quorum since approval).
 		const misrouted = await clusterRefusal(host, guest, { mutation, client, signal: cancel.signal });
 		if (misrouted) throw new Failure(`not run: ${misrouted.error}${misrouted.hint ? ` (${misrouted.hint})` : ''}`);
-		const snapshotWanted = env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
+		const snapshotWanted = !resuming && env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
 		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first
 		const found: StepContext = { vmid };
-		for (const p of def.preconditions?.(e.params as never, { vmid }) ?? []) {
+		// A resume reads the effect back instead: a precondition may no longer hold because the earlier run did its work.
+		for (const p of resuming ? [] : (def.preconditions?.(e.params as never, { vmid }) ?? [])) {
 			const stale = await checkPrecondition(client, p, cancel.signal, found);
 			if (stale) throw new Failure(`not run: ${stale.why}`);
 		}
@@ -415,7 +421,16 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, guest)) await runStep(p, 'prune', true);
 		}
 		mutationStarted = true;
-		for (const s of planned) await runStep(s);
+		let resumed: Extract<ResumeOutcome, { kind: 'done' }> | null = null;
+		if (resuming) {
+			const io = { host, client, signal: cancel.signal, steps, persist: persistSteps, verified, runStep, read: async (s: Step) => execInto(await openStep(s, 'resume'), s) };
+			const r = await resumeRun(e, vmid, planned, io);
+			if (r.kind === 'interrupted') {
+				if (r.unsettled) unsettled = true;
+				throw new Interrupted(r.why);
+			}
+			resumed = r;
+		} else for (const s of planned) await runStep(s);
 		const healthChecks = env().NOMOS_HEALTH_AFTER ? healthSteps(e.action, e.params, vmid) : [];
 		const httpCheck = env().NOMOS_HEALTH_AFTER ? healthHttpCheck(e.action, e.params) : null;
 		try {
@@ -429,7 +444,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',
-			result: (summary || 'done (no output)') + (healthChecks.length || httpCheck ? ' — healthy' : ''),
+			result: (summary || 'done (no output)') + (healthChecks.length || httpCheck ? ' — healthy' : '') + (resumed ? resumedText(resumed, e) : ''),
 			error: null,
 			steps,
 			refreshHost: def.changesInventory ? e.hostName : null
@@ -443,6 +458,12 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		// Whatever went wrong may have been the connection: the next execution opens a new one.
 		held?.release(true);
 		held = undefined;
+		// A stopping worker: a repeatable action whose command was confirmed stopped on the host
+		// goes to a live worker to resume (executions/resume.ts) instead of ending interrupted.
+		if (shuttingDown && !cancelledByOperator && !unsettled && mutation) {
+			await saving;
+			if (await handOverOnShutdown(e, currentProcess()).catch(() => false)) return;
+		}
 		const touched = mutationStarted;
 		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
 		// Then (the outcome is already on screen; its command stopped on the host, or said not to

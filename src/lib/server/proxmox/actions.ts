@@ -22,7 +22,19 @@ export type Verify = {
 	field?: string;
 	/** the output is JSON (`pvesh … --output-format json`): the array item whose `id` is `json.id` (or the object itself), its `json.key` */
 	json?: { id?: string; key: string };
+	/** the output is a `pct|qm listsnapshot` tree: some entry is `` `-> <expect> `` */
+	snapshot?: true;
 };
+
+/**
+ * How an action is finished when the process running it stopped part-way (executions/resume.ts):
+ * only for an action whose effect can be read back and that is safe to run again when that
+ * effect is missing. `state` reads it (exit 0 and `verify` matched: in place; exit 0 otherwise:
+ * missing; no answer or another exit: unknown, and then it is not resumed); `config` is read
+ * first, and a `lock:` there (a task of the host's own half done) also leaves it unresumed. The
+ * same read, after the command ran again, verifies it.
+ */
+export type Resume = { state: Step & { verify: Verify }; config: string[] };
 
 /** What must hold right before running, re-read on the host (staleness check). */
 export type Precondition =
@@ -70,6 +82,8 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	irreversible?: true;
 	/** A one-line result for a success (default: the last lines of output). */
 	summary?(p: z.output<P>, ctx: StepContext): string;
+	/** Repeatable: a live worker finishes it after its process stopped (see `Resume`). */
+	resume?(p: z.output<P>, ctx: StepContext): Resume;
 }
 
 const MIN = 60_000;
@@ -86,6 +100,23 @@ export const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').dige
 export const PUSH_SCRIPT = `set -e; t=$(mktemp /tmp/nomos-push.XXXXXXXX); trap 'rm -f "$t"' EXIT; cat > "$t"; pct push "$1" "$t" "$2" --perms "$3"`;
 const vmExists = (vmid: string): Precondition[] => [{ kind: 'vm-exists', vmid }];
 const vmRunning = (vmid: string): Precondition[] => [{ kind: 'vm-status', vmid, status: 'running' }];
+
+/** A resume that reads a guest's status (`pct|qm status`): in place when it is `status`. */
+const resumeToStatus = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 'stopped'): Resume => {
+	const tool = guest === 'CT' ? 'pct' : 'qm';
+	return {
+		state: { label: `read back: ${tool} status ${vmid}`, argv: [tool, 'status', vmid], timeoutMs: MIN, verify: { field: 'status', expect: status, failure: `${guest} ${vmid} is not ${status}` } },
+		config: [tool, 'config', vmid]
+	};
+};
+/** A resume of a snapshot: in place when `pct|qm listsnapshot` lists it (taken again only when it is not). */
+const resumeToSnapshot = (guest: 'CT' | 'VM', vmid: string, name: string): Resume => {
+	const tool = guest === 'CT' ? 'pct' : 'qm';
+	return {
+		state: { label: `read back: ${tool} listsnapshot ${vmid}`, argv: [tool, 'listsnapshot', vmid], timeoutMs: MIN, verify: { snapshot: true, expect: name, failure: `${guest} ${vmid} has no snapshot ${name}` } },
+		config: [tool, 'config', vmid]
+	};
+};
 
 /**
  * vm_create's ssh keys: stdin goes to a private temp file, then the qm argv (the positional
@@ -222,7 +253,8 @@ export const ACTIONS = {
 		steps: (_p, { vmid }) => [{ label: 'pct start', argv: ['pct', 'start', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'stopped' }],
 		changesInventory: true,
-		summary: (_p, { vmid }) => `CT ${vmid} started`
+		summary: (_p, { vmid }) => `CT ${vmid} started`,
+		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'running')
 	}),
 	pct_unlock: def({
 		classification: 'config_mutation',
@@ -298,7 +330,8 @@ export const ACTIONS = {
 			{ label: `pct snapshot ${p.name}`, argv: ['pct', 'snapshot', vmid!, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
 		],
 		preconditions: (_p, { vmid }) => exists(vmid!),
-		summary: (p, { vmid }) => `snapshot ${p.name} of CT ${vmid} taken`
+		summary: (p, { vmid }) => `snapshot ${p.name} of CT ${vmid} taken`,
+		resume: (p, { vmid }) => resumeToSnapshot('CT', vmid!, p.name)
 	}),
 	pct_rollback: def({
 		classification: 'destructive',
@@ -383,7 +416,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm start', argv: ['qm', 'start', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} started`
+		summary: (p) => `VM ${p.vmid} started`,
+		resume: (p) => resumeToStatus('VM', p.vmid, 'running')
 	}),
 	qm_stop: def({
 		classification: 'config_mutation',
@@ -393,7 +427,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm stop', argv: ['qm', 'stop', p.vmid], timeoutMs: 5 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'running' }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} stopped`
+		summary: (p) => `VM ${p.vmid} stopped`,
+		resume: (p) => resumeToStatus('VM', p.vmid, 'stopped')
 	}),
 	vm_create: def({
 		classification: 'config_mutation',
@@ -494,7 +529,8 @@ export const ACTIONS = {
 			{ label: `qm snapshot ${p.name}`, argv: ['qm', 'snapshot', p.vmid, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
 		],
 		preconditions: (p) => vmExists(p.vmid),
-		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} taken`
+		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} taken`,
+		resume: (p) => resumeToSnapshot('VM', p.vmid, p.name)
 	}),
 	vm_rollback: def({
 		classification: 'destructive',
@@ -626,7 +662,8 @@ export const ACTIONS = {
 		steps: (_p, { vmid }) => [{ label: 'pct stop', argv: ['pct', 'stop', vmid!], timeoutMs: 5 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }],
 		changesInventory: true,
-		summary: (_p, { vmid }) => `CT ${vmid} stopped`
+		summary: (_p, { vmid }) => `CT ${vmid} stopped`,
+		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'stopped')
 	}),
 	pct_destroy: def({
 		classification: 'destructive',
@@ -645,6 +682,13 @@ export const ACTION_NAMES = Object.keys(ACTIONS) as ActionName[];
 
 export function isActionName(s: string): s is ActionName {
 	return Object.hasOwn(ACTIONS, s);
+}
+
+/** Actions a live worker finishes after the process running them stopped (they have a `resume`). */
+export const RESUMABLE_ACTIONS: readonly ActionName[] = ACTION_NAMES.filter((a) => (ACTIONS[a] as ActionDef).resume !== undefined);
+
+export function isResumable(action: string): action is ActionName {
+	return isActionName(action) && RESUMABLE_ACTIONS.includes(action);
 }
 
 /**

@@ -6,7 +6,7 @@ import { emitEvent } from '../db/queries/events';
 import { closeAbandonedJobs, releaseJobsOf } from '../db/queries/jobs';
 import { announceExecution } from '../db/queries/executions';
 import { handOverAndResume } from '../conversation/hand-over';
-import { queueContinuations, requeueStranded } from '../executions/lifecycle';
+import { handOverToResume, queueContinuations, requeueStranded } from '../executions/lifecycle';
 import { settleAbandoned } from '../executions/remote-stop';
 import { logger } from '../log';
 
@@ -18,6 +18,8 @@ export const RECOVERY_CHECK_MS = 2_000;
 export interface Recovered {
 	process: DeadProcess;
 	interrupted: string[];
+	/** Executions of repeatable actions handed to a live worker to finish (executions/resume.ts). */
+	handedOver: string[];
 	resumed: number;
 }
 
@@ -25,7 +27,8 @@ export interface Recovered {
  * Picks up the work of worker processes that died. A dead process is one whose life lock is free
  * (its connection closed: kill -9, OOM, power), told apart from a slow one at once, with no
  * heartbeat to wait out. One live process claims each dead one (claimDeadProcess) and, in one
- * transaction: marks its running executions `interrupted`, hands its streaming replies over and
+ * transaction: hands its running executions of repeatable actions back to be resumed by a live
+ * worker under their approval (lifecycle.ts handOverToResume), marks the others `interrupted`, hands its streaming replies over and
  * queues the turns that resume them, and releases its graphile-worker locks (its jobs run again,
  * its sessions' queues open), recording why on jobs that have no attempts left. Then, for each
  * interrupted execution, the command is stopped on the host and its target read back before the
@@ -37,6 +40,8 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 		const r = await sql.begin(async (tx) => {
 			const p = await claimDeadProcess(tx, dead);
 			if (!p) return null;
+			// Before the dead worker's jobs are released: their run jobs are queued again (superseding the dead copies).
+			const handedOver = await handOverToResume(tx, { runners: [p.id] }, `its worker process (pid ${p.pid} on ${p.hostname}) died`);
 			const interrupted = await interruptAbandoned(tx, { runners: [p.id] });
 			for (const id of interrupted) {
 				const e = (await getExecution(tx, id))!;
@@ -48,12 +53,12 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 			}
 			// Pages say at once when no worker is left (the presence watcher would say it within 15 s).
 			await emitEvent(tx, { type: 'workers.changed', payload: { died: p.id, alive: await countLiveWorkers(tx) } });
-			return { process: p, interrupted, resumed };
+			return { process: p, interrupted, handedOver, resumed };
 		});
 		if (!r) continue;
 		log.warn(
-			{ process: r.process.id, pid: r.process.pid, host: r.process.hostname, interrupted: r.interrupted.length, resumed: r.resumed },
-			`worker process ${r.process.pid} on ${r.process.hostname} died: ${r.interrupted.length} execution(s) interrupted, ${r.resumed} reply(ies) resumed elsewhere`
+			{ process: r.process.id, pid: r.process.pid, host: r.process.hostname, interrupted: r.interrupted.length, handedOver: r.handedOver.length, resumed: r.resumed },
+			`worker process ${r.process.pid} on ${r.process.hostname} died: ${r.interrupted.length} execution(s) interrupted, ${r.handedOver.length} handed over to be resumed, ${r.resumed} reply(ies) resumed elsewhere`
 		);
 		out.push(r);
 		// Its jobs that were superseded while they ran go; lost attempts say why (Ops, /readyz).

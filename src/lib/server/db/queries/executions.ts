@@ -20,6 +20,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
 	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit, e.alert_resolved_at as "alertResolvedAt",
+	e.resumes, e.resumed_because as "resumedBecause",
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -246,10 +247,13 @@ export async function setLeftovers(tx: TransactionSql, id: string, leftovers: st
 	await announceExecution(tx, { id, requestedBySession: (await getExecution(tx, id))?.requestedBySession ?? null });
 }
 
-/** Cancels an approved execution no worker has taken yet; false when it is not (or no longer) approved. */
+/**
+ * Cancels an approved execution no worker has taken yet; false when it is not (or no longer)
+ * approved, or when it waits to be resumed (it ran before: see lifecycle.ts requestCancel).
+ */
 export async function withdrawApproved(tx: TransactionSql, id: string): Promise<boolean> {
 	const rows = await tx`update executions set status = 'cancelled', error = 'cancelled by the operator before it started', finished_at = now()
-		where id = ${id} and status = 'approved' returning id`;
+		where id = ${id} and status = 'approved' and resumes = 0 returning id`;
 	return rows.length > 0;
 }
 
@@ -274,7 +278,7 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit'> & {
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'resumes' | 'resumedBecause'> & {
 	/** Its outcome note is already in the session: claimed again for a late read-back (see `reopenContinuations`). */
 	told: boolean;
 };
@@ -291,6 +295,7 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
 		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit,
+			e.resumes, e.resumed_because as "resumedBecause",
 			exists (select 1 from messages m where m.session_id = l.session_id and m.role = 'system'
 				and m.parts @> jsonb_build_array(jsonb_build_object('type', 'data-note',
 					'data', jsonb_build_object('kind', 'execution', 'data', jsonb_build_object('executionId', e.id::text))))) as told`;

@@ -20,6 +20,36 @@ export async function interruptAbandoned(tx: TransactionSql, from: { runners: st
 	return rows.map((r) => r.id);
 }
 
+/**
+ * Running executions of repeatable `actions` whose process is gone (`from` as interruptAbandoned;
+ * `{ id, runner }`: one that its own, stopping, process gives up) go back to `approved` for a
+ * live worker to resume (executions/resume.ts), with `why` and one more resume counted; returns
+ * their ids. Not: one resumed `maxResumes` times already, one the operator asked to cancel, one
+ * with a step that never reported its process group (its command may run on the host and could
+ * not be stopped first). The caller queues their run jobs.
+ */
+export async function handOverForResume(
+	tx: TransactionSql,
+	from: { runners: string[] } | { unowned: true } | { id: string; runner: string | null },
+	actions: readonly string[],
+	maxResumes: number,
+	why: string
+): Promise<string[]> {
+	const rows = await tx<{ id: string }[]>`
+		update executions e set status = 'approved', runner = null, lease_until = null, resumes = resumes + 1, resumed_because = ${why}
+		where status = 'running' and action = any(${actions as string[]}::text[]) and resumes < ${maxResumes} and cancel_requested_at is null
+		  and not exists (select 1 from jsonb_array_elements(e.steps) s where s ? 'startedAt' and not s ? 'finishedAt' and not s ? 'pgid')
+		  and ${
+				'runners' in from
+					? tx`runner = any(${from.runners}::uuid[])`
+					: 'unowned' in from
+						? tx`runner is not null and not exists (select 1 from worker_processes w where w.id = e.runner)`
+						: tx`id = ${from.id} and runner is not distinct from ${from.runner}::uuid`
+			}
+		returning id`;
+	return rows.map((r) => r.id);
+}
+
 /** A job of this key that graphile-worker will still run (or is running). */
 const liveJob = (tx: TransactionSql, key: ReturnType<TransactionSql['unsafe']>) =>
 	tx`exists (select 1 from graphile_worker._private_jobs j where j.key = ${key} and j.attempts < j.max_attempts)`;
