@@ -17,3 +17,16 @@ export function shownStatus(e: { status: string; error?: string | null; steps?: 
 
 /** Whether an execution is shown as not run (see shownStatus). */
 export const wasNotRun = (e: Parameters<typeof shownStatus>[0]) => shownStatus(e) === 'not_run';
+
+/**
+ * The status a plan is shown with: `not_run` when it failed and every step it made was not run
+ * (nothing of it changed anything), else its stored status.
+ */
+export function shownPlanStatus(
+	plan: { status: string; steps: ReadonlyArray<{ executionId: string | null }> },
+	execution: (id: string) => Parameters<typeof shownStatus>[0] | undefined
+): ShownStatus {
+	if (plan.status !== 'failed') return plan.status;
+	const made = plan.steps.filter((s) => s.executionId).map((s) => execution(s.executionId!));
+	return made.length > 0 && made.every((e) => e && wasNotRun(e)) ? 'not_run' : plan.status;
+}

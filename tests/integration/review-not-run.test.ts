@@ -15,6 +15,7 @@ describe('the session review tells "not run" from "failed"', () => {
 		const silent = r.findings.find((f) => f.kind === 'silent_failure')!;
 		expect(silent.evidence.detail.join('\n')).toMatch(/\(pct_start on lxc:strong\/102\) was not run: CT 102 is running, expected stopped — /);
 		expect(silent.evidence.detail.join('\n')).not.toMatch(/failed: not run/);
+		expect(silent.title).toBe('Silent failure: 1 execution not run never reported');
 		expect(await reviewSessionMarkdown(id)).toContain('0 failed, 1 not run, ');
 	});
 
@@ -24,6 +25,8 @@ describe('the session review tells "not run" from "failed"', () => {
 		await sql()`update executions set error = 'not run: odd', steps = ${steps}::text::jsonb where requested_by_session = ${id}`;
 		const r = (await reviewSession(id))!;
 		expect(r.totals.executions).toMatchObject({ failed: 1, notRun: 0 });
-		expect(r.findings.find((f) => f.kind === 'silent_failure')!.evidence.detail.join('\n')).toContain(') failed: not run: odd — ');
+		const silent = r.findings.find((f) => f.kind === 'silent_failure')!;
+		expect(silent.evidence.detail.join('\n')).toContain(') failed: not run: odd — ');
+		expect(silent.title).toBe('Silent failure: 1 failed execution never reported');
 	});
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shownStatus, wasNotRun } from '../../src/lib/execution-status';
+import { shownPlanStatus, shownStatus, wasNotRun } from '../../src/lib/execution-status';
 
 describe('the status an execution is shown with', () => {
 	it('is "not run" when it failed before the approved command ran', () => {
@@ -25,5 +25,21 @@ describe('the status an execution is shown with', () => {
 		for (const status of ['awaiting_approval', 'approved', 'running', 'succeeded', 'cancelled', 'interrupted', 'denied', 'expired']) {
 			expect(shownStatus({ status, error: 'not run: whatever', steps: [] })).toBe(status);
 		}
+	});
+
+	it('shows a failed plan as not run when no step it made ran', () => {
+		const runs: Record<string, { status: string; error: string | null; steps: { kind?: string }[] }> = {
+			a: { status: 'failed', error: 'not run: CT 1 is running, expected stopped', steps: [] },
+			b: { status: 'succeeded', error: null, steps: [{}] },
+			c: { status: 'failed', error: 'pct start exited with 1', steps: [{}] }
+		};
+		const plan = (status: string, ids: Array<string | null>) => ({ status, steps: ids.map((executionId) => ({ executionId })) });
+		const of = (id: string) => runs[id];
+		expect(shownPlanStatus(plan('failed', ['a', null]), of)).toBe('not_run');
+		expect(shownPlanStatus(plan('failed', ['b', 'a']), of)).toBe('failed');
+		expect(shownPlanStatus(plan('failed', ['c']), of)).toBe('failed');
+		// Failed before any step was made (its approval expired): the plan's own failure.
+		expect(shownPlanStatus(plan('failed', [null]), of)).toBe('failed');
+		expect(shownPlanStatus(plan('succeeded', ['b']), of)).toBe('succeeded');
 	});
 });

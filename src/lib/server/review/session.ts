@@ -228,8 +228,11 @@ function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, Messa
 		detail.push(`message ${i}: assistant turn ${m?.status === 'error' ? 'ended with status error' : 'is blank'}`);
 	}
 	for (const i of f.retry_idx) detail.push(`message ${i}: the model returned nothing and the turn was retried`);
+	const silentNotRun = (f.silent_list ?? []).filter((e) => failedRuns.get(e.id) === 'not_run').length;
+	const silentFailed = f.silent_failed - silentNotRun;
 	const parts = [
-		f.silent_failed ? plural(f.silent_failed, 'failed execution') + ' never reported' : '',
+		silentFailed > 0 ? plural(silentFailed, 'failed execution') + ' never reported' : '',
+		silentNotRun > 0 ? plural(silentNotRun, 'execution') + ' not run never reported' : '',
 		f.blank_idx.length ? plural(f.blank_idx.length, 'blank or errored turn') : '',
 		f.retry_idx.length ? plural(f.retry_idx.length, 'retried turn') : ''
 	].filter(Boolean);
