@@ -69,8 +69,10 @@ for (const size of SIZES) {
 		await expect(pending).not.toContainText('Nothing waits for your approval');
 		await shoot(ops, info, `plan-waiting-ops-${size.name}`);
 
+		// The banner is up while the plan runs (watched every frame: a one-step plan is quick).
+		const bannerShown = page.waitForFunction(() => document.querySelector('[data-testid="assent-window"]') !== null, undefined, { polling: 'raf', timeout: 30_000 });
 		await plan.getByTestId('approve-plan').click();
-		await expect(page.getByTestId('assent-window')).toBeVisible();
+		await bannerShown;
 		// Ops follows the decision over its live stream: nothing waits any more.
 		await expect(ops.getByTestId('ops-pending-count')).toHaveText('(0)');
 		await expect(pending).toContainText('Nothing waits for your approval');
@@ -137,8 +139,14 @@ for (const size of SIZES) {
 		await startChat(page, 'say something after two server errors');
 		const reply = page.locator('[data-testid="message"][data-role="assistant"]').last();
 		const notes = reply.locator('[data-kind="retry"]');
-		// The second retry is under way (the model server waits 1 s before it): "…" on it only.
-		await expect(notes.nth(1).and(page.locator('[data-pending="true"]'))).toHaveText(/…/);
+		// While a retry is under way (1 s each here) its note ends in "…": watched every frame, since
+		// that state lasts only as long as the retry's wait.
+		await page.waitForFunction(
+			() => [...document.querySelectorAll('[data-kind="retry"][data-pending="true"]')].some((n) => n.textContent?.includes('…')),
+			undefined,
+			{ polling: 'raf', timeout: 20_000 }
+		);
+		await expect(notes.nth(1)).toBeVisible();
 		await expect(notes.nth(0)).toHaveAttribute('data-pending', 'false');
 		await expect(notes.nth(0)).not.toHaveText(/…/);
 		await expect(reply).toHaveAttribute('data-status', 'complete');
