@@ -37,7 +37,7 @@ describe('session review', () => {
 		expect(r.totals.byRole).toEqual({ user: 5, assistant: 5, system: 0 });
 		expect(r.totals.toolCalls).toBe(150);
 		expect(r.totals.durationSeconds).toBe(9 * 4 * 60);
-		expect(r.totals.executions).toEqual({ requested: 3, approved: 1, succeeded: 0, failed: 1, denied: 1, expired: 1 });
+		expect(r.totals.executions).toEqual({ requested: 3, approved: 1, succeeded: 0, failed: 1, notRun: 0, denied: 1, expired: 1 });
 		expect(r.messages.map((m) => m.toolCalls)).toEqual([0, 40, 0, 2, 0, 60, 0, 44, 0, 4]);
 		expect(r.messages[1].topTools.slice(0, 2)).toEqual([
 			{ tool: 'get_entity', n: 20 },

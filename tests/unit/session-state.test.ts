@@ -23,4 +23,14 @@ describe('the session state in the chat header', () => {
 		expect(sessionState({ ...base, messages: [queued] }).kind).toBe('queued');
 		expect(sessionState({ ...base, noWorker: true, executions: [{ status: 'approved', action: 'pct_start', target: 'lxc:strong/1' }] }).text).toBe('Approved, waiting for a worker');
 	});
+
+	it('counts a plan waiting for approval, and a plan running between two steps', () => {
+		const proposed = { status: 'proposed', title: 'Deploy web' };
+		expect(sessionState({ ...base, plans: [proposed] })).toEqual({ kind: 'approval', text: 'Waiting for your approval (1)' });
+		expect(sessionState({ ...base, plans: [proposed], executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] }).text).toBe('Waiting for your approval (2)');
+		expect(sessionState({ ...base, plans: [{ status: 'approved', title: 'Deploy web' }] })).toEqual({ kind: 'running', text: 'Running the plan “Deploy web”…' });
+		for (const status of ['succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'superseded']) {
+			expect(sessionState({ ...base, plans: [{ status, title: 'Deploy web' }] }).kind).toBe('idle');
+		}
+	});
 });

@@ -4,6 +4,7 @@ import { recordAudit } from '../db/queries/audit';
 import { insertApproval } from '../db/queries/approvals';
 import { getExecution, insertExecution } from '../db/queries/executions';
 import { lockPlan, markPlanCancelRequested, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
+import { endWindowWithPlan } from '../db/queries/assent-windows';
 import { planEndNotice, queueNotice } from '../notify/notices';
 import { TERMINAL, type ExecutionStatus, type PlanEnd } from '../../types/executions';
 import { prepareExecution } from './prepare';
@@ -65,6 +66,7 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 /** Ends a running plan (once), notifies, and queues the one continuation that tells the agent. */
 async function endPlan(tx: TransactionSql, plan: PlanRow, status: PlanEnd, error: string | null): Promise<'ended' | 'nothing'> {
 	if (!(await setPlanFinished(tx, plan, status, error))) return 'nothing';
+	await endWindowWithPlan(tx, plan.sessionId, plan.id);
 	await queueNotice(tx, planEndNotice({ ...plan, status }));
 	await queuePlanReport(tx, plan);
 	return 'ended';

@@ -24,7 +24,7 @@ export function renderReviewMarkdown(r: SessionReview): string {
 	out.push(`- ${t.toolCalls} tool calls`);
 	out.push(`- Duration: ${formatDuration(t.durationSeconds)} (first to last message)`);
 	out.push(
-		`- Executions: ${e.requested} requested, ${e.approved} approved, ${e.succeeded} succeeded, ${e.failed} failed, ${e.denied} denied, ${e.expired} expired`
+		`- Executions: ${e.requested} requested, ${e.approved} approved, ${e.succeeded} succeeded, ${e.failed} failed, ${e.notRun ? `${e.notRun} not run, ` : ''}${e.denied} denied, ${e.expired} expired`
 	);
 	out.push(`- Questions: ${t.questions.asked} asked, ${t.questions.answered} answered${t.questions.open ? `, ${t.questions.open} open` : ''}`);
 	out.push(`- Tokens: ${usageLine(t.tokens)}${t.costUsd !== null ? ` (${formatCost(t.costUsd)})` : ''}`);

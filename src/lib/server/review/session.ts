@@ -1,6 +1,7 @@
 import { sql as appSql, type Sql } from '../db/index';
 import { ACTION_NAMES } from '../proxmox/actions';
-import { sessionReviewFacts, type ReviewFactsRow, type ReviewMessageRow } from '../db/queries/review';
+import { listFailedExecutions, sessionReviewFacts, type ReviewFactsRow, type ReviewMessageRow } from '../db/queries/review';
+import { shownStatus } from '../../execution-status';
 import { env } from '../env';
 import { costOf } from '../../messages/usage';
 import {
@@ -84,6 +85,9 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		};
 	}
 
+	// Failed before anything ran ("not run: …") is told apart from failed, as on the cards.
+	const failedRuns = new Map((await listFailedExecutions(sql, sessionId)).map((e) => [e.id, shownStatus(e)]));
+	const notRun = [...failedRuns.values()].filter((s) => s === 'not_run').length;
 	const totals: SessionReview['totals'] = {
 		messages: f.messages,
 		byRole: { user: f.user_messages, assistant: f.assistant_messages, system: f.system_messages },
@@ -95,7 +99,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			requested: f.exec_requested,
 			approved: f.exec_approved,
 			succeeded: f.exec_succeeded,
-			failed: f.exec_failed,
+			failed: Math.max(0, f.exec_failed - notRun),
+			notRun,
 			denied: f.exec_denied,
 			expired: f.exec_expired
 		},
@@ -110,9 +115,9 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	if (f.sev_missing_capability) findings.push(missingCapability(f, f.sev_missing_capability));
 	if (f.sev_n_plus_one) findings.push(nPlusOne(f, f.sev_n_plus_one, byIdx));
 	if (f.sev_operator_as_event_loop) findings.push(eventLoop(f, f.sev_operator_as_event_loop, byIdx));
-	if (f.sev_silent_failure) findings.push(silentFailure(f, f.sev_silent_failure, byIdx));
+	if (f.sev_silent_failure) findings.push(silentFailure(f, f.sev_silent_failure, byIdx, failedRuns));
 	if (f.sev_stall) findings.push(stall(f, f.sev_stall));
-	const outcome = goalOutcome(f, rows);
+	const outcome = goalOutcome(f, rows, notRun);
 	findings.push(outcome.finding);
 	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
 
@@ -127,7 +132,7 @@ function emptyTotals(): SessionReview['totals'] {
 		firstAt: null,
 		lastAt: null,
 		durationSeconds: 0,
-		executions: { requested: 0, approved: 0, succeeded: 0, failed: 0, denied: 0, expired: 0 },
+		executions: { requested: 0, approved: 0, succeeded: 0, failed: 0, notRun: 0, denied: 0, expired: 0 },
 		questions: { asked: 0, answered: 0, open: 0 },
 		tokens: { input: 0, output: 0, cached: 0 },
 		costUsd: null
@@ -208,12 +213,14 @@ function eventLoop(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRo
 	};
 }
 
-function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>): Finding {
+function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, MessageRow>, failedRuns: Map<string, string>): Finding {
 	const detail: string[] = [];
 	const silentIdx: number[] = [];
 	for (const e of f.silent_list ?? []) {
 		const after = e.next_idx === null ? 'no assistant message came after it' : `no assistant message from ${e.next_idx} on mentions it`;
-		detail.push(`execution ${e.id.slice(0, 8)} (${e.action} on ${e.target}) failed${e.error ? `: ${one(e.error, 100)}` : ''} — ${after}`);
+		const notRun = (failedRuns.get(e.id) ?? shownStatus({ status: 'failed', error: e.error })) === 'not_run';
+		const why = e.error ? one(notRun ? e.error.replace(/^not run:\s*/, '') : e.error, 100) : '';
+		detail.push(`execution ${e.id.slice(0, 8)} (${e.action} on ${e.target}) ${notRun ? 'was not run' : 'failed'}${why ? `: ${why}` : ''} — ${after}`);
 		if (e.next_idx !== null) silentIdx.push(e.next_idx);
 	}
 	for (const i of f.blank_idx) {
@@ -221,8 +228,11 @@ function silentFailure(f: FactsRow, severity: Severity, byIdx: Map<number, Messa
 		detail.push(`message ${i}: assistant turn ${m?.status === 'error' ? 'ended with status error' : 'is blank'}`);
 	}
 	for (const i of f.retry_idx) detail.push(`message ${i}: the model returned nothing and the turn was retried`);
+	const silentNotRun = (f.silent_list ?? []).filter((e) => failedRuns.get(e.id) === 'not_run').length;
+	const silentFailed = f.silent_failed - silentNotRun;
 	const parts = [
-		f.silent_failed ? plural(f.silent_failed, 'failed execution') + ' never reported' : '',
+		silentFailed > 0 ? plural(silentFailed, 'failed execution') + ' never reported' : '',
+		silentNotRun > 0 ? plural(silentNotRun, 'execution') + ' not run never reported' : '',
 		f.blank_idx.length ? plural(f.blank_idx.length, 'blank or errored turn') : '',
 		f.retry_idx.length ? plural(f.retry_idx.length, 'retried turn') : ''
 	].filter(Boolean);
@@ -254,7 +264,7 @@ function stall(f: FactsRow, severity: Severity): Finding {
 	};
 }
 
-function goalOutcome(f: FactsRow, rows: MessageRow[]): { finding: Finding; reason: string } {
+function goalOutcome(f: FactsRow, rows: MessageRow[], notRun: number): { finding: Finding; reason: string } {
 	const last = [...rows].reverse().find((m) => m.last_assistant);
 	const lastIdx = last ? [last.idx] : [];
 	const lastText = last ? `last assistant message ${last.idx}: “${one(last.text, 160)}”` : 'no assistant message';
@@ -284,7 +294,7 @@ function goalOutcome(f: FactsRow, rows: MessageRow[]): { finding: Finding; reaso
 			evidence: {
 				messageIndexes: lastIdx,
 				detail: [
-					`executions: ${f.exec_requested} requested, ${f.exec_succeeded} succeeded, ${f.exec_failed} failed, ${f.exec_denied} denied`,
+					`executions: ${f.exec_requested} requested, ${f.exec_succeeded} succeeded, ${f.exec_failed - notRun} failed, ${notRun ? `${notRun} not run, ` : ''}${f.exec_denied} denied`,
 					lastText
 				]
 			},

@@ -41,7 +41,8 @@ export interface ReviewTotals {
 	firstAt: string | null;
 	lastAt: string | null;
 	durationSeconds: number;
-	executions: { requested: number; approved: number; succeeded: number; failed: number; denied: number; expired: number };
+	/** `failed` leaves out the executions shown as not run (execution-status.ts), counted in `notRun`. */
+	executions: { requested: number; approved: number; succeeded: number; failed: number; notRun: number; denied: number; expired: number };
 	questions: { asked: number; answered: number; open: number };
 	tokens: TokenTotals;
 	/** USD at NOMOS_PRICES; null when a model used has no price (or none are set). */

@@ -38,6 +38,25 @@ export async function revokeWindow(tx: TransactionSql, sessionId: string, operat
 	return rows.length > 0;
 }
 
+/**
+ * Ends the session's open assent window with a plan that has just ended, unless something else
+ * of the session still runs (an approved or running execution outside the plan, another running
+ * plan): "continues by itself" no longer holds once the plan is over. It ends by expiry, not
+ * revocation, so the plan's report still reaches the agent (continuation.ts: the plan's approval
+ * covers it unless the operator revoked the window). True when a window was ended.
+ */
+export async function endWindowWithPlan(tx: TransactionSql, sessionId: string, planId: string): Promise<boolean> {
+	const rows = await tx`
+		update assent_windows set expires_at = now()
+		where session_id = ${sessionId} and revoked_at is null and expires_at > now()
+			and not exists (select 1 from executions e where e.requested_by_session = ${sessionId} and e.status in ('approved', 'running')
+				and e.plan_id is distinct from ${planId}::uuid)
+			and not exists (select 1 from plans p where p.session_id = ${sessionId} and p.status = 'approved' and p.id <> ${planId}::uuid)
+		returning id`;
+	if (rows.length) await emitEvent(tx, { sessionId, type: 'assent.updated', payload: { open: false, by: null } });
+	return rows.length > 0;
+}
+
 /** Counts one automatic continuation against the window. */
 export async function countContinuation(tx: TransactionSql, windowId: string): Promise<void> {
 	await tx`update assent_windows set continuations = continuations + 1 where id = ${windowId}`;

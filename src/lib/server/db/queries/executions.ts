@@ -64,8 +64,13 @@ export async function listSessionExecutions(sql: Sql, sessionId: string): Promis
 		order by e.created_at`;
 }
 
+/** The latest `limit` executions, and every one still waiting for a decision or running however old (Ops counts them). */
 export async function listRecentExecutions(sql: Sql, limit = 100): Promise<ExecutionRow[]> {
-	return sql<ExecutionRow[]>`select ${columns(sql)} from executions e order by e.created_at desc limit ${limit}`;
+	return sql<ExecutionRow[]>`
+		select ${columns(sql)} from executions e
+		where e.status in ('awaiting_approval', 'approved', 'running')
+			or e.id in (select id from executions order by created_at desc limit ${limit})
+		order by e.created_at desc`;
 }
 
 /** Emits an execution event (`execution.updated` unless told otherwise) in the caller's transaction. */

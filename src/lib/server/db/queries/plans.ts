@@ -26,9 +26,10 @@ export async function listSessionPlans(sql: Sql, sessionId: string): Promise<Pla
 	return sql<PlanRow[]>`select ${columns(sql)} from plans where session_id = ${sessionId} order by created_at`;
 }
 
-/** Stores a proposed plan; an older proposed plan of the session is superseded. */
+/** Stores a proposed plan; an older proposed plan of the session is superseded (announced: it no longer waits for approval). */
 export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: NewPlanStep[], callKey: string | null = null): Promise<PlanRow> {
-	await tx`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed'`;
+	const superseded = await tx<{ id: string }[]>`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed' returning id`;
+	for (const p of superseded) await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: p.id } });
 	const planSteps: PlanStep[] = steps.map((s, index) => ({
 		index,
 		action: s.action,
@@ -113,10 +114,11 @@ export async function runningPlanStep(sql: Sql | TransactionSql, sessionId: stri
 	return plan && step ? { plan, step } : null;
 }
 
-/** Plans still running or ended in the last `hours` (Ops), newest first. */
+/** Plans waiting for approval or running (all of them), and those that ended in the last `hours` (Ops), newest first. */
 export async function listRecentPlans(sql: Sql, hours = 24, limit = 20): Promise<PlanRow[]> {
 	return sql<PlanRow[]>`
-		select ${columns(sql)} from plans
-		where status = 'approved' or (finished_at > now() - make_interval(secs => ${hours * 3600}))
-		order by decided_at desc nulls last limit ${limit}`;
+		(select ${columns(sql)} from plans where status in ('proposed', 'approved'))
+		union all
+		(select ${columns(sql)} from plans where status not in ('proposed', 'approved') and finished_at > now() - make_interval(secs => ${hours * 3600})
+			order by finished_at desc limit ${limit})`;
 }

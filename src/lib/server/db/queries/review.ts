@@ -491,3 +491,8 @@ export async function overviewFacts(
 		return { source, facts };
 	});
 }
+
+/** The session's failed executions as every view tells them apart (execution-status.ts: failed or not run). */
+export async function listFailedExecutions(sql: PoolSql, sessionId: string): Promise<{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]> {
+	return sql<{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]>`select id, status, error, steps from executions where requested_by_session = ${sessionId} and status = 'failed'`;
+}

@@ -207,11 +207,12 @@ export async function setTaskState(tx: TransactionSql, sessionId: string, state:
 	if (rows.length) await emitEvent(tx, { sessionId, type: 'session.updated', payload: { taskState: state } });
 }
 
-/** What the session's task waits on: its open questions and its executions awaiting approval. */
+/** What the session's task waits on: its open questions, and its executions and plans awaiting approval. */
 export async function countWaits(tx: TransactionSql, sessionId: string): Promise<{ questions: number; approvals: number }> {
 	const [row] = await tx<{ questions: number; approvals: number }[]>`
 		select
 			(select count(*)::int from session_questions where session_id = ${sessionId} and status = 'open') as questions,
-			(select count(*)::int from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval') as approvals`;
+			(select count(*)::int from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval')
+				+ (select count(*)::int from plans where session_id = ${sessionId} and status = 'proposed') as approvals`;
 	return row;
 }
