@@ -58,6 +58,26 @@ export type ExecutionEdit = {
 };
 
 /** Timestamps are ISO 8601 text (see db/index.ts). */
+/** Outside text a turn had read before it asked for something: an alert's body, an http_get page. */
+export type OutsideRead = { source: 'alert' | 'http_get'; name: string };
+
+/**
+ * Who caused a request: the credential of the input that started the agent's turn (an operator's
+ * browser session, an API token, an MCP client, an alert hook, a schedule), and the outside text
+ * that turn had read (executions/cause.ts). The card and the notice say so.
+ */
+export type RequestCause = {
+	kind: 'session' | 'token' | 'mcp' | 'alert' | 'schedule';
+	operatorId?: string | null;
+	operator?: string | null;
+	tokenId?: string | null;
+	tokenName?: string | null;
+	/** The alert hook or schedule (kind alert, schedule). */
+	watchId?: string | null;
+	watchName?: string | null;
+	read?: OutsideRead[];
+};
+
 export type ExecutionRow = {
 	id: string;
 	requestedBySession: string | null;
@@ -86,6 +106,8 @@ export type ExecutionRow = {
 	leftovers: string | null;
 	edit: ExecutionEdit | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
+	/** Who caused it (null: asked before causes were kept, or by an operator's Retry). */
+	cause: RequestCause | null;
 };
 
 export type PlanStep = {
@@ -118,6 +140,8 @@ export type PlanRow = {
 	finishedAt: string | null;
 	error: string | null;
 	cancelRequestedAt: string | null;
+	/** Who caused it (see RequestCause). */
+	cause: RequestCause | null;
 };
 
 export type AssentWindow = { id: string; sessionId: string; openedAt: string; expiresAt: string; continuations: number };
