@@ -1,7 +1,7 @@
 // Notifications: what waits (a notice), the outgoing webhooks admins configure in Settings and
 // what Settings shows of them. Shared by the tRPC inputs, the delivery task and the browser.
 import { z } from 'zod';
-import { outsideTextLabel } from '../execution-labels';
+import { outsideTextLabel } from '../types/executions';
 
 export const noticeKinds = ['approval', 'question', 'plan', 'plan_end', 'test'] as const;
 export type NoticeKind = (typeof noticeKinds)[number];

@@ -156,3 +156,18 @@ export type AssentCandidate = {
 	/** The container's name from the inventory, when the target is a container. */
 	name?: string | null;
 };
+
+const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1).trimEnd()} …` : s);
+
+/**
+ * What a card and a notice say when the request was made in a turn that had read outside text
+ * (an alert's body, an http_get page): "asked after reading alert 'backup failed …'"; null when
+ * the turn read none. Outside text may carry instructions: the operator should know it was there.
+ */
+export function outsideTextLabel(cause: { read?: Array<{ source: 'alert' | 'http_get'; name: string }> } | null | undefined): string | null {
+	const read = cause?.read ?? [];
+	if (!read.length) return null;
+	const names = read.slice(0, 2).map((r) => (r.source === 'alert' ? `alert '${short(r.name, 40)}'` : `web page ${short(r.name, 60)}`));
+	const more = read.length > 2 ? ` and ${read.length - 2} more` : '';
+	return `asked after reading ${names.join(' and ')}${more}`;
+}

@@ -70,7 +70,7 @@ export function approvalVerdict(e: ApprovalSubject, way: ApprovalWay, c: Credent
 	const t = c.token;
 	if (t.scope !== 'approve') return no(`The API token “${t.name}” has scope ${t.scope}: it may deny but not approve. Approve signed in, or use a token with scope approve.`);
 	if (person) return no(`${e.action} needs a person: no API token approves it. Approve it signed in, in a browser.`);
-	if (e.requestedWithToken === t.id) return no(`This was requested in a turn the API token “${t.name}” started (or by its MCP client): a token never approves what its own messages caused.`);
+	if (e.requestedWithToken === t.id) return no(`This was requested with the API token “${t.name}” (by its MCP client, or in a turn its message started): a token never approves its own request, nor what its own messages caused.`);
 	return { ok: true };
 }
 
