@@ -17,6 +17,12 @@ import { authenticate } from '../../src/lib/server/auth/session';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { receiveDelivery } from '../../src/lib/server/watches/intake';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
+import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { answerFromPanel } from '../../src/lib/server/questions/answer';
+import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
+import { createSchedule } from '../../src/lib/server/schedules/manage';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import type { RequestCause } from '../../src/lib/types/executions';
@@ -150,9 +156,44 @@ describe('a request carries who caused it', () => {
 		expect(e.requestedWithToken).toBeNull();
 		expect(await viaToken().executions.decide({ executionId: e.id, decision: 'approved' })).toMatchObject({ status: 'approved' });
 	});
+
+	it('an answer sent with a token (REST) makes the resumed turn the token’s: it cannot approve what the agent then asks', async () => {
+		const { sessionId } = await (await browser()).chat.send({ text: 'look at web', shownExecutionIds: [] });
+		llm.push({ text: 'Which one?' });
+		await runTurns();
+		const [m] = await sql()<{ id: string }[]>`select id from messages where session_id = ${sessionId} and role = 'assistant'`;
+		const q = await sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt: 'Restart web?', options: [], contextEntities: [] }));
+		expect(await answerFromPanel(sessionId, q.id, 'yes, restart it', admin.id, { id: token.id, name: token.name })).toMatchObject({ ok: true });
+		llm.push({ toolCalls: [restart(102, 'the answer said so')] }, { text: 'Requested.' });
+		await runTurns();
+		const [e] = await requestedIn(sessionId);
+		expect(e.cause).toMatchObject({ kind: 'token', tokenId: token.id });
+		await expect(viaToken().executions.decide({ executionId: e.id, decision: 'approved' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+		expect((await getExecution(sql(), e.id))!.status).toBe('awaiting_approval');
+	});
 });
 
 describe('outside text is labelled; investigations fix through plans', () => {
+	it('a schedule’s chat: a one-off rollback is refused ("propose a plan"); a restart is caused by the schedule', async () => {
+		const s = await sql().begin((tx) => createSchedule(tx, admin, { name: 'nightly-check', cron: '0 3 * * *', prompt: 'Look at the fleet.', enabled: false }));
+		const sessionId = await sql().begin(async (tx) => {
+			const id = await createSession(tx, null, 'nightly-check', { startedBySchedule: s.id });
+			await insertMessage(tx, { sessionId: id, role: 'system', parts: [], status: 'complete', origin: 'schedule' });
+			await requestTurn(tx, { sessionId: id, origin: 'schedule', notes: ['Look at the fleet.'] });
+			return id;
+		});
+		llm.push(
+			{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_rollback', params: { snapname: 'before' }, reason: 'roll back' } }] },
+			{ toolCalls: [restart(101, 'nightly restart')] },
+			{ text: 'Done.' }
+		);
+		await runTurns();
+		expect(JSON.stringify(llm.requests[1].body!.messages)).toContain('propose a plan');
+		const es = await requestedIn(sessionId);
+		expect(es).toHaveLength(1);
+		expect(es[0].cause).toEqual({ kind: 'schedule', watchId: s.id, watchName: 'nightly-check' });
+	});
+
 	const hook = async () => {
 		const secret = `nomos_hook_${crypto.randomUUID()}`;
 		const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('pve-main', 'generic', ${secret}) returning id`;
