@@ -26,3 +26,7 @@ export function approveLabel(e: { action: string; target: string; classification
 	if (typeof vm === 'string' || typeof vm === 'number') return `${actionVerb(e.action)} VM ${vm} on ${targetLabel(e.target)}`;
 	return `${actionVerb(e.action)} ${targetLabel(e.target)}`;
 }
+
+
+/** The label of a request made after reading outside text (it lives with RequestCause, in the model layer). */
+export { outsideTextLabel } from './types/executions';

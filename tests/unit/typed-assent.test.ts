@@ -28,6 +28,10 @@ describe('typed assent', () => {
 	it('never approves a destructive execution, even when it is the only one', () => {
 		expect(ids(resolveTypedAssent('yes', [destroy100]))).toEqual({ approve: [], refused: ['d'] });
 		expect(ids(resolveTypedAssent('yes, destroy 100', [destroy100, start102]))).toEqual({ approve: [], refused: ['d'] });
+		// Issue #43: irreversible is not "destructive" by classification, but typing never approves it either (needsPerson).
+		const resize102: AssentCandidate = { id: 'z', action: 'pct_resize', target: 'lxc:strong/102', classification: 'config_mutation', params: { disk: 'rootfs', size: '+1G' } };
+		expect(ids(resolveTypedAssent('yes, resize 102', [resize102]))).toEqual({ approve: [], refused: ['z'] });
+		expect(ids(resolveTypedAssent('go ahead', [resize102]))).toEqual({ approve: [], refused: ['z'] });
 	});
 
 	it('with several candidates a plain yes is ambiguous', () => {

@@ -1,6 +1,7 @@
 // Notifications: what waits (a notice), the outgoing webhooks admins configure in Settings and
 // what Settings shows of them. Shared by the tRPC inputs, the delivery task and the browser.
 import { z } from 'zod';
+import { outsideTextLabel } from '../types/executions';
 
 export const noticeKinds = ['approval', 'question', 'plan', 'plan_end', 'test'] as const;
 export type NoticeKind = (typeof noticeKinds)[number];
@@ -107,14 +108,19 @@ export function noticePath(kind: 'approval' | 'question' | 'plan', sessionId: st
 	return `/chat/${sessionId}#${anchor}`;
 }
 
-/** The words of a notice, the same in a webhook and a browser notification. */
+const capitalised = (s: string | null) => (s ? `${s.charAt(0).toUpperCase()}${s.slice(1)}.` : null);
+
+/** The words of a notice, the same in a webhook and a browser notification; a request made after reading outside text says so first. */
 export const noticeWords = {
-	approval: (e: { action: string; target: string; reason?: string; commandPreview?: string }) => ({
+	approval: (e: { action: string; target: string; reason?: string; commandPreview?: string; cause?: Parameters<typeof outsideTextLabel>[0] }) => ({
 		title: `Approval waiting: ${e.action} on ${e.target}`,
-		text: [e.reason, e.commandPreview].filter(Boolean).join('\n') || `${e.action} on ${e.target}`
+		text: [capitalised(outsideTextLabel(e.cause)), e.reason, e.commandPreview].filter(Boolean).join('\n') || `${e.action} on ${e.target}`
 	}),
 	question: (q: { prompt: string }) => ({ title: 'Nomos asks you', text: q.prompt }),
-	plan: (p: { title: string; steps: unknown[] }) => ({ title: `Plan waiting: ${p.title}`, text: `${p.steps.length} step${p.steps.length === 1 ? '' : 's'} to approve` }),
+	plan: (p: { title: string; steps: unknown[]; cause?: Parameters<typeof outsideTextLabel>[0] }) => ({
+		title: `Plan waiting: ${p.title}`,
+		text: [capitalised(outsideTextLabel(p.cause)), `${p.steps.length} step${p.steps.length === 1 ? '' : 's'} to approve`].filter(Boolean).join('\n')
+	}),
 	planEnd: (p: { title: string; status: string; steps: Array<{ executionId: string | null }> }) => {
 		const ran = p.steps.filter((s) => s.executionId).length;
 		const n = p.steps.length;

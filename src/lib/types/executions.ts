@@ -58,6 +58,26 @@ export type ExecutionEdit = {
 };
 
 /** Timestamps are ISO 8601 text (see db/index.ts). */
+/** Outside text a turn had read before it asked for something: an alert's body, an http_get page. */
+export type OutsideRead = { source: 'alert' | 'http_get'; name: string };
+
+/**
+ * Who caused a request: the credential of the input that started the agent's turn (an operator's
+ * browser session, an API token, an MCP client, an alert hook, a schedule), and the outside text
+ * that turn had read (executions/cause.ts). The card and the notice say so.
+ */
+export type RequestCause = {
+	kind: 'session' | 'token' | 'mcp' | 'alert' | 'schedule';
+	operatorId?: string | null;
+	operator?: string | null;
+	tokenId?: string | null;
+	tokenName?: string | null;
+	/** The alert hook or schedule (kind alert, schedule). */
+	watchId?: string | null;
+	watchName?: string | null;
+	read?: OutsideRead[];
+};
+
 export type ExecutionRow = {
 	id: string;
 	requestedBySession: string | null;
@@ -91,6 +111,8 @@ export type ExecutionRow = {
 	resumes: number;
 	resumedBecause: string | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
+	/** Who caused it (null: asked before causes were kept, or by an operator's Retry). */
+	cause: RequestCause | null;
 };
 
 export type PlanStep = {
@@ -125,6 +147,8 @@ export type PlanRow = {
 	cancelRequestedAt: string | null;
 	/** While proposed: when the alert its session investigates resolved (the card asks whether it is still needed). */
 	alertResolvedAt: string | null;
+	/** Who caused it (see RequestCause). */
+	cause: RequestCause | null;
 };
 
 export type AssentWindow = { id: string; sessionId: string; openedAt: string; expiresAt: string; continuations: number };
@@ -139,3 +163,18 @@ export type AssentCandidate = {
 	/** The container's name from the inventory, when the target is a container. */
 	name?: string | null;
 };
+
+const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1).trimEnd()} …` : s);
+
+/**
+ * What a card and a notice say when the request was made in a turn that had read outside text
+ * (an alert's body, an http_get page): "asked after reading alert 'backup failed …'"; null when
+ * the turn read none. Outside text may carry instructions: the operator should know it was there.
+ */
+export function outsideTextLabel(cause: { read?: Array<{ source: 'alert' | 'http_get'; name: string }> } | null | undefined): string | null {
+	const read = cause?.read ?? [];
+	if (!read.length) return null;
+	const names = read.slice(0, 2).map((r) => (r.source === 'alert' ? `alert '${short(r.name, 40)}'` : `web page ${short(r.name, 60)}`));
+	const more = read.length > 2 ? ` and ${read.length - 2} more` : '';
+	return `asked after reading ${names.join(' and ')}${more}`;
+}

@@ -21,6 +21,7 @@ import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
 import { watchOf } from '../db/queries/watches';
+import { outsideReadsOf, turnCause, withReads } from '../executions/cause';
 import { HAND_OVER } from '../conversation/active-turns';
 import { abandonReply, handOverAndResume } from '../conversation/hand-over';
 
@@ -112,7 +113,8 @@ async function converse(
 		sessionId: opts.sessionId,
 		messageId: writer.id,
 		signal,
-		turn: { httpGets: 0 },
+		turn: { httpGets: 0, read: [] },
+		cause: withReads(await turnCause(sql(), opts.sessionId, writer.id, watch), outsideReadsOf(stored)),
 		inventoryReady: opts.inventoryReady,
 		contextTokens: window.tokens,
 		watch,

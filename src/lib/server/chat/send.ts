@@ -6,6 +6,7 @@ import { createSession, getSession, titleFrom } from '../db/queries/sessions';
 import { requestStop, requestTurn } from '../conversation/turn-queue';
 import type { Credential } from '../executions/authority';
 import { approveByTyping } from '../executions/decisions';
+import { causeOfCredential } from '../executions/cause';
 import { Refusal } from '../refusal';
 import { listMessages } from '../conversation/messages';
 import { hypothesisSets, pursueText } from '../../messages/hypotheses';
@@ -49,7 +50,9 @@ function store(m: Parameters<typeof sendOperatorMessage>[0] & { extra?: MessageP
 		if (sessionId) {
 			if (!(await getSession(tx, sessionId))) throw new Refusal('NOT_FOUND', 'That chat session does not exist.');
 		} else sessionId = await createSession(tx, m.operatorId, titleFrom(m.text));
-		const msg = await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: m.text }, ...(m.extra ?? [])], status: 'queued', origin: 'chat' });
+		// Who sent it: what the agent asks for in the turns it starts carries it (executions/cause.ts).
+		const cause = causeOfCredential(m.credential, { id: m.operatorId });
+		const msg = await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: m.text }, ...(m.extra ?? [])], status: 'queued', origin: 'chat', cause });
 		// With a question open, the operator's next message is its answer, and only that:
 		// it approves nothing, whatever it says. This turn resumes the agent.
 		const open = m.sessionId ? await openQuestionOf(tx, sessionId) : null;

@@ -18,7 +18,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
 import { alertHookKinds } from '../../schemas/watches';
-import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
+import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -151,6 +151,8 @@ export const messages = pgTable(
 		 * registered process owns it (handed over, or written by a process without a worker).
 		 */
 		runner: uuid('runner'),
+		/** An operator's message: who sent it (session or API token); the turns it starts carry it (executions/cause.ts). */
+		cause: jsonb('cause').$type<RequestCause>(),
 		/** Its words, tool names, inputs and results for the session search (message_search_text() is in the migration 'session_search'). */
 		search: tsvector('search').generatedAlwaysAs(sql`to_tsvector('english', message_search_text("parts"))`),
 		createdAt: createdAt(),
@@ -419,7 +421,11 @@ export const plans = pgTable('plans', {
 	/** `<message id>/<tool call id>` of the propose_plan call that made it (see agent/tools/parked.ts). */
 	callKey: text('call_key').unique(),
 	/** The alert its session investigates resolved while it waited for approval (watches/intake.ts); cleared when it fires again. */
-	alertResolvedAt: ts('alert_resolved_at')
+	alertResolvedAt: ts('alert_resolved_at'),
+	/** Who caused it: the credential that started the agent's turn, and the outside text it had read (executions/cause.ts). */
+	cause: jsonb('cause').$type<RequestCause>(),
+	/** The API token whose messages caused it: that token never approves it (executions/authority.ts). */
+	requestedWithToken: uuid('requested_with_token').references(() => apiTokens.id, { onDelete: 'set null' })
 });
 
 export const executions = pgTable(
@@ -470,6 +476,8 @@ export const executions = pgTable(
 		callKey: text('call_key').unique(),
 		/** The API token the request came with (an MCP client's, a Retry sent with a token): that token never approves it. */
 		requestedWithToken: uuid('requested_with_token').references(() => apiTokens.id, { onDelete: 'set null' }),
+		/** Who caused it: the credential that started the agent's turn, and the outside text it had read (executions/cause.ts). */
+		cause: jsonb('cause').$type<RequestCause>(),
 		createdAt: createdAt(),
 		expiresAt: ts('expires_at'),
 		approvedAt: ts('approved_at'),
@@ -587,6 +595,8 @@ export const sessionQuestions = pgTable(
 		answeredBy: uuid('answered_by').references(() => operators.id),
 		createdAt: createdAt(),
 		answeredAt: ts('answered_at'),
+		/** Who answered (session or API token): the turn the answer resumes carries it (executions/cause.ts). */
+		answerCause: jsonb('answer_cause').$type<RequestCause>(),
 		/** `<message id>/<tool call id>` of the ask_operator call that raised it (see agent/tools/parked.ts). */
 		callKey: text('call_key').unique()
 	},

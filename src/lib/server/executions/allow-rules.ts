@@ -11,7 +11,8 @@ import {
 	updateAllowRule,
 	type ActiveRule
 } from '../db/queries/allow-rules';
-import { ACTIONS, isActionName, needsPerson } from '../proxmox/actions';
+import { ACTIONS, isActionName } from '../proxmox/actions';
+import { approvalVerdict } from './authority';
 import { describeParams } from '../proxmox/params-schema';
 import { describeRule, globMatches, parsePattern, ruleFields, type ParamConstraint, type RuleFields } from '../../schemas/allow-rules';
 import type { ParamSchema } from '../../schemas/param-form';
@@ -41,7 +42,7 @@ async function checkRule(tx: TransactionSql, raw: RuleFields): Promise<RuleError
 	if (!isActionName(r.action)) return { error: `unknown action '${r.action}'`, code: 'BAD_REQUEST' };
 	const def = ACTIONS[r.action];
 	if (def.classification === 'destructive') return { error: `${r.action} is destructive: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
-	if (needsPerson(r.action)) return { error: `${r.action} cannot be undone: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
+	if (!approvalVerdict({ action: r.action, requestedWithToken: null }, 'rule', null).ok) return { error: `${r.action} cannot be undone: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
 	if (def.classification === 'read_only') return { error: `${r.action} is read-only and runs without approval already`, code: 'BAD_REQUEST' };
 	const t = parsePattern(r.pattern)!;
 	if (t.kind === 'host' && def.scope === 'ct') return { error: `${r.action} runs on a container: use an lxc:<host>/… pattern`, code: 'BAD_REQUEST' };
@@ -138,7 +139,8 @@ export const withdrawRule = (id: string, by: Operator) => appSql().begin(async (
  * (destructive, irreversible) never match.
  */
 export async function matchingRule(tx: TransactionSql, p: PreparedExecution): Promise<ActiveRule | null> {
-	if (p.classification !== 'config_mutation' || ACTIONS[p.action].classification !== 'config_mutation' || needsPerson(p.action)) return null;
+	if (p.classification !== 'config_mutation' || ACTIONS[p.action].classification !== 'config_mutation') return null;
+	if (!approvalVerdict({ action: p.action, requestedWithToken: null }, 'rule', null).ok) return null;
 	for (const r of await lockActiveRulesFor(tx, p.action)) {
 		if (r.action !== p.action) continue;
 		if (!(await targetMatches(tx, r.pattern, p))) continue;

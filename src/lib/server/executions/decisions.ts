@@ -5,7 +5,7 @@ import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
 import { watchOf } from '../db/queries/watches';
-import { decidePlan, getPlan } from '../db/queries/plans';
+import { decidePlan, getPlan, planRequesterToken } from '../db/queries/plans';
 import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { listAssentCandidates } from '../db/queries/executions';
@@ -49,7 +49,7 @@ export async function operatorDecides(
 	executionId: string,
 	d: { decision: 'approved' | 'denied'; route: OperatorRoute; operatorId: string; credential: Credential; reason?: string | null; messageId?: string | null }
 ): Promise<DecideResult> {
-	if (d.decision === 'approved') await assertMayApproveExecution(tx, executionId, d.credential);
+	if (d.decision === 'approved') await assertMayApproveExecution(tx, executionId, d.credential, d.route === 'chat' ? 'typed' : 'click');
 	const r = await decideExecution(tx, executionId, d);
 	if (!r.ok) return r;
 	const e = r.execution;
@@ -75,7 +75,8 @@ export async function operatorDecides(
  */
 export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }) {
 	if (d.decision === 'approved') {
-		for (const step of (await getPlan(tx, planId))?.steps ?? []) assertMayApprove({ action: step.action, requestedWithToken: null }, d.credential);
+		const requestedWithToken = await planRequesterToken(tx, planId);
+		for (const step of (await getPlan(tx, planId))?.steps ?? []) assertMayApprove({ action: step.action, requestedWithToken }, d.credential);
 	}
 	const plan = await decidePlan(tx, planId, d.decision, d.operatorId, env().NOMOS_APPROVAL_TTL_H);
 	if (!plan) return null;
@@ -112,8 +113,8 @@ const describe = (c: AssentCandidate) => `execution ${c.id} (${c.action} on ${c.
 /**
  * An operator message read as typed assent (see resolveTypedAssent). Approves what it clearly
  * names among the executions on the operator's screen, with route `chat` and the message id in
- * the trail, and leaves a system note naming each one; when it is ambiguous or names a
- * destructive execution, nothing of that is approved and the note tells the agent what to do.
+ * the trail, and leaves a system note naming each one; when it is ambiguous or names an
+ * execution that needs a person, nothing of that is approved and the note tells the agent what to do.
  * A message sent with an API token approves only what that token may (authority.ts).
  */
 export async function approveByTyping(
@@ -159,7 +160,7 @@ export async function approveByTyping(
 	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}${via}.`);
 	for (const c of r.refused) {
 		said.push(
-			`${describe(c)} is destructive and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
+			`${describe(c)} cannot be undone and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
 		);
 	}
 	said.push(...notAllowed);

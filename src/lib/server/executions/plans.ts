@@ -43,7 +43,7 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		const p = await prepareExecution({ target: next.target, action: next.action, params: next.params, reason: next.why });
 		if ('error' in p) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer checks out (${p.error})`);
 		if (p.hash !== next.hash) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer resolves to exactly what was approved`);
-		const e = await insertExecution(tx, p, { sessionId: plan.sessionId, status: 'approved', ttlHours: 0, planId: plan.id });
+		const e = await insertExecution(tx, p, { sessionId: plan.sessionId, status: 'approved', ttlHours: 0, planId: plan.id, cause: plan.cause });
 		if (p.classification !== 'read_only') {
 			// What the runner checks before it runs anything: an approval naming this exact hash.
 			await insertApproval(tx, { executionId: e.id, hash: p.hash, decision: 'approved', route: 'plan', decidedBy: plan.decidedBy });

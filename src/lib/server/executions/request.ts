@@ -13,6 +13,7 @@ import { runExecution } from './runner';
 import { getHostByName } from '../db/queries/hosts';
 import { lease } from '../ssh/pool';
 import { approvalNotice, queueNotice } from '../notify/notices';
+import type { RequestCause } from '../../types/executions';
 
 async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
@@ -37,12 +38,13 @@ export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'appr
  * comes back to the caller); a mutation that is a step of the session's running plan is refused
  * (the plan runs it); one an always-allow rule in force matches is approved by that rule (in the same
  * transaction, the rule share-locked, so a revocation is either before it or after it); anything
- * else waits for the operator. Invalid requests write nothing.
+ * else waits for the operator. Invalid requests write nothing. `cause`: who caused it (the turn's
+ * credential and the outside text it read, executions/cause.ts), kept with it.
  */
 export async function requestExecution(
 	sessionId: string | null,
 	input: unknown,
-	opts: { retryOf?: string; requester?: Requester; callKey?: string } = {}
+	opts: { retryOf?: string; requester?: Requester; callKey?: string; cause?: RequestCause | null } = {}
 ): Promise<RequestOutcome | PrepareError> {
 	const prepared = await prepareExecution(input);
 	if ('error' in prepared) return prepared;
@@ -66,7 +68,7 @@ export async function requestExecution(
 
 	if (prepared.classification === 'read_only') {
 		const e = await sql().begin(async (tx) => {
-			const row = await insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours });
+			const row = await insertExecution(tx, prepared, { sessionId: null, status: 'approved', ttlHours, cause: opts.cause });
 			await audit(tx, row);
 			return row;
 		});
@@ -96,7 +98,9 @@ export async function requestExecution(
 			const live = await liveFollowUpOf(tx, opts.retryOf, prepared.action);
 			if (live) return { error: followUpRefusal(prepared.action === 'pct_rollback' || prepared.action === 'vm_rollback' ? 'rollback' : 'retry', live.status) };
 		}
-		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId: opts.requester?.tokenId });
+		// The token whose messages caused it (its MCP client's, a Retry sent with it, a turn its chat started) never approves it.
+		const tokenId = opts.requester?.tokenId ?? opts.cause?.tokenId ?? null;
+		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId, cause: opts.cause });
 		await audit(tx, e);
 		const rule = await matchingRule(tx, prepared);
 		if (rule) {

@@ -1,4 +1,5 @@
 import { isClearAssent } from './assent';
+import { needsPerson } from '../proxmox/actions';
 
 import type { AssentCandidate } from '../../types/executions';
 
@@ -9,7 +10,7 @@ export type TypedAssent =
 	| { kind: 'none' }
 	/** Assent, but more than one candidate and none named: nothing is approved, the agent asks which. */
 	| { kind: 'ambiguous'; candidates: AssentCandidate[] }
-	/** Approve these; `refused` were named (or implied) but are destructive and need a click. */
+	/** Approve these; `refused` were named (or implied) but need a person (needsPerson) and a click. */
 	| { kind: 'approve'; approve: AssentCandidate[]; refused: AssentCandidate[] };
 
 /** Words that carry no meaning for which execution is meant. */
@@ -49,8 +50,9 @@ function referenceWords(c: AssentCandidate): Set<string> {
  * Reads a typed message as approval of the executions the operator has in front of them. It is
  * deliberately narrow: the message must be clear assent once the words naming executions are
  * set aside ("yes", "go ahead and start 102", "yes, restart caddy"); with several candidates it must
- * name which (or say "both"/"all"); a word naming something not pending cancels it. Destructive
- * executions are never approved this way: they come back as `refused`.
+ * name which (or say "both"/"all"); a word naming something not pending cancels it. What needs a
+ * person (destructive or irreversible: needsPerson, the one definition) is never approved this
+ * way: it comes back as `refused` (and authority.ts refuses `typed` approvals of it again).
  */
 export function resolveTypedAssent(text: string, candidates: AssentCandidate[]): TypedAssent {
 	if (!candidates.length) return { kind: 'none' };
@@ -91,7 +93,7 @@ export function resolveTypedAssent(text: string, candidates: AssentCandidate[]):
 
 	return {
 		kind: 'approve',
-		approve: chosen.filter((c) => c.classification !== 'destructive'),
-		refused: chosen.filter((c) => c.classification === 'destructive')
+		approve: chosen.filter((c) => !needsPerson(c.action)),
+		refused: chosen.filter((c) => needsPerson(c.action))
 	};
 }

@@ -1,5 +1,6 @@
 import type { Watch } from '../../db/queries/watches';
 import type { MessagePart } from '../../../types/messages';
+import type { OutsideRead, RequestCause } from '../../../types/executions';
 import { z } from 'zod';
 
 /** What every tool factory gets for one turn. */
@@ -9,8 +10,13 @@ export interface ToolContext {
 	messageId: string;
 	/** Aborted when the operator stops the turn. */
 	signal: AbortSignal;
-	/** Per-turn counters, e.g. the http_get budget. */
-	turn: { httpGets: number };
+	/** This turn's counters, and the outside text (http_get pages) it has read so far. */
+	turn: { httpGets: number; read?: OutsideRead[] };
+	/**
+	 * Who caused this turn (executions/cause.ts turnCause), with the outside text its history holds:
+	 * recorded on every execution and plan the turn asks for.
+	 */
+	cause?: RequestCause | null;
 	/**
 	 * Settles when the containers this turn's finished executions touched have been read back
 	 * from their hosts. A continuation starts talking at once; every tool call waits for it, so

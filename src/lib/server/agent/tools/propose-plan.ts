@@ -6,6 +6,7 @@ import { insertPlan } from '../../db/queries/plans';
 import { prepareExecution, type PreparedExecution } from '../../executions/prepare';
 import { planNotice, queueNotice, type PlanCause } from '../../notify/notices';
 import { alertOfSession } from '../../db/queries/watches';
+import { requestCauseOf } from '../../executions/cause';
 import { actionParams, callKey, toolError, type ToolContext } from './context';
 
 export const proposePlanInput = z
@@ -42,7 +43,7 @@ export function proposePlanTool(ctx: ToolContext) {
 				prepared.push({ ...p, why: s.why });
 			}
 			const plan = await sql().begin(async (tx) => {
-				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId));
+				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId), requestCauseOf(ctx));
 				await queueNotice(tx, planNotice(plan, await planCauseOf(tx, ctx)));
 				return plan;
 			});

@@ -1,8 +1,8 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS } from '../../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, isActionName, needsPerson, type ActionName } from '../../proxmox/actions';
+import { requestCauseOf } from '../../executions/cause';
 import { actionSignature } from '../../proxmox/tool-schema';
-import type { Classification } from '../../../types/executions';
 import { requestExecution } from '../../executions/request';
 import { sql } from '../../db/index';
 import { blastRadius } from '../../db/queries/blast-radius';
@@ -48,10 +48,11 @@ const inputSchema = jsonSchema<RequestExecutionInput>(requestExecutionJsonSchema
 	}
 });
 
-const GROUPS: Array<[string, (c: Classification) => boolean]> = [
-	['Read-only, run at once', (c) => c === 'read_only'],
-	['Changes, wait for approval', (c) => c !== 'read_only' && c !== 'destructive'],
-	['Destructive, a person approves', (c) => c === 'destructive']
+// Grouped by the one definition of what needs a person (needsPerson: destructive or irreversible).
+const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
+	['Read-only, run at once', (n) => ACTIONS[n].classification === 'read_only'],
+	['Changes, wait for approval', (n) => ACTIONS[n].classification !== 'read_only' && !needsPerson(n)],
+	['Destructive, a person approves', (n) => needsPerson(n)]
 ];
 
 /**
@@ -60,7 +61,7 @@ const GROUPS: Array<[string, (c: Classification) => boolean]> = [
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 	const names = ACTION_NAMES.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
-	const lines = GROUPS.map(([label, has]) => `${label}: ${names.filter((n) => has(ACTIONS[n].classification)).map(actionSignature).join(', ')}.`);
+	const lines = GROUPS.map(([label, has]) => `${label}: ${names.filter((n) => has(n)).map(actionSignature).join(', ')}.`);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
 	const vm = (n: string) => /^(qm|vm)_/.test(n);
 	const on = (scope: string) => ACTION_NAMES.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
@@ -79,10 +80,18 @@ export function requestExecutionTool(ctx: ToolContext) {
 		description: DESCRIPTION(ctx.cluster === true),
 		inputSchema,
 		execute: async (input, { toolCallId }) => {
+			// An investigation (an alert's or a schedule's chat, no operator watching) fixes through
+			// plans: what needs a person is never asked for one-off there.
+			if (ctx.watch && !ctx.mcp && isActionName(input.action) && needsPerson(input.action)) {
+				return toolError(
+					`${input.action} cannot be undone: in ${ctx.watch.kind === 'alert' ? 'an alert investigation' : 'a scheduled run'} it is not requested on its own`,
+					'propose a plan instead (propose_plan): the operator reviews the whole fix, with what you found, before anything runs'
+				);
+			}
 			const requester = ctx.mcp
 				? { operator: ctx.mcp.operator, route: 'mcp', tokenId: ctx.mcp.token.id, detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
 				: undefined;
-			const r = await requestExecution(ctx.sessionId, input, { requester, callKey: callKey(ctx, toolCallId) });
+			const r = await requestExecution(ctx.sessionId, input, { requester, callKey: callKey(ctx, toolCallId), cause: requestCauseOf(ctx) });
 			if ('error' in r) return toolError(r.error, r.hint);
 			const e = r.execution;
 			const base = { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.commandPreview };

@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
+import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 import type { EventPayload } from '../../../schemas/events';
 
@@ -20,7 +20,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
 	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit, e.alert_resolved_at as "alertResolvedAt",
-	e.resumes, e.resumed_because as "resumedBecause",
+	e.resumes, e.resumed_because as "resumedBecause", e.cause,
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -87,12 +87,21 @@ export async function announceExecution<T extends ExecutionEventType = 'executio
 export async function insertExecution(
 	tx: TransactionSql,
 	p: NewExecution,
-	opts: { sessionId: string | null; status: 'awaiting_approval' | 'approved'; ttlHours: number; planId?: string | null; retryOf?: string | null; callKey?: string | null; tokenId?: string | null }
+	opts: {
+		sessionId: string | null;
+		status: 'awaiting_approval' | 'approved';
+		ttlHours: number;
+		planId?: string | null;
+		retryOf?: string | null;
+		callKey?: string | null;
+		tokenId?: string | null;
+		cause?: RequestCause | null;
+	}
 ): Promise<ExecutionRow> {
 	const [row] = await tx<{ id: string }[]>`
-		insert into executions (requested_by_session, plan_id, retry_of, requested_with_token, host_name, target, action, params, classification,
+		insert into executions (requested_by_session, plan_id, retry_of, requested_with_token, cause, host_name, target, action, params, classification,
 			hash, command_preview, reason, status, expires_at, approved_at, call_key)
-		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${opts.tokenId ?? null}, ${p.hostName}, ${p.target}, ${p.action},
+		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${opts.tokenId ?? null}, ${opts.cause ? JSON.stringify(opts.cause) : null}::text::jsonb, ${p.hostName}, ${p.target}, ${p.action},
 			${JSON.stringify(p.params)}::text::jsonb, ${p.classification}, ${p.hash}, ${p.commandPreview}, ${p.reason},
 			${opts.status},
 			${opts.status === 'awaiting_approval' ? tx`now() + make_interval(secs => ${opts.ttlHours * 3600})` : null},

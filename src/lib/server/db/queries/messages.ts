@@ -1,5 +1,6 @@
 import type { Sql } from '../index';
 import type { TransactionSql } from 'postgres';
+import type { RequestCause } from '../../../types/executions';
 import type { MessageDelta, MessageOrigin, MessagePart, MessageRow, MessageStatus } from '../../../types/messages';
 import { emitEvent } from './events';
 import { refreshMessageFacts } from './review-facts';
@@ -43,11 +44,23 @@ export async function getMessageRow(sql: Sql | TransactionSql, id: string): Prom
  */
 export async function insertMessage(
 	tx: TransactionSql,
-	m: { id?: string; sessionId: string; role: MessageRow['role']; parts: MessagePart[]; status: MessageStatus; origin: MessageOrigin; error?: string | null; runner?: string | null }
+	m: {
+		id?: string;
+		sessionId: string;
+		role: MessageRow['role'];
+		parts: MessagePart[];
+		status: MessageStatus;
+		origin: MessageOrigin;
+		error?: string | null;
+		runner?: string | null;
+		/** An operator's message: who sent it (executions/cause.ts). */
+		cause?: RequestCause | null;
+	}
 ): Promise<MessageRow> {
 	const [row] = await tx<MessageRow[]>`
-		insert into messages (id, session_id, role, parts, status, origin, error, runner)
-		values (coalesce(${m.id ?? null}::uuid, gen_random_uuid()), ${m.sessionId}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status}, ${m.origin}, ${m.error ?? null}, ${m.runner ?? null})
+		insert into messages (id, session_id, role, parts, status, origin, error, runner, cause)
+		values (coalesce(${m.id ?? null}::uuid, gen_random_uuid()), ${m.sessionId}, ${m.role}, ${JSON.stringify(m.parts)}::text::jsonb, ${m.status}, ${m.origin}, ${m.error ?? null}, ${m.runner ?? null},
+			${m.cause ? JSON.stringify(m.cause) : null}::text::jsonb)
 		returning ${columns(tx)}`;
 	await tx`update chat_sessions set updated_at = now() where id = ${m.sessionId}`;
 	await refreshMessageFacts(tx, [row.id]);

@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { PlanEnd, PlanRow, PlanStep } from '../../../types/executions';
+import type { PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 
 export type { PlanRow, PlanStep };
@@ -10,7 +10,13 @@ export type NewPlanStep = { action: string; target: string; params: Record<strin
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt",
-	finished_at as "finishedAt", error, cancel_requested_at as "cancelRequestedAt", alert_resolved_at as "alertResolvedAt"`;
+	finished_at as "finishedAt", error, cancel_requested_at as "cancelRequestedAt", alert_resolved_at as "alertResolvedAt", cause`;
+
+/** The API token whose messages caused plan `id` (null: none did): it never approves the plan. */
+export async function planRequesterToken(sql: Sql | TransactionSql, id: string): Promise<string | null> {
+	const [row] = await sql<{ t: string | null }[]>`select requested_with_token as t from plans where id = ${id}`;
+	return row?.t ?? null;
+}
 
 export async function getPlan(sql: Sql | TransactionSql, id: string): Promise<PlanRow | null> {
 	const [row] = await sql<PlanRow[]>`select ${columns(sql)} from plans where id = ${id}`;
@@ -27,7 +33,14 @@ export async function listSessionPlans(sql: Sql, sessionId: string): Promise<Pla
 }
 
 /** Stores a proposed plan; an older proposed plan of the session is superseded (announced: it no longer waits for approval). */
-export async function insertPlan(tx: TransactionSql, sessionId: string, title: string, steps: NewPlanStep[], callKey: string | null = null): Promise<PlanRow> {
+export async function insertPlan(
+	tx: TransactionSql,
+	sessionId: string,
+	title: string,
+	steps: NewPlanStep[],
+	callKey: string | null = null,
+	cause: RequestCause | null = null
+): Promise<PlanRow> {
 	const superseded = await tx<{ id: string }[]>`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed' returning id`;
 	for (const p of superseded) await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: p.id } });
 	const planSteps: PlanStep[] = steps.map((s, index) => ({
@@ -42,8 +55,9 @@ export async function insertPlan(tx: TransactionSql, sessionId: string, title: s
 		executionId: null
 	}));
 	const [row] = await tx<PlanRow[]>`
-		insert into plans (session_id, title, steps, call_key) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,
-			(select case when exists (select 1 from plans where call_key = ${callKey}) then null else ${callKey}::text end))
+		insert into plans (session_id, title, steps, call_key, cause, requested_with_token) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,
+			(select case when exists (select 1 from plans where call_key = ${callKey}) then null else ${callKey}::text end),
+			${cause ? JSON.stringify(cause) : null}::text::jsonb, ${cause?.tokenId ?? null})
 		returning ${columns(tx)}`;
 	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: row.id } });
 	return row;

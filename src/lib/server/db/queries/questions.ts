@@ -1,5 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import type { RequestCause } from '../../../types/executions';
 import type { OpenQuestion, QuestionRow } from '../../../types/questions';
 import { recordAudit } from './audit';
 import { emitEvent } from './events';
@@ -51,9 +52,11 @@ export async function answerQuestion(
 	id: string,
 	a: { answer: string; via: 'panel' | 'chat' | 'rest'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
 ): Promise<AnswerResult> {
+	// Who answered: the turn the answer resumes carries it (executions/cause.ts).
+	const cause: RequestCause = a.token ? { kind: 'token', operatorId: a.operatorId, tokenId: a.token.id, tokenName: a.token.name } : { kind: 'session', operatorId: a.operatorId };
 	const [row] = await tx<QuestionRow[]>`
 		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
-			answered_by = ${a.operatorId}, answered_at = now()
+			answered_by = ${a.operatorId}, answered_at = now(), answer_cause = ${JSON.stringify(cause)}::text::jsonb
 		where id = ${id} and status = 'open' ${a.sessionId ? tx`and session_id = ${a.sessionId}` : tx``}
 		returning ${columns(tx)}`;
 	if (!row) {
