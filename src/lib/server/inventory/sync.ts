@@ -2,7 +2,8 @@
 import { sql } from '../db/index';
 import { env } from '../env';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
-import { hostSyncTimes, inventoryClock, listLxcs, recordClusterView, removeOrphanedEntities, replaceGuest, replaceHostInventory, type InventoryRow } from '../db/queries/entities';
+import { emitEvent } from '../db/queries/events';
+import { hostSyncTimes, inventoryClock, listClusters, listLxcs, recordClusterView, removeOrphanedEntities, replaceGuest, replaceHostInventory, type InventoryRow } from '../db/queries/entities';
 import { ageText, answeredBy, clockTime, reachabilityOf } from '../hosts/reachability';
 import { parseClusterResources, readClusterView, RESOURCES_ARGV, type ClusterGuest, type ClusterView } from '../proxmox/cluster';
 import { readContainer, readInventory, runChecked, type Inventory } from '../proxmox/inventory';
@@ -98,7 +99,8 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 	} catch (e) {
 		const error = (e as Error).message;
 		const seen = e instanceof HostKeyError ? e.presented : host.seenFingerprint;
-		await recordHostCheck(sql(), host.id, seen, error, answeredBy(e));
+		const { flipped } = await recordHostCheck(sql(), host.id, seen, error, answeredBy(e));
+		if (flipped) await noteAnswerChange(host.name);
 		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
 	}
 	let removed: number;
@@ -109,8 +111,18 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error, true).catch(() => undefined);
 		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
 	}
-	await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, null);
+	if ((await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, null)).flipped) await noteAnswerChange(host.name);
 	return { host: host.name, ok: true, containers: inv.containers.length, removed, durationMs: Date.now() - started };
+}
+
+/** A cluster member stopped or started answering Nomos: the cluster's view shows it, so it is told (`cluster.updated`). */
+async function noteAnswerChange(hostName: string): Promise<void> {
+	// By the clusters' node lists: a member that never answered has no host entity to say its cluster.
+	const clusters = (await listClusters(sql())).filter((c) => ((c.attributes.nodes ?? []) as { node: string }[]).some((n) => n.node === hostName));
+	if (!clusters.length) return;
+	await sql().begin(async (tx) => {
+		for (const c of clusters) await emitEvent(tx, { sessionId: null, type: 'cluster.updated', payload: { cluster: c.name } });
+	});
 }
 
 /**

@@ -10,6 +10,8 @@ import {
 import { lease } from '../../ssh/pool';
 import { toolError, type ToolContext } from './context';
 import { unresolvedError } from './get-entity';
+import { guestStale } from './fleet-truth';
+import { hostReachability } from '../../hosts/reachability';
 
 export const getLxcStateInput = z
 	.object({
@@ -94,7 +96,9 @@ export function getLxcStateTool(ctx: ToolContext) {
 					'The stored inventory is out of date (it re-syncs about every minute); call list_lxcs for the current containers.'
 				);
 			}
-			return { ...view(e, stored), live: false, stale: true, sshError: live.error, syncedAt };
+			// Unknown, not absent: the stored state as last seen, and why it could not be checked.
+			const stale = guestStale({ reach: await hostReachability(sql(), e.hostName ?? ''), stale: `could not check CT ${id} now: ${live.error}` }, syncedAt);
+			return { ...view(e, stored), status: `unknown now (was ${typeof stored.status === 'string' ? stored.status : 'unknown'})`, live: false, stale: true, note: stale, sshError: live.error, syncedAt };
 		}
 	});
 }

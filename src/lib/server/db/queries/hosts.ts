@@ -105,14 +105,23 @@ export async function lockHost(tx: TransactionSql, id: string): Promise<Host | n
  * (true, also when its command failed), gave no answer at all (false: refused, timed out, dropped:
  * `unanswered_since` starts, or keeps its first moment), or it cannot be told (null: Nomos's own
  * problem, e.g. an aborted read or an unreadable key; neither stamp moves). Default: answered when
- * there is no error.
+ * there is no error. `flipped`: it answered before and does not now, or the other way round.
  */
-export async function recordHostCheck(sql: Sql | TransactionSql, id: string, seenFingerprint: string | null, error: string | null, answered: boolean | null = error === null): Promise<void> {
-	await sql`
+export async function recordHostCheck(
+	sql: Sql | TransactionSql,
+	id: string,
+	seenFingerprint: string | null,
+	error: string | null,
+	answered: boolean | null = error === null
+): Promise<{ flipped: boolean }> {
+	const [row] = await sql<{ flipped: boolean }[]>`
+		with before as (select unanswered_since is null as answering from hosts where id = ${id} for update)
 		update hosts set seen_fingerprint = ${seenFingerprint}, last_error = ${error}, last_checked_at = now(),
 			last_answer_at = case when ${answered}::boolean then now() else last_answer_at end,
 			unanswered_since = case when ${answered}::boolean then null when not ${answered}::boolean then coalesce(unanswered_since, now()) else unanswered_since end
-		where id = ${id}`;
+		where id = ${id}
+		returning (unanswered_since is null) <> (select answering from before) as flipped`;
+	return { flipped: row?.flipped ?? false };
 }
 
 /** Pins exactly the fingerprint the operator confirmed (it must be the one last seen). */
