@@ -178,14 +178,17 @@ export async function ensureFreshInventory(maxAgeS = INVENTORY_MAX_AGE_S, waitMs
 			const synced = seen.get(h.name);
 			const at = synced ? new Date(synced) : undefined;
 			let waiting = false;
+			let readNow = false;
 			if (!at || Date.now() - at.getTime() > maxAgeS * 1000) {
 				let timer: NodeJS.Timeout | undefined;
 				const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)));
 				const r = await Promise.race([refresh(h), late]).finally(() => clearTimeout(timer));
 				waiting = r === 'late';
+				readNow = r !== 'late' && r.ok;
 			}
 			const [host, syncedAt] = await Promise.all([getHostByName(sql(), h.name), hostSyncTimes(sql()).then((m) => m.get(h.name) ?? null)]);
-			out[h.name] = hostFreshness(host ?? h, syncedAt, { refreshing: waiting });
+			const fresh = hostFreshness(host ?? h, syncedAt, { refreshing: waiting });
+			out[h.name] = readNow ? { ...fresh, ageSeconds: 0 } : fresh;
 		})
 	);
 	return out;

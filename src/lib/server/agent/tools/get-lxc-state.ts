@@ -12,6 +12,7 @@ import { toolError, type ToolContext } from './context';
 import { unresolvedError } from './get-entity';
 import { guestStale } from './fleet-truth';
 import { hostReachability } from '../../hosts/reachability';
+import { inventoryReadMs } from '../../inventory/sync';
 
 export const getLxcStateInput = z
 	.object({
@@ -51,7 +52,7 @@ async function readLive(hostName: string, vmid: number, signal: AbortSignal): Pr
 	try {
 		const { client, release } = await lease(host);
 		try {
-			const opts = { timeoutMs: TIMEOUT_MS, signal };
+			const opts = { timeoutMs: Math.min(TIMEOUT_MS, inventoryReadMs()), signal };
 			const status = parsePctStatus(await runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts));
 			const config = parsePctConfig(await runChecked(client, ['pct', 'config', String(vmid)], opts));
 			return { ok: true, attributes: lxcAttributes(statusEntry(vmid, status.values), config), config };

@@ -29,10 +29,10 @@ function ctLine(e: Entity, truth?: HostTruth): string {
 
 function hostStatus(h: FleetHost, truth?: HostTruth): string {
 	if (!h.pinned) return 'unpinned';
+	const standing = h.entity && clusterStatus(h.entity, truth && new Map([[h.name, truth]]));
+	if (standing) return standing;
 	if (truth?.reach.state === 'offline') return `offline/unknown: ${truth.reach.why}; nothing is sent to it, and its guests are unknown, not absent`;
 	if (truth?.stale) return `stale: ${truth.stale}`;
-	const standing = h.entity && clusterStatus(h.entity);
-	if (standing) return standing;
 	if (h.lastError) return 'error';
 	if (!h.entity) return 'not synced';
 	const status = h.entity.attributes.pveStatus;

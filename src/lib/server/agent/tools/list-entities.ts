@@ -26,17 +26,20 @@ export function clusterStatus(e: Entity, truth?: Map<string, HostTruth>): string
 		const nodes = (a.nodes ?? []) as { node: string; status: string; host: boolean }[];
 		const standing = (n: (typeof nodes)[number]) => {
 			const reach = truth?.get(n.node)?.reach;
-			// A member Nomos cannot reach is offline/unknown for Nomos, whatever the last view said.
-			if (reach?.state === 'offline') return `${n.node} offline/unknown (${reach.lastAnswerAt ? `not answering Nomos since ${clockTime(reach.since ?? reach.lastAnswerAt)}` : 'never answered Nomos'})`;
+			// A member the view calls online but that Nomos cannot reach is offline/unknown for Nomos.
+			if (n.status === 'online' && reach?.state === 'offline') {
+				return `${n.node} offline/unknown (${reach.lastAnswerAt ? `not answering Nomos since ${clockTime(reach.lastAnswerAt)}` : 'never answered Nomos'})`;
+			}
 			return `${n.node} ${n.status}${n.host ? '' : ' (no host entry)'}`;
 		};
 		return `${a.quorate ? 'quorate' : 'no quorum'}: ${nodes.map(standing).join(', ')}`;
 	}
-	const reach = e.kind === 'host' ? truth?.get(e.externalId)?.reach : undefined;
-	if (reach?.state === 'offline') return `offline/unknown: ${reach.why}; nothing is sent to it, and its guests are unknown, not absent`;
+	if (e.kind !== 'host') return null;
 	const c = a.cluster as { nodeStatus?: string; quorate?: boolean; seenBy?: string } | undefined;
-	if (e.kind !== 'host' || !c) return null;
-	if (c.nodeStatus !== 'online') return `${c.nodeStatus ?? 'unknown'} (seen from ${c.seenBy}): nothing is sent to it`;
+	if (c && c.nodeStatus !== 'online') return `${c.nodeStatus ?? 'unknown'} (seen from ${c.seenBy}): nothing is sent to it; its guests are unknown, not absent`;
+	const reach = truth?.get(e.externalId)?.reach;
+	if (reach?.state === 'offline') return `offline/unknown: ${reach.why}; nothing is sent to it, and its guests are unknown, not absent`;
+	if (!c) return null;
 	if (!c.quorate) return 'no quorum: changes are refused';
 	return null;
 }

@@ -54,7 +54,8 @@ export function listLxcsTool(_ctx: ToolContext) {
 			// A guest of a host that did not answer is shown as last seen, and says so: never as current.
 			const rows = (await listLxcs(sql(), host)).map((e) => {
 				const stale = guestStale(truth.get(e.hostName ?? ''), e.seenAt);
-				return { ...lxcRow(e), ...(stale ? { stale } : {}) };
+				const row = lxcRow(e);
+				return stale ? { ...row, status: `unknown now (was ${row.status})`, stale } : row;
 			});
 			const warnings = fleet.hosts
 				.filter((h) => !host || h.name === host)
