@@ -46,7 +46,7 @@ test('a member that never answered and a host that went silent say so', async ({
 		await expect(node('px3').getByTestId('node-standing')).toHaveText(/^\s*Offline\s+— never answered\s*$/);
 		await expect(node('px3').getByTestId('node-figures')).toContainText('no figures: it does not answer Nomos');
 		await expect(node('px3').getByTestId('node-figures')).not.toContainText('GiB free');
-		await expect(node('px3').getByTestId('node-guests-unknown')).toHaveText(' — as last listed; their state is unknown now');
+		await expect(node('px3').getByTestId('node-guests-unknown')).toHaveText('\u00a0— as last listed; their state is unknown now');
 		await expect(node('px1').getByTestId('node-standing')).toHaveAttribute('data-standing', 'online');
 		await expect(node('px1').getByTestId('node-guests-unknown')).toHaveCount(0);
 		await expect(view.getByTestId('cluster-quorum')).toHaveText('Quorate');
