@@ -145,10 +145,10 @@ describe('a cluster member as a host', () => {
 			// what the agent reads
 			const call = { toolCallId: 't', messages: [] };
 			const snap = (await getStateSnapshotTool({} as never).execute!({}, call)) as { hosts: { name: string; status: string }[]; clusters: { status: string }[] };
-			expect(snap.hosts.find((h) => h.name === 'pve2')?.status).toBe('offline (seen from pve1): nothing is sent to it');
+			expect(snap.hosts.find((h) => h.name === 'pve2')?.status).toBe('offline (seen from pve1): nothing is sent to it; its guests are unknown, not absent');
 			expect(snap.clusters[0].status).toBe('quorate: pve1 online, pve2 offline, pve3 online (no host entry)');
 			const list = (await listEntitiesTool({} as never).execute!({ kind: 'host' }, call)) as { entities: { name: string; status: string }[] };
-			expect(list.entities.map((e) => [e.name, e.status])).toEqual([['pve1', 'online'], ['pve2', 'offline (seen from pve1): nothing is sent to it']]);
+			expect(list.entities.map((e) => [e.name, e.status])).toEqual([['pve1', 'online'], ['pve2', 'offline (seen from pve1): nothing is sent to it; its guests are unknown, not absent']]);
 		} finally {
 			await cluster.setDown('pve2', false);
 		}

@@ -113,6 +113,11 @@ export const envSchema = z.object({
 	NOMOS_HEALTH_AFTER: z.preprocess(empty, bool.default(true)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
+	/**
+	 * How long one command of an inventory read may take (seconds): a host in the middle of a backup
+	 * or a scrub takes 30–70 s per command. A read that runs out keeps the last known state, marked stale.
+	 */
+	NOMOS_INVENTORY_READ_S: z.preprocess(empty, z.coerce.number().positive().max(3600).default(90)),
 	/** Events (the live-update log) older than this are pruned hourly. */
 	NOMOS_EVENTS_RETENTION_DAYS: z.preprocess(empty, z.coerce.number().positive().default(14)),
 	/**

@@ -11,8 +11,11 @@ export interface ClusterNodeOverview {
 	offlineSince: string | null;
 	/** it last read the cluster from outside a quorate partition (`Quorate: No`), since then */
 	noQuorumSince: string | null;
-	/** its host entry (null: none; commands for its guests are refused) */
-	host: { id: string; lastError: string | null } | null;
+	/**
+	 * its host entry (null: none; commands for its guests are refused): its last error, when it last
+	 * answered Nomos (null: never), and since when it has not (null: it answers, or it was never tried)
+	 */
+	host: { id: string; lastError: string | null; lastAnswerAt: string | null; unansweredSince: string | null } | null;
 	/** an online node's figures at the last read; null when not known (offline, or never read) */
 	freeMemMb: number | null;
 	totalMemMb: number | null;

@@ -13,7 +13,11 @@ const figure = (n: unknown): number | null => (typeof n === 'number' && Number.i
  * online in the last quorate view, has not since reported `Quorate: No`, and its last sync did not
  * fail: a change can then reach the cluster through it. `keyPath` is shown to admins only.
  */
-export function clusterOverview(entity: Pick<Entity, 'name' | 'attributes' | 'seenAt'>, hosts: Pick<Host, 'id' | 'name' | 'lastError' | 'port' | 'username' | 'keyPath'>[], admin: boolean): ClusterOverview {
+export function clusterOverview(
+	entity: Pick<Entity, 'name' | 'attributes' | 'seenAt'>,
+	hosts: Pick<Host, 'id' | 'name' | 'lastError' | 'lastAnswerAt' | 'unansweredSince' | 'port' | 'username' | 'keyPath'>[],
+	admin: boolean
+): ClusterOverview {
 	const facts = entity.attributes as Partial<ClusterFacts>;
 	const byName = new Map(hosts.map((h) => [h.name, h]));
 	const outOfQuorum = new Map((facts.outOfQuorum ?? []).map((m) => [m.node, m.since]));
@@ -27,7 +31,7 @@ export function clusterOverview(entity: Pick<Entity, 'name' | 'attributes' | 'se
 			status: n.status,
 			offlineSince: online ? null : (n.offlineSince ?? null),
 			noQuorumSince: outOfQuorum.get(n.node) ?? null,
-			host: host ? { id: host.id, lastError: host.lastError } : null,
+			host: host ? { id: host.id, lastError: host.lastError, lastAnswerAt: host.lastAnswerAt, unansweredSince: host.unansweredSince } : null,
 			freeMemMb: online ? figure(n.freeMemMb) : null,
 			totalMemMb: online ? figure(n.totalMemMb) : null,
 			cpuPct: online ? figure(n.cpuPct) : null,
@@ -41,7 +45,7 @@ export function clusterOverview(entity: Pick<Entity, 'name' | 'attributes' | 'se
 	const reader = byName.get(facts.readFrom ?? '') ?? nodes.map((n) => byName.get(n.node)).find((h) => !!h);
 	return {
 		name: entity.name,
-		quorate: facts.quorate === true && nodes.some((n) => n.host && n.status === 'online' && !n.noQuorumSince && !n.host.lastError),
+		quorate: facts.quorate === true && nodes.some((n) => n.host && n.status === 'online' && !n.noQuorumSince && !n.host.lastError && !n.host.unansweredSince),
 		readFrom: facts.readFrom ?? '',
 		seenAt: entity.seenAt,
 		nodes,

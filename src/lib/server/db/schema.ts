@@ -387,6 +387,10 @@ export const hosts = pgTable('hosts', {
 	source: text('source', { enum: ['config', 'ui'] }).notNull().default('ui'),
 	lastCheckedAt: ts('last_checked_at'),
 	lastError: text('last_error'),
+	/** The last time the host answered over SSH (a check that reached it, even one whose command failed). */
+	lastAnswerAt: ts('last_answer_at'),
+	/** Set by the first check that got no answer (refused, timed out, dropped) after the last answer; null while it answers. */
+	unansweredSince: ts('unanswered_since'),
 	createdAt: createdAt(),
 	updatedAt: ts('updated_at').notNull().defaultNow()
 });

@@ -4,6 +4,7 @@ import { recordAudit } from '../db/queries/audit';
 import { createHost, deleteHost, getHostById, listHosts, lockHost, pinHostFingerprint, recordHostCheck, updateHost, type Host, type HostInput } from '../db/queries/hosts';
 import { Refusal } from '../refusal';
 import { readHostKey, runOnHost, SshError } from '../ssh/client';
+import { answeredBy } from './reachability';
 
 // The hosts Nomos reaches over SSH, as Settings manages them: every change is audited in its own
 // transaction (who, what, which host); a key is pinned only as the host last presented it.
@@ -101,7 +102,8 @@ export async function testHost(hostId: string): Promise<{ ok: boolean; message: 
 		return { ok: r.exitCode === 0, message: `Connected as ${host.username}, ran a command in ${r.durationMs} ms.` };
 	} catch (e) {
 		const message = e instanceof SshError && e.localDetail ? e.localDetail : (e as Error).message;
-		await recordHostCheck(sql(), host.id, host.seenFingerprint, message);
+		// An unreadable private key is Nomos's own problem: it says nothing of whether the host answers.
+		await recordHostCheck(sql(), host.id, host.seenFingerprint, message, answeredBy(e));
 		return { ok: false, message };
 	}
 }

@@ -39,6 +39,12 @@ export type PveLxc = z.infer<typeof lxcSchema>;
 
 export class ProxmoxError extends Error {}
 
+/**
+ * The host gave no answer to a command: it timed out, or the channel closed without an exit status
+ * (a dropped connection). Unknown, never "absent": nothing about the guest may be concluded from it.
+ */
+export class NoAnswerError extends ProxmoxError {}
+
 function parseJsonArray<T>(text: string, item: z.ZodType<T>, what: string): T[] {
 	let data: unknown;
 	try {
@@ -353,8 +359,12 @@ export interface RunOptions {
 export async function runChecked(client: Client, argv: readonly string[], opts: RunOptions = {}): Promise<string> {
 	const r: ExecResult = await execArgv(client, argv, { timeoutMs: opts.timeoutMs ?? 30_000, signal: opts.signal });
 	const cmd = argv.join(' ');
-	if (r.timedOut) throw new ProxmoxError(`${cmd}: timed out`);
+	if (r.timedOut) {
+		const ms = opts.timeoutMs ?? 30_000;
+		throw new NoAnswerError(`${cmd}: timed out after ${ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`}`);
+	}
 	if (r.aborted) throw new ProxmoxError(`${cmd}: aborted`);
+	if (r.exitCode === null && r.signal === null) throw new NoAnswerError(`${cmd}: the connection closed before the command ended`);
 	if (!(opts.okExit ?? [0]).includes(r.exitCode ?? -1)) {
 		const why = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-3).join(' / ');
 		throw new ProxmoxError(`${cmd}: exit ${r.exitCode ?? r.signal}${why ? `: ${why}` : ''}`);

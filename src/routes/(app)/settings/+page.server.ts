@@ -1,5 +1,6 @@
 import { sql } from '$lib/server/db/index';
 import { latestEventId } from '$lib/server/db/queries/events';
+import { hostSyncTimes } from '$lib/server/db/queries/entities';
 import { listHosts } from '$lib/server/db/queries/hosts';
 import { listOperators } from '$lib/server/db/queries/operators';
 import { listAllowRules } from '$lib/server/db/queries/allow-rules';
@@ -15,6 +16,8 @@ export const load: PageServerLoad = async ({ locals }) => {
 	return {
 		clustersCursor,
 		hosts: hostsFor(user.role, await listHosts(sql())),
+		/** each host's last inventory read (ISO 8601), for how current it is */
+		syncedAt: Object.fromEntries(await hostSyncTimes(sql())),
 		clusters: await listClusterOverviews(user.role),
 		operators: user.role === 'admin' ? await listOperators(sql()) : [],
 		rules: user.role === 'admin' ? await listAllowRules(sql()) : [],

@@ -5,6 +5,7 @@ import { sql } from '../../db/index';
 import { entityRef, listEntities, resolveEntity, type Entity } from '../../db/queries/entities';
 import { formatUptime } from '../../proxmox/inventory';
 import { toolError, type ToolContext, type ToolError } from './context';
+import { fleetTruth, guestStale } from './fleet-truth';
 
 export const getEntityInput = z
 	.object({
@@ -36,10 +37,11 @@ export async function unresolvedError(
 	);
 }
 
-/** The full view of one entity. */
-export function entityDetail(e: Entity) {
+/** The full view of one entity (`stale`: its host did not answer since it was read). */
+export function entityDetail(e: Entity, stale: string | null = null) {
 	const uptimeSec = e.attributes.uptimeSec;
 	return {
+		...(stale ? { stale } : {}),
 		id: e.id,
 		ref: entityRef(e),
 		kind: e.kind,
@@ -61,10 +63,13 @@ export function getEntityTool(_ctx: ToolContext) {
 			'One inventory entity with all its attributes and notes (as of syncedAt), by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
-			await ensureFreshInventory();
+			const truth = await fleetTruth(await ensureFreshInventory());
 			const r = await resolveEntity(sql(), id);
 			if (!r.ok) return unresolvedError(id, r);
-			return entityDetail(r.entity);
+			const e = r.entity;
+			const host = truth.get(e.hostName ?? (e.kind === 'host' ? e.externalId : ''));
+			const stale = e.kind === 'host' ? (host?.stale ?? null) : guestStale(host, e.seenAt);
+			return entityDetail(e, stale);
 		}
 	});
 }

@@ -10,6 +10,9 @@ import {
 import { lease } from '../../ssh/pool';
 import { toolError, type ToolContext } from './context';
 import { unresolvedError } from './get-entity';
+import { guestStale } from './fleet-truth';
+import { hostReachability } from '../../hosts/reachability';
+import { inventoryReadMs } from '../../inventory/sync';
 
 export const getLxcStateInput = z
 	.object({
@@ -49,7 +52,7 @@ async function readLive(hostName: string, vmid: number, signal: AbortSignal): Pr
 	try {
 		const { client, release } = await lease(host);
 		try {
-			const opts = { timeoutMs: TIMEOUT_MS, signal };
+			const opts = { timeoutMs: Math.min(TIMEOUT_MS, inventoryReadMs()), signal };
 			const status = parsePctStatus(await runChecked(client, ['pct', 'status', String(vmid), '--verbose'], opts));
 			const config = parsePctConfig(await runChecked(client, ['pct', 'config', String(vmid)], opts));
 			return { ok: true, attributes: lxcAttributes(statusEntry(vmid, status.values), config), config };
@@ -94,7 +97,9 @@ export function getLxcStateTool(ctx: ToolContext) {
 					'The stored inventory is out of date (it re-syncs about every minute); call list_lxcs for the current containers.'
 				);
 			}
-			return { ...view(e, stored), live: false, stale: true, sshError: live.error, syncedAt };
+			// Unknown, not absent: the stored state as last seen, and why it could not be checked.
+			const stale = guestStale({ reach: await hostReachability(sql(), e.hostName ?? ''), stale: `could not check CT ${id} now: ${live.error}` }, syncedAt);
+			return { ...view(e, stored), status: `unknown now (was ${typeof stored.status === 'string' ? stored.status : 'unknown'})`, live: false, stale: true, note: stale, sshError: live.error, syncedAt };
 		}
 	});
 }

@@ -8,12 +8,16 @@ import { clusterStatus } from './list-entities';
 import { formatUptime } from '../../proxmox/inventory';
 import type { ToolContext } from './context';
 import { lxcRow } from './list-lxcs';
+import { fleetTruth, guestStale, type HostTruth } from './fleet-truth';
+import { clockTime } from '../../hosts/reachability';
 
 export const getStateSnapshotInput = z.object({}).strict();
 
-/** `101 caddy running cpu 1.1% mem 102/1024MB up 1h 0m ip 10.0.0.5` */
-function ctLine(e: Entity): string {
+/** `101 caddy running cpu 1.1% mem 102/1024MB up 1h 0m ip 10.0.0.5` (with `— last seen … ago; …` when its host did not answer) */
+function ctLine(e: Entity, truth?: HostTruth): string {
 	const r = lxcRow(e);
+	const stale = guestStale(truth, e.seenAt);
+	if (stale) return `${r.vmid ?? '?'} ${r.name} unknown now (was ${r.status}) — ${stale}`;
 	const parts = [`${r.vmid ?? '?'} ${r.name} ${r.status}`];
 	if (r.status === 'running') {
 		parts.push(`cpu ${r.cpuPercent ?? '?'}%`, `mem ${r.memUsedMb ?? '?'}/${r.memLimitMb ?? '?'}MB`, `up ${r.uptime}`);
@@ -23,10 +27,12 @@ function ctLine(e: Entity): string {
 	return parts.join(' ');
 }
 
-function hostStatus(h: FleetHost): string {
+function hostStatus(h: FleetHost, truth?: HostTruth): string {
 	if (!h.pinned) return 'unpinned';
-	const standing = h.entity && clusterStatus(h.entity);
+	const standing = h.entity && clusterStatus(h.entity, truth && new Map([[h.name, truth]]));
 	if (standing) return standing;
+	if (truth?.reach.state === 'offline') return `offline/unknown: ${truth.reach.why}; nothing is sent to it, and its guests are unknown, not absent`;
+	if (truth?.stale) return `stale: ${truth.stale}`;
 	if (h.lastError) return 'error';
 	if (!h.entity) return 'not synced';
 	const status = h.entity.attributes.pveStatus;
@@ -34,14 +40,14 @@ function hostStatus(h: FleetHost): string {
 }
 
 /** The per-host summary get_state_snapshot returns. */
-export function hostSummary(h: FleetHost) {
+export function hostSummary(h: FleetHost, truth?: HostTruth) {
 	const a = h.entity?.attributes ?? {};
 	const count = (s: string) => h.containers.filter((c) => c.attributes.status === s).length;
 	const running = count('running');
 	const stopped = count('stopped');
 	return {
 		name: h.name,
-		status: hostStatus(h),
+		status: hostStatus(h, truth),
 		...(a.cluster ? { cluster: (a.cluster as { cluster: string }).cluster } : {}),
 		...(h.lastError ? { lastError: h.lastError } : {}),
 		syncedAt: h.entity?.seenAt ?? null,
@@ -51,7 +57,7 @@ export function hostSummary(h: FleetHost) {
 		memLimitMb: a.memLimitMb ?? null,
 		uptime: typeof a.uptimeSec === 'number' ? formatUptime(a.uptimeSec) : null,
 		containers: { total: h.containers.length, running, stopped, other: h.containers.length - running - stopped },
-		cts: h.containers.map(ctLine)
+		cts: h.containers.map((c) => ctLine(c, truth))
 	};
 }
 
@@ -67,8 +73,18 @@ async function placement() {
 	return {
 		node: p.node,
 		reason: p.reason,
-		nodes: p.nodes.map((n) => `${n.node} ${n.status}: ${n.freeMemMb} MiB free of ${n.totalMemMb}, CPU ${n.cpuPct}% of ${n.cpus}; storage ${n.storages.map((s) => `${s.storage} ${s.availGb}G${s.shared ? ' shared' : ''}`).join(', ') || 'none'}`)
+		nodes: p.nodes.map((n) =>
+			n.status === 'online'
+				? `${n.node} online: ${n.freeMemMb} MiB free of ${n.totalMemMb}, CPU ${n.cpuPct}% of ${n.cpus}; storage ${n.storages.map((s) => `${s.storage} ${s.availGb}G${s.shared ? ' shared' : ''}`).join(', ') || 'none'}`
+				: `${n.node} ${n.status}: not a candidate; its load and guests are unknown`
+		)
 	};
+}
+
+/** A cluster's guest line; a guest of a node that is down or does not answer Nomos is unknown, never absent. */
+function clusterGuestLine(g: { type: string; vmid: number; node: string; name: string; status: string }, down: Map<string, string>): string {
+	const why = down.get(g.node);
+	return why ? `${g.type}:${g.node}/${g.vmid} ${g.name} unknown (${why}; last listed ${g.status})` : `${g.type}:${g.node}/${g.vmid} ${g.name} ${g.status}`;
 }
 
 /** `get_state_snapshot()`: the whole fleet summarised in one call. */
@@ -80,13 +96,23 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();
 			const { hosts } = await fleetSnapshot(sql());
-			const summaries = hosts.map(hostSummary);
+			const truth = await fleetTruth(inventoryAsOf);
+			const summaries = hosts.map((h) => hostSummary(h, truth.get(h.name)));
 			// Only with a cluster configured: its nodes (down ones, ones without a host entry) and which node holds which guest.
-			const clusters = (await listEntities(sql(), { kind: 'cluster' })).map((c) => ({
-				name: c.name,
-				status: clusterStatus(c),
-				guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) => `${g.type}:${g.node}/${g.vmid} ${g.name} ${g.status}`)
-			}));
+			const clusters = (await listEntities(sql(), { kind: 'cluster' })).map((c) => {
+				const nodes = (c.attributes.nodes ?? []) as { node: string; status: string; offlineSince?: string }[];
+				const down = new Map<string, string>();
+				for (const n of nodes) {
+					const reach = truth.get(n.node)?.reach;
+					if (reach?.state === 'offline') down.set(n.node, `${n.node} offline: ${reach.why}`);
+					else if (n.status !== 'online') down.set(n.node, `${n.node} ${n.status}${n.offlineSince ? ` since ${clockTime(n.offlineSince)}` : ''}`);
+				}
+				return {
+					name: c.name,
+					status: clusterStatus(c, truth),
+					guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) => clusterGuestLine(g, down))
+				};
+			});
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);
 			return {
 				inventoryAsOf,

@@ -5,6 +5,7 @@ import { fleetSnapshot, listLxcs, type Entity } from '../../db/queries/entities'
 import { formatUptime } from '../../proxmox/inventory';
 import { ensureFreshInventory } from '../../inventory/sync';
 import { toolError, type ToolContext } from './context';
+import { fleetTruth, guestStale } from './fleet-truth';
 
 export const listLxcsInput = z
 	.object({ host: z.string().min(1).max(64).optional() })
@@ -49,10 +50,17 @@ export function listLxcsTool(_ctx: ToolContext) {
 					names.length ? `Known hosts: ${names.join(', ')}. Omit host to list all.` : 'No hosts are configured yet.'
 				);
 			}
-			const rows = (await listLxcs(sql(), host)).map(lxcRow);
+			const truth = await fleetTruth(inventoryAsOf);
+			// A guest of a host that did not answer is shown as last seen, and says so: never as current.
+			const rows = (await listLxcs(sql(), host)).map((e) => {
+				const stale = guestStale(truth.get(e.hostName ?? ''), e.seenAt);
+				const row = lxcRow(e);
+				return stale ? { ...row, status: `unknown now (was ${row.status})`, stale } : row;
+			});
 			const warnings = fleet.hosts
-				.filter((h) => (!host || h.name === host) && (h.lastError || !h.pinned))
-				.map((h) => (h.pinned ? `${h.name}: last sync failed (${h.lastError}); its data may be stale` : `${h.name}: host key not pinned; not synced`));
+				.filter((h) => !host || h.name === host)
+				.map((h) => (!h.pinned ? `${h.name}: host key not pinned; not synced` : (inventoryAsOf[h.name]?.note ?? (h.lastError ? `${h.name}: last sync failed (${h.lastError})` : null))))
+				.filter((w): w is string => !!w);
 			return { count: rows.length, containers: rows, inventoryAsOf, ...(warnings.length ? { warnings } : {}) };
 		}
 	});

@@ -467,11 +467,20 @@ export async function listClusters(sql: Sql | TransactionSql): Promise<Entity[]>
 }
 
 /** The cluster a configured host belongs to, as last recorded (null: a standalone host, or never synced as a member). */
-export async function clusterOfHost(sql: Sql | TransactionSql, hostName: string): Promise<{ name: string; standing: NodeStanding; members: string[] } | null> {
-	const [row] = await sql<{ standing: NodeStanding | null; nodes: { node: string; host: boolean }[] | null }[]>`
+export async function clusterOfHost(
+	sql: Sql | TransactionSql,
+	hostName: string
+): Promise<{ name: string; standing: NodeStanding; members: string[]; offlineSince: string | null } | null> {
+	const [row] = await sql<{ standing: NodeStanding | null; nodes: ClusterNodeFacts[] | null }[]>`
 		select h.attributes->'cluster' as standing, c.attributes->'nodes' as nodes
 		from entities h left join entities c on c.kind = 'cluster' and c.external_id = h.attributes->'cluster'->>'cluster'
 		where h.kind = 'host' and h.external_id = ${hostName}`;
 	if (!row?.standing) return null;
-	return { name: row.standing.cluster, standing: row.standing, members: (row.nodes ?? []).filter((n) => n.host).map((n) => n.node) };
+	const nodes = row.nodes ?? [];
+	return {
+		name: row.standing.cluster,
+		standing: row.standing,
+		members: nodes.filter((n) => n.host).map((n) => n.node),
+		offlineSince: nodes.find((n) => n.node === hostName)?.offlineSince ?? null
+	};
 }

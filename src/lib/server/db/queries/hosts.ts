@@ -18,6 +18,10 @@ export type Host = {
 	source: 'config' | 'ui';
 	lastCheckedAt: string | null;
 	lastError: string | null;
+	/** The last time the host answered over SSH (even with an error of its own); null: never. */
+	lastAnswerAt: string | null;
+	/** The first check without an answer (refused, timed out, dropped) since the last answer; null while it answers. */
+	unansweredSince: string | null;
 	createdAt: string;
 	updatedAt: string;
 };
@@ -25,7 +29,7 @@ export type Host = {
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, name, address, port, username, key_path as "keyPath", host_key_fingerprint as "hostKeyFingerprint",
 		seen_fingerprint as "seenFingerprint", source, last_checked_at as "lastCheckedAt", last_error as "lastError",
-		created_at as "createdAt", updated_at as "updatedAt"`;
+		last_answer_at as "lastAnswerAt", unanswered_since as "unansweredSince", created_at as "createdAt", updated_at as "updatedAt"`;
 
 export async function listHosts(sql: Sql | TransactionSql): Promise<Host[]> {
 	return sql<Host[]>`select ${columns(sql)} from hosts order by name`;
@@ -96,8 +100,28 @@ export async function lockHost(tx: TransactionSql, id: string): Promise<Host | n
 	return row ?? null;
 }
 
-export async function recordHostCheck(sql: Sql | TransactionSql, id: string, seenFingerprint: string | null, error: string | null): Promise<void> {
-	await sql`update hosts set seen_fingerprint = ${seenFingerprint}, last_error = ${error}, last_checked_at = now() where id = ${id}`;
+/**
+ * Records a check of the host (a sync, a test, a key scan). `answered`: the host answered over SSH
+ * (true, also when its command failed), gave no answer at all (false: refused, timed out, dropped:
+ * `unanswered_since` starts, or keeps its first moment), or it cannot be told (null: Nomos's own
+ * problem, e.g. an aborted read or an unreadable key; neither stamp moves). Default: answered when
+ * there is no error. `flipped`: it answered before and does not now, or the other way round.
+ */
+export async function recordHostCheck(
+	sql: Sql | TransactionSql,
+	id: string,
+	seenFingerprint: string | null,
+	error: string | null,
+	answered: boolean | null = error === null
+): Promise<{ flipped: boolean }> {
+	const [row] = await sql<{ flipped: boolean }[]>`
+		with before as (select unanswered_since is null as answering from hosts where id = ${id} for update)
+		update hosts set seen_fingerprint = ${seenFingerprint}, last_error = ${error}, last_checked_at = now(),
+			last_answer_at = case when ${answered}::boolean then now() else last_answer_at end,
+			unanswered_since = case when ${answered}::boolean then null when not ${answered}::boolean then coalesce(unanswered_since, now()) else unanswered_since end
+		where id = ${id}
+		returning (unanswered_since is null) <> (select answering from before) as flipped`;
+	return { flipped: row?.flipped ?? false };
 }
 
 /** Pins exactly the fingerprint the operator confirmed (it must be the one last seen). */
