@@ -18,7 +18,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
 import { alertHookKinds } from '../../schemas/watches';
-import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
+import { classifications, executionStatuses, type Classification, type BeforeApproval, type ExecutionEdit, type ExecutionStatus, type ExecutionStep } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -454,6 +454,8 @@ export const executions = pgTable(
 		leftoversRecheckAt: ts('leftovers_recheck_at'),
 		/** Set when an operator edited the params before approving: who, the original, what changed. */
 		edit: jsonb('edit').$type<ExecutionEdit>(),
+		/** What the host said when it was requested (executions/before-approval.ts); `cannot_run` is never approved. */
+		beforeApproval: jsonb('before_approval').$type<BeforeApproval>(),
 		/** While `running`: the worker process (worker_processes.id) running it. */
 		runner: uuid('runner'),
 		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */

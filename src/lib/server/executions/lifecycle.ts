@@ -13,6 +13,7 @@ import {
 	setDecision,
 	setFinished,
 	withdrawApproved,
+	type DecisionUpdate,
 	type ExecutionRow
 } from '../db/queries/executions';
 import { interruptAbandoned, listStranded } from '../db/queries/stranded';
@@ -35,9 +36,7 @@ export async function enqueueRun(tx: TransactionSql, executionId: string): Promi
 	await enqueueJob(tx, RUN_TASK, { executionId }, { jobKey: `execution:${executionId}`, maxAttempts: 5, priority: PRIORITY.execution });
 }
 
-export type DecideResult =
-	| { ok: true; execution: ExecutionRow }
-	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus };
+export type DecideResult = { ok: true; execution: ExecutionRow } | Extract<DecisionUpdate, { ok: false }>;
 
 /**
  * Approves or denies one pending execution. A single conditional update decides it, so double
