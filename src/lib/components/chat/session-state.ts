@@ -10,14 +10,15 @@ export type SessionStateKind = 'answer' | 'running' | 'thinking' | 'queued' | 'n
  */
 export function sessionState(s: {
 	messages: ChatMessage[];
-	executions: Array<{ status: string; action: string; target: string }>;
+	executions: Array<{ status: string; action: string; target: string; beforeApproval?: { outcome: string } | null }>;
 	openQuestion: boolean;
 	noWorker: boolean;
 }): { kind: SessionStateKind; text: string } {
 	const streaming = s.messages.find((m) => m.status === 'streaming');
 	const queued = s.messages.some((m) => m.status === 'queued');
 	const running = s.executions.filter((e) => e.status === 'running' || e.status === 'approved');
-	const pending = s.executions.filter((e) => e.status === 'awaiting_approval');
+	// A request its host said cannot run is not waiting for an approval: none can be given.
+	const pending = s.executions.filter((e) => e.status === 'awaiting_approval' && e.beforeApproval?.outcome !== 'cannot_run');
 	if (s.openQuestion) return { kind: 'answer', text: 'Waiting for your answer' };
 	if (streaming) {
 		const tool = [...streaming.parts].reverse().find((p) => isToolPart(p) && isRunning(p));
