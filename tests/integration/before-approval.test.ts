@@ -19,6 +19,8 @@ import { resetEnvCache } from '../../src/lib/server/env';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { approveEdited } from '../../src/lib/server/executions/edit';
+import { checkBeforeApproval } from '../../src/lib/server/executions/before-approval';
+import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
@@ -182,6 +184,16 @@ describe('known before approval: cannot run now', () => {
 		const big = await agentAsks('db to 32G', { name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '32G' }, reason: 'r' } });
 		expect(big.execution).toMatchObject({ status: 'awaiting_approval', beforeApproval: null });
 		expect(await (await browser(admin)).executions.decide({ executionId: big.execution!.id, decision: 'approved' })).toMatchObject({ status: 'approved' });
+		// What the check adds to a request on a host that answers (pooled connection, one read).
+		const p = await prepareExecution({ target: 'lxc:strong/101', action: 'pct_resize', params: { size: '64G' }, reason: 'r' });
+		if ('error' in p) throw new Error(p.error);
+		const ms: number[] = [];
+		for (let i = 0; i < 5; i++) {
+			const t = performance.now();
+			expect(await checkBeforeApproval(p)).toBeNull();
+			ms.push(performance.now() - t);
+		}
+		console.log(`[before-approval] check on an answering host: median ${ms.sort((a, b) => a - b)[2].toFixed(0)} ms of 5`);
 	});
 
 	it('a plan: destroying a running CT alone is refused in the turn; stopping it first makes the plan acceptable', async () => {
