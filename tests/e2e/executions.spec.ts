@@ -167,45 +167,38 @@ test('typing "go ahead" approves what is pending; the turn is told', async ({ pa
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup is up.');
 });
 
-test('a plan whose destroy fails because the CT runs stops there; the agent recovers with new approvals: stop, destroy again, verify', async ({ page, env, sql }) => {
+test('a plan that destroys a running CT is refused in the turn; the agent proposes stop then destroy, one approval runs both', async ({ page, env, sql }) => {
 	const { writeSeed } = await import('../doubles/proxmox/state');
 	await writeSeed(env.proxmox.stateDir, [{ vmid: 110, hostname: 'scratch', status: 'running', cores: 1, memory: 256 }]);
 	const llm = llmControl(env.llmURL);
 	const target = 'lxc:strong/110';
 	await llm.push(
 		{ toolCalls: [{ name: 'propose_plan', args: { title: 'Remove scratch', steps: [{ action: 'pct_destroy', target, why: 'remove it' }] } }] },
-		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_stop', params: {}, reason: 'the destroy failed because it runs: stop it first' } }] },
-		{ text: 'It was still running; stopping it first.' },
-		{ toolCalls: [{ name: 'request_execution', args: { target, action: 'pct_destroy', params: {}, reason: 'now that it is stopped' } }] },
-		{ text: 'Destroying it again.' },
+		{
+			toolCalls: [
+				{
+					name: 'propose_plan',
+					args: { title: 'Remove scratch', steps: [{ action: 'pct_stop', target, why: 'it runs: stop it first' }, { action: 'pct_destroy', target, why: 'then remove it' }] }
+				}
+			]
+		},
 		{ toolCalls: [{ name: 'list_lxcs', args: {} }] },
 		{ text: 'scratch (CT 110) is gone.' }
 	);
 	await login(page, env.admin);
 	await startChat(page, 'remove the scratch container');
-	await page.getByTestId('approve-plan').click();
 	const plan = page.getByTestId('plan-card');
-	await expect(plan).toHaveAttribute('data-status', 'failed', { timeout: 45_000 });
-	await expect(plan.getByTestId('plan-step')).toContainText('container is running');
-	// The plan approved one destroy; it failed, so the stop and the second destroy need their own clicks.
-	const stop = page.getByTestId('execution-card').nth(0);
-	await expect(stop).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 45_000 });
-	await stop.getByTestId('approve').click();
-	const again = page.getByTestId('execution-card').nth(1);
-	await expect(again).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 45_000 });
-	await expect(again.getByTestId('approve')).toHaveText('Destroy CT 110');
-	await again.getByTestId('approve').click();
+	await expect(plan).toHaveAttribute('data-status', 'proposed', { timeout: 45_000 });
+	await expect(plan.getByTestId('plan-step')).toHaveCount(2);
+	await page.getByTestId('approve-plan').click();
+	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: 45_000 });
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: 45_000 });
-	const cards = page.getByTestId('execution-card');
-	await expect(cards).toHaveCount(2);
-	await expect(cards.nth(0)).toHaveAttribute('data-status', 'succeeded');
-	await expect(cards.nth(1)).toHaveAttribute('data-status', 'succeeded');
 
 	const sessionId = page.url().split('/').pop()!;
-	const users = await sql`select count(*)::int as n from messages where session_id = ${sessionId} and role = 'user'`;
-	expect(users[0].n).toBe(1);
+	const [{ n }] = await sql`select count(*)::int as n from plans where session_id = ${sessionId}`;
+	expect(n).toBe(1);
 	const reqs = await llm.requests();
-	expect(JSON.stringify(reqs[1].body)).toMatch(/The plan \\"Remove scratch\\" stopped at step 1 of 1 \(failed\)/);
-	expect(JSON.stringify(reqs[1].body)).toMatch(/pct_destroy on lxc:strong\/110\) failed: .*container is running/);
+	// The refusal came back in the same turn, with the reason.
+	expect(JSON.stringify(reqs[1].body)).toMatch(/step 1: cannot run now: CT 110 is running/);
 });
 

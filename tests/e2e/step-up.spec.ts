@@ -48,7 +48,13 @@ async function ageSession(page: Page, sql: postgres.Sql, minutes: number) {
 
 test('the MCP client’s own token cannot approve its destroy (claiming route button); a rebinding Host is refused', async ({ env, sql }) => {
 	const bearer = await token(sql, env.admin.username, 'self-approver', 'approve');
-	const id = await requestOverMcp(env.baseURL, bearer, { target: `lxc:${env.proxmox.nodeName}/102`, action: 'pct_destroy', params: {}, reason: 'the client wants it gone' });
+	// Stopped while it is asked for (executions.spec starts it): a running one is refused before approval, whoever approves.
+	const { patchCtIn, readContainers } = await import('../doubles/proxmox/state');
+	const was = (await readContainers(env.proxmox.stateDir)).find((c) => c.vmid === 102)?.status ?? 'stopped';
+	await patchCtIn(env.proxmox.stateDir, 102, { status: 'stopped' });
+	const id = await requestOverMcp(env.baseURL, bearer, { target: `lxc:${env.proxmox.nodeName}/102`, action: 'pct_destroy', params: {}, reason: 'the client wants it gone' }).finally(() =>
+		patchCtIn(env.proxmox.stateDir, 102, { status: was })
+	);
 	const res = await fetch(`${env.baseURL}/trpc/executions.decide`, {
 		method: 'POST',
 		headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },

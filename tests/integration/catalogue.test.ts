@@ -143,10 +143,11 @@ describe('pct_set and pct_resize', () => {
 		expect(grown.result).toBe('CT 101 rootfs grown by 2G');
 		expect((await pve.containers()).find((c) => c.vmid === 101)!.rootfs).toContain('size=10G');
 
+		// Known before approval: the request reads the config, says it cannot run, and nothing approves it.
 		const during = await argvDuring(async () => {
-			const e = await approveAndRun({ target: 'strong/101', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'r' });
-			expect(e.status).toBe('failed');
-			expect(e.error).toBe('not run: CT 101 rootfs is 10G now; 4G would not grow it (pct_resize only grows, a disk cannot shrink)');
+			const r = await request({ target: 'strong/101', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'r' });
+			expect(r.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: 'CT 101 rootfs is 10G now; resizing it to 4G would shrink it (pct_resize only grows a disk; Proxmox cannot shrink one)' });
+			expect(await decide(r.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
 		});
 		expect(during).toEqual([['pct', 'config', '101']]);
 

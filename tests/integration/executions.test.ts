@@ -283,11 +283,14 @@ describe('staleness', () => {
 });
 
 describe('real command errors', () => {
-	it('destroying a running CT fails with the host\'s own error text', async () => {
+	it('destroying a CT started after its approval fails with the host\'s own error text', async () => {
+		// Running when asked would be refused before approval (before-approval.test.ts): stopped then, started behind Nomos's back after.
+		await pve.patchCt(102, { status: 'stopped' });
 		const r = await request({ target: 'strong/102', action: 'pct_destroy', params: {}, reason: 'remove web' });
-		expect(r.execution).toMatchObject({ status: 'awaiting_approval', classification: 'destructive', commandPreview: "'pct' 'destroy' '102' '--purge'" });
+		expect(r.execution).toMatchObject({ status: 'awaiting_approval', classification: 'destructive', commandPreview: "'pct' 'destroy' '102' '--purge'", beforeApproval: null });
 		const id = r.execution.id;
 		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+		await pve.patchCt(102, { status: 'running' });
 		const during = await argvDuring(() => runExecution(id));
 		// Pre-check, the step, then the read-back of what a failed mutation left behind.
 		expect(during).toEqual([

@@ -174,7 +174,11 @@ describe('MCP at /mcp', () => {
 	it('issue #28: the token that asked over MCP cannot approve it, whatever route it claims; no token approves a destroy', async () => {
 		const client = await connect(operate.token);
 		const ask = async (args: Record<string, unknown>) => String(body(await client.callTool({ name: 'request_execution', arguments: args })).json!.executionId);
+		// Stopped while it is asked for: a running one would be refused before approval (before-approval.test.ts), whoever approves.
+		const was = (await pve.containers()).find((c) => c.vmid === 100)!.status;
+		await pve.patchCt(100, { status: 'stopped' });
 		const destroy = await ask({ target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'the MCP client wants it gone' });
+		await pve.patchCt(100, { status: was });
 		// The attack as reported: POST /trpc/executions.decide with the same Bearer token, claiming route "button".
 		const asToken = async (token: string) => {
 			const auth = await authenticate(null, `Bearer ${token}`);

@@ -35,7 +35,8 @@ beforeAll(async () => {
 		nodeName: 'strong',
 		delayMs: 1,
 		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			// Stopped: a running one could not be approved at all (before-approval.test.ts), and these tests are about typing.
+			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
 			{ vmid: 102, hostname: 'backup', status: 'stopped' },
 			{ vmid: 103, hostname: 'media', status: 'stopped' }
 		]

@@ -183,8 +183,14 @@ describe('plan approvals', () => {
 		expect(await advancePlan(p.id)).toBe('ended');
 		expect(await advancePlan(p.id)).toBe('nothing');
 		expect((await getPlan(sql(), p.id))!).toMatchObject({ status: 'failed', steps: [{ executionId: first }] });
-		const again = await req(step, s);
-		expect(again.via).toBe('approval');
-		expect(again.execution.status).toBe('awaiting_approval');
+		// Stopped since (a running one is now refused before approval): the same request is a new one, waiting for its own approval.
+		await pve.patchCt(100, { status: 'stopped' });
+		try {
+			const again = await req(step, s);
+			expect(again.via).toBe('approval');
+			expect(again.execution.status).toBe('awaiting_approval');
+		} finally {
+			await pve.patchCt(100, { status: 'running' });
+		}
 	});
 });

@@ -218,8 +218,9 @@ describe('changing a VM', () => {
 		const grow = await approveAndRun({ target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '+8G' }, reason: 'r' });
 		expect(grow.status, grow.error ?? '').toBe('succeeded');
 		expect((await vm(300))!.diskGb).toBe(40);
-		const shrink = await approveAndRun({ target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '16G' }, reason: 'r' });
-		expect(shrink.error).toBe('not run: VM 300 scsi0 is 40G now; 16G would not grow it (vm_resize only grows, a disk cannot shrink)');
+		const shrink = await request({ target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '16G' }, reason: 'r' });
+		expect(shrink.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: 'VM 300 scsi0 is 40G now; resizing it to 16G would shrink it (vm_resize only grows a disk; Proxmox cannot shrink one)' });
+		expect(await decide(shrink.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
 		expect((await vm(300))!.diskGb).toBe(40);
 		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '-8G' }, reason: 'r' })).toMatchObject({ error: expect.stringContaining('size') });
 		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_set', params: { vmid: 300, args: '-S' }, reason: 'r' })).toMatchObject({ error: expect.stringContaining('args') });
@@ -245,7 +246,14 @@ describe('changing a VM', () => {
 
 describe('destroy', () => {
 	it('needs the destructive approval path: no stale session, no token, no typing; then a stopped VM is purged', async () => {
+		// Running: known before approval, so it cannot be approved at all.
+		const whileRunning = await request({ target: 'strong', action: 'vm_destroy', params: { vmid: 160 }, reason: 'gone' });
+		expect(whileRunning.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: expect.stringMatching(/^VM 160 is running: a running guest is not destroyed/) });
+		expect(await decide(whileRunning.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
+		// Stopped when asked, started behind Nomos's back after approval: the runner's own read refuses it.
+		await pve.patchVm(160, { status: 'stopped' });
 		const running = await request({ target: 'strong', action: 'vm_destroy', params: { vmid: 160 }, reason: 'gone' });
+		expect(running.execution.beforeApproval).toBeNull();
 		expect(running.execution.classification).toBe('destructive');
 		expect(approveLabel(running.execution)).toBe('Destroy VM 160 on strong');
 		const stale = { kind: 'session' as const, verifiedAt: new Date(Date.now() - 24 * 3_600_000).toISOString() };
@@ -257,6 +265,7 @@ describe('destroy', () => {
 		const token = { kind: 'token' as const, token: { id: '00000000-0000-0000-0000-000000000000', name: 'ci', scope: 'approve' as const } };
 		await expect(sql().begin((tx) => operatorDecides(tx, running.execution.id, { decision: 'approved', route: 'button', operatorId, credential: token }))).rejects.toThrow(/needs a person/);
 		expect((await decide(running.execution.id, operatorId, 'approved')).ok).toBe(true);
+		await pve.patchVm(160, { status: 'running' });
 		await runExecution(running.execution.id);
 		expect((await load(running.execution.id)).error).toBe('not run: VM 160 is running, expected stopped');
 

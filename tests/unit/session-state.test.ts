@@ -10,6 +10,10 @@ describe('the session state in the chat header', () => {
 		expect(sessionState(base)).toEqual({ kind: 'idle', text: 'Idle' });
 		expect(sessionState({ ...base, openQuestion: true, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] }).kind).toBe('answer');
 		expect(sessionState({ ...base, executions: [{ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1' }] })).toEqual({ kind: 'approval', text: 'Waiting for your approval (1)' });
+		// One its host said cannot run (issue #42 item 5) waits for no approval: none can be given.
+		const cannot = { status: 'awaiting_approval', action: 'pct_destroy', target: 'lxc:strong/2', beforeApproval: { outcome: 'cannot_run' } };
+		expect(sessionState({ ...base, executions: [cannot] })).toEqual({ kind: 'idle', text: 'Idle' });
+		expect(sessionState({ ...base, executions: [cannot, { status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/1', beforeApproval: { outcome: 'unknown' } }] })).toEqual({ kind: 'approval', text: 'Waiting for your approval (1)' });
 		expect(sessionState({ ...base, executions: [{ status: 'running', action: 'pct_create', target: 'host:strong' }] }).text).toBe('Running pct_create on host:strong…');
 		const streaming = msg({ status: 'streaming', parts: [{ type: 'tool-get_lxc_state', toolCallId: 't', input: { name: 'caddy' }, state: 'input-available' }] });
 		expect(sessionState({ ...base, messages: [streaming] }).text).toBe('Running get_lxc_state (caddy)…');

@@ -105,6 +105,12 @@ export const envSchema = z.object({
 	),
 	NOMOS_ASSENT_WINDOW_MIN: z.preprocess(empty, z.coerce.number().positive().default(30)),
 	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),
+	/**
+	 * How long a request waits for its host's answer to the checks before approval (seconds, connect
+	 * and read together): past it the card says "could not check before approval" and approval stays
+	 * possible. It is inside the agent's turn, so it stays short; the runner checks again anyway.
+	 */
+	NOMOS_BEFORE_APPROVAL_S: z.preprocess(empty, z.coerce.number().positive().max(60).default(10)),
 	/** Before a mutation of a container on snapshot-capable storage, take a `nomos-<id>` snapshot (and offer Roll back). */
 	NOMOS_SNAPSHOT_BEFORE: z.preprocess(empty, bool.default(true)),
 	/** Nomos snapshots kept per container (older `nomos-*` ones are deleted after a new one is taken). */

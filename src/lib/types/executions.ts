@@ -57,6 +57,15 @@ export type ExecutionEdit = {
 	changes: ParamChange[];
 };
 
+/**
+ * What was read on the host when a mutation was requested, before anyone could approve it
+ * (executions/before-approval.ts): `cannot_run` is the host's definite answer that it cannot run
+ * (a disk that would shrink, a running guest to destroy) and such an execution is never approved;
+ * `unknown` means the host did not answer in time, so approval stays possible (the runner checks
+ * again right before it runs).
+ */
+export type BeforeApproval = { outcome: 'cannot_run' | 'unknown'; why: string; checkedAt: string };
+
 /** Timestamps are ISO 8601 text (see db/index.ts). */
 /** Outside text a turn had read before it asked for something: an alert's body, an http_get page. */
 export type OutsideRead = { source: 'alert' | 'http_get'; name: string };
@@ -110,6 +119,8 @@ export type ExecutionRow = {
 	/** Times a live worker took it over after the process running it stopped (a repeatable action), and why the last time. */
 	resumes: number;
 	resumedBecause: string | null;
+	/** Set when the request could not run as asked, or could not be checked, before approval. */
+	beforeApproval: BeforeApproval | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 	/** Who caused it (null: asked before causes were kept, or by an operator's Retry). */
 	cause: RequestCause | null;
@@ -126,6 +137,8 @@ export type PlanStep = {
 	classification: string;
 	/** The execution that runs this step, made when the plan reaches it (executions/plans.ts). */
 	executionId: string | null;
+	/** Set when its host could not be asked before approval (a step it said cannot run refuses the plan). */
+	beforeApproval?: BeforeApproval;
 };
 
 /** How an approved plan's run ended; `approved` means it is still running. */

@@ -11,7 +11,7 @@ export type SessionStateKind = 'answer' | 'running' | 'thinking' | 'queued' | 'n
  */
 export function sessionState(s: {
 	messages: ChatMessage[];
-	executions: Array<{ status: string; action: string; target: string }>;
+	executions: Array<{ status: string; action: string; target: string; beforeApproval?: { outcome: string } | null }>;
 	plans?: Array<{ status: string; title: string }>;
 	openQuestion: boolean;
 	noWorker: boolean;
@@ -20,7 +20,10 @@ export function sessionState(s: {
 	const streaming = s.messages.find((m) => m.status === 'streaming');
 	const queued = s.messages.some((m) => m.status === 'queued');
 	const running = s.executions.filter((e) => e.status === 'running' || e.status === 'approved');
-	const pending = s.executions.filter((e) => e.status === 'awaiting_approval').length + plans.filter((p) => p.status === 'proposed').length;
+	// A request its host said cannot run is not waiting for an approval: none can be given.
+	const pending =
+		s.executions.filter((e) => e.status === 'awaiting_approval' && e.beforeApproval?.outcome !== 'cannot_run').length +
+		plans.filter((p) => p.status === 'proposed').length;
 	const runningPlan = plans.find((p) => p.status === 'approved');
 	if (s.openQuestion) return { kind: 'answer', text: 'Waiting for your answer' };
 	if (streaming) {

@@ -18,7 +18,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
 import { alertHookKinds } from '../../schemas/watches';
-import { classifications, executionStatuses, type Classification, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
+import { classifications, executionStatuses, type Classification, type BeforeApproval, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -474,6 +474,8 @@ export const executions = pgTable(
 		 */
 		resumes: integer('resumes').notNull().default(0),
 		resumedBecause: text('resumed_because'),
+		/** What the host said when it was requested (executions/before-approval.ts); `cannot_run` is never approved. */
+		beforeApproval: jsonb('before_approval').$type<BeforeApproval>(),
 		/** While `running`: the worker process (worker_processes.id) running it. */
 		runner: uuid('runner'),
 		/** `<message id>/<tool call id>` of the request_execution call that made it (see agent/tools/parked.ts). */

@@ -8,7 +8,7 @@ import { watchOf } from '../db/queries/watches';
 import { decidePlan, getPlan, planRequesterToken } from '../db/queries/plans';
 import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
-import { listAssentCandidates } from '../db/queries/executions';
+import { cannotRunWhy, listAssentCandidates } from '../db/queries/executions';
 import { latestRequestedExecutionIds } from '../conversation/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
@@ -49,7 +49,12 @@ export async function operatorDecides(
 	executionId: string,
 	d: { decision: 'approved' | 'denied'; route: OperatorRoute; operatorId: string; credential: Credential; reason?: string | null; messageId?: string | null }
 ): Promise<DecideResult> {
-	if (d.decision === 'approved') await assertMayApproveExecution(tx, executionId, d.credential, d.route === 'chat' ? 'typed' : 'click');
+	if (d.decision === 'approved') {
+		// What can never run is said as such, before any question of who may approve it (a password asked for nothing).
+		const why = await cannotRunWhy(tx, executionId);
+		if (why !== null) return { ok: false, reason: 'cannot_run', why, status: 'awaiting_approval' };
+		await assertMayApproveExecution(tx, executionId, d.credential, d.route === 'chat' ? 'typed' : 'click');
+	}
 	const r = await decideExecution(tx, executionId, d);
 	if (!r.ok) return r;
 	const e = r.execution;
@@ -149,6 +154,7 @@ export async function approveByTyping(
 			// Checked before anything is written for it, so a refusal leaves the transaction clean.
 			const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId, credential: m.credential });
 			if (d.ok) approved.push(c);
+			else if (d.reason === 'cannot_run') notAllowed.push(`${describe(c)} was not approved: it cannot run now (${d.why}); it cannot be approved by any route.`);
 		} catch (e) {
 			if (!(e instanceof NotAllowed)) throw e;
 			notAllowed.push(`${describe(c)} was not approved: ${e.message}`);
@@ -159,8 +165,11 @@ export async function approveByTyping(
 	const via = token ? ` (sent with API token "${token.name}")` : '';
 	if (approved.length) said.push(`The operator approved ${approved.map(describe).join(', ')} by typing ${quoted}${via}.`);
 	for (const c of r.refused) {
+		const why = await cannotRunWhy(tx, c.id);
 		said.push(
-			`${describe(c)} cannot be undone and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
+			why !== null
+				? `${describe(c)} was not approved: it cannot run now (${why}); it cannot be approved by any route.`
+				: `${describe(c)} cannot be undone and is never approved by typing; it still waits. The operator must click "${approveLabel(c)}" on its card or on the Ops page.`
 		);
 	}
 	said.push(...notAllowed);

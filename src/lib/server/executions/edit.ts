@@ -10,6 +10,8 @@ import type { ExecutionEdit, ParamChange } from '../../types/executions';
 import { prepareExecution, type PreparedExecution } from './prepare';
 import { operatorDecides, tokenDetail, type OperatorRoute } from './decisions';
 import type { Credential } from './authority';
+import { beforeApprovalText, checkBeforeApproval } from './before-approval';
+import type { BeforeApproval } from '../../types/executions';
 
 // Editing before approving. Decisions:
 // - Every action's params may be edited, except the fields that name the target (`vmid`): the
@@ -31,7 +33,7 @@ export function editForm(e: ExecutionRow): EditForm | null {
 	return { action: e.action, schema: describeParams(e.action), params: e.params, locked: [...LOCKED_FIELDS], hash: e.hash };
 }
 
-type Checked = { ok: true; prepared: PreparedExecution; changes: ParamChange[] } | Extract<EditCheck, { ok: false }>;
+type Checked = { ok: true; prepared: PreparedExecution; changes: ParamChange[]; beforeApproval: BeforeApproval | null } | Extract<EditCheck, { ok: false }>;
 
 /** A vmid may come back as 105 or '105'; anything else must be identical. */
 const norm = (v: unknown) => (typeof v === 'number' ? String(v) : v);
@@ -49,7 +51,11 @@ export function editFieldErrors(e: Pick<ExecutionRow, 'action' | 'params'>, edit
 	return { ...paramErrors(e.action, edited), ...locked };
 }
 
-/** Validates edited params with the action's zod schema and prepares them against the execution's own target. Writes nothing. */
+/**
+ * Validates edited params with the action's zod schema, prepares them against the execution's own
+ * target and checks them on the host as a new request is (before-approval.ts): an edit the host
+ * says cannot run is refused with its reason. Writes nothing.
+ */
 export async function checkEditedParams(e: ExecutionRow, edited: Record<string, unknown>): Promise<Checked> {
 	if (!isActionName(e.action)) return { ok: false, error: `unknown action '${e.action}'`, fieldErrors: {} };
 	const fieldErrors = editFieldErrors(e, edited);
@@ -59,7 +65,9 @@ export async function checkEditedParams(e: ExecutionRow, edited: Record<string, 
 	if (prepared.target !== e.target || prepared.hostName !== e.hostName) {
 		return { ok: false, error: 'the edit would change the target; ask the agent for a new request instead', fieldErrors: {} };
 	}
-	return { ok: true, prepared, changes: diffParams(e.params, prepared.params) };
+	const beforeApproval = prepared.classification === 'read_only' ? null : await checkBeforeApproval(prepared);
+	if (beforeApproval?.outcome === 'cannot_run') return { ok: false, error: beforeApprovalText(beforeApproval), fieldErrors: {} };
+	return { ok: true, prepared, changes: diffParams(e.params, prepared.params), beforeApproval };
 }
 
 /** The check as the browser gets it: the exact command and hash the edit would approve. */
@@ -71,7 +79,8 @@ export async function checkEdit(e: ExecutionRow, edited: Record<string, unknown>
 export type EditApproval =
 	| { ok: true; execution: ExecutionRow }
 	| { ok: false; reason: 'invalid'; error: string; fieldErrors: Record<string, string> }
-	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired' | 'stale' };
+	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired' | 'stale' }
+	| { ok: false; reason: 'cannot_run'; why: string };
 
 /** What the agent reads when the operator changed its request before approving it. */
 export function editNote(e: Pick<ExecutionRow, 'id' | 'action' | 'target'>, changes: ParamChange[]): string {
@@ -115,7 +124,7 @@ export async function approveEdited(a: {
 				original: { params: e.params, hash: e.hash, commandPreview: e.commandPreview },
 				changes: c.changes
 			};
-			const next = { params: c.prepared.params, hash: c.prepared.hash, commandPreview: c.prepared.commandPreview };
+			const next = { params: c.prepared.params, hash: c.prepared.hash, commandPreview: c.prepared.commandPreview, beforeApproval: c.beforeApproval };
 			if (!(await applyEdit(tx, e.id, a.baseHash, next, edit))) {
 				const cur = await getExecution(tx, e.id);
 				if (!cur) return { ok: false, reason: 'not_found' };
@@ -140,20 +149,20 @@ export async function approveEdited(a: {
 			});
 		}
 		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, credential: a.credential });
-		// The edit above holds the row, so only expiry in between could refuse; undo the edit then.
-		if (!d.ok) throw new EditRefused(d.reason);
+		// The edit above holds the row, so only expiry in between (or, unedited, the host's refusal before approval) could refuse; undo the edit then.
+		if (!d.ok) throw new EditRefused(d.reason === 'cannot_run' ? { reason: 'cannot_run', why: d.why } : { reason: d.reason });
 		if (changed && e.requestedBySession) {
 			await addSystemNote(tx, e.requestedBySession, 'edit', editNote(e, c.changes), { executionId: e.id, changes: c.changes });
 		}
 		return { ok: true, execution: d.execution };
 	}).catch((err: unknown) => {
-		if (err instanceof EditRefused) return { ok: false, reason: err.reason };
+		if (err instanceof EditRefused) return { ok: false, ...err.refusal };
 		throw err;
 	});
 }
 
 class EditRefused extends Error {
-	constructor(readonly reason: 'not_found' | 'already_decided' | 'expired') {
-		super(reason);
+	constructor(readonly refusal: { reason: 'not_found' | 'already_decided' | 'expired' } | { reason: 'cannot_run'; why: string }) {
+		super(refusal.reason);
 	}
 }

@@ -13,6 +13,7 @@ import {
 	setDecision,
 	setFinished,
 	withdrawApproved,
+	type DecisionUpdate,
 	type ExecutionRow
 } from '../db/queries/executions';
 import { handOverForResume, interruptAbandoned, listStranded } from '../db/queries/stranded';
@@ -55,9 +56,7 @@ export async function handOverToResume(tx: TransactionSql, from: Parameters<type
 	return ids;
 }
 
-export type DecideResult =
-	| { ok: true; execution: ExecutionRow }
-	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus };
+export type DecideResult = { ok: true; execution: ExecutionRow } | Extract<DecisionUpdate, { ok: false }>;
 
 /**
  * Approves or denies one pending execution. A single conditional update decides it, so double

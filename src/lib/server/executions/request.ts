@@ -14,6 +14,7 @@ import { getHostByName } from '../db/queries/hosts';
 import { lease } from '../ssh/pool';
 import { approvalNotice, queueNotice } from '../notify/notices';
 import type { RequestCause } from '../../types/executions';
+import { checkBeforeApproval } from './before-approval';
 
 async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
@@ -31,15 +32,21 @@ export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
  */
 export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string; tokenId?: string | null };
 
-export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'approval' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
+/**
+ * `cannot_run`: recorded, but the host said before approval that it cannot run as asked
+ * (execution.beforeApproval says why): nothing asks the operator to approve it, and nothing can.
+ */
+export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'approval' | 'cannot_run' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
 /**
  * Records a requested execution for a session. Read-only actions run right away (their result
  * comes back to the caller); a mutation that is a step of the session's running plan is refused
- * (the plan runs it); one an always-allow rule in force matches is approved by that rule (in the same
- * transaction, the rule share-locked, so a revocation is either before it or after it); anything
- * else waits for the operator. Invalid requests write nothing. `cause`: who caused it (the turn's
- * credential and the outside text it read, executions/cause.ts), kept with it.
+ * (the plan runs it); a mutation is first checked on its host (before-approval.ts): one the host
+ * says cannot run is recorded as such and never approved; one an always-allow rule in force
+ * matches is approved by that rule (in the same transaction, the rule share-locked, so a
+ * revocation is either before it or after it); anything else waits for the operator. Invalid
+ * requests write nothing. `cause`: who caused it (the turn's credential and the outside text it
+ * read, executions/cause.ts), kept with it.
  */
 export async function requestExecution(
 	sessionId: string | null,
@@ -91,6 +98,8 @@ export async function requestExecution(
 	// While the operator reads the card, this process opens (or keeps) its connection to the host,
 	// so the approved command can start on it. Only a connection: nothing runs.
 	if (prepared.hostName) void warmHost(prepared.hostName);
+	// Read before anything is written (the reads may take NOMOS_BEFORE_APPROVAL_S; no transaction waits on them).
+	const beforeApproval = await checkBeforeApproval(prepared);
 	return sql().begin(async (tx) => {
 		// A retry or rollback of execution X: one at a time, even for two clicks at the same moment.
 		if (opts.retryOf) {
@@ -100,8 +109,10 @@ export async function requestExecution(
 		}
 		// The token whose messages caused it (its MCP client's, a Retry sent with it, a turn its chat started) never approves it.
 		const tokenId = opts.requester?.tokenId ?? opts.cause?.tokenId ?? null;
-		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId, cause: opts.cause });
+		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId, cause: opts.cause, beforeApproval });
 		await audit(tx, e);
+		// Shown for what it is, and for the operator to deny or edit; no notice asks anyone to approve it.
+		if (beforeApproval?.outcome === 'cannot_run') return { execution: e, via: 'cannot_run' as const };
 		const rule = await matchingRule(tx, prepared);
 		if (rule) {
 			const words = describeRule(rule);

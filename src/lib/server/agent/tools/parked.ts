@@ -12,8 +12,14 @@ export function parkedOutputs(messageId: string): (toolName: string, toolCallId:
 		const key = callKey({ messageId }, toolCallId);
 		const resumed = 'stored before Nomos restarted; do not ask for it again';
 		if (toolName === 'request_execution') {
-			const [e] = await sql()<{ id: string; action: string; target: string; classification: string; command: string; status: string }[]>`
-				select id, action, target, classification, command_preview as command, status from executions where call_key = ${key}`;
+			const [e] = await sql()<{ id: string; action: string; target: string; classification: string; command: string; status: string; cannotRun: string | null }[]>`
+				select id, action, target, classification, command_preview as command, status,
+					case when status = 'awaiting_approval' and before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
+				from executions where call_key = ${key}`;
+			if (e?.cannotRun) {
+				const { cannotRun, ...rest } = e;
+				return { ...rest, status: 'cannot_run', error: `cannot run now: ${cannotRun}. Execution ${e.id} was recorded but cannot be approved, and nothing will run.` };
+			}
 			return e ? { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.command, status: e.status, message: `execution ${e.id} ${resumed}; it is ${e.status.replace('_', ' ')}, and you will be re-invoked when it finishes or is denied` } : null;
 		}
 		if (toolName === 'propose_plan') {

@@ -8,6 +8,7 @@ import { planNotice, queueNotice, type PlanCause } from '../../notify/notices';
 import { alertOfSession } from '../../db/queries/watches';
 import { requestCauseOf } from '../../executions/cause';
 import { actionParams, callKey, toolError, type ToolContext } from './context';
+import { beforeApprovalText, checkPlanBeforeApproval } from '../../executions/before-approval';
 
 export const proposePlanInput = z
 	.object({
@@ -42,15 +43,38 @@ export function proposePlanTool(ctx: ToolContext) {
 				if ('error' in p) return toolError(`step ${i + 1}: ${p.error}`, p.hint);
 				prepared.push({ ...p, why: s.why });
 			}
+			// What the host can say now: a step it says cannot run refuses the plan here, as a wrong field does.
+			const checked = await checkPlanBeforeApproval(prepared);
+			const cannot = checked.findIndex((b) => b?.outcome === 'cannot_run');
+			if (cannot >= 0) {
+				return toolError(
+					`step ${cannot + 1}: ${beforeApprovalText(checked[cannot]!)}; the plan was not proposed`,
+					'change the plan so that every step can run (e.g. stop a guest in an earlier step before destroying it), or tell the operator why it cannot be done'
+				);
+			}
 			const plan = await sql().begin(async (tx) => {
-				const plan = await insertPlan(tx, ctx.sessionId, input.title, prepared, callKey(ctx, toolCallId), requestCauseOf(ctx));
+				const plan = await insertPlan(
+					tx,
+					ctx.sessionId,
+					input.title,
+					prepared.map((p, i) => ({ ...p, beforeApproval: checked[i] })),
+					callKey(ctx, toolCallId),
+					requestCauseOf(ctx)
+				);
 				await queueNotice(tx, planNotice(plan, await planCauseOf(tx, ctx)));
 				return plan;
 			});
 			return {
 				planId: plan.id,
 				status: 'awaiting_approval',
-				steps: plan.steps.map((s) => ({ step: s.index + 1, action: s.action, target: s.target, params: s.params, command: s.commandPreview })),
+				steps: plan.steps.map((s) => ({
+					step: s.index + 1,
+					action: s.action,
+					target: s.target,
+					params: s.params,
+					command: s.commandPreview,
+					...(s.beforeApproval ? { beforeApproval: `${beforeApprovalText(s.beforeApproval)}; checked again when the plan reaches it` } : {})
+				})),
 				message: 'The plan waits for the operator. End your turn now; if approved it runs by itself and you are re-invoked when it ends (or when it is denied).'
 			};
 		}

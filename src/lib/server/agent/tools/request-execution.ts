@@ -8,6 +8,7 @@ import { sql } from '../../db/index';
 import { blastRadius } from '../../db/queries/blast-radius';
 import { blastRadiusSummary } from '../../../blast-radius';
 import { actionParams, callKey, toolError, type ToolContext } from './context';
+import { beforeApprovalText } from '../../executions/before-approval';
 
 export const requestExecutionInput = z
 	.object({
@@ -104,6 +105,16 @@ export function requestExecutionTool(ctx: ToolContext) {
 			// Approved already: the command is on the operator's card; the model needs the id and what comes next.
 			const { command: _c, ...approved } = base;
 			if (r.via === 'rule') return { ...approved, status: 'queued', message: `approved by rule "${r.rule}", running; ${after}` };
+			// An error the model acts on in this turn: the card stays (the operator sees what was asked), but it can never be approved.
+			if (r.via === 'cannot_run' && e.beforeApproval) {
+				return {
+					...base,
+					status: 'cannot_run',
+					error: `${beforeApprovalText(e.beforeApproval)}. Execution ${e.id} was recorded but cannot be approved, and nothing will run.`,
+					hint: 'tell the operator why, and propose something that can run (or ask what they want); do not request the same thing again'
+				};
+			}
+			const unchecked = e.beforeApproval?.outcome === 'unknown' ? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` } : {};
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {
@@ -112,6 +123,7 @@ export function requestExecutionTool(ctx: ToolContext) {
 				message: ctx.mcp
 					? `execution ${e.id} awaiting approval by an operator (Ops page); read its status with get_execution`
 					: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
+				...unchecked,
 				...(radius ? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` } : {})
 			};
 		}

@@ -466,7 +466,11 @@ export async function listClusters(sql: Sql | TransactionSql): Promise<Entity[]>
 	return sql<Entity[]>`select ${columns(sql)} from entities where kind = 'cluster' order by name`;
 }
 
-/** The cluster a configured host belongs to, as last recorded (null: a standalone host, or never synced as a member). */
+/**
+ * The cluster a configured host belongs to, as last recorded: by its own standing, else (a member
+ * that never answered Nomos, so never synced itself) by a recorded cluster that lists it as a node,
+ * as the member that was read saw it. Null: a standalone host.
+ */
 export async function clusterOfHost(
 	sql: Sql | TransactionSql,
 	hostName: string
@@ -475,12 +479,26 @@ export async function clusterOfHost(
 		select h.attributes->'cluster' as standing, c.attributes->'nodes' as nodes
 		from entities h left join entities c on c.kind = 'cluster' and c.external_id = h.attributes->'cluster'->>'cluster'
 		where h.kind = 'host' and h.external_id = ${hostName}`;
-	if (!row?.standing) return null;
-	const nodes = row.nodes ?? [];
+	if (row?.standing) {
+		const nodes = row.nodes ?? [];
+		return {
+			name: row.standing.cluster,
+			standing: row.standing,
+			members: nodes.filter((n) => n.host).map((n) => n.node),
+			offlineSince: nodes.find((n) => n.node === hostName)?.offlineSince ?? null
+		};
+	}
+	const [listed] = await sql<{ name: string; quorate: boolean | null; readFrom: string | null; nodes: ClusterNodeFacts[] }[]>`
+		select c.external_id as name, (c.attributes->>'quorate')::boolean as quorate, c.attributes->>'readFrom' as "readFrom", c.attributes->'nodes' as nodes
+		from entities c
+		where c.kind = 'cluster' and exists (select 1 from jsonb_array_elements(c.attributes->'nodes') n where n->>'node' = ${hostName})
+		order by c.updated_at desc limit 1`;
+	if (!listed) return null;
+	const node = listed.nodes.find((n) => n.node === hostName)!;
 	return {
-		name: row.standing.cluster,
-		standing: row.standing,
-		members: nodes.filter((n) => n.host).map((n) => n.node),
-		offlineSince: nodes.find((n) => n.node === hostName)?.offlineSince ?? null
+		name: listed.name,
+		standing: { cluster: listed.name, nodeStatus: node.status, quorate: listed.quorate ?? false, seenBy: listed.readFrom ?? '' },
+		members: listed.nodes.filter((n) => n.host).map((n) => n.node),
+		offlineSince: node.offlineSince ?? null
 	};
 }

@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause } from '../../../types/executions';
+import type { AssentCandidate, BeforeApproval, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 import type { EventPayload } from '../../../schemas/events';
 
@@ -20,7 +20,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
 	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit, e.alert_resolved_at as "alertResolvedAt",
-	e.resumes, e.resumed_because as "resumedBecause", e.cause,
+	e.resumes, e.resumed_because as "resumedBecause", e.cause, e.before_approval as "beforeApproval",
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -96,17 +96,19 @@ export async function insertExecution(
 		callKey?: string | null;
 		tokenId?: string | null;
 		cause?: RequestCause | null;
+		beforeApproval?: BeforeApproval | null;
 	}
 ): Promise<ExecutionRow> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into executions (requested_by_session, plan_id, retry_of, requested_with_token, cause, host_name, target, action, params, classification,
-			hash, command_preview, reason, status, expires_at, approved_at, call_key)
+			hash, command_preview, reason, status, expires_at, approved_at, call_key, before_approval)
 		values (${opts.sessionId}, ${opts.planId ?? null}, ${opts.retryOf ?? null}, ${opts.tokenId ?? null}, ${opts.cause ? JSON.stringify(opts.cause) : null}::text::jsonb, ${p.hostName}, ${p.target}, ${p.action},
 			${JSON.stringify(p.params)}::text::jsonb, ${p.classification}, ${p.hash}, ${p.commandPreview}, ${p.reason},
 			${opts.status},
 			${opts.status === 'awaiting_approval' ? tx`now() + make_interval(secs => ${opts.ttlHours * 3600})` : null},
 			${opts.status === 'approved' ? tx`now()` : null},
-			(select case when exists (select 1 from executions where call_key = ${opts.callKey ?? null}) then null else ${opts.callKey ?? null}::text end))
+			(select case when exists (select 1 from executions where call_key = ${opts.callKey ?? null}) then null else ${opts.callKey ?? null}::text end),
+			${opts.beforeApproval ? JSON.stringify(opts.beforeApproval) : null}::text::jsonb)
 		returning id`;
 	if (opts.sessionId) {
 		await tx`insert into execution_sessions (execution_id, session_id) values (${row.id}, ${opts.sessionId})`;
@@ -122,6 +124,14 @@ export async function requesterTokenOf(sql: Sql | TransactionSql, id: string): P
 	return row ?? null;
 }
 
+/** Why a pending execution can never be approved (the host's answer before approval), else null. */
+export async function cannotRunWhy(sql: Sql | TransactionSql, id: string): Promise<string | null> {
+	const [row] = await sql<{ why: string }[]>`
+		select before_approval->>'why' as why from executions
+		where id = ${id} and status = 'awaiting_approval' and before_approval->>'outcome' = 'cannot_run'`;
+	return row?.why ?? null;
+}
+
 /** Names the session a read-only execution ran for (it is recorded without a session link). */
 export async function setRequester(sql: Sql | TransactionSql, id: string, sessionId: string | null): Promise<void> {
 	await sql`update executions set requested_by_session = ${sessionId} where id = ${id}`;
@@ -129,7 +139,9 @@ export async function setRequester(sql: Sql | TransactionSql, id: string, sessio
 
 export type DecisionUpdate =
 	| { ok: true; id: string; hash: string; requestedBySession: string | null }
-	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus };
+	| { ok: false; reason: 'not_found' | 'already_decided' | 'expired'; status?: ExecutionStatus }
+	/** The host said before approval that it cannot run (before_approval): it is never approved. */
+	| { ok: false; reason: 'cannot_run'; why: string; status?: ExecutionStatus };
 
 /**
  * Approves or denies one pending, unexpired execution with a single conditional update, so two
@@ -143,11 +155,15 @@ export async function setDecision(tx: TransactionSql, id: string, decision: 'app
 			finished_at = case when ${decision} = 'denied' then now() else finished_at end,
 			error = case when ${decision} = 'denied' then ${reason ? `denied by the operator: ${reason}` : 'denied by the operator'} else error end
 		where id = ${id} and status = 'awaiting_approval' and (expires_at is null or expires_at > now())
+			and (${decision} = 'denied' or before_approval->>'outcome' is distinct from 'cannot_run')
 		returning id, hash, requested_by_session as "requestedBySession"`;
 	if (rows.length) return { ok: true, ...rows[0] };
-	const [cur] = await tx<{ status: ExecutionStatus; expired: boolean }[]>`
-		select status, (expires_at is not null and expires_at <= now()) as expired from executions where id = ${id}`;
+	const [cur] = await tx<{ status: ExecutionStatus; expired: boolean; cannotRun: string | null }[]>`
+		select status, (expires_at is not null and expires_at <= now()) as expired,
+			case when before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
+		from executions where id = ${id}`;
 	if (!cur) return { ok: false, reason: 'not_found' };
+	if (cur.status === 'awaiting_approval' && !cur.expired && cur.cannotRun !== null) return { ok: false, reason: 'cannot_run', why: cur.cannotRun, status: cur.status };
 	return { ok: false, reason: cur.status === 'awaiting_approval' && cur.expired ? 'expired' : 'already_decided', status: cur.status };
 }
 
@@ -161,12 +177,13 @@ export async function applyEdit(
 	tx: TransactionSql,
 	id: string,
 	baseHash: string,
-	next: { params: Record<string, unknown>; hash: string; commandPreview: string },
+	next: { params: Record<string, unknown>; hash: string; commandPreview: string; beforeApproval: BeforeApproval | null },
 	edit: ExecutionEdit
 ): Promise<boolean> {
 	const rows = await tx`
 		update executions set params = ${JSON.stringify(next.params)}::text::jsonb, hash = ${next.hash},
-			command_preview = ${next.commandPreview}, edit = ${JSON.stringify(edit)}::text::jsonb
+			command_preview = ${next.commandPreview}, edit = ${JSON.stringify(edit)}::text::jsonb,
+			before_approval = ${next.beforeApproval ? JSON.stringify(next.beforeApproval) : null}::text::jsonb
 		where id = ${id} and status = 'awaiting_approval' and hash = ${baseHash} and edit is null
 			and (expires_at is null or expires_at > now())
 		returning id`;

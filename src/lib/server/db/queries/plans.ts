@@ -1,12 +1,21 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
+import type { BeforeApproval, PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 
 export type { PlanRow, PlanStep };
 
 /** A step as proposed: a prepared request and why the agent wants it. */
-export type NewPlanStep = { action: string; target: string; params: Record<string, unknown>; hash: string; commandPreview: string; classification: string; why: string };
+export type NewPlanStep = {
+	action: string;
+	target: string;
+	params: Record<string, unknown>;
+	hash: string;
+	commandPreview: string;
+	classification: string;
+	why: string;
+	beforeApproval?: BeforeApproval | null;
+};
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", title, steps, status, created_at as "createdAt", decided_at as "decidedAt", decided_by as "decidedBy", expires_at as "expiresAt",
@@ -52,7 +61,8 @@ export async function insertPlan(
 		hash: s.hash,
 		commandPreview: s.commandPreview,
 		classification: s.classification,
-		executionId: null
+		executionId: null,
+		...(s.beforeApproval ? { beforeApproval: s.beforeApproval } : {})
 	}));
 	const [row] = await tx<PlanRow[]>`
 		insert into plans (session_id, title, steps, call_key, cause, requested_with_token) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,

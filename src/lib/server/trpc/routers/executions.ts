@@ -7,6 +7,7 @@ import { activeWindow } from '$lib/server/db/queries/assent-windows';
 import { decisionRoute, tokenDetail } from '$lib/server/executions/decisions';
 import { cancelExecution, decideAsOperator, decidePlanAsOperator, revokeAssentWindow, stopRunningPlan } from '$lib/server/executions/by-operator';
 import { NotAllowed } from '$lib/server/executions/authority';
+import { cannotRunMessage } from '$lib/server/executions/before-approval';
 import { requestExecution } from '$lib/server/executions/request';
 import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
@@ -21,6 +22,12 @@ const conflictMessages = {
 	expired: 'This approval has expired; ask the agent to request it again.',
 	stale: 'This request changed since you opened it (or the command shown is not what these params would run); review it again.'
 } as const;
+
+/** Why a decision did not apply, as the operator reads it (a request the host refused before approval says what the host said). */
+function refusedDecision(r: { reason: keyof typeof conflictMessages } | { reason: 'cannot_run'; why: string }): TRPCError {
+	if (r.reason === 'cannot_run') return new TRPCError({ code: 'CONFLICT', message: cannotRunMessage(r.why) });
+	return new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
+}
 
 async function pendingExecution(id: string) {
 	const e = await getExecution(sql(), id);
@@ -62,7 +69,7 @@ export const executionsRouter = router({
 		const r = await allowed(() =>
 			decideAsOperator(input.executionId, { decision: input.decision, route: routeOf(ctx), operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
 		);
-		if (!r.ok) throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
+		if (!r.ok) throw refusedDecision(r);
 		return r.execution;
 	}),
 
@@ -80,7 +87,7 @@ export const executionsRouter = router({
 	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
 		const r = await allowed(() => approveEdited({ ...input, route: routeOf(ctx), operator: { id: ctx.user.id, username: ctx.user.username }, credential: credential(ctx) }));
 		if (r.ok || r.reason === 'invalid') return r;
-		throw new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
+		throw refusedDecision(r);
 	}),
 
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
