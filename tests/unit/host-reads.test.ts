@@ -47,6 +47,9 @@ describe('what a read of a guest says', () => {
 		expect(couldNotCheck('CT 105', 'strong', 5 * 60_000, 'the connection to strong was refused')).toBe(
 			'not run: could not check CT 105: strong did not answer within 5 min (last: the connection to strong was refused)'
 		);
+		expect(couldNotCheck('CT 105', 'strong', 3_000, 'pct status 105 exited with 255: ipcc_send_rec[1] failed: Connection refused', true)).toBe(
+			'not run: could not check CT 105: strong gave no usable answer within 3 s (last: pct status 105 exited with 255: ipcc_send_rec[1] failed: Connection refused)'
+		);
 	});
 });
 

@@ -75,7 +75,9 @@ export function connectFailure(err: unknown, host: string): string | null {
 export class HostUnknown extends Error {
 	constructor(
 		readonly why: string,
-		readonly waitedMs: number
+		readonly waitedMs: number,
+		/** the host did answer, but not in a way that says yes or no (an odd exit, an unreadable answer) */
+		readonly answered = false
 	) {
 		super(why);
 	}
@@ -93,7 +95,8 @@ export function waitPlan(budgetMs: number, limitMs = 30_000): { firstMs: number;
 	return { firstMs, backoffMs: Math.max(10, Math.min(1_000, budgetMs / 300)), tickMs: Math.max(50, Math.min(5_000, budgetMs / 60)) };
 }
 
-export type Attempt<T> = { answer: T } | { unknown: string };
+/** One attempt's outcome: a definite answer, or unknown — `answered` when the host did reply, but not with yes or no. */
+export type Attempt<T> = { answer: T } | { unknown: string; answered?: boolean };
 
 export interface WaitOptions {
 	budgetMs: number;
@@ -118,6 +121,7 @@ export async function untilAnswered<T>(attempt: (timeoutMs: number, n: number) =
 	let limit = plan.firstMs;
 	let backoff = plan.backoffMs;
 	let last: string | null = null;
+	let lastAnswered = false;
 	let waiting = false;
 	let ticker: NodeJS.Timeout | undefined;
 	const tell = () => (waiting ? opts.onWait?.(Date.now() - began, n, last) : undefined);
@@ -134,6 +138,7 @@ export async function untilAnswered<T>(attempt: (timeoutMs: number, n: number) =
 			const got = await attempt(Math.max(1, Math.min(limit, left())), n);
 			if ('answer' in got) return { answer: got.answer, waitedMs: Date.now() - began, attempts: n };
 			last = got.unknown;
+			lastAnswered = got.answered === true;
 			startWaiting();
 			await tell();
 			if (opts.signal?.aborted || left() <= 0) break;
@@ -144,7 +149,7 @@ export async function untilAnswered<T>(attempt: (timeoutMs: number, n: number) =
 			if (opts.signal?.aborted || left() <= 0) break;
 			limit *= 2;
 		}
-		throw new HostUnknown(last ?? 'no answer', Date.now() - began);
+		throw new HostUnknown(last ?? 'no answer', Date.now() - began, lastAnswered);
 	} finally {
 		clearTimeout(firstLate);
 		clearInterval(ticker);
@@ -155,7 +160,8 @@ export async function untilAnswered<T>(attempt: (timeoutMs: number, n: number) =
 export const waitingLine = (host: string, waitedMs: number) => `waiting for ${host} to answer — ${waited(waitedMs)}`;
 
 /** How an execution ends whose pre-run check never got an answer: nothing ran, and what is known is said. */
-export function couldNotCheck(subject: string, host: string, budgetMs: number, why: string): string {
+export function couldNotCheck(subject: string, host: string, budgetMs: number, why: string, answered = false): string {
+	if (answered) return `not run: could not check ${subject}: ${host} gave no usable answer within ${waited(budgetMs)} (last: ${why})`;
 	const said = why.startsWith(`${host} did not answer`) ? '' : ` (last: ${why})`;
 	return `not run: could not check ${subject}: ${host} did not answer within ${waited(budgetMs)}${said}`;
 }

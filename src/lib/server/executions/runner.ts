@@ -309,7 +309,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 				}
 				if (!(err instanceof HostUnknown)) throw err;
 				await finish(null, `no answer within ${waited(budgetMs)}`);
-				throw new Failure(couldNotCheck(what.subject, host.name, budgetMs, err.why));
+				throw new Failure(couldNotCheck(what.subject, host.name, budgetMs, err.why, err.answered));
 			}
 		};
 		const reader: HostReader = {
@@ -320,7 +320,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 					const a = await attemptRead(argv, t);
 					if ('unknown' in a) return a;
 					const g = classifyGuestRead(kind, id, a.answer, { host: host.name, status: verb === 'status', what: argv.join(' ') });
-					return g.state === 'unknown' ? { unknown: g.why } : { answer: g };
+					return g.state === 'unknown' ? { unknown: g.why, answered: true } : { answer: g };
 				});
 			}
 		};
