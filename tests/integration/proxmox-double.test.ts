@@ -328,7 +328,7 @@ describe('faults', () => {
 	it('setRefusing: nothing listens, so connections are refused; then the same port serves again', async () => {
 		const other = await connectTo(pve);
 		other.on('error', () => undefined);
-		const closed = new Promise((r) => other.once('close', r));
+		const closed = new Promise<void>((r) => other.once('close', () => r()));
 		await pve.setRefusing(true);
 		await closed;
 		await expect(connectTo(pve)).rejects.toThrow(/ECONNREFUSED/);
