@@ -152,7 +152,8 @@ async function inFlight(sql: postgres.Sql, sessionIds: string[]): Promise<boolea
 
 async function main(): Promise<void> {
 	const t0 = Date.now();
-	log(`${WEB} web + ${WORKERS} worker processes, ${SESSIONS} sessions, ${RUN_MS / 1000} s, kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE}), seed ${SEED}`);
+	const killPlan = SLOW_HOST ? `no kills (slow host: +${SLOW_HOST} s per command)` : `kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE})`;
+	log(`${WEB} web + ${WORKERS} worker processes, ${SESSIONS} sessions, ${RUN_MS / 1000} s, ${killPlan}, seed ${SEED}`);
 	log(`${os.cpus().length} CPUs, load average ${loadAverage()}`);
 	const build = spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, encoding: 'utf8' });
 	if (build.status !== 0) throw new Error(`the build failed:\n${build.stdout}${build.stderr}`);
