@@ -354,7 +354,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		/** Before anything more runs: a cancel ends the run here, saying how far it got. */
 		const stopIfCancelled = () => {
 			if (!cancel.signal.aborted) return;
-			if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
+			if (!steps.some((x) => x.kind !== 'check')) throw new Cancelled('cancelled by the operator before anything ran');
 			if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
 			throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
 		};
