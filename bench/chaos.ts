@@ -27,6 +27,10 @@
 //          --kill-min 20 --kill-max 60 (s)  --sigterm-share 0.25  --restart-delay 1-5 (s)
 //          --stop-timeout 90 (s: SIGTERM → SIGKILL, as systemd's TimeoutStopSec)
 //          --patience 90 (s an operator waits at one step before asking anew)  --drain 60 (s)  --keep
+//          --slow-host N (s): the slow-host mode of #42 instead (bench/chaos/slow-host.ts): every host
+//          command +N s, no kills, each session loops a download + create + deploy plan; reports plans
+//          completed and false "absent" statements (goal 0). NOMOS_HOST_WAIT_MIN in the environment
+//          reaches the fleet: e.g. `NOMOS_HOST_WAIT_MIN=0.5 npm run bench:chaos -- --slow-host 4 --seconds 180`
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -47,6 +51,7 @@ import { measure } from './chaos/measure';
 import { BASE_GENERATIONS, BASE_VMID, openSession, runSession, settleFinal, vmidOf, type LoopRecord } from './chaos/sessions';
 import { TruthLedger } from './chaos/truth';
 import { printReport } from './chaos/report';
+import { measureAbsent, PLAN_RULE, printSlowHostReport, runPlanLoops, slowTheHost, type PlanRecord } from './chaos/slow-host';
 import type { ChildProcess } from 'node:child_process';
 
 process.chdir(ROOT);
@@ -66,7 +71,8 @@ const { values: opts } = parseArgs({
 		'stop-timeout': { type: 'string', default: '90' },
 		patience: { type: 'string', default: '90' },
 		drain: { type: 'string', default: '60' },
-		keep: { type: 'boolean', default: false }
+		keep: { type: 'boolean', default: false },
+		'slow-host': { type: 'string', default: '0' }
 	}
 });
 
@@ -91,12 +97,14 @@ const [RESTART_MIN, RESTART_MAX] = (() => {
 const STOP_TIMEOUT_MS = num('stop-timeout', opts['stop-timeout'], 1) * 1000;
 const PATIENCE_MS = num('patience', opts.patience, 5) * 1000;
 const DRAIN_MS = num('drain', opts.drain, 0) * 1000;
+const SLOW_HOST = num('slow-host', opts['slow-host'], 0, 600);
 const OPERATOR = { username: 'chaos', password: 'chaos-password-1234' };
 
 const log = (s: string) => console.log(`[chaos] ${s}`);
 
 /** The model: one rule per kind of request, whatever the session and however turns interleave. */
 const MODEL_RULES: FallbackRule[] = [
+	PLAN_RULE,
 	{ whenLastMessageRole: 'tool', respond: { text: 'Requested; it waits for your approval.' } },
 	// The operator's words carry the exact request_execution arguments.
 	{ whenLastMessageRole: 'user', whenLastMessageMatches: '^chaos (\\S+) request (\\{.*\\})$', respond: { toolCalls: [{ name: 'request_execution', args: '$2' }] } },
@@ -144,7 +152,8 @@ async function inFlight(sql: postgres.Sql, sessionIds: string[]): Promise<boolea
 
 async function main(): Promise<void> {
 	const t0 = Date.now();
-	log(`${WEB} web + ${WORKERS} worker processes, ${SESSIONS} sessions, ${RUN_MS / 1000} s, kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE}), seed ${SEED}`);
+	const killPlan = SLOW_HOST ? `no kills (slow host: +${SLOW_HOST} s per command)` : `kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE})`;
+	log(`${WEB} web + ${WORKERS} worker processes, ${SESSIONS} sessions, ${RUN_MS / 1000} s, ${killPlan}, seed ${SEED}`);
 	log(`${os.cpus().length} CPUs, load average ${loadAverage()}`);
 	const build = spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, encoding: 'utf8' });
 	if (build.status !== 0) throw new Error(`the build failed:\n${build.stdout}${build.stderr}`);
@@ -210,6 +219,8 @@ async function main(): Promise<void> {
 	const truth = new TruthLedger(pve.info.stateDir);
 	const ctx = { db: sql, operator, random: choices, truth, patienceMs: PATIENCE_MS, thinkMs: [500, 2000] as [number, number], log };
 	const sessionIds = await Promise.all(Array.from({ length: SESSIONS }, (_, i) => openSession(ctx, i)));
+
+	if (SLOW_HOST > 0) return slowHostMode(ctx, sql, pve.info.stateDir, sessionIds, t0);
 
 	// ------------------------------------------------------------------ the chaos window
 	const groups: CpuGroups = {
@@ -295,6 +306,20 @@ async function main(): Promise<void> {
 		untruths: truth.untruths,
 		cpu: cpu0 && cpu1 ? { wall: (cpu1.at - cpu0.at) / 1000, machine: cpu1.total - cpu0.total, ...Object.fromEntries(Object.keys(groups).map((k) => [k, cpu1.groups[k] - cpu0.groups[k]])), self: (self1.user + self1.system) / 1e6 } : null
 	});
+}
+
+/** `--slow-host N`: every host command +N s, no kills; plan loops; plans completed and false "absent" statements. */
+async function slowHostMode(ctx: Parameters<typeof runPlanLoops>[0], sql: postgres.Sql, stateDir: string, sessionIds: string[], t0: number): Promise<void> {
+	await slowTheHost(stateDir, SLOW_HOST);
+	log(`slow host: every host command +${SLOW_HOST} s; NOMOS_HOST_WAIT_MIN ${process.env.NOMOS_HOST_WAIT_MIN ?? '5 (default)'}; plans for ${RUN_MS / 1000} s…`);
+	const runEnd = Date.now() + RUN_MS;
+	const hardEnd = runEnd + DRAIN_MS;
+	const records: PlanRecord[] = [];
+	await Promise.all(sessionIds.map((id, i) => runPlanLoops(ctx, stateDir, i, id, () => Date.now() >= runEnd, () => hardEnd, records)));
+	while (Date.now() < hardEnd && (await inFlight(sql, sessionIds))) await sleep(500);
+	const settled = !(await inFlight(sql, sessionIds));
+	const absent = await measureAbsent(sql, sessionIds, stateDir);
+	printSlowHostReport({ seconds: SLOW_HOST, sessions: SESSIONS, runMs: Date.now() - t0, records, absent, settled });
 }
 
 let code = 1;

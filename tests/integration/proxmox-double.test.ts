@@ -303,6 +303,42 @@ describe('faults', () => {
 		conn = await connectTo(pve); // the shared one was frozen too
 	});
 
+	it('slowHost: every host tool waits before it runs, a tool inside a guest does not wait again; off by default', async () => {
+		const timed = async (cmd: string) => {
+			const t = Date.now();
+			const r = await sh(cmd);
+			return { ms: Date.now() - t, r };
+		};
+		const base = await timed('pct status 100');
+		expect(base.r.code).toBe(0);
+		await pve.setFault('slowHost', { ms: 1_200 });
+		try {
+			const slowed = await Promise.all(['pct status 100', 'qm status 200', 'pvesm status', 'pct exec 100 -- systemctl is-active nginx'].map(timed));
+			for (const s of slowed) expect(s.ms).toBeGreaterThanOrEqual(1_200);
+			// pct waited once; the systemctl inside the CT did not wait a second time.
+			expect(slowed[3].ms).toBeLessThan(2_400 + base.ms);
+			expect(slowed[0].r).toMatchObject({ code: 0, stdout: 'status: running\n' });
+			// A genuinely absent guest is still said so, in the host's own words, just later.
+			expect(await sh('pct status 199')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/strong/lxc/199.conf' does not exist\n" });
+		} finally {
+			await pve.setFault('slowHost', null);
+		}
+	});
+
+	it('setRefusing: nothing listens, so connections are refused; then the same port serves again', async () => {
+		const other = await connectTo(pve);
+		other.on('error', () => undefined);
+		const closed = new Promise<void>((r) => other.once('close', () => r()));
+		await pve.setRefusing(true);
+		await closed;
+		await expect(connectTo(pve)).rejects.toThrow(/ECONNREFUSED/);
+		await pve.setRefusing(false);
+		const again = await connectTo(pve);
+		expect((await execOn(again, 'pct status 100')).stdout).toBe('status: running\n');
+		again.end();
+		conn = await connectTo(pve); // the shared one was closed too
+	});
+
 	it('fail: makes a matching invocation exit with the given code and stderr', async () => {
 		const stderr = 'Job for pveproxy.service failed because the control process exited with error code.';
 		await pve.setFault('fail', { tool: 'systemctl', match: 'restart pveproxy', exitCode: 1, stderr });

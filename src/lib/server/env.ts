@@ -117,6 +117,12 @@ export const envSchema = z.object({
 	NOMOS_SNAPSHOT_KEEP: z.preprocess(empty, z.coerce.number().int().min(1).max(100).default(3)),
 	/** After a mutation that worked, check what fits it (CT running, unit active) as steps of their own. */
 	NOMOS_HEALTH_AFTER: z.preprocess(empty, bool.default(true)),
+	/**
+	 * Minutes a read of a host may take before a run (is the guest there, can it be snapshotted)
+	 * and for a read-back or health step: a slow host (mid-backup) is asked again with longer
+	 * limits until then; no answer ends the run "not run: could not check …", never "does not exist".
+	 */
+	NOMOS_HOST_WAIT_MIN: z.preprocess(empty, z.coerce.number().positive().max(120).default(5)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/**

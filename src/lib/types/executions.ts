@@ -32,8 +32,14 @@ export type ExecutionStep = {
 	durationMs?: number;
 	/** Set on a read-back step: whether its output showed the expected result. */
 	verified?: boolean;
-	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after, a resume's reads (executions/resume.ts). */
-	kind?: 'snapshot' | 'prune' | 'health' | 'resume';
+	/**
+	 * What the runner added around the approved command: the snapshot before, pruning old ones, a
+	 * health check after, a resume's reads (executions/resume.ts), or a pre-run check it had to wait
+	 * for (shown only when its host was slow).
+	 */
+	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check';
+	/** While the step's host is being waited for (a slow or unreachable host): "waiting for strong to answer — 45 s". */
+	waiting?: string;
 	/**
 	 * The command's own process group on the host, saved as soon as the host reports it, so that
 	 * any process can stop it later (see ssh/quote.ts `groupedArgv`); `groupTag` is carried by

@@ -1,5 +1,6 @@
 // Start the Proxmox double from the command line:
-//   npx tsx tests/doubles/proxmox/cli.ts --port 2222 [--state dir] [--seed '<json SeedCt[]>'] [--vms '<json SeedVm[]>'] [--node strong]
+//   npx tsx tests/doubles/proxmox/cli.ts --port 2222 [--state dir] [--seed '<json SeedCt[]>'] [--vms '<json SeedVm[]>'] [--node strong] [--slow-host ms]
+// (--slow-host: every host tool waits that long first, as a host mid-backup; the `slowHost` fault)
 // Prints ONE JSON line { port, host, user, clientKeyPath, hostKeyFingerprint, stateDir }, runs until SIGTERM/SIGINT.
 //
 // A cluster of doubles (each its own SSH server and node, sharing one cluster view):
@@ -19,7 +20,8 @@ const { values } = parseArgs({
 		vms: { type: 'string' },
 		node: { type: 'string' },
 		cluster: { type: 'string' },
-		name: { type: 'string' }
+		name: { type: 'string' },
+		'slow-host': { type: 'string' }
 	}
 });
 
@@ -55,6 +57,7 @@ if (values.cluster !== undefined) {
 	);
 } else {
 	const double = await startProxmoxDouble({ port, stateDir: values.state, seed, vms, nodeName: values.node });
+	if (values['slow-host']) await double.setFault('slowHost', { ms: Number(values['slow-host']) });
 	close = () => double.close();
 	process.stdout.write(JSON.stringify(described(double)) + '\n');
 }

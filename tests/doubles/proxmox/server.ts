@@ -88,6 +88,12 @@ export interface ProxmoxDouble {
 	 * (a healed link finds them dead) and new ones are served again. Commands run on throughout.
 	 */
 	setReachable(reachable: boolean): void;
+	/**
+	 * true: the host is down with its address up (sshd stopped, a powered-off member behind a
+	 * router that answers): nothing listens on the port, so every connection is refused
+	 * (ECONNREFUSED) and open ones are closed. false: it listens again on the same port.
+	 */
+	setRefusing(refusing: boolean): Promise<void>;
 	close(): Promise<void>;
 }
 
@@ -206,6 +212,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
 	});
 	const port = (server.address() as AddressInfo).port;
+	let refusing = false;
 
 	return {
 		host: '127.0.0.1',
@@ -240,12 +247,24 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 				frozen.clear();
 			}
 		},
+		async setRefusing(on) {
+			if (on === refusing) return;
+			refusing = on;
+			if (on) {
+				for (const conn of connections) conn.end();
+				await new Promise<void>((resolve) => server.close(() => resolve()));
+			} else
+				await new Promise<void>((resolve, reject) => {
+					server.once('error', reject);
+					server.listen(port, '127.0.0.1', () => (server.off('error', reject), resolve()));
+				});
+		},
 		async close() {
 			for (const cmd of active) cmd.killGroup('SIGKILL');
 			await killEverythingOf(stateDir);
 			for (const sock of frozen) sock.destroy();
 			for (const conn of connections) conn.end();
-			await new Promise<void>((resolve) => server.close(() => resolve()));
+			if (!refusing) await new Promise<void>((resolve) => server.close(() => resolve()));
 			await Promise.all([...active].map((cmd) => cmd.done));
 			await rm(keyDir, { recursive: true, force: true });
 			if (!opts.stateDir) await rm(stateDir, { recursive: true, force: true });

@@ -131,8 +131,14 @@ export interface Faults {
 	hang?: ToolName;
 	/** matching invocations print `stderr` and exit with `exitCode` before doing anything */
 	fail?: FailFault;
-	/** matching invocations wait `ms` before doing anything (a slow host) */
+	/** matching invocations wait `ms` before doing anything (one slow tool) */
 	slow?: SlowFault;
+	/**
+	 * A slow host (mid-backup, mid-scrub): EVERY invocation of a host tool (pct, qm, pvesh, pvesm,
+	 * pveam, vzdump, …) waits `ms` before doing anything; tools run inside a guest (`pct exec`) do not
+	 * wait again. Argv is logged when the tool starts, before the wait.
+	 */
+	slowHost?: { ms: number };
 	/**
 	 * matching `pveam download` / `pct push` invocations exit 0 although their work failed (the
 	 * template never lands; the pushed file is cut short), as the real tools do when their task fails

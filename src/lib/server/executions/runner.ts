@@ -14,6 +14,10 @@ import { lease } from '../ssh/pool';
 import { toCommand } from '../ssh/quote';
 import { clusterRefusal } from '../cluster/route';
 import { recordLeftovers } from './leftovers';
+import {
+	classifyGuestRead, connectFailure, couldNotCheck, guestName, HostUnknown, noAnswer, untilAnswered, waited, waitingLine,
+	type Attempt, type GuestKind, type GuestRead
+} from './host-reads';
 import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
@@ -72,52 +76,58 @@ class Cancelled extends Error {}
 const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
 
 /**
+ * The runner's reads of the host before (and around) the run. Each waits through a host that does
+ * not answer — a timeout, a refused or dropped connection, an answer it cannot read — for up to
+ * NOMOS_HOST_WAIT_MIN, asking again with longer limits (host-reads.ts `untilAnswered`), and then
+ * ends the run "not run: could not check …". What they return is the host's definite answer.
+ */
+interface HostReader {
+	/** One command, answered with an exit status (any: the caller judges it). */
+	read(argv: string[]): Promise<ExecResult>;
+	/** `pct|qm status|config <vmid>`: the guest is there, or the host said it does not exist. */
+	guest(kind: GuestKind, vmid: string, verb: 'status' | 'config'): Promise<Exclude<GuestRead, { state: 'unknown' }>>;
+}
+
+/**
  * What must hold right before running, re-read on the host: the world may have changed since
  * approval. A reading precondition leaves what it found in `found` for the steps (StepContext).
  * Returns why not (null: it holds); `waitable` when a later read may find it holds (an agent's
  * address not there yet).
  */
-async function checkPrecondition(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<{ why: string; waitable?: true } | null> {
-	const why = await stale(client, p, signal, found);
+async function checkPrecondition(reader: HostReader, p: Precondition, found: StepContext): Promise<{ why: string; waitable?: true } | null> {
+	const why = await stale(reader, p, found);
 	return why === null ? null : typeof why === 'string' ? { why } : why;
 }
 
-/** checkPrecondition's reads: a string is a refusal time will not change. */
-async function stale(client: Client, p: Precondition, signal: AbortSignal, found: StepContext): Promise<string | { why: string; waitable: true } | null> {
-	const read = async (argv: string[]) => {
-		const r = await execArgv(client, argv, { timeoutMs: 30_000, signal, group: true });
-		if (r.aborted) throw new Cancelled('cancelled by the operator before anything ran (while checking the target)');
-		return r;
-	};
+/** checkPrecondition's reads: a string is a refusal time will not change. Only the host's own "does not exist" makes a guest absent. */
+async function stale(reader: HostReader, p: Precondition, found: StepContext): Promise<string | { why: string; waitable: true } | null> {
 	if (p.kind === 'vm-agent-address') {
-		const a = await readAgentAddress(read, p.vmid);
+		const a = await readAgentAddress((argv) => reader.read(argv), p.vmid);
 		if ('refuse' in a) return a.lasting ? a.refuse : { why: a.refuse, waitable: true };
 		found.address = a.address;
 		return null;
 	}
 	if (p.kind === 'migrate-target') {
-		const problems = migrationProblems(await readMigrationFacts(read, p), p);
+		const problems = migrationProblems(await readMigrationFacts((argv) => reader.read(argv), p), p);
 		return problems.length ? `the migration pre-check failed: ${problems.join('; ')}` : null;
 	}
 	if (p.kind === 'vm-absent') {
 		// VMs and CTs share one id space: either one holding the id makes the create fail.
-		const [vm, ct] = [await read(['qm', 'status', p.vmid]), await read(['pct', 'status', p.vmid])];
-		if (vm.exitCode === 0) return `VM ${p.vmid} already exists now (it did not when this was approved)`;
-		if (ct.exitCode === 0) return `CT ${p.vmid} already has id ${p.vmid}`;
+		if ((await reader.guest('vm', p.vmid, 'status')).state === 'present') return `VM ${p.vmid} already exists now (it did not when this was approved)`;
+		if ((await reader.guest('ct', p.vmid, 'status')).state === 'present') return `CT ${p.vmid} already has id ${p.vmid}`;
 		return null;
 	}
 	if (p.kind === 'vm-exists' || p.kind === 'vm-status') {
-		const r = await read(['qm', 'status', p.vmid]);
-		if (r.exitCode !== 0) return `VM ${p.vmid} does not exist (anymore)`;
-		const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
-		if (p.kind === 'vm-status' && status !== p.status) return `VM ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
+		const g = await reader.guest('vm', p.vmid, 'status');
+		if (g.state === 'absent') return `VM ${p.vmid} does not exist (anymore)`;
+		if (p.kind === 'vm-status' && g.status !== p.status) return `VM ${p.vmid} is ${g.status ?? 'in an unknown state'}, expected ${p.status}`;
 		return null;
 	}
 	if (p.kind === 'ct-disk-grows' || p.kind === 'vm-disk-grows') {
-		const [what, tool, action] = p.kind === 'ct-disk-grows' ? ['CT', 'pct', 'pct_resize'] : ['VM', 'qm', 'vm_resize'];
-		const r = await read([tool, 'config', p.vmid]);
-		if (r.exitCode !== 0) return `${what} ${p.vmid} does not exist (anymore)`;
-		const line = r.stdout.split('\n').find((l) => l.startsWith(`${p.disk}: `));
+		const [what, kind, action] = p.kind === 'ct-disk-grows' ? (['CT', 'ct', 'pct_resize'] as const) : (['VM', 'vm', 'vm_resize'] as const);
+		const g = await reader.guest(kind, p.vmid, 'config');
+		if (g.state === 'absent') return `${what} ${p.vmid} does not exist (anymore)`;
+		const line = g.stdout.split('\n').find((l) => l.startsWith(`${p.disk}: `));
 		if (!line) return `${what} ${p.vmid} has no ${p.disk}`;
 		if (p.size.startsWith('+')) return null;
 		const m = /(?:^|,)size=(\d+(?:\.\d+)?)([KMGT])/.exec(line.slice(p.disk.length + 2));
@@ -127,22 +137,27 @@ async function stale(client: Client, p: Precondition, signal: AbortSignal, found
 		if (wanted <= current) return `${what} ${p.vmid} ${p.disk} is ${m[1]}${m[2]} now; ${p.size} would not grow it (${action} only grows, a disk cannot shrink)`;
 		return null;
 	}
-	const r = await read(['pct', 'status', p.vmid]);
-	const exists = r.exitCode === 0;
-	const status = /status:\s*(\w+)/.exec(r.stdout)?.[1];
-	if (p.kind === 'ct-absent') return exists ? `CT ${p.vmid} already exists now (it did not when this was approved)` : null;
-	if (!exists) return `CT ${p.vmid} does not exist (anymore)`;
-	if (p.kind === 'ct-status' && status !== p.status) return `CT ${p.vmid} is ${status ?? 'in an unknown state'}, expected ${p.status}`;
+	const g = await reader.guest('ct', p.vmid, 'status');
+	if (p.kind === 'ct-absent') return g.state === 'present' ? `CT ${p.vmid} already exists now (it did not when this was approved)` : null;
+	if (g.state === 'absent') return `CT ${p.vmid} does not exist (anymore)`;
+	if (p.kind === 'ct-status' && g.status !== p.status) return `CT ${p.vmid} is ${g.status ?? 'in an unknown state'}, expected ${p.status}`;
 	return null;
 }
 
 /** Whether a CT's rootfs (a VM's boot disk) lives on storage that can be snapshotted (read from `pct|qm config` and `pvesm status`). */
-async function canSnapshot(client: Client, g: Guest, signal: AbortSignal): Promise<boolean> {
-	const cfg = await execArgv(client, [g.kind === 'ct' ? 'pct' : 'qm', 'config', g.vmid], { timeoutMs: 30_000, signal, group: true });
-	const storage = cfg.exitCode !== 0 ? null : g.kind === 'ct' ? rootfsStorage(cfg.stdout) : vmDiskStorage(cfg.stdout);
+async function canSnapshot(reader: HostReader, g: Guest): Promise<boolean> {
+	const cfg = await reader.guest(g.kind, g.vmid, 'config');
+	const storage = cfg.state === 'absent' ? null : g.kind === 'ct' ? rootfsStorage(cfg.stdout) : vmDiskStorage(cfg.stdout);
 	if (!storage) return false;
-	const st = await execArgv(client, ['pvesm', 'status', '--storage', storage], { timeoutMs: 30_000, signal, group: true });
+	const st = await reader.read(['pvesm', 'status', '--storage', storage]);
 	return st.exitCode === 0 && snapshotCapable(storageType(st.stdout, storage));
+}
+
+/** What a run is about, as "could not check …" names it: the guest its first check reads, else its guest, else its host. */
+function subjectOf(pre: Precondition[], guest: Guest | undefined, hostName: string): string {
+	const p = pre.find((x) => x.kind !== 'migrate-target') ?? pre[0];
+	if (p) return guestName(p.kind.startsWith('ct-') || (p.kind === 'migrate-target' && p.guest === 'ct') ? 'ct' : 'vm', p.vmid);
+	return guest ? guestName(guest.kind, guest.vmid) : hostName;
 }
 
 /** A read-back step passes when some output line's first word is exactly the expected one (or its `field: value` line, or its JSON item's key). */
@@ -219,30 +234,117 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 	let mutationStarted = false;
 	let snapshot: string | null = null;
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
+	/** The leased connection's client (a new one after a read found the old one dropped). */
+	let client!: Client;
 	try {
 		const vmid = await checkedVmid(e);
 		const host = e.hostName ? await getHostByName(sql(), e.hostName) : null;
 		if (!host) throw new Failure(`host '${e.hostName}' is no longer configured`);
-		// A pooled connection: usually open already, so the first command starts at once.
-		held = await lease(host).catch((err: Error) => {
-			throw new Failure(err.message);
-		});
-		const client = held.client;
 		const def = ACTIONS[e.action as keyof typeof ACTIONS];
+		const guest = guestOf(e.action, vmid, e.params);
+		const preconditions = def.preconditions?.(e.params as never, { vmid }) ?? [];
+		const subject = subjectOf(preconditions, guest, host.name);
+		const budgetMs = env().NOMOS_HOST_WAIT_MIN * 60_000;
+		const beforeRun = 'cancelled by the operator before anything ran (while checking the target)';
+		/** The pooled connection, leased again after one dropped; a host that refuses or does not answer is unknown, a wrong key or login is not. */
+		const connected = async (): Promise<Attempt<Client>> => {
+			if (held) return { answer: held.client };
+			try {
+				held = await lease(host);
+				client = held.client;
+				return { answer: client };
+			} catch (err) {
+				const why = connectFailure(err, host.name);
+				if (why) return { unknown: why };
+				throw new Failure((err as Error).message);
+			}
+		};
+		const dropConnection = () => {
+			held?.release(true);
+			held = undefined;
+		};
+		/** One attempt of a read: the host's exit status, or why there was none (the connection is dropped when it may be dead). */
+		const attemptRead = async (argv: string[], timeoutMs: number): Promise<Attempt<ExecResult>> => {
+			const c = await connected();
+			if ('unknown' in c) return c;
+			let r: ExecResult;
+			try {
+				r = await execArgv(c.answer, argv, { timeoutMs, signal: cancel.signal, group: true });
+			} catch (err) {
+				dropConnection();
+				return { unknown: `${host.name} did not run the read (${(err as Error).message})` };
+			}
+			if (r.aborted) throw new Cancelled(beforeRun);
+			const why = noAnswer(r, host.name);
+			if (why && (r.exitCode === null && !r.timedOut ? true : r.stopped === 'unreachable')) dropConnection();
+			return why ? { unknown: why } : { answer: r };
+		};
+		/**
+		 * Waits for a definite answer within the budget. While it waits, a step row of its own says so
+		 * live ("waiting for strong to answer — 45 s", one line per attempt that did not answer); a
+		 * host that answers at once adds no row. No answer in time ends the run "not run: could not check …".
+		 */
+		const waitFor = async <T,>(what: { subject: string; label: string; command: string }, attempt: (timeoutMs: number) => Promise<Attempt<T>>): Promise<T> => {
+			let row: ExecutionStep | undefined;
+			const misses: string[] = [];
+			let noted = 0;
+			const finish = async (exitCode: number | null, line: string) => {
+				if (!row) return;
+				delete row.waiting;
+				Object.assign(row, { finishedAt: new Date().toISOString(), exitCode, durationMs: Date.now() - Date.parse(row.startedAt), stderrTail: tail([...misses, line].join('\n')) });
+				await persistSteps();
+			};
+			try {
+				const got = await untilAnswered((t) => attempt(t), {
+					budgetMs,
+					signal: cancel.signal,
+					onWait: async (ms, n, last) => {
+						row ??= steps[steps.push({ index: steps.length, label: what.label, command: what.command, startedAt: new Date(Date.now() - ms).toISOString(), stdoutTail: '', stderrTail: '', kind: 'check' }) - 1];
+						if (last && noted < n) misses.push(`attempt ${(noted = n)}: ${last}`);
+						Object.assign(row, { waiting: waitingLine(host.name, ms), durationMs: ms, stderrTail: tail(misses.join('\n')) });
+						await persistSteps();
+					}
+				});
+				await finish(0, `${host.name} answered after ${waited(got.waitedMs)} (attempt ${got.attempts})`);
+				return got.answer;
+			} catch (err) {
+				if (cancel.signal.aborted) {
+					await finish(null, 'cancelled while waiting');
+					throw new Cancelled(beforeRun);
+				}
+				if (!(err instanceof HostUnknown)) throw err;
+				await finish(null, `no answer within ${waited(budgetMs)}`);
+				throw new Failure(couldNotCheck(what.subject, host.name, budgetMs, err.why, err.answered));
+			}
+		};
+		const reader: HostReader = {
+			read: (argv) => waitFor({ subject, label: `check: ${argv.join(' ')}`, command: toCommand(argv) }, (t) => attemptRead(argv, t)),
+			guest: (kind, id, verb) => {
+				const argv = [kind === 'ct' ? 'pct' : 'qm', verb, id];
+				return waitFor({ subject: guestName(kind, id), label: `check ${guestName(kind, id)}: ${argv.join(' ')}`, command: toCommand(argv) }, async (t) => {
+					const a = await attemptRead(argv, t);
+					if ('unknown' in a) return a;
+					const g = classifyGuestRead(kind, id, a.answer, { host: host.name, status: verb === 'status', what: argv.join(' ') });
+					return g.state === 'unknown' ? { unknown: g.why, answered: true } : { answer: g };
+				});
+			}
+		};
+		// A pooled connection: usually open already, so the first command starts at once. A host
+		// that refuses or does not answer is waited for like any read before the run.
+		client = await waitFor({ subject, label: `connect to ${host.name}`, command: '' }, () => connected());
 		// Two independent reads at once, on two channels of the one connection: is the target still
 		// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
 		// then `pvesm status`). Nothing runs on the target until both have answered.
-		const guest = guestOf(e.action, vmid, e.params);
 		// A cluster member: re-read right before running, before any read of the guest (the guest may have moved, the node lost quorum since approval).
 		const misrouted = await clusterRefusal(host, guest, { mutation, client, signal: cancel.signal });
 		if (misrouted) throw new Failure(`not run: ${misrouted.error}${misrouted.hint ? ` (${misrouted.hint})` : ''}`);
 		const snapshotWanted = !resuming && env().NOMOS_SNAPSHOT_BEFORE && wantsSnapshot(e.action, e.classification, guest);
-		const snapshotPossible = snapshotWanted ? canSnapshot(client, guest, cancel.signal) : Promise.resolve(false);
+		const snapshotPossible = snapshotWanted ? canSnapshot(reader, guest) : Promise.resolve(false);
 		snapshotPossible.catch(() => undefined); // awaited below; a precondition refusal may come first
 		const found: StepContext = { vmid };
 		// A resume reads the effect back instead: a precondition may no longer hold because the earlier run did its work.
-		for (const p of resuming ? [] : (def.preconditions?.(e.params as never, { vmid }) ?? [])) {
-			const stale = await checkPrecondition(client, p, cancel.signal, found);
+		for (const p of resuming ? [] : preconditions) {
+			const stale = await checkPrecondition(reader, p, found);
 			if (stale) throw new Failure(`not run: ${stale.why}`);
 		}
 		// Built after the preconditions: a step may use what they read (vm_http_check's agent address).
@@ -258,7 +360,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		/** Before anything more runs: a cancel ends the run here, saying how far it got. */
 		const stopIfCancelled = () => {
 			if (!cancel.signal.aborted) return;
-			if (!steps.length) throw new Cancelled('cancelled by the operator before anything ran');
+			if (!steps.some((x) => x.kind !== 'check')) throw new Cancelled('cancelled by the operator before anything ran');
 			if (!mutationStarted) throw new Cancelled(`cancelled by the operator after ${steps[steps.length - 1].label}, before the approved command ran`);
 			throw new Interrupted(`cancelled by the operator after ${steps[steps.length - 1].label}; the remaining steps did not run`);
 		};
@@ -273,7 +375,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
 		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 			const step = await openStep(s, kind);
-			const r = await execInto(step, s);
+			const r = !mutation || kind === 'health' || s.verify ? await readInto(step, s) : await execInto(step, s);
 			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 			if (r.exitCode !== 0) throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
@@ -286,11 +388,65 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			return true;
 		};
 		/**
+		 * A read step (a read-only action's, a read-back, a health check) on a slow host: asked again
+		 * while the host does not answer — cut at its own limit, then twice as long each time, within
+		 * NOMOS_HOST_WAIT_MIN (at least its own limit) — the row saying live that it waits. A dropped
+		 * connection is opened anew. An exit status is the answer, whatever it is; none in time fails
+		 * the step with what is known ("could not check"), never as a verdict on the target.
+		 */
+		const readInto = async (step: ExecutionStep, s: Step): Promise<ExecResult> => {
+			const misses: string[] = [];
+			const began = Date.now();
+			try {
+				const got = await untilAnswered<ExecResult>(
+					async (timeoutMs, n) => {
+						const c = await connected();
+						const r = 'unknown' in c ? null : await execInto(step, { ...s, timeoutMs }, true);
+						const why = 'unknown' in c ? c.unknown : noAnswer(r!, host.name);
+						if (!why) return { answer: r! };
+						if (r && r.exitCode === null && !r.timedOut) dropConnection();
+						misses.push(`attempt ${n}: ${why}`);
+						return { unknown: why };
+					},
+					{
+						budgetMs: Math.max(budgetMs, s.timeoutMs),
+						limitMs: s.timeoutMs,
+						signal: cancel.signal,
+						onWait: async (ms) => {
+							// Still running until the host answers or the budget is spent: the row shows the wait.
+							delete step.finishedAt;
+							Object.assign(step, { waiting: waitingLine(host.name, ms), durationMs: ms, stderrTail: tail(misses.join('\n')) });
+							await persistSteps();
+						}
+					}
+				);
+				if (step.waiting !== undefined || misses.length) {
+					// The earlier attempts' cuts are in the stderr lines; the step itself answered.
+					delete step.waiting;
+					delete step.stop;
+					step.stderrTail = tail([...misses, got.answer.stderr].filter(Boolean).join('\n'));
+					step.durationMs = Date.now() - began;
+					await persistSteps();
+				}
+				return got.answer;
+			} catch (err) {
+				if (!(err instanceof HostUnknown)) throw err;
+				stopIfCancelled();
+				delete step.waiting;
+				Object.assign(step, { finishedAt: new Date().toISOString(), durationMs: Date.now() - began, stderrTail: tail(misses.join('\n')) });
+				await persistSteps();
+				const budget = Math.max(budgetMs, s.timeoutMs);
+				throw new Failure(`${s.label}: could not check: ${host.name} did not answer within ${waited(budget)}${err.why.startsWith(`${host.name} did not answer`) ? '' : ` (last: ${err.why})`}; asked ${misses.length} times`);
+			}
+		};
+		/**
 		 * Runs `s`'s command over SSH into `step`, recording its output live and its end. Throws for
 		 * what ends the run whatever the step (a cancel, a dropped link, a command not confirmed
-		 * stopped); returns an exit or a timeout for the caller to judge.
+		 * stopped); returns an exit or a timeout for the caller to judge. A `read` also returns a
+		 * dropped link or a read left running on a host that did not confirm its stop: a read
+		 * changes nothing, and readInto asks again.
 		 */
-		const execInto = async (step: ExecutionStep, s: Step): Promise<ExecResult> => {
+		const execInto = async (step: ExecutionStep, s: Step, read = false): Promise<ExecResult> => {
 			let out = '';
 			let err = '';
 			let timer: NodeJS.Timeout | undefined;
@@ -318,7 +474,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			});
 			clearTimeout(timer);
 			const dropped = r.exitCode === null && r.signal === null && !r.timedOut && !r.aborted;
-			const stop = r.aborted || r.timedOut || dropped ? await confirmStopped(r) : null;
+			const stop = read && !r.aborted ? r.stopped : r.aborted || r.timedOut || dropped ? await confirmStopped(r) : null;
 			Object.assign(step, {
 				finishedAt: new Date().toISOString(),
 				exitCode: r.exitCode,
@@ -334,6 +490,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running${stillRuns ? `; ${stillRuns}` : ''}`);
 				throw new Interrupted(`${who} while ${s.label} was running; ${stillRuns ?? 'it was stopped on the host and may have partly run'}`);
 			}
+			if (read) return r;
 			if (dropped) {
 				const why = `the SSH connection dropped while ${s.label} was running`;
 				const then = stillRuns ?? 'it was stopped on the host after reconnecting and may have partly run';
@@ -379,7 +536,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 				const got: StepContext = {};
 				let refused: Awaited<ReturnType<typeof checkPrecondition>> = null;
 				for (const p of check.preconditions?.(params, {}) ?? []) {
-					refused = await checkPrecondition(client, p, cancel.signal, got).catch((err) => {
+					refused = await checkPrecondition(reader, p, got).catch((err) => {
 						if (err instanceof Cancelled) stopIfCancelled();
 						throw err;
 					});

@@ -38,7 +38,9 @@ async function main() {
 	if (f && f.tool === tool && (!f.match || [tool, ...args].join(' ').includes(f.match))) {
 		throw new Exit(f.exitCode ?? 255, f.stderr ?? '');
 	}
-	// A slow host: real `pct` is a Perl program that takes a few hundred ms to start.
+	// A slow host: every host tool waits (a tool inside a guest, under `pct exec`, waited as pct already).
+	if (faults.slowHost && ctx.ct === undefined) await new Promise((r) => setTimeout(r, Number(faults.slowHost.ms) || 0));
+	// A slow tool: real `pct` is a Perl program that takes a few hundred ms to start.
 	const slow = faults.slow;
 	if (slow && slow.tool === tool && (!slow.match || [tool, ...args].join(' ').includes(slow.match))) {
 		await new Promise((r) => setTimeout(r, slow.ms));

@@ -306,7 +306,9 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 		select ${columns(sql)} from executions e
 		join execution_sessions l on l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null
 		where e.status in ('failed', 'cancelled', 'interrupted') and e.classification <> 'read_only'
-			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
+			and e.leftovers is null
+			-- a pre-run check the runner waited in (kind 'check') touched nothing
+			and exists (select 1 from jsonb_array_elements(e.steps) s where coalesce(s->>'kind', '') <> 'check')`;
 }
 
 export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'resumes' | 'resumedBecause'> & {
