@@ -26,3 +26,8 @@ export function approveLabel(e: { action: string; target: string; classification
 	if (typeof vm === 'string' || typeof vm === 'number') return `${actionVerb(e.action)} VM ${vm} on ${targetLabel(e.target)}`;
 	return `${actionVerb(e.action)} ${targetLabel(e.target)}`;
 }
+
+/** How a mutation's read-back verdict is said on the card, on Ops and in the review. */
+export function verdictLabel(v: 'verified' | 'still_failing' | 'inconclusive'): string {
+	return v === 'verified' ? 'verified' : v === 'still_failing' ? 'still failing' : 'inconclusive: not verified';
+}

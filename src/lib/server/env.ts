@@ -111,6 +111,8 @@ export const envSchema = z.object({
 	NOMOS_SNAPSHOT_KEEP: z.preprocess(empty, z.coerce.number().int().min(1).max(100).default(3)),
 	/** After a mutation that worked, check what fits it (CT running, unit active) as steps of their own. */
 	NOMOS_HEALTH_AFTER: z.preprocess(empty, bool.default(true)),
+	/** How long one read-back after a mutation (`pct status`, `pct config`, a verify step) waits for its host before the verdict is inconclusive. */
+	NOMOS_READBACK_TIMEOUT_S: z.preprocess(empty, z.coerce.number().positive().max(3600).default(60)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/** Events (the live-update log) older than this are pruned hourly. */

@@ -18,6 +18,14 @@ export const executionStatuses = [
 ] as const;
 export type ExecutionStatus = (typeof executionStatuses)[number];
 
+/**
+ * A mutation's verdict from an independent read-back after it ran: the wanted state is there
+ * (`verified`), a definite other state is (`still_failing`), or the host did not answer the read
+ * or its answer could not be read (`inconclusive`: never success).
+ */
+export const verdicts = ['verified', 'still_failing', 'inconclusive'] as const;
+export type Verdict = (typeof verdicts)[number];
+
 export const TERMINAL: readonly ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired'];
 
 export type ExecutionStep = {
@@ -32,8 +40,8 @@ export type ExecutionStep = {
 	durationMs?: number;
 	/** Set on a read-back step: whether its output showed the expected result. */
 	verified?: boolean;
-	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check after. */
-	kind?: 'snapshot' | 'prune' | 'health';
+	/** What the runner added around the approved command: the snapshot before, pruning old ones, a health check or a read-back after. */
+	kind?: 'snapshot' | 'prune' | 'health' | 'verify';
 	/**
 	 * The command's own process group on the host, saved as soon as the host reports it, so that
 	 * any process can stop it later (see ssh/quote.ts `groupedArgv`); `groupTag` is carried by
@@ -84,6 +92,9 @@ export type ExecutionRow = {
 	finishedAt: string | null;
 	cancelRequestedAt: string | null;
 	leftovers: string | null;
+	/** The read-back's verdict on a mutation that ran (null: not judged), and what it showed or why it could not tell. */
+	verdict: Verdict | null;
+	verdictDetail: string | null;
 	edit: ExecutionEdit | null;
 	decision: { decision: string; route: string; reason: string | null; decidedBy: string | null; decidedAt: string } | null;
 };

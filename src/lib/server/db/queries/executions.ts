@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep } from '../../../types/executions';
+import type { AssentCandidate, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, Verdict } from '../../../types/executions';
 import { emitEvent } from './events';
 import type { EventPayload } from '../../../schemas/events';
 
@@ -19,7 +19,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.command_preview as "commandPreview", e.reason, e.status, e.steps, e.result, e.error,
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
-	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit,
+	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.verdict, e.verdict_detail as "verdictDetail", e.edit,
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -188,10 +188,18 @@ export async function saveSteps(sql: Sql, e: { id: string; requestedBySession: s
 export async function setFinished(
 	tx: TransactionSql,
 	id: string,
-	r: { status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted'; result: string | null; error: string | null; steps: ExecutionStep[]; leftovers?: string | null }
+	r: {
+		status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+		result: string | null;
+		error: string | null;
+		steps: ExecutionStep[];
+		leftovers?: string | null;
+		verdict?: { verdict: Verdict; detail: string } | null;
+	}
 ): Promise<boolean> {
 	const rows = await tx`
 		update executions set status = ${r.status}, result = ${r.result}, error = ${r.error}, leftovers = ${r.leftovers ?? null},
+			verdict = ${r.verdict?.verdict ?? null}, verdict_detail = ${r.verdict?.detail ?? null},
 			steps = ${JSON.stringify(r.steps)}::text::jsonb, finished_at = now(), lease_until = null
 		where id = ${id} and status = 'running' returning id`;
 	return rows.length > 0;
@@ -274,7 +282,7 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and jsonb_array_length(e.steps) > 0 and e.leftovers is null`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit'> & {
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'verdict' | 'verdictDetail'> & {
 	/** Its outcome note is already in the session: claimed again for a late read-back (see `reopenContinuations`). */
 	told: boolean;
 };
@@ -291,6 +299,7 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id is null
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
 		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit,
+			e.verdict, e.verdict_detail as "verdictDetail",
 			exists (select 1 from messages m where m.session_id = l.session_id and m.role = 'system'
 				and m.parts @> jsonb_build_array(jsonb_build_object('type', 'data-note',
 					'data', jsonb_build_object('kind', 'execution', 'data', jsonb_build_object('executionId', e.id::text))))) as told`;
