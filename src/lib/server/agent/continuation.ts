@@ -36,7 +36,7 @@ export function executionNote(
 			? `ran, NOT verified: its command exited 0 (${result}) but the read-back was inconclusive: ${detail}. Do not report it done: say it is unconfirmed, and check it with a read-only action before building on it`
 			: e.status === 'succeeded'
 				? `succeeded: ${result}${e.verdict === 'verified' ? ` — verified by reading it back: ${detail}` : ''}`
-				: `${e.status}: ${error}${e.verdict === 'still_failing' ? `${/[.!?]$/.test(error) ? '' : '.'} Verdict: still failing${error.includes(detail) ? '' : ` (${detail})`}` : ''}`;
+				: `${e.status}: ${error}${e.verdict === 'still_failing' ? `${/[.!?]$/.test(error) ? '' : '.'} Verdict: still failing${error.includes(detail) ? '' : ` (${detail})`}.` : ''}`;
 	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
 	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
 	const edited = e.edit

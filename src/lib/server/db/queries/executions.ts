@@ -205,6 +205,22 @@ export async function setFinished(
 	return rows.length > 0;
 }
 
+/**
+ * A session's mutations whose read-back did not verify them (inconclusive or still failing), in
+ * the order they finished: what the review lists so that "done" is never read into them.
+ */
+export async function listUnverifiedExecutions(
+	sql: Sql | TransactionSql,
+	sessionId: string
+): Promise<Array<{ executionId: string; action: string; target: string; verdict: Verdict; detail: string | null; finishedAt: string | null }>> {
+	return sql`
+		select e.id as "executionId", e.action, e.target, e.verdict, e.verdict_detail as detail, e.finished_at as "finishedAt"
+		from executions e
+		where e.id in (select execution_id from execution_sessions where session_id = ${sessionId})
+		  and e.verdict in ('inconclusive', 'still_failing')
+		order by e.finished_at, e.id`;
+}
+
 /** The sessions an execution is linked to (whose agents hear of its outcome). */
 export async function linkedSessions(tx: TransactionSql, executionId: string): Promise<string[]> {
 	const rows = await tx<{ sessionId: string }[]>`select session_id as "sessionId" from execution_sessions where execution_id = ${executionId}`;
