@@ -440,7 +440,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			});
 			verdict = after.reads.length ? j : readBacks ? unread(e.action) : null;
 			if (j.verdict === 'still_failing') {
-				if (j.by?.kind === 'own') throw new Failure(`verification failed: ${j.detail}`);
+				if (j.by?.kind === 'own') throw new Failure(`verification failed: ${j.by.step.verify?.failure ?? j.detail}`);
 				throw new Unhealthy(`${j.by?.kind === 'health' ? 'unhealthy' : 'still failing'}: ${j.detail} (the approved command itself succeeded)`);
 			}
 			if (httpCheck && j.verdict === 'verified') {
