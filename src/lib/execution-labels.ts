@@ -30,3 +30,8 @@ export function approveLabel(e: { action: string; target: string; classification
 
 /** The label of a request made after reading outside text (it lives with RequestCause, in the model layer). */
 export { outsideTextLabel } from './types/executions';
+
+/** How a mutation's read-back verdict is said on the card, on Ops and in the review. */
+export function verdictLabel(v: 'verified' | 'still_failing' | 'inconclusive'): string {
+	return v === 'verified' ? 'verified' : v === 'still_failing' ? 'still failing' : 'inconclusive: not verified';
+}

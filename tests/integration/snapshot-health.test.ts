@@ -65,8 +65,10 @@ describe('snapshot before', () => {
 		const name = nomosSnapshotName(e.id);
 		expect(e.steps.map((s) => [s.kind ?? 'command', s.label])).toEqual([
 			['snapshot', `snapshot before (${name})`],
-			['command', 'pct set']
+			['command', 'pct set'],
+			['verify', 'verify: cores 2']
 		]);
+		expect([e.verdict, e.verdictDetail]).toEqual(['verified', 'cores 2 (read back: cores 2)']);
 		expect(e.steps[0].command).toContain(`'pct' 'snapshot' '100' '${name}'`);
 		expect(await snapshotsOf(100)).toContain(name);
 	});
@@ -92,7 +94,7 @@ describe('snapshot before', () => {
 		const log = (await pve.argvLog()).length;
 		const e = await approveAndRun({ target: 'strong/101', action: 'pct_set', params: { cores: 2 }, reason: 'more cores' });
 		expect(e.status).toBe('succeeded');
-		expect(e.steps.map((s) => s.label)).toEqual(['pct set']);
+		expect(e.steps.map((s) => s.label)).toEqual(['pct set', 'verify: cores 2']);
 		expect((await pve.argvLog()).slice(log).some((a) => a[1] === 'snapshot')).toBe(false);
 	});
 
@@ -132,7 +134,8 @@ describe('health check after', () => {
 		try {
 			const e = await approveAndRun({ target: 'strong/100', action: 'systemctl', params: { unit: 'cron', op: 'restart' }, reason: 'restart cron' });
 			expect(e.status).toBe('failed');
-			expect(e.error).toMatch(/^unhealthy: health: cron active exited with 3: inactive \(the approved command itself succeeded\)/);
+			expect(e.error).toMatch(/^unhealthy: cron is not active in CT 100: pct exec exited with 3: inactive \(the approved command itself succeeded\)/);
+			expect(e.verdict).toBe('still_failing');
 			expect(e.error).toContain(`snapshot ${nomosSnapshotName(e.id)}`);
 			expect(executionNote(e)).toContain('failed: unhealthy: ');
 		} finally {

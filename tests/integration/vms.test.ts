@@ -175,11 +175,14 @@ describe('changing a VM', () => {
 		const name = nomosSnapshotName(e.id);
 		expect(e.steps.map((s) => [s.kind ?? 'command', s.command])).toEqual([
 			['snapshot', `'qm' 'snapshot' '300' '${name}' '--description' 'taken by Nomos before vm_set (execution ${e.id})'`],
-			['command', "'qm' 'set' '300' '--cores' '4' '--onboot' '1' '--tags' 'ha;prod'"]
+			['command', "'qm' 'set' '300' '--cores' '4' '--onboot' '1' '--tags' 'ha;prod'"],
+			// the read-back (#42): the config shows what was set
+			['verify', "'qm' 'config' '300'"]
 		]);
 		expect((await vm(300))!).toMatchObject({ cores: 4, tags: 'ha;prod', onboot: 1 });
 		expect(Object.keys((await vm(300))!.snapshots ?? {})).toEqual([name]);
 		expect(e.result).toBe('VM 300 set: cores=4, onboot=true, tags=ha;prod');
+		expect([e.verdict, e.verdictDetail]).toEqual(['verified', 'cores 4, onboot 1 (read back: cores 4, onboot 1)']);
 	});
 
 	it('a reboot of a VM configured without an agent is healthy on running alone', async () => {
@@ -274,7 +277,9 @@ describe('destroy', () => {
 		const d = await approveAndRun({ target: 'strong', action: 'vm_destroy', params: { vmid: 160 }, reason: 'gone' });
 		expect(d.status, d.error ?? '').toBe('succeeded');
 		expect(d.result).toBe('VM 160 destroyed');
-		expect(d.steps.map((s) => s.command)).toEqual(["'qm' 'destroy' '160' '--purge'"]);
+		// then the read-back: the host's own "does not exist" verifies it gone (#42)
+		expect(d.steps.map((s) => s.command)).toEqual(["'qm' 'destroy' '160' '--purge'", "'qm' 'status' '160'"]);
+		expect(d.verdict).toBe('verified');
 		expect(await vm(160)).toBeUndefined();
 	});
 });

@@ -123,6 +123,11 @@ export const envSchema = z.object({
 	 * limits until then; no answer ends the run "not run: could not check …", never "does not exist".
 	 */
 	NOMOS_HOST_WAIT_MIN: z.preprocess(empty, z.coerce.number().positive().max(120).default(5)),
+	/**
+	 * The first limit of one read-back after a mutation (`pct status`, `pct config`, a verify step):
+	 * a host that does not answer is asked again within NOMOS_HOST_WAIT_MIN, then the verdict is inconclusive.
+	 */
+	NOMOS_READBACK_TIMEOUT_S: z.preprocess(empty, z.coerce.number().positive().max(3600).default(60)),
 	NOMOS_MAX_CONTINUATIONS: z.preprocess(empty, z.coerce.number().int().min(0).default(20)),
 	NOMOS_INVENTORY_SYNC: z.preprocess(empty, bool.default(true)),
 	/**

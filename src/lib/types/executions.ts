@@ -18,6 +18,14 @@ export const executionStatuses = [
 ] as const;
 export type ExecutionStatus = (typeof executionStatuses)[number];
 
+/**
+ * A mutation's verdict from an independent read-back after it ran: the wanted state is there
+ * (`verified`), a definite other state is (`still_failing`), or the host did not answer the read
+ * or its answer could not be read (`inconclusive`: never success).
+ */
+export const verdicts = ['verified', 'still_failing', 'inconclusive'] as const;
+export type Verdict = (typeof verdicts)[number];
+
 export const TERMINAL: readonly ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired'];
 
 export type ExecutionStep = {
@@ -34,10 +42,10 @@ export type ExecutionStep = {
 	verified?: boolean;
 	/**
 	 * What the runner added around the approved command: the snapshot before, pruning old ones, a
-	 * health check after, a resume's reads (executions/resume.ts), or a pre-run check it had to wait
+	 * health check or a read-back after, a resume's reads (executions/resume.ts), or a pre-run check it had to wait
 	 * for (shown only when its host was slow).
 	 */
-	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check';
+	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check' | 'verify';
 	/** While the step's host is being waited for (a slow or unreachable host): "waiting for strong to answer — 45 s". */
 	waiting?: string;
 	/**
@@ -119,6 +127,9 @@ export type ExecutionRow = {
 	finishedAt: string | null;
 	cancelRequestedAt: string | null;
 	leftovers: string | null;
+	/** The read-back's verdict on a mutation that ran (null: not judged), and what it showed or why it could not tell. */
+	verdict: Verdict | null;
+	verdictDetail: string | null;
 	edit: ExecutionEdit | null;
 	/** While it waits for approval: when the alert its session investigates resolved (the card asks whether it is still needed). */
 	alertResolvedAt: string | null;

@@ -141,7 +141,8 @@ export interface Faults {
 	slowHost?: { ms: number };
 	/**
 	 * matching `pveam download` / `pct push` invocations exit 0 although their work failed (the
-	 * template never lands; the pushed file is cut short), as the real tools do when their task fails
+	 * template never lands; the pushed file is cut short), as the real tools do when their task fails;
+	 * a matching `pct start` exits 0 and the CT stays stopped (its init exits at once)
 	 */
 	quiet?: { tool: 'pveam' | 'pct'; match?: string };
 }

@@ -12,18 +12,33 @@ import { ACTIONS, isActionName } from '../proxmox/actions';
 import { runTurn } from './run-turn';
 import { insertTurnMessage } from './message-writer';
 import { formatChanges } from '../../schemas/param-form';
-import type { ExecutionEdit } from '../../types/executions';
+import type { ExecutionEdit, Verdict } from '../../types/executions';
 
 const changesInventory = (action: string) => isActionName(action) && Boolean((ACTIONS[action] as { changesInventory?: boolean }).changesInventory);
 
-/** How a finished execution is told to the agent (and shown as a small note in the chat). */
+/**
+ * How a finished execution is told to the agent (and shown as a small note in the chat). A
+ * mutation's read-back verdict leads: an inconclusive one is told as not verified, never as success.
+ */
 export function executionNote(
-	e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'> & { leftovers?: string | null; edit?: ExecutionEdit | null; resumes?: number; resumedBecause?: string | null }
+	e: Pick<ExecutionRow, 'id' | 'action' | 'target' | 'status' | 'result' | 'error'> & {
+		leftovers?: string | null;
+		edit?: ExecutionEdit | null;
+		verdict?: Verdict | null;
+		verdictDetail?: string | null;
+		resumes?: number;
+		resumedBecause?: string | null;
+	}
 ): string {
+	const result = (e.result ?? 'done').trim().slice(0, 800);
+	const error = (e.error ?? e.result ?? 'no details').trim().slice(0, 800);
+	const detail = (e.verdictDetail ?? '').trim().slice(0, 500);
 	const outcome =
-		e.status === 'succeeded'
-			? `succeeded: ${(e.result ?? 'done').trim().slice(0, 800)}`
-			: `${e.status}: ${(e.error ?? e.result ?? 'no details').trim().slice(0, 800)}`;
+		e.status === 'succeeded' && e.verdict === 'inconclusive'
+			? `ran, NOT verified: its command exited 0 (${result}) but the read-back was inconclusive: ${detail}. Do not report it done: say it is unconfirmed, and check it with a read-only action before building on it`
+			: e.status === 'succeeded'
+				? `succeeded: ${result}${e.verdict === 'verified' ? ` — verified by reading it back: ${detail}` : ''}`
+				: `${e.status}: ${error}${e.verdict === 'still_failing' ? `${/[.!?]$/.test(error) ? '' : '.'} Verdict: still failing${error.includes(detail) ? '' : ` (${detail})`}.` : ''}`;
 	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
 	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
 	// A succeeded resume says so in its result already (executions/resume.ts resumedText).
@@ -61,7 +76,15 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		if (!claimed.length && !plans.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
 		const stepRuns = new Map((await getExecutionsByIds(sql(), plans.flatMap((p) => p.steps.map((s) => s.executionId!).filter(Boolean)))).map((e) => [e.id, e]));
-		const planNotes = plans.map((p) => planNote(p, p.steps.map((s) => ({ note: s.executionId && stepRuns.has(s.executionId) ? executionNote(stepRuns.get(s.executionId)!) : null }))));
+		const planNotes = plans.map((p) =>
+			planNote(
+				p,
+				p.steps.map((s) => {
+					const run = s.executionId ? stepRuns.get(s.executionId) : undefined;
+					return { note: run ? executionNote(run) : null, verdict: run?.verdict ?? null };
+				})
+			)
+		);
 		// An execution claimed again for a late read-back was counted and noted when it ended:
 		// its late note (written with the claim's reopening) is what the agent reads now.
 		const fresh = claimed.filter((e) => !e.told);

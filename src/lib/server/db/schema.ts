@@ -4,6 +4,7 @@ import {
 	type AnyPgColumn,
 	bigserial,
 	boolean,
+	check,
 	customType,
 	index,
 	integer,
@@ -18,7 +19,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
 import { alertHookKinds } from '../../schemas/watches';
-import { classifications, executionStatuses, type Classification, type BeforeApproval, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
+import { classifications, executionStatuses, verdicts, type Classification, type BeforeApproval, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -464,6 +465,14 @@ export const executions = pgTable(
 		 * did not answer: when to try again. Cleared once the host answered and it was read.
 		 */
 		leftoversRecheckAt: ts('leftovers_recheck_at'),
+		/**
+		 * A mutation's verdict from an independent read-back after it ran (executions/verdict.ts):
+		 * verified, still_failing or inconclusive (the host did not answer the read); null when
+		 * nothing was judged (read-only, not run, interrupted). An exit status is never a verdict.
+		 */
+		verdict: text('verdict', { enum: verdicts }),
+		/** What the read-back showed, or why it could not tell. */
+		verdictDetail: text('verdict_detail'),
 		/** Set when an operator edited the params before approving: who, the original, what changed. */
 		edit: jsonb('edit').$type<ExecutionEdit>(),
 		/** The alert its session investigates resolved while it waited for approval (watches/intake.ts); cleared when it fires again. */
@@ -493,7 +502,9 @@ export const executions = pgTable(
 	(t) => [
 		index('executions_status_idx').on(t.status),
 		index('executions_session_idx').on(t.requestedBySession),
-		index('executions_recheck_idx').on(t.leftoversRecheckAt).where(sql`${t.leftoversRecheckAt} is not null`)
+		index('executions_recheck_idx').on(t.leftoversRecheckAt).where(sql`${t.leftoversRecheckAt} is not null`),
+		index('executions_inconclusive_idx').on(t.finishedAt).where(sql`${t.verdict} = 'inconclusive'`),
+		check('executions_verdict_check', sql`${t.verdict} in ('verified', 'still_failing', 'inconclusive')`)
 	]
 );
 

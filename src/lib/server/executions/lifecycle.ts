@@ -20,7 +20,7 @@ import { handOverForResume, interruptAbandoned, listStranded } from '../db/queri
 import { RESUMABLE_ACTIONS } from '../proxmox/actions';
 import { handOverAndResume } from '../conversation/hand-over';
 import { requestTurn } from '../conversation/turn-queue';
-import type { ExecutionStatus, ExecutionStep } from '../../types/executions';
+import type { ExecutionStatus, ExecutionStep, Verdict } from '../../types/executions';
 import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 
 // An execution's life after its request: decided, queued, finished, continued, swept. The SQL is
@@ -90,6 +90,8 @@ export async function finishExecution(
 		steps: ExecutionStep[];
 		refreshHost?: string | null;
 		leftovers?: string | null;
+		/** The read-back's verdict on a mutation that ran (executions/verdict.ts). */
+		verdict?: { verdict: Verdict; detail: string } | null;
 	}
 ): Promise<boolean> {
 	return sql.begin(async (tx) => {

@@ -6,7 +6,7 @@ import { getExecution, insertExecution } from '../db/queries/executions';
 import { lockPlan, markPlanCancelRequested, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
 import { endWindowWithPlan } from '../db/queries/assent-windows';
 import { planEndNotice, queueNotice } from '../notify/notices';
-import { TERMINAL, type ExecutionStatus, type PlanEnd } from '../../types/executions';
+import { TERMINAL, type ExecutionStatus, type PlanEnd, type Verdict } from '../../types/executions';
 import { prepareExecution } from './prepare';
 import { enqueueAdvance, enqueueRun, queuePlanReport, requestCancel } from './lifecycle';
 
@@ -92,13 +92,17 @@ export async function stopPlan(tx: TransactionSql, planId: string, operatorId: s
 }
 
 /** What the agent is told when a plan has ended: every step's outcome, what failed, what was not run. */
-export function planNote(plan: PlanRow, steps: Array<{ note: string | null }>): string {
+export function planNote(plan: PlanRow, steps: Array<{ note: string | null; verdict?: Verdict | null }>): string {
 	const n = plan.steps.length;
 	const ran = plan.steps.filter((s) => s.executionId).length;
+	// A step whose read-back could not tell is not success: the plan is not reported done on it.
+	const unverified = plan.steps.filter((_s, i) => steps[i]?.verdict === 'inconclusive').map((s) => s.index + 1);
 	const head =
-		plan.status === 'succeeded'
-			? `The plan "${plan.title}" (${n} steps) ran to the end: every step succeeded.`
-			: `The plan "${plan.title}" stopped at step ${Math.max(ran, 1)} of ${n} (${plan.status}${plan.cancelRequestedAt ? ', stopped by the operator' : ''})${plan.error ? `: ${plan.error}` : ''}.`;
+		plan.status === 'succeeded' && unverified.length
+			? `The plan "${plan.title}" (${n} steps) ran to the end, but step ${unverified.join(', ')} is NOT verified (inconclusive read-back): report the plan done only once a later check step or a read-only action of yours has confirmed it.`
+			: plan.status === 'succeeded'
+				? `The plan "${plan.title}" (${n} steps) ran to the end: every step succeeded.`
+				: `The plan "${plan.title}" stopped at step ${Math.max(ran, 1)} of ${n} (${plan.status}${plan.cancelRequestedAt ? ', stopped by the operator' : ''})${plan.error ? `: ${plan.error}` : ''}.`;
 	const lines = plan.steps.map((s, i) => `Step ${s.index + 1} (${s.action} on ${s.target}): ${steps[i]?.note ?? 'not run'}`);
 	const notRun = plan.steps.filter((s) => !s.executionId);
 	const tail =

@@ -23,10 +23,11 @@ import { executionHash } from './prepare';
 import { claimExecution, heartbeat, saveSteps, type ExecutionRow } from '../db/queries/executions';
 import { finishExecution } from './lifecycle';
 import { auditResume, handOverOnShutdown, resumedText, resumeRun, type ResumeOutcome } from './resume';
+import { judgeRead, judgeReads, markStep, readsFor, unread, type Judged, type Read, type ReadResult } from './verdict';
 import { env } from '../env';
 import { currentProcess } from '../jobs/current-process';
 import {
-	guestOf, healthHttpCheck, healthSteps, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
+	guestOf, healthHttpCheck, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
 	type Guest
 } from './safeguards';
 
@@ -233,6 +234,8 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 	let unsettled = false;
 	let mutationStarted = false;
 	let snapshot: string | null = null;
+	/** The read-back's verdict once the approved command ran (verdict.ts); stored with the outcome. */
+	let verdict: Judged | null = null;
 	let held: Awaited<ReturnType<typeof lease>> | undefined;
 	/** The leased connection's client (a new one after a read found the old one dropped). */
 	let client!: Client;
@@ -578,6 +581,10 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, guest)) await runStep(p, 'prune', true);
 		}
 		mutationStarted = true;
+		// A mutation's own verify steps, its health checks or its catalogued read-back come after
+		// the approved command, as reads judged by verdict.ts: an exit status is not a verdict.
+		const readBacks = env().NOMOS_HEALTH_AFTER;
+		const after = mutation ? readsFor(e.action, e.params, found, planned, readBacks) : { commands: planned, reads: [] };
 		let resumed: Extract<ResumeOutcome, { kind: 'done' }> | null = null;
 		if (resuming) {
 			const io = { host, client, signal: cancel.signal, steps, persist: persistSteps, verified, runStep, read: async (s: Step) => execInto(await openStep(s, 'resume'), s) };
@@ -587,24 +594,47 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 				throw new Interrupted(r.why);
 			}
 			resumed = r;
-		} else for (const s of planned) await runStep(s);
-		const healthChecks = env().NOMOS_HEALTH_AFTER ? healthSteps(e.action, e.params, vmid) : [];
-		const httpCheck = env().NOMOS_HEALTH_AFTER ? healthHttpCheck(e.action, e.params) : null;
-		try {
-			for (const s of healthChecks) await runStep(s, 'health');
-			if (httpCheck) await waitForHttp(ACTIONS.vm_http_check.params.parse(httpCheck));
-		} catch (err) {
-			if (err instanceof Failure) throw new Unhealthy(`unhealthy: ${err.message.replace(/^verification failed: /, '')} (the approved command itself succeeded)`);
-			throw err;
+		} else for (const s of after.commands) await runStep(s);
+		const httpCheck = mutation && readBacks ? healthHttpCheck(e.action, e.params) : null;
+		if (mutation) {
+			const limit = env().NOMOS_READBACK_TIMEOUT_S * 1000;
+			const reads = after.reads.map((r): Read => (r.step.verify ? { ...r, step: { ...r.step, timeoutMs: limit } } : r));
+			const j = await judgeReads(reads, async ({ step: s, kind }) => {
+				const step = await openStep(s, kind === 'own' ? undefined : kind);
+				const r: ReadResult = await readInto(step, s).catch((err: Error) => {
+					// A cancel or a shutdown ends the run; a host that did not answer within NOMOS_HOST_WAIT_MIN is a read without an answer.
+					if (cancel.signal.aborted || !(err instanceof Failure)) throw err;
+					return { error: err.message };
+				});
+				markStep(step, judgeRead(s, r));
+				await persistSteps();
+				return r;
+			});
+			verdict = after.reads.length ? j : readBacks ? unread(e.action) : null;
+			if (j.verdict === 'still_failing') {
+				if (j.by?.kind === 'own') throw new Failure(`verification failed: ${j.by.step.verify?.failure ?? j.detail}`);
+				throw new Unhealthy(`${j.by?.kind === 'health' ? 'unhealthy' : 'still failing'}: ${j.detail} (the approved command itself succeeded)`);
+			}
+			if (httpCheck && j.verdict === 'verified') {
+				try {
+					await waitForHttp(ACTIONS.vm_http_check.params.parse(httpCheck));
+				} catch (err) {
+					if (!(err instanceof Failure)) throw err;
+					verdict = { verdict: 'still_failing', detail: err.message };
+					throw new Unhealthy(`unhealthy: ${err.message} (the approved command itself succeeded)`);
+				}
+			}
 		}
-		const last = steps[steps.length - 1];
+		const last = steps.filter((s) => s.kind === undefined).at(-1);
 		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
+		const healthy = verdict?.verdict === 'verified' && steps.some((s) => s.kind === 'health');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',
-			result: (summary || 'done (no output)') + (healthChecks.length || httpCheck ? ' — healthy' : '') + (resumed ? resumedText(resumed, e) : ''),
+			result: (summary || 'done (no output)') + (healthy ? ' — healthy' : '') + (resumed ? resumedText(resumed, e) : ''),
 			error: null,
 			steps,
-			refreshHost: def.changesInventory ? e.hostName : null
+			refreshHost: def.changesInventory ? e.hostName : null,
+			verdict
 		});
 	} catch (err) {
 		const known = err instanceof Failure || err instanceof Interrupted || err instanceof Cancelled;
@@ -622,7 +652,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			if (await handOverOnShutdown(e, currentProcess()).catch(() => false)) return;
 		}
 		const touched = mutationStarted;
-		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null }).catch(() => false);
+		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null, verdict }).catch(() => false);
 		// Then (the outcome is already on screen; its command stopped on the host, or said not to
 		// be) read back what it left on its target; not for a precondition refusal or a cancel
 		// before anything ran: nothing was touched. A command that may still run there is read back

@@ -24,6 +24,16 @@ export type Verify = {
 	json?: { id?: string; key: string };
 	/** the output is a `pct|qm listsnapshot` tree: some entry is `` `-> <expect> `` */
 	snapshot?: true;
+	/**
+	 * `<key>: <value>` lines of a config (`pct config`, `qm config`): each key's value holds the
+	 * given item among its comma-separated parts (`rootfs: local-lvm:vm-101-disk-0,size=16G` holds
+	 * `size=16G`); null: the config has no such line (`lock` after an unlock). `expect` names it.
+	 */
+	fields?: Record<string, string | null>;
+	/** The guest must be gone: the host's own "does not exist" (exit ≠ 0) verifies it, an exit 0 is still failing. */
+	gone?: true;
+	/** Judged by its output whatever its exit status (`systemctl is-active` exits 3 when inactive). */
+	anyExit?: true;
 };
 
 /**
@@ -84,10 +94,47 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	summary?(p: z.output<P>, ctx: StepContext): string;
 	/** Repeatable: a live worker finishes it after its process stopped (see `Resume`). */
 	resume?(p: z.output<P>, ctx: StepContext): Resume;
+	/**
+	 * A mutation's independent read-back after its command exited 0 (executions/verdict.ts): reads
+	 * with a `verify`, judged verified, still failing or inconclusive. Used when no `verify` step of
+	 * its own and no health check (executions/safeguards.ts) covers it; none (or none for these
+	 * params): only the exit status is known, and the verdict is inconclusive.
+	 */
+	readBack?(p: z.output<P>, ctx: StepContext): Step[];
 }
 
 const MIN = 60_000;
 const def = <P extends z.ZodType>(d: ActionDef<P>) => d;
+
+// The read-backs (readBack): one read of the host each, judged by its `verify`.
+const statusIs = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 'stopped'): Step => ({
+	label: `verify: ${guest} ${vmid} ${status}`,
+	argv: [guest === 'CT' ? 'pct' : 'qm', 'status', vmid],
+	timeoutMs: MIN,
+	verify: { field: 'status', expect: status, failure: `${guest} ${vmid} is not ${status}` }
+});
+const configHas = (guest: 'CT' | 'VM', vmid: string, fields: Record<string, string | null>, what: string): Step[] =>
+	Object.keys(fields).length
+		? [{ label: `verify: ${what}`, argv: [guest === 'CT' ? 'pct' : 'qm', 'config', vmid], timeoutMs: MIN, verify: { fields, expect: what, failure: `${guest} ${vmid}'s config does not show ${what}` } }]
+		: [];
+const isGone = (guest: 'CT' | 'VM', vmid: string): Step => ({
+	label: `verify: ${guest} ${vmid} gone`,
+	argv: [guest === 'CT' ? 'pct' : 'qm', 'status', vmid],
+	timeoutMs: MIN,
+	verify: { gone: true, expect: 'does not exist', failure: `${guest} ${vmid} still exists` }
+});
+/** The settings a `pct set` / `qm set` asked for, as its config shows them (the description is stored encoded: not compared). */
+const settings = (p: Record<string, unknown>, keys: string[]): Record<string, string> =>
+	Object.fromEntries(keys.filter((k) => p[k] !== undefined).map((k) => [k, typeof p[k] === 'boolean' ? (p[k] ? '1' : '0') : String(p[k])]));
+const shown = (f: Record<string, string | null>) => Object.entries(f).map(([k, v]) => (v === null ? `no ${k}` : `${k} ${v}`)).join(', ');
+/** An absolute size is read back in the disk's line; a relative one (`+2G`) cannot be told from the config alone. */
+const sizeIs = (guest: 'CT' | 'VM', vmid: string, disk: string, size: string): Step[] =>
+	size.startsWith('+') ? [] : configHas(guest, vmid, { [disk]: `size=${size}` }, `${disk} size=${size}`);
+const unitIs = (vmid: string | undefined, op: string, unit: string): Step[] => {
+	const [check, expect] = ['start', 'restart', 'reload'].includes(op) ? ['is-active', 'active'] : op === 'stop' ? ['is-active', 'inactive'] : op === 'enable' ? ['is-enabled', 'enabled'] : ['is-enabled', 'disabled'];
+	const where = vmid ? ` in CT ${vmid}` : '';
+	return [{ label: `verify: ${unit} ${expect}${where}`, argv: inCt(vmid, ['systemctl', check, unit]), timeoutMs: MIN, verify: { expect, anyExit: true, failure: `${unit} is not ${expect}${where}` } }];
+};
 const inCt = (v: string | undefined, argv: string[]) => (v ? ['pct', 'exec', v, '--', ...argv] : argv);
 const running = (vmid: string): Precondition[] => [{ kind: 'ct-status', vmid, status: 'running' }];
 const exists = (vmid: string): Precondition[] => [{ kind: 'ct-exists', vmid }];
@@ -183,7 +230,8 @@ export const ACTIONS = {
 		scope: 'ct',
 		params: ACTION_PARAMS.restart,
 		steps: (_p, { vmid }) => [{ label: 'pct reboot', argv: ['pct', 'reboot', vmid!], timeoutMs: 5 * MIN }],
-		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }]
+		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }],
+		readBack: (_p, { vmid }) => [statusIs('CT', vmid!, 'running')]
 	}),
 	systemctl: def({
 		classification: 'config_mutation',
@@ -191,7 +239,8 @@ export const ACTIONS = {
 		scope: 'host-or-ct',
 		params: ACTION_PARAMS.systemctl,
 		steps: (p, { vmid }) => [{ label: `systemctl ${p.op} ${p.unit}`, argv: inCt(vmid, ['systemctl', p.op, p.unit]), timeoutMs: 5 * MIN }],
-		preconditions: (_p, { vmid }) => (vmid ? [{ kind: 'ct-status', vmid, status: 'running' }] : [])
+		preconditions: (_p, { vmid }) => (vmid ? [{ kind: 'ct-status', vmid, status: 'running' }] : []),
+		readBack: (p, { vmid }) => unitIs(vmid, p.op, p.unit)
 	}),
 	pct_exec: def({
 		classification: 'config_mutation',
@@ -243,7 +292,8 @@ export const ACTIONS = {
 		},
 		preconditions: (p) => [{ kind: 'ct-absent', vmid: String(p.vmid) }],
 		changesInventory: true,
-		summary: (p) => `CT ${p.vmid} (${p.hostname}) created${p.start ? ' and started' : ''}`
+		summary: (p) => `CT ${p.vmid} (${p.hostname}) created${p.start ? ' and started' : ''}`,
+		readBack: (p) => [statusIs('CT', String(p.vmid), p.start ? 'running' : 'stopped')]
 	}),
 	pct_start: def({
 		classification: 'config_mutation',
@@ -254,7 +304,8 @@ export const ACTIONS = {
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'stopped' }],
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} started`,
-		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'running')
+		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'running'),
+		readBack: (_p, { vmid }) => [statusIs('CT', vmid!, 'running')]
 	}),
 	pct_unlock: def({
 		classification: 'config_mutation',
@@ -264,7 +315,8 @@ export const ACTIONS = {
 		steps: (_p, { vmid }) => [{ label: 'pct unlock', argv: ['pct', 'unlock', vmid!], timeoutMs: 1 * MIN }],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
-		summary: (_p, { vmid }) => `CT ${vmid} unlocked`
+		summary: (_p, { vmid }) => `CT ${vmid} unlocked`,
+		readBack: (_p, { vmid }) => configHas('CT', vmid!, { lock: null }, 'no lock')
 	}),
 	pveam_update: def({
 		classification: 'config_mutation',
@@ -308,7 +360,11 @@ export const ACTIONS = {
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
 		summary: (p, { vmid }) =>
-			`CT ${vmid} set: ${(['cores', 'memory', 'swap', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.description !== undefined ? ['description'] : []).join(', ')}`
+			`CT ${vmid} set: ${(['cores', 'memory', 'swap', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.description !== undefined ? ['description'] : []).join(', ')}`,
+		readBack: (p, { vmid }) => {
+			const f = settings(p, ['cores', 'memory', 'swap', 'onboot']);
+			return configHas('CT', vmid!, f, shown(f));
+		}
 	}),
 	pct_resize: def({
 		classification: 'config_mutation',
@@ -319,7 +375,8 @@ export const ACTIONS = {
 		steps: (p, { vmid }) => [{ label: `pct resize ${p.disk} ${p.size}`, argv: ['pct', 'resize', vmid!, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p, { vmid }) => [{ kind: 'ct-disk-grows', vmid: vmid!, disk: p.disk, size: p.size }],
 		changesInventory: true,
-		summary: (p, { vmid }) => `CT ${vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`
+		summary: (p, { vmid }) => `CT ${vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`,
+		readBack: (p, { vmid }) => sizeIs('CT', vmid!, p.disk, p.size)
 	}),
 	pct_snapshot: def({
 		classification: 'config_mutation',
@@ -341,7 +398,8 @@ export const ACTIONS = {
 		steps: (p, { vmid }) => [{ label: `pct rollback ${p.name}`, argv: ['pct', 'rollback', vmid!, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
-		summary: (p, { vmid }) => `CT ${vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`
+		summary: (p, { vmid }) => `CT ${vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`,
+		readBack: (p, { vmid }) => (p.start ? [statusIs('CT', vmid!, 'running')] : [])
 	}),
 	pct_delsnapshot: def({
 		classification: 'destructive',
@@ -417,7 +475,8 @@ export const ACTIONS = {
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} started`,
-		resume: (p) => resumeToStatus('VM', p.vmid, 'running')
+		resume: (p) => resumeToStatus('VM', p.vmid, 'running'),
+		readBack: (p) => [statusIs('VM', p.vmid, 'running')]
 	}),
 	qm_stop: def({
 		classification: 'config_mutation',
@@ -428,7 +487,8 @@ export const ACTIONS = {
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'running' }],
 		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} stopped`,
-		resume: (p) => resumeToStatus('VM', p.vmid, 'stopped')
+		resume: (p) => resumeToStatus('VM', p.vmid, 'stopped'),
+		readBack: (p) => [statusIs('VM', p.vmid, 'stopped')]
 	}),
 	vm_create: def({
 		classification: 'config_mutation',
@@ -463,7 +523,8 @@ export const ACTIONS = {
 		},
 		preconditions: (p) => [{ kind: 'vm-absent', vmid: String(p.vmid) }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} (${p.name}) created from ${p.image}${p.start ? ' and started' : ''}`
+		summary: (p) => `VM ${p.vmid} (${p.name}) created from ${p.image}${p.start ? ' and started' : ''}`,
+		readBack: (p) => [statusIs('VM', String(p.vmid), p.start ? 'running' : 'stopped')]
 	}),
 	vm_clone: def({
 		classification: 'config_mutation',
@@ -475,7 +536,8 @@ export const ACTIONS = {
 		],
 		preconditions: (p) => [...vmExists(p.vmid), { kind: 'vm-absent', vmid: String(p.newid) }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.newid} (${p.name}) cloned from ${p.vmid}${p.full ? '' : ' (linked)'}`
+		summary: (p) => `VM ${p.newid} (${p.name}) cloned from ${p.vmid}${p.full ? '' : ' (linked)'}`,
+		readBack: (p) => [statusIs('VM', String(p.newid), 'stopped')]
 	}),
 	vm_template: def({
 		classification: 'config_mutation',
@@ -486,7 +548,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm template', argv: ['qm', 'template', p.vmid], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} is now a template`
+		summary: (p) => `VM ${p.vmid} is now a template`,
+		readBack: (p) => configHas('VM', p.vmid, { template: '1' }, 'template 1')
 	}),
 	vm_set: def({
 		classification: 'config_mutation',
@@ -507,7 +570,11 @@ export const ACTIONS = {
 		preconditions: (p) => vmExists(p.vmid),
 		changesInventory: true,
 		summary: (p) =>
-			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : []).join(', ')}`
+			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : []).join(', ')}`,
+		readBack: (p) => {
+			const f = settings(p, ['cores', 'memory', 'balloon', 'onboot']);
+			return configHas('VM', p.vmid, f, shown(f));
+		}
 	}),
 	vm_resize: def({
 		classification: 'config_mutation',
@@ -518,7 +585,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: `qm resize ${p.disk} ${p.size}`, argv: ['qm', 'resize', p.vmid, p.disk, p.size], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-disk-grows', vmid: p.vmid, disk: p.disk, size: p.size }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`
+		summary: (p) => `VM ${p.vmid} ${p.disk} ${p.size.startsWith('+') ? `grown by ${p.size.slice(1)}` : `grown to ${p.size}`}`,
+		readBack: (p) => sizeIs('VM', p.vmid, p.disk, p.size)
 	}),
 	vm_snapshot: def({
 		classification: 'config_mutation',
@@ -540,7 +608,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: `qm rollback ${p.name}`, argv: ['qm', 'rollback', p.vmid, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
 		preconditions: (p) => vmExists(p.vmid),
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`
+		summary: (p) => `VM ${p.vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`,
+		readBack: (p) => (p.start ? [statusIs('VM', p.vmid, 'running')] : [])
 	}),
 	vm_delsnapshot: def({
 		classification: 'destructive',
@@ -559,7 +628,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm shutdown', argv: ['qm', 'shutdown', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} shut down`
+		summary: (p) => `VM ${p.vmid} shut down`,
+		readBack: (p) => [statusIs('VM', p.vmid, 'stopped')]
 	}),
 	vm_reboot: def({
 		classification: 'config_mutation',
@@ -569,7 +639,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm reboot', argv: ['qm', 'reboot', p.vmid, '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 120) * 1000 }],
 		preconditions: (p) => vmRunning(p.vmid),
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} rebooted`
+		summary: (p) => `VM ${p.vmid} rebooted`,
+		readBack: (p) => [statusIs('VM', p.vmid, 'running')]
 	}),
 	vm_destroy: def({
 		classification: 'destructive',
@@ -579,7 +650,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm destroy', argv: ['qm', 'destroy', p.vmid, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (p) => [{ kind: 'vm-status', vmid: p.vmid, status: 'stopped' }],
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} destroyed`
+		summary: (p) => `VM ${p.vmid} destroyed`,
+		readBack: (p) => [isGone('VM', p.vmid)]
 	}),
 	vm_unlock: def({
 		classification: 'config_mutation',
@@ -589,7 +661,8 @@ export const ACTIONS = {
 		steps: (p) => [{ label: 'qm unlock', argv: ['qm', 'unlock', p.vmid], timeoutMs: MIN }],
 		preconditions: (p) => vmExists(p.vmid),
 		changesInventory: true,
-		summary: (p) => `VM ${p.vmid} unlocked`
+		summary: (p) => `VM ${p.vmid} unlocked`,
+		readBack: (p) => configHas('VM', p.vmid, { lock: null }, 'no lock')
 	}),
 	vm_config: def({
 		classification: 'read_only',
@@ -663,7 +736,8 @@ export const ACTIONS = {
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }],
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} stopped`,
-		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'stopped')
+		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'stopped'),
+		readBack: (_p, { vmid }) => [statusIs('CT', vmid!, 'stopped')]
 	}),
 	pct_destroy: def({
 		classification: 'destructive',
@@ -673,7 +747,8 @@ export const ACTIONS = {
 		steps: (_p, { vmid }) => [{ label: 'pct destroy', argv: ['pct', 'destroy', vmid!, '--purge'], timeoutMs: 10 * MIN }],
 		preconditions: (_p, { vmid }) => [{ kind: 'ct-exists', vmid: vmid! }],
 		changesInventory: true,
-		summary: (_p, { vmid }) => `CT ${vmid} destroyed`
+		summary: (_p, { vmid }) => `CT ${vmid} destroyed`,
+		readBack: (_p, { vmid }) => [isGone('CT', vmid!)]
 	})
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 

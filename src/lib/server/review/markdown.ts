@@ -47,6 +47,11 @@ export function renderReviewMarkdown(r: SessionReview): string {
 		out.push(`| ${m.index} | ${m.role}${status} | ${m.origin} | ${m.toolCalls} | ${cell(tools)} | ${cell(m.summary)} |`);
 	}
 	out.push('');
+	if (r.unverified?.length) {
+		out.push('## Changes not verified', '', 'Mutations whose read-back did not confirm them: never count them as done.', '');
+		for (const u of r.unverified) out.push(`- \`${u.action}\` on \`${u.target}\` (${u.executionId}): **${u.verdict === 'inconclusive' ? 'inconclusive' : 'still failing'}** — ${cell(u.detail ?? '')}`);
+		out.push('');
+	}
 	if (r.hypotheses?.length) {
 		out.push('## Hypotheses', '');
 		for (const set of r.hypotheses) {

@@ -13,7 +13,8 @@ import {
 	severityRank,
 	type Severity
 } from '../db/review-rules';
-import type { Finding, ReviewMessage, ReviewSummary, SessionReview } from './types';
+import type { Finding, ReviewMessage, ReviewSummary, SessionReview, UnverifiedExecution } from './types';
+import { listUnverifiedExecutions } from '../db/queries/executions';
 import { listHistorySummaries } from '../db/queries/summaries';
 import { getMessagesByIds } from '../db/queries/messages';
 import { hypothesisSets } from '../../messages/hypotheses';
@@ -71,6 +72,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 		(a, b) => (idxById.get(a.id) ?? 0) - (idxById.get(b.id) ?? 0)
 	);
 	const hypotheses = hypothesisSets(withHypotheses).map((h) => ({ ...h, index: idxById.get(h.messageId) ?? null }));
+	const unverified = (await listUnverifiedExecutions(sql, sessionId)) as UnverifiedExecution[];
 	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
 	if (!f) {
 		return {
@@ -81,7 +83,8 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 			findings: [],
 			messages,
 			summaries,
-			hypotheses
+			hypotheses,
+			unverified
 		};
 	}
 
@@ -121,7 +124,7 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	findings.push(outcome.finding);
 	findings.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || kindRank(a.kind) - kindRank(b.kind));
 
-	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries, hypotheses };
+	return { session, goal, totals, outcome: { reached: f.reached, reason: outcome.reason }, findings, messages, summaries, hypotheses, unverified };
 }
 
 function emptyTotals(): SessionReview['totals'] {

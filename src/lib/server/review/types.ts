@@ -78,6 +78,17 @@ export interface SessionReview {
 	summaries: ReviewSummary[];
 	/** The hypotheses the agent presented (messages/hypotheses.ts), with `index`: the review index of the message that presented them. */
 	hypotheses: Array<HypothesisSet & { index: number | null }>;
+	/** Its mutations whose read-back did not verify them (executions/verdict.ts): never to be read as done. */
+	unverified: UnverifiedExecution[];
+}
+
+export interface UnverifiedExecution {
+	executionId: string;
+	action: string;
+	target: string;
+	verdict: 'inconclusive' | 'still_failing';
+	detail: string | null;
+	finishedAt: string | null;
 }
 
 export type Outcome = 'reached' | 'not_reached';

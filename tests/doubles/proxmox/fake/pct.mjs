@@ -185,6 +185,8 @@ export async function pct(ctx, args) {
 		case 'start':
 			if (ct.status === 'running') fail(`CT ${ct.vmid} already running`);
 			checkLock(ct);
+			// The `quiet` fault: the start "works" (exit 0) but the CT is stopped again at once.
+			if (quietFault(ctx, 'pct', ['pct', 'start', ...rest])) return;
 			return setRunning(ctx, ct, true);
 		case 'stop':
 		case 'shutdown':

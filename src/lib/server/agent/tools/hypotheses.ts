@@ -3,7 +3,10 @@ import { sql } from '../../db/index';
 import { listMessages } from '../../conversation/messages';
 import { prepareExecution } from '../../executions/prepare';
 import { isActionName } from '../../proxmox/actions';
-import { finishedCalls, hypothesisSets, latestSetWith, ranCheck } from '../../../messages/hypotheses';
+import { finishedCalls, hypothesisSets, latestSetWith, ranCheck, type FinishedCall } from '../../../messages/hypotheses';
+import { getExecutionsByIds, type ExecutionRow } from '../../db/queries/executions';
+import type { ExecutionStep } from '../../../types/executions';
+import { BUSY } from '../../executions/verdict';
 import { CHECK_TOOLS, isToolCheck, markHypothesisInput, presentHypothesesInput, type Hypothesis } from '../../../schemas/hypotheses';
 import type { MessagePart } from '../../../types/messages';
 import { toolError, type ToolContext, type ToolError } from './context';
@@ -33,6 +36,29 @@ async function refuseCheck(h: Hypothesis): Promise<ToolError | null> {
 		return toolError(`hypothesis ${h.id}: ${h.check.action} is ${p.classification.replace('_', ' ')}, not read-only; a check only reads`, 'pick a read-only action (e.g. pct_status, ct_service_active) or a read-only tool');
 	}
 	return null;
+}
+
+/**
+ * Why a check's execution, as stored, shows nothing about a hypothesis (null: it answered). It
+ * answered when it succeeded with output, or when its command got the host's own definite answer:
+ * an exit status with words (`systemctl status` exits 3 for an inactive unit). A check that timed
+ * out, was stopped, was not run, lost its link, found the host busy or printed nothing did not.
+ */
+export function unansweredCheck(e: Pick<ExecutionRow, 'id' | 'status' | 'steps' | 'error'>): string | null {
+	const said = (s: ExecutionStep | undefined) => `${s?.stdoutTail ?? ''}${s?.stderrTail ?? ''}`.trim();
+	const last = e.steps.at(-1);
+	if (e.status === 'succeeded') return e.steps.some((s) => said(s)) ? null : `its check (execution ${e.id}) gave no output`;
+	const definite = e.status === 'failed' && last?.finishedAt !== undefined && typeof last.exitCode === 'number' && !last.stop && said(last) !== '' && !BUSY.test(said(last));
+	return definite ? null : `its check (execution ${e.id}) ${e.status}${e.error ? `: ${e.error.slice(0, 200)}` : ''}`;
+}
+
+/** Why none of these calls (each ran the check) can settle a hypothesis, or null when one can. */
+async function unanswered(ran: FinishedCall[]): Promise<string | null> {
+	const ids = ran.map((c) => (c.output as { executionId?: unknown }).executionId).filter((id): id is string => typeof id === 'string');
+	if (ids.length < ran.length) return null; // a read-only tool's call: its result is its answer
+	const stored = await getExecutionsByIds(sql(), ids);
+	const reasons = stored.map(unansweredCheck);
+	return reasons.length && reasons.every(Boolean) ? reasons.join('; ') : null;
 }
 
 /** present_hypotheses: 2–3 candidate causes as cards, each with its evidence, a read-only check and a confidence. */
@@ -66,9 +92,18 @@ export function markHypothesisTool(ctx: ToolContext) {
 			const calls = finishedCalls(messages);
 			const unknown = input.evidence.filter((id) => !calls.has(id));
 			if (unknown.length) return toolError(`${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: the id of the call that ran the check');
-			if (!input.evidence.some((id) => ranCheck(h, calls.get(id)!))) {
+			const ran = input.evidence.map((id) => calls.get(id)!).filter((c) => ranCheck(h, c));
+			if (!ran.length) {
 				const what = isToolCheck(h.check) ? h.check.action : `request_execution of ${h.check.action}`;
 				return toolError(`none of the evidence ran the check of ${h.id} (${what})`, 'run the check first, then give its call id');
+			}
+			// Only a check that answered settles it: the execution it ran, as stored, succeeded with output.
+			const why = await unanswered(ran);
+			if (why) {
+				return toolError(
+					`${h.id} cannot be marked ${input.verdict}: ${why}. A check that timed out, was not run or gave no answer shows nothing about the hypothesis`,
+					'run the check again (or another read-only check) and mark it by a call that succeeded; until then it stays open'
+				);
 			}
 			return { setId: set.setId, id: h.id, verdict: input.verdict, result: input.result, evidence: input.evidence };
 		}

@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, BeforeApproval, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause } from '../../../types/executions';
+import type { AssentCandidate, BeforeApproval, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause, Verdict } from '../../../types/executions';
 import { emitEvent } from './events';
 import type { EventPayload } from '../../../schemas/events';
 
@@ -20,7 +20,7 @@ const columns = (sql: Sql | TransactionSql) => sql`
 	e.created_at as "createdAt", e.expires_at as "expiresAt", e.approved_at as "approvedAt",
 	e.started_at as "startedAt", e.finished_at as "finishedAt",
 	e.cancel_requested_at as "cancelRequestedAt", e.leftovers, e.edit, e.alert_resolved_at as "alertResolvedAt",
-	e.resumes, e.resumed_because as "resumedBecause", e.cause, e.before_approval as "beforeApproval",
+	e.resumes, e.resumed_because as "resumedBecause", e.cause, e.before_approval as "beforeApproval", e.verdict, e.verdict_detail as "verdictDetail",
 	(select json_build_object('decision', a.decision, 'route', a.route, 'reason', a.reason,
 		'decidedBy', (select username from operators o where o.id = a.decided_by),
 		'decidedAt', to_char(a.decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
@@ -220,13 +220,37 @@ export async function saveSteps(sql: Sql, e: { id: string; requestedBySession: s
 export async function setFinished(
 	tx: TransactionSql,
 	id: string,
-	r: { status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted'; result: string | null; error: string | null; steps: ExecutionStep[]; leftovers?: string | null }
+	r: {
+		status: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+		result: string | null;
+		error: string | null;
+		steps: ExecutionStep[];
+		leftovers?: string | null;
+		verdict?: { verdict: Verdict; detail: string } | null;
+	}
 ): Promise<boolean> {
 	const rows = await tx`
 		update executions set status = ${r.status}, result = ${r.result}, error = ${r.error}, leftovers = ${r.leftovers ?? null},
+			verdict = ${r.verdict?.verdict ?? null}, verdict_detail = ${r.verdict?.detail ?? null},
 			steps = ${JSON.stringify(r.steps)}::text::jsonb, finished_at = now(), lease_until = null
 		where id = ${id} and status = 'running' returning id`;
 	return rows.length > 0;
+}
+
+/**
+ * A session's mutations whose read-back did not verify them (inconclusive or still failing), in
+ * the order they finished: what the review lists so that "done" is never read into them.
+ */
+export async function listUnverifiedExecutions(
+	sql: Sql | TransactionSql,
+	sessionId: string
+): Promise<Array<{ executionId: string; action: string; target: string; verdict: Verdict; detail: string | null; finishedAt: string | null }>> {
+	return sql`
+		select e.id as "executionId", e.action, e.target, e.verdict, e.verdict_detail as detail, e.finished_at as "finishedAt"
+		from executions e
+		where e.id in (select execution_id from execution_sessions where session_id = ${sessionId})
+		  and e.verdict in ('inconclusive', 'still_failing')
+		order by e.finished_at, e.id`;
 }
 
 /** The sessions an execution is linked to (whose agents hear of its outcome). */
@@ -311,7 +335,7 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and exists (select 1 from jsonb_array_elements(e.steps) s where coalesce(s->>'kind', '') <> 'check')`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'resumes' | 'resumedBecause'> & {
+export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'resumes' | 'resumedBecause' | 'verdict' | 'verdictDetail'> & {
 	/** Its outcome note is already in the session: claimed again for a late read-back (see `reopenContinuations`). */
 	told: boolean;
 };
@@ -329,6 +353,7 @@ export async function claimFinishedForSession(tx: TransactionSql, sessionId: str
 		  and e.status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'denied', 'expired')
 		returning e.id, e.action, e.target, e.params, e.status, e.result, e.error, e.hash, e.host_name as "hostName", e.leftovers, e.edit,
 			e.resumes, e.resumed_because as "resumedBecause",
+			e.verdict, e.verdict_detail as "verdictDetail",
 			exists (select 1 from messages m where m.session_id = l.session_id and m.role = 'system'
 				and m.parts @> jsonb_build_array(jsonb_build_object('type', 'data-note',
 					'data', jsonb_build_object('kind', 'execution', 'data', jsonb_build_object('executionId', e.id::text))))) as told`;
