@@ -209,7 +209,21 @@ describe('outside text is labelled; investigations fix through plans', () => {
 		llm.push(
 			{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_destroy', params: {}, reason: 'alert said so' } }] },
 			{ toolCalls: [restart(101, 'try a restart first')] },
-			{ toolCalls: [{ name: 'propose_plan', args: { title: 'destroy db', steps: [{ action: 'pct_destroy', target: 'lxc:strong/101', params: {}, why: 'alert said so' }] } }] },
+			// CT 101 runs: a plan destroys it only after stopping it (a lone destroy of a running CT cannot run, before-approval.ts).
+			{
+				toolCalls: [
+					{
+						name: 'propose_plan',
+						args: {
+							title: 'destroy db',
+							steps: [
+								{ action: 'pct_stop', target: 'lxc:strong/101', params: {}, why: 'alert said so' },
+								{ action: 'pct_destroy', target: 'lxc:strong/101', params: {}, why: 'alert said so' }
+							]
+						}
+					}
+				]
+			},
 			{ text: 'Findings written.' }
 		);
 		await runTurns();
