@@ -50,7 +50,9 @@ beforeAll(async () => {
 		NOMOS_MODEL: 'scripted',
 		NOMOS_SNAPSHOT_BEFORE: 'off',
 		NOMOS_HEALTH_AFTER: 'on',
-		NOMOS_READBACK_TIMEOUT_S: '2'
+		NOMOS_READBACK_TIMEOUT_S: '2',
+		// A read-back the host does not answer is asked again for 3 s at most (a real host: minutes).
+		NOMOS_HOST_WAIT_MIN: '0.05'
 	});
 	resetEnvCache();
 	operatorId = await newOperator('alice');
@@ -61,7 +63,7 @@ afterAll(async () => {
 	await worker?.stop();
 	await llm?.close();
 	await pve?.close();
-	for (const k of ['NOMOS_SNAPSHOT_BEFORE', 'NOMOS_HEALTH_AFTER', 'NOMOS_READBACK_TIMEOUT_S', 'OPENAI_BASE_URL']) delete process.env[k];
+	for (const k of ['NOMOS_SNAPSHOT_BEFORE', 'NOMOS_HEALTH_AFTER', 'NOMOS_READBACK_TIMEOUT_S', 'NOMOS_HOST_WAIT_MIN', 'OPENAI_BASE_URL']) delete process.env[k];
 	resetEnvCache();
 });
 
@@ -115,26 +117,27 @@ describe('verdict after a mutation', () => {
 		}
 	});
 
-	it('inconclusive: the read-back of a stop is not answered in time; never told as success', async () => {
+	it('inconclusive: a read-back the host does not answer within its wait; never told as success', async () => {
 		const { e, note, told } = await approvedRun('stop 104', { target: 'strong/104', action: 'pct_stop', params: {}, reason: 'stop it' });
-		// (104 stopped and verified: the baseline) — now a start whose read is slower than the limit.
+		// (104 stopped and verified: the baseline) — now a change whose read-back is not answered.
 		expect(e.verdict).toBe('verified');
 		expect(note).not.toContain('NOT verified');
 		expect(told).toContain('verified by reading it back: CT 104 stopped (read back: status: stopped)');
 
-		await pve.setFault('slow', { tool: 'pct', match: 'status 103', ms: 6000 });
+		// A read-back the host does not answer within NOMOS_HOST_WAIT_MIN (3 s here): pct_set's
+		// read-back is `pct config`, which its precondition (`pct status`) does not read.
+		await pve.setFault('slow', { tool: 'pct', match: 'config 103', ms: 60_000 });
 		try {
-			// The precondition's read (30 s limit) waits the 6 s out; the read-back (2 s here) does not.
-			const s = await approvedRun('start 103', { target: 'strong/103', action: 'pct_start', params: {}, reason: 'start it' });
+			const s = await approvedRun('set 103', { target: 'strong/103', action: 'pct_set', params: { cores: 2 }, reason: 'more cores' });
 			expect(s.e.status).toBe('succeeded');
 			expect(s.e.verdict).toBe('inconclusive');
-			expect(s.e.verdictDetail).toBe('could not read CT running: pct status did not answer within 2 s');
-			expect(s.e.result).toBe('CT 103 started');
-			// The read was stopped on the host when its time was up (its process group killed).
-			expect(s.e.steps.at(-1)).toMatchObject({ kind: 'health', label: 'health: CT running', stop: expect.stringMatching(/^(gone|stopped)$/) });
+			expect(s.e.verdictDetail).toMatch(/^could not read .+: .*could not check: strong did not answer within 3 s/);
+			expect(s.e.result).toBe('CT 103 set: cores=2');
+			// The read was stopped on the host each time its limit was up (its process group killed).
+			expect(s.e.steps.at(-1)).toMatchObject({ kind: 'verify', stop: expect.stringMatching(/^(gone|stopped)$/) });
 			expect(s.e.steps.at(-1)!.verified).toBeUndefined();
 			expect(s.note).toBe(
-				`execution ${s.e.id} (pct_start on lxc:strong/103) ran, NOT verified: its command exited 0 (CT 103 started) but the read-back was inconclusive: could not read CT running: pct status did not answer within 2 s. Do not report it done: say it is unconfirmed, and check it with a read-only action before building on it`
+				`execution ${s.e.id} (pct_set on lxc:strong/103) ran, NOT verified: its command exited 0 (CT 103 set: cores=2) but the read-back was inconclusive: ${s.e.verdictDetail}. Do not report it done: say it is unconfirmed, and check it with a read-only action before building on it`
 			);
 			expect(s.note).not.toMatch(/succeeded|healthy/);
 			expect(s.told).toContain('NOT verified');
@@ -142,7 +145,7 @@ describe('verdict after a mutation', () => {
 
 			// The admin review lists it among the mutations that were not verified.
 			const review = (await reviewSession(s.e.requestedBySession!))!;
-			expect(review.unverified).toEqual([{ executionId: s.e.id, action: 'pct_start', target: 'lxc:strong/103', verdict: 'inconclusive', detail: s.e.verdictDetail, finishedAt: s.e.finishedAt }]);
+			expect(review.unverified).toEqual([{ executionId: s.e.id, action: 'pct_set', target: 'lxc:strong/103', verdict: 'inconclusive', detail: s.e.verdictDetail, finishedAt: s.e.finishedAt }]);
 		} finally {
 			await pve.setFault('slow', null);
 		}
