@@ -67,8 +67,10 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		expect(JSON.stringify(reqs[1].body)).toMatch(/lxc:strong\/100: running · \d+ services? · \d+ notes · 1 CT references it/);
 
 		// The Ops page's pending list shows it too; the note link opens the note on the knowledge page.
+		// Other specs of the run may leave cards pending there: this one is found by its id.
+		const id = await card.getAttribute('data-execution-id');
 		await page.goto('/ops');
-		const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
+		const pending = page.getByTestId('ops-pending').locator(`[data-testid="execution-card"][data-execution-id="${id}"]`);
 		await expect(pending.getByTestId('blast-radius-summary')).toHaveText(/^running · \d+ services? · \d+ notes · 2 CTs reference it$/);
 		await pending.getByTestId('blast-radius-summary').click();
 		await pending.getByTestId('blast-radius-note').filter({ hasText: 'BR runbook' }).getByRole('link').click();
@@ -76,9 +78,9 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		await expect(page.locator(`#note-${notes[0].id}`)).toBeInViewport();
 
 		await page.goto('/ops');
-		await page.getByTestId('ops-pending').getByTestId('deny').click();
-		await page.getByTestId('confirm-deny').click();
-		await expect(page.getByTestId('ops-pending').getByTestId('execution-card')).toHaveCount(0);
+		await pending.getByTestId('deny').click();
+		await pending.getByTestId('confirm-deny').click();
+		await expect(pending).toHaveCount(0);
 	} finally {
 		await sql`delete from knowledge where id = any(${notes.map((n) => n.id)}::uuid[])`;
 		await sql`update entities set notes = '' where kind = 'lxc' and external_id in ('strong/101', 'strong/102')`;

@@ -111,9 +111,11 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	await startChat(page, 'stop backup');
 	await expect(page.getByTestId('execution-card')).toHaveAttribute('data-status', 'awaiting_approval');
 	const chatUrl = page.url();
+	const id = await page.getByTestId('execution-card').getAttribute('data-execution-id');
 
+	// Other specs of the run may leave cards pending there: this one is found by its id.
 	await page.goto('/ops');
-	const pending = page.getByTestId('ops-pending').getByTestId('execution-card');
+	const pending = page.getByTestId('ops-pending').locator(`[data-testid="execution-card"][data-execution-id="${id}"]`);
 	await expect(pending).toHaveCount(1);
 	await pending.getByTestId('approve').click();
 	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
