@@ -1,6 +1,7 @@
 // Issue #42 item 7: an alert that resolves while its fix waits for approval says so on the fix's
 // cards, live, in the chat and on Ops ("The alert resolved at 14:02 — still needed?"), and the
 // agent re-checks before anything runs.
+import { createHash } from 'node:crypto';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
 
@@ -23,7 +24,7 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 	const llm = llmControl(env.llmURL);
 	await llm.reset();
 	const secret = `nomos_hook_${crypto.randomUUID()}`;
-	const [hook] = await sql<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('am-e2e', 'alertmanager', ${secret}) returning id`;
+	const [hook] = await sql<{ id: string }[]>`insert into alert_hooks (name, kind, secret_hash) values ('am-e2e', 'alertmanager', ${createHash('sha256').update(secret).digest('hex')}) returning id`;
 	const post = async (body: string) => {
 		const r = await fetch(`${env.baseURL}/api/hooks/${hook.id}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body });
 		expect(r.status).toBe(202);

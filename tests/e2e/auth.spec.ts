@@ -16,6 +16,50 @@ test('a wrong password is refused with a readable message', async ({ page, env }
 	await expect(page).toHaveURL(/\/login/);
 });
 
+test('a script signing in is refused with 401 and, throttled, 429 with Retry-After (never 200)', async ({ playwright, env, sql }) => {
+	// Issue #43: SvelteKit answers a form action's fail() to a non-browser client as HTTP 200.
+	const request = await playwright.request.newContext({ baseURL: env.baseURL });
+	const post = (form: Record<string, string>, headers: Record<string, string> = {}) =>
+		request.post('/login', { form, headers: { origin: env.baseURL, ...headers }, maxRedirects: 0 });
+	// Other specs' guesses from this address must not decide the answer.
+	await sql`delete from login_throttle where key like 'addr:%'`;
+
+	// curl's and fetch's Accept (any type), and JSON asked for (a form body: SvelteKit answers 415 to others).
+	const plain = await post({ username: env.operator.username, password: 'not-the-password' });
+	expect(plain.status()).toBe(401);
+	expect(await plain.json()).toMatchObject({ type: 'error', error: { message: 'Wrong username or password.' } });
+	expect((await post({ username: env.operator.username, password: 'nope' }, { accept: 'application/json' })).status()).toBe(401);
+	expect((await post({ username: '', password: 'x' })).status()).toBe(400);
+
+	// A browser's form keeps its page (400) and an enhanced form its action JSON.
+	const page = await post({ username: env.operator.username, password: 'nope' }, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+	expect(page.status()).toBe(400);
+	expect(await page.text()).toContain('Wrong username or password.');
+
+	// Throttled: the (username, address) pair is blocked after 5 failures.
+	const guesser = `api-guesser-${randomBytes(4).toString('hex')}`;
+	const statuses: number[] = [];
+	let last = plain;
+	for (let i = 0; i < 5; i++) {
+		last = await post({ username: guesser, password: `guess-${i}` });
+		statuses.push(last.status());
+	}
+	expect(statuses).toEqual([401, 401, 401, 401, 429]);
+	expect(Number(last.headers()['retry-after'])).toBeGreaterThanOrEqual(1);
+	expect(await last.json()).toMatchObject({ error: { message: expect.stringContaining('Too many failed sign-ins') } });
+	const blocked = await post({ username: guesser, password: 'whatever' }, { accept: 'application/json' });
+	expect(blocked.status()).toBe(429);
+	expect(Number(blocked.headers()['retry-after'])).toBeGreaterThanOrEqual(1);
+
+	// The right password still signs a script in (SvelteKit's redirect answer and the cookie).
+	const ok = await post(env.operator);
+	expect(ok.status()).toBe(200);
+	expect(await ok.json()).toMatchObject({ type: 'redirect', status: 303 });
+	expect(ok.headers()['set-cookie']).toContain('nomos_session=');
+	await sql`delete from login_throttle where key like 'addr:%'`;
+	await request.dispose();
+});
+
 test('login, the cookie is HttpOnly and Lax, logout ends the session', async ({ page, context, env }) => {
 	await login(page, env.admin);
 	const cookie = (await context.cookies()).find((c) => c.name === 'nomos_session')!;

@@ -1,7 +1,8 @@
+import { createHash, createHmac } from 'node:crypto';
 import { login, test, expect } from './harness/fixtures';
 import { llmControl } from '../doubles/llm/client';
 
-test('an alert hook made in Settings takes a Proxmox alert from outside: an investigation appears, started by the hook, the alert shown as untrusted text, findings written', async ({ page, env }) => {
+test('an alert hook made in Settings takes a Proxmox alert from outside: an investigation appears, started by the hook, the alert shown as untrusted text, findings written', async ({ page, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	await login(page, env.admin);
 	await page.goto('/settings');
@@ -13,6 +14,12 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const secret = (await section.getByTestId('hook-secret').textContent())!.trim();
 	expect(url).toMatch(/\/api\/hooks\/[0-9a-f-]{36}$/);
 	expect(secret).toMatch(/^nomos_hook_/);
+	// Issue #43: a bearer hook's row keeps only the SHA-256 of the secret shown once here.
+	const [row] = await sql<{ secret: string | null; hash: string; whole: string }[]>`
+		select secret, secret_hash as hash, row_to_json(h)::text as whole from alert_hooks h where id = ${url.split('/').at(-1)!}`;
+	expect(row.secret).toBeNull();
+	expect(row.whole).not.toContain(secret);
+	expect(row.hash).toBe(createHash('sha256').update(secret).digest('hex'));
 	// One row for this hook, showing its path (other specs of the run may have made hooks too).
 	await expect(section.getByTestId('hook-row').filter({ hasText: 'pve-main' })).toHaveCount(1);
 	await expect(section.getByTestId('hook-row').filter({ hasText: 'pve-main' })).toContainText(new URL(url).pathname);
@@ -31,6 +38,8 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	// From outside, as Proxmox sends it: no cookie, no Origin. A wrong secret first.
 	const refused = await post(alert, { authorization: 'Bearer nope' });
 	expect(refused.status).toBe(401);
+	expect((await post(alert, { authorization: `Bearer ${row.hash}` })).status).toBe(401);
+	expect((await post(alert, { 'x-nomos-signature': `sha256=${createHmac('sha256', secret).update(alert).digest('hex')}` })).status).toBe(401);
 	expect(await refused.text()).not.toContain('No space left');
 	expect((await post('x'.repeat(70_000), { authorization: `Bearer ${secret}` })).status).toBe(413);
 

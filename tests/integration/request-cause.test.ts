@@ -17,6 +17,7 @@ import { authenticate } from '../../src/lib/server/auth/session';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { receiveDelivery } from '../../src/lib/server/watches/intake';
+import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
@@ -196,7 +197,7 @@ describe('outside text is labelled; investigations fix through plans', () => {
 
 	const hook = async () => {
 		const secret = `nomos_hook_${crypto.randomUUID()}`;
-		const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('pve-main', 'generic', ${secret}) returning id`;
+		const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret_hash) values ('pve-main', 'generic', ${hashHookSecret(secret)}) returning id`;
 		return { id: row.id, secret };
 	};
 

@@ -5,6 +5,7 @@ import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { reviewOverview } from '../../src/lib/server/review/overview';
+import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { useTestDatabase } from '../helpers/db';
 import { newOperator } from '../helpers/executions';
 
@@ -36,7 +37,7 @@ async function approvedFix(sessionId: string, afterS: number, operatorId: string
 describe('the review overview by origin', () => {
 	it('counts operator, alert and schedule sessions, and the median time from an alert to its findings and to an approved fix', async () => {
 		const operatorId = await newOperator();
-		const [hook] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('pve', 'generic', 's') returning id`;
+		const [hook] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret_hash) values ('pve', 'generic', ${hashHookSecret('s')}) returning id`;
 		const [schedule] = await sql()<{ id: string }[]>`insert into schedules (name, cron, prompt) values ('nightly', '0 3 * * *', 'p') returning id`;
 		await session();
 		await session();

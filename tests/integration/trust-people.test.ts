@@ -5,7 +5,7 @@
 // API tokens (and ends their streams), minting a token asks for the password, the REST answer
 // is audited as `rest`.
 import type { RequestEvent } from '@sveltejs/kit';
-import { isRedirect } from '@sveltejs/kit';
+import { isHttpError, isRedirect } from '@sveltejs/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
@@ -176,20 +176,28 @@ describe('step-up for the irreversible', () => {
 
 describe('sign-in throttling that cannot be turned against the victim', () => {
 	const cookies = { set: () => undefined, delete: () => undefined, get: () => undefined, getAll: () => [], serialize: () => '' };
-	async function signIn(username: string, password: string, address: string): Promise<number> {
+	let lastRetryAfter: string | undefined;
+	const script = { accept: '*/*' }; // curl's, fetch's
+	const json = { accept: 'application/json' };
+	const enhanced = { accept: 'application/json', 'x-sveltekit-action': 'true' }; // use:enhance
+	// A browser's form post by default.
+	async function signIn(username: string, password: string, address: string, headers: Record<string, string> = { accept: 'text/html' }): Promise<number> {
 		const body = new URLSearchParams({ username, password });
+		lastRetryAfter = undefined;
 		const event = {
-			request: new Request(`${BASE}/login`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+			request: new Request(`${BASE}/login`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } }),
 			url: new URL(`${BASE}/login`),
 			cookies,
 			getClientAddress: () => address,
-			setHeaders: () => undefined
+			setHeaders: (h: Record<string, string>) => void (lastRetryAfter = h['retry-after'] ?? lastRetryAfter)
 		};
 		try {
 			const r = (await loginActions.default(event as never)) as { status: number };
 			return r.status;
 		} catch (e) {
 			if (isRedirect(e)) return e.status;
+			// What SvelteKit sends a script as the response's status (an ActionFailure goes out as 200).
+			if (isHttpError(e)) return e.status;
 			throw e;
 		}
 	}
@@ -210,6 +218,19 @@ describe('sign-in throttling that cannot be turned against the victim', () => {
 		expect(await signIn('victim', PASSWORD, '192.0.2.99')).toBe(303);
 		expect(who.username).toBe('victim');
 	}, 30_000);
+
+	it('a script (no text/html in Accept) is refused with 401, then 429 with Retry-After; an enhanced form keeps fail()', async () => {
+		await createOperator(sql(), 'scripted', PASSWORD, 'operator');
+		const statuses: number[] = [];
+		for (let i = 0; i < 5; i++) statuses.push(await signIn('scripted', `guess-${i}`, '203.0.113.77', script));
+		expect(statuses).toEqual([401, 401, 401, 401, 429]);
+		expect(Number(lastRetryAfter)).toBeGreaterThanOrEqual(1);
+		expect(await signIn('scripted', PASSWORD, '203.0.113.77', json)).toBe(429);
+		expect(await signIn('scripted', 'guess', '198.51.100.77', json)).toBe(401);
+		// An enhanced form is the page's own: fail() (SvelteKit hands its data to the form).
+		expect(await signIn('scripted', 'guess', '198.51.100.78', enhanced)).toBe(400);
+		expect(await signIn('scripted', PASSWORD, '198.51.100.77', json)).toBe(303);
+	});
 
 	it('an address spraying many usernames is blocked; an IPv6 address counts by its /64', async () => {
 		for (let i = 0; i < 20; i++) expect(await signIn(`user${i}`, 'guess', `2001:db8:1:2::${i + 1}`)).toBeGreaterThanOrEqual(400);

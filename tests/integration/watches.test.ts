@@ -1,5 +1,7 @@
 // Issue #31: an alert opens (or joins) an investigation; the agent runs on its own, read-only,
 // with the alert as untrusted data; replays, floods, bad secrets and flapping change nothing more.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
@@ -8,7 +10,8 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { approveByTyping } from '../../src/lib/server/executions/decisions';
 import { HOOK_DELIVERIES_PER_MINUTE, receiveDelivery } from '../../src/lib/server/watches/intake';
-import { signatureOf } from '../../src/lib/server/watches/secret';
+import { hashHookSecret, signatureOf } from '../../src/lib/server/watches/secret';
+import { createHook, makeHookBearerOnly, rotateHook } from '../../src/lib/server/watches/hooks';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
@@ -37,7 +40,9 @@ beforeEach(async () => {
 
 async function hook(kind: 'proxmox' | 'alertmanager' | 'generic', name: string = kind): Promise<{ id: string; secret: string }> {
 	const secret = `nomos_hook_${crypto.randomUUID()}`;
-	const [row] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values (${name}, ${kind}, ${secret}) returning id`;
+	// Signed: it keeps its secret, so a delivery may also carry an HMAC of the body.
+	const [row] = await sql()<{ id: string }[]>`
+		insert into alert_hooks (name, kind, secret_hash, signed, secret) values (${name}, ${kind}, ${hashHookSecret(secret)}, true, ${secret}) returning id`;
 	return { id: row.id, secret };
 }
 
@@ -356,5 +361,70 @@ describe('an alert that resolves while its fix waits (issue #42)', () => {
 		const muted = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').at(-1)!;
 		expect(JSON.stringify(muted.parts)).toContain('— still needed?');
 		expect(JSON.stringify(muted.parts)).not.toContain('re-checks');
+	});
+});
+
+describe('hook secrets at rest (issue #43 item 6)', () => {
+	const deliver = (id: string, headers: Record<string, string>, body = JSON.stringify({ title: 'disk full', key: crypto.randomUUID() })) =>
+		receiveDelivery(id, new Headers(headers), Buffer.from(body));
+	const stored = async (id: string) => {
+		const [row] = await sql()<{ secret: string | null; secretHash: string; signed: boolean; whole: string }[]>`
+			select secret, secret_hash as "secretHash", signed, row_to_json(h)::text as whole from alert_hooks h where id = ${id}`;
+		return row;
+	};
+
+	it('a bearer hook keeps only the hash of its secret, made and rotated; the right bearer gets 202, a wrong one or a signature 401', async () => {
+		const admin = { id: await newOperator('hook-admin'), username: 'hook-admin' };
+		const made = await createHook(admin, { name: 'pve', kind: 'generic' });
+		expect(made.signed).toBe(false);
+		let row = await stored(made.id);
+		expect(row.secret).toBeNull();
+		expect(row.whole).not.toContain(made.secret);
+		expect(row.whole).not.toContain(made.secret.slice('nomos_hook_'.length));
+		expect(row.secretHash).toBe(createHash('sha256').update(made.secret).digest('hex'));
+		expect((await deliver(made.id, { authorization: `Bearer ${made.secret}` })).status).toBe(202);
+		expect((await deliver(made.id, { authorization: `Bearer ${made.secret}x` })).status).toBe(401);
+		// What is stored is not itself a credential, and a bearer hook takes no signature.
+		expect((await deliver(made.id, { authorization: `Bearer ${row.secretHash}` })).status).toBe(401);
+		const body = JSON.stringify({ title: 'signed' });
+		expect((await deliver(made.id, { 'x-nomos-signature': signatureOf(made.secret, body) }, body)).status).toBe(401);
+
+		const rotated = await rotateHook(admin, made.id);
+		row = await stored(made.id);
+		expect(row.secret).toBeNull();
+		expect(row.whole).not.toContain(rotated.secret);
+		expect((await deliver(made.id, { authorization: `Bearer ${made.secret}` })).status).toBe(401);
+		expect((await deliver(made.id, { authorization: `Bearer ${rotated.secret}` })).status).toBe(202);
+	});
+
+	it('a signed hook keeps its secret for the HMAC until it is made bearer-only; then only the hash stays and bearer goes on', async () => {
+		const admin = { id: await newOperator('hook-admin2'), username: 'hook-admin2' };
+		const made = await createHook(admin, { name: 'script', kind: 'generic', signed: true });
+		expect((await stored(made.id)).secret).toBe(made.secret);
+		const body = JSON.stringify({ title: 'signed', key: 'k1' });
+		expect((await deliver(made.id, { 'x-nomos-signature': signatureOf(made.secret, body) }, body)).status).toBe(202);
+		expect((await makeHookBearerOnly(admin, made.id)).signed).toBe(false);
+		const row = await stored(made.id);
+		expect(row.secret).toBeNull();
+		expect(row.whole).not.toContain(made.secret);
+		expect((await deliver(made.id, { 'x-nomos-signature': signatureOf(made.secret, body) }, body)).status).toBe(401);
+		expect((await deliver(made.id, { authorization: `Bearer ${made.secret}` })).status).toBe(202);
+		// The database refuses a plain secret on a hook that is not signed.
+		await expect(sql()`update alert_hooks set secret = 'plain' where id = ${made.id}`).rejects.toThrow(/alert_hooks_plain_secret_only_signed/);
+	});
+
+	it('migration 0033 hashes a hook made before it and keeps its secret, marked signed, so a signing sender goes on', async () => {
+		// This file's database as it was before 0033, with a hook made then.
+		await sql().unsafe(`alter table alert_hooks drop constraint alert_hooks_plain_secret_only_signed;
+			alter table alert_hooks drop column secret_hash, drop column signed;
+			update alert_hooks set secret = 'nomos_hook_' || id where secret is null; alter table alert_hooks alter column secret set not null`);
+		const old = 'nomos_hook_made-before-0033';
+		const [h] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('old', 'generic', ${old}) returning id`;
+		await sql().unsafe(readFileSync('drizzle/0033_hook_secret_hash.sql', 'utf8').replaceAll('--> statement-breakpoint', ''));
+		const row = await stored(h.id);
+		expect(row).toMatchObject({ secret: old, signed: true, secretHash: createHash('sha256').update(old).digest('hex') });
+		const body = JSON.stringify({ title: 'from a script', key: 'k2' });
+		expect((await deliver(h.id, { 'x-nomos-signature': signatureOf(old, body) }, body)).status).toBe(202);
+		expect((await deliver(h.id, { authorization: `Bearer ${old}` })).status).toBe(202);
 	});
 });

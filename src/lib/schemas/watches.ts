@@ -5,7 +5,9 @@ export const alertHookKinds = ['proxmox', 'alertmanager', 'generic'] as const;
 
 export const createHookInput = z.object({
 	name: z.string().trim().min(1, 'name: give the hook a name').max(60, 'name: at most 60 characters'),
-	kind: z.enum(alertHookKinds)
+	kind: z.enum(alertHookKinds),
+	/** Also accept `X-Nomos-Signature` (an HMAC of the body): the secret itself is then kept. */
+	signed: z.boolean().default(false)
 });
 export const hookIdInput = z.object({ id: z.string().uuid() });
 /** Minutes to mute for: 0 unmutes; at most a week. */
@@ -17,6 +19,8 @@ export interface HookView {
 	id: string;
 	name: string;
 	kind: (typeof alertHookKinds)[number];
+	/** Accepts `X-Nomos-Signature` too (its secret is kept, not only its hash). */
+	signed: boolean;
 	/** Relative to the app's origin. */
 	path: string;
 	mutedUntil: string | null;

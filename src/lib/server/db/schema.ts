@@ -704,14 +704,20 @@ export const webhookDeliveries = pgTable(
 export type AlertHookKind = (typeof alertHookKinds)[number];
 
 /**
- * An incoming alert endpoint (`POST /api/hooks/<id>`), made by an admin in Settings. The secret is
- * kept as given (an HMAC of the body needs it); it is shown once, at creation and on rotation.
+ * An incoming alert endpoint (`POST /api/hooks/<id>`), made by an admin in Settings. Its secret is
+ * shown once, at creation and on rotation, and kept as its SHA-256 (`Authorization: Bearer` is
+ * compared by hash). Only a hook that accepts `X-Nomos-Signature` (`signed`) keeps the secret
+ * itself, which an HMAC of the body needs (check `alert_hooks_plain_secret_only_signed`).
  */
 export const alertHooks = pgTable('alert_hooks', {
 	id: uuid('id').primaryKey().defaultRandom(),
 	name: text('name').notNull(),
 	kind: text('kind', { enum: alertHookKinds }).notNull(),
-	secret: text('secret').notNull(),
+	/** Hex SHA-256 of the secret. */
+	secretHash: text('secret_hash').notNull(),
+	/** Accepts an HMAC of the body: then (and only then) the secret itself is kept in `secret`. */
+	signed: boolean('signed').notNull().default(false),
+	secret: text('secret'),
 	/** Alerts still arrive and are recorded while muted, but open no investigation. */
 	mutedUntil: ts('muted_until'),
 	revokedAt: ts('revoked_at'),

@@ -2,12 +2,12 @@ import type { HookView } from '../../schemas/watches';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { emitEvent } from '../db/queries/events';
-import { insertHook, muteGroup, muteHook, revokeHook, setHookSecret, type AlertHookRow } from '../db/queries/watches';
+import { dropHookSignature, insertHook, muteGroup, muteHook, revokeHook, setHookSecret, type AlertHookRow } from '../db/queries/watches';
 import { Refusal } from '../refusal';
-import { newHookSecret } from './secret';
+import { hashHookSecret, newHookSecret } from './secret';
 
 // Incoming alert hooks as Settings manages them: every change audited in its own transaction; a
-// secret is returned once, when it is made.
+// secret is returned once, when it is made, and stored as its hash (plain only for a signed hook).
 
 type Actor = { id: string; username: string };
 
@@ -16,6 +16,7 @@ export const hookView = (h: AlertHookRow, openGroups = 0): HookView => ({
 	id: h.id,
 	name: h.name,
 	kind: h.kind,
+	signed: h.signed,
 	path: `/api/hooks/${h.id}`,
 	mutedUntil: h.mutedUntil,
 	lastReceivedAt: h.lastReceivedAt,
@@ -24,21 +25,33 @@ export const hookView = (h: AlertHookRow, openGroups = 0): HookView => ({
 
 const noSuchHook = () => new Refusal('NOT_FOUND', 'No such hook.');
 
-export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind'] }): Promise<HookView & { secret: string }> {
+export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind']; signed?: boolean }): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
-		const h = await insertHook(tx, { ...input, secret: newHookSecret(), createdBy: actor.id });
-		await recordAudit(tx, { actor, action: 'hook.created', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, kind: h.kind } });
-		return { ...hookView(h), secret: h.secret };
+		const secret = newHookSecret();
+		const h = await insertHook(tx, { name: input.name, kind: input.kind, signed: input.signed ?? false, secret, secretHash: hashHookSecret(secret), createdBy: actor.id });
+		await recordAudit(tx, { actor, action: 'hook.created', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, kind: h.kind, signed: h.signed } });
+		return { ...hookView(h), secret };
 	});
 }
 
 /** A new secret for the hook (the old one stops working at once). */
 export function rotateHook(actor: Actor, id: string): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
-		const h = await setHookSecret(tx, id, newHookSecret());
+		const secret = newHookSecret();
+		const h = await setHookSecret(tx, id, { hash: hashHookSecret(secret), plain: secret });
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, { actor, action: 'hook.rotated', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
-		return { ...hookView(h), secret: h.secret };
+		return { ...hookView(h), secret };
+	});
+}
+
+/** The hook stops accepting `X-Nomos-Signature` and forgets its plain secret; bearer deliveries go on unchanged. */
+export function makeHookBearerOnly(actor: Actor, id: string): Promise<HookView> {
+	return sql().begin(async (tx) => {
+		const h = await dropHookSignature(tx, id);
+		if (!h) throw noSuchHook();
+		await recordAudit(tx, { actor, action: 'hook.bearer_only', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
+		return hookView(h);
 	});
 }
 

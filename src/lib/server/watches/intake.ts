@@ -32,9 +32,10 @@ export type AlertOutcome = 'opened' | 'reinvestigated' | 'noted' | 'resolved' | 
 export async function receiveDelivery(hookId: string, headers: Headers, body: Buffer): Promise<IntakeAnswer> {
 	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await getLiveHook(sql(), hookId) : null;
 	if (!hook) return { status: 404, body: { message: 'No such hook.' } };
-	if (!carriesSecret(hook.secret, headers, body)) {
+	if (!carriesSecret(hook, headers, body)) {
 		logger('watches').warn({ hook: hook.id, bytes: body.length }, 'alert hook: a delivery without the right secret was refused');
-		return { status: 401, body: { message: 'The hook secret does not match (send Authorization: Bearer <secret> or X-Nomos-Signature: sha256=<HMAC of the body>).' } };
+		const how = hook.signed ? 'Authorization: Bearer <secret> or X-Nomos-Signature: sha256=<HMAC of the body>' : 'Authorization: Bearer <secret>';
+		return { status: 401, body: { message: `The hook secret does not match (send ${how}).` } };
 	}
 	if (body.length > MAX_BODY_BYTES) return { status: 413, body: { message: `The body is larger than ${MAX_BODY_BYTES} bytes.` } };
 	let json: unknown;

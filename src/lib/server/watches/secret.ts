@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A new hook secret: 32 random bytes, URL-safe. */
 export function newHookSecret(): string {
@@ -6,19 +6,32 @@ export function newHookSecret(): string {
 }
 
 /**
+ * What is stored of a hook's secret for `Authorization: Bearer`: hex SHA-256. The secret is 32
+ * random bytes, so a plain hash is as strong as a salted slow one here and costs no argon2 queue.
+ */
+export function hashHookSecret(secret: string): string {
+	return createHash('sha256').update(secret).digest('hex');
+}
+
+/** What a delivery is checked against: the hash always, the plain secret only for a signed hook. */
+export type HookSecret = { secretHash: string; secret: string | null };
+
+/**
  * Whether a delivery carries the hook's secret: `Authorization: Bearer <secret>` (what Proxmox's
- * and Uptime Kuma's header fields can send), or `X-Nomos-Signature: sha256=<hex HMAC of the raw
- * body>` (what a script can compute, and what never puts the secret on the wire). Both compared in
+ * and Uptime Kuma's header fields can send; compared by SHA-256 with the stored hash), or, for a
+ * hook that keeps its secret (`signed`), `X-Nomos-Signature: sha256=<hex HMAC of the raw body>`
+ * (what a script can compute, and what never puts the secret on the wire). Both compared in
  * constant time; a missing or malformed header is simply not a match.
  */
-export function carriesSecret(secret: string, headers: Headers, body: Buffer): boolean {
+export function carriesSecret(hook: HookSecret, headers: Headers, body: Buffer): boolean {
 	const auth = headers.get('authorization');
 	if (auth && /^bearer /i.test(auth)) {
-		if (same(Buffer.from(auth.slice(7).trim()), Buffer.from(secret))) return true;
+		const presented = createHash('sha256').update(auth.slice(7).trim()).digest();
+		if (same(presented, Buffer.from(hook.secretHash, 'hex'))) return true;
 	}
 	const sig = headers.get('x-nomos-signature');
-	if (sig && /^sha256=[0-9a-f]{64}$/i.test(sig.trim())) {
-		const want = createHmac('sha256', secret).update(body).digest();
+	if (hook.secret !== null && sig && /^sha256=[0-9a-f]{64}$/i.test(sig.trim())) {
+		const want = createHmac('sha256', hook.secret).update(body).digest();
 		if (same(Buffer.from(sig.trim().slice(7), 'hex'), want)) return true;
 	}
 	return false;

@@ -6,7 +6,11 @@ export type AlertHookRow = {
 	id: string;
 	name: string;
 	kind: AlertHookKind;
-	secret: string;
+	/** Hex SHA-256 of the secret (what a bearer delivery is compared with). */
+	secretHash: string;
+	/** Whether the hook accepts `X-Nomos-Signature`; only then is `secret` kept (an HMAC needs it). */
+	signed: boolean;
+	secret: string | null;
 	mutedUntil: string | null;
 	revokedAt: string | null;
 	lastReceivedAt: string | null;
@@ -30,7 +34,7 @@ export type AlertGroupRow = {
 };
 
 const HOOK_COLUMNS = (sql: Sql | TransactionSql) =>
-	sql`id, name, kind, secret, muted_until as "mutedUntil", revoked_at as "revokedAt", last_received_at as "lastReceivedAt", created_at as "createdAt"`;
+	sql`id, name, kind, secret_hash as "secretHash", signed, secret, muted_until as "mutedUntil", revoked_at as "revokedAt", last_received_at as "lastReceivedAt", created_at as "createdAt"`;
 
 export async function getLiveHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id} and revoked_at is null`;
@@ -44,15 +48,27 @@ export async function listHooks(sql: Sql | TransactionSql): Promise<(AlertHookRo
 		from alert_hooks h where revoked_at is null order by created_at`;
 }
 
-export async function insertHook(tx: TransactionSql, h: { name: string; kind: AlertHookKind; secret: string; createdBy: string }): Promise<AlertHookRow> {
+/** A new hook; the plain secret is stored only when `signed` (see alert_hooks in schema.ts). */
+export async function insertHook(tx: TransactionSql, h: { name: string; kind: AlertHookKind; secretHash: string; signed: boolean; secret: string; createdBy: string }): Promise<AlertHookRow> {
 	const [row] = await tx<AlertHookRow[]>`
-		insert into alert_hooks (name, kind, secret, created_by) values (${h.name}, ${h.kind}, ${h.secret}, ${h.createdBy})
+		insert into alert_hooks (name, kind, secret_hash, signed, secret, created_by)
+		values (${h.name}, ${h.kind}, ${h.secretHash}, ${h.signed}, ${h.signed ? h.secret : null}, ${h.createdBy})
 		returning ${HOOK_COLUMNS(tx)}`;
 	return row;
 }
 
-export async function setHookSecret(tx: TransactionSql, id: string, secret: string): Promise<AlertHookRow | null> {
-	const [row] = await tx<AlertHookRow[]>`update alert_hooks set secret = ${secret} where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+/** A new secret for a live hook; the plain one is kept only if the hook is signed. */
+export async function setHookSecret(tx: TransactionSql, id: string, secret: { hash: string; plain: string }): Promise<AlertHookRow | null> {
+	const [row] = await tx<AlertHookRow[]>`
+		update alert_hooks set secret_hash = ${secret.hash}, secret = case when signed then ${secret.plain} end
+		where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+	return row ?? null;
+}
+
+/** The hook stops accepting signatures: its plain secret is dropped, bearer deliveries go on with the same secret. */
+export async function dropHookSignature(tx: TransactionSql, id: string): Promise<AlertHookRow | null> {
+	const [row] = await tx<AlertHookRow[]>`
+		update alert_hooks set signed = false, secret = null where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
 	return row ?? null;
 }
 
