@@ -512,7 +512,9 @@ export const approvals = pgTable(
 		decidedBy: uuid('decided_by').references(() => operators.id),
 		/** For route `chat`: the operator message whose words approved it. */
 		messageId: uuid('message_id'),
-		decidedAt: ts('decided_at').notNull().defaultNow()
+		decidedAt: ts('decided_at').notNull().defaultNow(),
+		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (auth/seal.ts); null on rows from before 0032. */
+		mac: text('mac')
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
 );
