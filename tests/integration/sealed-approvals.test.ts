@@ -17,6 +17,9 @@ import { TAMPERED } from '../../src/lib/server/executions/runner';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker';
 import { executions__run } from '../../tasks/executions__run';
+import { plans__advance } from '../../tasks/plans__advance';
+import { decidePlan, getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
+import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { asAppRole, useTestDatabase } from '../helpers/db';
 import { addHost, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
@@ -49,13 +52,13 @@ beforeAll(async () => {
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
 		delayMs: 1,
-		seed: [101, 102, 103, 104, 105, 106, 107, 108].map((vmid) => ({ vmid, hostname: `ct${vmid}`, status: 'stopped' as const }))
+		seed: [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111].map((vmid) => ({ vmid, hostname: `ct${vmid}`, status: 'stopped' as const }))
 	});
 	await addHost(pve);
 	expect((await syncAllHosts())[0]).toMatchObject({ ok: true });
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'seal');
-	worker = await startWorker({ url: asAppRole(dbUrl()), concurrency: 2, taskList: { executions__run } });
+	worker = await startWorker({ url: asAppRole(dbUrl()), concurrency: 2, taskList: { executions__run, plans__advance } });
 });
 
 afterAll(async () => {
@@ -215,5 +218,51 @@ describe('sealed approvals', () => {
 		// The env variable wins when set.
 		setKeys({ key: KEY_A });
 		expect(await verifySeal(f, m)).toBe(false);
+	});
+
+	it('a plan approved with only the database makes no execution; a sealed plan changed after is refused too', async () => {
+		const proposed = async (vmid: number) => {
+			const p = await prepareExecution({ target: `strong/${vmid}`, action: 'pct_start', params: {}, reason: 'start' });
+			if ('error' in p) throw new Error(p.error);
+			const steps: Array<PreparedExecution & { why: string }> = [{ ...p, why: 'start' }];
+			return sql().begin((tx) => insertPlan(tx, sessionId, `Start ${vmid}`, steps));
+		};
+		const planEnded = async (id: string) => {
+			await waitUntil(async () => (await getPlan(sql(), id))!.status !== 'approved', `plan ${id} to end`, { timeoutMs: 30_000 });
+			return (await getPlan(sql(), id))!;
+		};
+		const tamperedPlan = async (id: string) => sql()<{ action: string }[]>`select action from audit_log where action = 'plan.tampered' and subject_id = ${id}`;
+
+		// Forged: status, decider and time set as the app role, and the advance job queued.
+		const forged = await proposed(109);
+		await sql().begin(async (tx) => {
+			await tx`update plans set status = 'approved', decided_by = ${operatorId}, decided_at = now(), expires_at = now() + interval '1 hour' where id = ${forged.id}`;
+			await tx`select graphile_worker.add_job('plans__advance', ${JSON.stringify({ planId: forged.id })}::text::json)`;
+		});
+		const f = await planEnded(forged.id);
+		expect(f.status).toBe('failed');
+		expect(f.error).toMatch(/plan approval seal does not verify: refusing to run/);
+		expect(f.steps[0].executionId ?? null).toBeNull();
+		expect(await sql()`select id from executions where plan_id = ${forged.id}`).toHaveLength(0);
+		expect(await commandsFor(109)).toEqual([]);
+		expect(await tamperedPlan(forged.id)).toHaveLength(1);
+
+		// Sealed by a real approval, then a step swapped for another CT (hash and all): refused.
+		const swapped = await proposed(110);
+		const other = await prepareExecution({ target: 'strong/111', action: 'pct_start', params: {}, reason: 'start' });
+		if ('error' in other) throw new Error(other.error);
+		await sql().begin(async (tx) => {
+			await decidePlan(tx, swapped.id, 'approved', operatorId, 1);
+			const steps = swapped.steps.map((st) => ({ ...st, target: other.target, params: other.params, hash: other.hash }));
+			await tx`update plans set steps = ${JSON.stringify(steps)}::text::jsonb where id = ${swapped.id}`;
+			await tx`select graphile_worker.add_job('plans__advance', ${JSON.stringify({ planId: swapped.id })}::text::json)`;
+		});
+		const w = await planEnded(swapped.id);
+		expect(w.status).toBe('failed');
+		expect(w.error).toMatch(/plan approval seal does not verify/);
+		expect(await commandsFor(111)).toEqual([]);
+		expect(await commandsFor(110)).toEqual([]);
+		expect(await tamperedPlan(swapped.id)).toHaveLength(1);
+		expect(await sql()`select id from executions where plan_id = ${swapped.id}`).toHaveLength(0);
 	});
 });

@@ -411,6 +411,8 @@ export const plans = pgTable('plans', {
 		.default('proposed'),
 	createdAt: createdAt(),
 	decidedAt: ts('decided_at'),
+	/** HMAC-SHA256 (hex) over the decision and the steps' hashes (auth/seal.ts); null before 0032. */
+	mac: text('mac'),
 	decidedBy: uuid('decided_by').references(() => operators.id),
 	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
 	expiresAt: ts('expires_at'),

@@ -3,7 +3,7 @@ import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { insertApproval } from '../db/queries/approvals';
 import { getExecution, insertExecution } from '../db/queries/executions';
-import { lockPlan, markPlanCancelRequested, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
+import { lockPlan, markPlanCancelRequested, planApprovalVerifies, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
 import { endWindowWithPlan } from '../db/queries/assent-windows';
 import { planEndNotice, queueNotice } from '../notify/notices';
 import { TERMINAL, type ExecutionStatus, type PlanEnd } from '../../types/executions';
@@ -40,6 +40,20 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		if (!next) return endPlan(tx, plan, 'succeeded', null);
 		// A plan nothing moved on for NOMOS_APPROVAL_TTL_H (no worker for days) does not start a step late.
 		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now()) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
+		// Made only by the server with the key outside the database (auth/seal.ts): a plan approved or
+		// changed with the database's rights alone makes no execution.
+		if (!(await planApprovalVerifies(tx, plan))) {
+			await recordAudit(tx, {
+				actor: null,
+				action: 'plan.tampered',
+				route: 'runner',
+				subjectType: 'plan',
+				subjectId: plan.id,
+				sessionId: plan.sessionId,
+				detail: { step: next.index + 1, action: next.action, target: next.target, hash: next.hash }
+			});
+			return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: plan approval seal does not verify: refusing to run`);
+		}
 		const p = await prepareExecution({ target: next.target, action: next.action, params: next.params, reason: next.why });
 		if ('error' in p) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer checks out (${p.error})`);
 		if (p.hash !== next.hash) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer resolves to exactly what was approved`);
