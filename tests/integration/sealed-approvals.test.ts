@@ -6,7 +6,7 @@ import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SEAL_KEY_FILE, seal, verifySeal, type SealFields } from '../../src/lib/server/auth/seal';
+import { SEAL_KEY_FILE, seal, verifySeal, type SealFields } from '../../src/lib/server/db/seal';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';

@@ -61,7 +61,7 @@ export const envSchema = z.object({
 	NOMOS_OWNER_DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
 	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
 	/**
-	 * The key approvals are sealed with (auth/seal.ts), at least 32 characters; unset: the file
+	 * The key approvals are sealed with (db/seal.ts), at least 32 characters; unset: the file
 	 * `seal-key` in NOMOS_DATA_DIR, made on first start. NOMOS_SEAL_KEY_PREVIOUS: the key before a
 	 * rotation, still accepted when an approval is checked, never used for new ones.
 	 */

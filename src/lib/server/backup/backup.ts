@@ -4,7 +4,7 @@ import { addAbortSignal } from 'node:stream';
 import postgres from 'postgres';
 import type { TransactionSql } from '../db/index';
 import { APP_PASSWORD_FILE } from '../db/roles';
-import { SEAL_KEY_FILE } from '../auth/seal';
+import { SEAL_KEY_FILE } from '../db/seal';
 import { copyTableOut, listAppliedMigrations, listBackupTables, listHostKeyPaths, listSequenceValues, type TableShape } from '../db/queries/backup';
 import { MANIFEST_ENTRY, type Manifest } from './manifest';
 import { writeTarGz, type TarEntry } from './tar';

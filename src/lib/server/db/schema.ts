@@ -411,7 +411,7 @@ export const plans = pgTable('plans', {
 		.default('proposed'),
 	createdAt: createdAt(),
 	decidedAt: ts('decided_at'),
-	/** HMAC-SHA256 (hex) over the decision and the steps' hashes (auth/seal.ts); null before 0032. */
+	/** HMAC-SHA256 (hex) over the decision and the steps' hashes (db/seal.ts); null before 0032. */
 	mac: text('mac'),
 	decidedBy: uuid('decided_by').references(() => operators.id),
 	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
@@ -515,7 +515,7 @@ export const approvals = pgTable(
 		/** For route `chat`: the operator message whose words approved it. */
 		messageId: uuid('message_id'),
 		decidedAt: ts('decided_at').notNull().defaultNow(),
-		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (auth/seal.ts); null on rows from before 0032. */
+		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0032. */
 		mac: text('mac')
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]

@@ -8,7 +8,10 @@ import { endWindowWithPlan } from '../db/queries/assent-windows';
 import { planEndNotice, queueNotice } from '../notify/notices';
 import { TERMINAL, type ExecutionStatus, type PlanEnd } from '../../types/executions';
 import { prepareExecution } from './prepare';
+import { logger } from '../log';
 import { enqueueAdvance, enqueueRun, queuePlanReport, requestCancel } from './lifecycle';
+
+const log = logger('plans');
 
 // An approved plan runs itself: each step is an execution of the plan, made when the plan reaches
 // it and run by the one execution runner (hash check, staleness pre-checks, snapshot, health,
@@ -40,9 +43,10 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		if (!next) return endPlan(tx, plan, 'succeeded', null);
 		// A plan nothing moved on for NOMOS_APPROVAL_TTL_H (no worker for days) does not start a step late.
 		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now()) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
-		// Made only by the server with the key outside the database (auth/seal.ts): a plan approved or
+		// Made only by the server with the key outside the database (db/seal.ts): a plan approved or
 		// changed with the database's rights alone makes no execution.
 		if (!(await planApprovalVerifies(tx, plan))) {
+			log.warn({ planId: plan.id, step: next.index + 1 }, `plan ${plan.id} stopped: its approval's seal does not verify (forged or changed in the database, or another NOMOS_SEAL_KEY)`);
 			await recordAudit(tx, {
 				actor: null,
 				action: 'plan.tampered',

@@ -4,6 +4,7 @@ import type { Client } from 'ssh2';
 import { sql } from '../db/index';
 import { approvalVerifies, storedApproval } from '../db/queries/approvals';
 import { recordAudit } from '../db/queries/audit';
+import { logger } from '../log';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, AGENT_WAIT, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
@@ -65,6 +66,8 @@ const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) 
 /** Why a command that had to be stopped may still run on its host. */
 const stillRunning = (stop: StopOutcome) =>
 	stop === 'running' ? 'it did not stop on the host when killed: the command may still be running' : 'the host could not be reached to stop it: the command may still be running';
+
+const log = logger('runner');
 
 class Failure extends Error {}
 /** The approved command succeeded but the health check after it did not. */
@@ -636,6 +639,10 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			if (await handOverOnShutdown(e, currentProcess()).catch(() => false)) return;
 		}
 		if (err instanceof Tampered) {
+			log.warn(
+				{ executionId: id, action: e.action, target: e.target, found: err.what },
+				`execution ${id} refused: ${err.message} (forged or changed in the database, or this process has another NOMOS_SEAL_KEY than the one that approved it)`
+			);
 			await recordAudit(sql(), {
 				actor: null,
 				action: 'execution.tampered',
@@ -674,7 +681,7 @@ async function checkedVmid(e: ExecutionRow): Promise<string | undefined> {
 		const approval = await storedApproval(sql(), e.id);
 		if (approval?.hash !== e.hash) throw new Tampered('no approval names this exact execution; refusing to run', approval ? 'hash' : 'missing');
 		// Made only by the server, with a key the database never holds: a row added or changed with
-		// the database's rights alone (auth/seal.ts) does not verify, and nothing runs.
+		// the database's rights alone (db/seal.ts) does not verify, and nothing runs.
 		if (!(await approvalVerifies(approval, e.id))) throw new Tampered(TAMPERED, approval.mac ? 'seal' : 'unsealed');
 	}
 	return /^lxc:[^/]+\/([0-9]+)$/.exec(e.target)?.[1];

@@ -1,4 +1,4 @@
-import { seal, verifySeal } from '../../auth/seal';
+import { seal, verifySeal } from '../seal';
 import type { Sql, TransactionSql } from '../index';
 
 /**
@@ -10,7 +10,7 @@ export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | 'rest' | `rule:
 
 /**
  * Records who decided an execution, how, and for which hash (append-only; see 0003_trust.sql),
- * sealed in the same statement with the key kept outside the database (auth/seal.ts): the runner
+ * sealed in the same statement with the key kept outside the database (db/seal.ts): the runner
  * runs nothing whose approval's seal does not verify.
  */
 export async function insertApproval(

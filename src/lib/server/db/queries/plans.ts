@@ -2,7 +2,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { BeforeApproval, PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
-import { seal, verifySeal, type SealFields } from '../../auth/seal';
+import { seal, verifySeal, type SealFields } from '../seal';
 
 export type { PlanRow, PlanStep };
 
@@ -76,7 +76,7 @@ export async function insertPlan(
 
 /** Approves or denies a proposed plan with one conditional update. */
 export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string, ttlHours: number): Promise<PlanRow | null> {
-	// The decision is sealed over the steps' hashes (auth/seal.ts), in the statement that makes it:
+	// The decision is sealed over the steps' hashes (db/seal.ts), in the statement that makes it:
 	// advancePlan makes no step's execution for a plan whose seal does not verify.
 	const [cur] = await tx<{ steps: PlanStep[] }[]>`select steps from plans where id = ${id} and status = 'proposed' for update`;
 	if (!cur) return null;
