@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SEAL_KEY_FILE, seal, verifySeal, type SealFields } from '../../src/lib/server/db/seal';
 import { sql } from '../../src/lib/server/db/index';
-import { getExecution } from '../../src/lib/server/db/queries/executions';
+import { getExecution, listRecentExecutions } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { decideExecution } from '../../src/lib/server/executions/lifecycle';
 import { executionHash } from '../../src/lib/server/executions/prepare';
@@ -111,6 +111,8 @@ async function expectRefused(id: string, vmid: number, error: string | RegExp) {
 	expect(await commandsFor(vmid)).toEqual([]);
 	expect((await pve.containers()).find((c) => c.vmid === vmid)?.status).toBe('stopped');
 	expect(await tamperedEntries(id)).toEqual([expect.objectContaining({ action: 'execution.tampered' })]);
+	// What Ops lists (routes/(app)/ops/+page.server.ts): the refused run, failed, with why.
+	expect((await listRecentExecutions(sql(), 200)).find((x) => x.id === id)).toMatchObject({ status: 'failed', error: e.error });
 }
 
 describe('sealed approvals', () => {
