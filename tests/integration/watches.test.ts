@@ -413,14 +413,14 @@ describe('hook secrets at rest (issue #43 item 6)', () => {
 		await expect(sql()`update alert_hooks set secret = 'plain' where id = ${made.id}`).rejects.toThrow(/alert_hooks_plain_secret_only_signed/);
 	});
 
-	it('migration 0033 hashes a hook made before it and keeps its secret, marked signed, so a signing sender goes on', async () => {
+	it('migration 0031 hashes a hook made before it and keeps its secret, marked signed, so a signing sender goes on', async () => {
 		// This file's database as it was before 0033, with a hook made then.
 		await sql().unsafe(`alter table alert_hooks drop constraint alert_hooks_plain_secret_only_signed;
 			alter table alert_hooks drop column secret_hash, drop column signed;
 			update alert_hooks set secret = 'nomos_hook_' || id where secret is null; alter table alert_hooks alter column secret set not null`);
 		const old = 'nomos_hook_made-before-0033';
 		const [h] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('old', 'generic', ${old}) returning id`;
-		await sql().unsafe(readFileSync('drizzle/0033_hook_secret_hash.sql', 'utf8').replaceAll('--> statement-breakpoint', ''));
+		await sql().unsafe(readFileSync('drizzle/0031_hook_secret_hash.sql', 'utf8').replaceAll('--> statement-breakpoint', ''));
 		const row = await stored(h.id);
 		expect(row).toMatchObject({ secret: old, signed: true, secretHash: createHash('sha256').update(old).digest('hex') });
 		const body = JSON.stringify({ title: 'from a script', key: 'k2' });

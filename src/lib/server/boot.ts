@@ -4,6 +4,7 @@ import { handOverTurns, installTurnCancellation } from './conversation/active-tu
 import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
+import { ensureSealKey } from './db/seal';
 import { APP_ROLE, appRolePassword, canAlterAuditLog, ensureAppRole, grantAppRole, roleUrl, urlRole } from './db/roles';
 import { countOperators, issueSetupToken } from './db/queries/operators';
 import { ensureConfiguredOperator } from './auth/accounts';
@@ -126,6 +127,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		});
 		appRole.catch(() => undefined);
 	}
+	// The key approvals are sealed with (db/seal.ts): made (0600) in the data dir on first start, also with DATABASE_URL.
+	await ensureSealKey();
 	const grant = async () => {
 		if (appRole) await grantAppRole(ownerUrl, await appRole);
 	};

@@ -60,6 +60,13 @@ export const envSchema = z.object({
 	 */
 	NOMOS_OWNER_DATABASE_URL: z.preprocess(empty, z.url({ protocol: /^postgres(ql)?$/ }).optional()),
 	NOMOS_DATA_DIR: z.preprocess(empty, z.string().default('./.nomos')),
+	/**
+	 * The key approvals are sealed with (db/seal.ts), at least 32 characters; unset: the file
+	 * `seal-key` in NOMOS_DATA_DIR, made on first start. NOMOS_SEAL_KEY_PREVIOUS: the key before a
+	 * rotation, still accepted when an approval is checked, never used for new ones.
+	 */
+	NOMOS_SEAL_KEY: z.preprocess(empty, z.string().min(32, 'NOMOS_SEAL_KEY must be at least 32 characters').optional()),
+	NOMOS_SEAL_KEY_PREVIOUS: z.preprocess(empty, z.string().min(32, 'NOMOS_SEAL_KEY_PREVIOUS must be at least 32 characters').optional()),
 	NOMOS_PG_PORT: z.preprocess(empty, z.coerce.number().int().min(1).max(65535).default(54329)),
 	/** What the log says: fatal, error, warn, info, debug, trace or silent (JSON lines unless stdout is a terminal). */
 	NOMOS_LOG_LEVEL: z.preprocess(empty, z.enum(LOG_LEVELS).default('info')),

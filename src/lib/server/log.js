@@ -23,6 +23,8 @@ const SECRET_KEYS = [
 	'passphrase',
 	'OPENAI_API_KEY',
 	'NOMOS_OPERATOR_PASSWORD',
+	'NOMOS_SEAL_KEY',
+	'NOMOS_SEAL_KEY_PREVIOUS',
 	'DATABASE_URL'
 ];
 export const REDACT_PATHS = [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), 'headers.cookie', 'headers.authorization', '*.headers.cookie', '*.headers.authorization'];

@@ -4,6 +4,7 @@ import { addAbortSignal } from 'node:stream';
 import postgres from 'postgres';
 import type { TransactionSql } from '../db/index';
 import { APP_PASSWORD_FILE } from '../db/roles';
+import { SEAL_KEY_FILE } from '../db/seal';
 import { copyTableOut, listAppliedMigrations, listBackupTables, listHostKeyPaths, listSequenceValues, type TableShape } from '../db/queries/backup';
 import { MANIFEST_ENTRY, type Manifest } from './manifest';
 import { writeTarGz, type TarEntry } from './tar';
@@ -29,7 +30,8 @@ async function dataDirFiles(dataDir: string): Promise<string[]> {
 			const full = path.join(dir, d.name);
 			const rel = path.relative(root, full);
 			// The cluster and its roles' passwords belong to the server, not the data: a restore makes new ones.
-			if (rel === 'pg' || rel === 'pg-password' || rel === APP_PASSWORD_FILE) continue;
+			// The seal key stays out too: a backup never holds both the approvals and the key that vouches for them.
+			if (rel === 'pg' || rel === 'pg-password' || rel === APP_PASSWORD_FILE || rel === SEAL_KEY_FILE) continue;
 			if (d.isDirectory()) await walk(full);
 			else if (d.isFile()) out.push(rel);
 		}

@@ -412,6 +412,8 @@ export const plans = pgTable('plans', {
 		.default('proposed'),
 	createdAt: createdAt(),
 	decidedAt: ts('decided_at'),
+	/** HMAC-SHA256 (hex) over the decision and the steps' hashes (db/seal.ts); null before 0032. */
+	mac: text('mac'),
 	decidedBy: uuid('decided_by').references(() => operators.id),
 	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
 	expiresAt: ts('expires_at'),
@@ -523,7 +525,9 @@ export const approvals = pgTable(
 		decidedBy: uuid('decided_by').references(() => operators.id),
 		/** For route `chat`: the operator message whose words approved it. */
 		messageId: uuid('message_id'),
-		decidedAt: ts('decided_at').notNull().defaultNow()
+		decidedAt: ts('decided_at').notNull().defaultNow(),
+		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0032. */
+		mac: text('mac')
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
 );
@@ -727,7 +731,7 @@ export const alertHooks = pgTable('alert_hooks', {
 	windowCount: integer('window_count').notNull().default(0),
 	createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
 	createdAt: createdAt()
-});
+}, (t) => [check('alert_hooks_plain_secret_only_signed', sql`${t.signed} or ${t.secret} is null`)]);
 
 /**
  * One alert group of a hook (Alertmanager's group key, a Proxmox event's type + node + job, a

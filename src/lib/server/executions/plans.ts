@@ -3,12 +3,15 @@ import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
 import { insertApproval } from '../db/queries/approvals';
 import { getExecution, insertExecution } from '../db/queries/executions';
-import { lockPlan, markPlanCancelRequested, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
+import { lockPlan, markPlanCancelRequested, planApprovalVerifies, setPlanFinished, setStepExecution, type PlanRow } from '../db/queries/plans';
 import { endWindowWithPlan } from '../db/queries/assent-windows';
 import { planEndNotice, queueNotice } from '../notify/notices';
 import { TERMINAL, type ExecutionStatus, type PlanEnd, type Verdict } from '../../types/executions';
 import { prepareExecution } from './prepare';
+import { logger } from '../log';
 import { enqueueAdvance, enqueueRun, queuePlanReport, requestCancel } from './lifecycle';
+
+const log = logger('plans');
 
 // An approved plan runs itself: each step is an execution of the plan, made when the plan reaches
 // it and run by the one execution runner (hash check, staleness pre-checks, snapshot, health,
@@ -40,6 +43,21 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		if (!next) return endPlan(tx, plan, 'succeeded', null);
 		// A plan nothing moved on for NOMOS_APPROVAL_TTL_H (no worker for days) does not start a step late.
 		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now()) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
+		// Made only by the server with the key outside the database (db/seal.ts): a plan approved or
+		// changed with the database's rights alone makes no execution.
+		if (!(await planApprovalVerifies(tx, plan))) {
+			log.warn({ planId: plan.id, step: next.index + 1 }, `plan ${plan.id} stopped: its approval's seal does not verify (forged or changed in the database, or another NOMOS_SEAL_KEY)`);
+			await recordAudit(tx, {
+				actor: null,
+				action: 'plan.tampered',
+				route: 'runner',
+				subjectType: 'plan',
+				subjectId: plan.id,
+				sessionId: plan.sessionId,
+				detail: { step: next.index + 1, action: next.action, target: next.target, hash: next.hash }
+			});
+			return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: plan approval seal does not verify: refusing to run`);
+		}
 		const p = await prepareExecution({ target: next.target, action: next.action, params: next.params, reason: next.why });
 		if ('error' in p) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer checks out (${p.error})`);
 		if (p.hash !== next.hash) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: it no longer resolves to exactly what was approved`);

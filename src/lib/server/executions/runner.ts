@@ -2,7 +2,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { Client } from 'ssh2';
 import { sql } from '../db/index';
-import { approvedHash } from '../db/queries/approvals';
+import { approvalVerifies, storedApproval } from '../db/queries/approvals';
+import { recordAudit } from '../db/queries/audit';
+import { logger } from '../log';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
 import { ACTIONS, AGENT_WAIT, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
@@ -66,9 +68,24 @@ const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) 
 const stillRunning = (stop: StopOutcome) =>
 	stop === 'running' ? 'it did not stop on the host when killed: the command may still be running' : 'the host could not be reached to stop it: the command may still be running';
 
+const log = logger('runner');
+
 class Failure extends Error {}
 /** The approved command succeeded but the health check after it did not. */
 class Unhealthy extends Failure {}
+/**
+ * The stored record is not what the server approved (changed after, or an approval it never
+ * made): nothing runs, no connection is opened, and the audit says `execution.tampered`.
+ */
+class Tampered extends Failure {
+	constructor(
+		message: string,
+		readonly what: 'content' | 'missing' | 'hash' | 'seal' | 'unsealed'
+	) {
+		super(message);
+	}
+}
+export const TAMPERED = 'approval seal does not verify: refusing to run';
 /** Stopped part-way: the mutation may have partly run (worker, link or operator stopped it mid-step). */
 class Interrupted extends Error {}
 /** Stopped before anything ran. */
@@ -651,6 +668,21 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			await saving;
 			if (await handOverOnShutdown(e, currentProcess()).catch(() => false)) return;
 		}
+		if (err instanceof Tampered) {
+			log.warn(
+				{ executionId: id, action: e.action, target: e.target, found: err.what },
+				`execution ${id} refused: ${err.message} (forged or changed in the database, or this process has another NOMOS_SEAL_KEY than the one that approved it)`
+			);
+			await recordAudit(sql(), {
+				actor: null,
+				action: 'execution.tampered',
+				route: 'runner',
+				subjectType: 'execution',
+				subjectId: id,
+				sessionId: e.requestedBySession,
+				detail: { action: e.action, target: e.target, hash: e.hash, found: err.what, error: err.message }
+			}).catch(() => undefined);
+		}
 		const touched = mutationStarted;
 		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null, verdict }).catch(() => false);
 		// Then (the outcome is already on screen; its command stopped on the host, or said not to
@@ -674,10 +706,13 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
  */
 async function checkedVmid(e: ExecutionRow): Promise<string | undefined> {
 	if (!isActionName(e.action)) throw new Failure(`unknown action '${e.action}'`);
-	if (executionHash(e.action, e.target, e.params) !== e.hash) throw new Failure('the stored execution does not match its hash; refusing to run');
+	if (executionHash(e.action, e.target, e.params) !== e.hash) throw new Tampered('the stored execution does not match its hash; refusing to run', 'content');
 	if (ACTIONS[e.action].classification !== 'read_only') {
-		const approved = await approvedHash(sql(), e.id);
-		if (approved !== e.hash) throw new Failure('no approval names this exact execution; refusing to run');
+		const approval = await storedApproval(sql(), e.id);
+		if (approval?.hash !== e.hash) throw new Tampered('no approval names this exact execution; refusing to run', approval ? 'hash' : 'missing');
+		// Made only by the server, with a key the database never holds: a row added or changed with
+		// the database's rights alone (db/seal.ts) does not verify, and nothing runs.
+		if (!(await approvalVerifies(approval, e.id))) throw new Tampered(TAMPERED, approval.mac ? 'seal' : 'unsealed');
 	}
 	return /^lxc:[^/]+\/([0-9]+)$/.exec(e.target)?.[1];
 }

@@ -1,3 +1,4 @@
+import { seal, verifySeal } from '../seal';
 import type { Sql, TransactionSql } from '../index';
 
 /**
@@ -7,17 +8,39 @@ import type { Sql, TransactionSql } from '../index';
  */
 export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | 'rest' | `rule:${string}`;
 
-/** Records who decided an execution, how, and for which hash (append-only; see 0003_trust.sql). */
+/**
+ * Records who decided an execution, how, and for which hash (append-only; see 0003_trust.sql),
+ * sealed in the same statement with the key kept outside the database (db/seal.ts): the runner
+ * runs nothing whose approval's seal does not verify.
+ */
 export async function insertApproval(
 	tx: TransactionSql,
 	a: { executionId: string; hash: string; decision: 'approved' | 'denied'; route: ApprovalRoute; reason?: string | null; decidedBy: string | null; messageId?: string | null }
 ): Promise<void> {
-	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by, message_id)
-		values (${a.executionId}, ${a.hash}, ${a.decision}, ${a.route}, ${a.reason ?? null}, ${a.decidedBy}, ${a.messageId ?? null})`;
+	const decidedAt = Date.now();
+	const mac = await seal({ executionId: a.executionId, hash: a.hash, decision: a.decision, route: a.route, decidedBy: a.decidedBy, decidedAt });
+	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by, message_id, decided_at, mac)
+		values (${a.executionId}, ${a.hash}, ${a.decision}, ${a.route}, ${a.reason ?? null}, ${a.decidedBy}, ${a.messageId ?? null},
+			${new Date(decidedAt).toISOString()}::timestamptz, ${mac})`;
 }
 
-/** The hash the execution's approval names, or null when nothing approved it. */
-export async function approvedHash(sql: Sql | TransactionSql, executionId: string): Promise<string | null> {
-	const [a] = await sql<{ hash: string }[]>`select hash from approvals where execution_id = ${executionId} and decision = 'approved'`;
-	return a?.hash ?? null;
+/** An execution's approval as stored, with its seal; null when nothing approved it. */
+export interface StoredApproval {
+	hash: string;
+	route: string;
+	decidedBy: string | null;
+	decidedAt: number;
+	mac: string | null;
+}
+
+export async function storedApproval(sql: Sql | TransactionSql, executionId: string): Promise<StoredApproval | null> {
+	const [a] = await sql<{ hash: string; route: string; decidedBy: string | null; decidedAt: string; mac: string | null }[]>`
+		select hash, route, decided_by::text as "decidedBy", floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt", mac
+		from approvals where execution_id = ${executionId} and decision = 'approved'`;
+	return a ? { ...a, decidedAt: Number(a.decidedAt) } : null;
+}
+
+/** True when the execution's approval names `hash` and its seal verifies (current or previous key). */
+export async function approvalVerifies(a: StoredApproval, executionId: string): Promise<boolean> {
+	return verifySeal({ executionId, hash: a.hash, decision: 'approved', route: a.route, decidedBy: a.decidedBy, decidedAt: a.decidedAt }, a.mac);
 }

@@ -2,6 +2,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { BeforeApproval, PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
+import { seal, verifySeal, type SealFields } from '../seal';
 
 export type { PlanRow, PlanStep };
 
@@ -75,13 +76,32 @@ export async function insertPlan(
 
 /** Approves or denies a proposed plan with one conditional update. */
 export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string, ttlHours: number): Promise<PlanRow | null> {
+	// The decision is sealed over the steps' hashes (db/seal.ts), in the statement that makes it:
+	// advancePlan makes no step's execution for a plan whose seal does not verify.
+	const [cur] = await tx<{ steps: PlanStep[] }[]>`select steps from plans where id = ${id} and status = 'proposed' for update`;
+	if (!cur) return null;
+	const decidedAt = Date.now();
+	const mac = await seal(planSealFields({ id, steps: cur.steps, decision, decidedBy: operatorId, decidedAt }));
 	const [row] = await tx<PlanRow[]>`
-		update plans set status = ${decision}, decided_at = now(), decided_by = ${operatorId},
+		update plans set status = ${decision}, decided_at = ${new Date(decidedAt).toISOString()}::timestamptz, decided_by = ${operatorId}, mac = ${mac},
 			expires_at = case when ${decision} = 'approved' then now() + make_interval(secs => ${ttlHours * 3600}) end
 		where id = ${id} and status = 'proposed' returning ${columns(tx)}`;
 	if (!row) return null;
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
 	return row;
+}
+
+/** What a plan's seal covers: the plan, its steps' hashes in order, who decided it and when. */
+function planSealFields(p: { id: string; steps: Pick<PlanStep, 'hash'>[]; decision: 'approved' | 'denied'; decidedBy: string | null; decidedAt: number }): SealFields {
+	return { executionId: `plan:${p.id}`, hash: p.steps.map((s) => s.hash).join(','), decision: p.decision, route: 'plan', decidedBy: p.decidedBy, decidedAt: p.decidedAt };
+}
+
+/** True when the approved plan's seal verifies over its steps as they are stored now. */
+export async function planApprovalVerifies(tx: TransactionSql, plan: PlanRow): Promise<boolean> {
+	const [r] = await tx<{ mac: string | null; decidedBy: string | null; decidedAt: string | null }[]>`
+		select mac, decided_by::text as "decidedBy", floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt" from plans where id = ${plan.id}`;
+	if (!r?.decidedAt) return false;
+	return verifySeal(planSealFields({ id: plan.id, steps: plan.steps, decision: 'approved', decidedBy: r.decidedBy, decidedAt: Number(r.decidedAt) }), r.mac);
 }
 
 /** Locks a plan's row for the rest of the transaction (one advance of a plan at a time). */
