@@ -90,7 +90,11 @@ setInterval(() => {
 }, 15_000).unref();
 
 let ready = false;
-await sql.listen('nomos_events', () => ready && void catchUp(), () => ready && void catchUp());
+await sql.listen(
+	'nomos_events',
+	() => ready && void catchUp(),
+	() => ready && void catchUp()
+);
 const [{ max }] = await sql<{ max: number }[]>`select coalesce(max(id), 0)::float8 as max from events`;
 last = max;
 ready = true;

@@ -147,7 +147,12 @@ async function main() {
 			{ name: `blastRadius(), ${ids.length - 2} CTs + 2 hosts × ${ROUNDS}`, ...stats(direct), runs: direct.length },
 			{ name: `blastRadius(), the 2 hosts (${Math.ceil(CTS / 2)} CTs each) × ${ROUNDS}`, ...stats(hostTimes), runs: hostTimes.length }
 		];
-		log(`\n${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+		log(
+			`\n${os.cpus().length} CPUs, load average ${os
+				.loadavg()
+				.map((x) => x.toFixed(2))
+				.join(' ')}`
+		);
 		log('| measurement | runs | p50 | p95 | max | p95 ≤ 100 ms |');
 		log('|:--|--:|--:|--:|--:|:--|');
 		for (const r of rows) log(`| ${r.name} | ${r.runs} | ${fmt(r.p50)} | ${fmt(r.p95)} | ${fmt(r.max)} | ${r.p95 <= BUDGET_MS ? 'yes' : 'NO'} |`);

@@ -107,7 +107,11 @@ const MODEL_RULES: FallbackRule[] = [
 	PLAN_RULE,
 	{ whenLastMessageRole: 'tool', respond: { text: 'Requested; it waits for your approval.' } },
 	// The operator's words carry the exact request_execution arguments.
-	{ whenLastMessageRole: 'user', whenLastMessageMatches: '^chaos (\\S+) request (\\{.*\\})$', respond: { toolCalls: [{ name: 'request_execution', args: '$2' }] } },
+	{
+		whenLastMessageRole: 'user',
+		whenLastMessageMatches: '^chaos (\\S+) request (\\{.*\\})$',
+		respond: { toolCalls: [{ name: 'request_execution', args: '$2' }] }
+	},
 	{ whenLastMessageMatches: '^\\[system note[^\\]]*\\] execution ([0-9a-f-]{36})', respond: { text: 'Checked the outcome of execution $1: noted.' } },
 	{ respond: { text: 'Noted.' } }
 ];
@@ -152,7 +156,9 @@ async function inFlight(sql: postgres.Sql, sessionIds: string[]): Promise<boolea
 
 async function main(): Promise<void> {
 	const t0 = Date.now();
-	const killPlan = SLOW_HOST ? `no kills (slow host: +${SLOW_HOST} s per command)` : `kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE})`;
+	const killPlan = SLOW_HOST
+		? `no kills (slow host: +${SLOW_HOST} s per command)`
+		: `kill every ${KILL_MIN / 1000}–${KILL_MAX / 1000} s (SIGTERM share ${SIGTERM_SHARE})`;
 	log(`${WEB} web + ${WORKERS} worker processes, ${SESSIONS} sessions, ${RUN_MS / 1000} s, ${killPlan}, seed ${SEED}`);
 	log(`${os.cpus().length} CPUs, load average ${loadAverage()}`);
 	const build = spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, encoding: 'utf8' });
@@ -169,9 +175,13 @@ async function main(): Promise<void> {
 		const vmid = vmidOf(BASE_VMID, n % SESSIONS, Math.floor(n / SESSIONS));
 		return { vmid, hostname: `base-${vmid}`, status: 'running' };
 	});
-	const pve = await startDouble<ProxmoxDoubleInfo>('Proxmox double', ['tests/doubles/proxmox/cli.ts', '--port', String(await benchPort()), '--node', 'strong', '--seed', JSON.stringify(seed)], {
-		env: { PVE_DOUBLE_DELAY_MS: '50' }
-	});
+	const pve = await startDouble<ProxmoxDoubleInfo>(
+		'Proxmox double',
+		['tests/doubles/proxmox/cli.ts', '--port', String(await benchPort()), '--node', 'strong', '--seed', JSON.stringify(seed)],
+		{
+			env: { PVE_DOUBLE_DELAY_MS: '50' }
+		}
+	);
 	doubles.push(pve.child);
 	const llm = await startDouble<{ baseURL: string }>('LLM double', ['tests/doubles/llm/cli.ts', '--port', String(await benchPort())]);
 	doubles.push(llm.child);
@@ -197,7 +207,16 @@ async function main(): Promise<void> {
 			...process.env,
 			DATABASE_URL: pg.url,
 			NOMOS_DATA_DIR: path.join(tmp, 'data'),
-			NOMOS_HOSTS: JSON.stringify([{ name: 'strong', address: '127.0.0.1', port: pve.info.port, user: 'root', keyPath: pve.info.clientKeyPath, hostKeyFingerprint: pve.info.hostKeyFingerprint }]),
+			NOMOS_HOSTS: JSON.stringify([
+				{
+					name: 'strong',
+					address: '127.0.0.1',
+					port: pve.info.port,
+					user: 'root',
+					keyPath: pve.info.clientKeyPath,
+					hostKeyFingerprint: pve.info.hostKeyFingerprint
+				}
+			]),
 			OPENAI_BASE_URL: llm.info.baseURL,
 			OPENAI_API_KEY: 'chaos',
 			NOMOS_MODEL: 'scripted',
@@ -240,7 +259,16 @@ async function main(): Promise<void> {
 	const watch = new JobWatch();
 	log(`chaos for ${RUN_MS / 1000} s…`);
 
-	const loops = sessionIds.map((id, i) => runSession(ctx, i, id, () => stopping, () => hardEnd, records));
+	const loops = sessionIds.map((id, i) =>
+		runSession(
+			ctx,
+			i,
+			id,
+			() => stopping,
+			() => hardEnd,
+			records
+		)
+	);
 	const killer = (async () => {
 		for (;;) {
 			const at = Date.now() + kills.between(KILL_MIN, KILL_MAX);
@@ -255,7 +283,9 @@ async function main(): Promise<void> {
 			const w = { kill, ...work };
 			works.push(w);
 			watch.add(w);
-			log(`${signal} ${victim.name} (pid ${kill.pid}) at ${((kill.at - start) / 1000).toFixed(0)} s: ${work.pieces.length ? work.pieces.map((p) => p.task).join(', ') : 'no jobs in flight'}`);
+			log(
+				`${signal} ${victim.name} (pid ${kill.pid}) at ${((kill.at - start) / 1000).toFixed(0)} s: ${work.pieces.length ? work.pieces.map((p) => p.task).join(', ') : 'no jobs in flight'}`
+			);
 		}
 	})();
 	let watching = true;
@@ -267,7 +297,9 @@ async function main(): Promise<void> {
 			if (Date.now() - lastLog > 30_000) {
 				lastLog = Date.now();
 				const done = records.filter((r) => r.outcome === 'completed').length;
-				log(`${((Date.now() - start) / 1000).toFixed(0)} s: ${fleet.kills.length} kills, ${done}/${records.length} loops completed, ${fleet.live().length}/${WEB + WORKERS} processes up, load ${loadAverage()}`);
+				log(
+					`${((Date.now() - start) / 1000).toFixed(0)} s: ${fleet.kills.length} kills, ${done}/${records.length} loops completed, ${fleet.live().length}/${WEB + WORKERS} processes up, load ${loadAverage()}`
+				);
 			}
 			await sleep(250);
 		}
@@ -304,7 +336,15 @@ async function main(): Promise<void> {
 		operatorUnreachable: operator.unreachable,
 		figures,
 		untruths: truth.untruths,
-		cpu: cpu0 && cpu1 ? { wall: (cpu1.at - cpu0.at) / 1000, machine: cpu1.total - cpu0.total, ...Object.fromEntries(Object.keys(groups).map((k) => [k, cpu1.groups[k] - cpu0.groups[k]])), self: (self1.user + self1.system) / 1e6 } : null
+		cpu:
+			cpu0 && cpu1
+				? {
+						wall: (cpu1.at - cpu0.at) / 1000,
+						machine: cpu1.total - cpu0.total,
+						...Object.fromEntries(Object.keys(groups).map((k) => [k, cpu1.groups[k] - cpu0.groups[k]])),
+						self: (self1.user + self1.system) / 1e6
+					}
+				: null
 	});
 }
 
@@ -315,7 +355,19 @@ async function slowHostMode(ctx: Parameters<typeof runPlanLoops>[0], sql: postgr
 	const runEnd = Date.now() + RUN_MS;
 	const hardEnd = runEnd + DRAIN_MS;
 	const records: PlanRecord[] = [];
-	await Promise.all(sessionIds.map((id, i) => runPlanLoops(ctx, stateDir, i, id, () => Date.now() >= runEnd, () => hardEnd, records)));
+	await Promise.all(
+		sessionIds.map((id, i) =>
+			runPlanLoops(
+				ctx,
+				stateDir,
+				i,
+				id,
+				() => Date.now() >= runEnd,
+				() => hardEnd,
+				records
+			)
+		)
+	);
 	while (Date.now() < hardEnd && (await inFlight(sql, sessionIds))) await sleep(500);
 	const settled = !(await inFlight(sql, sessionIds));
 	const absent = await measureAbsent(sql, sessionIds, stateDir);

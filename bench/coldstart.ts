@@ -71,7 +71,12 @@ try {
 	}
 	times.sort((a, b) => a - b);
 	const p50 = times[Math.floor(times.length / 2)];
-	console.log(`\nCold start on existing data (worker ${opts.worker}), ${RUNS} runs; ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+	console.log(
+		`\nCold start on existing data (worker ${opts.worker}), ${RUNS} runs; ${os.cpus().length} CPUs, load average ${os
+			.loadavg()
+			.map((l) => l.toFixed(2))
+			.join(' ')}`
+	);
 	console.log(`spawn → first 200 of GET /login: p50 ${p50.toFixed(0)} ms, min ${times[0].toFixed(0)}, max ${times[times.length - 1].toFixed(0)}\n`);
 	console.log('the last run, line by line:');
 	for (const l of last) console.log(`  ${l}`);

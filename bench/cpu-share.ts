@@ -14,7 +14,10 @@ function statOf(pid: number): number[] | null {
 	try {
 		const raw = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
 		// The command name may hold spaces: fields start after its closing parenthesis.
-		return raw.slice(raw.lastIndexOf(')') + 2).split(' ').map(Number);
+		return raw
+			.slice(raw.lastIndexOf(')') + 2)
+			.split(' ')
+			.map(Number);
 	} catch {
 		return null;
 	}

@@ -11,7 +11,11 @@ import { freePort } from '../tests/helpers/ports';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-export const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+export const loadAverage = () =>
+	os
+		.loadavg()
+		.map((x) => x.toFixed(2))
+		.join(' ');
 
 /** Ports other work on this machine uses (Playwright's servers, the LLM double it starts). */
 const RESERVED_PORTS = new Set([41731, 41800, 41900]);
@@ -29,7 +33,12 @@ export async function benchPort(): Promise<number> {
  * and SIGTERM run it and exit 130. On any exit, `kill` runs (synchronously: no orphan children),
  * and an embedded Postgres the bench started is sent SIGINT if `stop` never began.
  */
-export function exitCleanly(o: { log: (s: string) => void; stop: () => Promise<void>; kill?: () => void; pg: () => EmbeddedPostgres | undefined }): () => Promise<void> {
+export function exitCleanly(o: {
+	log: (s: string) => void;
+	stop: () => Promise<void>;
+	kill?: () => void;
+	pg: () => EmbeddedPostgres | undefined;
+}): () => Promise<void> {
 	let cleaning: Promise<void> | undefined;
 	const cleanup = () => (cleaning ??= o.stop());
 	for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -104,8 +113,16 @@ export async function stopChild(child: ChildProcess, graceMs = 3000): Promise<vo
  * child and the JSON line it prints once listening. `nice` lowers its priority (inherited by the
  * processes it starts), so a double standing in for another machine takes only CPU left over.
  */
-export async function startDouble<T>(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; nice?: number } = {}): Promise<{ child: ChildProcess; info: T }> {
-	const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startDouble<T>(
+	name: string,
+	args: string[],
+	opts: { env?: NodeJS.ProcessEnv; nice?: number } = {}
+): Promise<{ child: ChildProcess; info: T }> {
+	const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+		cwd: ROOT,
+		env: { ...process.env, ...opts.env },
+		stdio: ['ignore', 'pipe', 'inherit']
+	});
 	if (child.pid && opts.nice) os.setPriority(child.pid, opts.nice);
 	const info = await new Promise<T>((resolve, reject) => {
 		let out = '';

@@ -41,7 +41,11 @@ const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
 
 const log = (s: string) => console.log(`[bench] ${s}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const loadAverage = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const loadAverage = () =>
+	os
+		.loadavg()
+		.map((x) => x.toFixed(2))
+		.join(' ');
 
 let tmp: string | undefined;
 let app: ChildProcess | undefined;
@@ -187,7 +191,7 @@ async function main(): Promise<void> {
 	const base = `http://127.0.0.1:${port}`;
 	const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
 	db = postgres(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres`, { max: 1, onnotice: () => undefined });
-	for (const until = Date.now() + 60_000; ; ) {
+	for (const until = Date.now() + 60_000; ;) {
 		const [r] = await db<{ n: number }[]>`select count(*)::int as n from entities where kind = 'lxc'`;
 		if (r.n === RUNS) break;
 		if (Date.now() > until) throw new Error(`the first inventory sync did not finish (${r.n}/${RUNS} containers)`);
@@ -195,7 +199,14 @@ async function main(): Promise<void> {
 	}
 
 	// The floor: a fresh authenticated SSH connection, as the app opens one.
-	const target = { name: pve.nodeName, address: '127.0.0.1', port: pve.port, username: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint };
+	const target = {
+		name: pve.nodeName,
+		address: '127.0.0.1',
+		port: pve.port,
+		username: 'root',
+		keyPath: pve.clientKeyPath,
+		hostKeyFingerprint: pve.hostKeyFingerprint
+	};
 	const handshakes: number[] = [];
 	for (let i = 0; i < RUNS; i++) {
 		const t0 = performance.now();
@@ -263,15 +274,22 @@ async function main(): Promise<void> {
 		const approved = await waitMark('click:approve');
 		// The first command for this CT after the click (its precondition check): a sync or a
 		// read-back of an earlier run may reach the host in between and is not the approval's doing.
-		const forCt = () => pve!.execTimes().slice(before).find((t) => t.at >= approved && t.command.includes(`'${vmid}'`));
-		for (const until = Date.now() + 30_000; !forCt(); ) {
+		const forCt = () =>
+			pve!
+				.execTimes()
+				.slice(before)
+				.find((t) => t.at >= approved && t.command.includes(`'${vmid}'`));
+		for (const until = Date.now() + 30_000; !forCt();) {
 			if (Date.now() > until) throw new Error(`run ${i}: no command for CT ${vmid} reached the host after Approve`);
 			await sleep(5);
 		}
 		rows.approveToCommand.push(forCt()!.at - approved);
 
 		const contText = await waitMark(`text:«${i}c»`);
-		const start = pve.execTimes().slice(before).find((t) => t.command.includes(`'pct' 'start' '${vmid}'`));
+		const start = pve
+			.execTimes()
+			.slice(before)
+			.find((t) => t.command.includes(`'pct' 'start' '${vmid}'`));
 		if (!start?.endedAt) throw new Error(`run ${i}: pct start ${vmid} did not run on the host`);
 		rows.endToText.push(contText - start.endedAt);
 		const contModel = modelRequestAfter(start.endedAt);
@@ -294,7 +312,10 @@ async function main(): Promise<void> {
 
 	if (process.env.BENCH_TRACE) {
 		const events = [
-			...pve.execTimes().flatMap((t) => [{ at: t.at, what: `exec ${t.command.slice(0, 60)}` }, { at: t.endedAt ?? NaN, what: `  end ${t.command.slice(0, 40)}` }]),
+			...pve.execTimes().flatMap((t) => [
+				{ at: t.at, what: `exec ${t.command.slice(0, 60)}` },
+				{ at: t.endedAt ?? NaN, what: `  end ${t.command.slice(0, 40)}` }
+			]),
 			...llm.requests.map((r) => ({ at: r.receivedAt, what: `model ${r.path}` })),
 			...[...marks].map(([what, at]) => ({ at, what: `page ${what}` }))
 		].sort((a, b) => a.at - b.at);

@@ -161,7 +161,17 @@ async function inventoryQueueLength(): Promise<number> {
 	return r.n;
 }
 
-type ExecRow = { id: string; session: string; vmid: string; status: string; error: string | null; approvedAt: string | null; startedAt: string | null; finishedAt: string | null; steps: ExecutionStep[] };
+type ExecRow = {
+	id: string;
+	session: string;
+	vmid: string;
+	status: string;
+	error: string | null;
+	approvedAt: string | null;
+	startedAt: string | null;
+	finishedAt: string | null;
+	steps: ExecutionStep[];
+};
 type ReplyRow = { session: string; status: string; createdAt: string; updatedAt: string };
 
 async function readExecutions(sessionIds: string[]): Promise<ExecRow[]> {
@@ -236,10 +246,21 @@ async function main(): Promise<number> {
 		const hostname = `bench-${i}`;
 		const id = await sql().begin(async (tx) => {
 			const sessionId = await createSession(tx, operator.id, `bench ${i}`);
-			await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: `create a Debian container ${hostname} (CT ${vmid}) on strong` }], status: 'complete', origin: 'chat' });
+			await insertMessage(tx, {
+				sessionId,
+				role: 'user',
+				parts: [{ type: 'text', text: `create a Debian container ${hostname} (CT ${vmid}) on strong` }],
+				status: 'complete',
+				origin: 'chat'
+			});
 			return sessionId;
 		});
-		const r = await requestExecution(id, { target: 'strong', action: 'pct_create', params: { vmid, hostname, template: TEMPLATE }, reason: `bench session ${i}` });
+		const r = await requestExecution(id, {
+			target: 'strong',
+			action: 'pct_create',
+			params: { vmid, hostname, template: TEMPLATE },
+			reason: `bench session ${i}`
+		});
 		if ('error' in r) throw new Error(`requestExecution: ${r.error}`);
 		if (r.execution.status !== 'awaiting_approval') throw new Error(`expected awaiting_approval, got ${r.execution.status}`);
 		sessions.push({ id, executionId: r.execution.id, vmid });
@@ -263,7 +284,16 @@ async function main(): Promise<number> {
 	log(`approving ${SESSIONS} executions at once…`);
 	const fired = Date.now();
 	const decisions = await Promise.all(
-		sessions.map((s) => sql().begin((tx) => operatorDecides(tx, s.executionId, { decision: 'approved', route: 'button', operatorId: operator.id, credential: { kind: 'session', verifiedAt: new Date().toISOString() } })))
+		sessions.map((s) =>
+			sql().begin((tx) =>
+				operatorDecides(tx, s.executionId, {
+					decision: 'approved',
+					route: 'button',
+					operatorId: operator.id,
+					credential: { kind: 'session', verifiedAt: new Date().toISOString() }
+				})
+			)
+		)
 	);
 	decisions.forEach((d, i) => {
 		if (!d.ok) errors.push(`session ${i}: approval refused (${d.reason})`);
@@ -365,7 +395,9 @@ async function main(): Promise<number> {
 	];
 	const w = Math.max(...rows.map(([name]) => name.length));
 	console.log('');
-	console.log(`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, execution lane ${env().NOMOS_EXECUTION_CONCURRENCY}, doubles at nice ${DOUBLES_NICE}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`);
+	console.log(
+		`Approval loop: ${SESSIONS} sessions, worker concurrency ${CONCURRENCY}, execution lane ${env().NOMOS_EXECUTION_CONCURRENCY}, doubles at nice ${DOUBLES_NICE}, ${CTS} seeded CTs (+${SESSIONS} created), pct create ≈ ${PVE_DELAY_MS} ms × 20 lines`
+	);
 	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after`);
 	console.log('');
 	console.log(`| ${'per session (ms)'.padEnd(w)} |    n |    p50 |    p95 |    max |`);
@@ -397,10 +429,17 @@ async function main(): Promise<number> {
 	}
 	const fullSyncs = argv.filter((a) => a[0] === 'pvesh' && a[2] === '/nodes').length;
 	console.log('');
-	console.log(`inventory__sync jobs: ${syncs.length} run (${cronSyncs} by the minute's cron) for ${added} adds (new jobs + replacements of a pending one by its job key)`);
-	console.log(`full host syncs (pvesh get /nodes): ${fullSyncs}; single-container refreshes: ${events.filter((e) => e.container !== null).length}; inventory.synced events: ${events.length}`);
 	console.log(
-		`SSH commands on the double: ${argv.length} (${[...byCommand].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', ')})`
+		`inventory__sync jobs: ${syncs.length} run (${cronSyncs} by the minute's cron) for ${added} adds (new jobs + replacements of a pending one by its job key)`
+	);
+	console.log(
+		`full host syncs (pvesh get /nodes): ${fullSyncs}; single-container refreshes: ${events.filter((e) => e.container !== null).length}; inventory.synced events: ${events.length}`
+	);
+	console.log(
+		`SSH commands on the double: ${argv.length} (${[...byCommand]
+			.sort((a, b) => b[1] - a[1])
+			.map(([k, n]) => `${k} ×${n}`)
+			.join(', ')})`
 	);
 	console.log(`model requests: ${llmRequests} for ${SESSIONS} continuation turns`);
 	console.log(`approvals fired → last reply: ${ms(lastReply - fired)} ms`);

@@ -43,7 +43,10 @@ import { benchPostgres } from './harness';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
 
-const SIZES = (process.env.BENCH_SIZES ?? '100,1000').split(',').map(Number).filter((n) => n > 0);
+const SIZES = (process.env.BENCH_SIZES ?? '100,1000')
+	.split(',')
+	.map(Number)
+	.filter((n) => n > 0);
 const RATE = Number(process.env.BENCH_RATE ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'nomos,bare,poll').split(',') as System[];
@@ -122,7 +125,6 @@ process.on('exit', () => {
 
 // ---------------------------------------------------------------------------------- helpers
 
-
 function rssKb(pid: number): number {
 	const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
 	return m ? Number(m[1]) : NaN;
@@ -143,8 +145,7 @@ interface Server {
 }
 
 /** Extra node flags for the servers under test (BENCH_NODE_ARGS for all, plus one for Nomos only). */
-const nodeArgs = (extra?: string) =>
-	[process.env.BENCH_NODE_ARGS, extra && process.env[extra]].flatMap((v) => v?.split(' ').filter(Boolean) ?? []);
+const nodeArgs = (extra?: string) => [process.env.BENCH_NODE_ARGS, extra && process.env[extra]].flatMap((v) => v?.split(' ').filter(Boolean) ?? []);
 
 async function startServer(system: System, databaseUrl: string): Promise<Server> {
 	const port = await freePort();
@@ -303,13 +304,13 @@ async function produce(count: number, rate: number): Promise<Map<number, number>
 		if (wait > 0) await sleep(wait);
 		// A registered type (schemas/events.ts): the SSE stream skips any other. Its payload is not parsed there.
 		const payload = JSON.stringify({ seq, sentAt: nowMs(), note: NOTE });
-		const id = (await sql.begin<number>(async (tx) => {
+		const id = await sql.begin<number>(async (tx) => {
 			await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
 			const [row] = await tx<{ id: number }[]>`
 				insert into events (session_id, type, payload) values (null, 'workers.changed', ${payload}::text::jsonb)
 				returning id::float8 as id`;
 			return row.id;
-		}));
+		});
 		commits.set(id, nowMs());
 	}
 	return commits;
@@ -362,7 +363,9 @@ async function eventPhase(row: Row, server: Server, clients: Clients[], after: n
 	const t0 = nowMs();
 	const commits = await produce(count, RATE);
 	const lastId = Math.max(...commits.keys());
-	const awaited = await Promise.all(clients.map((c) => c.ask<Msg & { complete: boolean }>({ cmd: 'await', lastId, timeoutMs: drainMs }, 'awaited', drainMs + 10_000)));
+	const awaited = await Promise.all(
+		clients.map((c) => c.ask<Msg & { complete: boolean }>({ cmd: 'await', lastId, timeoutMs: drainMs }, 'awaited', drainMs + 10_000))
+	);
 	const cpu1 = cpuMs(server.pid);
 	if (!awaited.every((a) => a.complete)) row.note = `not every client got event ${lastId} within ${drainMs} ms`;
 	// The table is the truth for "every event": all ids after the clients' cursor.
@@ -410,7 +413,13 @@ async function runSse(system: 'nomos' | 'bare', n: number, databaseUrl: string):
 		const rss0 = rssKb(server.pid);
 		const after = await latestId();
 		const opened = await Promise.all(
-			shares(n, clients.length).map((k, i) => clients[i].ask<Msg & { open: number; failed: number; error?: string; ms: number }>({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${after}`, count: k, headers }, 'opened', 120_000))
+			shares(n, clients.length).map((k, i) =>
+				clients[i].ask<Msg & { open: number; failed: number; error?: string; ms: number }>(
+					{ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${after}`, count: k, headers },
+					'opened',
+					120_000
+				)
+			)
 		);
 		row.open = opened.reduce((s, o) => s + o.open, 0);
 		const failed = opened.reduce((s, o) => s + o.failed, 0);
@@ -423,9 +432,18 @@ async function runSse(system: 'nomos' | 'bare', n: number, databaseUrl: string):
 		// measured, then closed before the event phase. Unlike 0→N, this is free of one-off growth
 		// (V8's young generation becoming resident, lazily compiled code), which at N=100 would
 		// otherwise be charged to the streams.
-		const probed = await Promise.all(shares(n, probe.length).map((k, i) => probe[i].ask<Msg & { open: number }>({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${after}`, count: k, headers }, 'opened', 120_000)));
+		const probed = await Promise.all(
+			shares(n, probe.length).map((k, i) =>
+				probe[i].ask<Msg & { open: number }>({ cmd: 'open', mode: 'sse', url: `${endpoint}?after=${after}`, count: k, headers }, 'opened', 120_000)
+			)
+		);
 		await sleep(SETTLE_MS);
-		row.kbPerStreamMarginal = (rssKb(server.pid) - rssN) / Math.max(1, probed.reduce((s, o) => s + o.open, 0));
+		row.kbPerStreamMarginal =
+			(rssKb(server.pid) - rssN) /
+			Math.max(
+				1,
+				probed.reduce((s, o) => s + o.open, 0)
+			);
 		await Promise.all(probe.map((c) => c.close()));
 		await sleep(500);
 		await eventPhase(row, server, clients, after, 10_000);
@@ -448,10 +466,13 @@ async function runPoll(n: number, databaseUrl: string): Promise<Row> {
 		const after = await latestId();
 		const k = shares(n, clients.length);
 		// Staggered over the 3 s period across all client processes.
-		await Promise.all(k.map((count, i) => clients[i].ask({ cmd: 'open', mode: 'poll', url: `${server.base}/events`, count, headers: {}, pollMs: POLL_MS, after }, 'opened')));
+		await Promise.all(
+			k.map((count, i) => clients[i].ask({ cmd: 'open', mode: 'poll', url: `${server.base}/events`, count, headers: {}, pollMs: POLL_MS, after }, 'opened'))
+		);
 		row.open = n;
 		await sleep(POLL_MS + 500);
-		const count = async () => (await Promise.all(clients.map((c) => c.ask<Msg & { requests: number }>({ cmd: 'count' }, 'count')))).reduce((s, m) => s + m.requests, 0);
+		const count = async () =>
+			(await Promise.all(clients.map((c) => c.ask<Msg & { requests: number }>({ cmd: 'count' }, 'count')))).reduce((s, m) => s + m.requests, 0);
 		const c0 = await count();
 		const t0 = nowMs();
 		await sleep(2 * POLL_MS);
@@ -541,10 +562,18 @@ async function main(): Promise<void> {
 	}
 	execFileSync(process.execPath, ['scripts/ensure-build.js'], { stdio: 'inherit' });
 	startWatchdog();
-	log(`ulimit -n: ${NOFILE}, CPUs: ${availableParallelism()}, load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}, CLK_TCK ${CLK_TCK}`);
+	log(
+		`ulimit -n: ${NOFILE}, CPUs: ${availableParallelism()}, load average: ${loadavg()
+			.map((l) => l.toFixed(2))
+			.join(' ')}, CLK_TCK ${CLK_TCK}`
+	);
 
 	pg = await benchPostgres(tmp, (l) => log(`postgres: ${l}`));
-	log(pg.owned ? `embedded Postgres on ${new URL(pg.url).host} (${path.relative(ROOT, tmp)})` : `database ${new URL(pg.url).pathname.slice(1)} on the smoke's Postgres`);
+	log(
+		pg.owned
+			? `embedded Postgres on ${new URL(pg.url).host} (${path.relative(ROOT, tmp)})`
+			: `database ${new URL(pg.url).pathname.slice(1)} on the smoke's Postgres`
+	);
 	producer = postgres(pg.url, { max: 1, onnotice: () => undefined, connection: { application_name: 'bench-producer' } });
 
 	// Migrated as the app's boot does (its fast path then finds the database up to date).

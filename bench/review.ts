@@ -28,7 +28,7 @@ const SCALE = TOOL_CALLS / 1_000_000;
 /** Session 1: 20 assistant turns × 300 calls. Sessions 2–21: 10 turns × 150 calls (at a million calls). */
 const HUGE = { turns: 20, perTurn: Math.max(1, Math.round(300 * SCALE)) };
 const BIG = { sessions: 20, turns: 10, perTurn: Math.max(1, Math.round(150 * SCALE)) };
-const RUNS = (n => ({ overview: n, overviewParts: Math.max(1, Math.round(n / 5)), session: n }))(envInt('BENCH_RUNS', 25));
+const RUNS = ((n) => ({ overview: n, overviewParts: Math.max(1, Math.round(n / 5)), session: n }))(envInt('BENCH_RUNS', 25));
 /** Medians from the stored facts (issue 15). The parts scan (while facts are rebuilt) is shown for comparison. */
 const TARGET_MS = { overview: 150, session: 20 };
 
@@ -229,14 +229,20 @@ async function main() {
 		);
 		if (counts.calls !== TOOL_CALLS) throw new Error(`expected ${TOOL_CALLS} tool calls, seeded ${counts.calls}`);
 
-		const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+		const load = () =>
+			os
+				.loadavg()
+				.map((x) => x.toFixed(2))
+				.join(' ');
 		log(`building the review facts (load average ${load()})…`);
 		const tf = performance.now();
 		const built = await rebuildReviewFacts({ wait: true });
 		// vacuumed as autovacuum would soon do: else it vacuums the fresh facts while the timing runs
 		await sql.unsafe('vacuum (analyze) message_facts, session_facts');
 		const factsMs = performance.now() - tf;
-		const [size] = await sql<{ mb: number }[]>`select ((pg_total_relation_size('message_facts') + pg_total_relation_size('session_facts')) / 1048576)::int as mb`;
+		const [size] = await sql<
+			{ mb: number }[]
+		>`select ((pg_total_relation_size('message_facts') + pg_total_relation_size('session_facts')) / 1048576)::int as mb`;
 		log(`facts built in ${(factsMs / 1000).toFixed(1)} s: ${built!.messages} messages, ${built!.sessions} sessions (${size.mb} MB)`);
 
 		log(`timing… (${os.cpus().length} CPUs, load average ${load()})`);
@@ -261,7 +267,9 @@ async function main() {
 				o.kinds.map((k) => `${k.kind} ${k.sessions}`).join(', ')
 		);
 		const s = session.last!;
-		log(`biggest session: ${s.totals.messages} messages, ${s.totals.toolCalls} tool calls, findings ${s.findings.map((f) => `${f.kind}/${f.severity}`).join(', ')}`);
+		log(
+			`biggest session: ${s.totals.messages} messages, ${s.totals.toolCalls} tool calls, findings ${s.findings.map((f) => `${f.kind}/${f.severity}`).join(', ')}`
+		);
 
 		const rows = [
 			{ name: `reviewOverview({}) — all ${SESSIONS} sessions, facts`, runs: overview.times, target: TARGET_MS.overview },

@@ -36,7 +36,28 @@ export const SMOKES: Smoke[] = [
 		name: 'chaos',
 		file: 'bench/chaos.ts',
 		build: true,
-		args: ['--web', '1', '--workers', '1', '--sessions', '1', '--seconds', '6', '--kill-min', '2', '--kill-max', '3', '--restart-delay', '0.5', '--stop-timeout', '3', '--patience', '5', '--drain', '3'],
+		args: [
+			'--web',
+			'1',
+			'--workers',
+			'1',
+			'--sessions',
+			'1',
+			'--seconds',
+			'6',
+			'--kill-min',
+			'2',
+			'--kill-max',
+			'3',
+			'--restart-delay',
+			'0.5',
+			'--stop-timeout',
+			'3',
+			'--patience',
+			'5',
+			'--drain',
+			'3'
+		],
 		table: /^\| count \| value \| goal \|/m
 	},
 	{ name: 'loop', file: 'bench/loop-latency.ts', args: ['--runs', '1'], build: true, table: /^\| moment \| n \| p50 \| p99/m },
@@ -56,9 +77,24 @@ export const SMOKES: Smoke[] = [
 	},
 	{ name: 'coldstart', file: 'bench/coldstart.ts', args: ['--runs', '1'], build: true, table: /^spawn → first 200 of GET \/login: p50/m },
 	{ name: 'tokens', file: 'bench/tokens.ts', args: ['--only', 'answer'], table: /^scenario +requests +prompt tokens/m },
-	{ name: 'stream', file: 'bench/stream.ts', args: ['--tabs', '1', '--text-kb', '1', '--delay-ms', '0', '--calls', '2', '--result-kb', '1', '--tools-text-kb', '0.5'], table: /^\| scenario +\| tabs/m },
-	{ name: 'review', file: 'bench/review.ts', env: { BENCH_SESSIONS: '30', BENCH_TOOL_CALLS: '1000', BENCH_RUNS: '1' }, table: /^measurement +\| runs \| median/m },
-	{ name: 'blast-radius', file: 'bench/blast-radius.ts', env: { BENCH_CTS: '20', BENCH_NOTES: '40', BENCH_PAST_EXECUTIONS: '20', BENCH_TARGETS: '4', BENCH_ROUNDS: '1' }, table: /^\| measurement \| runs \| p50/m }
+	{
+		name: 'stream',
+		file: 'bench/stream.ts',
+		args: ['--tabs', '1', '--text-kb', '1', '--delay-ms', '0', '--calls', '2', '--result-kb', '1', '--tools-text-kb', '0.5'],
+		table: /^\| scenario +\| tabs/m
+	},
+	{
+		name: 'review',
+		file: 'bench/review.ts',
+		env: { BENCH_SESSIONS: '30', BENCH_TOOL_CALLS: '1000', BENCH_RUNS: '1' },
+		table: /^measurement +\| runs \| median/m
+	},
+	{
+		name: 'blast-radius',
+		file: 'bench/blast-radius.ts',
+		env: { BENCH_CTS: '20', BENCH_NOTES: '40', BENCH_PAST_EXECUTIONS: '20', BENCH_TARGETS: '4', BENCH_ROUNDS: '1' },
+		table: /^\| measurement \| runs \| p50/m
+	}
 ];
 
 type Outcome = { name: string; code: number | null; seconds: number; cpu?: number; missing: string[]; output: string };
@@ -190,9 +226,14 @@ async function main(): Promise<number> {
 	);
 	await pg.stop();
 	const failed = outcomes.filter((o) => o.code !== 0 || o.missing.length);
-	const cpu = outcomes.every((o) => o.cpu !== undefined) ? `; CPU ${(cpuNow() - cpuStart).toFixed(1)} s in all (the benches ${outcomes.reduce((a, o) => a + o.cpu!, 0).toFixed(1)} s)` : '';
+	const cpu = outcomes.every((o) => o.cpu !== undefined)
+		? `; CPU ${(cpuNow() - cpuStart).toFixed(1)} s in all (the benches ${outcomes.reduce((a, o) => a + o.cpu!, 0).toFixed(1)} s)`
+		: '';
 	console.log(
-		`[smoke] ${outcomes.length - failed.length} of ${outcomes.length} benches ran and printed their tables in ${((performance.now() - benchStart) / 1000).toFixed(1)} s${cpu}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`
+		`[smoke] ${outcomes.length - failed.length} of ${outcomes.length} benches ran and printed their tables in ${((performance.now() - benchStart) / 1000).toFixed(1)} s${cpu}; load average ${os
+			.loadavg()
+			.map((l) => l.toFixed(2))
+			.join(' ')}`
 	);
 	return failed.length ? 1 : 0;
 }

@@ -105,7 +105,6 @@ const bytesOf = (s: string) => Buffer.byteLength(s, 'utf8');
 
 // ---------------------------------------------------------------------------- test content
 
-
 const WORDS = (
 	'the a an of to in on for with from after before when while and or but not only also then this that these those it its ' +
 	'container backup snapshot storage volume network bridge vlan firewall certificate caddy nginx postgres replica schedule ' +
@@ -154,7 +153,10 @@ function markdown(chars: number, rand: () => number): string {
 			'\n```\n\n',
 		() =>
 			`| service | ct | memory | state |\n|:--|--:|--:|:--|\n` +
-			Array.from({ length: int(3, 6) }, () => `| ${pick(NAMES)} | ${int(100, 140)} | ${int(1, 16) * 256} MiB | ${pick(['running', 'stopped', 'degraded'])} |`).join('\n') +
+			Array.from(
+				{ length: int(3, 6) },
+				() => `| ${pick(NAMES)} | ${int(100, 140)} | ${int(1, 16) * 256} MiB | ${pick(['running', 'stopped', 'degraded'])} |`
+			).join('\n') +
 			'\n\n'
 	];
 	let out = '';
@@ -461,7 +463,11 @@ async function newSession(text: string): Promise<string> {
 	});
 }
 
-async function measure(scenario: Scenario, tabCount: number, models: { llm: ScriptedLlm; direct: ScriptedLlm; rec: ReturnType<typeof chunkRecorder>; directRec: ReturnType<typeof chunkRecorder> }): Promise<Result> {
+async function measure(
+	scenario: Scenario,
+	tabCount: number,
+	models: { llm: ScriptedLlm; direct: ScriptedLlm; rec: ReturnType<typeof chunkRecorder>; directRec: ReturnType<typeof chunkRecorder> }
+): Promise<Result> {
 	const { llm, direct, rec, directRec } = models;
 	const sessionId = await newSession(scenario.prompt);
 	llm.reset();
@@ -485,12 +491,12 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 	const turn = await runTurn({ sessionId, origin: 'chat' });
 	const turnMs = performance.now() - started;
 	const lastId = await latestEventId(sql());
-	for (const until = Date.now() + 30_000; observer.lastEventId < lastId; ) {
+	for (const until = Date.now() + 30_000; observer.lastEventId < lastId;) {
 		if (Date.now() > until) throw new Error(`the observing tab stopped at event ${observer.lastEventId} of ${lastId}`);
 		await sleep(5);
 	}
 	const sseBytes = observer.bytes;
-	for (const until = Date.now() + 30_000; tabs.some((t) => t.bytes < sseBytes); ) {
+	for (const until = Date.now() + 30_000; tabs.some((t) => t.bytes < sseBytes);) {
 		if (Date.now() > until) throw new Error('a tab did not receive the whole turn within 30 s');
 		await sleep(5);
 	}
@@ -501,7 +507,8 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 	const [{ diff }] = await sql()<{ diff: number }[]>`select pg_wal_lsn_diff(${lsn1}::pg_lsn, ${lsn0}::pg_lsn)::float8 as diff`;
 	const wal = await walBreakdown(lsn0, lsn1);
 	if (process.env.BENCH_DEBUG) {
-		const fpis = await sql()`select start_lsn::text, resource_manager, record_type, record_length, fpi_length, block_ref from pg_get_wal_records_info(${lsn0}::pg_lsn, ${lsn1}::pg_lsn) where fpi_length > 0`;
+		const fpis =
+			await sql()`select start_lsn::text, resource_manager, record_type, record_length, fpi_length, block_ref from pg_get_wal_records_info(${lsn0}::pg_lsn, ${lsn1}::pg_lsn) where fpi_length > 0`;
 		for (const f of fpis) debug(JSON.stringify(f));
 	}
 	const [ev] = await sql()<{ n: number; bytes: number }[]>`
@@ -516,7 +523,8 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 	const got = observer.held && canonicalJson({ parts: observer.held.parts, status: observer.held.status, rev: observer.held.rev });
 	if (got !== want) throw new Error(`${scenario.key} × ${tabCount}: the observing tab's message differs from the stored one`);
 	const storedText = stored.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-	if (storedText !== scenario.text) throw new Error(`${scenario.key}: stored text differs from the model's (${storedText.length} vs ${scenario.text.length} chars)`);
+	if (storedText !== scenario.text)
+		throw new Error(`${scenario.key}: stored text differs from the model's (${storedText.length} vs ${scenario.text.length} chars)`);
 	const calls = stored.parts.filter((p) => p.type === 'tool-get_entity' && 'state' in p && p.state === 'output-available').length;
 	if (calls !== scenario.toolCalls) throw new Error(`${scenario.key}: ${calls} finished get_entity calls, expected ${scenario.toolCalls}`);
 	const mine = Buffer.concat(observer.chunks);
@@ -524,7 +532,8 @@ async function measure(scenario: Scenario, tabCount: number, models: { llm: Scri
 		if (!Buffer.concat(t.chunks).equals(mine)) throw new Error(`${scenario.key} × ${tabCount}: tab ${i} received other bytes than the observer`);
 	}
 	if (rec.sent.length !== observer.shown.length) throw new Error(`${scenario.key}: ${observer.shown.length} of ${rec.sent.length} chunks reached the screen`);
-	if (directRec.sent.length !== directShown.length) throw new Error(`${scenario.key}: the direct reader saw ${directShown.length} of ${directRec.sent.length} chunks`);
+	if (directRec.sent.length !== directShown.length)
+		throw new Error(`${scenario.key}: the direct reader saw ${directShown.length} of ${directRec.sent.length} chunks`);
 
 	return {
 		scenario,
@@ -559,7 +568,16 @@ async function seedContainers(calls: number): Promise<void> {
 		external_id: `strong/${100 + i}`,
 		name: `${NAMES[i % NAMES.length]}-${i}`,
 		host_name: 'strong',
-		attributes: { vmid: 100 + i, status: 'running', cpus: 2, maxmem: 2147483648, maxdisk: 8589934592, uptimeSec: 86400 * 3 + i, ostype: 'debian', ip: `10.0.1.${10 + i}` }
+		attributes: {
+			vmid: 100 + i,
+			status: 'running',
+			cpus: 2,
+			maxmem: 2147483648,
+			maxdisk: 8589934592,
+			uptimeSec: 86400 * 3 + i,
+			ostype: 'debian',
+			ip: `10.0.1.${10 + i}`
+		}
 	}));
 	await replaceHostInventory(sql(), 'strong', rows, calls);
 	for (const row of rows) {
@@ -586,7 +604,9 @@ async function main(): Promise<number> {
 	const [settings] = await sql()<{ checksums: string; fpw: string; compression: string; toast: string }[]>`
 		select current_setting('data_checksums') as checksums, current_setting('full_page_writes') as fpw,
 			current_setting('wal_compression') as compression, current_setting('default_toast_compression') as toast`;
-	log(`embedded Postgres in ${tmp} (data_checksums ${settings.checksums}, full_page_writes ${settings.fpw}, wal_compression ${settings.compression}, toast ${settings.toast})`);
+	log(
+		`embedded Postgres in ${tmp} (data_checksums ${settings.checksums}, full_page_writes ${settings.fpw}, wal_compression ${settings.compression}, toast ${settings.toast})`
+	);
 
 	const rec = chunkRecorder();
 	const directRec = chunkRecorder();
@@ -633,7 +653,10 @@ async function main(): Promise<number> {
 	console.log('');
 	console.log(`Streaming turn (issue #14): scripted model in this process, ${DELAY_MS} ms between chunks`);
 	for (const s of scenarios) {
-		if (s.key === 'text') console.log(`  (a) one ${kb(TEXT_CHARS, 0)} KB Markdown reply in ${CHUNK}-char chunks every ${DELAY_MS} ms (nominally ${((CHUNK / Math.max(DELAY_MS, 0.25)) * 1000 / 1024).toFixed(1)} KB/s; "model KB/s" is what was sent)`);
+		if (s.key === 'text')
+			console.log(
+				`  (a) one ${kb(TEXT_CHARS, 0)} KB Markdown reply in ${CHUNK}-char chunks every ${DELAY_MS} ms (nominally ${(((CHUNK / Math.max(DELAY_MS, 0.25)) * 1000) / 1024).toFixed(1)} KB/s; "model KB/s" is what was sent)`
+			);
 		else
 			console.log(
 				`  (b) ${CALLS} steps, each ≈ ${Math.floor(TOOLS_TEXT_CHARS / (CALLS + 1))} chars of text (${TOOL_STEP_CHUNK}-char chunks every ${DELAY_MS} ms) and one get_entity call with a ${kb(RESULT_BYTES, 0)} KB result, then a closing text: ${kb(TOOLS_TEXT_CHARS, 0)} KB text in all`
@@ -641,7 +664,20 @@ async function main(): Promise<number> {
 	}
 	console.log(`${os.cpus().length} CPUs; load average ${load0} before, ${load1} after${CHECKPOINT_EACH ? '; CHECKPOINT before every turn' : ''}`);
 	console.log('');
-	const head = ['scenario', 'tabs', 'turn s', 'model KB/s', 'deltas', 'final KB', 'SSE KB (1 stream)', 'SSE ÷ final', 'WAL KB', 'WAL ÷ final', 'screen p50 / p99 ms', 'direct p50 / p99 ms'];
+	const head = [
+		'scenario',
+		'tabs',
+		'turn s',
+		'model KB/s',
+		'deltas',
+		'final KB',
+		'SSE KB (1 stream)',
+		'SSE ÷ final',
+		'WAL KB',
+		'WAL ÷ final',
+		'screen p50 / p99 ms',
+		'direct p50 / p99 ms'
+	];
 	const rows = results.map((r) => [
 		r.scenario.key === 'text' ? '(a) text' : '(b) tools',
 		String(r.tabs),
@@ -664,15 +700,21 @@ async function main(): Promise<number> {
 	console.log('');
 	console.log('Goals: SSE ≤ 1.5× the final message, WAL ≤ 5×.');
 	for (const r of results) {
-		const misses = [r.sseBytes / r.finalBytes > 1.5 ? `SSE ${ratio(r.sseBytes / r.finalBytes)}` : '', r.walBytes / r.finalBytes > 5 ? `WAL ${ratio(r.walBytes / r.finalBytes)}` : ''].filter(Boolean);
+		const misses = [
+			r.sseBytes / r.finalBytes > 1.5 ? `SSE ${ratio(r.sseBytes / r.finalBytes)}` : '',
+			r.walBytes / r.finalBytes > 5 ? `WAL ${ratio(r.walBytes / r.finalBytes)}` : ''
+		].filter(Boolean);
 		if (misses.length) console.log(`  missed: ${r.scenario.key} × ${r.tabs}: ${misses.join(', ')}`);
 	}
 
 	// Where the SSE bytes go (the observing tab).
 	console.log('');
-	console.log('SSE bytes on one stream: per delta, the framing (SSE lines, event id/type, messageId, rev) and the chunks\' JSON:');
+	console.log("SSE bytes on one stream: per delta, the framing (SSE lines, event id/type, messageId, rev) and the chunks' JSON:");
 	for (const r of results) {
-		const other = [...r.byType].filter(([t]) => t !== 'message.delta').map(([t, s]) => `${t} ×${s.n} ${kb(s.bytes)} KB`).join(', ');
+		const other = [...r.byType]
+			.filter(([t]) => t !== 'message.delta')
+			.map(([t, s]) => `${t} ×${s.n} ${kb(s.bytes)} KB`)
+			.join(', ');
 		console.log(
 			`  ${r.scenario.key} × ${r.tabs}: ${r.deltas} deltas: framing ${kb(r.deltaFraming)} KB (${Math.round(r.deltaFraming / Math.max(1, r.deltas))} B each) + chunks ${kb(r.deltaChunkJson)} KB (${Math.round(r.deltaChunkJson / Math.max(1, r.deltas))} B each); other: ${other || 'none'}`
 		);
@@ -701,7 +743,9 @@ async function main(): Promise<number> {
 	console.log(`| ${pad('total (pg_wal_lsn_diff)', ww)} | ${results.map((r) => kb(r.walBytes).padStart(cw)).join(' | ')} |`);
 	console.log(`| ${pad('records', ww)} | ${results.map((r) => String(r.wal.reduce((n, w) => n + w.records, 0)).padStart(cw)).join(' | ')} |`);
 	console.log(`| ${pad('event rows / their payload KB', ww)} | ${results.map((r) => `${r.events} / ${kb(r.eventPayloadBytes)}`.padStart(cw)).join(' | ')} |`);
-	console.log(`| ${pad('WAL per event row, B', ww)} | ${results.map((r) => String(Math.round(r.walBytes / Math.max(1, r.events))).padStart(cw)).join(' | ')} |`);
+	console.log(
+		`| ${pad('WAL per event row, B', ww)} | ${results.map((r) => String(Math.round(r.walBytes / Math.max(1, r.events))).padStart(cw)).join(' | ')} |`
+	);
 	console.log('');
 	const chunks = results.map((r) => `${r.scenario.key} × ${r.tabs}: ${r.chunks}`).join(', ');
 	log(`ok: every tab received the same bytes and folded to the stored message; model chunks timed: ${chunks}`);

@@ -105,7 +105,12 @@ const SCENARIOS: Scenario[] = [
 			call('propose_plan', {
 				title: 'Deploy TypeType in CT 130',
 				steps: [
-					{ action: 'pct_create', target: 'strong', params: { vmid: 130, hostname: 'typetype', template: DEBIAN, cores: 1, memory: 512 }, why: 'a container for the app' },
+					{
+						action: 'pct_create',
+						target: 'strong',
+						params: { vmid: 130, hostname: 'typetype', template: DEBIAN, cores: 1, memory: 512 },
+						why: 'a container for the app'
+					},
 					{ action: 'pct_exec', target: 'lxc:strong/130', params: { argv: ['apt-get', 'install', '-y', 'nginx'] }, why: 'the runtime' },
 					{ action: 'pct_push', target: 'lxc:strong/130', params: { path: '/etc/nginx/sites-enabled/typetype', content: SITE }, why: 'the site' },
 					{ action: 'systemctl', target: 'lxc:strong/130', params: { unit: 'nginx', op: 'restart' }, why: 'serve the site' },
@@ -204,14 +209,25 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 		quiet = plans.length || waiting.length || (await busy(sessionId)) ? 0 : quiet + 1;
 	}
 	const chats = llm!.requests.filter((r) => r.path.endsWith('/chat/completions'));
-	if (process.env.BENCH_DUMP) await fs.writeFile(path.join(process.env.BENCH_DUMP, `${s.name}.json`), JSON.stringify(chats.map((r) => r.body), null, 1));
+	if (process.env.BENCH_DUMP)
+		await fs.writeFile(
+			path.join(process.env.BENCH_DUMP, `${s.name}.json`),
+			JSON.stringify(
+				chats.map((r) => r.body),
+				null,
+				1
+			)
+		);
 	for (const r of chats) if (r.error) errors.push(`${s.name}: request ${r.seq}: ${r.error}`);
 	if (llm!.state().pending) errors.push(`${s.name}: ${llm!.state().pending} scripted answers left unused`);
 	const execs = await sql()<{ action: string; status: string; error: string | null }[]>`
 		select action, status, error from executions where requested_by_session = ${sessionId} order by created_at`;
 	for (const want of s.expect) {
 		const i = execs.findIndex((e) => e.action === want.action && e.status === want.status);
-		if (i === -1) errors.push(`${s.name}: no ${want.action} ${want.status} (got ${execs.map((e) => `${e.action} ${e.status}${e.error ? ` (${e.error.slice(0, 200)})` : ''}`).join(', ') || 'none'})`);
+		if (i === -1)
+			errors.push(
+				`${s.name}: no ${want.action} ${want.status} (got ${execs.map((e) => `${e.action} ${e.status}${e.error ? ` (${e.error.slice(0, 200)})` : ''}`).join(', ') || 'none'})`
+			);
 		else execs.splice(i, 1);
 	}
 
@@ -220,14 +236,19 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 	let completion = 0;
 	let largest = 0;
 	for (const r of chats) {
-		const parts = promptParts((r.body ?? {}));
+		const parts = promptParts(r.body ?? {});
 		prompt += parts.total;
 		tools += parts.tools;
 		largest = Math.max(largest, parts.total);
-		const answer = r.response && 'toolCalls' in r.response ? JSON.stringify(r.response.toolCalls) + (r.response.text ?? '') : r.response && 'text' in r.response ? r.response.text : '';
+		const answer =
+			r.response && 'toolCalls' in r.response
+				? JSON.stringify(r.response.toolCalls) + (r.response.text ?? '')
+				: r.response && 'text' in r.response
+					? r.response.text
+					: '';
 		completion += tokensOf(answer);
 	}
-	const first = promptParts((chats[0]?.body ?? {}));
+	const first = promptParts(chats[0]?.body ?? {});
 	return {
 		row: { scenario: s.name, requests: chats.length, prompt, completion, toolShare: prompt ? tools / prompt : 0, operatorActions: actions, first, largest },
 		errors
@@ -312,7 +333,15 @@ async function runLongSession(name: string, fold: number, operatorId: string): P
 		}
 	}
 	const chats = llm!.requests.filter((r) => r.path.endsWith('/chat/completions'));
-	if (process.env.BENCH_DUMP) await fs.writeFile(path.join(process.env.BENCH_DUMP, `${name}.json`), JSON.stringify(chats.map((r) => r.body), null, 1));
+	if (process.env.BENCH_DUMP)
+		await fs.writeFile(
+			path.join(process.env.BENCH_DUMP, `${name}.json`),
+			JSON.stringify(
+				chats.map((r) => r.body),
+				null,
+				1
+			)
+		);
 	for (const r of chats) if (r.error) errors.push(`${name}: request ${r.seq}: ${r.error}`);
 	const turns = chats.filter((r) => !isSummaryRequest(r));
 	if (turns.length !== LONG_TURNS * 2) errors.push(`${name}: ${turns.length} turn requests, expected ${LONG_TURNS * 2}`);
@@ -320,7 +349,15 @@ async function runLongSession(name: string, fold: number, operatorId: string): P
 	const last = partsWithSummary(turns.at(-1)?.body ?? {});
 	if (fold && last.total > LONG_GOAL) errors.push(`${name}: the last request is ${last.total} tokens, over the ${LONG_GOAL} goal`);
 	return {
-		row: { scenario: name, turns: LONG_TURNS, requests: chats.length, summaryRequests: chats.length - turns.length, prompt: sizes.reduce((a, b) => a + b, 0), largest: Math.max(0, ...sizes), last },
+		row: {
+			scenario: name,
+			turns: LONG_TURNS,
+			requests: chats.length,
+			summaryRequests: chats.length - turns.length,
+			prompt: sizes.reduce((a, b) => a + b, 0),
+			largest: Math.max(0, ...sizes),
+			last
+		},
 		errors
 	};
 }
@@ -344,7 +381,9 @@ async function main(): Promise<number> {
 		DATABASE_URL: pg.url,
 		NOMOS_WORKER: 'on',
 		NOMOS_INVENTORY_SYNC: 'on',
-		NOMOS_HOSTS: JSON.stringify([{ name: 'strong', address: '127.0.0.1', port: pve.port, user: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint }]),
+		NOMOS_HOSTS: JSON.stringify([
+			{ name: 'strong', address: '127.0.0.1', port: pve.port, user: 'root', keyPath: pve.clientKeyPath, hostKeyFingerprint: pve.hostKeyFingerprint }
+		]),
 		NOMOS_OPERATOR_USERNAME: OPERATOR.username,
 		NOMOS_OPERATOR_PASSWORD: OPERATOR.password,
 		NOMOS_KNOWLEDGE_DIR: '',
@@ -393,7 +432,9 @@ function print(rows: Row[], long: LongRow[]) {
 	if (opts.json) return console.log(JSON.stringify({ scenarios: rows, long }, null, 2));
 	const n = (x: number) => x.toLocaleString('en-GB');
 	if (long.length) {
-		console.log(`\n${LONG_TURNS}-turn session   requests   summary requests   prompt tokens   largest request   last request: instructions + tools + summary + history = total`);
+		console.log(
+			`\n${LONG_TURNS}-turn session   requests   summary requests   prompt tokens   largest request   last request: instructions + tools + summary + history = total`
+		);
 		for (const r of long) {
 			const l = r.last;
 			console.log(

@@ -72,7 +72,13 @@ export class Fleet {
 		for (const m of this.members) this.#spawn(m);
 		const until = Date.now() + timeoutMs;
 		while (!this.members.every((m) => m.up)) {
-			if (Date.now() > until) throw new Error(`not ready within ${timeoutMs / 1000} s: ${this.members.filter((m) => !m.up).map((m) => m.name).join(', ')} (logs in ${this.opts.logDir})`);
+			if (Date.now() > until)
+				throw new Error(
+					`not ready within ${timeoutMs / 1000} s: ${this.members
+						.filter((m) => !m.up)
+						.map((m) => m.name)
+						.join(', ')} (logs in ${this.opts.logDir})`
+				);
 			await sleep(200);
 		}
 	}
@@ -141,7 +147,16 @@ export class Fleet {
 		const args = web ? ['server.js'] : ['--import', 'tsx', 'scripts/worker.ts'];
 		const env: NodeJS.ProcessEnv = {
 			...this.opts.env,
-			...(web ? { NODE_ENV: 'production', PORT: String(m.port), HOST: '127.0.0.1', ORIGIN: `http://127.0.0.1:${m.port}`, NOMOS_WORKER: 'off', NOMOS_LOG_LEVEL: 'info' } : {})
+			...(web
+				? {
+						NODE_ENV: 'production',
+						PORT: String(m.port),
+						HOST: '127.0.0.1',
+						ORIGIN: `http://127.0.0.1:${m.port}`,
+						NOMOS_WORKER: 'off',
+						NOMOS_LOG_LEVEL: 'info'
+					}
+				: {})
 		};
 		const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
 		m.child = child;
@@ -166,12 +181,15 @@ export class Fleet {
 			}
 			if (this.#stopping) return;
 			const [lo, hi] = this.opts.restartDelay;
-			const timer = setTimeout(() => {
-				this.#restarts.delete(timer);
-				if (this.#stopping) return;
-				this.#spawn(m);
-				if (rec) rec.restartedAt = Date.now();
-			}, this.opts.random.between(lo, hi));
+			const timer = setTimeout(
+				() => {
+					this.#restarts.delete(timer);
+					if (this.#stopping) return;
+					this.#spawn(m);
+					if (rec) rec.restartedAt = Date.now();
+				},
+				this.opts.random.between(lo, hi)
+			);
 			this.#restarts.add(timer);
 		});
 		void this.#watchReady(m, child);
@@ -182,7 +200,10 @@ export class Fleet {
 		while (alive()) {
 			const ready =
 				m.role === 'web'
-					? await fetch(`http://127.0.0.1:${m.port}/login`, { signal: AbortSignal.timeout(5000) }).then((r) => r.status === 200, () => false)
+					? await fetch(`http://127.0.0.1:${m.port}/login`, { signal: AbortSignal.timeout(5000) }).then(
+							(r) => r.status === 200,
+							() => false
+						)
 					: await this.opts.workerReady(child.pid!).catch(() => false);
 			if (ready && alive()) {
 				m.up = true;

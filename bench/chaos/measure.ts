@@ -40,7 +40,10 @@ type ReplyMsg = { id: string; session: string; seq: number; origin: string; crea
 function waits(name: string, rows: { wait: number | null; label: string }[]): Waits {
 	const values = rows.map((r) => r.wait).filter((w): w is number => w !== null);
 	const unended = rows.length - values.length;
-	const worst = [...rows].sort((a, b) => (b.wait ?? Infinity) - (a.wait ?? Infinity)).slice(0, 3).map((r) => `${r.wait === null ? 'never' : `${(r.wait / 1000).toFixed(1)} s`} ${r.label}`);
+	const worst = [...rows]
+		.sort((a, b) => (b.wait ?? Infinity) - (a.wait ?? Infinity))
+		.slice(0, 3)
+		.map((r) => `${r.wait === null ? 'never' : `${(r.wait / 1000).toFixed(1)} s`} ${r.label}`);
 	return { name, values, unended, over: values.filter((v) => v > SLOW_WAIT_MS).length + unended, stats: stats(values), worst };
 }
 
@@ -67,7 +70,19 @@ export async function measure(db: Sql, sessionIds: string[], records: LoopRecord
 	}
 
 	const execs = await db<
-		{ id: string; action: string; status: string; reason: string; error: string | null; result: string | null; resumes: number; approvedAt: Date | null; startedAt: Date | null; finishedAt: Date | null; session: string }[]
+		{
+			id: string;
+			action: string;
+			status: string;
+			reason: string;
+			error: string | null;
+			result: string | null;
+			resumes: number;
+			approvedAt: Date | null;
+			startedAt: Date | null;
+			finishedAt: Date | null;
+			session: string;
+		}[]
 	>`
 		select id, action, status, reason, error, result, resumes, approved_at as "approvedAt", started_at as "startedAt", finished_at as "finishedAt", requested_by_session as session
 		from executions where requested_by_session = any(${sessionIds}::uuid[])`;

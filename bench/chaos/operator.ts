@@ -55,14 +55,23 @@ export class Operator {
 				body: JSON.stringify(input),
 				signal: AbortSignal.timeout(30_000)
 			});
-			const body = (await res.json().catch(() => null)) as { result?: { data: T }; error?: { message: string; data?: { code?: string; stepUp?: boolean } } } | null;
+			const body = (await res.json().catch(() => null)) as {
+				result?: { data: T };
+				error?: { message: string; data?: { code?: string; stepUp?: boolean } };
+			} | null;
 			if (res.ok && body?.result) return { kind: 'ok', data: body.result.data };
 			// A process still starting or stopping answers 5xx without a tRPC body: as good as gone.
 			if (!body?.error) {
 				this.unreachable++;
 				return { kind: 'unreachable', error: `HTTP ${res.status} from ${base}` };
 			}
-			return { kind: 'refused', status: res.status, code: body.error.data?.code ?? 'UNKNOWN', message: body.error.message, stepUp: body.error.data?.stepUp === true };
+			return {
+				kind: 'refused',
+				status: res.status,
+				code: body.error.data?.code ?? 'UNKNOWN',
+				message: body.error.message,
+				stepUp: body.error.data?.stepUp === true
+			};
 		} catch (e) {
 			this.unreachable++;
 			return { kind: 'unreachable', error: `${base}: ${(e as Error).message}` };

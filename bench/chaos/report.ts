@@ -64,7 +64,9 @@ export function printReport(r: ReportInput): void {
 	console.log('');
 	console.log('| count | value | goal |');
 	console.log('|:--|--:|--:|');
-	console.log(`| kills (SIGKILL / SIGTERM) | ${kills.length} (${sigkill} / ${kills.length - sigkill}${escalated ? `, ${escalated} SIGTERM escalated to SIGKILL` : ''}) | |`);
+	console.log(
+		`| kills (SIGKILL / SIGTERM) | ${kills.length} (${sigkill} / ${kills.length - sigkill}${escalated ? `, ${escalated} SIGTERM escalated to SIGKILL` : ''}) | |`
+	);
 	console.log(`| loops completed | ${completed} of ${r.records.length} | |`);
 	console.log(`| messages lost | ${f.lost.length} | 0 |`);
 	console.log(`| approvals without a terminal execution | ${f.stranded.length} of ${f.approved} approved | 0 |`);
@@ -76,22 +78,40 @@ export function printReport(r: ReportInput): void {
 	console.log(`| untruthful outcomes | ${r.untruths.length} | 0 |`);
 	console.log(`| interrupted runs of repeatable actions (pct_start, pct_stop…) | ${f.repeatableInterrupted.length} of ${f.repeatableApproved} approved | 0 |`);
 	console.log(
-		`| runs resumed after their worker stopped (ran again / already done) | ${f.resumed.n} (${f.resumed.ranAgain} / ${f.resumed.alreadyDone}${Object.keys(f.resumed.statuses).length ? `; ${Object.entries(f.resumed.statuses).map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}) | |`
+		`| runs resumed after their worker stopped (ran again / already done) | ${f.resumed.n} (${f.resumed.ranAgain} / ${f.resumed.alreadyDone}${
+			Object.keys(f.resumed.statuses).length
+				? `; ${Object.entries(f.resumed.statuses)
+						.map(([k, n]) => `${k} ${n}`)
+						.join(', ')}`
+				: ''
+		}) | |`
 	);
-	console.log(`| kill → resumption p50 / p95 / max (s) | ${s1(q(0.5))} / ${s1(q(0.95))} / ${s1(q(1))} (${withWork.length} kills with work in flight${never ? `, ${never} never resumed` : ''}) | p95 ≤ 10 |`);
+	console.log(
+		`| kill → resumption p50 / p95 / max (s) | ${s1(q(0.5))} / ${s1(q(0.95))} / ${s1(q(1))} (${withWork.length} kills with work in flight${never ? `, ${never} never resumed` : ''}) | p95 ≤ 10 |`
+	);
 	console.log('');
 
 	console.log('| operator-visible wait (s) | n | p50 | p95 | max | over 15 s | never ended |');
 	console.log('|:--|--:|--:|--:|--:|--:|--:|');
-	for (const w of f.waits) console.log(`| ${w.name} | ${w.values.length + w.unended} | ${s1(w.stats.p50)} | ${s1(w.stats.p95)} | ${s1(w.stats.max)} | ${w.over} | ${w.unended} |`);
+	for (const w of f.waits)
+		console.log(`| ${w.name} | ${w.values.length + w.unended} | ${s1(w.stats.p50)} | ${s1(w.stats.p95)} | ${s1(w.stats.max)} | ${w.over} | ${w.unended} |`);
 	console.log('');
 
 	const outcomes = new Map<string, number>();
 	for (const x of r.records) outcomes.set(x.outcome ?? 'unfinished', (outcomes.get(x.outcome ?? 'unfinished') ?? 0) + 1);
 	console.log(`loop outcomes: ${[...outcomes].map(([k, n]) => `${k} ${n}`).join(', ')}`);
-	console.log(`executions: ${Object.entries(f.statuses).map(([k, n]) => `${k} ${n}`).join(', ')}; duplicate requests (one loop's request asked again): ${f.duplicateRequests}`);
-	console.log(`web calls that found no process to answer: ${r.operatorUnreachable}; process exits nobody asked for: ${r.fleet.crashes.length}; restarts: ${r.fleet.members.reduce((n, m) => n + m.starts - 1, 0)}`);
-	if (f.exhaustedJobs.length) console.log(`jobs that used up their attempts: ${f.exhaustedJobs.map((j) => `${j.task} ×${j.n}${j.lastError ? ` (last error: ${j.lastError.slice(0, 120)})` : ' (no error recorded)'}`).join('; ')}`);
+	console.log(
+		`executions: ${Object.entries(f.statuses)
+			.map(([k, n]) => `${k} ${n}`)
+			.join(', ')}; duplicate requests (one loop's request asked again): ${f.duplicateRequests}`
+	);
+	console.log(
+		`web calls that found no process to answer: ${r.operatorUnreachable}; process exits nobody asked for: ${r.fleet.crashes.length}; restarts: ${r.fleet.members.reduce((n, m) => n + m.starts - 1, 0)}`
+	);
+	if (f.exhaustedJobs.length)
+		console.log(
+			`jobs that used up their attempts: ${f.exhaustedJobs.map((j) => `${j.task} ×${j.n}${j.lastError ? ` (last error: ${j.lastError.slice(0, 120)})` : ' (no error recorded)'}`).join('; ')}`
+		);
 	if (rs.n) console.log(`resumption over the kills whose work resumed: n ${rs.n}, p50 ${s1(rs.p50)} s, p95 ${s1(rs.p95)} s, max ${s1(rs.max)} s`);
 	console.log('');
 
@@ -99,17 +119,38 @@ export function printReport(r: ReportInput): void {
 	list(
 		'slowest resumptions',
 		byDelay.slice(0, 8).map(({ w, d }) => {
-			const pieces = w.pieces.map((p) => `${p.task}${p.executionId ? ` ${p.executionId.slice(0, 8)} (${p.statusAt0})` : ''}${p.sessionId ? ` session ${p.sessionId.slice(0, 8)}${p.sessionBusy ? '' : ' (idle)'}` : ''}: ${p.resumedAt ? `${s1(p.resumedAt - w.kill.at)} s, ${p.how}` : 'never'}`);
+			const pieces = w.pieces.map(
+				(p) =>
+					`${p.task}${p.executionId ? ` ${p.executionId.slice(0, 8)} (${p.statusAt0})` : ''}${p.sessionId ? ` session ${p.sessionId.slice(0, 8)}${p.sessionBusy ? '' : ' (idle)'}` : ''}: ${p.resumedAt ? `${s1(p.resumedAt - w.kill.at)} s, ${p.how}` : 'never'}`
+			);
 			return `${s1(d)} s — ${w.kill.signal} ${w.kill.name} at +${s1(w.kill.at - r.fleet.kills[0].at)} s from the first kill: ${pieces.join('; ')}`;
 		})
 	);
-	list('messages lost', f.lost.map((l) => `${l.id} (session ${l.session.slice(0, 8)}): ${l.why}`));
-	list('approved, never terminal', f.stranded.map((x) => `${x.id} ${x.tag}: ${x.status}`));
+	list(
+		'messages lost',
+		f.lost.map((l) => `${l.id} (session ${l.session.slice(0, 8)}): ${l.why}`)
+	);
+	list(
+		'approved, never terminal',
+		f.stranded.map((x) => `${x.id} ${x.tag}: ${x.status}`)
+	);
 	list('mutations run twice', f.twice);
-	list('interrupted runs of repeatable actions', f.repeatableInterrupted.map((x) => `${x.id} ${x.action} ${x.tag}: ${x.error ?? 'no error'}`));
-	list('untruthful outcomes', r.untruths.map((u) => `execution ${u.executionId} on CT ${u.vmid} said ${u.said}; the host (${u.when}): ${u.host}`));
-	list('replies and notes asking the operator to go on', f.resendMessages.map((m) => `${m.id}: ${m.why}`));
-	list('loops given up', gaveUp.map((x) => `${x.tag} (${x.kind} CT ${x.vmid}): ${x.outcome}`));
+	list(
+		'interrupted runs of repeatable actions',
+		f.repeatableInterrupted.map((x) => `${x.id} ${x.action} ${x.tag}: ${x.error ?? 'no error'}`)
+	);
+	list(
+		'untruthful outcomes',
+		r.untruths.map((u) => `execution ${u.executionId} on CT ${u.vmid} said ${u.said}; the host (${u.when}): ${u.host}`)
+	);
+	list(
+		'replies and notes asking the operator to go on',
+		f.resendMessages.map((m) => `${m.id}: ${m.why}`)
+	);
+	list(
+		'loops given up',
+		gaveUp.map((x) => `${x.tag} (${x.kind} CT ${x.vmid}): ${x.outcome}`)
+	);
 	for (const w of f.waits) list(`slowest: ${w.name}`, w.worst, 3);
 
 	if (r.cpu) {
@@ -118,7 +159,9 @@ export function printReport(r: ReportInput): void {
 		const nomos = Math.max(0, c.all - c.postgres - c.pve - c.llm - c.self);
 		const row = (name: string, v: number) => console.log(`| ${name} | ${v.toFixed(1)} | ${((100 * v) / capacity).toFixed(0)}% |`);
 		console.log('');
-		console.log(`CPU over the chaos window and drain: ${c.wall.toFixed(0)} s × ${os.cpus().length} cores = ${capacity.toFixed(0)} CPU-s (other work on this machine included in "everything else")`);
+		console.log(
+			`CPU over the chaos window and drain: ${c.wall.toFixed(0)} s × ${os.cpus().length} cores = ${capacity.toFixed(0)} CPU-s (other work on this machine included in "everything else")`
+		);
 		console.log('');
 		console.log('| process | CPU-s | share |');
 		console.log('|:--|--:|--:|');

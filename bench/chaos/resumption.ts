@@ -55,7 +55,9 @@ export class JobOwners {
 
 	/** Learns which process each lock id belongs to, from the jobs locked now (called while the run goes). */
 	async learn(db: Sql): Promise<void> {
-		const rows = await db<{ id: string; lockedBy: string }[]>`select id::text as id, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
+		const rows = await db<
+			{ id: string; lockedBy: string }[]
+		>`select id::text as id, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
 		for (const r of rows) {
 			const pid = this.#owner.get(r.id);
 			if (pid !== undefined) this.#lockers.set(r.lockedBy, pid);

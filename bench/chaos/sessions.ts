@@ -105,7 +105,10 @@ export async function openSession(ctx: DriverContext, i: number): Promise<string
 	const marker = `chaos hello ${i} `;
 	const sent = await send(ctx, null, `${marker}(a new session)`, marker, Date.now() + 60_000);
 	if (!sent) throw new Error(`session ${i}: the first message could not be sent`);
-	const reply = await until(() => replyAfter(ctx.db, sent.sessionId, sent.message.seq).then((m) => (m && m.status !== 'streaming' ? m : undefined)), Date.now() + 60_000);
+	const reply = await until(
+		() => replyAfter(ctx.db, sent.sessionId, sent.message.seq).then((m) => (m && m.status !== 'streaming' ? m : undefined)),
+		Date.now() + 60_000
+	);
 	if (reply?.status !== 'complete') throw new Error(`session ${i}: no reply to the first message (${reply?.status ?? 'none'})`);
 	return sent.sessionId;
 }
@@ -229,7 +232,9 @@ async function loop(ctx: DriverContext, sessionId: string, rec: LoopRecord, hard
 
 	d = deadline();
 	const done = await until(async () => {
-		const [e] = await ctx.db<ExecRow[]>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${executionId}`;
+		const [e] = await ctx.db<
+			ExecRow[]
+		>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${executionId}`;
 		return TERMINAL.includes(e.status) && e.finishedAt ? e : undefined;
 	}, d);
 	if (!done) return 'no-terminal';
@@ -249,7 +254,9 @@ async function loop(ctx: DriverContext, sessionId: string, rec: LoopRecord, hard
 		return m.status === 'complete' && !RESEND.test(m.text) ? ('completed' as const) : ('resend-asked' as const);
 	}, d);
 	// The leftovers are read back before the continuation's note: settle on the latest row.
-	const [final] = await ctx.db<ExecRow[]>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${executionId}`;
+	const [final] = await ctx.db<
+		ExecRow[]
+	>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${executionId}`;
 	if (TERMINAL.includes(final.status)) await ctx.truth.settle(claimOf(final, rec.kind, rec.tag, rec.vmid, rec.before), 'when the loop ended');
 	return follow ?? 'no-continuation';
 }
@@ -258,11 +265,28 @@ async function loop(ctx: DriverContext, sessionId: string, rec: LoopRecord, hard
  * Loops until `stopping()` says so; a loop in progress then finishes (each wait bounded by the
  * patience and the hard deadline).
  */
-export async function runSession(ctx: DriverContext, i: number, sessionId: string, stopping: () => boolean, hardDeadline: () => number, records: LoopRecord[]): Promise<void> {
+export async function runSession(
+	ctx: DriverContext,
+	i: number,
+	sessionId: string,
+	stopping: () => boolean,
+	hardDeadline: () => number,
+	records: LoopRecord[]
+): Promise<void> {
 	const targets: Targets = { base: 0, scratch: 0, unlockTried: new Set(), startTried: new Set() };
 	for (let k = 0; !stopping() && Date.now() < hardDeadline(); k++) {
 		const p = await plan(ctx, i, k, targets);
-		const rec: LoopRecord = { session: i, k, tag: `chaos-${i}-${k}`, kind: p.kind, vmid: p.vmid, scratch: p.scratch, sentAt: Date.now(), repeats: 0, before: p.view };
+		const rec: LoopRecord = {
+			session: i,
+			k,
+			tag: `chaos-${i}-${k}`,
+			kind: p.kind,
+			vmid: p.vmid,
+			scratch: p.scratch,
+			sentAt: Date.now(),
+			repeats: 0,
+			before: p.view
+		};
 		records.push(rec);
 		try {
 			rec.outcome = await loop(ctx, sessionId, rec, hardDeadline);
@@ -285,7 +309,9 @@ export async function settleFinal(db: Sql, truth: TruthLedger, records: LoopReco
 	const newest = new Map<number, LoopRecord>();
 	for (const r of records) if (r.executionId) newest.set(r.vmid, r);
 	for (const r of newest.values()) {
-		const [e] = await db<ExecRow[]>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${r.executionId!}`;
+		const [e] = await db<
+			ExecRow[]
+		>`select id, status, finished_at as "finishedAt", leftovers, approved_at as "approvedAt" from executions where id = ${r.executionId!}`;
 		if (e && TERMINAL.includes(e.status)) await truth.settle(claimOf(e, r.kind, r.tag, r.vmid, r.before), 'at the end');
 	}
 	await truth.checkAll('at the end');

@@ -41,7 +41,12 @@ function deployPlan(vmid: number) {
 		title: `Deploy the app on CT ${vmid}`,
 		steps: [
 			{ action: 'pveam_download', target: 'strong', params: { storage: 'local', template: TEMPLATE }, why: 'the template' },
-			{ action: 'pct_create', target: 'strong', params: { vmid: String(vmid), hostname: `app${vmid}`, template: `local:vztmpl/${TEMPLATE}`, start: true }, why: 'the CT' },
+			{
+				action: 'pct_create',
+				target: 'strong',
+				params: { vmid: String(vmid), hostname: `app${vmid}`, template: `local:vztmpl/${TEMPLATE}`, start: true },
+				why: 'the CT'
+			},
 			{ action: 'pct_push', target: `strong/${vmid}`, params: { path: '/etc/systemd/system/app.service', content: UNIT }, why: 'its unit' },
 			{ action: 'systemctl', target: `strong/${vmid}`, params: { unit: 'app.service', op: 'enable' }, why: 'start it at boot' },
 			{ action: 'ct_http_check', target: `strong/${vmid}`, params: { port: 8080, path: '/healthz' }, why: 'it answers' }
@@ -59,7 +64,15 @@ async function until<T>(probe: () => Promise<T | undefined>, deadline: number): 
 }
 
 /** One session's plan loops until `stopping()`; each plan is waited for until `hardEnd()`. */
-export async function runPlanLoops(ctx: DriverContext, stateDir: string, i: number, sessionId: string, stopping: () => boolean, hardEnd: () => number, records: PlanRecord[]): Promise<void> {
+export async function runPlanLoops(
+	ctx: DriverContext,
+	stateDir: string,
+	i: number,
+	sessionId: string,
+	stopping: () => boolean,
+	hardEnd: () => number,
+	records: PlanRecord[]
+): Promise<void> {
 	for (let k = 0; !stopping(); k++) {
 		const vmid = PLAN_VMID + i + 100 * k;
 		const rec: PlanRecord = { session: i, k, vmid, outcome: 'not-sent' };
@@ -73,7 +86,11 @@ export async function runPlanLoops(ctx: DriverContext, stateDir: string, i: numb
 			await sleep(1000);
 			continue;
 		}
-		const planId = await until(async () => (await ctx.db<{ id: string }[]>`select id from plans where session_id = ${sessionId} and title = ${plan.title} and status = 'proposed'`)[0]?.id, Date.now() + ctx.patienceMs);
+		const planId = await until(
+			async () =>
+				(await ctx.db<{ id: string }[]>`select id from plans where session_id = ${sessionId} and title = ${plan.title} and status = 'proposed'`)[0]?.id,
+			Date.now() + ctx.patienceMs
+		);
 		if (!planId) {
 			rec.outcome = 'not-proposed';
 			continue;
@@ -113,7 +130,9 @@ export async function measureAbsent(db: Sql, sessionIds: string[], stateDir: str
 	const runs = await db<{ id: string; text: string; steps: Array<{ kind?: string; stderrTail?: string }> }[]>`
 		select id, concat_ws(' ', error, result, steps::text) as text, steps from executions
 		where requested_by_session = any(${sessionIds}::uuid[]) or plan_id in (select id from plans where session_id = any(${sessionIds}::uuid[]))`;
-	const msgs = await db<{ id: string; text: string }[]>`select id, parts::text as text from messages where session_id = any(${sessionIds}::uuid[]) and role <> 'user'`;
+	const msgs = await db<
+		{ id: string; text: string }[]
+	>`select id, parts::text as text from messages where session_id = any(${sessionIds}::uuid[]) and role <> 'user'`;
 	const plans = await db<{ id: string; text: string }[]>`select id, coalesce(error, '') as text from plans where session_id = any(${sessionIds}::uuid[])`;
 	const out: AbsentFigures = { falseAbsent: [], trueAbsent: 0, couldNotCheck: 0, waitedSteps: 0 };
 	for (const { id, text } of [...runs, ...msgs, ...plans]) {
@@ -127,7 +146,14 @@ export async function measureAbsent(db: Sql, sessionIds: string[], stateDir: str
 	return out;
 }
 
-export function printSlowHostReport(o: { seconds: number; sessions: number; runMs: number; records: PlanRecord[]; absent: AbsentFigures; settled: boolean }): void {
+export function printSlowHostReport(o: {
+	seconds: number;
+	sessions: number;
+	runMs: number;
+	records: PlanRecord[];
+	absent: AbsentFigures;
+	settled: boolean;
+}): void {
 	const by = new Map<string, number>();
 	for (const r of o.records) by.set(r.outcome, (by.get(r.outcome) ?? 0) + 1);
 	const done = o.records.filter((r) => r.outcome === 'succeeded');
@@ -136,9 +162,13 @@ export function printSlowHostReport(o: { seconds: number; sessions: number; runM
 	const line = (s: string) => console.log(s);
 	line('');
 	line(`== chaos: slow host (every host command +${o.seconds} s), ${o.sessions} sessions, ${(o.runMs / 1000).toFixed(0)} s, no kills ==`);
-	line(`plans completed:            ${done.length} of ${o.records.filter((r) => r.outcome !== 'not-sent').length} started (${[...by].map(([k, v]) => `${k} ${v}`).join(', ')})`);
+	line(
+		`plans completed:            ${done.length} of ${o.records.filter((r) => r.outcome !== 'not-sent').length} started (${[...by].map(([k, v]) => `${k} ${v}`).join(', ')})`
+	);
 	line(`plan time (completed):      p50 ${(times.p50 / 1000).toFixed(0)} s, p95 ${(times.p95 / 1000).toFixed(0)} s, max ${(times.max / 1000).toFixed(0)} s`);
-	line(`false "absent" statements:  ${o.absent.falseAbsent.length}   (goal 0)${o.absent.falseAbsent.length ? `: ${o.absent.falseAbsent.slice(0, 5).join('; ')}` : ''}`);
+	line(
+		`false "absent" statements:  ${o.absent.falseAbsent.length}   (goal 0)${o.absent.falseAbsent.length ? `: ${o.absent.falseAbsent.slice(0, 5).join('; ')}` : ''}`
+	);
 	line(`true "absent" statements:   ${o.absent.trueAbsent}`);
 	line(`"could not check" said:     ${o.absent.couldNotCheck}`);
 	line(`steps that waited for host: ${o.absent.waitedSteps}`);

@@ -19,7 +19,9 @@ export async function viewCt(stateDir: string, vmid: number): Promise<CtView> {
 }
 
 export const describeView = (v: CtView) =>
-	v.exists ? `exists, ${v.status}${v.lock ? `, locked: ${v.lock}` : ''}, hostname ${v.hostname}${v.description ? `, description ${v.description}` : ''}` : 'does not exist';
+	v.exists
+		? `exists, ${v.status}${v.lock ? `, locked: ${v.lock}` : ''}, hostname ${v.hostname}${v.description ? `, description ${v.description}` : ''}`
+		: 'does not exist';
 
 export interface ExecutionFacts {
 	id: string;

@@ -29,9 +29,7 @@ export function callView(p: ToolPart): ToolCallView {
 
 /** Consecutive tool calls of a message form one group; text (across steps) runs together; notes stand alone. */
 export type Segment =
-	| { kind: 'text'; text: string; key: string }
-	| { kind: 'tools'; calls: ToolCallView[]; key: string }
-	| { kind: 'note'; note: NoteData; key: string };
+	{ kind: 'text'; text: string; key: string } | { kind: 'tools'; calls: ToolCallView[]; key: string } | { kind: 'note'; note: NoteData; key: string };
 
 export function segments(parts: ChatPart[]): Segment[] {
 	const out: Segment[] = [];

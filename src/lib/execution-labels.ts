@@ -6,11 +6,19 @@ export function targetLabel(target: string): string {
 }
 
 /** The verb of an action for a button: pct_destroy → "Destroy", apt_upgrade → "Apt upgrade". */
-const VERBS: Record<string, string> = { pct_rollback: 'Roll back', pct_delsnapshot: 'Delete snapshot', vm_rollback: 'Roll back', vm_delsnapshot: 'Delete snapshot' };
+const VERBS: Record<string, string> = {
+	pct_rollback: 'Roll back',
+	pct_delsnapshot: 'Delete snapshot',
+	vm_rollback: 'Roll back',
+	vm_delsnapshot: 'Delete snapshot'
+};
 
 export function actionVerb(action: string): string {
 	if (VERBS[action]) return VERBS[action];
-	const words = action.replace(/^(pct|vm|qm)_/, '').split('_').filter(Boolean);
+	const words = action
+		.replace(/^(pct|vm|qm)_/, '')
+		.split('_')
+		.filter(Boolean);
 	const text = words.join(' ') || action;
 	return text.charAt(0).toUpperCase() + text.slice(1);
 }
@@ -26,7 +34,6 @@ export function approveLabel(e: { action: string; target: string; classification
 	if (typeof vm === 'string' || typeof vm === 'number') return `${actionVerb(e.action)} VM ${vm} on ${targetLabel(e.target)}`;
 	return `${actionVerb(e.action)} ${targetLabel(e.target)}`;
 }
-
 
 /** The label of a request made after reading outside text (it lives with RequestCause, in the model layer). */
 export { outsideTextLabel } from './types/executions';

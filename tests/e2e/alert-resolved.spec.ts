@@ -24,15 +24,28 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 	const llm = llmControl(env.llmURL);
 	await llm.reset();
 	const secret = `nomos_hook_${crypto.randomUUID()}`;
-	const [hook] = await sql<{ id: string }[]>`insert into alert_hooks (name, kind, secret_hash) values ('am-e2e', 'alertmanager', ${createHash('sha256').update(secret).digest('hex')}) returning id`;
+	const [hook] = await sql<
+		{ id: string }[]
+	>`insert into alert_hooks (name, kind, secret_hash) values ('am-e2e', 'alertmanager', ${createHash('sha256').update(secret).digest('hex')}) returning id`;
 	const post = async (body: string) => {
-		const r = await fetch(`${env.baseURL}/api/hooks/${hook.id}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body });
+		const r = await fetch(`${env.baseURL}/api/hooks/${hook.id}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+			body
+		});
 		expect(r.status).toBe(202);
 		return (await r.json()).alerts[0] as { outcome: string; sessionId: string };
 	};
 
 	// The investigation proposes a plan, as a fix does (the turn ends there: the plan waits).
-	await llm.push({ toolCalls: [{ name: 'propose_plan', args: { title: 'Refresh the template list on strong', steps: [{ action: 'pveam_update', target: 'strong', params: {}, why: 'the list is stale' }] } }] });
+	await llm.push({
+		toolCalls: [
+			{
+				name: 'propose_plan',
+				args: { title: 'Refresh the template list on strong', steps: [{ action: 'pveam_update', target: 'strong', params: {}, why: 'the list is stale' }] }
+			}
+		]
+	});
 	const opened = await post(group('firing'));
 	expect(opened.outcome).toBe('opened');
 	const sessionId = opened.sessionId;

@@ -25,8 +25,12 @@ test('a token created in Settings works from Node without a cookie or Origin, re
 
 	// From Node, as curl would: no cookie, no Origin.
 	const api = (path: string, init: RequestInit & { bearer?: string } = {}) =>
-		fetch(env.baseURL + path, { ...init, headers: { ...(init.bearer ? { authorization: `Bearer ${init.bearer}` } : {}), ...(init.headers as Record<string, string>) } });
-	const post = (path: string, body: unknown, bearer?: string) => api(path, { method: 'POST', bearer, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+		fetch(env.baseURL + path, {
+			...init,
+			headers: { ...(init.bearer ? { authorization: `Bearer ${init.bearer}` } : {}), ...(init.headers as Record<string, string>) }
+		});
+	const post = (path: string, body: unknown, bearer?: string) =>
+		api(path, { method: 'POST', bearer, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 	const recent = await api('/trpc/executions.recent', { bearer: token });
 	expect(recent.status).toBe(200);

@@ -22,7 +22,10 @@ test('a shrink and a destroy of a running CT: "cannot run now", no Approve, in t
 	await llm.push(
 		{
 			toolCalls: [
-				{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'free some space' } },
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/102', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'free some space' }
+				},
 				{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'caddy is unused' } }
 			]
 		},
@@ -73,7 +76,8 @@ test('a shrink and a destroy of a running CT: "cannot run now", no Approve, in t
 	}
 
 	// Nothing was approved or ran; caddy still runs.
-	const [{ n }] = await sql`select count(*)::int as n from approvals a join executions e on e.id = a.execution_id where e.action in ('pct_resize', 'pct_destroy') and e.before_approval->>'outcome' = 'cannot_run'`;
+	const [{ n }] =
+		await sql`select count(*)::int as n from approvals a join executions e on e.id = a.execution_id where e.action in ('pct_resize', 'pct_destroy') and e.before_approval->>'outcome' = 'cannot_run'`;
 	expect(n).toBe(0);
 	// Deny clears them from the pending list (and leaves Ops as the next spec expects it).
 	await page.setViewportSize(SIZES[0][1]);

@@ -42,7 +42,9 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		const details = card.getByTestId('blast-radius-details');
 		await expect(details).toBeVisible();
 		await expect(details).toContainText('caddy is running');
-		await expect(details.getByTestId('blast-radius-service').filter({ hasText: 'caddy.service' })).toHaveText(/caddy\.service\s+last: systemctl reload, succeeded/);
+		await expect(details.getByTestId('blast-radius-service').filter({ hasText: 'caddy.service' })).toHaveText(
+			/caddy\.service\s+last: systemctl reload, succeeded/
+		);
 		const noteLinks = details.getByTestId('blast-radius-note');
 		await expect(noteLinks.filter({ hasText: 'BR runbook: reverse proxy' })).toContainText('mentions CT 100');
 		await expect(noteLinks.filter({ hasText: 'BR DNS' })).toContainText('mentions caddy');

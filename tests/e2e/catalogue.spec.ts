@@ -31,7 +31,19 @@ const UNIT = [
 test('pct_push: the card shows the content verbatim; approved, it is written and verified by sha256', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_push', params: { path: '/etc/systemd/system/typetype-e2e.service', content: UNIT }, reason: 'the unit file for TypeType' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: {
+						target: 'lxc:strong/100',
+						action: 'pct_push',
+						params: { path: '/etc/systemd/system/typetype-e2e.service', content: UNIT },
+						reason: 'the unit file for TypeType'
+					}
+				}
+			]
+		},
 		{ text: 'Waiting for your approval to write the unit file.' },
 		{ text: 'The unit file is in place (checksum verified).' }
 	);
@@ -61,7 +73,14 @@ test('pct_push: the card shows the content verbatim; approved, it is written and
 test('pct_set: the card lists the params; the approval runs it end to end', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_set', params: { onboot: true, description: 'media server (e2e)' }, reason: 'start media at boot' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/101', action: 'pct_set', params: { onboot: true, description: 'media server (e2e)' }, reason: 'start media at boot' }
+				}
+			]
+		},
 		{ text: 'Waiting for your approval.' },
 		{ text: 'media (CT 101) now starts at boot.' }
 	);
@@ -77,6 +96,8 @@ test('pct_set: the card lists the params; the approval runs it end to end', asyn
 	await expect(card.getByTestId('execution-step').filter({ hasText: 'pct set' })).toContainText('pct set');
 	const ct = JSON.parse(readFileSync(path.join(env.proxmox.stateDir, 'cts', '101.json'), 'utf8')) as { onboot?: number; description?: string };
 	expect(ct).toMatchObject({ onboot: 1, description: 'media server (e2e)' });
-	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_set on lxc:strong/101' })).toContainText('succeeded: CT 101 set: onboot=true, description');
+	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_set on lxc:strong/101' })).toContainText(
+		'succeeded: CT 101 set: onboot=true, description'
+	);
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('now starts at boot', { timeout: 30_000 });
 });

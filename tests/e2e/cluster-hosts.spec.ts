@@ -15,7 +15,14 @@ test('the cluster as the operator sees it: nodes, a node going down live, a node
 			delayMs: 1,
 			members: [
 				{ name: 'pve1', seed: [{ vmid: 130, hostname: 'proxy', status: 'running' }] },
-				{ name: 'pve2', seed: [{ vmid: 131, hostname: 'db', status: 'running' }, { vmid: 132, hostname: 'web', status: 'stopped' }], vms: [{ vmid: 230, name: 'haos', status: 'running' }] },
+				{
+					name: 'pve2',
+					seed: [
+						{ vmid: 131, hostname: 'db', status: 'running' },
+						{ vmid: 132, hostname: 'web', status: 'stopped' }
+					],
+					vms: [{ vmid: 230, name: 'haos', status: 'running' }]
+				},
 				{ name: 'pve3', vms: [{ vmid: 9130, name: 'debian-tpl', template: 1 }] }
 			]
 		});

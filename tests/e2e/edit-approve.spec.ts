@@ -55,7 +55,8 @@ test('edit before approving: a bad value is flagged, the fixed edit runs, the ca
 	await page.screenshot({ path: 'test-results/edit-approve-done.png', fullPage: true });
 
 	// What ran is the edited command; the agent heard the change.
-	const [row] = await sql`select steps->0->>'command' as command, params->>'memory' as memory from executions where action = 'pct_create' and params->>'hostname' = 'notes'`;
+	const [row] =
+		await sql`select steps->0->>'command' as command, params->>'memory' as memory from executions where action = 'pct_create' and params->>'hostname' = 'notes'`;
 	expect(row).toEqual({ command: expect.stringContaining("'--memory' '4096'"), memory: '4096' });
 	const reqs = await llm.requests();
 	expect(JSON.stringify(reqs.at(-1)!.body)).toContain('The operator changed memory 2048 → 4096 before approving');
@@ -64,7 +65,11 @@ test('edit before approving: a bad value is flagged, the fixed edit runs, the ca
 test('on the Ops page: edit a pct_exec argv list, the edited command runs', async ({ page, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['echo', 'hello'] }, reason: 'say hello' } }] },
+		{
+			toolCalls: [
+				{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['echo', 'hello'] }, reason: 'say hello' } }
+			]
+		},
 		{ text: 'Waiting for your approval.' },
 		{ text: 'It printed what you set.' }
 	);
@@ -89,7 +94,8 @@ test('on the Ops page: edit a pct_exec argv list, the edited command runs', asyn
 	await expect(done.getByTestId('execution-edited')).toHaveText('edited by admin: argv ["echo","hello"] → ["echo","edited","again; id"]');
 	// The command's output (a snapshot step, and pruning, may stand beside it on snapshot-capable storage).
 	await expect(done.getByTestId('step-output').filter({ hasText: 'edited again; id' })).toHaveCount(1);
-	const [a] = await sql`select route, detail->'original'->>'hash' as original, detail->'edited'->>'hash' as edited from audit_log where action = 'execution.edited' order by id desc limit 1`;
+	const [a] =
+		await sql`select route, detail->'original'->>'hash' as original, detail->'edited'->>'hash' as edited from audit_log where action = 'execution.edited' order by id desc limit 1`;
 	expect(a.route).toBe('ops');
 	expect(a.original).not.toBe(a.edited);
 });

@@ -14,7 +14,11 @@ async function startChat(page: Page, text: string) {
 
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 
-test('deploy an app from one message and one plan approval: the plan runs itself, read-only health step included; the agent reports once', async ({ page, env, sql }) => {
+test('deploy an app from one message and one plan approval: the plan runs itself, read-only health step included; the agent reports once', async ({
+	page,
+	env,
+	sql
+}) => {
 	const { setHttpIn } = await import('../doubles/proxmox/state');
 	const llm = llmControl(env.llmURL);
 	const create = { vmid: '105', hostname: 'typetype', template: TEMPLATE, cores: 2, memory: 2048, disk: 8, storage: 'local-lvm', features: { nesting: true } };
@@ -38,7 +42,9 @@ test('deploy an app from one message and one plan approval: the plan runs itself
 	const plan = page.getByTestId('plan-card');
 	await expect(plan).toContainText('Deploy TypeType on strong');
 	await expect(plan.getByTestId('plan-step')).toHaveCount(4);
-	await expect(plan.getByTestId('plan-step').first()).toContainText("'pct' 'create' '105' 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' '--hostname' 'typetype'");
+	await expect(plan.getByTestId('plan-step').first()).toContainText(
+		"'pct' 'create' '105' 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' '--hostname' 'typetype'"
+	);
 	await expect(plan.getByTestId('plan-step').last()).toContainText('check');
 	await page.getByTestId('approve-plan').click();
 	await expect(page.getByTestId('assent-window')).toBeVisible();
@@ -77,7 +83,9 @@ test('deploy an app from one message and one plan approval: the plan runs itself
 	await page.getByTestId('ops-plans').screenshot({ path: 'test-results/plan-card-ops-1280.png' });
 	// The inventory refreshes after the create (a sync that started before it may land first).
 	await expect
-		.poll(async () => [...(await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`)], { timeout: 20_000 })
+		.poll(async () => [...(await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`)], {
+			timeout: 20_000
+		})
 		.toEqual([{ name: 'typetype', status: 'running' }]);
 });
 
@@ -141,7 +149,8 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	await expect(destroy).toHaveAttribute('data-status', 'denied');
 	await expect(page.getByTestId('system-note').last()).toContainText('keep it, it holds the old backups');
 	const sessionId = chatUrl.split('/').pop()!;
-	const [{ n }] = await sql`select count(*)::int as n from executions where requested_by_session = ${sessionId} and action = 'pct_destroy' and status = 'denied'`;
+	const [{ n }] =
+		await sql`select count(*)::int as n from executions where requested_by_session = ${sessionId} and action = 'pct_destroy' and status = 'denied'`;
 	expect(n).toBe(1);
 	// The window is still open from the earlier approval, so the agent hears about the denial by itself.
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood, backup stays.');
@@ -180,7 +189,13 @@ test('a plan that destroys a running CT is refused in the turn; the agent propos
 			toolCalls: [
 				{
 					name: 'propose_plan',
-					args: { title: 'Remove scratch', steps: [{ action: 'pct_stop', target, why: 'it runs: stop it first' }, { action: 'pct_destroy', target, why: 'then remove it' }] }
+					args: {
+						title: 'Remove scratch',
+						steps: [
+							{ action: 'pct_stop', target, why: 'it runs: stop it first' },
+							{ action: 'pct_destroy', target, why: 'then remove it' }
+						]
+					}
 				}
 			]
 		},
@@ -203,4 +218,3 @@ test('a plan that destroys a running CT is refused in the turn; the agent propos
 	// The refusal came back in the same turn, with the reason.
 	expect(JSON.stringify(reqs[1].body)).toMatch(/step 1: cannot run now: CT 110 is running/);
 });
-

@@ -74,7 +74,9 @@ test('a member that never answered and a host that went silent say so', async ({
 			await page.reload();
 			await expect(soloRow.getByTestId('host-freshness')).toHaveAttribute('data-state', 'offline', { timeout: 2_000 });
 		}).toPass({ timeout: 30_000 });
-		await expect(soloRow.getByTestId('host-freshness')).toHaveText(/Offline\s+—\s+not answering since \d\d:\d\d UTC \(\d+ s ago\)\.\s+Its guests are as last seen \d+ s ago, unknown now\./);
+		await expect(soloRow.getByTestId('host-freshness')).toHaveText(
+			/Offline\s+—\s+not answering since \d\d:\d\d UTC \(\d+ s ago\)\.\s+Its guests are as last seen \d+ s ago, unknown now\./
+		);
 		const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from entities where kind = 'lxc' and host_name = 'solo'`;
 		expect(n).toBe(1);
 		await view.scrollIntoViewIfNeeded();

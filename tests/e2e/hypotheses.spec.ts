@@ -9,8 +9,20 @@ const CT = 'lxc:strong/100';
 const TURN = 30_000;
 const three = [
 	{ id: 'h1', statement: 'CT 100 (caddy) is stopped', evidence: ['e-list'], check: { action: 'pct_status', target: CT }, confidence: 'high' },
-	{ id: 'h2', statement: 'The caddy unit inside CT 100 failed', evidence: ['e-state'], check: { action: 'service_status', target: CT, params: { unit: 'caddy' } }, confidence: 'medium' },
-	{ id: 'h3', statement: 'CT 100 ran out of memory', evidence: ['e-list', 'e-state'], check: { action: 'get_lxc_state', params: { name: 'caddy' } }, confidence: 'low' }
+	{
+		id: 'h2',
+		statement: 'The caddy unit inside CT 100 failed',
+		evidence: ['e-state'],
+		check: { action: 'service_status', target: CT, params: { unit: 'caddy' } },
+		confidence: 'medium'
+	},
+	{
+		id: 'h3',
+		statement: 'CT 100 ran out of memory',
+		evidence: ['e-list', 'e-state'],
+		check: { action: 'get_lxc_state', params: { name: 'caddy' } },
+		confidence: 'low'
+	}
 ];
 
 test.beforeEach(async ({ env }) => {
@@ -22,7 +34,12 @@ test('cards from the scripted model, verdicts live on two tabs, "Pursue this" re
 	test.slow();
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ id: 'e-list', name: 'list_lxcs', args: {} }, { id: 'e-state', name: 'get_lxc_state', args: { name: 'caddy' } }] },
+		{
+			toolCalls: [
+				{ id: 'e-list', name: 'list_lxcs', args: {} },
+				{ id: 'e-state', name: 'get_lxc_state', args: { name: 'caddy' } }
+			]
+		},
 		{ toolCalls: [{ id: 'e-hyp', name: 'present_hypotheses', args: { hypotheses: three } }] },
 		{ text: 'Three candidates; say the word and I check them.' }
 	);
@@ -84,7 +101,9 @@ test('cards from the scripted model, verdicts live on two tabs, "Pursue this" re
 	await llm.push({ text: 'Pursuing h2: I will look at the unit.' });
 	const before = (await llm.requests()).length;
 	await page.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('pursue').click();
-	await expect(page.locator('[data-testid="message"][data-role="user"]').last()).toContainText('Pursue hypothesis h2: The caddy unit inside CT 100 failed', { timeout: TURN });
+	await expect(page.locator('[data-testid="message"][data-role="user"]').last()).toContainText('Pursue hypothesis h2: The caddy unit inside CT 100 failed', {
+		timeout: TURN
+	});
 	await expect(page.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('hypothesis-pursued')).toBeVisible();
 	await expect(other.locator('[data-testid="hypothesis"][data-id="h2"]').getByTestId('hypothesis-pursued')).toBeVisible();
 	await expect(page.getByTestId('pursue')).toHaveCount(0);

@@ -40,7 +40,10 @@ test('a job that gives up appears on the open Ops page, says why, and an admin d
 
 	await page.setViewportSize({ width: 1280, height: 800 });
 	await shoot(page, info, 'ops-gave-up-1280');
-	const phone = await page.context().browser()!.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+	const phone = await page
+		.context()
+		.browser()!
+		.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
 	const phonePage = await phone.newPage();
 	// On a phone the sidebar is a closed drawer, so sign in by hand (login() waits for the sidebar).
 	await phonePage.goto('/login');

@@ -30,7 +30,12 @@ test('an MCP client reads the fleet and requests an execution that waits on Ops;
 
 	const requested = await client.callTool({
 		name: 'request_execution',
-		arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'systemctl', params: { unit: 'cron', op: 'restart' }, reason: 'asked over MCP by the e2e client' }
+		arguments: {
+			target: `lxc:${env.proxmox.nodeName}/100`,
+			action: 'systemctl',
+			params: { unit: 'cron', op: 'restart' },
+			reason: 'asked over MCP by the e2e client'
+		}
 	});
 	expect(requested.isError ?? false).toBe(false);
 	const r = JSON.parse(textOf(requested)) as { executionId: string; status: string };
@@ -64,7 +69,10 @@ test('a request made while Ops loads is on it when it opens, marked as asked ove
 	const operate = await token(sql, env.admin.username, 'mid-load', 'operate');
 	const client = await connect(env.baseURL, operate);
 	const ask = async (unit: string, reason: string) => {
-		const r = await client.callTool({ name: 'request_execution', arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'systemctl', params: { unit, op: 'restart' }, reason } });
+		const r = await client.callTool({
+			name: 'request_execution',
+			arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'systemctl', params: { unit, op: 'restart' }, reason }
+		});
 		expect(r.isError ?? false).toBe(false);
 		return JSON.parse(textOf(r)) as { executionId: string };
 	};
@@ -128,7 +136,10 @@ test('MCP without a token is 401; a read token gets no request_execution', async
 	const names = (await client.listTools()).tools.map((t) => t.name);
 	expect(names).toContain('list_lxcs');
 	expect(names).not.toContain('request_execution');
-	const refused = await client.callTool({ name: 'request_execution', arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'pct_stop', params: {}, reason: 'no' } });
+	const refused = await client.callTool({
+		name: 'request_execution',
+		arguments: { target: `lxc:${env.proxmox.nodeName}/100`, action: 'pct_stop', params: {}, reason: 'no' }
+	});
 	expect(refused.isError).toBe(true);
 	expect(textOf(refused)).toContain('scope operate');
 	await client.close();

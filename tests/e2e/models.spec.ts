@@ -9,9 +9,19 @@ test('Settings → Check the model lists, measures and probes the configured mod
 	try {
 		await llm.push(
 			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] },
+			{
+				toolCalls: [
+					{ name: 'echo', args: { word: 'alpha' } },
+					{ name: 'echo', args: { word: 'beta' } }
+				]
+			},
 			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] }
+			{
+				toolCalls: [
+					{ name: 'echo', args: { word: 'alpha' } },
+					{ name: 'echo', args: { word: 'beta' } }
+				]
+			}
 		);
 		await login(page, env.admin);
 		await page.goto('/settings');

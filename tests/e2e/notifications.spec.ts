@@ -49,7 +49,11 @@ const HOOK = `(() => {
 })();`;
 
 type Shown = { title: string; body: string; tag: string; path: string };
-const tabLog = (page: Page) => page.evaluate(() => (window as unknown as { __log: Array<{ post?: { ask?: string; seen?: string }; got?: { ask?: string; seen?: string } | boolean; lock?: string }> }).__log);
+const tabLog = (page: Page) =>
+	page.evaluate(
+		() =>
+			(window as unknown as { __log: Array<{ post?: { ask?: string; seen?: string }; got?: { ask?: string; seen?: string } | boolean; lock?: string }> }).__log
+	);
 const shown = (page: Page) => page.evaluate(() => (window as unknown as { __shown: Shown[] }).__shown);
 const allShown = async (...pages: Page[]) => (await Promise.all(pages.map(shown))).flat();
 
@@ -94,7 +98,11 @@ test('the permission is asked only when the button is clicked', async ({ browser
 	await context.close();
 });
 
-test('an approval waiting in a hidden chat is notified once across two tabs; a tab showing the chat silences it; the click opens the card', async ({ browser, env, sql }) => {
+test('an approval waiting in a hidden chat is notified once across two tabs; a tab showing the chat silences it; the click opens the card', async ({
+	browser,
+	env,
+	sql
+}) => {
 	const llm = llmControl(env.llmURL);
 	const context = await browser.newContext();
 	await context.grantPermissions(['notifications']);
@@ -106,7 +114,11 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect(b.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'backup must run tonight' } }], delayMs: 1500, argsChunkSize: 1000 },
+		{
+			toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'backup must run tonight' } }],
+			delayMs: 1500,
+			argsChunkSize: 1000
+		},
 		{ text: 'It waits for your approval.' }
 	);
 	await a.getByTestId('composer-input').fill('start 102');
@@ -157,27 +169,40 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 		const log = (await tabLog(b)).slice(bFrom);
 		const key = log.find((e) => e.post?.ask?.startsWith('execution:'))?.post?.ask;
 		if (!key) return { key, heard: -1, claimed: -1 };
-		return { key, heard: log.findIndex((e) => typeof e.got === 'object' && e.got.seen === key), claimed: log.findIndex((e) => e.lock === `nomos-notify:${key}`) };
+		return {
+			key,
+			heard: log.findIndex((e) => typeof e.got === 'object' && e.got.seen === key),
+			claimed: log.findIndex((e) => e.lock === `nomos-notify:${key}`)
+		};
 	};
 	await expect.poll(async () => (await second()).heard, { timeout: 15_000 }).toBeGreaterThanOrEqual(0);
 	const { heard, claimed } = await second();
-	expect(claimed, `tab B tried to claim the notice (log entry ${claimed}) before it heard tab A shows it (${heard}): ${JSON.stringify((await tabLog(b)).slice(bFrom))}; tab A: ${JSON.stringify(await tabLog(a))}`).toBe(-1);
+	expect(
+		claimed,
+		`tab B tried to claim the notice (log entry ${claimed}) before it heard tab A shows it (${heard}): ${JSON.stringify((await tabLog(b)).slice(bFrom))}; tab A: ${JSON.stringify(await tabLog(a))}`
+	).toBe(-1);
 	expect(await allShown(a, b)).toHaveLength(before);
 
 	// A question while tab A shows another page: notified, naming the question.
-	await llm.push({ toolCalls: [{ name: 'ask_operator', args: { prompt: 'Which backup target should 102 use?' } }], delayMs: 1500, argsChunkSize: 1000 }, { text: 'ok' });
+	await llm.push(
+		{ toolCalls: [{ name: 'ask_operator', args: { prompt: 'Which backup target should 102 use?' } }], delayMs: 1500, argsChunkSize: 1000 },
+		{ text: 'ok' }
+	);
 	await a.getByTestId('composer-input').fill('set up the backup');
 	await a.getByTestId('send').click();
 	await expect(a.locator('[data-testid="message"][data-role="user"]').last()).toContainText('set up the backup');
 	await a.goto('/knowledge');
-	await expect.poll(async () => (await allShown(a, b)).filter((x) => x.tag.startsWith('question:')), { timeout: 15_000 }).toEqual([
-		expect.objectContaining({ title: 'Nomos asks you', body: 'Which backup target should 102 use?' })
-	]);
+	await expect
+		.poll(async () => (await allShown(a, b)).filter((x) => x.tag.startsWith('question:')), { timeout: 15_000 })
+		.toEqual([expect.objectContaining({ title: 'Nomos asks you', body: 'Which backup target should 102 use?' })]);
 
 	// Leave nothing waiting for the specs after this one: answer the question, deny both requests.
 	await a.goto(chatPath);
 	const [q] = await sql`select id from session_questions where session_id = ${chatPath.split('/').pop()!} and status = 'open'`;
-	const res = await a.request.post(`${chatPath.replace('/chat/', '/sessions/')}/questions/${q.id}/answer`, { headers: { origin: env.baseURL }, data: { answer: 'local' } });
+	const res = await a.request.post(`${chatPath.replace('/chat/', '/sessions/')}/questions/${q.id}/answer`, {
+		headers: { origin: env.baseURL },
+		data: { answer: 'local' }
+	});
 	expect(res.status()).toBe(202);
 	await expect(a.getByTestId('question-panel')).toHaveCount(0);
 	const waiting = a.locator('[data-testid="execution-card"][data-status="awaiting_approval"]');

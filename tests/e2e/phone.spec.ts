@@ -47,7 +47,8 @@ async function expectFits(page: Page) {
 			if (el.children.length === 1 && el.firstElementChild!.tagName === 'TABLE') continue;
 			const style = getComputedStyle(el);
 			if (!['auto', 'scroll'].includes(style.overflowX)) continue;
-			if (el.scrollWidth > el.clientWidth + 1) offenders.push(`${el.tagName.toLowerCase()}.${el.className} scrolls sideways: ${el.scrollWidth} > ${el.clientWidth}`);
+			if (el.scrollWidth > el.clientWidth + 1)
+				offenders.push(`${el.tagName.toLowerCase()}.${el.className} scrolls sideways: ${el.scrollWidth} > ${el.clientWidth}`);
 		}
 		return offenders;
 	});
@@ -104,7 +105,10 @@ async function startChat(page: Page, text: string) {
 }
 
 const LONG_ARGV = ['echo', 'phone-layout-check:' + 'a-rather-long-argument-without-spaces-'.repeat(4) + 'end'];
-const CODE_REPLY = 'Here is what I will run:\n\n```sh\npct exec 100 -- echo ' + 'a-long-line-of-code-that-does-not-fit-on-a-phone-'.repeat(3) + '\n```\n\nApprove the card below when ready.';
+const CODE_REPLY =
+	'Here is what I will run:\n\n```sh\npct exec 100 -- echo ' +
+	'a-long-line-of-code-that-does-not-fit-on-a-phone-'.repeat(3) +
+	'\n```\n\nApprove the card below when ready.';
 
 test('the drawer opens from the menu button and closes on Escape, the backdrop, its button and navigation', async ({ page, env }) => {
 	await phoneLogin(page, env.admin);
@@ -156,7 +160,14 @@ test('the drawer opens from the menu button and closes on Escape, the backdrop, 
 test('chat on a phone: the reply, its code block and the approval card fit; approving runs it', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: LONG_ARGV }, reason: 'check how a long command looks on a phone' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: LONG_ARGV }, reason: 'check how a long command looks on a phone' }
+				}
+			]
+		},
 		{ text: CODE_REPLY },
 		{ text: 'Done: the long echo ran on caddy.' }
 	);
@@ -259,7 +270,14 @@ test('a plan on a phone: its steps, commands and buttons fit', async ({ page, en
 test('Ops on a phone: the pending card fits and approves; questions are listed', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['echo', 'from-ops'] }, reason: 'approve me on Ops' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['echo', 'from-ops'] }, reason: 'approve me on Ops' }
+				}
+			]
+		},
 		{ text: 'Waiting for your approval on Ops.' },
 		{ text: 'It ran.' }
 	);
@@ -319,7 +337,10 @@ test('a question on a phone: the panel fits above the composer and its option an
 	await shoot(page, test.info(), 'ops-question');
 	await listed.getByRole('link').click();
 
-	await panel.getByTestId('question-option').filter({ hasText: /^strong$/ }).click();
+	await panel
+		.getByTestId('question-option')
+		.filter({ hasText: /^strong$/ })
+		.click();
 	await expect(panel).toHaveCount(0);
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood: strong it is.');
 	await expectFits(page);
@@ -411,18 +432,21 @@ test('the web app manifest is served, valid, and its icons load', async ({ page,
 		expect(`${png.readUInt32BE(16)}x${png.readUInt32BE(20)}`).toBe(icon.sizes);
 	}
 	// The browser decodes them too.
-	const decoded = await page.evaluate(async (srcs) => {
-		return Promise.all(
-			srcs.map(
-				(src) =>
-					new Promise<number>((resolve) => {
-						const img = new Image();
-						img.onload = () => resolve(img.naturalWidth);
-						img.onerror = () => resolve(0);
-						img.src = src;
-					})
-			)
-		);
-	}, icons.map((i) => i.src));
+	const decoded = await page.evaluate(
+		async (srcs) => {
+			return Promise.all(
+				srcs.map(
+					(src) =>
+						new Promise<number>((resolve) => {
+							const img = new Image();
+							img.onload = () => resolve(img.naturalWidth);
+							img.onerror = () => resolve(0);
+							img.src = src;
+						})
+				)
+			);
+		},
+		icons.map((i) => i.src)
+	);
 	expect(decoded.every((w) => w > 0)).toBe(true);
 });

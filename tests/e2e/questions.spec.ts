@@ -56,7 +56,10 @@ test('ask_operator pauses the task, the panel answer resumes it live; a chat rep
 	expect(again.status()).toBe(409);
 	const empty = await page.request.post(`/sessions/${sessionId}/questions/${q.id}/answer`, { headers: { origin: env.baseURL }, data: { answer: '  ' } });
 	expect(empty.status()).toBe(400);
-	const unknown = await page.request.post(`/sessions/${sessionId}/questions/00000000-0000-4000-8000-000000000000/answer`, { headers: { origin: env.baseURL }, data: { answer: 'x' } });
+	const unknown = await page.request.post(`/sessions/${sessionId}/questions/00000000-0000-4000-8000-000000000000/answer`, {
+		headers: { origin: env.baseURL },
+		data: { answer: 'x' }
+	});
 	expect(unknown.status()).toBe(404);
 
 	// A second question, answered by a plain chat reply.

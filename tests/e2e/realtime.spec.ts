@@ -27,9 +27,19 @@ function waitFor(child: ChildProcess, text: string): Promise<void> {
 test.beforeAll(async ({ env }) => {
 	const port = await freePort();
 	web2URL = `http://127.0.0.1:${port}`;
-	const common = { ...process.env, DATABASE_URL: env.databaseUrl, NOMOS_INVENTORY_SYNC: 'off', OPENAI_BASE_URL: env.llmURL, OPENAI_API_KEY: 'e2e', NOMOS_MODEL: 'scripted' };
+	const common = {
+		...process.env,
+		DATABASE_URL: env.databaseUrl,
+		NOMOS_INVENTORY_SYNC: 'off',
+		OPENAI_BASE_URL: env.llmURL,
+		OPENAI_API_KEY: 'e2e',
+		NOMOS_MODEL: 'scripted'
+	};
 	// A second web process (no worker) and a standalone worker process on the same database.
-	web2 = spawn(process.execPath, ['server.js'], { env: { ...common, NODE_ENV: 'production', PORT: String(port), NOMOS_WORKER: 'off' }, stdio: ['ignore', 'pipe', 'pipe'] });
+	web2 = spawn(process.execPath, ['server.js'], {
+		env: { ...common, NODE_ENV: 'production', PORT: String(port), NOMOS_WORKER: 'off' },
+		stdio: ['ignore', 'pipe', 'pipe']
+	});
 	worker = spawn(process.execPath, ['--import', 'tsx', 'scripts/worker.ts'], { env: common, stdio: ['ignore', 'pipe', 'pipe'] });
 	await Promise.all([waitFor(web2, 'listening on'), waitFor(worker, 'worker ready')]);
 });

@@ -16,7 +16,9 @@ test('Ops shows "Resuming after the worker stopped", then "Resumed … already d
 		await page.setViewportSize({ width, height: 900 });
 		await page.goto('/ops');
 		const card = page.locator(`[data-testid="execution-card"][data-execution-id="${id}"]`).first();
-		await expect(card.getByTestId('execution-resumed')).toHaveText(`Resuming after the worker stopped (${because}): reading it back, running it again only if it is not done.`);
+		await expect(card.getByTestId('execution-resumed')).toHaveText(
+			`Resuming after the worker stopped (${because}): reading it back, running it again only if it is not done.`
+		);
 		expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
 	}
 	// As the resume ends it: the row and its event in one transaction; the open page follows live.
@@ -28,6 +30,8 @@ test('Ops shows "Resuming after the worker stopped", then "Resumed … already d
 	});
 	const card = page.locator(`[data-testid="execution-card"][data-execution-id="${id}"]`).first();
 	await expect(card).toHaveAttribute('data-status', 'succeeded');
-	await expect(card.getByTestId('execution-resumed')).toHaveText(`Resumed after the worker stopped (${because}): the read-back found it already done, so nothing ran again.`);
+	await expect(card.getByTestId('execution-resumed')).toHaveText(
+		`Resumed after the worker stopped (${because}): the read-back found it already done, so nothing ran again.`
+	);
 	await page.screenshot({ path: 'test-results/resume-390.png', fullPage: true });
 });

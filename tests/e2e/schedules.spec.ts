@@ -1,7 +1,11 @@
 import { login, test, expect } from './harness/fixtures';
 import { llmControl } from '../doubles/llm/client';
 
-test('an admin makes a schedule in Settings: the next three runs (UTC) show as the cron is typed, a bad cron is named; pause, edit and delete are audited', async ({ page, env, sql }) => {
+test('an admin makes a schedule in Settings: the next three runs (UTC) show as the cron is typed, a bad cron is named; pause, edit and delete are audited', async ({
+	page,
+	env,
+	sql
+}) => {
 	await login(page, env.admin);
 	await page.goto('/settings');
 	const section = page.getByTestId('schedules-section');
@@ -51,21 +55,35 @@ test('in an alert investigation an admin mutes the alert group from its card for
 	const url = (await hooks.getByTestId('hook-url').textContent())!.trim();
 	const secret = (await hooks.getByTestId('hook-secret').textContent())!.trim();
 	await llm.push({ text: 'Findings: caddy on CT 105 is stopped.' });
-	const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' }) });
+	const r = await fetch(url, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+		body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' })
+	});
 	const [opened] = (await r.json()).alerts;
 	await page.goto(`/chat/${opened.sessionId}`);
 	const card = page.getByTestId('alert-note');
 	await card.getByTestId('alert-mute-hour').click();
 	await expect(card.getByTestId('alert-muted-until')).toContainText('Muted until');
-	const [g] = await sql<{ minutes: number }[]>`select round(extract(epoch from muted_until - now()) / 60)::int as minutes from alert_groups where session_id = ${opened.sessionId}`;
+	const [g] = await sql<
+		{ minutes: number }[]
+	>`select round(extract(epoch from muted_until - now()) / 60)::int as minutes from alert_groups where session_id = ${opened.sessionId}`;
 	expect(g.minutes).toBeGreaterThan(55);
 	expect(g.minutes).toBeLessThanOrEqual(60);
 	// After a reload the card still says so; the next firing of the group is only recorded.
 	await page.reload();
 	await expect(page.getByTestId('alert-muted-until')).toBeVisible();
-	const again = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105', status: 'resolved' }) });
+	const again = await fetch(url, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+		body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105', status: 'resolved' })
+	});
 	expect(again.status).toBe(202);
-	const refire = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' }) });
+	const refire = await fetch(url, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+		body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' })
+	});
 	expect((await refire.json()).alerts[0].outcome).toBe('muted');
 	await page.getByTestId('alert-unmute').click();
 	await expect(page.getByTestId('alert-mute-hour')).toBeVisible();

@@ -77,7 +77,10 @@ for (const size of SIZES) {
 		await shoot(ops, info, `plan-waiting-ops-${size.name}`);
 
 		// The banner is up while the plan runs (watched every frame: a one-step plan is quick).
-		const bannerShown = page.waitForFunction(() => document.querySelector('[data-testid="assent-window"]') !== null, undefined, { polling: 'raf', timeout: 30_000 });
+		const bannerShown = page.waitForFunction(() => document.querySelector('[data-testid="assent-window"]') !== null, undefined, {
+			polling: 'raf',
+			timeout: 30_000
+		});
 		await plan.getByTestId('approve-plan').click();
 		await bannerShown;
 		// Ops follows the decision over its live stream: nothing waits any more.
@@ -97,7 +100,10 @@ for (const size of SIZES) {
 		await ops.close();
 	});
 
-	test(`${size.name} px: an execution refused before it ran is "not run" on the plan card, on Ops and in the review; the banner ends with the failed plan`, async ({ page, env }, info) => {
+	test(`${size.name} px: an execution refused before it ran is "not run" on the plan card, on Ops and in the review; the banner ends with the failed plan`, async ({
+		page,
+		env
+	}, info) => {
 		const vmid = size.name === '1280' ? 122 : 123;
 		await writeSeed(env.proxmox.stateDir, [{ vmid, hostname: `busy-${vmid}`, status: 'running', cores: 1, memory: 256 }]);
 		const llm = llmControl(env.llmURL);
@@ -124,7 +130,10 @@ for (const size of SIZES) {
 
 		// Ops: the step's execution among the recent ones, "not run" beside its error.
 		await page.goto('/ops');
-		const card = page.getByTestId('ops-recent').getByTestId('execution-card').filter({ hasText: `CT ${vmid} is running, expected stopped` });
+		const card = page
+			.getByTestId('ops-recent')
+			.getByTestId('execution-card')
+			.filter({ hasText: `CT ${vmid} is running, expected stopped` });
 		await expect(card.getByTestId('status-pill')).toHaveText('not run');
 		await expect(card.getByTestId('status-pill')).toHaveAttribute('data-status', 'not_run');
 		await expect(card.getByTestId('execution-error')).toHaveText(`not run: CT ${vmid} is running, expected stopped`);
@@ -167,6 +176,8 @@ for (const size of SIZES) {
 		await expect(reply.getByTestId('retry-countdown')).toHaveCount(0);
 		await shoot(page, info, `retry-settled-${size.name}`);
 		await page.reload();
-		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last().locator('[data-kind="retry"]').first()).toHaveText(/\(attempt 2 of 3\)$/);
+		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last().locator('[data-kind="retry"]').first()).toHaveText(
+			/\(attempt 2 of 3\)$/
+		);
 	});
 }

@@ -61,7 +61,11 @@ test('the chat header: the state badge is never cut and the "continues by itself
 	await sql`insert into assent_windows (session_id, expires_at) values (${sessionId}, now() + interval '28 minutes 32 seconds')`;
 	await page.reload();
 	await expect(page.getByTestId('assent-window')).toBeVisible();
-	for (const [name, size] of [['1280', DESKTOP], ['1024', LAPTOP], ['390', PHONE]] as const) {
+	for (const [name, size] of [
+		['1280', DESKTOP],
+		['1024', LAPTOP],
+		['390', PHONE]
+	] as const) {
 		await page.setViewportSize(size);
 		await expect(page.getByTestId('session-state')).toHaveText('Idle');
 		await expectNotCut(page.getByTestId('session-state'));
@@ -73,12 +77,26 @@ test('the chat header: the state badge is never cut and the "continues by itself
 	}
 });
 
-test('stderr is not failure: a succeeded step\'s stderr (vzdump logs there) is not red, a failed step\'s is', async ({ page, env }) => {
+test("stderr is not failure: a succeeded step's stderr (vzdump logs there) is not red, a failed step's is", async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local', mode: 'snapshot' }, reason: 'a backup before the upgrade' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local', mode: 'snapshot' }, reason: 'a backup before the upgrade' }
+				}
+			]
+		},
 		{ text: 'Waiting for your approval.' },
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local-lvm', mode: 'snapshot' }, reason: 'a second copy' } }] },
+		{
+			toolCalls: [
+				{
+					name: 'request_execution',
+					args: { target: 'lxc:strong/100', action: 'vzdump', params: { storage: 'local-lvm', mode: 'snapshot' }, reason: 'a second copy' }
+				}
+			]
+		},
 		{ text: 'The backup is done; a second copy waits for you.' },
 		{ text: 'That storage holds no backups.' }
 	);
@@ -113,7 +131,15 @@ test('stderr is not failure: a succeeded step\'s stderr (vzdump logs there) is n
 test('the reply after an approved plan says the plan ended (not "after your answer")', async ({ page, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ text: 'Here is the plan.', toolCalls: [{ name: 'propose_plan', args: { title: 'Give media more memory', steps: [{ action: 'pct_set', target: 'lxc:strong/101', params: { memory: 4096 }, why: 'it swaps' }] } }] },
+		{
+			text: 'Here is the plan.',
+			toolCalls: [
+				{
+					name: 'propose_plan',
+					args: { title: 'Give media more memory', steps: [{ action: 'pct_set', target: 'lxc:strong/101', params: { memory: 4096 }, why: 'it swaps' }] }
+				}
+			]
+		},
 		{ text: 'The plan ran: media has 4 GiB now.' }
 	);
 	await signIn(page, env.admin);
@@ -132,9 +158,19 @@ test('the reply after an approved plan says the plan ended (not "after your answ
 
 const PROBES = [
 	{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-	{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] },
+	{
+		toolCalls: [
+			{ name: 'echo', args: { word: 'alpha' } },
+			{ name: 'echo', args: { word: 'beta' } }
+		]
+	},
 	{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-	{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] }
+	{
+		toolCalls: [
+			{ name: 'echo', args: { word: 'alpha' } },
+			{ name: 'echo', args: { word: 'beta' } }
+		]
+	}
 ];
 
 /** Settings → Check the model: the app reads the server again (it caches what the server is). */
@@ -240,7 +276,10 @@ test('the review overview says what it counts and agrees with the session it lis
 
 test('the pages at 1280 and 390 px (look at them: test-results/…/tour-*.png)', async ({ page, env }) => {
 	await signIn(page, env.admin);
-	for (const [name, size] of [['1280', DESKTOP], ['390', PHONE]] as const) {
+	for (const [name, size] of [
+		['1280', DESKTOP],
+		['390', PHONE]
+	] as const) {
 		await page.setViewportSize(size);
 		await page.goto('/');
 		const firstChat = page.getByTestId('sidebar').locator('a[href^="/chat/"]').first();
@@ -248,7 +287,11 @@ test('the pages at 1280 and 390 px (look at them: test-results/…/tour-*.png)',
 		if (href) await page.goto(href);
 		await expect(page.getByTestId('app-shell').or(page.getByTestId('sidebar')).first()).toBeAttached();
 		await shoot(page, test.info(), `tour-chat-${name}`);
-		for (const [path, testid] of [['/ops', 'ops-page'], ['/knowledge', 'knowledge-page'], ['/admin/review', 'review-page']] as const) {
+		for (const [path, testid] of [
+			['/ops', 'ops-page'],
+			['/knowledge', 'knowledge-page'],
+			['/admin/review', 'review-page']
+		] as const) {
 			await page.goto(path);
 			await expect(page.getByTestId(testid)).toBeVisible();
 			const overflow = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);

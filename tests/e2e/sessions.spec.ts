@@ -88,12 +88,12 @@ for (const width of [1280, 390]) {
 			await page.getByTestId('chat-page').getByTestId('session-menu').click();
 			await shoot(page, test.info(), `menu-${width}`);
 			const [md] = await Promise.all([page.waitForEvent('download'), page.getByTestId('session-export-md').click()]);
-			const text = await readFile((await md.path()), 'utf8');
+			const text = await readFile(await md.path(), 'utf8');
 			expect(text).toContain(`# Grafana slowness ${width}`);
 			expect(text).toContain(marker);
 			await page.getByTestId('chat-page').getByTestId('session-menu').click();
 			const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('session-export-json').click()]);
-			const body = JSON.parse(await readFile((await json.path()), 'utf8')) as { messages: Array<{ role: string }> };
+			const body = JSON.parse(await readFile(await json.path(), 'utf8')) as { messages: Array<{ role: string }> };
 			expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
 
 			// Archive: gone from the list, in the Archived view (and still found, marked); unarchive brings it back.

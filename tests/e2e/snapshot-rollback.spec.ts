@@ -8,7 +8,11 @@ test('a failed pct_set on lvmthin: snapshot step, failure, Roll back → approva
 	const llm = llmControl(env.llmURL);
 	await llm.reset();
 	await llm.push(
-		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_set', params: { memory: 2048 }, reason: 'more memory for backup' } }] },
+		{
+			toolCalls: [
+				{ name: 'request_execution', args: { target: 'lxc:strong/102', action: 'pct_set', params: { memory: 2048 }, reason: 'more memory for backup' } }
+			]
+		},
 		{ text: 'Waiting for your approval.' },
 		{ text: 'pct set failed; Nomos took a snapshot before, you can roll back from the card.' },
 		{ text: 'CT 102 is back at its snapshot.' },

@@ -20,7 +20,13 @@ function mcpCall(baseURL: string, bearer: string, body: unknown, host?: string):
 	const u = new URL('/mcp', baseURL);
 	return new Promise((resolve, reject) => {
 		const req = http.request(
-			{ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { host: host ?? u.host, authorization: `Bearer ${bearer}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+			{
+				hostname: u.hostname,
+				port: u.port,
+				path: u.pathname,
+				method: 'POST',
+				headers: { host: host ?? u.host, authorization: `Bearer ${bearer}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+			},
 			(res) => {
 				let text = '';
 				res.on('data', (c: Buffer) => (text += c.toString('utf8')));
@@ -52,9 +58,12 @@ test('the MCP client’s own token cannot approve its destroy (claiming route bu
 	const { patchCtIn, readContainers } = await import('../doubles/proxmox/state');
 	const was = (await readContainers(env.proxmox.stateDir)).find((c) => c.vmid === 102)?.status ?? 'stopped';
 	await patchCtIn(env.proxmox.stateDir, 102, { status: 'stopped' });
-	const id = await requestOverMcp(env.baseURL, bearer, { target: `lxc:${env.proxmox.nodeName}/102`, action: 'pct_destroy', params: {}, reason: 'the client wants it gone' }).finally(() =>
-		patchCtIn(env.proxmox.stateDir, 102, { status: was })
-	);
+	const id = await requestOverMcp(env.baseURL, bearer, {
+		target: `lxc:${env.proxmox.nodeName}/102`,
+		action: 'pct_destroy',
+		params: {},
+		reason: 'the client wants it gone'
+	}).finally(() => patchCtIn(env.proxmox.stateDir, 102, { status: was }));
 	const res = await fetch(`${env.baseURL}/trpc/executions.decide`, {
 		method: 'POST',
 		headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
@@ -65,7 +74,12 @@ test('the MCP client’s own token cannot approve its destroy (claiming route bu
 	expect(row.status).toBe('awaiting_approval');
 	expect(await sql`select 1 from approvals where execution_id = ${id}`).toHaveLength(0);
 	// The same token, the same request, but the Host a rebinding page would send.
-	const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+	const init = {
+		jsonrpc: '2.0',
+		id: 1,
+		method: 'initialize',
+		params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }
+	};
 	expect((await mcpCall(env.baseURL, bearer, init, 'evil.com')).status).toBe(421);
 	expect((await mcpCall(env.baseURL, bearer, init)).status).toBe(200);
 	// Leave nothing waiting for the specs after this one.
@@ -81,10 +95,19 @@ for (const viewport of [
 	{ name: 'desktop', width: 1280, height: 800 },
 	{ name: 'phone', width: 390, height: 844 }
 ]) {
-	test(`step-up on the card (${viewport.name}): an irreversible approval from a stale session asks for the password, then goes through`, async ({ page, env, sql }) => {
+	test(`step-up on the card (${viewport.name}): an irreversible approval from a stale session asks for the password, then goes through`, async ({
+		page,
+		env,
+		sql
+	}) => {
 		const bearer = await token(sql, env.admin.username, `asker-${viewport.name}`, 'operate');
 		// Deleting a snapshot that is not there: irreversible in kind, harmless here (it fails on the host).
-		const id = await requestOverMcp(env.baseURL, bearer, { target: `lxc:${env.proxmox.nodeName}/101`, action: 'pct_delsnapshot', params: { name: `gone-${viewport.name}` }, reason: `step-up ${viewport.name}` });
+		const id = await requestOverMcp(env.baseURL, bearer, {
+			target: `lxc:${env.proxmox.nodeName}/101`,
+			action: 'pct_delsnapshot',
+			params: { name: `gone-${viewport.name}` },
+			reason: `step-up ${viewport.name}`
+		});
 		await login(page, env.admin);
 		// Signed in on the desktop layout (the sign-in helper waits for the sidebar), then the phone's.
 		await page.setViewportSize(viewport);
@@ -103,7 +126,9 @@ for (const viewport of [
 		await dialog.getByTestId('step-up-password').fill(env.admin.password);
 		await dialog.getByTestId('step-up-confirm').click();
 		await expect(dialog).toBeHidden();
-		await expect.poll(async () => (await sql<{ status: string }[]>`select status from executions where id = ${id}`)[0].status, { timeout: 30_000 }).not.toBe('awaiting_approval');
+		await expect
+			.poll(async () => (await sql<{ status: string }[]>`select status from executions where id = ${id}`)[0].status, { timeout: 30_000 })
+			.not.toBe('awaiting_approval');
 		const [a] = await sql<{ route: string }[]>`select route from audit_log where action = 'execution.approved' and subject_id = ${id}`;
 		expect(a.route).toBe('ops');
 		expect(await sql`select 1 from audit_log where action = 'operator.step_up' and at > now() - interval '1 minute'`).not.toHaveLength(0);

@@ -7,7 +7,10 @@ test.beforeEach(async ({ env }) => {
 
 /** Plain paragraphs (no inline markup until the last one), so text so far reads the same in the DOM as in the store. */
 function longReply(): string {
-	const paras = Array.from({ length: 40 }, (_, i) => `Paragraph ${i + 1}: container ${100 + i} runs a service that answers on port ${8000 + i}, and its backup finished without errors last night.`);
+	const paras = Array.from(
+		{ length: 40 },
+		(_, i) => `Paragraph ${i + 1}: container ${100 + i} runs a service that answers on port ${8000 + i}, and its backup finished without errors last night.`
+	);
 	return `${paras.join('\n\n')}\n\nThat is **all** of it.`;
 }
 

@@ -34,7 +34,10 @@ test('five tool calls: live header counts up, stays collapsed, expands smoothly,
 			async () => {
 				const t = await progress.textContent({ timeout: 100 }).catch(() => null);
 				if (t) seen.add(t);
-				const st = await group.getByTestId('tool-group-status').textContent({ timeout: 100 }).catch(() => null);
+				const st = await group
+					.getByTestId('tool-group-status')
+					.textContent({ timeout: 100 })
+					.catch(() => null);
 				if (st) statuses.add(st.trim());
 				return seen.size;
 			},
@@ -44,7 +47,14 @@ test('five tool calls: live header counts up, stays collapsed, expands smoothly,
 	await expect(group.getByTestId('tool-group-body')).toHaveAttribute('data-open', 'false');
 	expect([...seen].every((s) => /^\[\d\/\d done\]$/.test(s))).toBe(true);
 	// A running call is named before its arguments have streamed in ("Running get_lxc_state…"), then with its target.
-	expect([...statuses].filter((st) => !/^(Running (list_lxcs|get_lxc_state( \((caddy|media|102)\))?|get_state_snapshot)…|✓ (list_lxcs|get_lxc_state \((caddy|media|102)\)|get_state_snapshot)|[1-5] tools?)$/.test(st))).toEqual([]);
+	expect(
+		[...statuses].filter(
+			(st) =>
+				!/^(Running (list_lxcs|get_lxc_state( \((caddy|media|102)\))?|get_state_snapshot)…|✓ (list_lxcs|get_lxc_state \((caddy|media|102)\)|get_state_snapshot)|[1-5] tools?)$/.test(
+					st
+				)
+		)
+	).toEqual([]);
 
 	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
 	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: 30_000 });

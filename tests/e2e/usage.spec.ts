@@ -8,7 +8,10 @@ test.beforeEach(async ({ env }) => {
 test('tokens and cost under each reply and the session total in the chat header, live; the review shows them', async ({ page, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.push(
-		{ toolCalls: [{ name: 'search_knowledge', args: { query: 'backup schedule' } }], usage: { promptTokens: 40_000, completionTokens: 500, cachedTokens: 32_000 } },
+		{
+			toolCalls: [{ name: 'search_knowledge', args: { query: 'backup schedule' } }],
+			usage: { promptTokens: 40_000, completionTokens: 500, cachedTokens: 32_000 }
+		},
 		{ text: 'Backups run nightly at 02:00.', usage: { promptTokens: 41_000, completionTokens: 120, cachedTokens: 40_000 } }
 	);
 	await login(page, env.admin);

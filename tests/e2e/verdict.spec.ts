@@ -11,14 +11,50 @@ async function inserted(sql: postgres.Sql): Promise<{ sessionId: string; ids: Re
 	await sql`insert into messages (session_id, role, parts, status, origin) values (${s.id}, 'user', ${JSON.stringify([{ type: 'text', text: 'start my containers' }])}::text::jsonb, 'complete', 'chat')`;
 	const rows = [
 		{ verdict: 'verified', vmid: 301, status: 'succeeded', result: 'CT 301 started — healthy', error: null, detail: 'CT running (read back: status: running)' },
-		{ verdict: 'still_failing', vmid: 302, status: 'failed', result: null, error: 'unhealthy: CT 302 is not running; read back: status: stopped (the approved command itself succeeded)', detail: 'CT 302 is not running; read back: status: stopped' },
-		{ verdict: 'inconclusive', vmid: 303, status: 'succeeded', result: 'CT 303 started', error: null, detail: 'could not read CT running: pct status did not answer within 60 s' }
+		{
+			verdict: 'still_failing',
+			vmid: 302,
+			status: 'failed',
+			result: null,
+			error: 'unhealthy: CT 302 is not running; read back: status: stopped (the approved command itself succeeded)',
+			detail: 'CT 302 is not running; read back: status: stopped'
+		},
+		{
+			verdict: 'inconclusive',
+			vmid: 303,
+			status: 'succeeded',
+			result: 'CT 303 started',
+			error: null,
+			detail: 'could not read CT running: pct status did not answer within 60 s'
+		}
 	] as const;
 	const ids = {} as Record<(typeof rows)[number]['verdict'], string>;
 	for (const r of rows) {
 		const steps = [
-			{ index: 0, label: 'pct start', command: `'pct' 'start' '${r.vmid}'`, startedAt: new Date().toISOString(), finishedAt: new Date().toISOString(), exitCode: 0, durationMs: 900, stdoutTail: '', stderrTail: '' },
-			{ index: 1, label: 'health: CT running', command: `'pct' 'status' '${r.vmid}'`, kind: 'health', startedAt: new Date().toISOString(), finishedAt: new Date().toISOString(), exitCode: r.verdict === 'inconclusive' ? 15 : 0, ...(r.verdict === 'inconclusive' ? { stop: 'gone' } : { verified: r.verdict === 'verified' }), durationMs: 400, stdoutTail: r.verdict === 'inconclusive' ? '' : `status: ${r.verdict === 'verified' ? 'running' : 'stopped'}\n`, stderrTail: '' }
+			{
+				index: 0,
+				label: 'pct start',
+				command: `'pct' 'start' '${r.vmid}'`,
+				startedAt: new Date().toISOString(),
+				finishedAt: new Date().toISOString(),
+				exitCode: 0,
+				durationMs: 900,
+				stdoutTail: '',
+				stderrTail: ''
+			},
+			{
+				index: 1,
+				label: 'health: CT running',
+				command: `'pct' 'status' '${r.vmid}'`,
+				kind: 'health',
+				startedAt: new Date().toISOString(),
+				finishedAt: new Date().toISOString(),
+				exitCode: r.verdict === 'inconclusive' ? 15 : 0,
+				...(r.verdict === 'inconclusive' ? { stop: 'gone' } : { verified: r.verdict === 'verified' }),
+				durationMs: 400,
+				stdoutTail: r.verdict === 'inconclusive' ? '' : `status: ${r.verdict === 'verified' ? 'running' : 'stopped'}\n`,
+				stderrTail: ''
+			}
 		];
 		const [e] = await sql<{ id: string }[]>`
 			insert into executions (requested_by_session, host_name, target, action, classification, hash, command_preview, reason, status, steps, result, error, verdict, verdict_detail, approved_at, started_at, finished_at)
@@ -49,7 +85,9 @@ test('the card shows the read-back verdict, inconclusive never as success; the r
 
 	// Inconclusive: the command exited 0, but nothing on the card says it succeeded.
 	const unknown = card(ids.inconclusive);
-	await expect(unknown.getByTestId('execution-verdict')).toHaveText('Read back: inconclusive: not verified — could not read CT running: pct status did not answer within 60 s');
+	await expect(unknown.getByTestId('execution-verdict')).toHaveText(
+		'Read back: inconclusive: not verified — could not read CT running: pct status did not answer within 60 s'
+	);
 	await expect(unknown.getByTestId('status-pill')).toHaveText('ran · unverified');
 	await expect(unknown.getByTestId('execution-result')).toHaveCount(0);
 	await expect(unknown.getByTestId('execution-health')).toHaveCount(0);
@@ -80,6 +118,8 @@ test('the card shows the read-back verdict, inconclusive never as success; the r
 	const listed = page.getByTestId('review-unverified-execution');
 	await expect(listed).toHaveCount(2);
 	await expect(listed.nth(0)).toHaveAttribute('data-verdict', 'still_failing');
-	await expect(page.getByTestId('review-unverified').locator('[data-verdict="inconclusive"]')).toContainText('pct_start on lxc:strong/303 inconclusive: not verified — could not read CT running');
+	await expect(page.getByTestId('review-unverified').locator('[data-verdict="inconclusive"]')).toContainText(
+		'pct_start on lxc:strong/303 inconclusive: not verified — could not read CT running'
+	);
 	await page.getByTestId('review-unverified').screenshot({ path: 'test-results/verdict-review-1280.png' });
 });

@@ -47,7 +47,7 @@ export function useTestDatabase(opts: { as?: 'superuser' | 'app' } = {}): () => 
  * guesses how long getting there takes. Throws after `timeoutMs`.
  */
 export async function waitForLockWaiter(queryLike: string, timeoutMs = 15_000): Promise<void> {
-	for (const until = Date.now() + timeoutMs; ; ) {
+	for (const until = Date.now() + timeoutMs; ;) {
 		const [{ n }] = await sql()<{ n: number }[]>`
 			select count(*)::int as n from pg_stat_activity
 			where datname = current_database() and wait_event_type = 'Lock' and query like ${queryLike} and pid <> pg_backend_pid()`;

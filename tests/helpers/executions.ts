@@ -12,10 +12,7 @@ import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
 
 /** Registers a double as a host row (pinned to its own fingerprint unless told otherwise). */
-export async function addHost(
-	pve: ProxmoxDouble,
-	opts: { name?: string; fingerprint?: string | null } = {}
-): Promise<string> {
+export async function addHost(pve: ProxmoxDouble, opts: { name?: string; fingerprint?: string | null } = {}): Promise<string> {
 	const name = opts.name ?? pve.nodeName;
 	const fp = opts.fingerprint === undefined ? pve.hostKeyFingerprint : opts.fingerprint;
 	await sql()`

@@ -26,9 +26,7 @@ function calls(msg: number) {
 	let k = 0;
 	return (toolName: string, input: unknown, output: unknown = { ok: true }, errorText?: string): Part => {
 		const base = { type: `tool-${toolName}` as const, toolCallId: `call_${msg}_${k++}`, input };
-		return errorText === undefined
-			? ({ ...base, state: 'output-available', output } as Part)
-			: ({ ...base, state: 'output-error', errorText } as Part);
+		return errorText === undefined ? ({ ...base, state: 'output-available', output } as Part) : ({ ...base, state: 'output-error', errorText } as Part);
 	};
 }
 
@@ -103,14 +101,30 @@ function failedSessionMessages(): Msg[] {
 				text('Creating an LXC for TypeType on strong.'),
 				...repeat(32, (i) => m5('search_knowledge', search(`lxc create ${i}`), hits('lxc'))),
 				...repeat(10, (i) => m5('request_execution', pctCreateInput(i), unknownPctCreate)),
-				...repeat(2, () => m5('request_execution', { target: 'strong', action: 'pct_exec', params: {}, reason: 'clone' }, { error: 'bad params for pct_exec: command: required', hint: 'fields of pct_exec: vmid, command' })),
-				m5('request_execution', { target: 'lxc:strong/120', action: 'pct_exec', params: { command: 'git clone https://github.com/Priveetee/TypeType' }, reason: 'fetch the code' }, { status: 'awaiting_approval', executionId: 'pending' }),
-				m5('request_execution', { target: 'strong', action: 'apt_upgrade', params: {}, reason: 'update the host first' }, { status: 'awaiting_approval', executionId: 'pending' }),
+				...repeat(2, () =>
+					m5(
+						'request_execution',
+						{ target: 'strong', action: 'pct_exec', params: {}, reason: 'clone' },
+						{ error: 'bad params for pct_exec: command: required', hint: 'fields of pct_exec: vmid, command' }
+					)
+				),
+				m5(
+					'request_execution',
+					{ target: 'lxc:strong/120', action: 'pct_exec', params: { command: 'git clone https://github.com/Priveetee/TypeType' }, reason: 'fetch the code' },
+					{ status: 'awaiting_approval', executionId: 'pending' }
+				),
+				m5(
+					'request_execution',
+					{ target: 'strong', action: 'apt_upgrade', params: {}, reason: 'update the host first' },
+					{ status: 'awaiting_approval', executionId: 'pending' }
+				),
 				...repeat(6, () => m5('http_get', { url: 'https://github.com/Priveetee/TypeType' }, { status: 200, body: 'README …' })),
 				...repeat(4, (i) => m5('get_lxc_state', { vmid: String(118 + i) }, { status: 'running' })),
 				...repeat(2, () => m5('list_lxcs', { host: 'strong' }, { containers: 20 })),
 				...repeat(2, () => m5('get_execution_status', { id: 'pending' }, { status: 'awaiting_approval' })),
-				text('The executor refused to create the container. I asked to run the clone in an existing container and to update strong; both wait for your approval.')
+				text(
+					'The executor refused to create the container. I asked to run the clone in an existing container and to update strong; both wait for your approval.'
+				)
 			]
 		},
 		user('continue'),
@@ -122,7 +136,13 @@ function failedSessionMessages(): Msg[] {
 				...repeat(3, (i) => m7('get_lxc_state', { vmid: String(118 + i) }, { status: 'running' })),
 				...repeat(4, () => m7('get_execution_status', { id: 'pending' }, { status: 'failed', error: 'exit 127: git: command not found' })),
 				...repeat(2, (i) => m7('request_execution', pctCreateInput(100 + i), unknownPctCreate)),
-				...repeat(2, () => m7('request_execution', { target: 'lxc:strong/120', action: 'apt_upgrade', params: {}, reason: 'install git' }, { status: 'awaiting_approval', executionId: 'pending' })),
+				...repeat(2, () =>
+					m7(
+						'request_execution',
+						{ target: 'lxc:strong/120', action: 'apt_upgrade', params: {}, reason: 'install git' },
+						{ status: 'awaiting_approval', executionId: 'pending' }
+					)
+				),
 				...repeat(2, () => m7('list_lxcs', { host: 'strong' }, { containers: 20 })),
 				...repeat(2, (i) => m7('get_entity', { id: `lxc:strong/${118 + i}` }, { status: 'running' })),
 				text('The git clone in container 120 failed: git is not installed there. Creating a fresh container is still refused.')
@@ -136,7 +156,9 @@ function failedSessionMessages(): Msg[] {
 				m9('get_execution_status', { id: 'pending' }, { status: 'denied' }),
 				m9('request_execution', pctCreateInput(200), unknownPctCreate),
 				m9('search_knowledge', search('pct create'), hits('pct')),
-				text("I can't run pct create — only pct_exec, systemctl, restart, apt_upgrade. Please create the container on strong yourself; then I can install TypeType in it.")
+				text(
+					"I can't run pct create — only pct_exec, systemctl, restart, apt_upgrade. Please create the container on strong yourself; then I can install TypeType in it."
+				)
 			]
 		}
 	];
@@ -181,7 +203,6 @@ async function insertExecution(
 	return row.id;
 }
 
-
 /**
  * The real failed session: the operator asked for TypeType on strong as an LXC, the agent
  * made 150 tool calls over 5 turns (get_entity ×20 in message 1), request_execution kept
@@ -194,11 +215,24 @@ export async function insertFailedSessionFixture(sql: Sql, opts: SessionFixtureO
 	const { id, times } = await insertSession(sql, opts.title ?? 'deploy TypeType on strong as LXC', at, failedSessionMessages());
 	// Requested in message 5; the clone failed (reported in message 7), the others were refused or lapsed.
 	await insertExecution(sql, {
-		session: id, action: 'pct_exec', target: 'lxc:strong/120', status: 'failed', at: plus(times[5], 1),
-		approved: plus(times[5], 2), finished: plus(times[5], 3), error: 'exit 127: git: command not found'
+		session: id,
+		action: 'pct_exec',
+		target: 'lxc:strong/120',
+		status: 'failed',
+		at: plus(times[5], 1),
+		approved: plus(times[5], 2),
+		finished: plus(times[5], 3),
+		error: 'exit 127: git: command not found'
 	});
 	await insertExecution(sql, { session: id, action: 'apt_upgrade', target: 'strong', status: 'denied', at: plus(times[5], 1), finished: plus(times[6], 0) });
-	await insertExecution(sql, { session: id, action: 'apt_upgrade', target: 'lxc:strong/120', status: 'expired', at: plus(times[7], 1), finished: plus(times[9], 1) });
+	await insertExecution(sql, {
+		session: id,
+		action: 'apt_upgrade',
+		target: 'lxc:strong/120',
+		status: 'expired',
+		at: plus(times[7], 1),
+		finished: plus(times[9], 1)
+	});
 	await sql`update tasks set state = 'failed' where session_id = ${id}`;
 	return id;
 }
@@ -225,8 +259,14 @@ export async function insertHealthySessionFixture(sql: Sql, opts: SessionFixture
 		}
 	]);
 	await insertExecution(sql, {
-		session: id, action: 'restart', target: 'lxc:strong/100', status: 'succeeded', at: plus(times[1], 1),
-		approved: plus(times[1], 1), finished: plus(times[1], 2), result: 'ok'
+		session: id,
+		action: 'restart',
+		target: 'lxc:strong/100',
+		status: 'succeeded',
+		at: plus(times[1], 1),
+		approved: plus(times[1], 1),
+		finished: plus(times[1], 2),
+		result: 'ok'
 	});
 	await sql`update tasks set state = 'completed' where session_id = ${id}`;
 	return id;
@@ -256,8 +296,14 @@ export async function insertNudgedSessionFixture(sql: Sql, opts: SessionFixtureO
 		}
 	]);
 	await insertExecution(sql, {
-		session: id, action: 'apt_upgrade', target: 'lxc:strong/101', status: 'succeeded', at: plus(times[3], 1),
-		approved: plus(times[3], 1), finished: plus(times[3], 3), result: '12 upgraded'
+		session: id,
+		action: 'apt_upgrade',
+		target: 'lxc:strong/101',
+		status: 'succeeded',
+		at: plus(times[3], 1),
+		approved: plus(times[3], 1),
+		finished: plus(times[3], 3),
+		result: '12 upgraded'
 	});
 	return id;
 }
@@ -279,8 +325,14 @@ export async function insertSilentSessionFixture(sql: Sql, opts: SessionFixtureO
 		{ role: 'assistant', origin: 'continuation', parts: [text('Checking on the backup container now.')] }
 	]);
 	await insertExecution(sql, {
-		session: id, action: 'pct_start', target: 'lxc:strong/102', status: 'failed', at: plus(times[1], 1),
-		approved: plus(times[1], 1), finished: plus(times[1], 2), error: 'storage backup-zfs is not online'
+		session: id,
+		action: 'pct_start',
+		target: 'lxc:strong/102',
+		status: 'failed',
+		at: plus(times[1], 1),
+		approved: plus(times[1], 1),
+		finished: plus(times[1], 2),
+		error: 'storage backup-zfs is not online'
 	});
 	await sql`insert into session_questions (session_id, prompt, status, created_at)
 		values (${id}, 'Which storage should backup use?', 'open', ${iso(plus(times[2], 1))}::timestamptz)`;

@@ -116,7 +116,12 @@ describe('always-allow rules', () => {
 		expect(e.decision).toMatchObject({ decision: 'approved', route: `rule:${id}`, reason: 'pct_start on any CT on host strong, any params' });
 		expect(await approvals(e.id)).toEqual([{ route: `rule:${id}`, reason: 'pct_start on any CT on host strong, any params', decidedBy: null }]);
 		expect(await audits(e.id)).toEqual([
-			expect.objectContaining({ action: 'execution.approved', route: `rule:${id}`, actorName: 'root-admin', detail: expect.objectContaining({ ruleId: id, hash: e.hash }) })
+			expect.objectContaining({
+				action: 'execution.approved',
+				route: `rule:${id}`,
+				actorName: 'root-admin',
+				detail: expect.objectContaining({ ruleId: id, hash: e.hash })
+			})
 		]);
 
 		// The Audit page's `rule` route filter finds it.
@@ -125,7 +130,7 @@ describe('always-allow rules', () => {
 
 		await runExecution(e.id);
 		expect((await getExecution(sql(), e.id))!.status).toBe('succeeded');
-		expect((await strong.containers()).find((c) => String(c.vmid) === "101")?.status).toBe('running');
+		expect((await strong.containers()).find((c) => String(c.vmid) === '101')?.status).toBe('running');
 		expect((await caller(admin).list()).find((r) => r.id === id)?.uses).toBe(1);
 	});
 
@@ -139,7 +144,14 @@ describe('always-allow rules', () => {
 	});
 
 	it('checks constraints on the final params, defaults applied; a violation waits', async () => {
-		await rule({ action: 'pct_create', pattern: 'host:strong', constraints: [{ field: 'memory', op: 'lte', value: 4096 }, { field: 'memory', op: 'gte', value: 1024 }] });
+		await rule({
+			action: 'pct_create',
+			pattern: 'host:strong',
+			constraints: [
+				{ field: 'memory', op: 'lte', value: 4096 },
+				{ field: 'memory', op: 'gte', value: 1024 }
+			]
+		});
 		const big = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'big', template: DEBIAN, memory: 8192 } });
 		expect(big.status).toBe('awaiting_approval');
 		// memory omitted: the default (512) is what would run, and it is below the rule's floor.
@@ -159,7 +171,9 @@ describe('always-allow rules', () => {
 		const params = { ...e.params, memory: 2048 };
 		const c = await checkEdit(e, params);
 		if (!c.ok) throw new Error(c.error);
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: admin, credential: freshSession() })).toMatchObject({ ok: true });
+		expect(
+			await approveEdited({ executionId: e.id, baseHash: e.hash, params, hash: c.hash, route: 'button', operator: admin, credential: freshSession() })
+		).toMatchObject({ ok: true });
 		expect(await approvals(e.id)).toEqual([expect.objectContaining({ route: 'button', decidedBy: admin.id })]);
 	});
 
@@ -199,14 +213,26 @@ describe('always-allow rules', () => {
 		expect((await request({ target: 'lxc:strong/103', action: 'pct_start' })).status).toBe('awaiting_approval');
 		expect((await request({ target: 'lxc:strong/104', action: 'pct_start' })).status).toBe('approved');
 
-		for (const p of ['lxc:*/101', 'host:*', 'lxc:strong/../weak/*', 'lxc:str\u043eng/*', 'lxc:strong/name=web-*/..', 'lxc:strong/*/x', 'lxc:strong/101,200', 'lxc:strong/name=Web.*', 'lxc:/101']) {
+		for (const p of [
+			'lxc:*/101',
+			'host:*',
+			'lxc:strong/../weak/*',
+			'lxc:str\u043eng/*',
+			'lxc:strong/name=web-*/..',
+			'lxc:strong/*/x',
+			'lxc:strong/101,200',
+			'lxc:strong/name=Web.*',
+			'lxc:/101'
+		]) {
 			expect(parsePattern(p), p).toBeNull();
 			await expect(rule({ action: 'pct_start', pattern: p }), p).rejects.toThrow(/target pattern/);
 		}
 		await expect(rule({ action: 'pct_start', pattern: 'lxc:nowhere/*' })).rejects.toThrow(/unknown host/);
 		await expect(rule({ action: 'pct_start', pattern: 'host:strong' })).rejects.toThrow(/runs on a container/);
 		await expect(rule({ action: 'pct_create', pattern: 'host:strong', constraints: [{ field: 'bogus', op: 'eq', value: 1 }] })).rejects.toThrow(/not a param/);
-		await expect(rule({ action: 'pct_create', pattern: 'host:strong', constraints: [{ field: 'hostname', op: 'lte', value: 3 }] })).rejects.toThrow(/only numbers/);
+		await expect(rule({ action: 'pct_create', pattern: 'host:strong', constraints: [{ field: 'hostname', op: 'lte', value: 3 }] })).rejects.toThrow(
+			/only numbers/
+		);
 	});
 
 	it('refuses every rule procedure to a non-admin', async () => {

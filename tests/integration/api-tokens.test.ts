@@ -36,7 +36,8 @@ let alice: Who;
 let cookie: string;
 let pve: ProxmoxDouble;
 
-const caller = (user: Who, apiToken: ApiTokenAuth | null) => createCallerFactory(appRouter)({ user, apiToken, event: { locals: { sessionToken: null } } as unknown as RequestEvent });
+const caller = (user: Who, apiToken: ApiTokenAuth | null) =>
+	createCallerFactory(appRouter)({ user, apiToken, event: { locals: { sessionToken: null } } as unknown as RequestEvent });
 
 async function tokenFor(user: Who, scope: 'read' | 'operate' | 'approve', days: number | null = 30) {
 	return insertApiToken(sql(), user.id, { name: `${scope}-token`, scope, days });
@@ -103,7 +104,11 @@ describe('API tokens', () => {
 
 	it('the guard: 401 without credentials, a bearer request needs no Origin, a cookie request still does', async () => {
 		const { token } = await tokenFor(alice, 'operate');
-		const post = (headers: Record<string, string>) => guardRequest(req('/trpc/chat.send', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' }), new URL(BASE + '/trpc/chat.send'));
+		const post = (headers: Record<string, string>) =>
+			guardRequest(
+				req('/trpc/chat.send', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' }),
+				new URL(BASE + '/trpc/chat.send')
+			);
 
 		expect(await post({})).toEqual({ kind: 'refuse', status: 401, body: { message: 'Sign in first.' } });
 		expect(await post({ origin: 'https://evil.example' })).toMatchObject({ kind: 'refuse', status: 401 });
@@ -139,11 +144,16 @@ describe('API tokens', () => {
 		// The procedures' own lock, behind the guard: queries yes, mutations no, whatever the role.
 		const viaRead = caller(alice, { id: listing.id, name: listing.name, scope: 'read' });
 		expect(Array.isArray(await viaRead.executions.recent())).toBe(true);
-		await expect(viaRead.executions.decide({ executionId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({ code: 'FORBIDDEN', message: READ_ONLY_TOKEN.message });
+		await expect(viaRead.executions.decide({ executionId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({
+			code: 'FORBIDDEN',
+			message: READ_ONLY_TOKEN.message
+		});
 		await expect(viaRead.operators.create({ username: 'eve', password: 'a-long-enough-password', role: 'admin' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
 		// No token makes tokens, not even an operate one (a leaked token cannot mint itself a successor).
 		const viaOperate = caller(alice, { id: listing.id, name: listing.name, scope: 'operate' });
-		await expect(viaOperate.apiTokens.create({ name: 'x', scope: 'operate', expiresInDays: '30', password: 'a-long-enough-password' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+		await expect(viaOperate.apiTokens.create({ name: 'x', scope: 'operate', expiresInDays: '30', password: 'a-long-enough-password' })).rejects.toMatchObject({
+			code: 'FORBIDDEN'
+		});
 		await expect(viaOperate.apiTokens.list()).rejects.toMatchObject({ code: 'FORBIDDEN' });
 	});
 

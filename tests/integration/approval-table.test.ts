@@ -47,14 +47,25 @@ afterAll(async () => {
 
 async function browser(minutesAgo = 0) {
 	const { token: cookie } = await createAuthSession(sql(), admin.id, 1);
-	if (minutesAgo) await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${minutesAgo}) where operator_id = ${admin.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${admin.id})`;
+	if (minutesAgo)
+		await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${minutesAgo}) where operator_id = ${admin.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${admin.id})`;
 	const auth = await authenticate(`nomos_session=${cookie}`);
 	const request = new Request(`${BASE}/trpc/x`, { method: 'POST' });
-	const event = { url: new URL(`${BASE}/trpc/x`), request, getClientAddress: () => '192.0.2.10', locals: { user: auth.user, sessionToken: cookie, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null } };
+	const event = {
+		url: new URL(`${BASE}/trpc/x`),
+		request,
+		getClientAddress: () => '192.0.2.10',
+		locals: { user: auth.user, sessionToken: cookie, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
+	};
 	return createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent });
 }
 function viaToken() {
-	const event = { url: new URL(`${BASE}/trpc/x`), request: new Request(`${BASE}/trpc/x`), getClientAddress: () => '192.0.2.20', locals: { sessionToken: null, apiToken: token } };
+	const event = {
+		url: new URL(`${BASE}/trpc/x`),
+		request: new Request(`${BASE}/trpc/x`),
+		getClientAddress: () => '192.0.2.20',
+		locals: { sessionToken: null, apiToken: token }
+	};
 	return createCallerFactory(appRouter)({ user: admin, apiToken: token, event: event as unknown as RequestEvent });
 }
 
@@ -80,17 +91,26 @@ function prepared(action: ActionName): PreparedExecution {
 /** A pending execution of `action` in a fresh chat, on the operator's screen as the agent's latest request. */
 async function pending(action: ActionName, o: { tokenId?: string } = {}): Promise<{ id: string; sessionId: string }> {
 	const sessionId = await newSession(admin.id);
-	const e = await sql().begin((tx) => insertExecution(tx, prepared(action), { sessionId, status: 'awaiting_approval', ttlHours: 1, tokenId: o.tokenId ?? null }));
-	const part = { type: 'tool-request_execution', toolCallId: 'c1', input: { action, target: e.target, params: {}, reason: 'table' }, state: 'output-available', output: { executionId: e.id } } as MessagePart;
+	const e = await sql().begin((tx) =>
+		insertExecution(tx, prepared(action), { sessionId, status: 'awaiting_approval', ttlHours: 1, tokenId: o.tokenId ?? null })
+	);
+	const part = {
+		type: 'tool-request_execution',
+		toolCallId: 'c1',
+		input: { action, target: e.target, params: {}, reason: 'table' },
+		state: 'output-available',
+		output: { executionId: e.id }
+	} as MessagePart;
 	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [part], status: 'complete', origin: 'chat' }));
 	return { id: e.id, sessionId };
 }
 
-const statusOf = async (id: string) => ((await sql()<{ status: string }[]>`select status from executions where id = ${id}`)[0]).status;
-const outcome = (p: Promise<unknown>) => p.then(
-	() => 'approved',
-	(e: { code?: string }) => `refused:${e.code ?? 'error'}`
-);
+const statusOf = async (id: string) => (await sql()<{ status: string }[]>`select status from executions where id = ${id}`)[0].status;
+const outcome = (p: Promise<unknown>) =>
+	p.then(
+		() => 'approved',
+		(e: { code?: string }) => `refused:${e.code ?? 'error'}`
+	);
 
 type Route = (a: ActionName) => Promise<boolean>;
 

@@ -40,13 +40,18 @@ async function failAudits(action: string) {
 	await sql().unsafe(`
 		create or replace function test_fail_audit() returns trigger language plpgsql as $$
 		begin raise exception 'audit refused (test)'; end $$`);
-	await sql().unsafe(`create trigger test_fail_audit before insert on audit_log for each row when (new.action = '${action}') execute function test_fail_audit()`);
+	await sql().unsafe(
+		`create trigger test_fail_audit before insert on audit_log for each row when (new.action = '${action}') execute function test_fail_audit()`
+	);
 }
 afterEach(async () => {
 	await sql().unsafe('drop trigger if exists test_fail_audit on audit_log');
 });
 
-const audits = async (action: string) => (await sql()<{ subjectId: string; detail: Record<string, unknown> }[]>`select subject_id as "subjectId", detail from audit_log where action = ${action} order by id`);
+const audits = async (action: string) =>
+	await sql()<
+		{ subjectId: string; detail: Record<string, unknown> }[]
+	>`select subject_id as "subjectId", detail from audit_log where action = ${action} order by id`;
 const hostNames = async () => (await sql()<{ name: string }[]>`select name from hosts order by name`).map((h) => h.name);
 
 describe('audited changes commit with their audit entry', () => {

@@ -91,7 +91,12 @@ describe('npm run backup against a busy instance', () => {
 	it('finishes while a worker serves turns and a writer commits, with one consistent snapshot', async () => {
 		const operatorId = await newOperator('busy-admin');
 		const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'busy-admin', role: 'admin' }, event: {} as RequestEvent } as never);
-		const worker = start('tests/helpers/worker-child.ts', [], { ...QUIET_WORKER_ENV, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
+		const worker = start('tests/helpers/worker-child.ts', [], {
+			...QUIET_WORKER_ENV,
+			OPENAI_BASE_URL: llm.baseURL,
+			OPENAI_API_KEY: 'test',
+			NOMOS_MODEL: 'scripted'
+		});
 		await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
 		const writer = start('tests/helpers/backup-writer-child.ts', [], {});
 		await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
@@ -161,49 +166,53 @@ describe('npm run backup against a busy instance', () => {
 	it.each([
 		['SIGTERM', 143],
 		['SIGINT', 130]
-	] as const)('%s in the middle of a COPY: no archive, no partial file, nothing in the temp folder', async (signal, code) => {
-		// A table copied after auth_sessions, api_tokens and webhooks (it references them), held
-		// under an exclusive lock: the backup waits in its COPY, with the secret tables read.
-		const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
-		try {
-			await gate.unsafe(`create table if not exists zz_backup_gate (
+	] as const)(
+		'%s in the middle of a COPY: no archive, no partial file, nothing in the temp folder',
+		async (signal, code) => {
+			// A table copied after auth_sessions, api_tokens and webhooks (it references them), held
+			// under an exclusive lock: the backup waits in its COPY, with the secret tables read.
+			const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
+			try {
+				await gate.unsafe(`create table if not exists zz_backup_gate (
 				token_hash text references auth_sessions(token_hash),
 				token_id uuid references api_tokens(id),
 				webhook_id uuid references webhooks(id))`);
-			const dir = path.join(out, signal);
-			await fs.mkdir(dir);
-			const archive = path.join(dir, 'stopped.tar.gz');
-			let backup: ReturnType<typeof startBackup> | undefined;
-			let exit: Awaited<ReturnType<typeof exitWithin>> | undefined;
-			await gate.begin(async (tx) => {
-				await tx`lock table zz_backup_gate in access exclusive mode`;
-				backup = startBackup(archive);
-				await waitUntil(
-					async () => {
-						// (another connection: inside a transaction pg_stat_activity is read once)
-						const [row] = await sql()<{ n: number }[]>`
+				const dir = path.join(out, signal);
+				await fs.mkdir(dir);
+				const archive = path.join(dir, 'stopped.tar.gz');
+				let backup: ReturnType<typeof startBackup> | undefined;
+				let exit: Awaited<ReturnType<typeof exitWithin>> | undefined;
+				await gate.begin(async (tx) => {
+					await tx`lock table zz_backup_gate in access exclusive mode`;
+					backup = startBackup(archive);
+					await waitUntil(
+						async () => {
+							// (another connection: inside a transaction pg_stat_activity is read once)
+							const [row] = await sql()<{ n: number }[]>`
 							select count(*)::int as n from pg_stat_activity
 							where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
-						return row.n === 1;
-					},
-					`the backup to wait on the gate:\n${backup.log.out}`,
-					{ timeoutMs: 30_000 }
-				);
-				backup.child.kill(signal);
-				exit = await exitWithin(backup, 30_000);
-			});
-			const left = [...(await leftovers(dir)), ...(await leftovers(tmp))];
-			expect({ exit, left, archive: existsSync(archive) }, backup!.log.out).toEqual({ exit: { code, signal: null }, left: [], archive: false });
-			// Its connection is gone too: nothing holds a snapshot on the instance.
-			await waitUntil(async () => {
-				const [row] = await gate<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'nomos-backup'`;
-				return row.n === 0;
-			}, 'the backup connection to close');
-		} finally {
-			await gate.unsafe('drop table if exists zz_backup_gate');
-			await gate.end();
-		}
-	}, 90_000);
+							return row.n === 1;
+						},
+						`the backup to wait on the gate:\n${backup.log.out}`,
+						{ timeoutMs: 30_000 }
+					);
+					backup.child.kill(signal);
+					exit = await exitWithin(backup, 30_000);
+				});
+				const left = [...(await leftovers(dir)), ...(await leftovers(tmp))];
+				expect({ exit, left, archive: existsSync(archive) }, backup!.log.out).toEqual({ exit: { code, signal: null }, left: [], archive: false });
+				// Its connection is gone too: nothing holds a snapshot on the instance.
+				await waitUntil(async () => {
+					const [row] = await gate<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'nomos-backup'`;
+					return row.n === 0;
+				}, 'the backup connection to close');
+			} finally {
+				await gate.unsafe('drop table if exists zz_backup_gate');
+				await gate.end();
+			}
+		},
+		90_000
+	);
 
 	it('SIGKILL in the middle of a COPY leaves a partial file; the next backup into that folder removes it', async () => {
 		const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
@@ -215,12 +224,16 @@ describe('npm run backup against a busy instance', () => {
 			await gate.begin(async (tx) => {
 				await tx`lock table zz_backup_gate in access exclusive mode`;
 				killed = startBackup(dir);
-				await waitUntil(async () => {
-					const [row] = await sql()<{ n: number }[]>`
+				await waitUntil(
+					async () => {
+						const [row] = await sql()<{ n: number }[]>`
 						select count(*)::int as n from pg_stat_activity
 						where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
-					return row.n === 1;
-				}, `the backup to wait on the gate:\n${killed.log.out}`, { timeoutMs: 30_000 });
+						return row.n === 1;
+					},
+					`the backup to wait on the gate:\n${killed.log.out}`,
+					{ timeoutMs: 30_000 }
+				);
 				killed.child.kill('SIGKILL');
 				expect((await exitWithin(killed, 30_000)).signal).toBe('SIGKILL');
 			});

@@ -172,7 +172,10 @@ describe('backup and restore', () => {
 		m.migrations.push({ hash: 'future', createdAt: String(Date.now() + 1e12) });
 		await fs.writeFile(path.join(unpacked, 'manifest.json'), JSON.stringify(m));
 		const newer = path.join(root, 'newer.tar.gz');
-		await writeTarGz(newer, names.map((n) => ({ name: n, file: path.join(unpacked, n) })));
+		await writeTarGz(
+			newer,
+			names.map((n) => ({ name: n, file: path.join(unpacked, n) }))
+		);
 		await expect(restoreBackup(newer, { dataDir: path.join(root, 'c'), pgPort: 1 })).rejects.toThrow(/made by a newer Nomos/);
 		expect(existsSync(path.join(root, 'c'))).toBe(false);
 	});

@@ -93,21 +93,25 @@ describe('the backup tar', () => {
 });
 
 describe('backups written by the old writer', () => {
-	it.each(['v1', 'v2'])('a %s archive restores row for row', async (v) => {
-		const dest = await createTestDatabase({ empty: true });
-		const r = await restoreBackup(fixture(`old-writer-${v}.tar.gz`), { databaseUrl: dest, dataDir: path.join(root, 'unused'), pgPort: 1 });
-		expect(r.manifest.version).toBe(v === 'v1' ? 1 : 2);
-		if (v === 'v2') expect(r.manifest.tables.find((t) => t.name === 'knowledge')?.parts?.length).toBeGreaterThan(0);
-		const sql = postgres(dest, { max: 1, onnotice: () => undefined });
-		try {
-			expect(await sql`select username from operators`).toEqual([{ username: 'alice' }]);
-			const [m] = await sql<{ parts: Array<{ text: string }> }[]>`select parts from messages`;
-			expect(m.parts[0].text).toBe('line one\nline two\ttab \\ backslash ünïcødé');
-			const pages = await sql<{ title: string; body: string }[]>`select title, body from knowledge`;
-			expect(pages).toHaveLength(60);
-			expect(pages.find((p) => p.title === 'page 60')).toEqual({ title: 'page 60', body: 'ünïcødé \\ tab	'.repeat(60 % 7) });
-		} finally {
-			await sql.end();
-		}
-	}, 120_000);
+	it.each(['v1', 'v2'])(
+		'a %s archive restores row for row',
+		async (v) => {
+			const dest = await createTestDatabase({ empty: true });
+			const r = await restoreBackup(fixture(`old-writer-${v}.tar.gz`), { databaseUrl: dest, dataDir: path.join(root, 'unused'), pgPort: 1 });
+			expect(r.manifest.version).toBe(v === 'v1' ? 1 : 2);
+			if (v === 'v2') expect(r.manifest.tables.find((t) => t.name === 'knowledge')?.parts?.length).toBeGreaterThan(0);
+			const sql = postgres(dest, { max: 1, onnotice: () => undefined });
+			try {
+				expect(await sql`select username from operators`).toEqual([{ username: 'alice' }]);
+				const [m] = await sql<{ parts: Array<{ text: string }> }[]>`select parts from messages`;
+				expect(m.parts[0].text).toBe('line one\nline two\ttab \\ backslash ünïcødé');
+				const pages = await sql<{ title: string; body: string }[]>`select title, body from knowledge`;
+				expect(pages).toHaveLength(60);
+				expect(pages.find((p) => p.title === 'page 60')).toEqual({ title: 'page 60', body: 'ünïcødé \\ tab	'.repeat(60 % 7) });
+			} finally {
+				await sql.end();
+			}
+		},
+		120_000
+	);
 });

@@ -87,7 +87,12 @@ async function browser(who: Who) {
 async function rest(who: Who) {
 	const t = await insertApiToken(sql(), who.id, { name: 'script', scope: 'approve', days: 7 });
 	const token = { id: t.listing.id, name: 'script', scope: 'approve' } as ApiTokenAuth;
-	const event = { url: new URL(`${BASE}/trpc/x`), request: new Request(`${BASE}/trpc/x`), getClientAddress: () => '192.0.2.20', locals: { sessionToken: null, apiToken: token } };
+	const event = {
+		url: new URL(`${BASE}/trpc/x`),
+		request: new Request(`${BASE}/trpc/x`),
+		getClientAddress: () => '192.0.2.20',
+		locals: { sessionToken: null, apiToken: token }
+	};
 	return createCallerFactory(appRouter)({ user: who, apiToken: token, event: event as unknown as RequestEvent });
 }
 
@@ -106,11 +111,16 @@ async function agentAsks(text: string, call: { name: string; args: Record<string
 }
 
 const guestCommands = async (pve: ProxmoxDouble) => (await pve.argvLog()).filter((a) => a[0] === 'pct' || a[0] === 'qm').map((a) => a.join(' '));
-const notes = (sessionId: string) => sql()<{ text: string }[]>`select parts::text as text from messages where session_id = ${sessionId} and role = 'system' order by created_at`;
+const notes = (sessionId: string) =>
+	sql()<{ text: string }[]>`select parts::text as text from messages where session_id = ${sessionId} and role = 'system' order by created_at`;
 
 describe('known before approval: cannot run now', () => {
 	it('a disk shrink: recorded as cannot run now, refused by a click, a token and typing with the reason; no run queued; the agent is told why', async () => {
-		const { sessionId, toolResult, execution: e } = await agentAsks('make db smaller', {
+		const {
+			sessionId,
+			toolResult,
+			execution: e
+		} = await agentAsks('make db smaller', {
 			name: 'request_execution',
 			args: { target: 'lxc:strong/101', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'save space' }
 		});
@@ -122,10 +132,16 @@ describe('known before approval: cannot run now', () => {
 		expect(toolResult).not.toContain('awaiting approval; you will be re-invoked');
 
 		const click = await (await browser(admin)).executions.decide({ executionId: e!.id, decision: 'approved' }).catch((x: unknown) => x);
-		expect(click).toMatchObject({ code: 'CONFLICT', message: `This execution cannot run now: ${why}. It cannot be approved; deny it, or edit it into something that can run.` });
+		expect(click).toMatchObject({
+			code: 'CONFLICT',
+			message: `This execution cannot run now: ${why}. It cannot be approved; deny it, or edit it into something that can run.`
+		});
 		// REST (an API token of scope approve): the same reason, before any question of who may approve.
 		const api = await rest(admin);
-		await expect(api.executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(`cannot run now: ${why}`) });
+		await expect(api.executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({
+			code: 'CONFLICT',
+			message: expect.stringContaining(`cannot run now: ${why}`)
+		});
 		// Typed assent on the card it has on screen.
 		await (await browser(admin)).chat.send({ sessionId, text: 'yes, go ahead', shownExecutionIds: [e!.id] });
 		expect((await notes(sessionId)).map((n) => n.text).join('\n')).toContain(`was not approved: it cannot run now (${why})`);
@@ -140,30 +156,51 @@ describe('known before approval: cannot run now', () => {
 			executionId: e!.id,
 			baseHash: e!.hash,
 			params: { disk: 'rootfs', size: '16G' },
-			hash: (await (await browser(admin)).executions.checkEdit({ executionId: e!.id, params: { disk: 'rootfs', size: '16G' } }).then((c) => (c.ok ? c.hash : ''))),
+			hash: await (
+				await browser(admin)
+			).executions
+				.checkEdit({ executionId: e!.id, params: { disk: 'rootfs', size: '16G' } })
+				.then((c) => (c.ok ? c.hash : '')),
 			route: 'ops',
 			operator: admin,
 			credential: freshSession()
 		});
 		expect(edited).toMatchObject({ ok: true, execution: { status: 'approved', beforeApproval: null } });
 		// …but an edit that still shrinks is refused with the host's reason.
-		const again = await agentAsks('shrink db', { name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '2G' }, reason: 'r' } });
+		const again = await agentAsks('shrink db', {
+			name: 'request_execution',
+			args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '2G' }, reason: 'r' }
+		});
 		const check = await (await browser(admin)).executions.checkEdit({ executionId: again.execution!.id, params: { disk: 'rootfs', size: '6G' } });
-		expect(check).toMatchObject({ ok: false, error: 'cannot run now: CT 101 rootfs is 8G now; resizing it to 6G would shrink it (pct_resize only grows a disk; Proxmox cannot shrink one)' });
+		expect(check).toMatchObject({
+			ok: false,
+			error: 'cannot run now: CT 101 rootfs is 8G now; resizing it to 6G would shrink it (pct_resize only grows a disk; Proxmox cannot shrink one)'
+		});
 		// Denying stays possible: the card leaves the pending list.
 		expect(await (await browser(admin)).executions.decide({ executionId: again.execution!.id, decision: 'denied' })).toMatchObject({ status: 'denied' });
 	});
 
 	it('a destroy of a running CT: cannot run now, no password asked for nothing, typing refused with the reason; the VM likewise', async () => {
-		const { sessionId, toolResult, execution: e } = await agentAsks('remove caddy', {
+		const {
+			sessionId,
+			toolResult,
+			execution: e
+		} = await agentAsks('remove caddy', {
 			name: 'request_execution',
 			args: { target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'unused' }
 		});
-		const why = 'CT 100 is running: a running guest is not destroyed (stop it first with pct_stop, then ask again, or propose a plan that stops it and then destroys it)';
+		const why =
+			'CT 100 is running: a running guest is not destroyed (stop it first with pct_stop, then ask again, or propose a plan that stops it and then destroys it)';
 		expect(e).toMatchObject({ status: 'awaiting_approval', beforeApproval: { outcome: 'cannot_run', why } });
 		expect(toolResult).toContain(`cannot run now: ${why}`);
-		await expect((await browser(admin)).executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(`cannot run now: ${why}`) });
-		await expect((await rest(admin)).executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('cannot run now') });
+		await expect((await browser(admin)).executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({
+			code: 'CONFLICT',
+			message: expect.stringContaining(`cannot run now: ${why}`)
+		});
+		await expect((await rest(admin)).executions.decide({ executionId: e!.id, decision: 'approved' })).rejects.toMatchObject({
+			code: 'CONFLICT',
+			message: expect.stringContaining('cannot run now')
+		});
 		// Typing never approves a destroy; here the note says the real reason, not "click Destroy".
 		await (await browser(admin)).chat.send({ sessionId, text: 'yes', shownExecutionIds: [e!.id] });
 		const said = (await notes(sessionId)).map((n) => n.text).join('\n');
@@ -172,16 +209,28 @@ describe('known before approval: cannot run now', () => {
 		expect(await jobsFor(e!.id)).toEqual([]);
 		expect((await strong.containers()).find((c) => c.vmid === 100)?.status).toBe('running');
 
-		const vm = await agentAsks('remove haos', { name: 'request_execution', args: { target: 'strong', action: 'vm_destroy', params: { vmid: 200 }, reason: 'unused' } });
-		expect(vm.execution?.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: expect.stringMatching(/^VM 200 is running: a running guest is not destroyed/) });
+		const vm = await agentAsks('remove haos', {
+			name: 'request_execution',
+			args: { target: 'strong', action: 'vm_destroy', params: { vmid: 200 }, reason: 'unused' }
+		});
+		expect(vm.execution?.beforeApproval).toMatchObject({
+			outcome: 'cannot_run',
+			why: expect.stringMatching(/^VM 200 is running: a running guest is not destroyed/)
+		});
 		expect(vm.toolResult).toContain('cannot run now: VM 200 is running');
 	});
 
 	it('a stopped CT to destroy, or a disk that grows, is checked and waits for approval as before', async () => {
-		const grow = await agentAsks('grow db', { name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '+2G' }, reason: 'r' } });
+		const grow = await agentAsks('grow db', {
+			name: 'request_execution',
+			args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '+2G' }, reason: 'r' }
+		});
 		expect(grow.execution).toMatchObject({ status: 'awaiting_approval', beforeApproval: null });
 		expect(grow.toolResult).toContain('awaiting approval');
-		const big = await agentAsks('db to 32G', { name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '32G' }, reason: 'r' } });
+		const big = await agentAsks('db to 32G', {
+			name: 'request_execution',
+			args: { target: 'lxc:strong/101', action: 'pct_resize', params: { size: '32G' }, reason: 'r' }
+		});
 		expect(big.execution).toMatchObject({ status: 'awaiting_approval', beforeApproval: null });
 		expect(await (await browser(admin)).executions.decide({ executionId: big.execution!.id, decision: 'approved' })).toMatchObject({ status: 'approved' });
 		// What the check adds to a request on a host that answers (pooled connection, one read).
@@ -197,14 +246,28 @@ describe('known before approval: cannot run now', () => {
 	});
 
 	it('a plan: destroying a running CT alone is refused in the turn; stopping it first makes the plan acceptable', async () => {
-		const alone = await agentAsks('clean up', { name: 'propose_plan', args: { title: 'Remove caddy', steps: [{ action: 'pct_destroy', target: 'lxc:strong/100', why: 'unused' }] } });
+		const alone = await agentAsks('clean up', {
+			name: 'propose_plan',
+			args: { title: 'Remove caddy', steps: [{ action: 'pct_destroy', target: 'lxc:strong/100', why: 'unused' }] }
+		});
 		expect(alone.toolResult).toContain('step 1: cannot run now: CT 100 is running');
 		expect(await sql()`select 1 from plans where session_id = ${alone.sessionId}`).toHaveLength(0);
 
 		const sessionId = await newSession(admin.id, 'plan');
 		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'clean up' }], status: 'complete', origin: 'chat' }));
 		llm.push({
-			toolCalls: [{ name: 'propose_plan', args: { title: 'Remove caddy', steps: [{ action: 'pct_stop', target: 'lxc:strong/100', why: 'stop it' }, { action: 'pct_destroy', target: 'lxc:strong/100', why: 'then remove it' }] } }]
+			toolCalls: [
+				{
+					name: 'propose_plan',
+					args: {
+						title: 'Remove caddy',
+						steps: [
+							{ action: 'pct_stop', target: 'lxc:strong/100', why: 'stop it' },
+							{ action: 'pct_destroy', target: 'lxc:strong/100', why: 'then remove it' }
+						]
+					}
+				}
+			]
 		});
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
 		const [plan] = await sql()<{ status: string }[]>`select status from plans where session_id = ${sessionId}`;
@@ -238,8 +301,14 @@ describe('a host that does not answer: could not check, never a false claim', ()
 		const port = await freePort();
 		await sql()`update hosts set port = ${port} where name = 'slow'`;
 		try {
-			const { toolResult, execution: e } = await agentAsks('destroy files', { name: 'request_execution', args: { target: 'lxc:slow/300', action: 'pct_destroy', params: {}, reason: 'r' } });
-			expect(e).toMatchObject({ status: 'awaiting_approval', beforeApproval: { outcome: 'unknown', why: expect.stringMatching(/^slow could not be reached: /) } });
+			const { toolResult, execution: e } = await agentAsks('destroy files', {
+				name: 'request_execution',
+				args: { target: 'lxc:slow/300', action: 'pct_destroy', params: {}, reason: 'r' }
+			});
+			expect(e).toMatchObject({
+				status: 'awaiting_approval',
+				beforeApproval: { outcome: 'unknown', why: expect.stringMatching(/^slow could not be reached: /) }
+			});
 			expect(toolResult).toContain('could not check before approval: slow could not be reached');
 			expect(toolResult).not.toMatch(/is running|does not exist|cannot run now/);
 		} finally {
@@ -271,7 +340,10 @@ describe('cluster: refused at request time', () => {
 	it('a guest on another node: the agent is told where it is, nothing is recorded, the old node gets no command', async () => {
 		await cluster.moveGuest(401, 'pve1');
 		const before = await guestCommands(cluster.member('pve2'));
-		const { toolResult, execution } = await agentAsks('restart api', { name: 'request_execution', args: { target: 'lxc:pve2/401', action: 'pct_stop', params: {}, reason: 'r' } });
+		const { toolResult, execution } = await agentAsks('restart api', {
+			name: 'request_execution',
+			args: { target: 'lxc:pve2/401', action: 'pct_stop', params: {}, reason: 'r' }
+		});
 		expect(toolResult).toContain('CT 401 is on node pve1 now, not pve2');
 		expect(toolResult).toContain('target lxc:pve1/401 instead');
 		expect(execution).toBeNull();
@@ -279,7 +351,10 @@ describe('cluster: refused at request time', () => {
 	});
 
 	it('a member that never answered: a change to its VM is refused at request time with that reason', async () => {
-		const { toolResult, execution } = await agentAsks('resize backup', { name: 'request_execution', args: { target: 'pve3', action: 'vm_resize', params: { vmid: 330, size: '+8G' }, reason: 'r' } });
+		const { toolResult, execution } = await agentAsks('resize backup', {
+			name: 'request_execution',
+			args: { target: 'pve3', action: 'vm_resize', params: { vmid: 330, size: '+8G' }, reason: 'r' }
+		});
 		expect(toolResult).toContain('node pve3 is offline in cluster homelab (seen from');
 		expect(toolResult).not.toContain('does not exist');
 		expect(execution).toBeNull();

@@ -21,7 +21,13 @@ async function ct(vmid: number, name: string, attrs: Record<string, unknown> = {
 		values ('lxc', ${`strong/${vmid}`}, ${name}, 'strong', ${JSON.stringify(attributes)}::text::jsonb, ${notes})`;
 }
 
-async function execution(target: string, action: string, params: Record<string, unknown> = {}, status = 'awaiting_approval', classification = 'config_mutation') {
+async function execution(
+	target: string,
+	action: string,
+	params: Record<string, unknown> = {},
+	status = 'awaiting_approval',
+	classification = 'config_mutation'
+) {
 	const [r] = await sql()<{ id: string }[]>`
 		insert into executions (host_name, target, action, params, classification, hash, status)
 		values ('strong', ${target}, ${action}, ${JSON.stringify(params)}::text::jsonb, ${classification}, md5(random()::text), ${status})
@@ -107,7 +113,14 @@ describe('blast radius', () => {
 		const id = await execution('host:strong', 'apt_upgrade');
 		const b = (await blastRadius(sql(), id))!;
 		expect(b).toMatchObject({ kind: 'host', known: true, status: 'online', containersTotal: 6, containersRunning: 5 });
-		expect(b.containers.map((c) => c.ref)).toEqual(['lxc:strong/101', 'lxc:strong/102', 'lxc:strong/103', 'lxc:strong/104', 'lxc:strong/105', 'lxc:strong/110']);
+		expect(b.containers.map((c) => c.ref)).toEqual([
+			'lxc:strong/101',
+			'lxc:strong/102',
+			'lxc:strong/103',
+			'lxc:strong/104',
+			'lxc:strong/105',
+			'lxc:strong/110'
+		]);
 		expect(b.identifiers).toEqual(['strong', '127.0.0.1']);
 		expect(blastRadiusSummary(b)).toBe('online · 6 CTs on it (5 running)');
 	});
@@ -130,7 +143,10 @@ describe('blast radius', () => {
 	it('tells the agent the one-line summary when it requests a mutation', async () => {
 		const [session] = await sql()<{ id: string }[]>`insert into chat_sessions default values returning id`;
 		const t = requestExecutionTool({ sessionId: session.id, messageId: crypto.randomUUID(), signal: new AbortController().signal, turn: { httpGets: 0 } });
-		const r = (await t.execute!({ target: 'caddy', action: 'restart', params: {}, reason: 'apply the new Caddyfile' }, { toolCallId: 'c1', messages: [] })) as Record<string, unknown>;
+		const r = (await t.execute!(
+			{ target: 'caddy', action: 'restart', params: {}, reason: 'apply the new Caddyfile' },
+			{ toolCallId: 'c1', messages: [] }
+		)) as Record<string, unknown>;
 		expect(r).toMatchObject({ status: 'awaiting_approval', target: 'lxc:strong/101' });
 		expect(r.blastRadius).toMatch(/^lxc:strong\/101: running · 2 services · 4 notes · 2 CTs reference it \(/);
 		expect(String(r.blastRadius)).not.toContain('onerror');

@@ -77,9 +77,14 @@ describe('templates', () => {
 	});
 
 	it('pveam_download downloads, then verifies the template in pveam list', async () => {
-		const e = await approveAndRun({ target: 'strong', action: 'pveam_download', params: { template: 'debian-11-standard_11.7-1_amd64.tar.zst' }, reason: 'need bullseye' });
+		const e = await approveAndRun({
+			target: 'strong',
+			action: 'pveam_download',
+			params: { template: 'debian-11-standard_11.7-1_amd64.tar.zst' },
+			reason: 'need bullseye'
+		});
 		expect(e.status, e.error ?? '').toBe('succeeded');
-		expect(e.result).toBe('template local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst downloaded (use it as pct_create\'s template)');
+		expect(e.result).toBe("template local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst downloaded (use it as pct_create's template)");
 		expect(e.steps.map((s) => s.label)).toEqual([
 			'pveam download debian-11-standard_11.7-1_amd64.tar.zst',
 			'verify: local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst in pveam list'
@@ -87,7 +92,10 @@ describe('templates', () => {
 		expect(e.steps[1]).toMatchObject({ exitCode: 0, verified: true });
 		// The new template is usable by pct_create at once.
 		const created = await approveAndRun({
-			target: 'strong', action: 'pct_create', params: { vmid: 150, hostname: 'bullseye', template: 'local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst' }, reason: 'r'
+			target: 'strong',
+			action: 'pct_create',
+			params: { vmid: 150, hostname: 'bullseye', template: 'local:vztmpl/debian-11-standard_11.7-1_amd64.tar.zst' },
+			reason: 'r'
 		});
 		expect(created.status, created.error ?? '').toBe('succeeded');
 	});
@@ -95,7 +103,12 @@ describe('templates', () => {
 	it('a download that exits 0 but failed its task is reported as failed', async () => {
 		await pve.setFault('quiet', { tool: 'pveam', match: 'download' });
 		try {
-			const e = await approveAndRun({ target: 'strong', action: 'pveam_download', params: { storage: 'local', template: 'rockylinux-9-default_20240912_amd64.tar.xz' }, reason: 'r' });
+			const e = await approveAndRun({
+				target: 'strong',
+				action: 'pveam_download',
+				params: { storage: 'local', template: 'rockylinux-9-default_20240912_amd64.tar.xz' },
+				reason: 'r'
+			});
 			expect(e.steps[0]).toMatchObject({ exitCode: 0 });
 			expect(e.steps[0].stdoutTail).toContain('TASK ERROR: checksum verification failed');
 			expect(e.steps[1]).toMatchObject({ exitCode: 0, verified: false });
@@ -108,7 +121,7 @@ describe('templates', () => {
 		}
 	});
 
-	it('an unknown template fails with pveam\'s own error; a bad name never reaches the host', async () => {
+	it("an unknown template fails with pveam's own error; a bad name never reaches the host", async () => {
 		const e = await approveAndRun({ target: 'strong', action: 'pveam_download', params: { template: 'debian-99-standard_99.0-1_amd64.tar.zst' }, reason: 'r' });
 		expect(e.status).toBe('failed');
 		expect(e.error).toContain('template: no such template');
@@ -119,7 +132,12 @@ describe('templates', () => {
 
 describe('pct_set and pct_resize', () => {
 	it('pct_set changes cores, memory, swap, onboot and description', async () => {
-		const e = await approveAndRun({ target: 'lxc:strong/101', action: 'pct_set', params: { cores: 2, memory: 2048, swap: 0, onboot: true, description: "db's box; $(touch x)" }, reason: 'more room' });
+		const e = await approveAndRun({
+			target: 'lxc:strong/101',
+			action: 'pct_set',
+			params: { cores: 2, memory: 2048, swap: 0, onboot: true, description: "db's box; $(touch x)" },
+			reason: 'more room'
+		});
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		expect(e.commandPreview).toBe(`'pct' 'set' '101' '--cores' '2' '--memory' '2048' '--swap' '0' '--onboot' '1' '--description' 'db'\\''s box; $(touch x)'`);
 		expect(e.result).toBe('CT 101 set: cores=2, memory=2048, swap=0, onboot=true, description');
@@ -146,7 +164,10 @@ describe('pct_set and pct_resize', () => {
 		// Known before approval: the request reads the config, says it cannot run, and nothing approves it.
 		const during = await argvDuring(async () => {
 			const r = await request({ target: 'strong/101', action: 'pct_resize', params: { disk: 'rootfs', size: '4G' }, reason: 'r' });
-			expect(r.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: 'CT 101 rootfs is 10G now; resizing it to 4G would shrink it (pct_resize only grows a disk; Proxmox cannot shrink one)' });
+			expect(r.execution.beforeApproval).toMatchObject({
+				outcome: 'cannot_run',
+				why: 'CT 101 rootfs is 10G now; resizing it to 4G would shrink it (pct_resize only grows a disk; Proxmox cannot shrink one)'
+			});
 			expect(await decide(r.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
 		});
 		expect(during).toEqual([['pct', 'config', '101']]);
@@ -156,11 +177,13 @@ describe('pct_set and pct_resize', () => {
 		expect((await pve.containers()).find((c) => c.vmid === 101)!.rootfs).toContain('size=16G');
 
 		for (const size of ['-2G', '2T', '0G', '+0G', '2.5G']) {
-			expect(await requestExecution(sessionId, { target: 'strong/101', action: 'pct_resize', params: { size }, reason: 'r' })).toMatchObject({ error: expect.stringContaining('size:') });
+			expect(await requestExecution(sessionId, { target: 'strong/101', action: 'pct_resize', params: { size }, reason: 'r' })).toMatchObject({
+				error: expect.stringContaining('size:')
+			});
 		}
 	});
 
-	it('the host refuses to shrink when the disk grew behind the precondition\'s back (its own error text)', async () => {
+	it("the host refuses to shrink when the disk grew behind the precondition's back (its own error text)", async () => {
 		const r = await request({ target: 'strong/101', action: 'pct_resize', params: { size: '20G' }, reason: 'r' });
 		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await pve.patchCt(101, { rootfs: 'local-lvm:vm-101-disk-0,size=32G' });
@@ -196,7 +219,7 @@ describe('snapshots', () => {
 		expect(again.error).toBe("pct delsnapshot before-upgrade exited with 255: snapshot 'before-upgrade' does not exist");
 	});
 
-	it('storage without snapshots and a locked CT fail with the host\'s words', async () => {
+	it("storage without snapshots and a locked CT fail with the host's words", async () => {
 		const dir = await approveAndRun({ target: 'strong/102', action: 'pct_snapshot', params: { name: 'x1' }, reason: 'r' });
 		expect(dir.error).toBe('pct snapshot x1 exited with 255: snapshot feature is not available');
 		await pve.patchCt(103, { lock: 'snapshot' });
@@ -210,13 +233,15 @@ describe('snapshots', () => {
 
 	it('snapshot names are validated', async () => {
 		for (const name of ['current', 'vzdump', '1abc', 'a', 'a b', 'x;reboot', '-rf', 'a'.repeat(41)]) {
-			expect(await requestExecution(sessionId, { target: 'strong/103', action: 'pct_snapshot', params: { name }, reason: 'r' }), name).toMatchObject({ error: expect.stringContaining('name:') });
+			expect(await requestExecution(sessionId, { target: 'strong/103', action: 'pct_snapshot', params: { name }, reason: 'r' }), name).toMatchObject({
+				error: expect.stringContaining('name:')
+			});
 		}
 	});
 });
 
 describe('vzdump', () => {
-	it('backs one CT up to local; a storage without backups fails with vzdump\'s error', async () => {
+	it("backs one CT up to local; a storage without backups fails with vzdump's error", async () => {
 		const e = await approveAndRun({ target: 'strong/100', action: 'vzdump', params: { storage: 'local', mode: 'snapshot' }, reason: 'backup' });
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		expect(e.commandPreview).toBe("'vzdump' '100' '--storage' 'local' '--mode' 'snapshot' '--compress' 'zstd'");
@@ -230,7 +255,12 @@ describe('pct_push', () => {
 	const unit = `[Unit]\nDescription=typetype\n\n[Service]\nExecStart=/usr/bin/node /opt/app/server.js 'quoted' "$(touch ${canaryDir}/pwned)" \`id\`\nRestart=always\n\n[Install]\nWantedBy=multi-user.target\n`;
 
 	it('writes the content over stdin (never on a command line) and verifies its sha256', async () => {
-		const e = await approveAndRun({ target: 'strong/103', action: 'pct_push', params: { path: '/etc/systemd/system/typetype.service', content: unit }, reason: 'unit file' });
+		const e = await approveAndRun({
+			target: 'strong/103',
+			action: 'pct_push',
+			params: { path: '/etc/systemd/system/typetype.service', content: unit },
+			reason: 'unit file'
+		});
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		expect(e.result).toBe(`wrote ${Buffer.byteLength(unit)} bytes to /etc/systemd/system/typetype.service in CT 103 (sha256 verified)`);
 		expect(e.steps[1]).toMatchObject({ label: 'verify: sha256 of /etc/systemd/system/typetype.service', verified: true });
@@ -248,7 +278,12 @@ describe('pct_push', () => {
 	it('a push that exits 0 but wrote a cut-short file fails its verification', async () => {
 		await pve.setFault('quiet', { tool: 'pct', match: 'push' });
 		try {
-			const e = await approveAndRun({ target: 'strong/103', action: 'pct_push', params: { path: '/opt/app/config.json', content: '{"port": 8080, "name": "typetype"}\n', mode: '0600' }, reason: 'config' });
+			const e = await approveAndRun({
+				target: 'strong/103',
+				action: 'pct_push',
+				params: { path: '/opt/app/config.json', content: '{"port": 8080, "name": "typetype"}\n', mode: '0600' },
+				reason: 'config'
+			});
 			expect(e.steps[0].exitCode).toBe(0);
 			expect(e.steps[1]).toMatchObject({ exitCode: 0, verified: false });
 			expect(e.status).toBe('failed');
@@ -259,9 +294,19 @@ describe('pct_push', () => {
 	});
 
 	it('refuses content over 32 KiB, NUL, relative paths and ..; a stopped CT is not pushed to', async () => {
-		const big = await requestExecution(sessionId, { target: 'strong/103', action: 'pct_push', params: { path: '/x', content: 'é'.repeat(16 * 1024 + 1) }, reason: 'r' });
+		const big = await requestExecution(sessionId, {
+			target: 'strong/103',
+			action: 'pct_push',
+			params: { path: '/x', content: 'é'.repeat(16 * 1024 + 1) },
+			reason: 'r'
+		});
 		expect(big).toMatchObject({ error: expect.stringContaining('content: the content is at most 32768 bytes') });
-		for (const [path, content] of [['/x', 'a\0b'], ['etc/x', 'a'], ['/etc/../root/x', 'a'], ['/etc/', 'a']]) {
+		for (const [path, content] of [
+			['/x', 'a\0b'],
+			['etc/x', 'a'],
+			['/etc/../root/x', 'a'],
+			['/etc/', 'a']
+		]) {
 			expect(await requestExecution(sessionId, { target: 'strong/103', action: 'pct_push', params: { path, content }, reason: 'r' })).toHaveProperty('error');
 		}
 		const stopped = await approveAndRun({ target: 'strong/101', action: 'pct_push', params: { path: '/x', content: 'a' }, reason: 'r' });
@@ -285,12 +330,14 @@ describe('VMs', () => {
 		expect(stop).toMatchObject({ status: 'succeeded', result: 'VM 200 stopped' });
 		const missing = await approveAndRun({ target: 'strong', action: 'qm_start', params: { vmid: 299 }, reason: 'r' });
 		expect(missing.error).toBe('not run: VM 299 does not exist (anymore)');
-		expect(await requestExecution(sessionId, { target: 'strong', action: 'qm_start', params: {}, reason: 'r' })).toMatchObject({ error: expect.stringContaining('vmid') });
+		expect(await requestExecution(sessionId, { target: 'strong', action: 'qm_start', params: {}, reason: 'r' })).toMatchObject({
+			error: expect.stringContaining('vmid')
+		});
 	});
 });
 
 describe('read-only checks inside a CT', () => {
-	it('ct_http_check runs without approval: ok on 200, failed with curl\'s error otherwise', async () => {
+	it("ct_http_check runs without approval: ok on 200, failed with curl's error otherwise", async () => {
 		await pve.setHttp(103, 8080, { paths: { '/healthz': { status: 200, body: 'ok' }, '/broken': { status: 500, body: 'boom' } } });
 		const ok = await request({ target: 'strong/103', action: 'ct_http_check', params: { port: 8080, path: '/healthz' }, reason: 'verify' });
 		expect(ok.via).toBe('read_only');
@@ -301,7 +348,9 @@ describe('read-only checks inside a CT', () => {
 		expect(broken.execution.error).toBe('GET :8080/broken exited with 22: curl: (22) The requested URL returned error: 500');
 		const closed = await request({ target: 'strong/103', action: 'ct_http_check', params: { port: 9999 }, reason: 'verify' });
 		expect(closed.execution.error).toContain("curl: (7) Failed to connect to 127.0.0.1 port 9999 after 0 ms: Couldn't connect to server");
-		expect(await requestExecution(sessionId, { target: 'strong/103', action: 'ct_http_check', params: { port: 80, path: '/a b' }, reason: 'r' })).toHaveProperty('error');
+		expect(
+			await requestExecution(sessionId, { target: 'strong/103', action: 'ct_http_check', params: { port: 80, path: '/a b' }, reason: 'r' })
+		).toHaveProperty('error');
 	});
 
 	it('ct_service_active: active succeeds, inactive fails', async () => {

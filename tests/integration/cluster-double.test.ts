@@ -27,7 +27,11 @@ beforeAll(async () => {
 		delayMs: 10,
 		members: [
 			{ name: 'pve1', seed: [{ vmid: 100, hostname: 'caddy', status: 'running', memory: 1024 }] },
-			{ name: 'pve2', seed: [{ vmid: 101, hostname: 'db', status: 'stopped' }], vms: [{ vmid: 200, name: 'haos', status: 'running', memory: 4096, diskGb: 32 }] },
+			{
+				name: 'pve2',
+				seed: [{ vmid: 101, hostname: 'db', status: 'stopped' }],
+				vms: [{ vmid: 200, name: 'haos', status: 'running', memory: 4096, diskGb: 32 }]
+			},
 			{ name: 'pve3', vms: [{ vmid: 9000, name: 'debian-tpl', template: 1 }] }
 		]
 	});
@@ -42,17 +46,45 @@ describe('a 3-node cluster of doubles', () => {
 	it('every member answers /cluster/resources with all nodes, guests (CTs and VMs) and storage, in PVE 8 shape', async () => {
 		for (const node of ['pve1', 'pve3']) {
 			const res = await json<Resource[]>(node, 'pvesh get /cluster/resources --output-format json');
-			expect(res.filter((r) => r.type === 'node').map((r) => [r.node, r.status])).toEqual([['pve1', 'online'], ['pve2', 'online'], ['pve3', 'online']]);
-			expect(res.find((r) => r.id === 'lxc/100')).toMatchObject({ type: 'lxc', vmid: 100, node: 'pve1', name: 'caddy', status: 'running', maxmem: 1024 * 1024 ** 2, maxcpu: 1, template: 0 });
+			expect(res.filter((r) => r.type === 'node').map((r) => [r.node, r.status])).toEqual([
+				['pve1', 'online'],
+				['pve2', 'online'],
+				['pve3', 'online']
+			]);
+			expect(res.find((r) => r.id === 'lxc/100')).toMatchObject({
+				type: 'lxc',
+				vmid: 100,
+				node: 'pve1',
+				name: 'caddy',
+				status: 'running',
+				maxmem: 1024 * 1024 ** 2,
+				maxcpu: 1,
+				template: 0
+			});
 			expect(res.find((r) => r.id === 'lxc/101')).toMatchObject({ node: 'pve2', status: 'stopped', mem: 0 });
-			expect(res.find((r) => r.id === 'qemu/200')).toMatchObject({ type: 'qemu', node: 'pve2', name: 'haos', status: 'running', maxmem: 4096 * 1024 ** 2, maxdisk: 32 * 1024 ** 3 });
+			expect(res.find((r) => r.id === 'qemu/200')).toMatchObject({
+				type: 'qemu',
+				node: 'pve2',
+				name: 'haos',
+				status: 'running',
+				maxmem: 4096 * 1024 ** 2,
+				maxdisk: 32 * 1024 ** 3
+			});
 			expect(res.find((r) => r.id === 'qemu/9000')).toMatchObject({ node: 'pve3', template: 1 });
-			expect(res.find((r) => r.id === 'storage/pve2/local-lvm')).toMatchObject({ type: 'storage', storage: 'local-lvm', plugintype: 'lvmthin', status: 'available', shared: 0 });
+			expect(res.find((r) => r.id === 'storage/pve2/local-lvm')).toMatchObject({
+				type: 'storage',
+				storage: 'local-lvm',
+				plugintype: 'lvmthin',
+				status: 'available',
+				shared: 0
+			});
 			expect(res.find((r) => r.id === 'node/pve2')).toMatchObject({ maxcpu: 8, 'cgroup-mode': 2 });
 		}
 		const vms = await json<Resource[]>('pve2', 'pvesh get /cluster/resources --type vm --output-format json');
 		expect(vms.map((r) => r.id).sort()).toEqual(['lxc/100', 'lxc/101', 'qemu/200', 'qemu/9000']);
-		expect((await on('pve1', 'pvesh get /cluster/resources --type vms')).stderr).toContain("type: value 'vms' does not have a value in the enumeration 'vm, storage, node, sdn'");
+		expect((await on('pve1', 'pvesh get /cluster/resources --type vms')).stderr).toContain(
+			"type: value 'vms' does not have a value in the enumeration 'vm, storage, node, sdn'"
+		);
 		expect((await on('pve1', 'pvesh get /cluster/nextid')).stdout).toBe('102\n');
 		// The API says `type => 'integer'`, but `defined($idlist->{$i})` stringifies $i first, so JSON::XS
 		// writes a string (pve-manager stable-8 PVE/API2/Cluster.pm nextid).
@@ -77,7 +109,14 @@ describe('a 3-node cluster of doubles', () => {
 		const r = await on('pve2', 'pvecm status');
 		expect(r.code).toBe(0);
 		const lines = r.stdout.split('\n');
-		expect(lines.slice(0, 6)).toEqual(['Cluster information', '-------------------', 'Name:             homelab', 'Config Version:   3', 'Transport:        knet', 'Secure auth:      on']);
+		expect(lines.slice(0, 6)).toEqual([
+			'Cluster information',
+			'-------------------',
+			'Name:             homelab',
+			'Config Version:   3',
+			'Transport:        knet',
+			'Secure auth:      on'
+		]);
 		expect(lines).toContain('Quorate:          Yes');
 		expect(lines).toContain('Nodes:            3');
 		expect(lines).toContain('Node ID:          0x00000002');
@@ -101,7 +140,7 @@ describe('a 3-node cluster of doubles', () => {
 		expect(st.rootfs.avail).toBeLessThan(st.rootfs.total);
 	});
 
-	it('pct / qm act on the local guests only, and refuse another member\'s guest as Proxmox does', async () => {
+	it("pct / qm act on the local guests only, and refuse another member's guest as Proxmox does", async () => {
 		expect(await on('pve1', 'pct status 101')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/pve1/lxc/101.conf' does not exist\n" });
 		expect(await on('pve1', 'qm status 200')).toMatchObject({ code: 2, stderr: "Configuration file 'nodes/pve1/qemu-server/200.conf' does not exist\n" });
 		expect((await on('pve2', 'pct status 101')).stdout).toBe('status: stopped\n');
@@ -113,11 +152,14 @@ describe('a 3-node cluster of doubles', () => {
 		const create = await on('pve1', 'pct create 101 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x');
 		expect(create).toMatchObject({ code: 255, stderr: "CT 101 already exists on node 'pve2'\n" });
 		// check_vmid_unused names the guest that holds the id (pve-cluster src/PVE/Cluster.pm: `$d->{type} eq 'qemu' ? 'VM' : 'CT'`)
-		expect(await on('pve1', 'pct create 200 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x')).toMatchObject({ code: 255, stderr: "VM 200 already exists on node 'pve2'\n" });
+		expect(await on('pve1', 'pct create 200 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname x')).toMatchObject({
+			code: 255,
+			stderr: "VM 200 already exists on node 'pve2'\n"
+		});
 		expect(await on('pve1', 'qm create 101 --name x')).toMatchObject({ code: 255, stderr: "unable to create VM 101 - CT 101 already exists on node 'pve2'\n" });
 	});
 
-	it('a guest moved behind Nomos\'s back is answered by its new holder only', async () => {
+	it("a guest moved behind Nomos's back is answered by its new holder only", async () => {
 		await cluster.moveGuest(101, 'pve3');
 		expect(await cluster.holderOf(101)).toBe('pve3');
 		expect((await on('pve2', 'pct stop 101')).stderr).toBe("Configuration file 'nodes/pve2/lxc/101.conf' does not exist\n");
@@ -147,9 +189,21 @@ describe('a 3-node cluster of doubles', () => {
 			// extract_node_stats / extract_vm_stats / extract_storage_stats with no rrd entry.
 			expect(res.find((r) => r.id === 'node/pve3')).toEqual({ id: 'node/pve3', node: 'pve3', status: 'offline', type: 'node' });
 			expect(res.find((r) => r.id === 'qemu/9000')).toEqual({ id: 'qemu/9000', node: 'pve3', status: 'unknown', type: 'qemu', vmid: 9000 });
-			expect(res.find((r) => r.id === 'storage/pve3/local')).toEqual({ content: expect.any(String), id: 'storage/pve3/local', node: 'pve3', plugintype: 'dir', shared: 0, status: 'unknown', storage: 'local', type: 'storage' });
+			expect(res.find((r) => r.id === 'storage/pve3/local')).toEqual({
+				content: expect.any(String),
+				id: 'storage/pve3/local',
+				node: 'pve3',
+				plugintype: 'dir',
+				shared: 0,
+				status: 'unknown',
+				storage: 'local',
+				type: 'storage'
+			});
 			expect(res.find((r) => r.id === 'sdn/pve3/localnetwork')).toMatchObject({ status: 'ok' }); // a fixed 'ok' in Cluster.pm
-			expect(await on('pve1', 'pvesh get /nodes/pve3/status')).toMatchObject({ code: 255, stderr: 'proxy handler failed: ssh: connect to host 10.10.10.13 port 22: No route to host\n' });
+			expect(await on('pve1', 'pvesh get /nodes/pve3/status')).toMatchObject({
+				code: 255,
+				stderr: 'proxy handler failed: ssh: connect to host 10.10.10.13 port 22: No route to host\n'
+			});
 		} finally {
 			await cluster.setLinkDown('pve3', false);
 		}
@@ -161,7 +215,11 @@ describe('a 3-node cluster of doubles', () => {
 		try {
 			await expect(connectTo(cluster.member('pve3'), { readyTimeout: 2000 })).rejects.toThrow();
 			const nodes = await json<Resource[]>('pve1', 'pvesh get /cluster/resources --type node --output-format json');
-			expect(nodes.map((n) => [n.node, n.status])).toEqual([['pve1', 'online'], ['pve2', 'online'], ['pve3', 'offline']]);
+			expect(nodes.map((n) => [n.node, n.status])).toEqual([
+				['pve1', 'online'],
+				['pve2', 'online'],
+				['pve3', 'offline']
+			]);
 			expect((await on('pve1', 'pvecm status')).stdout).toContain('Quorate:          Yes'); // 2 of 3 votes
 			await cluster.setDown('pve2', true);
 			expect(await on('pve1', 'pvecm status')).toMatchObject({ code: 2, stdout: expect.stringContaining('Quorate:          No') });
@@ -180,7 +238,10 @@ describe('a 3-node cluster of doubles', () => {
 		const solo = await startProxmoxDouble({ nodeName: 'solo', seed: [{ vmid: 100, hostname: 'a' }] });
 		const c = await connectTo(solo);
 		try {
-			expect(await execOn(c, 'pvecm status')).toMatchObject({ code: 2, stderr: "Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?\n" });
+			expect(await execOn(c, 'pvecm status')).toMatchObject({
+				code: 2,
+				stderr: "Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?\n"
+			});
 			const res = JSON.parse((await execOn(c, 'pvesh get /cluster/resources --output-format json')).stdout) as Resource[];
 			expect(res.filter((r) => r.type !== 'storage' && r.type !== 'sdn').map((r) => r.id)).toEqual(['lxc/100', 'node/solo']);
 		} finally {
@@ -190,7 +251,11 @@ describe('a 3-node cluster of doubles', () => {
 	});
 
 	it('the command line starts a cluster: --cluster 3 prints each node and how to add it, and stops clean', async () => {
-		const cli = spawn(process.execPath, ['--import', 'tsx', 'tests/doubles/proxmox/cli.ts', '--cluster', '3', '--vms', '[{"vmid":200,"name":"haos","status":"running"}]'], { stdio: ['ignore', 'pipe', 'pipe'] });
+		const cli = spawn(
+			process.execPath,
+			['--import', 'tsx', 'tests/doubles/proxmox/cli.ts', '--cluster', '3', '--vms', '[{"vmid":200,"name":"haos","status":"running"}]'],
+			{ stdio: ['ignore', 'pipe', 'pipe'] }
+		);
 		let err = '';
 		cli.stderr.on('data', (d: Buffer) => (err += d.toString()));
 		const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));

@@ -11,10 +11,66 @@ import { useTestDatabase } from '../helpers/db';
 useTestDatabase();
 
 const GUESTS: ClusterView['guests'] = [
-	{ type: 'lxc', vmid: 100, node: 'pve1', name: 'caddy', status: 'running', template: false, cpuPercent: 0, cpus: 1, memUsedMb: 0, memLimitMb: 512, diskLimitGb: 4, uptimeSec: 0, tags: [] },
-	{ type: 'lxc', vmid: 101, node: 'pve2', name: 'db', status: 'running', template: false, cpuPercent: 0, cpus: 1, memUsedMb: 0, memLimitMb: 512, diskLimitGb: 4, uptimeSec: 0, tags: [] },
-	{ type: 'qemu', vmid: 200, node: 'pve2', name: 'haos', status: 'running', template: false, cpuPercent: 0, cpus: 2, memUsedMb: 0, memLimitMb: 4096, diskLimitGb: 32, uptimeSec: 0, tags: [] },
-	{ type: 'qemu', vmid: 9000, node: 'pve3', name: 'debian-tpl', status: 'stopped', template: true, cpuPercent: 0, cpus: 1, memUsedMb: 0, memLimitMb: 1024, diskLimitGb: 2, uptimeSec: 0, tags: [] }
+	{
+		type: 'lxc',
+		vmid: 100,
+		node: 'pve1',
+		name: 'caddy',
+		status: 'running',
+		template: false,
+		cpuPercent: 0,
+		cpus: 1,
+		memUsedMb: 0,
+		memLimitMb: 512,
+		diskLimitGb: 4,
+		uptimeSec: 0,
+		tags: []
+	},
+	{
+		type: 'lxc',
+		vmid: 101,
+		node: 'pve2',
+		name: 'db',
+		status: 'running',
+		template: false,
+		cpuPercent: 0,
+		cpus: 1,
+		memUsedMb: 0,
+		memLimitMb: 512,
+		diskLimitGb: 4,
+		uptimeSec: 0,
+		tags: []
+	},
+	{
+		type: 'qemu',
+		vmid: 200,
+		node: 'pve2',
+		name: 'haos',
+		status: 'running',
+		template: false,
+		cpuPercent: 0,
+		cpus: 2,
+		memUsedMb: 0,
+		memLimitMb: 4096,
+		diskLimitGb: 32,
+		uptimeSec: 0,
+		tags: []
+	},
+	{
+		type: 'qemu',
+		vmid: 9000,
+		node: 'pve3',
+		name: 'debian-tpl',
+		status: 'stopped',
+		template: true,
+		cpuPercent: 0,
+		cpus: 1,
+		memUsedMb: 0,
+		memLimitMb: 1024,
+		diskLimitGb: 2,
+		uptimeSec: 0,
+		tags: []
+	}
 ];
 const load = (free: number) => ({ freeMemMb: free, totalMemMb: 32768, cpuPct: 7.5, cpus: 8, uptimeSec: 200_000 });
 const view = (readFrom: string, quorate: boolean, status: Record<string, 'online' | 'offline'>, free = 20000): ClusterView => ({
@@ -26,7 +82,8 @@ const view = (readFrom: string, quorate: boolean, status: Record<string, 'online
 });
 const ALL_UP = { pve1: 'online', pve2: 'online', pve3: 'online' } as const;
 
-const events = async () => (await sql()<{ payload: { cluster: string } }[]>`select payload from events where type = 'cluster.updated' order by id`).map((e) => e.payload.cluster);
+const events = async () =>
+	(await sql()<{ payload: { cluster: string } }[]>`select payload from events where type = 'cluster.updated' order by id`).map((e) => e.payload.cluster);
 const overview = async (role = 'admin') => {
 	const [c] = await listClusterOverviews(role);
 	return c;
@@ -35,7 +92,10 @@ const node = async (name: string) => (await overview()).nodes.find((n) => n.node
 
 beforeAll(async () => {
 	// pve1 and pve2 have host entries (and host entities from a sync); pve3 has none.
-	for (const [name, port] of [['pve1', 2201], ['pve2', 2202]] as const) {
+	for (const [name, port] of [
+		['pve1', 2201],
+		['pve2', 2202]
+	] as const) {
 		await sql()`insert into hosts (name, address, port, username, key_path, host_key_fingerprint) values (${name}, '10.0.0.1', ${port}, 'root', '/etc/nomos/id_ed25519', 'SHA256:x')`;
 		await sql()`insert into entities (kind, external_id, name, host_name, attributes) values ('host', ${name}, ${name}, ${name}, '{}'::jsonb)`;
 	}
@@ -50,13 +110,26 @@ describe('the cluster view', () => {
 		await recordClusterView(sql(), view('pve1', true, ALL_UP));
 		expect(await events()).toEqual(['homelab']);
 		const c = await overview();
-		expect(c).toMatchObject({ name: 'homelab', quorate: true, readFrom: 'pve1', addDefaults: { port: 2201, username: 'root', keyPath: '/etc/nomos/id_ed25519' } });
+		expect(c).toMatchObject({
+			name: 'homelab',
+			quorate: true,
+			readFrom: 'pve1',
+			addDefaults: { port: 2201, username: 'root', keyPath: '/etc/nomos/id_ed25519' }
+		});
 		expect(c.nodes.map((n) => [n.node, n.status, !!n.host, n.cts, n.vms, n.templates])).toEqual([
 			['pve1', 'online', true, 1, 0, 0],
 			['pve2', 'online', true, 1, 1, 0],
 			['pve3', 'online', false, 0, 0, 1]
 		]);
-		expect(c.nodes[0]).toMatchObject({ freeMemMb: 20000, totalMemMb: 32768, cpuPct: 7.5, cpus: 8, uptimeSec: 200_000, offlineSince: null, noQuorumSince: null });
+		expect(c.nodes[0]).toMatchObject({
+			freeMemMb: 20000,
+			totalMemMb: 32768,
+			cpuPct: 7.5,
+			cpus: 8,
+			uptimeSec: 200_000,
+			offlineSince: null,
+			noQuorumSince: null
+		});
 		// An operator does not see the key path.
 		expect((await overview('operator')).addDefaults).toEqual({ port: 2201, username: 'root', keyPath: '' });
 	});
@@ -73,7 +146,9 @@ describe('the cluster view', () => {
 		const down = await node('pve2');
 		expect(down).toMatchObject({ status: 'offline', freeMemMb: null, cpuPct: null, cts: 1, vms: 1 });
 		expect(down.offlineSince).toMatch(/^\d{4}-\d\d-\d\dT/);
-		const [{ host2 }] = await sql()<{ host2: { nodeStatus: string; quorate: boolean } }[]>`select attributes->'cluster' as host2 from entities where kind = 'host' and external_id = 'pve2'`;
+		const [{ host2 }] = await sql()<
+			{ host2: { nodeStatus: string; quorate: boolean } }[]
+		>`select attributes->'cluster' as host2 from entities where kind = 'host' and external_id = 'pve2'`;
 		expect(host2).toMatchObject({ nodeStatus: 'offline', quorate: false });
 
 		// Seen down again (from another member, with other load figures): still down since the first read, nothing new to show.

@@ -19,7 +19,11 @@ useTestDatabase();
 let cluster: ProxmoxCluster;
 const READ_MS = 3_000;
 
-type Snapshot = { hosts: { name: string; status: string; cts: string[] }[]; clusters: { status: string; guests: string[] }[]; placement: { node: string | null; reason: string; nodes: string[] } };
+type Snapshot = {
+	hosts: { name: string; status: string; cts: string[] }[];
+	clusters: { status: string; guests: string[] }[];
+	placement: { node: string | null; reason: string; nodes: string[] };
+};
 const ctx = { sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } };
 const snapshot = () => getStateSnapshotTool(ctx).execute!({}, { toolCallId: 't', messages: [] }) as unknown as Promise<Snapshot>;
 const sync = async (name: string) => syncHost((await getHostByName(sql(), name))!, { timeoutMs: READ_MS });
@@ -53,15 +57,28 @@ describe('a member that does not answer Nomos', () => {
 		const n3 = await node('pve3');
 		expect(n3).toMatchObject({ status: 'online', host: { lastAnswerAt: null, unansweredSince: expect.any(String) } });
 		expect((await listClusterOverviews('admin'))[0].quorate).toBe(true); // pve1 answers
-		expect(await hostReachability(sql(), 'pve3')).toMatchObject({ state: 'offline', lastAnswerAt: null, why: expect.stringMatching(/^pve3 has never answered/) });
+		expect(await hostReachability(sql(), 'pve3')).toMatchObject({
+			state: 'offline',
+			lastAnswerAt: null,
+			why: expect.stringMatching(/^pve3 has never answered/)
+		});
 
 		const snap = await snapshot();
 		expect(snap.clusters[0].status).toBe('quorate: pve1 online, pve2 online, pve3 offline/unknown (never answered Nomos)');
-		expect(snap.clusters[0].guests).toContain('qemu:pve3/240 haos unknown (pve3 offline: pve3 has never answered (tried since ' + clockOf(n3.host!.unansweredSince!) + '): ' + 'SSH to pve3 (127.0.0.1:' + cluster.member('pve3').port + ') failed: the host closed the connection before authentication; last listed running)');
+		expect(snap.clusters[0].guests).toContain(
+			'qemu:pve3/240 haos unknown (pve3 offline: pve3 has never answered (tried since ' +
+				clockOf(n3.host!.unansweredSince!) +
+				'): ' +
+				'SSH to pve3 (127.0.0.1:' +
+				cluster.member('pve3').port +
+				') failed: the host closed the connection before authentication; last listed running)'
+		);
 		expect(snap.hosts.find((h) => h.name === 'pve3')?.status).toMatch(/^offline\/unknown: pve3 has never answered .*its guests are unknown, not absent$/);
 		// Placement never proposes it, and says why.
 		expect(snap.placement.node).not.toBe('pve3');
-		expect(snap.placement.nodes.find((l) => l.startsWith('pve3'))).toMatch(/^pve3 not answering Nomos \(pve3 has never answered.*\): not a candidate; its load and guests are unknown$/);
+		expect(snap.placement.nodes.find((l) => l.startsWith('pve3'))).toMatch(
+			/^pve3 not answering Nomos \(pve3 has never answered.*\): not a candidate; its load and guests are unknown$/
+		);
 		const hosts = (await listEntitiesTool(ctx).execute!({ kind: 'cluster' }, { toolCallId: 't', messages: [] })) as { entities: { status: string }[] };
 		expect(hosts.entities[0].status).toContain('pve3 offline/unknown (never answered Nomos)');
 		cluster.member('pve3').setReachable(true);
@@ -82,7 +99,9 @@ describe('a member that does not answer Nomos', () => {
 		expect(await hostReachability(sql(), 'pve2')).toMatchObject({ state: 'offline', why: expect.stringMatching(/^pve2 has not answered since \d\d:\d\d UTC/) });
 		const snap = await snapshot();
 		expect(snap.clusters[0].status).toMatch(/pve2 offline\/unknown \(not answering Nomos since \d\d:\d\d UTC\)/);
-		expect(snap.hosts.find((h) => h.name === 'pve2')?.cts).toEqual([expect.stringMatching(/^141 db unknown now \(was running\) — last seen \d+ s ago .*pve2 has not answered since/)]);
+		expect(snap.hosts.find((h) => h.name === 'pve2')?.cts).toEqual([
+			expect.stringMatching(/^141 db unknown now \(was running\) — last seen \d+ s ago .*pve2 has not answered since/)
+		]);
 		cluster.member('pve2').setReachable(true);
 		expect(await sync('pve2')).toMatchObject({ ok: true });
 		expect((await node('pve2')).host).toMatchObject({ unansweredSince: null });

@@ -31,7 +31,14 @@ beforeAll(async () => {
 		delayMs: 1,
 		members: [
 			{ name: 'pve1', seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] },
-			{ name: 'pve2', seed: [{ vmid: 101, hostname: 'db', status: 'running' }, { vmid: 102, hostname: 'web', status: 'running' }], vms: [{ vmid: 200, name: 'haos', status: 'running' }] },
+			{
+				name: 'pve2',
+				seed: [
+					{ vmid: 101, hostname: 'db', status: 'running' },
+					{ vmid: 102, hostname: 'web', status: 'running' }
+				],
+				vms: [{ vmid: 200, name: 'haos', status: 'running' }]
+			},
 			{ name: 'pve3', vms: [{ vmid: 9000, name: 'debian-tpl', template: 1 }] }
 		]
 	});
@@ -61,16 +68,31 @@ async function request(input: Record<string, unknown>): Promise<RequestOutcome> 
 describe('a cluster member as a host', () => {
 	it('the sync sees every node and guest, VMs included, and which node holds which', async () => {
 		const results = await syncAllHosts();
-		expect(results.map((r) => [r.host, r.ok])).toEqual([['pve1', true], ['pve2', true]]);
+		expect(results.map((r) => [r.host, r.ok])).toEqual([
+			['pve1', true],
+			['pve2', true]
+		]);
 		const refs = (await listEntities(sql())).map((e) => `${e.kind}:${e.externalId}`);
-		expect(refs).toEqual(expect.arrayContaining(['host:pve1', 'host:pve2', 'lxc:pve1/100', 'lxc:pve2/101', 'lxc:pve2/102', 'qemu:pve2/200', 'cluster:homelab']));
+		expect(refs).toEqual(
+			expect.arrayContaining(['host:pve1', 'host:pve2', 'lxc:pve1/100', 'lxc:pve2/101', 'lxc:pve2/102', 'qemu:pve2/200', 'cluster:homelab'])
+		);
 		expect((await getEntity(sql(), 'qemu:pve2/200'))?.attributes).toMatchObject({ vmid: 200, name: 'haos', status: 'running', node: 'pve2' });
 		const c = await getEntity(sql(), 'cluster:homelab');
 		expect(c?.attributes).toMatchObject({
 			quorate: true,
-			nodes: [{ node: 'pve1', status: 'online', host: true }, { node: 'pve2', status: 'online', host: true }, { node: 'pve3', status: 'online', host: false }]
+			nodes: [
+				{ node: 'pve1', status: 'online', host: true },
+				{ node: 'pve2', status: 'online', host: true },
+				{ node: 'pve3', status: 'online', host: false }
+			]
 		});
-		expect((c?.attributes.guests as { vmid: number; node: string }[]).map((g) => [g.vmid, g.node])).toEqual([[100, 'pve1'], [101, 'pve2'], [102, 'pve2'], [200, 'pve2'], [9000, 'pve3']]);
+		expect((c?.attributes.guests as { vmid: number; node: string }[]).map((g) => [g.vmid, g.node])).toEqual([
+			[100, 'pve1'],
+			[101, 'pve2'],
+			[102, 'pve2'],
+			[200, 'pve2'],
+			[9000, 'pve3']
+		]);
 		expect((await getEntity(sql(), 'host:pve1'))?.attributes.cluster).toMatchObject({ cluster: 'homelab', nodeStatus: 'online', quorate: true });
 	});
 
@@ -90,7 +112,7 @@ describe('a cluster member as a host', () => {
 		expect((await blastRadius(sql(), h.execution.id))?.containers.map((c) => c.ref)).toEqual(['lxc:pve2/101', 'lxc:pve2/102', 'qemu:pve2/200']);
 	});
 
-	it('a guest moved behind Nomos\'s back is refused at request time, naming its new node; the old node gets no command', async () => {
+	it("a guest moved behind Nomos's back is refused at request time, naming its new node; the old node gets no command", async () => {
 		await cluster.moveGuest(102, 'pve1');
 		const before2 = await guestCommands('pve2');
 		const r = await requestExecution(sessionId, { target: 'lxc:pve2/102', action: 'pct_stop', params: {}, reason: 'r' });
@@ -98,11 +120,18 @@ describe('a cluster member as a host', () => {
 		expect(await guestCommands('pve2')).toEqual(before2);
 		// Its entity moved with what the refusal saw, not at the next sync: the hint's ref is real.
 		expect(await getEntity(sql(), 'lxc:pve2/102')).toBeNull();
-		expect(await getEntity(sql(), 'lxc:pve1/102')).toMatchObject({ name: 'web', hostName: 'pve1', attributes: expect.objectContaining({ vmid: 102, status: 'running' }) });
+		expect(await getEntity(sql(), 'lxc:pve1/102')).toMatchObject({
+			name: 'web',
+			hostName: 'pve1',
+			attributes: expect.objectContaining({ vmid: 102, status: 'running' })
+		});
 		// moved to a node Nomos has no host entry for: it says so, and the entity leaves pve1
 		await cluster.moveGuest(102, 'pve3');
 		const r3 = await requestExecution(sessionId, { target: 'lxc:pve1/102', action: 'pct_stop', params: {}, reason: 'r' });
-		expect(r3).toMatchObject({ error: expect.stringContaining('CT 102 is on node pve3 now'), hint: expect.stringContaining('node pve3 has no host entry in Nomos') });
+		expect(r3).toMatchObject({
+			error: expect.stringContaining('CT 102 is on node pve3 now'),
+			hint: expect.stringContaining('node pve3 has no host entry in Nomos')
+		});
 		expect(await guestCommands('pve3')).toEqual([]);
 		expect((await listEntities(sql())).filter((e) => e.kind === 'lxc').map((e) => e.externalId)).not.toContain('pve1/102');
 		// a VM too: moved behind Nomos's back, its qemu entity follows at the next look at the cluster
@@ -139,16 +168,27 @@ describe('a cluster member as a host', () => {
 			const results = await syncAllHosts();
 			expect(results.find((r) => r.host === 'pve2')?.ok).toBe(false);
 			expect((await getEntity(sql(), 'host:pve2'))?.attributes.cluster).toMatchObject({ nodeStatus: 'offline', quorate: false, seenBy: 'pve1' });
-			expect((await getEntity(sql(), 'cluster:homelab'))?.attributes.nodes).toContainEqual({ node: 'pve2', status: 'offline', host: true, offlineSince: expect.any(String) });
+			expect((await getEntity(sql(), 'cluster:homelab'))?.attributes.nodes).toContainEqual({
+				node: 'pve2',
+				status: 'offline',
+				host: true,
+				offlineSince: expect.any(String)
+			});
 			const r = await requestExecution(sessionId, { target: 'lxc:pve2/101', action: 'pct_start', params: {}, reason: 'r' });
 			expect(r).toMatchObject({ error: 'node pve2 is offline in cluster homelab (seen from pve1): nothing is sent to it' });
 			// what the agent reads
 			const call = { toolCallId: 't', messages: [] };
-			const snap = (await getStateSnapshotTool({} as never).execute!({}, call)) as { hosts: { name: string; status: string }[]; clusters: { status: string }[] };
+			const snap = (await getStateSnapshotTool({} as never).execute!({}, call)) as {
+				hosts: { name: string; status: string }[];
+				clusters: { status: string }[];
+			};
 			expect(snap.hosts.find((h) => h.name === 'pve2')?.status).toBe('offline (seen from pve1): nothing is sent to it; its guests are unknown, not absent');
 			expect(snap.clusters[0].status).toBe('quorate: pve1 online, pve2 offline, pve3 online (no host entry)');
 			const list = (await listEntitiesTool({} as never).execute!({ kind: 'host' }, call)) as { entities: { name: string; status: string }[] };
-			expect(list.entities.map((e) => [e.name, e.status])).toEqual([['pve1', 'online'], ['pve2', 'offline (seen from pve1): nothing is sent to it; its guests are unknown, not absent']]);
+			expect(list.entities.map((e) => [e.name, e.status])).toEqual([
+				['pve1', 'online'],
+				['pve2', 'offline (seen from pve1): nothing is sent to it; its guests are unknown, not absent']
+			]);
 		} finally {
 			await cluster.setDown('pve2', false);
 		}

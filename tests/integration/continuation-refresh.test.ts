@@ -90,7 +90,10 @@ describe('continuation refresh', () => {
 			llm.push({ text: 'Checking CT 103.', toolCalls: [{ name: 'get_entity', args: { id: 'lxc:strong/103' } }] }, { text: 'CT 103 is stopped.' });
 			const before = pve.execTimes().length;
 			expect(await continueSession(sessionId)).toBe('turn');
-			const config = pve.execTimes().slice(before).find((t) => t.command === "'pct' 'config' '103'");
+			const config = pve
+				.execTimes()
+				.slice(before)
+				.find((t) => t.command === "'pct' 'config' '103'");
 			expect(config?.endedAt).toBeTypeOf('number');
 			const [first, second] = llm.requests.filter((r) => r.path.endsWith('/chat/completions'));
 			// The model was asked before the read-back ended …
@@ -125,6 +128,8 @@ describe('continuation refresh', () => {
 		expect((await decide(start.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await runExecution(start.execution.id);
 
-		expect(await jobs('inventory__sync')).toEqual([{ task: 'inventory__sync', payload: { host: 'strong' }, key: 'inventory__sync:strong', queue: 'inventory' }]);
+		expect(await jobs('inventory__sync')).toEqual([
+			{ task: 'inventory__sync', payload: { host: 'strong' }, key: 'inventory__sync:strong', queue: 'inventory' }
+		]);
 	});
 });

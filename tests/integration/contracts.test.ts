@@ -50,11 +50,15 @@ describe('job payloads', () => {
 	});
 
 	it('enqueueJob refuses a wrong payload before adding anything', async () => {
-		const before = await sql()<{ n: number }[]>`select count(*)::int as n from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = 'executions__run')`;
+		const before = await sql()<
+			{ n: number }[]
+		>`select count(*)::int as n from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = 'executions__run')`;
 		// The compiler refuses this call; a caller that got past it (a cast, plain JS) meets the schema.
 		const wrong = { planId: 'p1' } as unknown as { executionId: string };
 		await expect(enqueueJob(sql(), 'executions__run', wrong)).rejects.toThrow(/^executions__run: invalid payload: executionId: /);
-		const after = await sql()<{ n: number }[]>`select count(*)::int as n from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = 'executions__run')`;
+		const after = await sql()<
+			{ n: number }[]
+		>`select count(*)::int as n from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = 'executions__run')`;
 		expect(after[0].n).toBe(before[0].n);
 	});
 });

@@ -27,7 +27,8 @@ let port = 0;
 const procs: ChildProcess[] = [];
 const clients: postgres.Sql[] = [];
 
-const superuserUrl = (dir: string, p: number) => `postgres://postgres:${encodeURIComponent(readFileSync(path.join(dir, 'pg-password'), 'utf8').trim())}@127.0.0.1:${p}/postgres`;
+const superuserUrl = (dir: string, p: number) =>
+	`postgres://postgres:${encodeURIComponent(readFileSync(path.join(dir, 'pg-password'), 'utf8').trim())}@127.0.0.1:${p}/postgres`;
 const appUrl = (dir: string, p: number) => roleUrl(superuserUrl(dir, p), APP_ROLE, readFileSync(path.join(dir, APP_PASSWORD_FILE), 'utf8').trim());
 
 function connect(url: string): postgres.Sql {
@@ -58,7 +59,10 @@ function startNomos(env: Record<string, string>) {
 	child.stdout!.on('data', (d) => (log.out += d));
 	child.stderr!.on('data', (d) => (log.out += d));
 	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
-	const ready = waitUntil(async () => log.out.includes('worker ready') || exitedEarly(), `the worker to boot:\n${log.out}`, { timeoutMs: 90_000, intervalMs: 50 });
+	const ready = waitUntil(async () => log.out.includes('worker ready') || exitedEarly(), `the worker to boot:\n${log.out}`, {
+		timeoutMs: 90_000,
+		intervalMs: 50
+	});
 	function exitedEarly() {
 		if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}):\n${log.out}`);
 		return false;
@@ -176,7 +180,10 @@ describe('the embedded data dir', () => {
 		// A job added as the app role is run by the worker (as the app role) and leaves the queue.
 		await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
 		await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
-		await waitUntil(async () => (await app`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__slow'`)[0].n === 0, 'the job to leave the queue');
+		await waitUntil(
+			async () => (await app`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__slow'`)[0].n === 0,
+			'the job to leave the queue'
+		);
 		await nomos.stop();
 	}, 180_000);
 
@@ -229,7 +236,7 @@ describe('DATABASE_URL', () => {
 		await nomos.stop();
 	}, 120_000);
 
-	it('with NOMOS_OWNER_DATABASE_URL: migrations run as the owner, DATABASE_URL\'s role is granted the app\'s rights and nothing more', async () => {
+	it("with NOMOS_OWNER_DATABASE_URL: migrations run as the owner, DATABASE_URL's role is granted the app's rights and nothing more", async () => {
 		const ownerUrl = await createTestDatabase();
 		const role = `nomos_ext_${randomBytes(4).toString('hex')}`;
 		const password = randomBytes(12).toString('hex');

@@ -94,7 +94,15 @@ describe('edit before approving', () => {
 		expect(check.hash).toBe(executionHash('pct_create', 'host:strong', { ...e.params, memory: 4096 }));
 		expect(check.hash).not.toBe(e.hash);
 
-		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: check.hash, route: 'button', operator: alice, credential: freshSession() });
+		const r = await approveEdited({
+			executionId: e.id,
+			baseHash: e.hash,
+			params: edited,
+			hash: check.hash,
+			route: 'button',
+			operator: alice,
+			credential: freshSession()
+		});
 		expect(r.ok).toBe(true);
 		const after = await load(e.id);
 		expect(after).toMatchObject({ status: 'approved', hash: check.hash, commandPreview: check.commandPreview, params: { memory: 4096, hostname: 'typetype' } });
@@ -160,13 +168,27 @@ describe('edit before approving', () => {
 		const ok = await checkEdit(e, edited);
 		if (!ok.ok) throw new Error('unexpected');
 		// Params other than the ones the screen's hash names (here: the original command's hash).
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: e.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
+		expect(
+			await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: e.hash, route: 'ops', operator: alice, credential: freshSession() })
+		).toEqual({ ok: false, reason: 'stale' });
 		// A hash for other params than those sent.
 		const other = await checkEdit(e, { ...e.params, memory: 1024 });
 		if (!other.ok) throw new Error('unexpected');
-		expect(await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: other.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
+		expect(
+			await approveEdited({ executionId: e.id, baseHash: e.hash, params: edited, hash: other.hash, route: 'ops', operator: alice, credential: freshSession() })
+		).toEqual({ ok: false, reason: 'stale' });
 		// An edit of a request the screen no longer shows (another base hash).
-		expect(await approveEdited({ executionId: e.id, baseHash: 'f'.repeat(64), params: edited, hash: ok.hash, route: 'ops', operator: alice, credential: freshSession() })).toEqual({ ok: false, reason: 'stale' });
+		expect(
+			await approveEdited({
+				executionId: e.id,
+				baseHash: 'f'.repeat(64),
+				params: edited,
+				hash: ok.hash,
+				route: 'ops',
+				operator: alice,
+				credential: freshSession()
+			})
+		).toEqual({ ok: false, reason: 'stale' });
 
 		const row = await load(e.id);
 		expect(row).toMatchObject({ status: 'awaiting_approval', hash: e.hash, commandPreview: e.commandPreview, params: e.params, edit: null });
@@ -188,7 +210,15 @@ describe('edit before approving', () => {
 				surprise: 'not a field of this action'
 			}
 		});
-		const r = await approveEdited({ executionId: e.id, baseHash: e.hash, params: bad, hash: e.hash, route: 'button', operator: alice, credential: freshSession() });
+		const r = await approveEdited({
+			executionId: e.id,
+			baseHash: e.hash,
+			params: bad,
+			hash: e.hash,
+			route: 'button',
+			operator: alice,
+			credential: freshSession()
+		});
 		expect(r).toMatchObject({ ok: false, reason: 'invalid', fieldErrors: { memory: expect.any(String), hostname: expect.any(String) } });
 		// The browser's check (the same zod schema, for the action the form names) says exactly what the server said.
 		expect(paramErrors(editForm(e)!.action, bad)).toEqual(c.ok ? null : c.fieldErrors);

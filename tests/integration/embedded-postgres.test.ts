@@ -68,7 +68,12 @@ describe('embedded Postgres', () => {
 		// A separate node process starts the server and is then killed with SIGKILL.
 		const child = spawn(
 			process.execPath,
-			['--import', 'tsx', '-e', `import('./src/lib/server/db/embedded.js').then(m => m.startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} })).then(s => console.log('pid=' + s.pid))`],
+			[
+				'--import',
+				'tsx',
+				'-e',
+				`import('./src/lib/server/db/embedded.js').then(m => m.startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} })).then(s => console.log('pid=' + s.pid))`
+			],
 			{ stdio: ['ignore', 'pipe', 'inherit'] }
 		);
 		const pid = await new Promise<number>((resolve) => {
@@ -140,7 +145,12 @@ describe('embedded Postgres', () => {
 				NOMOS_OPERATOR_PASSWORD: ''
 			});
 			procs.push(child);
-			return { child, log, exited, ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 120_000, intervalMs: 50 }) };
+			return {
+				child,
+				log,
+				exited,
+				ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 120_000, intervalMs: 50 })
+			};
 		}
 		function postmasterPid(): number | null {
 			try {
@@ -192,7 +202,12 @@ describe('embedded Postgres', () => {
 			third.child.kill('SIGTERM');
 			expect(await third.exited, third.log.out).toEqual({ code: 0, signal: null });
 			expect(alive(pid)).toBe(true);
-			expect(await query(`postgres://postgres:${encodeURIComponent(readFileSync(path.join(appDir, 'pg-password'), 'utf8').trim())}@127.0.0.1:${port}/postgres`, 'select 1 as one')).toEqual([{ one: 1 }]);
+			expect(
+				await query(
+					`postgres://postgres:${encodeURIComponent(readFileSync(path.join(appDir, 'pg-password'), 'utf8').trim())}@127.0.0.1:${port}/postgres`,
+					'select 1 as one'
+				)
+			).toEqual([{ one: 1 }]);
 
 			other.child.kill('SIGTERM');
 			expect(await other.exited, other.log.out).toEqual({ code: 0, signal: null });

@@ -21,7 +21,11 @@ describe('event log NOTIFY', () => {
 				})
 				.catch(() => undefined);
 			await writer.begin(async (tx) => {
-				await emitEvent(tx, { sessionId: '00000000-0000-0000-0000-000000000001', type: 'question.raised', payload: { questionId: '00000000-0000-4000-8000-000000000001', prompt: 'which host?' } });
+				await emitEvent(tx, {
+					sessionId: '00000000-0000-0000-0000-000000000001',
+					type: 'question.raised',
+					payload: { questionId: '00000000-0000-4000-8000-000000000001', prompt: 'which host?' }
+				});
 			});
 			// Notifications arrive in commit order: once a last committed event is in, a notification
 			// for the rolled-back one (the same type) would be in too.

@@ -65,10 +65,14 @@ function startWorker(): TsChild {
 
 async function ready(...ws: TsChild[]) {
 	for (const w of ws) {
-		await waitUntil(async () => {
-			const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
-			return row.n === 1 && w.log.out.includes('worker ready');
-		}, `worker ${w.pid} to be ready:\n${w.log.out}`, { timeoutMs: 90_000, intervalMs: 100 });
+		await waitUntil(
+			async () => {
+				const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
+				return row.n === 1 && w.log.out.includes('worker ready');
+			},
+			`worker ${w.pid} to be ready:\n${w.log.out}`,
+			{ timeoutMs: 90_000, intervalMs: 100 }
+		);
 	}
 }
 
@@ -88,20 +92,28 @@ async function approved(action: string, vmid: number, tag: string): Promise<{ id
  * fault, which that invocation has read already, so that a later one does not wait.
  */
 async function heldMidStep(id: string, label: string, argv: string[]): Promise<{ e: ExecutionRow; pgid: number }> {
-	const e = await waitUntil(async () => {
-		const e = await getExecution(sql(), id);
-		return e?.status === 'running' && e.steps.some((s) => s.label === label && s.pgid && s.finishedAt === undefined) ? e : null;
-	}, `${label} to be running on the host`, { timeoutMs: 60_000, intervalMs: 50 });
+	const e = await waitUntil(
+		async () => {
+			const e = await getExecution(sql(), id);
+			return e?.status === 'running' && e.steps.some((s) => s.label === label && s.pgid && s.finishedAt === undefined) ? e : null;
+		},
+		`${label} to be running on the host`,
+		{ timeoutMs: 60_000, intervalMs: 50 }
+	);
 	await waitUntil(async () => (await ran(...argv)) === 1, `${argv.join(' ')} to reach the host's tool`, { timeoutMs: 30_000, intervalMs: 20 });
 	await pve.setFault('slow', null);
 	return { e, pgid: e.steps.find((s) => s.label === label)!.pgid! };
 }
 
 const terminal = (id: string, timeoutMs = 60_000) =>
-	waitUntil(async () => {
-		const e = await getExecution(sql(), id);
-		return e && ['succeeded', 'failed', 'cancelled', 'interrupted'].includes(e.status) ? e : null;
-	}, `execution ${id} to end`, { timeoutMs, intervalMs: 100 });
+	waitUntil(
+		async () => {
+			const e = await getExecution(sql(), id);
+			return e && ['succeeded', 'failed', 'cancelled', 'interrupted'].includes(e.status) ? e : null;
+		},
+		`execution ${id} to end`,
+		{ timeoutMs, intervalMs: 100 }
+	);
 
 const ran = async (...argv: string[]) => (await pve.argvLog()).filter((a) => argv.every((x, i) => a[i] === x)).length;
 
@@ -124,7 +136,10 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		const { pgid } = await heldMidStep(id, 'pct destroy', ['pct', 'destroy', '103']);
 		a.child.kill('SIGKILL');
 		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+			timeoutMs: 10_000,
+			intervalMs: 50
+		});
 		const [r] = await recoverDeadProcesses(sql());
 		expect(r.handedOver).toEqual([]);
 		expect(r.interrupted).toEqual([id]);
@@ -145,7 +160,10 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		const { e: before, pgid } = await heldMidStep(id, 'pct start', ['pct', 'start', '101']);
 		a.child.kill('SIGKILL');
 		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+			timeoutMs: 10_000,
+			intervalMs: 50
+		});
 		const [r] = await recoverDeadProcesses(sql());
 		expect(r.handedOver).toEqual([id]);
 		expect(r.interrupted).toEqual([]);
@@ -158,7 +176,9 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		const e = await terminal(id);
 		expect(e.status).toBe('succeeded');
 		expect(e.hash).toBe(before.hash);
-		expect(e.result).toMatch(/^CT 101 started \(resumed after the worker stopped — its worker process \(pid \d+ on .+\) died: the read-back found it not done, so it ran again and was verified\)$/);
+		expect(e.result).toMatch(
+			/^CT 101 started \(resumed after the worker stopped — its worker process \(pid \d+ on .+\) died: the read-back found it not done, so it ran again and was verified\)$/
+		);
 		expect(alive(pgid)).toBe(false);
 		expect(e.steps.map((s) => [s.label, s.kind ?? null])).toEqual([
 			['pct start', null],
@@ -227,18 +247,28 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 		const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Start 104', steps));
 		await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
 		const a = startWorker();
-		const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', { timeoutMs: 90_000, intervalMs: 100 });
+		const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', {
+			timeoutMs: 90_000,
+			intervalMs: 100
+		});
 		await heldMidStep(step1, 'pct start', ['pct', 'start', '104']);
 		a.child.kill('SIGKILL');
 		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+			timeoutMs: 10_000,
+			intervalMs: 50
+		});
 		expect((await recoverDeadProcesses(sql()))[0].handedOver).toEqual([step1]);
 		startWorker();
 
-		const done = await waitUntil(async () => {
-			const p = await getPlan(sql(), plan.id);
-			return p && p.status !== 'approved' ? p : null;
-		}, 'the plan to end', { timeoutMs: 90_000, intervalMs: 100 });
+		const done = await waitUntil(
+			async () => {
+				const p = await getPlan(sql(), plan.id);
+				return p && p.status !== 'approved' ? p : null;
+			},
+			'the plan to end',
+			{ timeoutMs: 90_000, intervalMs: 100 }
+		);
 		expect(done.status).toBe('succeeded');
 		expect((await getExecution(sql(), step1))!).toMatchObject({ status: 'succeeded', resumes: 1 });
 		expect((await getExecution(sql(), done.steps[1].executionId!))!.status).toBe('succeeded');

@@ -16,9 +16,7 @@ import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
-import {
-	DEBIAN, addHost, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, useHub, waitUntil
-} from '../helpers/executions';
+import { DEBIAN, addHost, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, useHub, waitUntil } from '../helpers/executions';
 
 // As the app's role, as Nomos connects: the whole path works with the rights it is granted.
 useTestDatabase({ as: 'app' });
@@ -94,10 +92,28 @@ describe('pct_create, approved and run', () => {
 		// The vmid was resolved on the host at request time, not left to the run.
 		expect(duringRequest).toEqual([['pvesh', 'get', '/cluster/nextid']]);
 		const argv = [
-			'pct', 'create', String(vmid), DEBIAN,
-			'--hostname', 'typetype', '--cores', '2', '--memory', '2048', '--swap', '512',
-			'--rootfs', 'local-lvm:8', '--net0', 'name=eth0,bridge=vmbr0,ip=dhcp',
-			'--unprivileged', '1', '--features', 'nesting=1', '--start', '1'
+			'pct',
+			'create',
+			String(vmid),
+			DEBIAN,
+			'--hostname',
+			'typetype',
+			'--cores',
+			'2',
+			'--memory',
+			'2048',
+			'--swap',
+			'512',
+			'--rootfs',
+			'local-lvm:8',
+			'--net0',
+			'name=eth0,bridge=vmbr0,ip=dhcp',
+			'--unprivileged',
+			'1',
+			'--features',
+			'nesting=1',
+			'--start',
+			'1'
 		];
 		expect(r.via).toBe('approval');
 		expect(r.execution).toMatchObject({
@@ -148,7 +164,12 @@ describe('pct_create, approved and run', () => {
 		expect(ct?.lock).toBeUndefined();
 
 		// Queued in the transaction that finished it: an inventory refresh and the session's continuation.
-		expect(await jobs('inventory__sync')).toContainEqual({ task: 'inventory__sync', payload: { host: 'strong' }, key: 'inventory__sync:strong', queue: 'inventory' });
+		expect(await jobs('inventory__sync')).toContainEqual({
+			task: 'inventory__sync',
+			payload: { host: 'strong' },
+			key: 'inventory__sync:strong',
+			queue: 'inventory'
+		});
 		expect(await jobs('agent__continue_session')).toContainEqual({
 			task: 'agent__continue_session',
 			payload: { sessionId, executionId: id },
@@ -283,11 +304,16 @@ describe('staleness', () => {
 });
 
 describe('real command errors', () => {
-	it('destroying a CT started after its approval fails with the host\'s own error text', async () => {
+	it("destroying a CT started after its approval fails with the host's own error text", async () => {
 		// Running when asked would be refused before approval (before-approval.test.ts): stopped then, started behind Nomos's back after.
 		await pve.patchCt(102, { status: 'stopped' });
 		const r = await request({ target: 'strong/102', action: 'pct_destroy', params: {}, reason: 'remove web' });
-		expect(r.execution).toMatchObject({ status: 'awaiting_approval', classification: 'destructive', commandPreview: "'pct' 'destroy' '102' '--purge'", beforeApproval: null });
+		expect(r.execution).toMatchObject({
+			status: 'awaiting_approval',
+			classification: 'destructive',
+			commandPreview: "'pct' 'destroy' '102' '--purge'",
+			beforeApproval: null
+		});
 		const id = r.execution.id;
 		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
 		await pve.patchCt(102, { status: 'running' });
@@ -527,6 +553,10 @@ describe('a deploy that finishes', () => {
 		const runs = await Promise.all((await getPlan(sql(), plan!.id))!.steps.map((s) => load(s.executionId!)));
 		expect(runs[4].steps[0].stdoutTail).toBe('active\n');
 		expect(runs.map((e) => e.decision?.route ?? null)).toEqual(['plan', 'plan', 'plan', 'plan', null, null]);
-		expect((await pve.containers()).find((c) => c.vmid === 170)).toMatchObject({ hostname: 'typetype', status: 'running', ostemplate: `local:vztmpl/${template}` });
+		expect((await pve.containers()).find((c) => c.vmid === 170)).toMatchObject({
+			hostname: 'typetype',
+			status: 'running',
+			ostemplate: `local:vztmpl/${template}`
+		});
 	});
 });

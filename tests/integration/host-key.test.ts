@@ -121,7 +121,7 @@ describe('host key pinning', () => {
 		}
 	});
 
-	it('the same host row with the impostor\'s own fingerprint connects, so the refusal is the host key alone', async () => {
+	it("the same host row with the impostor's own fingerprint connects, so the refusal is the host key alone", async () => {
 		const evil = (await getHostByName(sql(), 'evil'))!;
 		const c = await connect({ ...evil, hostKeyFingerprint: impostor.hostKeyFingerprint });
 		c.end();
@@ -146,7 +146,9 @@ describe('host key pinning', () => {
 		await runExecution(r.execution.id);
 		const e = (await getExecution(sql(), r.execution.id))!;
 		expect(e.status).toBe('failed');
-		expect(e.error).toContain(`host key of evil does not match the pinned fingerprint (expected ${real.hostKeyFingerprint}, got ${impostor.hostKeyFingerprint})`);
+		expect(e.error).toContain(
+			`host key of evil does not match the pinned fingerprint (expected ${real.hostKeyFingerprint}, got ${impostor.hostKeyFingerprint})`
+		);
 		expect(e.steps).toEqual([]);
 		expect(e.startedAt).not.toBeNull();
 		expect(e.finishedAt).not.toBeNull();

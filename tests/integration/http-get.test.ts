@@ -89,8 +89,7 @@ const other = http.createServer((_req, res) => {
 	res.writeHead(200, { 'content-type': 'text/plain' }).end('internal secret');
 });
 
-const listen = (s: http.Server) =>
-	new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
+const listen = (s: http.Server) => new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
 
 beforeAll(async () => {
 	port = await listen(main);

@@ -49,15 +49,34 @@ async function ask(text: string): Promise<string> {
 const CT = 'lxc:strong/100';
 const three = [
 	{ id: 'h1', statement: 'The container is stopped', evidence: ['c-list'], check: { action: 'pct_status', target: CT }, confidence: 'high' },
-	{ id: 'h2', statement: 'The caddy unit failed', evidence: ['c-state'], check: { action: 'service_status', target: CT, params: { unit: 'caddy' } }, confidence: 'medium' },
-	{ id: 'h3', statement: 'The container ran out of memory', evidence: ['c-list', 'c-state'], check: { action: 'get_lxc_state', params: { name: 'caddy' } }, confidence: 'low' }
+	{
+		id: 'h2',
+		statement: 'The caddy unit failed',
+		evidence: ['c-state'],
+		check: { action: 'service_status', target: CT, params: { unit: 'caddy' } },
+		confidence: 'medium'
+	},
+	{
+		id: 'h3',
+		statement: 'The container ran out of memory',
+		evidence: ['c-list', 'c-state'],
+		check: { action: 'get_lxc_state', params: { name: 'caddy' } },
+		confidence: 'low'
+	}
 ];
-const look = { toolCalls: [{ id: 'c-list', name: 'list_lxcs', args: {} }, { id: 'c-state', name: 'get_lxc_state', args: { name: 'caddy' } }] };
+const look = {
+	toolCalls: [
+		{ id: 'c-list', name: 'list_lxcs', args: {} },
+		{ id: 'c-state', name: 'get_lxc_state', args: { name: 'caddy' } }
+	]
+};
 
 /** The results of a session's calls of one tool, in order. */
 async function results(sessionId: string, tool: string): Promise<unknown[]> {
 	const parts = (await listMessages(sql(), sessionId)).flatMap((m) => m.parts);
-	return parts.filter((p) => isToolPart(p) && getToolName(p) === tool).map((p) => (isToolPart(p) ? (callError(p) ?? (p.state === 'output-available' ? p.output : p.state)) : null));
+	return parts
+		.filter((p) => isToolPart(p) && getToolName(p) === tool)
+		.map((p) => (isToolPart(p) ? (callError(p) ?? (p.state === 'output-available' ? p.output : p.state)) : null));
 }
 
 async function executionsNow(): Promise<Array<{ action: string; status: string; classification: string }>> {
@@ -112,7 +131,15 @@ describe('hypotheses', () => {
 
 		// "Pursue this": the operator's message names the stored hypothesis (whatever text came with it) and keeps the pick.
 		const pick = (hypothesisId: string) =>
-			sendOperatorMessage({ sessionId, text: 'whatever the page said', shownExecutionIds: [], operatorId, credential: freshSession(), token: null, pursue: { setId: 'c-hyp', hypothesisId } });
+			sendOperatorMessage({
+				sessionId,
+				text: 'whatever the page said',
+				shownExecutionIds: [],
+				operatorId,
+				credential: freshSession(),
+				token: null,
+				pursue: { setId: 'c-hyp', hypothesisId }
+			});
 		await expect(pick('h9')).rejects.toThrow('That hypothesis is not in this chat.');
 		await pick('h2');
 		const sent = (await listMessages(sql(), sessionId)).at(-1)!;
@@ -128,7 +155,9 @@ describe('hypotheses', () => {
 		expect(review!.hypotheses.map((s) => [s.index, s.pursued, s.hypotheses.map((h) => h.verdict)])).toEqual([[1, 'h2', ['refuted', 'confirmed', 'open']]]);
 		const md = (await reviewSessionMarkdown(sessionId))!;
 		expect(md).toContain('## Hypotheses');
-		expect(md).toContain('- `h2` **confirmed** (medium confidence): The caddy unit failed; evidence c-state; check `service_status lxc:strong/100` — the unit is not active (c-chk2) — **pursued by the operator**');
+		expect(md).toContain(
+			'- `h2` **confirmed** (medium confidence): The caddy unit failed; evidence c-state; check `service_status lxc:strong/100` — the unit is not active (c-chk2) — **pursued by the operator**'
+		);
 	});
 
 	it('refuses a mutation as a check, evidence that is no tool call of the session, and a verdict whose evidence never ran the check', async () => {
@@ -145,7 +174,15 @@ describe('hypotheses', () => {
 			{ toolCalls: [{ id: 'r1', name: 'present_hypotheses', args: { hypotheses: [stop, three[1]] } }] },
 			{ toolCalls: [{ id: 'r2', name: 'present_hypotheses', args: { hypotheses: [three[0], exec] } }] },
 			{ toolCalls: [{ id: 'r3', name: 'present_hypotheses', args: { hypotheses: [three[0], { ...three[1], evidence: ['o-list'] }] } }] },
-			{ toolCalls: [{ id: 'r4', name: 'present_hypotheses', args: { hypotheses: [three[0], { ...three[1], check: { action: 'http_get', params: { url: 'http://x' } } }] } }] },
+			{
+				toolCalls: [
+					{
+						id: 'r4',
+						name: 'present_hypotheses',
+						args: { hypotheses: [three[0], { ...three[1], check: { action: 'http_get', params: { url: 'http://x' } } }] }
+					}
+				]
+			},
 			{ toolCalls: [{ id: 'ok', name: 'present_hypotheses', args: { hypotheses: [three[0], three[1]] } }] },
 			{ toolCalls: [{ id: 'r5', name: 'mark_hypothesis', args: { id: 'h1', verdict: 'confirmed', result: 'it is stopped', evidence: ['c-list'] } }] },
 			{ toolCalls: [{ id: 'r6', name: 'mark_hypothesis', args: { id: 'h9', verdict: 'confirmed', result: 'x', evidence: ['c-list'] } }] },

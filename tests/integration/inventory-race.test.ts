@@ -33,7 +33,9 @@ afterAll(async () => {
 });
 
 const entity = async (vmid: number) =>
-	(await sql()<{ status: string | null }[]>`select attributes ->> 'status' as status from entities where kind = 'lxc' and external_id = ${`strong/${vmid}`}`)[0] ?? null;
+	(
+		await sql()<{ status: string | null }[]>`select attributes ->> 'status' as status from entities where kind = 'lxc' and external_id = ${`strong/${vmid}`}`
+	)[0] ?? null;
 
 /**
  * Starts a whole-host sync that has listed the containers and then waits on one `pct config`
@@ -122,7 +124,10 @@ describe('inventory writes ordered by when they read', () => {
 			await second.setFault('slow', { tool: 'pct', match: 'config 300', ms: 1500 });
 			const from = (await second.argvLog()).length;
 			const sync = syncHost(spare);
-			await waitUntil(async () => (await second.argvLog()).slice(from).some((a) => a.join(' ') === 'pct config 300') || null, 'the sync reading CT 300', { timeoutMs: 10_000, intervalMs: 10 });
+			await waitUntil(async () => (await second.argvLog()).slice(from).some((a) => a.join(' ') === 'pct config 300') || null, 'the sync reading CT 300', {
+				timeoutMs: 10_000,
+				intervalMs: 10
+			});
 			expect(await sql().begin((tx) => deleteHost(tx, spare.id))).toBe(true);
 			expect(await sync).toMatchObject({ ok: true });
 			const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from entities where host_name = 'spare' or external_id = 'spare'`;

@@ -35,7 +35,10 @@ afterAll(async () => {
 });
 
 const listLxcs = (input: { host?: string } = {}) =>
-	listLxcsTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } }).execute!(input, { toolCallId: 't', messages: [] }) as unknown as Promise<{
+	listLxcsTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } }).execute!(input, {
+		toolCallId: 't',
+		messages: []
+	}) as unknown as Promise<{
 		count: number;
 		containers: Array<{ vmid: number; name: string }>;
 		inventoryAsOf: Record<string, { syncedAt: string | null; ageSeconds: number | null }>;

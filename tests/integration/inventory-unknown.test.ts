@@ -29,8 +29,8 @@ type Row = { vmid: number; name: string; status: string; ips: string[]; stale?: 
 const listLxcs = (input: { host?: string } = {}) => call<{ count: number; containers: Row[]; warnings?: string[] }>(listLxcsTool(ctx()), input);
 
 const cts = async () =>
-	(await sql()<{ externalId: string; name: string; attributes: Record<string, unknown>; seenAt: string }[]>`
-		select external_id as "externalId", name, attributes, seen_at as "seenAt" from entities where kind = 'lxc' and host_name = 'strong' order by external_id`);
+	await sql()<{ externalId: string; name: string; attributes: Record<string, unknown>; seenAt: string }[]>`
+		select external_id as "externalId", name, attributes, seen_at as "seenAt" from entities where kind = 'lxc' and host_name = 'strong' order by external_id`;
 const host = async (name = 'strong') => (await getHostByName(sql(), name))!;
 const READ_MS = 2_500;
 const strong = async () => syncHost(await host(), { timeoutMs: READ_MS });
@@ -77,7 +77,11 @@ describe('a read that does not answer changes nothing', () => {
 		const h = await host();
 		expect(h.unansweredSince).not.toBeNull();
 		expect(h.lastAnswerAt).toBe(answeredAt);
-		expect(await hostReachability(sql(), 'strong')).toMatchObject({ state: 'offline', lastAnswerAt: answeredAt, why: expect.stringMatching(/^strong has not answered since \d\d:\d\d UTC: .*timed out/) });
+		expect(await hostReachability(sql(), 'strong')).toMatchObject({
+			state: 'offline',
+			lastAnswerAt: answeredAt,
+			why: expect.stringMatching(/^strong has not answered since \d\d:\d\d UTC: .*timed out/)
+		});
 	});
 
 	it('list_lxcs says each guest is unknown now, as last seen and why; it never says fewer guests', async () => {
@@ -128,7 +132,13 @@ describe('a read that does not answer changes nothing', () => {
 		for (const c of after) {
 			const was = before.get(c.externalId)!;
 			expect(c.name).toBe(was.name);
-			expect(c.attributes).toMatchObject({ hostname: was.attributes.hostname, ips: was.attributes.ips, ipMode: was.attributes.ipMode, ostype: was.attributes.ostype, configAsOf: was.seenAt });
+			expect(c.attributes).toMatchObject({
+				hostname: was.attributes.hostname,
+				ips: was.attributes.ips,
+				ipMode: was.attributes.ipMode,
+				ostype: was.attributes.ostype,
+				configAsOf: was.seenAt
+			});
 			expect(c.attributes.configError).toMatch(/pct config \d+: timed out/);
 		}
 		expect(after[0].attributes).toMatchObject({ ips: ['10.0.0.5'], ipMode: 'static', hostname: 'caddy', status: 'running' });
@@ -155,7 +165,12 @@ describe('hostReachability', () => {
 	it('up, offline (never answered), unknown (unpinned, not configured)', async () => {
 		expect(await hostReachability(sql(), 'strong')).toMatchObject({ state: 'up', since: expect.any(String) });
 		await syncHost(await host('cold'), { timeoutMs: READ_MS });
-		expect(await hostReachability(sql(), 'cold')).toMatchObject({ state: 'offline', lastAnswerAt: null, since: expect.any(String), why: expect.stringMatching(/^cold has never answered/) });
+		expect(await hostReachability(sql(), 'cold')).toMatchObject({
+			state: 'offline',
+			lastAnswerAt: null,
+			since: expect.any(String),
+			why: expect.stringMatching(/^cold has never answered/)
+		});
 		await sql()`insert into hosts (name, address, port, username, key_path) values ('fresh', '127.0.0.1', 1, 'root', '/k')`;
 		expect(await hostReachability(sql(), 'fresh')).toMatchObject({ state: 'unknown', why: expect.stringMatching(/not pinned/) });
 		expect(await hostReachability(sql(), 'nope')).toMatchObject({ state: 'unknown', why: 'no host named "nope" is configured in Nomos' });

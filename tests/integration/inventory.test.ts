@@ -273,10 +273,19 @@ describe('fleet tools', () => {
 		const r: Loose = await tools().get_state_snapshot.execute!({}, call);
 		expect(r.totals).toEqual({ hosts: 3, containers: 3, running: 2, stopped: 1 });
 		const strong = r.hosts.find((h: Loose) => h.name === 'strong');
-		expect(strong).toMatchObject({ status: 'online', cpus: 8, memLimitMb: 32768, uptime: '14d 0h', containers: { total: 3, running: 2, stopped: 1, other: 0 } });
+		expect(strong).toMatchObject({
+			status: 'online',
+			cpus: 8,
+			memLimitMb: 32768,
+			uptime: '14d 0h',
+			containers: { total: 3, running: 2, stopped: 1, other: 0 }
+		});
 		expect(strong.cts[0]).toMatch(/^100 caddy running cpu [\d.]+% mem \d+\/1024MB up 1h 0m ip 10\.0\.0\.5$/);
 		expect(strong.cts[1]).toBe('101 db stopped mem limit 2048MB ip dhcp');
-		expect(r.hosts.find((h: Loose) => h.name === 'down')).toMatchObject({ status: expect.stringMatching(/^offline\/unknown: down has never answered/), syncedAt: null });
+		expect(r.hosts.find((h: Loose) => h.name === 'down')).toMatchObject({
+			status: expect.stringMatching(/^offline\/unknown: down has never answered/),
+			syncedAt: null
+		});
 		expect(r.hosts.find((h: Loose) => h.name === 'unpinned')).toMatchObject({ status: 'unpinned' });
 	});
 });

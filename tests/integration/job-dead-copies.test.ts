@@ -59,9 +59,11 @@ async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recover
 	const w = startWorker();
 	try {
 		await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
-		await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch((e: Error) => {
-			throw new Error(`${e.message}:\n${w.log.out}`);
-		});
+		await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch(
+			(e: Error) => {
+				throw new Error(`${e.message}:\n${w.log.out}`);
+			}
+		);
 		if (opts.supersede) {
 			await cronTick();
 			const [running] = (await syncJobs()).filter((j) => j.locked);
@@ -124,7 +126,10 @@ describe('an inventory sync whose worker is SIGKILLed', () => {
 		// The chaos bench's two "gave up" inventory__sync: superseded, then lost with their worker.
 		for (let i = 0; i < 2; i++) await killMidSync({ supersede: true, by: 'recovery' });
 		const jobs = await syncJobs();
-		expect(jobs.filter((j) => j.attempts >= j.maxAttempts), 'superseded copies left as "gave up"').toEqual([]);
+		expect(
+			jobs.filter((j) => j.attempts >= j.maxAttempts),
+			'superseded copies left as "gave up"'
+		).toEqual([]);
 		expect(jobs).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
 	}, 180_000);
 });

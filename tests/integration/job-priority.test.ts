@@ -50,7 +50,11 @@ describe('job priorities', () => {
 		await enqueueJob(sql(), 'test__run', {}, { priority: PRIORITY.execution });
 		await enqueueJob(sql(), 'test__reply', {}, { priority: PRIORITY.reply });
 		await enqueueJob(sql(), 'test__plain', {});
-		await runOnce({ connectionString: dbUrl(), concurrency: 1, taskList: { test__sync: record('sync'), test__run: record('run'), test__reply: record('reply'), test__plain: record('plain') } });
+		await runOnce({
+			connectionString: dbUrl(),
+			concurrency: 1,
+			taskList: { test__sync: record('sync'), test__run: record('run'), test__reply: record('reply'), test__plain: record('plain') }
+		});
 		expect(ran).toEqual(['reply', 'run', 'plain', 'sync', 'sync']);
 	});
 
@@ -91,7 +95,9 @@ describe('job priorities', () => {
 	it('turns are queued as replies; the recurring jobs as background', async () => {
 		const sessionId = await sql().begin((tx) => createSession(tx, null, 'prio'));
 		await sql().begin((tx) => requestTurn(tx, { sessionId, origin: 'chat' }));
-		const [job] = await sql()<{ priority: number }[]>`select priority from graphile_worker.jobs where task_identifier = 'agent__run_turn' and queue_name = ${'session:' + sessionId}`;
+		const [job] = await sql()<
+			{ priority: number }[]
+		>`select priority from graphile_worker.jobs where task_identifier = 'agent__run_turn' and queue_name = ${'session:' + sessionId}`;
 		expect(job.priority).toBe(PRIORITY.reply);
 		const items = parseCrontab(crontab({ inventorySync: true }));
 		expect(items.map((i) => [i.task, i.options.priority])).toEqual([

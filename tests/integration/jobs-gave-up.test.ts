@@ -58,10 +58,14 @@ describe('jobs that gave up', () => {
 		expect(await listGaveUpJobs(sql())).toEqual([]);
 		await enqueueJob(sql(), 'test__always_fails', { webhookUrl: SECRET_URL }, { maxAttempts: 2 });
 		const before = Date.now();
-		const [group] = await waitUntil(async () => {
-			const l = await listGaveUpJobs(sql());
-			return l.length ? l : null;
-		}, 'the job to use up its two attempts', { timeoutMs: 20_000, intervalMs: 100 });
+		const [group] = await waitUntil(
+			async () => {
+				const l = await listGaveUpJobs(sql());
+				return l.length ? l : null;
+			},
+			'the job to use up its two attempts',
+			{ timeoutMs: 20_000, intervalMs: 100 }
+		);
 		expect(tries).toBe(2);
 		expect(group).toMatchObject({ task: 'test__always_fails', count: 1, retryable: false });
 		expect(group.reason).toBe('POST https://hooks.example.net/… answered 502 (Authorization: Bearer •••)');

@@ -4,14 +4,7 @@ import path from 'node:path';
 import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
-import {
-	createKnowledge,
-	deleteKnowledge,
-	getKnowledge,
-	listKnowledge,
-	searchKnowledge,
-	updateKnowledge
-} from '../../src/lib/server/db/queries/knowledge';
+import { createKnowledge, deleteKnowledge, getKnowledge, listKnowledge, searchKnowledge, updateKnowledge } from '../../src/lib/server/db/queries/knowledge';
 import { importKnowledgeDir, titleOf } from '../../src/lib/server/knowledge/import';
 import { searchKnowledgeTool } from '../../src/lib/server/agent/tools/search-knowledge';
 import { knowledgeRouter } from '../../src/lib/server/trpc/routers/knowledge';
@@ -216,7 +209,12 @@ describe('importing a knowledge directory', () => {
 		const third = await importKnowledgeDir(dir);
 		expect(third).toMatchObject({ imported: 2, created: 1, updated: 1, unchanged: 0, removed: 1 });
 		const after = await listKnowledge(sql());
-		expect(after.filter((n) => n.source === 'file').map((n) => [n.sourcePath, n.title]).sort()).toEqual([
+		expect(
+			after
+				.filter((n) => n.source === 'file')
+				.map((n) => [n.sourcePath, n.title])
+				.sort()
+		).toEqual([
 			['hosts/new.md', 'new'],
 			['hosts/strong/gpu.md', 'GPU passthrough']
 		]);

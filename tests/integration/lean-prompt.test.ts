@@ -68,7 +68,11 @@ describe('a lean prompt', () => {
 		);
 		await runTurn({ sessionId, origin: 'chat' });
 		await say(sessionId, 'and how is the fleet?');
-		llm.push({ toolCalls: [{ name: 'get_state_snapshot', args: {} }] }, { toolCalls: [{ name: 'describe_action', args: { action: 'pct_create' } }] }, { text: 'All fine.' });
+		llm.push(
+			{ toolCalls: [{ name: 'get_state_snapshot', args: {} }] },
+			{ toolCalls: [{ name: 'describe_action', args: { action: 'pct_create' } }] },
+			{ text: 'All fine.' }
+		);
 		await runTurn({ sessionId, origin: 'chat' });
 
 		const sent = chats();
@@ -77,7 +81,20 @@ describe('a lean prompt', () => {
 		expect(first.total).toBeLessThanOrEqual(2000);
 		const names = (sent[0].body!.tools ?? []).map((t) => t.function.name).sort();
 		expect(names).toEqual(
-			['ask_operator', 'describe_action', 'get_entity', 'get_execution_status', 'get_lxc_state', 'get_state_snapshot', 'http_get', 'list_entities', 'list_lxcs', 'propose_plan', 'request_execution', 'search_knowledge'].sort()
+			[
+				'ask_operator',
+				'describe_action',
+				'get_entity',
+				'get_execution_status',
+				'get_lxc_state',
+				'get_state_snapshot',
+				'http_get',
+				'list_entities',
+				'list_lxcs',
+				'propose_plan',
+				'request_execution',
+				'search_knowledge'
+			].sort()
 		);
 		// The prefix a server caches: the system message and the tool definitions, byte for byte. The
 		// hypothesis tools join once the session has a result to cite (tools/index.ts), at the end, so
@@ -88,14 +105,18 @@ describe('a lean prompt', () => {
 			expect(system(i), `request ${i}`).toBe(system(0));
 			expect(JSON.stringify(tools(i)), `request ${i}`).toBe(JSON.stringify(tools(1)));
 		}
-		expect(tools(1).slice(-2).map((t) => t.function.name)).toEqual(['present_hypotheses', 'mark_hypothesis']);
+		expect(
+			tools(1)
+				.slice(-2)
+				.map((t) => t.function.name)
+		).toEqual(['present_hypotheses', 'mark_hypothesis']);
 		expect(JSON.stringify(tools(1).slice(0, -2))).toBe(JSON.stringify(tools(0)));
 		// And the conversation only grows at its end: each request starts with the one before it (same turn).
 		const history = (i: number) => JSON.stringify(sent[i].body!.messages).slice(0, -1);
 		expect(history(2).startsWith(history(1))).toBe(true);
 	});
 
-	it('the guide is in knowledge notes that search_knowledge finds, and an import of the operator\'s notes leaves them', async () => {
+	it("the guide is in knowledge notes that search_knowledge finds, and an import of the operator's notes leaves them", async () => {
 		const r = await seedGuideNotes();
 		expect(r.created).toBeGreaterThanOrEqual(3);
 		expect((await seedGuideNotes()).created + (await seedGuideNotes()).updated).toBe(0);

@@ -41,8 +41,7 @@ async function collect<T extends ToolSet>(stream: AsyncIterable<TextStreamPart<T
 	} catch (err) {
 		thrown = err;
 	}
-	const ofType = <K extends TextStreamPart<T>['type']>(type: K) =>
-		parts.filter((p): p is Extract<TextStreamPart<T>, { type: K }> => p.type === type);
+	const ofType = <K extends TextStreamPart<T>['type']>(type: K) => parts.filter((p): p is Extract<TextStreamPart<T>, { type: K }> => p.type === type);
 	return { parts, thrown, ofType };
 }
 
@@ -83,10 +82,7 @@ describe('happy paths', () => {
 	});
 
 	it('parses and executes a tool call, then sends the tool result back', async () => {
-		llm.push(
-			{ toolCalls: [{ name: 'get_vm', args: { vmid: 101, node: 'pve1' }, id: 'call_abc' }], text: 'Let me check.' },
-			{ text: 'VM 101 is running.' }
-		);
+		llm.push({ toolCalls: [{ name: 'get_vm', args: { vmid: 101, node: 'pve1' }, id: 'call_abc' }], text: 'Let me check.' }, { text: 'VM 101 is running.' });
 		const result = run('status of vm 101?', { steps: 3 });
 		const { ofType, thrown } = await collect(result.fullStream);
 
@@ -269,8 +265,20 @@ describe('wire format', () => {
 	});
 
 	it('counts the prompt as a server does: the messages and the tool definitions, in o200k tokens', async () => {
-		const messages = [{ role: 'system', content: 'You are a test.' }, { role: 'user', content: 'list the containers on strong' }];
-		const tools = [{ type: 'function', function: { name: 'list_lxcs', description: 'Every container with its status, CPU and memory.', parameters: { type: 'object', properties: { host: { type: 'string' } } } } }];
+		const messages = [
+			{ role: 'system', content: 'You are a test.' },
+			{ role: 'user', content: 'list the containers on strong' }
+		];
+		const tools = [
+			{
+				type: 'function',
+				function: {
+					name: 'list_lxcs',
+					description: 'Every container with its status, CPU and memory.',
+					parameters: { type: 'object', properties: { host: { type: 'string' } } }
+				}
+			}
+		];
 		const prompt = async (body: object) => {
 			llm.push({ text: 'ok' });
 			const res = await fetch(`${llm.baseURL}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', ...body }) });
@@ -359,7 +367,10 @@ describe('control API over HTTP', () => {
 	it('a rule matching the last message by a regex fills its groups into the answer, tool-call args included', async () => {
 		const control = llmControl(llm.baseURL);
 		await control.fallback([
-			{ whenLastMessageMatches: '^check vm (\\d+) on (\\w+)$', respond: { text: 'Checking VM $1.', toolCalls: [{ name: 'get_vm', args: '{"vmid":$1,"node":"$2"}' }] } },
+			{
+				whenLastMessageMatches: '^check vm (\\d+) on (\\w+)$',
+				respond: { text: 'Checking VM $1.', toolCalls: [{ name: 'get_vm', args: '{"vmid":$1,"node":"$2"}' }] }
+			},
 			{ whenLastMessageRole: 'tool', whenLastMessageMatches: '"status":"(\\w+)"', respond: { text: 'It is $1.' } }
 		]);
 		expect(await run('check vm 7 on pve2', { steps: 3 }).text).toBe('It is running.');

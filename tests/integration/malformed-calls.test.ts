@@ -72,13 +72,50 @@ function corpus(): Case[] {
 
 	// 1. Bad JSON text, as a model might emit it.
 	const jsonTexts = [
-		'', ' ', '{', '}', '{"target":', '{"target":"strong"', '{"target":"strong",}', "{'target':'strong'}", '{target:"strong"}',
-		'{"target":"strong" "action":"pct_start"}', 'undefined', 'NaN', 'Infinity', '{"a":1}{"b":2}', '[', '{"params":{]}',
-		'{"target":"strong","action":"pct_create","params":{"hostname":"x",}}', '\u0000', '{"target":"\u0000', '// comment', '<tool>',
-		'{"target":"strong"}\n```', '```json\n{"target":"strong"}\n```', '{"reason":"x\\q"}', '{"reason":"\\ud800"}x', 'nul', 'tru', '01',
-		'null', 'true', 'false', '0', '-1', '1e999', '"strong"', '""', '[]', '[{"target":"strong"}]', '["pct_start"]', '{}', '{"":""}'
+		'',
+		' ',
+		'{',
+		'}',
+		'{"target":',
+		'{"target":"strong"',
+		'{"target":"strong",}',
+		"{'target':'strong'}",
+		'{target:"strong"}',
+		'{"target":"strong" "action":"pct_start"}',
+		'undefined',
+		'NaN',
+		'Infinity',
+		'{"a":1}{"b":2}',
+		'[',
+		'{"params":{]}',
+		'{"target":"strong","action":"pct_create","params":{"hostname":"x",}}',
+		'\u0000',
+		'{"target":"\u0000',
+		'// comment',
+		'<tool>',
+		'{"target":"strong"}\n```',
+		'```json\n{"target":"strong"}\n```',
+		'{"reason":"x\\q"}',
+		'{"reason":"\\ud800"}x',
+		'nul',
+		'tru',
+		'01',
+		'null',
+		'true',
+		'false',
+		'0',
+		'-1',
+		'1e999',
+		'"strong"',
+		'""',
+		'[]',
+		'[{"target":"strong"}]',
+		'["pct_start"]',
+		'{}',
+		'{"":""}'
 	];
-	for (const text of jsonTexts) cases.push({ name: `json ${JSON.stringify(text).slice(0, 40)}`, json: text, mention: /JSON|expected object|target|action|reason/i });
+	for (const text of jsonTexts)
+		cases.push({ name: `json ${JSON.stringify(text).slice(0, 40)}`, json: text, mention: /JSON|expected object|target|action|reason/i });
 	// The raw text itself passed where an object belongs.
 	for (const text of jsonTexts) add(`raw string ${JSON.stringify(text).slice(0, 40)}`, text, /expected object/);
 
@@ -103,35 +140,149 @@ function corpus(): Case[] {
 	add('empty action', { ...base('pct_start'), action: '' }, /action/);
 
 	// 3. Extra top-level fields (the tool schema is strict).
-	for (const extra of ['vmid', 'command', 'argv', 'approve', 'approved', 'status', 'hash', 'force', 'sessionId', 'planId', 'route', 'operatorId', 'skipApproval', 'classification', 'shell', 'env', 'sudo', 'host', 'node', 'constructor', 'prototype', 'toString', 'Target', 'ACTION', 'params ', ' reason']) {
+	for (const extra of [
+		'vmid',
+		'command',
+		'argv',
+		'approve',
+		'approved',
+		'status',
+		'hash',
+		'force',
+		'sessionId',
+		'planId',
+		'route',
+		'operatorId',
+		'skipApproval',
+		'classification',
+		'shell',
+		'env',
+		'sudo',
+		'host',
+		'node',
+		'constructor',
+		'prototype',
+		'toString',
+		'Target',
+		'ACTION',
+		'params ',
+		' reason'
+	]) {
 		add(`extra top-level ${extra}`, { ...base('pct_start'), [extra]: true }, new RegExp(esc(extra)));
 	}
-	add('extra top-level __proto__', JSON.parse(`{"target":"strong/101","action":"pct_start","params":{},"reason":"r","__proto__":{"approved":true}}`), /__proto__/);
+	add(
+		'extra top-level __proto__',
+		JSON.parse(`{"target":"strong/101","action":"pct_start","params":{},"reason":"r","__proto__":{"approved":true}}`),
+		/__proto__/
+	);
 
 	// 4. Unknown actions: the error lists the valid ones.
 	const unknownActions = [
-		'pct_exec2', 'PCT_CREATE', 'Pct_Start', 'pct create', 'pct-create', 'pctcreate', 'pct_create ', ' pct_start', 'pct_start\n', 'pct_start;rm -rf /',
-		'rm', 'shell', 'exec', 'bash', 'sh', 'run', 'ssh', 'qm_create', 'qm_destroy', 'vzdump_all', 'pvesh', 'reboot_host', 'apt_install', 'systemctl_start',
-		'__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype', 'isPrototypeOf', '$(id)', '`id`', "pct_start'", '*', '.*', 'pct_%',
-		'😀', '\u202epct_start', 'pct_stat\u0301us', 'x'.repeat(64)
+		'pct_exec2',
+		'PCT_CREATE',
+		'Pct_Start',
+		'pct create',
+		'pct-create',
+		'pctcreate',
+		'pct_create ',
+		' pct_start',
+		'pct_start\n',
+		'pct_start;rm -rf /',
+		'rm',
+		'shell',
+		'exec',
+		'bash',
+		'sh',
+		'run',
+		'ssh',
+		'qm_create',
+		'qm_destroy',
+		'vzdump_all',
+		'pvesh',
+		'reboot_host',
+		'apt_install',
+		'systemctl_start',
+		'__proto__',
+		'constructor',
+		'toString',
+		'hasOwnProperty',
+		'valueOf',
+		'prototype',
+		'isPrototypeOf',
+		'$(id)',
+		'`id`',
+		"pct_start'",
+		'*',
+		'.*',
+		'pct_%',
+		'😀',
+		'\u202epct_start',
+		'pct_stat\u0301us',
+		'x'.repeat(64)
 	];
 	for (const action of unknownActions) {
-		add(`unknown action ${JSON.stringify(action).slice(0, 30)}`, { ...base('pct_start'), action }, /unknown action .*valid actions: pct_status, pct_config, .*pct_create/s);
+		add(
+			`unknown action ${JSON.stringify(action).slice(0, 30)}`,
+			{ ...base('pct_start'), action },
+			/unknown action .*valid actions: pct_status, pct_config, .*pct_create/s
+		);
 	}
 
 	// 5. Extra params fields (every params schema is strict), for every action.
 	for (const action of ACTION_NAMES) {
 		for (const extra of ['bogus', 'command', 'force', 'approved', 'skiplock', 'purge', 'vmid_', 'VMID', 'argv_', 'shell', 'node', 'onboot', 'password']) {
 			if (extra in ACTIONS[action].params.shape) continue;
-			add(`${action}: extra param ${extra}`, { ...base(action), params: { ...VALID[action].params, [extra]: 'x' } }, new RegExp(`Unrecognized key.*${esc(extra)}`));
+			add(
+				`${action}: extra param ${extra}`,
+				{ ...base(action), params: { ...VALID[action].params, [extra]: 'x' } },
+				new RegExp(`Unrecognized key.*${esc(extra)}`)
+			);
 		}
-		if (action !== 'pct_exec') add(`${action}: argv param`, { ...base(action), params: { ...VALID[action].params, argv: ['rm', '-rf', '/'] } }, /Unrecognized key.*argv/);
+		if (action !== 'pct_exec')
+			add(`${action}: argv param`, { ...base(action), params: { ...VALID[action].params, argv: ['rm', '-rf', '/'] } }, /Unrecognized key.*argv/);
 	}
 
 	// 6. Out-of-range and ill-formed vmids, in params and in the target, for every action.
 	const badVmids: unknown[] = [
-		'0', '99', '1', '00100', '0101', '1000000000', '9999999999', '1e3', '1E3', ' 101', '101 ', '101\n', '\t101', '101;rm', '101 && reboot', '$(id)',
-		'-101', '+101', '0x65', '1_000', '10 1', '101.0', '１０１', '٢٣٤', '', 'abc', 'auto ', 'null', 0, 99, -1, 101.5, 1e10, 1000000000, true, null, [], ['101'], { vmid: 101 }
+		'0',
+		'99',
+		'1',
+		'00100',
+		'0101',
+		'1000000000',
+		'9999999999',
+		'1e3',
+		'1E3',
+		' 101',
+		'101 ',
+		'101\n',
+		'\t101',
+		'101;rm',
+		'101 && reboot',
+		'$(id)',
+		'-101',
+		'+101',
+		'0x65',
+		'1_000',
+		'10 1',
+		'101.0',
+		'１０１',
+		'٢٣٤',
+		'',
+		'abc',
+		'auto ',
+		'null',
+		0,
+		99,
+		-1,
+		101.5,
+		1e10,
+		1000000000,
+		true,
+		null,
+		[],
+		['101'],
+		{ vmid: 101 }
 	];
 	for (const action of ACTION_NAMES) {
 		const inTarget = action !== 'pct_create';
@@ -139,19 +290,86 @@ function corpus(): Case[] {
 			// a ct action gets the vmid through params (target is the host); pct_create through its own vmid param
 			const input = { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: v } };
 			add(`${action}: params.vmid=${JSON.stringify(v)}`, input, /vmid/);
-			if (inTarget && typeof v === 'string' && v.trim() === v) add(`${action}: target strong/${JSON.stringify(v)}`, { ...base(action), target: `strong/${v}` }, /target/);
+			if (inTarget && typeof v === 'string' && v.trim() === v)
+				add(`${action}: target strong/${JSON.stringify(v)}`, { ...base(action), target: `strong/${v}` }, /target/);
 		}
-		if (action !== 'pct_create' && action !== 'vm_create') add(`${action}: vmid 'auto'`, { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: 'auto' } }, /vmid/);
+		if (action !== 'pct_create' && action !== 'vm_create')
+			add(`${action}: vmid 'auto'`, { ...base(action), target: 'strong', params: { ...VALID[action].params, vmid: 'auto' } }, /vmid/);
 	}
 
 	// 7. Field-specific bad values.
 	const create = (params: Record<string, unknown>) => ({ ...base('pct_create'), params: { ...VALID.pct_create.params, ...params } });
 	const fieldCases: Array<[string, unknown[]]> = [
-		['hostname', ['', 'UPPER', 'Typetype', '-lead', 'trail-', 'a_b', 'a.b', 'a b', 'x'.repeat(64), 'host;rm', '$(id)', '`id`', 'ünï', 'a\nb', 'a\0b', 123, null, true, [], {}]],
-		['template', ['', 'debian.tar.zst', 'local:iso/debian.iso', 'local:vztmpl/../../etc/passwd.tar.gz', 'local:vztmpl/x.tar', 'local:vztmpl/x.tar.bz2', '/var/lib/vz/template/cache/x.tar.zst', 'local:vztmpl/x.tar.zst;rm -rf /', 'local:vztmpl/$(id).tar.zst', '1local:vztmpl/x.tar.zst', 'local:vztmpl/.hidden.tar.zst', 'local:vztmpl/x y.tar.zst', 'local:vztmpl/x.tar.zst\n', 'http://evil/x.tar.zst', 7, null, false]],
+		[
+			'hostname',
+			[
+				'',
+				'UPPER',
+				'Typetype',
+				'-lead',
+				'trail-',
+				'a_b',
+				'a.b',
+				'a b',
+				'x'.repeat(64),
+				'host;rm',
+				'$(id)',
+				'`id`',
+				'ünï',
+				'a\nb',
+				'a\0b',
+				123,
+				null,
+				true,
+				[],
+				{}
+			]
+		],
+		[
+			'template',
+			[
+				'',
+				'debian.tar.zst',
+				'local:iso/debian.iso',
+				'local:vztmpl/../../etc/passwd.tar.gz',
+				'local:vztmpl/x.tar',
+				'local:vztmpl/x.tar.bz2',
+				'/var/lib/vz/template/cache/x.tar.zst',
+				'local:vztmpl/x.tar.zst;rm -rf /',
+				'local:vztmpl/$(id).tar.zst',
+				'1local:vztmpl/x.tar.zst',
+				'local:vztmpl/.hidden.tar.zst',
+				'local:vztmpl/x y.tar.zst',
+				'local:vztmpl/x.tar.zst\n',
+				'http://evil/x.tar.zst',
+				7,
+				null,
+				false
+			]
+		],
 		['storage', ['', '1local', 'local lvm', 'local;rm', 'a'.repeat(65), '-local', 'local/lvm', 8, null]],
 		['bridge', ['', 'eth0', 'vmbr', 'vmbr0;x', 'vmbr00000', 'VMBR0', ' vmbr0', 0, null]],
-		['ip', ['', '10.0.0.1', '10.0.0.256/24', '10.0.0.1/33', 'dhcp6', 'DHCP', 'auto', '::1/128', '10.0.0.1/24,gw=1.2.3.4', '010.0.0.1/24', '1.2.3/24', ' 10.0.0.1/24', '10.0.0.1/24 ', 'dhcp;reboot', 42, null]],
+		[
+			'ip',
+			[
+				'',
+				'10.0.0.1',
+				'10.0.0.256/24',
+				'10.0.0.1/33',
+				'dhcp6',
+				'DHCP',
+				'auto',
+				'::1/128',
+				'10.0.0.1/24,gw=1.2.3.4',
+				'010.0.0.1/24',
+				'1.2.3/24',
+				' 10.0.0.1/24',
+				'10.0.0.1/24 ',
+				'dhcp;reboot',
+				42,
+				null
+			]
+		],
 		['gateway', ['', '10.0.0.1/24', '256.1.1.1', 'gw', '1.2.3.4 ', '1.2.3', '1.2.3.4,ip=dhcp', 10, null]],
 		['cores', [0, 129, 1.5, -1, '2', '', null, true, [], 1e9]],
 		['memory', [0, 15, 1_048_577, 2048.5, '2048', '2G', null, -512]],
@@ -161,15 +379,34 @@ function corpus(): Case[] {
 		['start', ['no', 0, 'false', null]],
 		['features', ['nesting=1', 1, true, null, [], { nesting: 'yes' }, { nesting: 1 }, { bogus: true }, { nesting: true, mount: 'nfs' }, { keyctl: null }]]
 	];
-	for (const [field, values] of fieldCases) for (const v of values) add(`pct_create: ${field}=${JSON.stringify(v)?.slice(0, 40)}`, create({ [field]: v }), new RegExp(field));
+	for (const [field, values] of fieldCases)
+		for (const v of values) add(`pct_create: ${field}=${JSON.stringify(v)?.slice(0, 40)}`, create({ [field]: v }), new RegExp(field));
 	add('pct_create: no hostname', { ...base('pct_create'), params: { template: DEBIAN } }, /hostname/);
 	add('pct_create: no template', { ...base('pct_create'), params: { hostname: 'x' } }, /template/);
 	add('pct_create: empty params', { ...base('pct_create'), params: {} }, /hostname/);
 	add('pct_create: nested features 1000 deep', create({ features: JSON.parse('{"nesting":'.repeat(1000) + 'true' + '}'.repeat(1000)) }), /features/);
 
-	const badUnits: unknown[] = ['', '-nginx', '--now', 'nginx service', 'nginx;reboot', '$(id).service', 'a/b.service', 'x'.repeat(250), 'nginx.service\n', 'ünit', '*', 'nginx.service extra', 5, null, true, ['nginx']];
+	const badUnits: unknown[] = [
+		'',
+		'-nginx',
+		'--now',
+		'nginx service',
+		'nginx;reboot',
+		'$(id).service',
+		'a/b.service',
+		'x'.repeat(250),
+		'nginx.service\n',
+		'ünit',
+		'*',
+		'nginx.service extra',
+		5,
+		null,
+		true,
+		['nginx']
+	];
 	for (const action of ['service_status', 'systemctl']) {
-		for (const v of badUnits) add(`${action}: unit=${JSON.stringify(v)?.slice(0, 40)}`, { ...base(action), params: { ...VALID[action].params, unit: v } }, /unit/);
+		for (const v of badUnits)
+			add(`${action}: unit=${JSON.stringify(v)?.slice(0, 40)}`, { ...base(action), params: { ...VALID[action].params, unit: v } }, /unit/);
 		const noUnit = { ...VALID[action].params };
 		delete noUnit.unit;
 		add(`${action}: no unit`, { ...base(action), params: noUnit }, /unit/);
@@ -180,25 +417,72 @@ function corpus(): Case[] {
 	add('systemctl: no op', { ...base('systemctl'), params: { unit: 'nginx.service' } }, /op/);
 
 	const badArgv: unknown[] = [
-		[], 'ls', 'ls -la', [1], [null], [true], [{}], [[]], ['ls', 5], ['ls', null], ['a\0b'], ['ls', '\0'], ['\0'], Array(65).fill('x'), ['x'.repeat(4097)],
-		['ls', 'y'.repeat(100_000)], null, { 0: 'ls' }, 42, true
+		[],
+		'ls',
+		'ls -la',
+		[1],
+		[null],
+		[true],
+		[{}],
+		[[]],
+		['ls', 5],
+		['ls', null],
+		['a\0b'],
+		['ls', '\0'],
+		['\0'],
+		Array(65).fill('x'),
+		['x'.repeat(4097)],
+		['ls', 'y'.repeat(100_000)],
+		null,
+		{ 0: 'ls' },
+		42,
+		true
 	];
 	for (const v of badArgv) add(`pct_exec: argv=${JSON.stringify(v)?.slice(0, 40)}`, { ...base('pct_exec'), params: { argv: v } }, /argv/);
 	add('pct_exec: no argv', { ...base('pct_exec'), params: {} }, /argv/);
 	// Every word valid, but the quoted command cannot go through one SSH exec request.
-	for (const [word, n] of [["'".repeat(4096), 63], ["'".repeat(4096), 3], ['x'.repeat(4096), 9], ['😀'.repeat(2048), 5], ['日'.repeat(4096), 3]] as const) {
-		add(`pct_exec: ${n} words of ${Buffer.byteLength(word)} bytes`, { ...base('pct_exec'), params: { argv: ['printf', ...Array(n).fill(word)] } }, /the command would be \d+ bytes once quoted; at most 32768 .*argv/);
+	for (const [word, n] of [
+		["'".repeat(4096), 63],
+		["'".repeat(4096), 3],
+		['x'.repeat(4096), 9],
+		['😀'.repeat(2048), 5],
+		['日'.repeat(4096), 3]
+	] as const) {
+		add(
+			`pct_exec: ${n} words of ${Buffer.byteLength(word)} bytes`,
+			{ ...base('pct_exec'), params: { argv: ['printf', ...Array(n).fill(word)] } },
+			/the command would be \d+ bytes once quoted; at most 32768 .*argv/
+		);
 	}
 
 	// 8. Well-typed but impossible targets (resolved against the hosts and the inventory).
 	for (const action of ACTION_NAMES) {
-		for (const target of ['nowhere', 'lxc:nowhere/101', 'ghost', 'lxc:strong', 'ct:', 'host:', 'strong/', '/101', 'strong//101', 'strong/101/extra', 'lxc:strong/101;reboot', '$(hostname)', '*', 'STRONG/abc']) {
+		for (const target of [
+			'nowhere',
+			'lxc:nowhere/101',
+			'ghost',
+			'lxc:strong',
+			'ct:',
+			'host:',
+			'strong/',
+			'/101',
+			'strong//101',
+			'strong/101/extra',
+			'lxc:strong/101;reboot',
+			'$(hostname)',
+			'*',
+			'STRONG/abc'
+		]) {
 			add(`${action}: target ${target}`, { ...base(action), target }, /target|host/);
 		}
 	}
 	for (const action of ACTION_NAMES.filter((a) => ACTIONS[a].scope === 'ct')) {
 		add(`${action}: host target without vmid`, { ...base(action), target: 'strong', params: { ...VALID[action].params } }, /needs a container/);
-		add(`${action}: target/params vmid mismatch`, { ...base(action), target: 'strong/100', params: { ...VALID[action].params, vmid: '101' } }, /params\.vmid is 101/);
+		add(
+			`${action}: target/params vmid mismatch`,
+			{ ...base(action), target: 'strong/100', params: { ...VALID[action].params, vmid: '101' } },
+			/params\.vmid is 101/
+		);
 	}
 	add('pct_create on a container', { ...base('pct_create'), target: 'strong/100' }, /runs on a host: target must be a host/);
 	add('pct_create on a container by name', { ...base('pct_create'), target: 'caddy' }, /target must be a host/);
@@ -210,7 +494,11 @@ function corpus(): Case[] {
 	add('huge hostname', create({ hostname: 'a'.repeat(1_000_000) }), /hostname/);
 	add('huge unit', { ...base('systemctl'), params: { unit: 'u'.repeat(1_000_000), op: 'start' } }, /unit/);
 	add('huge extra key', { ...base('pct_start'), params: { ['k'.repeat(100_000)]: 1 } }, /Unrecognized key/);
-	add('10,000 extra params', { ...base('pct_start'), params: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i])) }, /Unrecognized keys: "k0", "k1"/);
+	add(
+		'10,000 extra params',
+		{ ...base('pct_start'), params: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i])) },
+		/Unrecognized keys: "k0", "k1"/
+	);
 	return cases;
 }
 

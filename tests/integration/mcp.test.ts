@@ -58,11 +58,28 @@ async function connect(token: string | null): Promise<Client> {
 
 const body = (r: Awaited<ReturnType<Client['callTool']>>) => {
 	const first = (r.content as { type: string; text: string }[])[0];
-	return { isError: r.isError ?? false, text: first.text, json: (() => { try { return JSON.parse(first.text) as Record<string, unknown>; } catch { return null; } })() };
+	return {
+		isError: r.isError ?? false,
+		text: first.text,
+		json: (() => {
+			try {
+				return JSON.parse(first.text) as Record<string, unknown>;
+			} catch {
+				return null;
+			}
+		})()
+	};
 };
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'stopped' }, { vmid: 101, hostname: 'db', status: 'running' }] });
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+			{ vmid: 101, hostname: 'db', status: 'running' }
+		]
+	});
 	await addHost(pve);
 	await syncAllHosts();
 	alice = await createOperator(sql(), 'alice', 'a-long-enough-password', 'operator');
@@ -77,9 +94,18 @@ afterAll(async () => {
 
 describe('MCP at /mcp', () => {
 	it('without a token: 401 (also for a wrong one), and the client cannot connect', async () => {
-		const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+		const init = {
+			jsonrpc: '2.0',
+			id: 1,
+			method: 'initialize',
+			params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }
+		};
 		for (const headers of [{}, { authorization: 'Bearer nomos_pat_wrong' }, { authorization: 'Basic abc' }] as Record<string, string>[]) {
-			const r = await appFetch(URL_MCP, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+			const r = await appFetch(URL_MCP, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+				body: JSON.stringify(init)
+			});
 			expect(r.status).toBe(401);
 		}
 		await expect(connect(null)).rejects.toMatchObject({ code: 401 });
@@ -88,7 +114,16 @@ describe('MCP at /mcp', () => {
 	it('lists the fleet read tools and answers them from the agent’s implementations', async () => {
 		const client = await connect(operate.token);
 		const names = (await client.listTools()).tools.map((t) => t.name).sort();
-		expect(names).toEqual(['get_entity', 'get_execution', 'get_lxc_state', 'get_state_snapshot', 'list_entities', 'list_lxcs', 'request_execution', 'search_knowledge']);
+		expect(names).toEqual([
+			'get_entity',
+			'get_execution',
+			'get_lxc_state',
+			'get_state_snapshot',
+			'list_entities',
+			'list_lxcs',
+			'request_execution',
+			'search_knowledge'
+		]);
 		const tools = (await client.listTools()).tools;
 		const req = tools.find((t) => t.name === 'request_execution')!;
 		// The catalogue is one signature per action in the description (the schema keeps params open; the server checks them).
@@ -102,13 +137,21 @@ describe('MCP at /mcp', () => {
 		const bad = body(await client.callTool({ name: 'list_lxcs', arguments: { host: 42 } }));
 		expect(bad).toMatchObject({ isError: true });
 		expect(bad.text).toContain('host:');
-		expect(body(await client.callTool({ name: 'http_get', arguments: { url: 'http://127.0.0.1/' } }))).toMatchObject({ isError: true, text: 'unknown tool http_get' });
+		expect(body(await client.callTool({ name: 'http_get', arguments: { url: 'http://127.0.0.1/' } }))).toMatchObject({
+			isError: true,
+			text: 'unknown tool http_get'
+		});
 		await client.close();
 	});
 
 	it('request_execution waits for an approval in the token’s MCP chat; approved it runs and get_execution reads it', async () => {
 		const client = await connect(operate.token);
-		const r = body(await client.callTool({ name: 'request_execution', arguments: { target: 'lxc:strong/100', action: 'pct_start', params: {}, reason: 'start caddy for the MCP test' } }));
+		const r = body(
+			await client.callTool({
+				name: 'request_execution',
+				arguments: { target: 'lxc:strong/100', action: 'pct_start', params: {}, reason: 'start caddy for the MCP test' }
+			})
+		);
 		expect(r.isError).toBe(false);
 		expect(r.json).toMatchObject({ status: 'awaiting_approval', action: 'pct_start', target: 'lxc:strong/100' });
 		expect(String(r.json!.message)).toContain('get_execution');
@@ -121,7 +164,11 @@ describe('MCP at /mcp', () => {
 		expect(await sql()`select 1 from execution_sessions where execution_id = ${id} and session_id = ${home.id}`).toHaveLength(1);
 		const [audit] = await sql()<{ route: string; actorName: string; detail: Record<string, unknown> }[]>`
 			select route, actor_name as "actorName", detail from audit_log where action = 'execution.requested' and subject_id = ${id}`;
-		expect(audit).toMatchObject({ route: 'mcp', actorName: 'alice', detail: { action: 'pct_start', target: 'lxc:strong/100', token: { id: operate.id, name: 'claude' } } });
+		expect(audit).toMatchObject({
+			route: 'mcp',
+			actorName: 'alice',
+			detail: { action: 'pct_start', target: 'lxc:strong/100', token: { id: operate.id, name: 'claude' } }
+		});
 
 		const [note] = await sql()<{ parts: unknown }[]>`select parts from messages where session_id = ${home.id} and role = 'system'`;
 		expect(JSON.stringify(note.parts)).toContain(`alice's MCP client (token “claude”) requested execution ${id}: pct_start on lxc:strong/100`);
@@ -130,7 +177,9 @@ describe('MCP at /mcp', () => {
 		expect(pending.json).toMatchObject({ id, status: 'awaiting_approval' });
 
 		// A second request lands in the same chat.
-		const again = body(await client.callTool({ name: 'request_execution', arguments: { target: 'lxc:strong/101', action: 'pct_stop', params: {}, reason: 'second' } }));
+		const again = body(
+			await client.callTool({ name: 'request_execution', arguments: { target: 'lxc:strong/101', action: 'pct_stop', params: {}, reason: 'second' } })
+		);
 		const [second] = await sql()<{ s: string }[]>`select requested_by_session as s from executions where id = ${String(again.json!.executionId)}`;
 		expect(second.s).toBe(home.id);
 
@@ -182,18 +231,30 @@ describe('MCP at /mcp', () => {
 		// The attack as reported: POST /trpc/executions.decide with the same Bearer token, claiming route "button".
 		const asToken = async (token: string) => {
 			const auth = await authenticate(null, `Bearer ${token}`);
-			const event = { url: new URL('http://127.0.0.1:3000/trpc/executions.decide'), request: new Request('http://127.0.0.1:3000/trpc/executions.decide'), locals: { sessionToken: null } };
+			const event = {
+				url: new URL('http://127.0.0.1:3000/trpc/executions.decide'),
+				request: new Request('http://127.0.0.1:3000/trpc/executions.decide'),
+				locals: { sessionToken: null }
+			};
 			return createCallerFactory(appRouter)({ user: auth.user, apiToken: auth.apiToken, event: event as unknown as RequestEvent });
 		};
 		const claim = { executionId: destroy, decision: 'approved', route: 'button' } as { executionId: string; decision: 'approved' };
 		await expect((await asToken(operate.token)).executions.decide(claim)).rejects.toMatchObject({ code: 'FORBIDDEN' });
 		// A token with scope approve does not either: a destroy needs a person.
 		await sql()`update api_tokens set scope = 'approve' where id = ${operate.id}`;
-		await expect((await asToken(operate.token)).executions.decide(claim)).rejects.toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('needs a person') });
+		await expect((await asToken(operate.token)).executions.decide(claim)).rejects.toMatchObject({
+			code: 'FORBIDDEN',
+			message: expect.stringContaining('needs a person')
+		});
 		// Nor its own harmless request, by any route.
 		const start = await ask({ target: 'lxc:strong/101', action: 'systemctl', params: { unit: 'cron', op: 'reload' }, reason: 'reload cron' });
-		await expect((await asToken(operate.token)).executions.decide({ executionId: start, decision: 'approved' })).rejects.toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('own request') });
-		await expect((await asToken(operate.token)).executions.decidePlan({ planId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({ code: 'CONFLICT' });
+		await expect((await asToken(operate.token)).executions.decide({ executionId: start, decision: 'approved' })).rejects.toMatchObject({
+			code: 'FORBIDDEN',
+			message: expect.stringContaining('own request')
+		});
+		await expect((await asToken(operate.token)).executions.decidePlan({ planId: crypto.randomUUID(), decision: 'approved' })).rejects.toMatchObject({
+			code: 'CONFLICT'
+		});
 		expect((await getExecution(sql(), destroy))!.status).toBe('awaiting_approval');
 		expect((await getExecution(sql(), start))!.status).toBe('awaiting_approval');
 		expect(await sql()`select 1 from approvals where execution_id in (${destroy}, ${start})`).toHaveLength(0);
@@ -201,7 +262,9 @@ describe('MCP at /mcp', () => {
 		// Another approve token of the same operator may approve the harmless one; the trail says rest and names it.
 		const other = await insertApiToken(sql(), alice.id, { name: 'phone', scope: 'approve', days: 7 });
 		expect(await (await asToken(other.token)).executions.decide({ executionId: start, decision: 'approved' })).toMatchObject({ status: 'approved' });
-		const [a] = await sql()<{ route: string; detail: Record<string, unknown> }[]>`select route, detail from audit_log where action = 'execution.approved' and subject_id = ${start}`;
+		const [a] = await sql()<
+			{ route: string; detail: Record<string, unknown> }[]
+		>`select route, detail from audit_log where action = 'execution.approved' and subject_id = ${start}`;
 		expect(a).toMatchObject({ route: 'rest', detail: { token: { id: other.listing.id, name: 'phone' } } });
 		// Denying runs nothing: the asking token may withdraw its own request.
 		expect(await (await asToken(operate.token)).executions.decide({ executionId: destroy, decision: 'denied' })).toMatchObject({ status: 'denied' });
@@ -210,9 +273,18 @@ describe('MCP at /mcp', () => {
 	});
 
 	it('DNS rebinding: Host or Origin other than loopback or ORIGIN is refused (421/403) even with a valid token', async () => {
-		const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+		const init = {
+			jsonrpc: '2.0',
+			id: 1,
+			method: 'initialize',
+			params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }
+		};
 		const post = (headers: Record<string, string>) =>
-			appFetch(URL_MCP, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${operate.token}`, ...headers }, body: JSON.stringify(init) });
+			appFetch(URL_MCP, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${operate.token}`, ...headers },
+				body: JSON.stringify(init)
+			});
 		expect((await post({ host: 'evil.com' })).status).toBe(421);
 		expect((await post({ host: 'evil.com:3000' })).status).toBe(421);
 		expect((await post({ host: '127.0.0.1:3000', origin: 'http://evil.com' })).status).toBe(403);
@@ -239,7 +311,9 @@ describe('MCP at /mcp', () => {
 		expect(names).not.toContain('request_execution');
 		expect(body(await client.callTool({ name: 'list_lxcs', arguments: {} })).isError).toBe(false);
 		const [{ n: before }] = await sql()<{ n: number }[]>`select count(*)::int as n from executions`;
-		const refused = body(await client.callTool({ name: 'request_execution', arguments: { target: 'lxc:strong/100', action: 'pct_stop', params: {}, reason: 'nope' } }));
+		const refused = body(
+			await client.callTool({ name: 'request_execution', arguments: { target: 'lxc:strong/100', action: 'pct_stop', params: {}, reason: 'nope' } })
+		);
 		expect(refused.isError).toBe(true);
 		expect(refused.text).toContain('scope operate');
 		const [{ n: after }] = await sql()<{ n: number }[]>`select count(*)::int as n from executions`;

@@ -33,7 +33,16 @@ async function migrationsUpTo(lastTag: string): Promise<string> {
 const text = (t: string): Part => ({ type: 'text', text: t });
 const STEP: Part = { type: 'step-start' };
 
-type Seed = { key: string; session: 'a' | 'b' | 'c'; role: 'user' | 'assistant' | 'system'; status: string; origin?: string; error?: string | null; rev: number; parts: Part[] };
+type Seed = {
+	key: string;
+	session: 'a' | 'b' | 'c';
+	role: 'user' | 'assistant' | 'system';
+	status: string;
+	origin?: string;
+	error?: string | null;
+	rev: number;
+	parts: Part[];
+};
 
 const SEEDS: Seed[] = [
 	{ key: 'a.user1', session: 'a', role: 'user', status: 'complete', rev: 1, parts: [text('what is the state of ct 101 on pve1?')] },
@@ -88,7 +97,14 @@ const SEEDS: Seed[] = [
 		]
 	},
 	{ key: 'a.user3', session: 'a', role: 'user', status: 'queued', rev: 0, parts: [text('hello?'), text(' anyone')] },
-	{ key: 'b.system', session: 'b', role: 'system', status: 'complete', rev: 1, parts: [{ type: 'note', kind: 'context', text: 'Earlier messages were left out.' }] },
+	{
+		key: 'b.system',
+		session: 'b',
+		role: 'system',
+		status: 'complete',
+		rev: 1,
+		parts: [{ type: 'note', kind: 'context', text: 'Earlier messages were left out.' }]
+	},
 	{ key: 'b.user1', session: 'b', role: 'user', status: 'complete', rev: 1, parts: [text('hi')] },
 	{ key: 'b.assistant-text', session: 'b', role: 'assistant', status: 'complete', origin: 'resume', rev: 3, parts: [text('Hello! '), text('How can I help?')] },
 	{
@@ -143,7 +159,10 @@ const EXPECTED: Record<string, Part[]> = {
 			output: { error: 'permission denied', detail: null }
 		},
 		{ type: 'tool-restart_lxc', toolCallId: 'c4', state: 'output-error', input: { vmid: 101 }, errorText: 'host unreachable: pve1' },
-		{ type: 'data-note', data: { kind: 'retry', text: 'The model server failed; retrying (2/3).', data: { attempt: 2, wait: null, cause: { code: 'ECONNRESET' } } } },
+		{
+			type: 'data-note',
+			data: { kind: 'retry', text: 'The model server failed; retrying (2/3).', data: { attempt: 2, wait: null, cause: { code: 'ECONNRESET' } } }
+		},
 		STEP,
 		text('Both attempts failed: the host did not answer.'),
 		{ type: 'tool-get_lxc_state', toolCallId: 'c5', state: 'output-available', input: { vmid: 101 }, output: null },
@@ -167,7 +186,13 @@ const EXPECTED: Record<string, Part[]> = {
 		STEP,
 		text('Checking both containers.'),
 		{ type: 'tool-get_lxc_state', toolCallId: 'c8', state: 'output-error', errorText: 'interrupted before it finished' },
-		{ type: 'tool-exec_in_lxc', toolCallId: 'c9', state: 'output-error', input: { vmid: 103, argv: ['ls', null] }, errorText: 'interrupted before it finished' },
+		{
+			type: 'tool-exec_in_lxc',
+			toolCallId: 'c9',
+			state: 'output-error',
+			input: { vmid: 103, argv: ['ls', null] },
+			errorText: 'interrupted before it finished'
+		},
 		{ type: 'tool-get_lxc_state', toolCallId: 'c10', state: 'output-available', input: { vmid: 104 }, output: { status: 'stopped', lock: null } }
 	],
 	'b.empty': [],

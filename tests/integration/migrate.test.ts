@@ -70,7 +70,8 @@ const refusal = async (input: Record<string, unknown>) => {
 	return r.error;
 };
 const migrations = async (node: string) => (await cluster.member(node).argvLog()).filter((a) => a[1] === 'migrate');
-const say = (text: string) => sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' }));
+const say = (text: string) =>
+	sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' }));
 
 describe('the pre-check refuses before the operator is asked', () => {
 	it('storage missing and not enough memory on the target, each named', async () => {
@@ -91,9 +92,9 @@ describe('the pre-check refuses before the operator is asked', () => {
 			expect(await refusal({ target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve3' }, reason: 'x' })).toBe(
 				'pct_migrate to pve3 refused by the pre-check: not enough memory on pve3: 0.5 GiB free, CT 101 needs 1.0 GiB; storage local-lvm (rootfs) does not exist on pve3'
 			);
-			expect(await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve3', online: true, withLocalDisks: true }, reason: 'x' })).toContain(
-				'not enough memory on pve3: 0.5 GiB free, VM 200 needs 4.0 GiB'
-			);
+			expect(
+				await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve3', online: true, withLocalDisks: true }, reason: 'x' })
+			).toContain('not enough memory on pve3: 0.5 GiB free, VM 200 needs 4.0 GiB');
 		} finally {
 			await rm(join(cluster.member('pve3').stateDir, 'vms', '210.json'));
 		}
@@ -102,7 +103,9 @@ describe('the pre-check refuses before the operator is asked', () => {
 	it('a target that is down, and a node that is not in the cluster', async () => {
 		await cluster.setDown('pve3', true);
 		try {
-			expect(await refusal({ target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve3' }, reason: 'x' })).toBe('pct_migrate to pve3 refused by the pre-check: node pve3 is offline');
+			expect(await refusal({ target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve3' }, reason: 'x' })).toBe(
+				'pct_migrate to pve3 refused by the pre-check: node pve3 is offline'
+			);
 		} finally {
 			await cluster.setDown('pve3', false);
 		}
@@ -112,7 +115,9 @@ describe('the pre-check refuses before the operator is asked', () => {
 	});
 
 	it('a running VM moves online only, and with local disks only when told', async () => {
-		expect(await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve2' }, reason: 'x' })).toContain('VM 200 is running: a running VM migrates online (online: true)');
+		expect(await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve2' }, reason: 'x' })).toContain(
+			'VM 200 is running: a running VM migrates online (online: true)'
+		);
 		expect(await refusal({ target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve2', online: true }, reason: 'x' })).toBe(
 			'qm_migrate to pve2 refused by the pre-check: VM 200 has local disks (scsi0 on local-lvm): online migration copies them only with withLocalDisks: true'
 		);
@@ -136,13 +141,17 @@ describe('the pre-check refuses before the operator is asked', () => {
 			const local = await execOn(c, 'qm migrate 200 pve2 --online 1');
 			expect(local).toMatchObject({ code: 255, stderr: 'migration aborted\n' });
 			expect(local.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d starting migration of VM 200 to node 'pve2' \(10\.10\.10\.\d+\)$/m);
-			expect(local.stdout).toContain("can't migrate local disk 'local-lvm:vm-200-disk-0': can't live migrate attached local disks without with-local-disks option");
+			expect(local.stdout).toContain(
+				"can't migrate local disk 'local-lvm:vm-200-disk-0': can't live migrate attached local disks without with-local-disks option"
+			);
 			expect(local.stdout).toMatch(/ ERROR: migration aborted \(duration \d\d:\d\d:\d\d\): can't migrate VM - check log$/m);
 			const storage = await execOn(c, 'pct migrate 101 pve3 --restart 1');
 			expect(storage).toMatchObject({ code: 255, stderr: 'migration aborted\n' });
 			expect(storage.stdout).toMatch(/ ERROR: migration aborted \(duration \d\d:\d\d:\d\d\): storage 'local-lvm' is not available on node 'pve3'$/m);
 			await cluster.setDown('pve2', true);
-			expect((await execOn(c, 'pct migrate 101 pve2 --restart 1')).stdout).toContain("ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key");
+			expect((await execOn(c, 'pct migrate 101 pve2 --restart 1')).stdout).toContain(
+				"ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key"
+			);
 			await cluster.setDown('pve2', false);
 		} finally {
 			c.end();
@@ -155,14 +164,18 @@ describe('a CT moves from one approval', () => {
 	it('the agent asks, the operator approves, pct migrate runs on pve1, the cluster lists it on pve2, the inventory follows', async () => {
 		await say('move caddy to pve2');
 		llm.push(
-			{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve2' }, reason: 'operator asked' } }] },
+			{
+				toolCalls: [{ name: 'request_execution', args: { target: 'lxc:pve1/101', action: 'pct_migrate', params: { node: 'pve2' }, reason: 'operator asked' } }]
+			},
 			{ text: 'Waiting for your approval.' }
 		);
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
 		const [row] = await sql()<{ id: string }[]>`select id from executions where action = 'pct_migrate' order by created_at desc limit 1`;
 		const e = await load(row.id);
 		expect(e).toMatchObject({ status: 'awaiting_approval', target: 'lxc:pve1/101', classification: 'config_mutation' });
-		expect(e.commandPreview).toBe(`'pct' 'migrate' '101' 'pve2' '--restart' '1' '--timeout' '180'\n'pvesh' 'get' '/cluster/resources' '--type' 'vm' '--output-format' 'json'`);
+		expect(e.commandPreview).toBe(
+			`'pct' 'migrate' '101' 'pve2' '--restart' '1' '--timeout' '180'\n'pvesh' 'get' '/cluster/resources' '--type' 'vm' '--output-format' 'json'`
+		);
 
 		expect((await decide(e.id, operatorId, 'approved')).ok).toBe(true);
 		const [before1, before2] = [(await cluster.member('pve1').argvLog()).length, (await cluster.member('pve2').argvLog()).length];
@@ -211,7 +224,7 @@ describe('a CT moves from one approval', () => {
 });
 
 describe('a migration task that fails', () => {
-	it("is reported with the task's own error from its log, not just \"migration aborted\"", async () => {
+	it('is reported with the task\'s own error from its log, not just "migration aborted"', async () => {
 		const r = await requestExecution(sessionId, { target: 'lxc:pve1/100', action: 'pct_migrate', params: { node: 'pve2' }, reason: 'x' });
 		if ('error' in r) throw new Error(r.error);
 		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
@@ -226,14 +239,21 @@ describe('a migration task that fails', () => {
 		const e = await load(r.execution.id);
 		expect(e.status).toBe('failed');
 		expect(e.steps[0]).toMatchObject({ exitCode: 255, stderrTail: 'migration aborted\n' });
-		expect(e.error).toMatch(/^pct migrate → pve2 exited with 255: migration aborted \(duration \d\d:\d\d:\d\d\): CT is locked \(backup\) \(migration aborted\)$/);
+		expect(e.error).toMatch(
+			/^pct migrate → pve2 exited with 255: migration aborted \(duration \d\d:\d\d:\d\d\): CT is locked \(backup\) \(migration aborted\)$/
+		);
 		expect(await cluster.holderOf(100)).toBe('pve1');
 	});
 });
 
 describe('a VM moves online with its local disks', () => {
 	it('qm migrate --online --with-local-disks from one approval; the cluster lists it on pve2, running', async () => {
-		const r = await requestExecution(sessionId, { target: 'pve1', action: 'qm_migrate', params: { vmid: 200, node: 'pve2', online: true, withLocalDisks: true }, reason: 'x' });
+		const r = await requestExecution(sessionId, {
+			target: 'pve1',
+			action: 'qm_migrate',
+			params: { vmid: 200, node: 'pve2', online: true, withLocalDisks: true },
+			reason: 'x'
+		});
 		if ('error' in r) throw new Error(r.error);
 		expect(r.execution.commandPreview.split('\n')[0]).toBe(`'qm' 'migrate' '200' 'pve2' '--online' '1' '--with-local-disks' '1'`);
 		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
@@ -281,7 +301,9 @@ describe('ids and placement across the cluster', () => {
 		const snapshot = JSON.parse(messages.filter((m) => m.role === 'tool').at(-1)!.content) as { placement: { node: string; reason: string; nodes: string[] } };
 		// pve2 holds the running 4 GiB VM now (and caddy): pve1 has more free.
 		expect(snapshot.placement.node).toBe('pve1');
-		expect(snapshot.placement.reason).toMatch(/^pve1: the most free memory among the nodes online \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve2 \d+\.\d GiB, pve3 1\.5 GiB$/);
+		expect(snapshot.placement.reason).toMatch(
+			/^pve1: the most free memory among the nodes online \(\d+\.\d GiB free of 32\.0, CPU [\d.]+% of 8\); next: pve2 \d+\.\d GiB, pve3 1\.5 GiB$/
+		);
 		expect(snapshot.placement.nodes[2]).toMatch(/^pve3 online: 1536 MiB free of 4096, CPU [\d.]+% of 8; storage local \d+G$/);
 	});
 });

@@ -32,7 +32,14 @@ beforeAll(async () => {
 	// (history-summary.test.ts folds).
 	process.env.NOMOS_HISTORY_TOKENS = '0';
 	resetEnvCache();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }, { vmid: 102, hostname: 'backup', status: 'stopped' }] });
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			{ vmid: 102, hostname: 'backup', status: 'stopped' }
+		]
+	});
 	await addHost(pve);
 	await syncAllHosts();
 });
@@ -65,7 +72,12 @@ describe('Ollama', () => {
 	it('two parallel tool calls that both say index 0 run as two calls, not one merged call', async () => {
 		llm.setDialect('ollama');
 		llm.push(
-			{ toolCalls: [{ name: 'list_lxcs', args: {} }, { name: 'search_knowledge', args: { query: 'caddy reverse proxy' } }] },
+			{
+				toolCalls: [
+					{ name: 'list_lxcs', args: {} },
+					{ name: 'search_knowledge', args: { query: 'caddy reverse proxy' } }
+				]
+			},
 			{ text: 'Two containers; no notes about caddy.' }
 		);
 		const s = await session('what runs, and how is caddy set up?');
@@ -114,7 +126,9 @@ describe('Ollama', () => {
 		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('error');
 		expect(llm.requests).toHaveLength(1);
 		const m = await reply(s);
-		expect(m.error).toBe('the model "qwen2.5:7b" does not support tools, which Nomos needs; set NOMOS_MODEL to a tool-capable model (for Ollama e.g. qwen2.5, llama3.1 or mistral-nemo)');
+		expect(m.error).toBe(
+			'the model "qwen2.5:7b" does not support tools, which Nomos needs; set NOMOS_MODEL to a tool-capable model (for Ollama e.g. qwen2.5, llama3.1 or mistral-nemo)'
+		);
 		expect(JSON.stringify(m.parts)).toContain('does not support tools');
 	});
 
@@ -124,7 +138,13 @@ describe('Ollama', () => {
 		const s = await session('first question');
 		await sql().begin(async (tx) => {
 			for (let i = 0; i < 20; i++) {
-				await insertMessage(tx, { sessionId: s, role: 'assistant', parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }], status: 'complete', origin: 'chat' });
+				await insertMessage(tx, {
+					sessionId: s,
+					role: 'assistant',
+					parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }],
+					status: 'complete',
+					origin: 'chat'
+				});
 				await insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: `follow-up ${i}` }], status: 'complete', origin: 'chat' });
 			}
 		});
@@ -147,7 +167,13 @@ describe('a cut context is said once per session, for the server that is configu
 		const s = await session('first question');
 		await sql().begin(async (tx) => {
 			for (let i = 0; i < 20; i++) {
-				await insertMessage(tx, { sessionId: s, role: 'assistant', parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }], status: 'complete', origin: 'chat' });
+				await insertMessage(tx, {
+					sessionId: s,
+					role: 'assistant',
+					parts: [{ type: 'text', text: `old answer ${i} ${'x'.repeat(2000)}` }],
+					status: 'complete',
+					origin: 'chat'
+				});
 				await insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: `follow-up ${i}` }], status: 'complete', origin: 'chat' });
 			}
 		});
@@ -156,13 +182,18 @@ describe('a cut context is said once per session, for the server that is configu
 		resetEnvCache();
 		try {
 			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
-			await sql().begin((tx) => insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: 'and now?' }], status: 'complete', origin: 'chat' }));
+			await sql().begin((tx) =>
+				insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: 'and now?' }], status: 'complete', origin: 'chat' })
+			);
 			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
 		} finally {
 			delete process.env.NOMOS_CONTEXT_TOKENS;
 			resetEnvCache();
 		}
-		const notes = (await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as Array<{ text: string; data?: { server: string } }>;
+		const notes = (await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as Array<{
+			text: string;
+			data?: { server: string };
+		}>;
 		expect(notes).toHaveLength(1);
 		return notes[0];
 	}
@@ -209,9 +240,19 @@ describe('the model check', () => {
 	const probes = () =>
 		llm.push(
 			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] },
+			{
+				toolCalls: [
+					{ name: 'echo', args: { word: 'alpha' } },
+					{ name: 'echo', args: { word: 'beta' } }
+				]
+			},
 			{ toolCalls: [{ name: 'echo', args: { word: 'ping' } }] },
-			{ toolCalls: [{ name: 'echo', args: { word: 'alpha' } }, { name: 'echo', args: { word: 'beta' } }] }
+			{
+				toolCalls: [
+					{ name: 'echo', args: { word: 'alpha' } },
+					{ name: 'echo', args: { word: 'beta' } }
+				]
+			}
 		);
 
 	it('on Ollama: lists models, reads the context it runs at, and every probe passes (parallel calls too)', async () => {

@@ -24,7 +24,8 @@ import { useTestDatabase } from '../helpers/db';
 import { addHost, decide, jobs, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
 
 const dbUrl = useTestDatabase();
-const until = <T>(probe: () => T | null | Promise<T | null>, timeoutMs: number) => waitUntil(async () => probe(), 'the condition', { timeoutMs, intervalMs: 50 });
+const until = <T>(probe: () => T | null | Promise<T | null>, timeoutMs: number) =>
+	waitUntil(async () => probe(), 'the condition', { timeoutMs, intervalMs: 50 });
 useHub();
 
 type Received = { path: string; headers: http.IncomingHttpHeaders; body: string };
@@ -64,8 +65,10 @@ let rx: Awaited<ReturnType<typeof startReceiver>>;
 let admin: { id: string; username: string; role: 'admin' };
 let sessionId: string;
 
-const caller = (user: { id: string; username: string; role: 'admin' | 'operator' }) => createCallerFactory(notificationsRouter)({ user, event: {} as RequestEvent });
-const notifyJobs = async () => (await jobs('notify__webhook')).map((j) => j.payload as { webhookId: string; notice: { kind: string; title: string; path: string } });
+const caller = (user: { id: string; username: string; role: 'admin' | 'operator' }) =>
+	createCallerFactory(notificationsRouter)({ user, event: {} as RequestEvent });
+const notifyJobs = async () =>
+	(await jobs('notify__webhook')).map((j) => j.payload as { webhookId: string; notice: { kind: string; title: string; path: string } });
 const deliveries = (webhookId: string) =>
 	sql()<{ ok: boolean; httpStatus: number | null; error: string | null; attempt: number; final: boolean }[]>`
 		select ok, http_status as "httpStatus", error, attempt, final from webhook_deliveries where webhook_id = ${webhookId} order by id`;
@@ -80,7 +83,14 @@ beforeAll(async () => {
 	Object.assign(process.env, { ORIGIN: '' });
 	resetEnvCache();
 	rx = await startReceiver();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 101, hostname: 'db', status: 'stopped' }, { vmid: 102, hostname: 'web', status: 'stopped' }] });
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 101, hostname: 'db', status: 'stopped' },
+			{ vmid: 102, hostname: 'web', status: 'stopped' }
+		]
+	});
 	await addHost(pve);
 	await syncAllHosts();
 	admin = { id: await newOperator('root-admin'), username: 'root-admin', role: 'admin' };
@@ -110,7 +120,11 @@ describe('webhook notices', () => {
 		const queued = await notifyJobs();
 		expect(queued).toHaveLength(1);
 		expect(queued[0].webhookId).toBe(on.id);
-		expect(queued[0].notice).toMatchObject({ kind: 'approval', title: 'Approval waiting: pct_start on lxc:strong/101', path: `/chat/${sessionId}#execution-${e.id}` });
+		expect(queued[0].notice).toMatchObject({
+			kind: 'approval',
+			title: 'Approval waiting: pct_start on lxc:strong/101',
+			path: `/chat/${sessionId}#execution-${e.id}`
+		});
 
 		// A read-only request runs at once: nobody waits, nothing is queued.
 		const ro = await requestExecution(sessionId, { target: 'lxc:strong/101', action: 'pct_status', params: {}, reason: 'look' });
@@ -123,13 +137,31 @@ describe('webhook notices', () => {
 		await ask.execute!({ prompt: 'Which host should run it?' }, { toolCallId: 't1', messages: [] });
 		const after = await notifyJobs();
 		expect(after).toHaveLength(2);
-		expect(after[1].notice).toMatchObject({ kind: 'question', title: 'Nomos asks you', path: expect.stringMatching(new RegExp(`^/chat/${sessionId}#question-`)) });
+		expect(after[1].notice).toMatchObject({
+			kind: 'question',
+			title: 'Nomos asks you',
+			path: expect.stringMatching(new RegExp(`^/chat/${sessionId}#question-`))
+		});
 
 		// And a proposed plan.
 		const plan = proposePlanTool({ sessionId, messageId: m.id, signal: new AbortController().signal, turn: { httpGets: 0 } });
-		const out = (await plan.execute!({ title: 'Start both', steps: [{ action: 'pct_start', target: 'lxc:strong/101', params: {}, why: 'db' }, { action: 'pct_start', target: 'lxc:strong/102', params: {}, why: 'web' }] }, { toolCallId: 't3', messages: [] })) as { planId: string };
+		const out = (await plan.execute!(
+			{
+				title: 'Start both',
+				steps: [
+					{ action: 'pct_start', target: 'lxc:strong/101', params: {}, why: 'db' },
+					{ action: 'pct_start', target: 'lxc:strong/102', params: {}, why: 'web' }
+				]
+			},
+			{ toolCallId: 't3', messages: [] }
+		)) as { planId: string };
 		const last = (await notifyJobs()).at(-1)!;
-		expect(last.notice).toMatchObject({ kind: 'plan', title: 'Plan waiting: Start both', text: '2 steps to approve', path: `/chat/${sessionId}#plan-${out.planId}` });
+		expect(last.notice).toMatchObject({
+			kind: 'plan',
+			title: 'Plan waiting: Start both',
+			text: '2 steps to approve',
+			path: `/chat/${sessionId}#plan-${out.planId}`
+		});
 	});
 
 	it('one transaction with the approval: rolled back → no job; the job not queued → no waiting approval', async () => {
@@ -141,7 +173,9 @@ describe('webhook notices', () => {
 			drop trigger if exists test_doom on executions;
 			create constraint trigger test_doom after insert on executions deferrable initially deferred for each row execute function test_doom();`);
 		try {
-			await expect(requestExecution(sessionId, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'doomed' })).rejects.toThrow('doomed at commit');
+			await expect(requestExecution(sessionId, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'doomed' })).rejects.toThrow(
+				'doomed at commit'
+			);
 		} finally {
 			await sql().unsafe('drop trigger test_doom on executions; drop function test_doom();');
 		}
@@ -155,7 +189,9 @@ describe('webhook notices', () => {
 			begin raise exception 'job queue down'; end $$;
 			create trigger test_queue_down before insert on graphile_worker._private_jobs for each row execute function test_queue_down();`);
 		try {
-			await expect(requestExecution(sessionId, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'unqueued' })).rejects.toThrow('job queue down');
+			await expect(requestExecution(sessionId, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'unqueued' })).rejects.toThrow(
+				'job queue down'
+			);
 		} finally {
 			await sql().unsafe('drop trigger test_queue_down on graphile_worker._private_jobs; drop function test_queue_down();');
 		}
@@ -176,7 +212,12 @@ describe('webhook notices', () => {
 
 		it('ntfy: text body, Title (RFC 2047 when not ASCII), Tags and Click to the card at the public origin', async () => {
 			await caller(admin).setOrigin({ origin: 'https://nomos.example.net' });
-			const hook = await caller(admin).createWebhook({ name: 'phone', kind: 'ntfy', url: `${rx.base}/nomos-topic`, headers: { Authorization: 'Bearer tk_secret_123' } });
+			const hook = await caller(admin).createWebhook({
+				name: 'phone',
+				kind: 'ntfy',
+				url: `${rx.base}/nomos-topic`,
+				headers: { Authorization: 'Bearer tk_secret_123' }
+			});
 			const e = await pending();
 			await until(() => (rx.received.length ? rx.received : null), 10_000);
 			const r = rx.received[0];
@@ -192,9 +233,14 @@ describe('webhook notices', () => {
 
 			// A question in another language: the Title header is an encoded-word.
 			rx.reset();
-			const [m] = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'complete', origin: 'chat' }).then((r) => [r]));
+			const [m] = await sql().begin((tx) =>
+				insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'complete', origin: 'chat' }).then((r) => [r])
+			);
 			await sql()`update executions set status = 'denied' where status = 'awaiting_approval'`;
-			await askOperatorTool({ sessionId, messageId: m.id, signal: new AbortController().signal, turn: { httpGets: 0 } }).execute!({ prompt: 'Größe für „db“?' }, { toolCallId: 't2', messages: [] });
+			await askOperatorTool({ sessionId, messageId: m.id, signal: new AbortController().signal, turn: { httpGets: 0 } }).execute!(
+				{ prompt: 'Größe für „db“?' },
+				{ toolCallId: 't2', messages: [] }
+			);
 			await until(() => (rx.received.length ? true : null), 10_000);
 			expect(rx.received[0].headers.tags).toBe('question');
 			expect(rx.received[0].body).toBe('Größe für „db“?');
@@ -210,7 +256,14 @@ describe('webhook notices', () => {
 			const e = await pending();
 			await until(() => (rx.received.length >= 2 ? true : null), 20_000);
 			const first = JSON.parse(rx.received[0].body) as Record<string, unknown>;
-			expect(first).toEqual({ kind: 'approval', sessionId, title: 'Approval waiting: pct_start on lxc:strong/101', text: expect.stringContaining('db is down'), url: null, at: expect.any(String) });
+			expect(first).toEqual({
+				kind: 'approval',
+				sessionId,
+				title: 'Approval waiting: pct_start on lxc:strong/101',
+				text: expect.stringContaining('db is down'),
+				url: null,
+				at: expect.any(String)
+			});
 			expect(rx.received[1].body).toBe(rx.received[0].body);
 			await until(async () => ((await deliveries(hook.id)).length >= 2 ? true : null), 5000);
 			expect(await deliveries(hook.id)).toEqual([
@@ -257,7 +310,11 @@ describe('webhook notices', () => {
 		try {
 			rx.script((res) => res.writeHead(302, { location: `${other.base}/elsewhere` }).end());
 			const hook = await caller(admin).createWebhook({ name: 'redirect', kind: 'ntfy', url: `${rx.base}/topic` });
-			expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: false, httpStatus: 302, error: `redirected to ${new URL(other.base).host}; redirects are not followed` });
+			expect(await caller(admin).sendTest({ id: hook.id })).toEqual({
+				ok: false,
+				httpStatus: 302,
+				error: `redirected to ${new URL(other.base).host}; redirects are not followed`
+			});
 			expect(other.received).toHaveLength(0);
 
 			rx.script(() => undefined);
@@ -285,7 +342,12 @@ describe('webhook notices', () => {
 	}, 20_000);
 
 	it('URL secrets and header values are masked; admins only; bad input is refused by field', async () => {
-		const hook = await caller(admin).createWebhook({ name: 'ntfy', kind: 'ntfy', url: 'https://user:pa55word@ntfy.lan:8443/nomos-alerts-7f3k?auth=tk_abc', headers: { Authorization: 'Bearer tk_secret_123' } });
+		const hook = await caller(admin).createWebhook({
+			name: 'ntfy',
+			kind: 'ntfy',
+			url: 'https://user:pa55word@ntfy.lan:8443/nomos-alerts-7f3k?auth=tk_abc',
+			headers: { Authorization: 'Bearer tk_secret_123' }
+		});
 		expect(hook.maskedUrl).toBe('https://•••:•••@ntfy.lan:8443/no•••?auth=•••');
 		expect(hook.maskedHeaders).toEqual({ Authorization: 'Be•••' });
 		// A secret anywhere in the path is masked, also before a trailing slash.
@@ -304,8 +366,18 @@ describe('webhook notices', () => {
 
 	it('a change keeps the URL and headers unless new ones are given, and Send test goes where it now points', async () => {
 		rx.reset();
-		const stored = async (id: string) => (await sql()<{ url: string; headers: Record<string, string>; name: string; kind: string }[]>`select url, headers, name, kind from webhooks where id = ${id}`)[0];
-		const hook = await caller(admin).createWebhook({ name: 'old name', kind: 'ntfy', url: `${rx.base}/old-topic`, headers: { Authorization: 'Bearer tk_keep' } });
+		const stored = async (id: string) =>
+			(
+				await sql()<
+					{ url: string; headers: Record<string, string>; name: string; kind: string }[]
+				>`select url, headers, name, kind from webhooks where id = ${id}`
+			)[0];
+		const hook = await caller(admin).createWebhook({
+			name: 'old name',
+			kind: 'ntfy',
+			url: `${rx.base}/old-topic`,
+			headers: { Authorization: 'Bearer tk_keep' }
+		});
 
 		// Name and kind only: the secrets stay as they were.
 		const renamed = await caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json' });
@@ -331,13 +403,17 @@ describe('webhook notices', () => {
 		expect((await stored(hook.id)).url).toBe(`${rx.base}/new-topic`);
 
 		// Bad input changes nothing and says which field; a plain operator may not; the trail names no secret.
-		await expect(caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: 'ftp://x' })).rejects.toThrow('url: an http:// or https:// address');
+		await expect(caller(admin).updateWebhook({ id: hook.id, name: 'phone', kind: 'json', url: 'ftp://x' })).rejects.toThrow(
+			'url: an http:// or https:// address'
+		);
 		await expect(caller(admin).updateWebhook({ id: hook.id, name: '', kind: 'json' })).rejects.toThrow('name: required');
 		expect((await stored(hook.id)).url).toBe(`${rx.base}/new-topic`);
 		const op = { id: await newOperator('plain-op-2'), username: 'plain-op-2', role: 'operator' as const };
 		await expect(caller(op).updateWebhook({ id: hook.id, name: 'mine', kind: 'json' })).rejects.toThrow('Admins only.');
 		await expect(caller(admin).updateWebhook({ id: '00000000-0000-4000-8000-000000000000', name: 'x', kind: 'json' })).rejects.toThrow('No such webhook.');
-		const trail = await sql()<{ detail: Record<string, unknown> }[]>`select detail from audit_log where action = 'webhook.updated' and subject_id = ${hook.id} order by id`;
+		const trail = await sql()<
+			{ detail: Record<string, unknown> }[]
+		>`select detail from audit_log where action = 'webhook.updated' and subject_id = ${hook.id} order by id`;
 		expect(trail).toHaveLength(5);
 		expect(trail[1].detail).toMatchObject({ before: { name: 'phone', kind: 'json', url: `${rx.base}/ol•••` }, url: `${rx.base}/ne•••` });
 		expect(JSON.stringify(trail)).not.toMatch(/tk_keep|tk_new|new-topic|old-topic/);

@@ -47,7 +47,12 @@ describe('a plan whose worker dies', () => {
 			{ target: 'strong', action: 'pveam_download', params: { storage: 'local', template: TEMPLATE }, reason: 'template' },
 			{ target: 'strong', action: 'pct_create', params: { vmid: '180', hostname: 'app', template: `local:vztmpl/${TEMPLATE}`, start: true }, reason: 'the CT' },
 			{ target: 'strong/180', action: 'pct_exec', params: { argv: ['apt-get', 'install', '-y', 'nginx'] }, reason: 'install' },
-			{ target: 'strong/180', action: 'pct_push', params: { path: '/etc/systemd/system/app.service', content: '[Service]\nExecStart=/bin/true\n' }, reason: 'unit' },
+			{
+				target: 'strong/180',
+				action: 'pct_push',
+				params: { path: '/etc/systemd/system/app.service', content: '[Service]\nExecStart=/bin/true\n' },
+				reason: 'unit'
+			},
 			{ target: 'strong/180', action: 'systemctl', params: { unit: 'app.service', op: 'enable' }, reason: 'enable' },
 			{ target: 'strong/180', action: 'ct_http_check', params: { port: 8080 }, reason: 'verify' }
 		];
@@ -72,7 +77,10 @@ describe('a plan whose worker dies', () => {
 
 			child.kill('SIGKILL');
 			expect((await exited).signal).toBe('SIGKILL');
-			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+				timeoutMs: 10_000,
+				intervalMs: 50
+			});
 			const [r] = await recoverDeadProcesses(sql());
 			expect(r.interrupted).toEqual([step2]);
 			expect((await getExecution(sql(), step2))!.status).toBe('interrupted');

@@ -39,7 +39,12 @@ function deployPlan(vmid: number) {
 		title: `Deploy the app on CT ${vmid}`,
 		steps: [
 			{ action: 'pveam_download', target: 'strong', params: { storage: 'local', template: TEMPLATE }, why: 'the template is missing' },
-			{ action: 'pct_create', target: 'strong', params: { vmid: String(vmid), hostname: `app${vmid}`, template: `local:vztmpl/${TEMPLATE}`, start: true }, why: 'the CT' },
+			{
+				action: 'pct_create',
+				target: 'strong',
+				params: { vmid: String(vmid), hostname: `app${vmid}`, template: `local:vztmpl/${TEMPLATE}`, start: true },
+				why: 'the CT'
+			},
 			{ action: 'pct_exec', target: `strong/${vmid}`, params: { argv: ['apt-get', 'install', '-y', 'nginx'] }, why: 'its runtime' },
 			{ action: 'pct_push', target: `strong/${vmid}`, params: { path: '/etc/systemd/system/app.service', content: UNIT }, why: 'its unit' },
 			{ action: 'systemctl', target: `strong/${vmid}`, params: { unit: 'app.service', op: 'enable' }, why: 'start it at boot' },
@@ -71,7 +76,15 @@ beforeEach(() => llm.reset());
 /** One operator message; the scripted model looks, then proposes the plan (its turn ends there). */
 async function proposed(vmid: number): Promise<{ sessionId: string; planId: string }> {
 	const sessionId = await newSession(operatorId, `deploy ${vmid}`);
-	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'deploy this Node.js app in a new container on strong and make sure it works' }], status: 'complete', origin: 'chat' }));
+	await sql().begin((tx) =>
+		insertMessage(tx, {
+			sessionId,
+			role: 'user',
+			parts: [{ type: 'text', text: 'deploy this Node.js app in a new container on strong and make sure it works' }],
+			status: 'complete',
+			origin: 'chat'
+		})
+	);
 	llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { toolCalls: [{ name: 'propose_plan', args: deployPlan(vmid) }] });
 	expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
 	expect(llm.requests).toHaveLength(2);
@@ -80,8 +93,7 @@ async function proposed(vmid: number): Promise<{ sessionId: string; planId: stri
 	return { sessionId, planId: plan.id };
 }
 
-const approve = (planId: string) =>
-	sql().begin((tx) => operatorDecidesPlan(tx, planId, { decision: 'approved', operatorId, credential: freshSession() }));
+const approve = (planId: string) => sql().begin((tx) => operatorDecidesPlan(tx, planId, { decision: 'approved', operatorId, credential: freshSession() }));
 
 const planStatus = async (planId: string) => (await getPlan(sql(), planId))!.status;
 
@@ -105,7 +117,10 @@ describe('an approved plan runs itself', () => {
 		expect((await approve(planId))?.status).toBe('approved');
 
 		await waitUntil(async () => (await planStatus(planId)) === 'succeeded', 'the plan to finish', { timeoutMs: 60_000, intervalMs: 100 });
-		await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the summary reply', { timeoutMs: 30_000, intervalMs: 100 });
+		await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the summary reply', {
+			timeoutMs: 30_000,
+			intervalMs: 100
+		});
 
 		const plan = (await getPlan(sql(), planId))!;
 		const runs = await Promise.all(plan.steps.map((s) => getExecution(sql(), s.executionId!)));
@@ -150,10 +165,13 @@ describe('an approved plan runs itself', () => {
 		await pve.setFault('fail', { tool: 'apt-get', match: 'install', exitCode: 100, stderr: 'E: Unable to locate package nginx' });
 		try {
 			const before = llm.requests.length;
-			llm.push({ text: 'The install failed: nginx is not in the CT\'s package lists. I will propose running apt-get update first.' });
+			llm.push({ text: "The install failed: nginx is not in the CT's package lists. I will propose running apt-get update first." });
 			await approve(planId);
 			await waitUntil(async () => (await planStatus(planId)) === 'failed', 'the plan to fail', { timeoutMs: 60_000, intervalMs: 100 });
-			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', { timeoutMs: 30_000, intervalMs: 100 });
+			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', {
+				timeoutMs: 30_000,
+				intervalMs: 100
+			});
 
 			const plan = (await getPlan(sql(), planId))!;
 			expect(plan.steps.map((s) => Boolean(s.executionId))).toEqual([true, true, true, false, false, false]);
@@ -181,16 +199,23 @@ describe('an approved plan runs itself', () => {
 		try {
 			llm.push({ text: 'Stopped as you asked during the install; CT 172 exists without the app.' });
 			await approve(planId);
-			const plan = await waitUntil(async () => {
-				const p = (await getPlan(sql(), planId))!;
-				const third = p.steps[2].executionId ? await getExecution(sql(), p.steps[2].executionId) : null;
-				return third?.status === 'running' && third.steps.length ? p : null;
-			}, 'step 3 to run', { timeoutMs: 60_000, intervalMs: 100 });
+			const plan = await waitUntil(
+				async () => {
+					const p = (await getPlan(sql(), planId))!;
+					const third = p.steps[2].executionId ? await getExecution(sql(), p.steps[2].executionId) : null;
+					return third?.status === 'running' && third.steps.length ? p : null;
+				},
+				'step 3 to run',
+				{ timeoutMs: 60_000, intervalMs: 100 }
+			);
 			// The install hangs on the host; the operator presses Stop.
 			await waitUntil(async () => (await pve.hangs()).some((h) => alive(h.pid)), 'apt-get to hang', { timeoutMs: 15_000 });
 			expect(await sql().begin((tx) => stopPlan(tx, planId, operatorId))).not.toBeNull();
 			await waitUntil(async () => (await planStatus(planId)) === 'cancelled', 'the plan to stop', { timeoutMs: 30_000, intervalMs: 100 });
-			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', { timeoutMs: 30_000, intervalMs: 100 });
+			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', {
+				timeoutMs: 30_000,
+				intervalMs: 100
+			});
 
 			const third = (await getExecution(sql(), plan.steps[2].executionId!))!;
 			expect(third.status).toBe('interrupted');
@@ -222,7 +247,10 @@ describe('an approved plan runs itself', () => {
 			expect((await listSessionExecutions(sql(), sessionId)).filter((e) => e.action === 'pct_push')).toHaveLength(0);
 			await sql().begin((tx) => stopPlan(tx, planId, operatorId));
 			await waitUntil(async () => (await planStatus(planId)) === 'cancelled', 'the plan to stop', { timeoutMs: 30_000, intervalMs: 100 });
-			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', { timeoutMs: 30_000, intervalMs: 100 });
+			await waitUntil(async () => (await continuationReplies(sessionId)).find((m) => m.status === 'complete'), 'the reply', {
+				timeoutMs: 30_000,
+				intervalMs: 100
+			});
 		} finally {
 			await pve.setFault('hang', null);
 		}

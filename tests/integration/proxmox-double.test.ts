@@ -101,8 +101,20 @@ describe('ssh transport', () => {
 
 describe('argv logging', () => {
 	const hostile = [
-		`it's "quoted"`, '$(touch /tmp/pve-double-pwned)', '`id`', 'line1\nline2', '  spaced  out  ',
-		'ünïcødé → 🚀', '', '--', '-n', '*', 'a;b|c&&d', 'back\\slash', '$HOME', "'"
+		`it's "quoted"`,
+		'$(touch /tmp/pve-double-pwned)',
+		'`id`',
+		'line1\nline2',
+		'  spaced  out  ',
+		'ünïcødé → 🚀',
+		'',
+		'--',
+		'-n',
+		'*',
+		'a;b|c&&d',
+		'back\\slash',
+		'$HOME',
+		"'"
 	];
 
 	it('logs pct exec argv byte-exact and executes it without a shell', async () => {
@@ -125,7 +137,10 @@ describe('argv logging', () => {
 
 describe('pct', () => {
 	it('create streams progress, then list / status / config show the CT', async () => {
-		const ch = await openExec(conn, `pct create 120 ${TEMPLATE} --hostname web --cores 2 --memory 2048 --rootfs local-lvm:8 --net0 name=eth0,bridge=vmbr0,ip=dhcp --features nesting=1 --unprivileged 1`);
+		const ch = await openExec(
+			conn,
+			`pct create 120 ${TEMPLATE} --hostname web --cores 2 --memory 2048 --rootfs local-lvm:8 --net0 name=eth0,bridge=vmbr0,ip=dhcp --features nesting=1 --unprivileged 1`
+		);
 		const chunkTimes: number[] = [];
 		ch.on('data', () => chunkTimes.push(Date.now()));
 		const r = await collect(ch);
@@ -215,7 +230,9 @@ describe('pvesh / pvesm / systemctl / apt-get', () => {
 	});
 
 	it('apt-get update / dist-upgrade print Debian-style output', async () => {
-		expect((await sh('apt-get update')).stdout).toMatch(/Hit:\d+ http:\/\/download\.proxmox\.com\/debian\/pve bookworm InRelease\n[\s\S]*Reading package lists\.\.\.\n$/);
+		expect((await sh('apt-get update')).stdout).toMatch(
+			/Hit:\d+ http:\/\/download\.proxmox\.com\/debian\/pve bookworm InRelease\n[\s\S]*Reading package lists\.\.\.\n$/
+		);
 		expect(await sh('apt-get dist-upgrade')).toMatchObject({ code: 1, stdout: expect.stringContaining('Do you want to continue? [Y/n] Abort.') });
 		const up = await sh('apt-get -y dist-upgrade');
 		expect(up.stdout).toContain('Setting up pve-manager (8.3.3) ...');
@@ -420,7 +437,10 @@ describe('pct snapshots, resize, push; vzdump; qm', () => {
 	it('curl inside a CT reaches only what listens there', async () => {
 		await pve.setHttp(110, 8080, { paths: { '/healthz': { body: 'ok' }, '/err': { status: 503 } } });
 		expect(await sh('pct exec 110 -- curl -fsS --max-time 5 http://127.0.0.1:8080/healthz')).toMatchObject({ code: 0, stdout: 'ok' });
-		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:8080/err')).toMatchObject({ code: 22, stderr: 'curl: (22) The requested URL returned error: 503\n' });
+		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:8080/err')).toMatchObject({
+			code: 22,
+			stderr: 'curl: (22) The requested URL returned error: 503\n'
+		});
 		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:8080/other')).toMatchObject({ code: 22 });
 		expect(await sh('pct exec 110 -- curl -fsS http://127.0.0.1:9/')).toMatchObject({ code: 7 });
 	});
@@ -451,11 +471,19 @@ describe('pct snapshots, resize, push; vzdump; qm', () => {
 	it('qm create from a cloud image, clone, resize, snapshots, guest agent and destroy, with real qm errors', async () => {
 		const img = '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2';
 		const create = (id: number, extra = '') =>
-			sh(`qm create ${id} --name ci --memory 1024 --net0 virtio,bridge=vmbr0 --scsi0 local-lvm:0,import-from=${img} --ide2 local-lvm:cloudinit --agent enabled=1 --ipconfig0 ip=10.0.0.5/24,gw=10.0.0.1${extra}`);
+			sh(
+				`qm create ${id} --name ci --memory 1024 --net0 virtio,bridge=vmbr0 --scsi0 local-lvm:0,import-from=${img} --ide2 local-lvm:cloudinit --agent enabled=1 --ipconfig0 ip=10.0.0.5/24,gw=10.0.0.1${extra}`
+			);
 		expect((await create(250)).code).toBe(0);
 		expect(await create(250)).toMatchObject({ code: 255, stderr: "unable to create VM 250 - VM 250 already exists on node 'strong'\n" });
-		expect(await sh(`qm create 251 --scsi0 local-lvm:0,import-from=/nope.img`)).toMatchObject({ code: 255, stderr: "unable to create VM - source '/nope.img' does not exist\n" });
-		expect(await create(252, ' --sshkeys /tmp/does-not-exist.pub')).toMatchObject({ code: 255, stderr: "unable to open file '/tmp/does-not-exist.pub' - No such file or directory\n" });
+		expect(await sh(`qm create 251 --scsi0 local-lvm:0,import-from=/nope.img`)).toMatchObject({
+			code: 255,
+			stderr: "unable to create VM - source '/nope.img' does not exist\n"
+		});
+		expect(await create(252, ' --sshkeys /tmp/does-not-exist.pub')).toMatchObject({
+			code: 255,
+			stderr: "unable to open file '/tmp/does-not-exist.pub' - No such file or directory\n"
+		});
 		const cfg = (await sh('qm config 250')).stdout;
 		expect(cfg).toContain('scsi0: local-lvm:vm-250-disk-0,size=2G\n');
 		expect(cfg).toContain('ide2: local-lvm:vm-250-cloudinit,media=cdrom\n');

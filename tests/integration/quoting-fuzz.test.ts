@@ -83,7 +83,10 @@ describe('the generated corpus', () => {
 		// no lone surrogates: every word survives a UTF-8 round trip
 		expect(values.every((v) => Buffer.from(v, 'utf8').toString('utf8') === v)).toBe(true);
 		for (const needle of [';', '$(', '`', "'", '"', '\\', '\n', '\r', '\t', '$IFS', '*', '?', '[', '~', '&&', '|', '>', '#', '!', '\u202e', '😀', '\u0301']) {
-			expect(values.some((v) => v.includes(needle)), `corpus contains ${JSON.stringify(needle)}`).toBe(true);
+			expect(
+				values.some((v) => v.includes(needle)),
+				`corpus contains ${JSON.stringify(needle)}`
+			).toBe(true);
 		}
 		expect(values.some((v) => v.startsWith('-'))).toBe(true);
 		expect(values.some((v) => v === '')).toBe(true);
@@ -187,7 +190,7 @@ describe('pct exec over SSH', () => {
 	}, 60_000);
 });
 
-describe('the catalogue\'s text params', () => {
+describe("the catalogue's text params", () => {
 	/** Every free-text param of the newer actions, with what makes a request of it valid. */
 	const fields: Array<{ action: keyof typeof ACTIONS; field: string; base: Record<string, unknown> }> = [
 		{ action: 'pct_set', field: 'description', base: {} },
@@ -211,7 +214,8 @@ describe('the catalogue\'s text params', () => {
 		const wrong: string[] = [];
 		for (const { action, field, base } of fields) {
 			const def = ACTIONS[action];
-			const plain = field === 'content' ? JSON.stringify(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv)) : '';
+			const plain =
+				field === 'content' ? JSON.stringify(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv)) : '';
 			for (const v of values) {
 				const parsed = def.params.safeParse({ ...base, [field]: v });
 				if (!parsed.success) continue;
@@ -241,7 +245,16 @@ describe('the catalogue\'s text params', () => {
 		expect(accepted['pct_push.content']).toBeGreaterThan(COUNT * 0.9);
 		expect(accepted['pct_push.path'] ?? 0).toBeGreaterThan(100);
 		// The narrow ones let nothing shell-ish through.
-		for (const k of ['pct_snapshot.name', 'pct_rollback.name', 'pct_push.mode', 'ct_service_active.unit', 'pveam_download.template', 'pveam_download.storage', 'pct_resize.size', 'vzdump.storage']) {
+		for (const k of [
+			'pct_snapshot.name',
+			'pct_rollback.name',
+			'pct_push.mode',
+			'ct_service_active.unit',
+			'pveam_download.template',
+			'pveam_download.storage',
+			'pct_resize.size',
+			'vzdump.storage'
+		]) {
 			for (const v of values.filter((v) => /[;$`'"\\|&<>\s*?]/.test(v))) {
 				const [action, field] = k.split('.') as [keyof typeof ACTIONS, string];
 				const base = fields.find((f) => f.action === action && f.field === field)!.base;
@@ -310,7 +323,8 @@ describe('the catalogue\'s text params', () => {
 					const r = await execArgv(client, push.argv, { timeoutMs: 30_000, stdin: Buffer.from(push.stdin!, 'utf8') });
 					if (r.exitCode !== 0) failures.push(`${JSON.stringify(c.path)}: push exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
 					const v = await execArgv(client, check.argv, { timeoutMs: 30_000 });
-					if (v.exitCode !== 0 || !verified(check.verify!, v.stdout)) failures.push(`${JSON.stringify(c.path)}: verify ${v.exitCode} ${v.stdout.slice(0, 200)} ${v.stderr.slice(0, 200)}`);
+					if (v.exitCode !== 0 || !verified(check.verify!, v.stdout))
+						failures.push(`${JSON.stringify(c.path)}: verify ${v.exitCode} ${v.stdout.slice(0, 200)} ${v.stderr.slice(0, 200)}`);
 					const onDisk = await pve.guestFile(100, c.path);
 					if (!onDisk?.equals(Buffer.from(c.content, 'utf8'))) failures.push(`${JSON.stringify(c.path)}: content differs`);
 				}

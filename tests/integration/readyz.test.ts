@@ -65,7 +65,9 @@ describe('/readyz', () => {
 		try {
 			const r = await checkReadiness(sql());
 			expect(r).toMatchObject({ ready: true, failed: [], warnings: ['jobs'] });
-			expect(r.jobs.tasks).toEqual([expect.objectContaining({ task: 'notify__webhook', count: 1, reason: 'webhook ntfy: POST https://ntfy.sh/…: 500 (giving up)' })]);
+			expect(r.jobs.tasks).toEqual([
+				expect.objectContaining({ task: 'notify__webhook', count: 1, reason: 'webhook ntfy: POST https://ntfy.sh/…: 500 (giving up)' })
+			]);
 			const res = JSON.parse(JSON.stringify(readinessAnswer(r))) as { status: number; body: unknown };
 			expect(res.status).toBe(200);
 			expect(res.body).toMatchObject({ status: 'degraded', failed: [], warnings: ['jobs'] });

@@ -27,7 +27,7 @@ const SESSION = '00000000-0000-4000-8000-000000000001';
 
 describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	it('a client 1,000 events behind catches up in order, then gets live ones', async () => {
-		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
+		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
 		for (let i = 0; i < 1000; i += 100) {
 			await sql().begin(async (tx) => {
 				for (let j = 0; j < 100; j++) await emitEvent(tx, { type: 'inventory.synced', payload: { host: 'backlog', containers: i + j } });
@@ -49,12 +49,16 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('session streams carry only that session; the global stream skips message updates', async () => {
-		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
+		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
 		const s = open(start, { sessionId: SESSION });
 		const g = open(start);
 		await emitEventNow(sql(), { type: 'message.updated', sessionId: SESSION, payload: { messageId: '00000000-0000-4000-8000-0000000000aa' } });
 		await emitEventNow(sql(), { type: 'session.updated', sessionId: '00000000-0000-4000-8000-000000000002', payload: {} });
-		await emitEventNow(sql(), { type: 'question.raised', sessionId: SESSION, payload: { questionId: '00000000-0000-4000-8000-0000000000bb', prompt: 'which host?' } });
+		await emitEventNow(sql(), {
+			type: 'question.raised',
+			sessionId: SESSION,
+			payload: { questionId: '00000000-0000-4000-8000-0000000000bb', prompt: 'which host?' }
+		});
 		const fromSession: string[] = [];
 		for await (const e of s.events) {
 			fromSession.push(e.type);
@@ -72,7 +76,7 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 	});
 
 	it('chaos: 20 clients, 2,000 events, random disconnects and a killed LISTEN: every event once, in order', async () => {
-		const start = (await emitEventNow(sql(), { type: 'workers.changed', payload: {} }));
+		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
 		const TOTAL = 2000;
 		const CLIENTS = 20;
 		const received: number[][] = Array.from({ length: CLIENTS }, () => []);

@@ -110,7 +110,9 @@ describe('a host that cannot be reached', () => {
 		await run;
 		const done = await load(e.id);
 		expect(done.status).toBe('interrupted');
-		expect(done.error).toMatch(/^cancelled by the operator while pct create .* was running; the host could not be reached to stop it: the command may still be running$/);
+		expect(done.error).toMatch(
+			/^cancelled by the operator while pct create .* was running; the host could not be reached to stop it: the command may still be running$/
+		);
 		expect(done.steps[0].stop).toBe('unreachable');
 		expect(done.leftovers).toMatch(/^could not read CT 106 back from strong: /);
 		expect(await recheckAt(e.id)).not.toBeNull();

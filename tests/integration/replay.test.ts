@@ -34,7 +34,10 @@ const MODEL: FallbackRule[] = [
 	{ whenLastMessageRole: 'user', whenLastMessageMatches: 'succeeded', respond: { text: DONE } },
 	{ whenLastMessageRole: 'tool', whenLastMessageMatches: '"status":"succeeded"', respond: { text: DONE } },
 	{ whenLastMessageRole: 'tool', whenLastMessageMatches: 'awaiting', respond: { text: 'Waiting for your approval to start caddy.' } },
-	{ whenLastMessageRole: 'tool', respond: { toolCalls: [{ name: 'request_execution', args: { target: 'caddy', action: 'pct_start', params: {}, reason: 'the operator asked' } }] } },
+	{
+		whenLastMessageRole: 'tool',
+		respond: { toolCalls: [{ name: 'request_execution', args: { target: 'caddy', action: 'pct_start', params: {}, reason: 'the operator asked' } }] }
+	},
 	{ whenLastMessageRole: 'user', respond: { toolCalls: [{ name: 'list_lxcs', args: {} }] } }
 ];
 
@@ -57,7 +60,9 @@ afterAll(async () => {
 async function recordOriginal(): Promise<string> {
 	llm.setFallback(fallbackFromRules(MODEL));
 	const sessionId = await newSession(operatorId, 'start caddy');
-	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'please start caddy' }], status: 'complete', origin: 'chat' }));
+	await sql().begin((tx) =>
+		insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'please start caddy' }], status: 'complete', origin: 'chat' })
+	);
 	await runTurn({ sessionId, origin: 'chat' });
 	const [e] = await sql()<{ id: string }[]>`select id from executions where requested_by_session = ${sessionId}`;
 	expect((await decide(e.id, operatorId, 'approved')).ok).toBe(true);
@@ -116,7 +121,10 @@ describe('replay', () => {
 		expect(same.ok).toBe(true);
 
 		// A changed model asks first, then stops and starts, and never says it is done: the case fails.
-		const stopStart = ['pct_stop', 'pct_start'].map((action) => ({ name: 'request_execution', args: { target: 'caddy', action, params: {}, reason: 'changed' } }));
+		const stopStart = ['pct_stop', 'pct_start'].map((action) => ({
+			name: 'request_execution',
+			args: { target: 'caddy', action, params: {}, reason: 'changed' }
+		}));
 		llm.setFallback(
 			fallbackFromRules([
 				{ whenLastMessageRole: 'tool', whenLastMessageMatches: 'not answered', respond: { toolCalls: stopStart } },
@@ -127,7 +135,11 @@ describe('replay', () => {
 		const changed = await runReplayCase('start-caddy');
 		expect(changed.ok).toBe(false);
 		expect(changed.problems).toEqual(['more operator actions: 4, expected at most 2', 'the goal was not reached']);
-		expect(changed.rows.find((r) => r.label === 'Requests')).toMatchObject({ original: 'pct_start caddy', replay: 'pct_stop caddy; pct_start caddy', same: false });
+		expect(changed.rows.find((r) => r.label === 'Requests')).toMatchObject({
+			original: 'pct_start caddy',
+			replay: 'pct_stop caddy; pct_start caddy',
+			same: false
+		});
 		expect((await pve.argvLog()).length).toBe(before.argv);
 	});
 
@@ -155,7 +167,10 @@ describe('replay', () => {
 		expect((await pve.argvLog()).length).toBe(before.argv);
 		expect(await parkedRows()).toBe(before.rows);
 		const outputs = Object.fromEntries(
-			(await listMessages(sql(), replayId)).flatMap((m) => m.parts).filter(isToolPart).map((p) => [getToolName(p), 'output' in p ? p.output : p.errorText])
+			(await listMessages(sql(), replayId))
+				.flatMap((m) => m.parts)
+				.filter(isToolPart)
+				.map((p) => [getToolName(p), 'output' in p ? p.output : p.errorText])
 		);
 		expect(outputs.request_execution).toMatchObject({ replay: 'would have asked to run pct_destroy on caddy', status: 'not run in replay' });
 		expect(outputs.propose_plan).toMatchObject({ replay: expect.stringMatching(/^would have proposed/), status: 'not run in replay' });

@@ -55,7 +55,9 @@ describe('request_execution over HTTP', () => {
 			// Ollama with a context that has room for the typed schema (num_ctx 16384).
 			llm.setDialect(dialect, dialect === 'ollama' ? 16384 : null);
 			const sessionId = await newSession('create typetype with an 8 GB disk');
-			const call = (params: Json, id: string) => ({ toolCalls: [{ id, name: 'request_execution', args: { target: 'strong', action: 'pct_create', params, reason: 'deploy typetype' } }] });
+			const call = (params: Json, id: string) => ({
+				toolCalls: [{ id, name: 'request_execution', args: { target: 'strong', action: 'pct_create', params, reason: 'deploy typetype' } }]
+			});
 			llm.push(call({ hostname: 'typetype', template: DEBIAN, disk_gb: 8 }, 'c1'));
 			llm.push(call({ hostname: 'typetype', template: DEBIAN, disk: 8 }, 'c2'));
 			llm.push({ text: 'Waiting for your approval.' });
@@ -85,7 +87,15 @@ describe('request_execution over HTTP', () => {
 	it('ollama at its default 4096-token context: the same definition, the same error', async () => {
 		llm.setDialect('ollama');
 		const sessionId = await newSession('create typetype');
-		llm.push({ toolCalls: [{ id: 'c1', name: 'request_execution', args: { target: 'strong', action: 'pct_create', params: { hostname: 'typetype', template: DEBIAN, disk_gb: 8 }, reason: 'r' } }] });
+		llm.push({
+			toolCalls: [
+				{
+					id: 'c1',
+					name: 'request_execution',
+					args: { target: 'strong', action: 'pct_create', params: { hostname: 'typetype', template: DEBIAN, disk_gb: 8 }, reason: 'r' }
+				}
+			]
+		});
 		llm.push({ text: 'I used a wrong field.' });
 		await runTurn({ sessionId, origin: 'chat' });
 		const chats = llm.requests.filter((r) => r.path.endsWith('/chat/completions'));
@@ -93,6 +103,8 @@ describe('request_execution over HTTP', () => {
 		expect(tool.function.parameters.properties.params).toEqual({ type: 'object' });
 		expect(tool.function.description).toContain('pct_create(hostname, template,');
 		const result = chats[1].body!.messages!.findLast((m) => m.role === 'tool')!;
-		expect(JSON.stringify(result.content)).toMatch(/bad params for pct_create: Unrecognized key: .*disk_gb.*fields of pct_create: vmid, hostname, template, cores, memory, swap, disk,/);
+		expect(JSON.stringify(result.content)).toMatch(
+			/bad params for pct_create: Unrecognized key: .*disk_gb.*fields of pct_create: vmid, hostname, template, cores, memory, swap, disk,/
+		);
 	});
 });

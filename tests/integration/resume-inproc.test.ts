@@ -70,7 +70,7 @@ async function deadProcess(): Promise<string> {
 	return p.id;
 }
 
-const runJob = (payload: unknown) => (agent__run_turn)(payload, {} as never);
+const runJob = (payload: unknown) => agent__run_turn(payload, {} as never);
 
 describe('a resumed reply', () => {
 	it('gets the result of a request it parked before its process died, instead of asking again', async () => {
@@ -83,7 +83,12 @@ describe('a resumed reply', () => {
 			const chunks: MessageChunk[] = [
 				{ type: 'start-step' },
 				{ type: 'tool-input-start', toolCallId: 'c1', toolName: 'request_execution' },
-				{ type: 'tool-input-available', toolCallId: 'c1', toolName: 'request_execution', input: { target: 'lxc:strong/100', action: 'restart', params: {}, reason: 'asked' } }
+				{
+					type: 'tool-input-available',
+					toolCallId: 'c1',
+					toolName: 'request_execution',
+					input: { target: 'lxc:strong/100', action: 'restart', params: {}, reason: 'asked' }
+				}
 			];
 			await emitEvent(tx, { sessionId, type: 'message.delta', payload: { messageId: m.id, rev: 1, chunks } });
 			return m.id;
@@ -116,7 +121,11 @@ describe('a resumed reply', () => {
 		const runner = await deadProcess();
 		await sql().begin(async (tx) => {
 			const m = await insertMessage(tx, { sessionId, role: 'assistant', parts: [], status: 'streaming', origin: 'chat', runner });
-			const chunks: MessageChunk[] = [{ type: 'start-step' }, { type: 'tool-input-start', toolCallId: 'c9', toolName: 'list_lxcs' }, { type: 'tool-input-available', toolCallId: 'c9', toolName: 'list_lxcs', input: {} }];
+			const chunks: MessageChunk[] = [
+				{ type: 'start-step' },
+				{ type: 'tool-input-start', toolCallId: 'c9', toolName: 'list_lxcs' },
+				{ type: 'tool-input-available', toolCallId: 'c9', toolName: 'list_lxcs', input: {} }
+			];
 			await emitEvent(tx, { sessionId, type: 'message.delta', payload: { messageId: m.id, rev: 1, chunks } });
 		});
 		await recoverDeadProcesses(sql());
@@ -131,7 +140,9 @@ describe('a turn that fails in a live process (not a model fault)', () => {
 	it('hands its reply over to be resumed, and after three resumes closes it saying why', async () => {
 		const sessionId = await session('hello');
 		await sql().unsafe(`create function no_final() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$`);
-		await sql().unsafe(`create trigger no_final before update on messages for each row when (new.status = 'complete' and old.status = 'streaming') execute function no_final()`);
+		await sql().unsafe(
+			`create trigger no_final before update on messages for each row when (new.status = 'complete' and old.status = 'streaming') execute function no_final()`
+		);
 		try {
 			llm.push({ text: 'Hi.' });
 			await expect(runTurn({ sessionId, origin: 'chat' })).rejects.toThrow(/disk full/);
@@ -165,7 +176,10 @@ describe('after a worker died, recovery', () => {
 		llm.push({ text: 'Here.' });
 		await runJob(job.payload);
 		const ms = await listMessages(sql(), sessionId);
-		expect(ms.map((m) => [m.role, m.status])).toEqual([['user', 'complete'], ['assistant', 'complete']]);
+		expect(ms.map((m) => [m.role, m.status])).toEqual([
+			['user', 'complete'],
+			['assistant', 'complete']
+		]);
 		// Queued once: a second pass finds nothing stranded.
 		expect(await sql().begin((tx) => requeueStranded(tx))).toBe(0);
 	});
@@ -188,7 +202,8 @@ describe('a continuation', () => {
 		await sql().unsafe(`create function no_reply() returns trigger language plpgsql as $$ begin raise exception 'no reply now'; end $$`);
 		await sql().unsafe(`create trigger no_reply before insert on messages for each row when (new.role = 'assistant') execute function no_reply()`);
 		await expect(continueSession(sessionId)).rejects.toThrow(/no reply now/);
-		const link = async () => (await sql()<{ continued: Date | null }[]>`select continued_at as continued from execution_sessions where execution_id = ${id}`)[0].continued;
+		const link = async () =>
+			(await sql()<{ continued: Date | null }[]>`select continued_at as continued from execution_sessions where execution_id = ${id}`)[0].continued;
 		const notes = async () => (await listMessages(sql(), sessionId)).filter((m) => m.role === 'system').length;
 		expect(await link()).toBeNull();
 		expect(await notes()).toBe(0);

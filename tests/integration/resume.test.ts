@@ -46,17 +46,27 @@ function startWorker(extra: NodeJS.ProcessEnv = {}): Worker {
 }
 
 async function ready(w: Worker) {
-	await waitUntil(async () => {
-		const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
-		return row.n === 1 && w.log.out.includes('worker ready');
-	}, `worker ${w.pid} to be ready:\n${w.log.out}`, { timeoutMs: 60_000, intervalMs: 100 });
+	await waitUntil(
+		async () => {
+			const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
+			return row.n === 1 && w.log.out.includes('worker ready');
+		},
+		`worker ${w.pid} to be ready:\n${w.log.out}`,
+		{ timeoutMs: 60_000, intervalMs: 100 }
+	);
 }
 
 function chatAs(operatorId: string) {
 	return createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'resume-admin', role: 'admin' }, event: {} as RequestEvent } as never);
 }
 
-type Reply = { id: string; status: string; origin: string; runner: string | null; parts: Array<{ type: string; text?: string; data?: { kind?: string; text?: string } }> };
+type Reply = {
+	id: string;
+	status: string;
+	origin: string;
+	runner: string | null;
+	parts: Array<{ type: string; text?: string; data?: { kind?: string; text?: string } }>;
+};
 
 async function replies(sessionId: string): Promise<Reply[]> {
 	return sql()<Reply[]>`select id, status, origin, runner, parts from messages where session_id = ${sessionId} and role = 'assistant' order by seq`;
@@ -70,7 +80,11 @@ async function runnerOf(sessionId: string, workers: Array<Worker>) {
 	return workers.find((w) => w.pid === row?.pid);
 }
 
-const text = (r: Reply) => r.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+const text = (r: Reply) =>
+	r.parts
+		.filter((p) => p.type === 'text')
+		.map((p) => p.text)
+		.join('');
 const notes = (r: Reply) => r.parts.filter((p) => p.type === 'data-note').map((p) => p.data?.kind);
 const RESEND = /send (your message )?again|reply to continue/i;
 
@@ -89,10 +103,14 @@ describe('a reply whose worker process dies', () => {
 		victim.child.kill('SIGKILL');
 		expect((await victim.exited).signal).toBe('SIGKILL');
 
-		const done = await waitUntil(async () => {
-			const rs = await replies(sessionId);
-			return rs.length === 1 && rs[0].status === 'complete' ? rs[0] : null;
-		}, 'the same reply to be completed by the other worker', { timeoutMs: 60_000, intervalMs: 100 });
+		const done = await waitUntil(
+			async () => {
+				const rs = await replies(sessionId);
+				return rs.length === 1 && rs[0].status === 'complete' ? rs[0] : null;
+			},
+			'the same reply to be completed by the other worker',
+			{ timeoutMs: 60_000, intervalMs: 100 }
+		);
 		expect(done.id).toBe(streaming.id);
 		expect(text(done)).toContain('All three containers on strong are running.');
 		expect(notes(done)).toContain('resumed');
@@ -117,10 +135,14 @@ describe('a reply whose worker process dies', () => {
 		// A hanging model must not hold the stop up (graphile-worker's grace period is 10 s).
 		expect((await victim.exited).signal).toBe(null);
 		expect(victim.log.out).not.toMatch(/Stopped by the operator/);
-		const done = await waitUntil(async () => {
-			const rs = await replies(sessionId);
-			return rs.length === 1 && rs[0].status === 'complete' ? rs[0] : null;
-		}, 'the reply to be finished by the other worker', { timeoutMs: 60_000, intervalMs: 100 });
+		const done = await waitUntil(
+			async () => {
+				const rs = await replies(sessionId);
+				return rs.length === 1 && rs[0].status === 'complete' ? rs[0] : null;
+			},
+			'the reply to be finished by the other worker',
+			{ timeoutMs: 60_000, intervalMs: 100 }
+		);
 		expect(text(done)).toContain('Done looking: caddy is up.');
 		expect(notes(done)).toEqual(['resumed']);
 		expect(JSON.stringify(done.parts)).not.toMatch(/cancelled|Stopped by the operator/);
@@ -139,16 +161,22 @@ describe('an approved execution whose worker dies before starting it', () => {
 		if ('error' in r) throw new Error(r.error);
 		const id = r.execution.id;
 		expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
-		await waitUntil(async () => slow.log.out.includes(`run job taken {"executionId":"${id}"}`), `the slow worker to take the job:\n${slow.log.out}`, { timeoutMs: 30_000 });
+		await waitUntil(async () => slow.log.out.includes(`run job taken {"executionId":"${id}"}`), `the slow worker to take the job:\n${slow.log.out}`, {
+			timeoutMs: 30_000
+		});
 		slow.child.kill('SIGKILL');
 		await slow.exited;
 		expect((await getExecution(sql(), id))!.status).toBe('approved');
 		const b = startWorker();
 		await ready(b);
-		const e = await waitUntil(async () => {
-			const e = await getExecution(sql(), id);
-			return e && ['succeeded', 'failed', 'interrupted'].includes(e.status) ? e : null;
-		}, `the execution to run in the other worker:\n${b.log.out}`, { timeoutMs: 60_000, intervalMs: 100 });
+		const e = await waitUntil(
+			async () => {
+				const e = await getExecution(sql(), id);
+				return e && ['succeeded', 'failed', 'interrupted'].includes(e.status) ? e : null;
+			},
+			`the execution to run in the other worker:\n${b.log.out}`,
+			{ timeoutMs: 60_000, intervalMs: 100 }
+		);
 		expect(e.status).toBe('succeeded');
 		expect((await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'create' && a.some((x) => x.includes('stranded')))).toHaveLength(1);
 	}, 150_000);

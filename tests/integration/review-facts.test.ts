@@ -33,7 +33,16 @@ const rand = prng(SEED);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
 const chance = (p: number) => rand() < p;
 
-const USER_TEXTS = ['continue', 'go on', '??', 'ok, continue', 'run it yourself', '   ', 'please deploy the wiki on strong as an LXC', 'also check the backups of ct 104'];
+const USER_TEXTS = [
+	'continue',
+	'go on',
+	'??',
+	'ok, continue',
+	'run it yourself',
+	'   ',
+	'please deploy the wiki on strong as an LXC',
+	'also check the backups of ct 104'
+];
 const ASSISTANT_TEXTS = [
 	'Looking into it.',
 	"I can't run pct create — only pct_exec, systemctl, restart, apt_upgrade.",
@@ -87,7 +96,8 @@ async function assistantTurn(sessionId: string, mention: string | null): Promise
 		if (r < 0.1) w.failToolCall(id, 'HTTP 503 from example.org');
 		else if (r < 0.18) w.finishToolCall(id, { error: "unknown action 'pct_create'", hint: 'valid actions: restart, pct_exec' });
 		else if (r < 0.22) w.finishToolCall(id, 'Error: it broke');
-		else if (r < 0.25) continue; // still running when the turn ends
+		else if (r < 0.25)
+			continue; // still running when the turn ends
 		else w.finishToolCall(id, { ok: true });
 	}
 	if (chance(0.1)) w.addNote('retry', 'The model returned nothing (an empty reply); retrying once…');
@@ -126,7 +136,13 @@ async function randomSession(i: number): Promise<string> {
 	for (let t = 0; t < turns; t++) {
 		const queued = chance(0.3);
 		await sql().begin((tx) =>
-			insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: t === 0 ? `goal ${i}: deploy the wiki` : pick(USER_TEXTS) }], status: queued ? 'queued' : 'complete', origin: 'chat' })
+			insertMessage(tx, {
+				sessionId,
+				role: 'user',
+				parts: [{ type: 'text', text: t === 0 ? `goal ${i}: deploy the wiki` : pick(USER_TEXTS) }],
+				status: queued ? 'queued' : 'complete',
+				origin: 'chat'
+			})
 		);
 		if (queued) await sql().begin((tx) => claimQueued(tx, sessionId));
 		await tick();
@@ -168,7 +184,11 @@ async function rebuiltFacts(sessionIds: string[]): Promise<{ messages: Row[]; se
 /** JSON with sorted keys, without the field that says where the answer was read from. */
 function canonical(x: unknown): string {
 	return JSON.stringify(x, (k, v: unknown) =>
-		k === 'source' ? undefined : v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v
+		k === 'source'
+			? undefined
+			: v && typeof v === 'object' && !Array.isArray(v)
+				? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+				: v
 	);
 }
 
@@ -189,7 +209,12 @@ describe('stored review facts', () => {
 
 	beforeAll(async () => {
 		for (let i = 0; i < SESSIONS; i++) ids.push(await randomSession(i));
-		ids.push(await insertFailedSessionFixture(sql()), await insertHealthySessionFixture(sql()), await insertNudgedSessionFixture(sql()), await insertSilentSessionFixture(sql()));
+		ids.push(
+			await insertFailedSessionFixture(sql()),
+			await insertHealthySessionFixture(sql()),
+			await insertNudgedSessionFixture(sql()),
+			await insertSilentSessionFixture(sql())
+		);
 		// Two sessions with no messages at all.
 		for (const t of ['empty a', 'empty b']) ids.push(await sql().begin((tx) => createSession(tx, null, t)));
 		// Turns whose process died: the sweeper hands them over to be resumed (a delta of its own).
@@ -223,7 +248,9 @@ describe('stored review facts', () => {
 		}
 		const all = await reviewOverview({ limit: 500 });
 		expect(all.sessionCount).toBe(ids.length - 2);
-		expect(all.kinds.map((k) => k.kind)).toEqual(expect.arrayContaining(['missing_capability', 'silent_failure', 'n_plus_one', 'operator_as_event_loop', 'stall']));
+		expect(all.kinds.map((k) => k.kind)).toEqual(
+			expect.arrayContaining(['missing_capability', 'silent_failure', 'n_plus_one', 'operator_as_event_loop', 'stall'])
+		);
 		expect(all.tools.map((t) => t.tool)).toContain('other');
 		for (const id of ids) {
 			const fromFacts = await reviewSession(id, sql(), { source: 'facts' });
@@ -231,7 +258,12 @@ describe('stored review facts', () => {
 			// The overview ranks a session by the findings its own page shows.
 			const ranked = all.sessions.find((s) => s.id === id);
 			if (ranked) {
-				expect([...ranked.kinds].sort(), id).toEqual(fromFacts!.findings.map((x) => x.kind).filter((k) => k !== 'goal_outcome').sort());
+				expect([...ranked.kinds].sort(), id).toEqual(
+					fromFacts!.findings
+						.map((x) => x.kind)
+						.filter((k) => k !== 'goal_outcome')
+						.sort()
+				);
 				expect(ranked.reached).toBe(fromFacts!.outcome.reached);
 			}
 		}

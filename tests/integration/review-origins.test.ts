@@ -37,7 +37,9 @@ async function approvedFix(sessionId: string, afterS: number, operatorId: string
 describe('the review overview by origin', () => {
 	it('counts operator, alert and schedule sessions, and the median time from an alert to its findings and to an approved fix', async () => {
 		const operatorId = await newOperator();
-		const [hook] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret_hash) values ('pve', 'generic', ${hashHookSecret('s')}) returning id`;
+		const [hook] = await sql()<
+			{ id: string }[]
+		>`insert into alert_hooks (name, kind, secret_hash) values ('pve', 'generic', ${hashHookSecret('s')}) returning id`;
 		const [schedule] = await sql()<{ id: string }[]>`insert into schedules (name, cron, prompt) values ('nightly', '0 3 * * *', 'p') returning id`;
 		await session();
 		await session();

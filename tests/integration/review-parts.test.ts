@@ -60,7 +60,13 @@ describe('session review over UIMessage parts', () => {
 						input: { target: 'strong', action: 'pct_create', params: {}, reason: 'create foo' },
 						output: { error: "unknown action 'pct_create'", hint: 'valid actions: restart, pct_exec' }
 					},
-					{ type: 'tool-list_lxcs', toolCallId: 'l', state: 'output-available', input: { host: 'strong' }, output: { containers: 3 } } as unknown as MessagePart, // not list_lxcs' real output: the review reads only the call
+					{
+						type: 'tool-list_lxcs',
+						toolCallId: 'l',
+						state: 'output-available',
+						input: { host: 'strong' },
+						output: { containers: 3 }
+					} as unknown as MessagePart, // not list_lxcs' real output: the review reads only the call
 					{ type: 'tool-list_entities', toolCallId: 'e', state: 'input-available', input: { kind: 'lxc' } },
 					notePart('retry', 'The model returned nothing (an empty reply); retrying once…'),
 					step,

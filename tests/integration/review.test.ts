@@ -2,12 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { reviewOverview, reviewSession, reviewSessionMarkdown } from '../../src/lib/server/review';
 import { useTestDatabase } from '../helpers/db';
-import {
-	insertFailedSessionFixture,
-	insertHealthySessionFixture,
-	insertNudgedSessionFixture,
-	insertSilentSessionFixture
-} from '../helpers/review-fixture';
+import { insertFailedSessionFixture, insertHealthySessionFixture, insertNudgedSessionFixture, insertSilentSessionFixture } from '../helpers/review-fixture';
 
 useTestDatabase();
 
@@ -109,7 +104,12 @@ describe('session review', () => {
 		expect(md).toContain('get_entity ×20');
 		expect(md).toContain('**Fix:**');
 		// A pipe in a message must not break the table.
-		expect(md.split('\n').filter((l) => l.startsWith('| ')).every((l) => l.split(/(?<!\\)\|/).length === 8)).toBe(true);
+		expect(
+			md
+				.split('\n')
+				.filter((l) => l.startsWith('| '))
+				.every((l) => l.split(/(?<!\\)\|/).length === 8)
+		).toBe(true);
 		expect(await reviewSessionMarkdown('00000000-0000-0000-0000-000000000000')).toBeNull();
 	});
 
@@ -137,7 +137,12 @@ describe('session review', () => {
 	it('filters by date range and outcome', async () => {
 		const all = await reviewOverview({});
 		expect(all.sessionCount).toBe(5);
-		expect(all.sessions.slice(0, 2).map((s) => s.id).sort()).toEqual([failed, old].sort());
+		expect(
+			all.sessions
+				.slice(0, 2)
+				.map((s) => s.id)
+				.sort()
+		).toEqual([failed, old].sort());
 
 		const recent = await reviewOverview({ from: day(daysAgo(7)) });
 		expect(recent.sessions.map((s) => s.id)).not.toContain(old);

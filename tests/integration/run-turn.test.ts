@@ -101,7 +101,9 @@ describe('the turn runner', () => {
 			{ type: 'text', text: 'The whole answer, from the start.' }
 		]);
 		// The cut words were on screen before the retry (a browser folded them), and are gone after.
-		const deltas = await sql()<{ payload: MessageDelta }[]>`select payload from events where type = 'message.delta' and payload->>'messageId' = ${msg.id} order by id`;
+		const deltas = await sql()<
+			{ payload: MessageDelta }[]
+		>`select payload from events where type = 'message.delta' and payload->>'messageId' = ${msg.id} order by id`;
 		let held: HeldMessage = { id: msg.id, parts: [], rev: 0, status: 'streaming', error: null };
 		let shownCut = false;
 		for (const { payload } of deltas) {
@@ -136,7 +138,7 @@ describe('the turn runner', () => {
 		expect(sent.at(-1)).toMatchObject({ role: 'tool' });
 	});
 
-	it('keeps the last attempt\'s partial output when the stream is cut every time', async () => {
+	it("keeps the last attempt's partial output when the stream is cut every time", async () => {
 		const sessionId = await newSession('anything');
 		llm.push({ fault: 'cut-midway' }, { fault: 'cut-midway' }, { fault: 'cut-midway' });
 		const r = await runTurn({ sessionId, origin: 'chat' });
@@ -156,7 +158,12 @@ describe('the turn runner', () => {
 		expect(gap).toBeGreaterThanOrEqual(1000);
 		expect(gap).toBeLessThan(5000);
 		const [, msg] = await listMessages(sql(), sessionId);
-		expect(view(msg.parts)[0]).toMatchObject({ type: 'note', kind: 'retry', text: expect.stringMatching(/^Rate limited by the model server \(HTTP 429\); retrying in 1 s/), data: { until: expect.any(String) } });
+		expect(view(msg.parts)[0]).toMatchObject({
+			type: 'note',
+			kind: 'retry',
+			text: expect.stringMatching(/^Rate limited by the model server \(HTTP 429\); retrying in 1 s/),
+			data: { until: expect.any(String) }
+		});
 
 		const s2 = await newSession('again');
 		llm.push({ fault: 'http429', retryAfter: 30 });

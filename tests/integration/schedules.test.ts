@@ -56,8 +56,10 @@ async function scheduleDueSince(name: string, minutesAgo: number, prompt = 'Chec
 
 const iso = (t: string) => new Date(t).toISOString();
 const runsOf = async (id: string) =>
-	(await sql()<{ slot: string; outcome: string; sessionId: string | null }[]>`
-		select slot, outcome, session_id as "sessionId" from schedule_runs where schedule_id = ${id} order by slot`).map((r) => ({ ...r, slot: iso(r.slot) }));
+	(
+		await sql()<{ slot: string; outcome: string; sessionId: string | null }[]>`
+		select slot, outcome, session_id as "sessionId" from schedule_runs where schedule_id = ${id} order by slot`
+	).map((r) => ({ ...r, slot: iso(r.slot) }));
 const sessionsOf = (id: string) => sql()<{ id: string; title: string }[]>`select id, title from chat_sessions where started_by_schedule = ${id}`;
 const tickJobs = async (id: string) => (await jobs(TICK_TASK)).filter((j) => j.payload.scheduleId === id);
 
@@ -72,7 +74,9 @@ describe('a schedule', () => {
 
 		// Every 15 minutes, never on the hour: the new next slot can never be the old one (03:00),
 		// whatever the time this runs (with */15, between 02:45 and 03:00 UTC it was).
-		const edited = (await sql().begin((tx) => editSchedule(tx, admin, s.id, { name: 'nightly', cron: '7,22,37,52 * * * *', prompt: 'Look at the backups.', enabled: true })))!;
+		const edited = (await sql().begin((tx) =>
+			editSchedule(tx, admin, s.id, { name: 'nightly', cron: '7,22,37,52 * * * *', prompt: 'Look at the backups.', enabled: true })
+		))!;
 		expect(Date.parse(edited.nextAt!) - Date.now()).toBeLessThanOrEqual(15 * 60_000);
 		// The old slot's job stays queued but is stale: it finds next_at moved and does nothing.
 		expect(await tickSchedule({ scheduleId: s.id, slot: tomorrow3.toISOString() })).toEqual({ outcome: 'stale' });
@@ -146,23 +150,35 @@ describe('a slot with two workers up', () => {
 
 			// The other worker releases the dead one's job and runs the slot; the dead one's transaction rolled back.
 			const survivor = workers.find((w) => w !== victim)!;
-			const [run] = await waitUntil(async () => {
-				const rows = await runsOf(s.id);
-				return rows.length && rows[0].sessionId ? rows : null;
-			}, `the surviving worker to run the slot:\n${survivor.log.out}`, { timeoutMs: 90_000, intervalMs: 200 });
+			const [run] = await waitUntil(
+				async () => {
+					const rows = await runsOf(s.id);
+					return rows.length && rows[0].sessionId ? rows : null;
+				},
+				`the surviving worker to run the slot:\n${survivor.log.out}`,
+				{ timeoutMs: 90_000, intervalMs: 200 }
+			);
 			expect(run).toMatchObject({ slot: s.slot.toISOString(), outcome: 'started' });
 			const next = new Date(s.slot.getTime() + 3_600_000).toISOString();
-			await waitUntil(async () => {
-				const queued = await tickJobs(s.id);
-				return queued.length === 1 && queued[0].payload.slot === next;
-			}, 'only the next slot to be queued', { timeoutMs: 30_000, intervalMs: 100 });
+			await waitUntil(
+				async () => {
+					const queued = await tickJobs(s.id);
+					return queued.length === 1 && queued[0].payload.slot === next;
+				},
+				'only the next slot to be queued',
+				{ timeoutMs: 30_000, intervalMs: 100 }
+			);
 
 			// The same slot's job again (a retry after a crash that came after the commit): nothing more.
 			await sql()`select graphile_worker.add_job(${TICK_TASK}, ${JSON.stringify({ scheduleId: s.id, slot: s.slot.toISOString() })}::text::json, job_key => ${`rerun:${s.id}`})`;
-			await waitUntil(async () => (await sql()`select 1 from graphile_worker._private_jobs where key = ${`rerun:${s.id}`}`).length === 0, 'the re-run to finish', {
-				timeoutMs: 30_000,
-				intervalMs: 100
-			});
+			await waitUntil(
+				async () => (await sql()`select 1 from graphile_worker._private_jobs where key = ${`rerun:${s.id}`}`).length === 0,
+				'the re-run to finish',
+				{
+					timeoutMs: 30_000,
+					intervalMs: 100
+				}
+			);
 			expect(await runsOf(s.id)).toHaveLength(1);
 			expect(await sessionsOf(s.id)).toHaveLength(1);
 			expect(iso((await sql()<{ nextAt: string }[]>`select next_at as "nextAt" from schedules where id = ${s.id}`)[0].nextAt)).toBe(next);
@@ -197,7 +213,17 @@ describe('a run', () => {
 			toolCalls: [
 				{
 					name: 'propose_plan',
-					args: { title: 'Upgrade CT packages', steps: [{ action: 'pveam_download', target: 'pve1', params: { storage: 'local', template: 'debian-12-standard_12.7-1_amd64.tar.zst' }, why: 'example step' }] }
+					args: {
+						title: 'Upgrade CT packages',
+						steps: [
+							{
+								action: 'pveam_download',
+								target: 'pve1',
+								params: { storage: 'local', template: 'debian-12-standard_12.7-1_amd64.tar.zst' },
+								why: 'example step'
+							}
+						]
+					}
 				}
 			]
 		});

@@ -82,7 +82,9 @@ describe('the "continues by itself" window', () => {
 		expect((await getPlan(sql(), plan.id))!.status).toBe('cancelled');
 		expect(await activeWindow(sql(), sessionId)).toBeNull();
 		expect(await revokedSince(sql(), sessionId, plan.createdAt)).toBe(false);
-		const [ev] = await sql()<{ payload: unknown }[]>`select payload from events where session_id = ${sessionId} and type = 'assent.updated' order by id desc limit 1`;
+		const [ev] = await sql()<
+			{ payload: unknown }[]
+		>`select payload from events where session_id = ${sessionId} and type = 'assent.updated' order by id desc limit 1`;
 		expect(ev.payload).toEqual({ open: false, by: null });
 	});
 

@@ -64,7 +64,11 @@ beforeAll(async () => {
 afterAll(async () => {
 	await worker?.stop();
 	await pve?.close();
-	for (const [k, v] of [['NOMOS_SEAL_KEY', saved.key], ['NOMOS_SEAL_KEY_PREVIOUS', saved.previous], ['NOMOS_DATA_DIR', saved.dir]] as const) {
+	for (const [k, v] of [
+		['NOMOS_SEAL_KEY', saved.key],
+		['NOMOS_SEAL_KEY_PREVIOUS', saved.previous],
+		['NOMOS_DATA_DIR', saved.dir]
+	] as const) {
 		if (v === undefined) delete process.env[k];
 		else process.env[k] = v;
 	}
@@ -84,7 +88,9 @@ const commandsFor = async (vmid: number) => (await pve.argvLog()).filter((a) => 
 
 /** Waits for the worker to end the execution; returns it. */
 async function ended(id: string) {
-	await waitUntil(async () => ['succeeded', 'failed', 'cancelled', 'interrupted'].includes((await getExecution(sql(), id))!.status), `execution ${id} to end`, { timeoutMs: 30_000 });
+	await waitUntil(async () => ['succeeded', 'failed', 'cancelled', 'interrupted'].includes((await getExecution(sql(), id))!.status), `execution ${id} to end`, {
+		timeoutMs: 30_000
+	});
 	return (await getExecution(sql(), id))!;
 }
 
@@ -211,7 +217,14 @@ describe('sealed approvals', () => {
 
 	it('without NOMOS_SEAL_KEY the key is a 0600 file in the data dir, made once', async () => {
 		setKeys({});
-		const f: SealFields = { executionId: '00000000-0000-0000-0000-000000000002', hash: 'h', decision: 'approved', route: 'button', decidedBy: null, decidedAt: 5 };
+		const f: SealFields = {
+			executionId: '00000000-0000-0000-0000-000000000002',
+			hash: 'h',
+			decision: 'approved',
+			route: 'button',
+			decidedBy: null,
+			decidedAt: 5
+		};
 		const m = await seal(f);
 		const file = path.join(dataDir, SEAL_KEY_FILE);
 		expect(statSync(file).mode & 0o777).toBe(0o600);

@@ -46,12 +46,16 @@ const say = (sessionId: string, role: 'user' | 'assistant', text: string) =>
 /** JSON with sorted keys, without the field that says where the answer was read from. */
 const canonical = (x: unknown) =>
 	JSON.stringify(x, (k, v: unknown) =>
-		k === 'source' ? undefined : v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v
+		k === 'source'
+			? undefined
+			: v && typeof v === 'object' && !Array.isArray(v)
+				? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+				: v
 	);
 
 /** Polls pg_stat_activity until `n` other backends wait on a lock in a statement like `queryLike` (lower-cased). */
 async function lockWaiters(n: number, queryLike: string): Promise<void> {
-	for (const until = Date.now() + 15_000; ; ) {
+	for (const until = Date.now() + 15_000; ;) {
 		const [{ k }] = await sql()<{ k: number }[]>`
 			select count(*)::int as k from pg_stat_activity
 			where datname = current_database() and wait_event_type = 'Lock' and lower(query) like ${queryLike} and pid <> pg_backend_pid()`;
@@ -149,7 +153,9 @@ describe('session activity', () => {
 	it('one statement over thousands of sessions notes each once; an update that moves nothing it counts notes nothing', async () => {
 		const [{ before }] = await sql()<{ before: number }[]>`select count(*)::int as before from session_activity`;
 		// 2,000 sessions, one execution each, in one statement apiece (as a bulk sweep or a seeder writes)
-		const ids = (await sql()<{ id: string }[]>`insert into chat_sessions (title) select 'bulk ' || i from generate_series(1, 2000) i returning id`).map((r) => r.id);
+		const ids = (await sql()<{ id: string }[]>`insert into chat_sessions (title) select 'bulk ' || i from generate_series(1, 2000) i returning id`).map(
+			(r) => r.id
+		);
 		await sql()`
 			insert into executions (requested_by_session, target, action, classification, hash, status, finished_at)
 			select s, 'lxc:strong/101', 'restart', 'config_mutation', 'bulk-' || s, 'succeeded', now() from unnest(${ids}::uuid[]) s`;
@@ -169,15 +175,18 @@ describe('session activity', () => {
 		expect(await activity(e.s)).toMatchObject({ exec_succeeded: 0, silent_failed: 1 });
 	});
 
-	it('the facts copy the session\'s creation and replay flag whatever their writer sends, and follow a moved creation', async () => {
+	it("the facts copy the session's creation and replay flag whatever their writer sends, and follow a moved creation", async () => {
 		const s = await newSession('copies');
 		// a writer that knows nothing of the copies (the code before them, still running during an upgrade)
 		await sql()`
 			insert into session_facts (session_id, messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at,
 				n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, cap_at)
 			values (${s}, 1, 1, 0, 0, 0, now(), now(), 0, 0, 0, 0, 0, false, '{}', '{}')`;
-		const copies = async () => (await sql()<{ at: string; replay: boolean; created: string }[]>`
-			select f.session_created_at as at, f.replay, c.created_at as created from session_facts f join chat_sessions c on c.id = f.session_id where f.session_id = ${s}`)[0];
+		const copies = async () =>
+			(
+				await sql()<{ at: string; replay: boolean; created: string }[]>`
+			select f.session_created_at as at, f.replay, c.created_at as created from session_facts f join chat_sessions c on c.id = f.session_id where f.session_id = ${s}`
+			)[0];
 		expect((await copies()).at).toBe((await copies()).created);
 		expect((await copies()).replay).toBe(false);
 		expect(await activity(s)).toBeDefined();
@@ -188,9 +197,14 @@ describe('session activity', () => {
 		expect((await copies()).replay).toBe(true);
 	});
 
-	it('two transactions touching the same sessions in opposite orders both commit, and neither loses the other\'s change', async () => {
+	it("two transactions touching the same sessions in opposite orders both commit, and neither loses the other's change", async () => {
 		const [s1, s2] = [await newSession('a'), await newSession('b')];
-		const [a1, a2, b1, b2] = [await execution(s1, 'awaiting_approval'), await execution(s1, 'awaiting_approval'), await execution(s2, 'awaiting_approval'), await execution(s2, 'awaiting_approval')];
+		const [a1, a2, b1, b2] = [
+			await execution(s1, 'awaiting_approval'),
+			await execution(s1, 'awaiting_approval'),
+			await execution(s2, 'awaiting_approval'),
+			await execution(s2, 'awaiting_approval')
+		];
 		const [c0, c1, c2] = clients;
 
 		// someone holds both rows, so both commits wait inside their triggers and then run at once
@@ -214,7 +228,7 @@ describe('session activity', () => {
 		expect((await activity(s2))!.exec_succeeded).toBe(2);
 	});
 
-	it('a message writer holding its session while it waits for an execution does not deadlock with that execution\'s writer', async () => {
+	it("a message writer holding its session while it waits for an execution does not deadlock with that execution's writer", async () => {
 		const s = await newSession('assent');
 		const e = await execution(s, 'awaiting_approval');
 		const [, c1, c2] = clients;

@@ -45,7 +45,8 @@ async function session(title: string, messages: Array<{ role: 'user' | 'assistan
 	return sql().begin(async (tx) => {
 		const id = await createSession(tx, operatorId, title);
 		const ids: string[] = [];
-		for (const m of messages) ids.push((await insertMessage(tx, { sessionId: id, role: m.role, parts: m.parts, status: m.status ?? 'complete', origin: 'chat' })).id);
+		for (const m of messages)
+			ids.push((await insertMessage(tx, { sessionId: id, role: m.role, parts: m.parts, status: m.status ?? 'complete', origin: 'chat' })).id);
 		return { id, ids };
 	});
 }
@@ -82,7 +83,9 @@ describe('rename, pin, archive', () => {
 		expect((await listSessions(sql())).map((s) => s.id)).toContain(a.id);
 
 		// Every change went out on the one event path.
-		const events = await sql()<{ payload: Record<string, unknown> }[]>`select payload from events where session_id = ${a.id} and type = 'session.updated' order by id`;
+		const events = await sql()<
+			{ payload: Record<string, unknown> }[]
+		>`select payload from events where session_id = ${a.id} and type = 'session.updated' order by id`;
 		expect(events.map((e) => e.payload)).toEqual(
 			expect.arrayContaining([{ title: 'Backups on pve1' }, { pinned: true }, { archived: true }, { archived: false }])
 		);
@@ -93,7 +96,10 @@ describe('rename, pin, archive', () => {
 
 describe('delete', () => {
 	it('is refused while a reply is being written or a question is open, then hides the session and keeps its records, audited', async () => {
-		const s = await session('to delete', [{ role: 'user', parts: text('check the disks') }, { role: 'assistant', parts: text('Looking'), status: 'streaming' }]);
+		const s = await session('to delete', [
+			{ role: 'user', parts: text('check the disks') },
+			{ role: 'assistant', parts: text('Looking'), status: 'streaming' }
+		]);
 		const busy = await refusal(deleteSession(s.id, { id: operatorId }));
 		expect(busy.code).toBe('CONFLICT');
 		expect(busy.message).toMatch(/still answering/);
@@ -119,10 +125,19 @@ describe('delete', () => {
 describe('search', () => {
 	it('finds words in messages, tool names, inputs and results; archived marked, deleted not found', async () => {
 		const tool: MessagePart[] = [
-			{ type: 'tool-get_lxc_state', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1', vmid: 4242 }, output: { status: 'stopped', note: 'zfspool degraded' } } as unknown as MessagePart,
+			{
+				type: 'tool-get_lxc_state',
+				toolCallId: 'c1',
+				state: 'output-available',
+				input: { host: 'pve1', vmid: 4242 },
+				output: { status: 'stopped', note: 'zfspool degraded' }
+			} as unknown as MessagePart,
 			...text('The container is stopped.')
 		];
-		const a = await session('disks', [{ role: 'user', parts: text('Why is the grafana dashboard slow today?') }, { role: 'assistant', parts: tool }]);
+		const a = await session('disks', [
+			{ role: 'user', parts: text('Why is the grafana dashboard slow today?') },
+			{ role: 'assistant', parts: tool }
+		]);
 		const b = await session('archived one', [{ role: 'user', parts: text('grafana again, please') }]);
 		const c = await session('deleted one', [{ role: 'user', parts: text('grafana deleted') }]);
 		await archiveSession(b.id, true);
@@ -147,10 +162,19 @@ describe('search', () => {
 describe('export', () => {
 	it('writes Markdown with the words, tool calls and results, and JSON with the stored UI messages', async () => {
 		const parts: MessagePart[] = [
-			{ type: 'tool-list_lxcs', toolCallId: 'c1', state: 'output-available', input: { host: 'pve1' }, output: { containers: [{ vmid: 101, name: 'web' }] } } as unknown as MessagePart,
+			{
+				type: 'tool-list_lxcs',
+				toolCallId: 'c1',
+				state: 'output-available',
+				input: { host: 'pve1' },
+				output: { containers: [{ vmid: 101, name: 'web' }] }
+			} as unknown as MessagePart,
 			...text('Two containers run.')
 		];
-		const s = await session('Export me', [{ role: 'user', parts: text('list the containers') }, { role: 'assistant', parts }]);
+		const s = await session('Export me', [
+			{ role: 'user', parts: text('list the containers') },
+			{ role: 'assistant', parts }
+		]);
 		const md = (await exportSession(s.id, 'md'))!;
 		expect(md.filename).toMatch(/^nomos-export-me-[0-9a-f]{8}\.md$/);
 		expect(md.body).toContain('# Export me');
@@ -159,7 +183,10 @@ describe('export', () => {
 		expect(md.body).toContain('**Tool `list_lxcs`**');
 		expect(md.body).toContain('"name": "web"');
 		expect(md.body).toContain('Two containers run.');
-		const json = JSON.parse((await exportSession(s.id, 'json'))!.body) as { session: { title: string }; messages: Array<{ role: string; parts: MessagePart[] }> };
+		const json = JSON.parse((await exportSession(s.id, 'json'))!.body) as {
+			session: { title: string };
+			messages: Array<{ role: string; parts: MessagePart[] }>;
+		};
 		expect(json.session.title).toBe('Export me');
 		expect(json.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
 		expect(json.messages[1].parts).toEqual(parts);
@@ -193,7 +220,10 @@ describe("the agent's title", () => {
 		expect(llm.titleRequests).toHaveLength(1);
 
 		// Renamed while the request was out: the operator's title stays.
-		const t = await session('first words', [{ role: 'user', parts: text('first words') }, { role: 'assistant', parts: text('ok') }]);
+		const t = await session('first words', [
+			{ role: 'user', parts: text('first words') },
+			{ role: 'assistant', parts: text('ok') }
+		]);
 		// (the answer waits a second: the rename comes once the request has arrived)
 		llm.pushTitle({ text: 'Agent title', delayMs: 1000 });
 		const claimed = writeAgentTitle(t.id);
@@ -203,13 +233,19 @@ describe("the agent's title", () => {
 		expect(await getSession(sql(), t.id)).toMatchObject({ title: 'Mine', titledBy: 'operator' });
 
 		// A failed request: the first message's words stay, silently.
-		const u = await session('keep me', [{ role: 'user', parts: text('keep me') }, { role: 'assistant', parts: text('ok') }]);
+		const u = await session('keep me', [
+			{ role: 'user', parts: text('keep me') },
+			{ role: 'assistant', parts: text('ok') }
+		]);
 		llm.pushTitle({ fault: 'http500' });
 		expect(await writeAgentTitle(u.id)).toBe('kept');
 		expect((await getSession(sql(), u.id))?.title).toBe('keep me');
 
 		// Renamed before: never asked.
-		const v = await session('v', [{ role: 'user', parts: text('v') }, { role: 'assistant', parts: text('ok') }]);
+		const v = await session('v', [
+			{ role: 'user', parts: text('v') },
+			{ role: 'assistant', parts: text('ok') }
+		]);
 		await renameSession(v.id, 'Operator title');
 		const before = llm.titleRequests.length;
 		expect(await writeAgentTitle(v.id)).toBe('skipped');

@@ -36,7 +36,12 @@ describe('settleAbandoned', () => {
 		const sessionId = await newSession(operatorId);
 		const ids: string[] = [];
 		for (const vmid of ['108', '109']) {
-			const r = await requestExecution(sessionId, { target: 'strong', action: 'pct_create', params: { vmid, hostname: `ct${vmid}`, template: DEBIAN }, reason: 'r' });
+			const r = await requestExecution(sessionId, {
+				target: 'strong',
+				action: 'pct_create',
+				params: { vmid, hostname: `ct${vmid}`, template: DEBIAN },
+				reason: 'r'
+			});
 			if ('error' in r) throw new Error(r.error);
 			expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
 			ids.push(r.execution.id);
@@ -44,7 +49,11 @@ describe('settleAbandoned', () => {
 		const { child, log, exited } = startWorkerChild(dbUrl());
 		try {
 			// Both creates run in the child, each with its process group recorded on its step.
-			await waitUntil(async () => (await Promise.all(ids.map(load))).every((e) => e.status === 'running' && e.steps[0]?.pgid), `the worker to run both:\n${log.out}`, { timeoutMs: 40_000, intervalMs: 100 });
+			await waitUntil(
+				async () => (await Promise.all(ids.map(load))).every((e) => e.status === 'running' && e.steps[0]?.pgid),
+				`the worker to run both:\n${log.out}`,
+				{ timeoutMs: 40_000, intervalMs: 100 }
+			);
 			const tasks = await waitUntil(async () => {
 				const t = (await pve.tasks()).filter((x) => x.argv.includes('108') || x.argv.includes('109'));
 				return t.length === 2 ? t : null;
@@ -69,7 +78,9 @@ describe('settleAbandoned', () => {
 			pve.setReachable(false);
 			await settleAbandoned(await load(ids[1]));
 			const e109 = await load(ids[1]);
-			expect(e109.leftovers).toBe('strong could not be reached to stop the command and read CT 109 back: it may still be running (Nomos reads it back when the host answers)');
+			expect(e109.leftovers).toBe(
+				'strong could not be reached to stop the command and read CT 109 back: it may still be running (Nomos reads it back when the host answers)'
+			);
 			expect(await processRunning(t109.worker)).toBe(true);
 			expect(await recheckLeftovers()).toBe(0); // still away: nothing read, nothing said
 

@@ -81,10 +81,14 @@ beforeEach(async () => {
 
 const load = async (id: string): Promise<ExecutionRow> => (await getExecution(sql(), id))!;
 const terminal = (id: string, timeoutMs = 60_000) =>
-	waitUntil(async () => {
-		const e = await load(id);
-		return ['succeeded', 'failed', 'cancelled', 'interrupted'].includes(e.status) ? e : null;
-	}, `execution ${id} to end`, { timeoutMs, intervalMs: 50 });
+	waitUntil(
+		async () => {
+			const e = await load(id);
+			return ['succeeded', 'failed', 'cancelled', 'interrupted'].includes(e.status) ? e : null;
+		},
+		`execution ${id} to end`,
+		{ timeoutMs, intervalMs: 50 }
+	);
 
 async function request(sessionId: string, input: Record<string, unknown>): Promise<RequestOutcome> {
 	const r = await requestExecution(sessionId, input);
@@ -108,16 +112,29 @@ async function falseAbsent(text: string): Promise<string[]> {
 }
 
 describe('a slow host is waited for, not failed', () => {
-	it('every command slower than a read\'s first limit: a download + create + deploy plan completes, later; its waits shown live; nothing said absent', async () => {
+	it("every command slower than a read's first limit: a download + create + deploy plan completes, later; its waits shown live; nothing said absent", async () => {
 		budget(0.2); // 12 s; each read's first attempt is cut after 1.2 s
 		await pve.setFault('slowHost', { ms: 1_500 });
 		const sessionId = await newSession(operatorId, 'deploy on a busy host');
-		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'deploy the app in a new CT 170 on strong' }], status: 'complete', origin: 'chat' }));
+		await sql().begin((tx) =>
+			insertMessage(tx, {
+				sessionId,
+				role: 'user',
+				parts: [{ type: 'text', text: 'deploy the app in a new CT 170 on strong' }],
+				status: 'complete',
+				origin: 'chat'
+			})
+		);
 		const plan = {
 			title: 'Deploy the app on CT 170',
 			steps: [
 				{ action: 'pveam_download', target: 'strong', params: { storage: 'local', template: TEMPLATE }, why: 'the template' },
-				{ action: 'pct_create', target: 'strong', params: { vmid: '170', hostname: 'app170', template: `local:vztmpl/${TEMPLATE}`, start: true }, why: 'the CT' },
+				{
+					action: 'pct_create',
+					target: 'strong',
+					params: { vmid: '170', hostname: 'app170', template: `local:vztmpl/${TEMPLATE}`, start: true },
+					why: 'the CT'
+				},
 				{ action: 'pct_push', target: 'strong/170', params: { path: '/etc/systemd/system/app.service', content: UNIT }, why: 'its unit' },
 				{ action: 'ct_http_check', target: 'strong/170', params: { port: 8080, path: '/healthz' }, why: 'it answers' }
 			]
@@ -127,15 +144,21 @@ describe('a slow host is waited for, not failed', () => {
 		const [{ id: planId }] = await sql()<{ id: string }[]>`select id from plans where session_id = ${sessionId}`;
 		await pve.setHttp(170, 8080, { paths: { '/healthz': { body: 'ok' } } });
 		llm.push({ text: 'Deployed: CT 170 answers on /healthz.' });
-		await sql().begin((tx) => operatorDecidesPlan(tx, planId, { decision: 'approved', operatorId, credential: { kind: 'session', verifiedAt: new Date().toISOString() } }));
+		await sql().begin((tx) =>
+			operatorDecidesPlan(tx, planId, { decision: 'approved', operatorId, credential: { kind: 'session', verifiedAt: new Date().toISOString() } })
+		);
 
 		// While it runs: some step row says, live, that it waits for the host.
 		const seen = new Set<string>();
-		await waitUntil(async () => {
-			const rows = await sql()<{ steps: Array<{ waiting?: string }> }[]>`select steps from executions where plan_id = ${planId}`;
-			for (const r of rows) for (const s of r.steps) if (s.waiting) seen.add(s.waiting);
-			return (await getPlan(sql(), planId))!.status !== 'approved';
-		}, 'the plan to end', { timeoutMs: 120_000, intervalMs: 50 });
+		await waitUntil(
+			async () => {
+				const rows = await sql()<{ steps: Array<{ waiting?: string }> }[]>`select steps from executions where plan_id = ${planId}`;
+				for (const r of rows) for (const s of r.steps) if (s.waiting) seen.add(s.waiting);
+				return (await getPlan(sql(), planId))!.status !== 'approved';
+			},
+			'the plan to end',
+			{ timeoutMs: 120_000, intervalMs: 50 }
+		);
 		const done = (await getPlan(sql(), planId))!;
 		expect(done.status, done.error ?? '').toBe('succeeded');
 		expect([...seen].length).toBeGreaterThan(0);
@@ -152,7 +175,11 @@ describe('a slow host is waited for, not failed', () => {
 		expect(runs.flatMap((e) => e.steps).every((s) => s.waiting === undefined && s.finishedAt)).toBe(true);
 		expect((await pve.containers()).find((c) => c.vmid === 170)?.status).toBe('running');
 
-		await waitUntil(async () => (await listMessages(sql(), sessionId)).find((m) => m.role === 'assistant' && m.origin === 'plan' && m.status === 'complete'), 'the summary', { timeoutMs: 30_000 });
+		await waitUntil(
+			async () => (await listMessages(sql(), sessionId)).find((m) => m.role === 'assistant' && m.origin === 'plan' && m.status === 'complete'),
+			'the summary',
+			{ timeoutMs: 30_000 }
+		);
 		const said = await everythingSaid(sessionId);
 		expect(await falseAbsent(said)).toEqual([]);
 		expect(said).not.toContain('could not check');

@@ -121,7 +121,15 @@ describe('the node SSE fast path', () => {
 
 	it('leaves every other path, method and look-alike to SvelteKit', async () => {
 		const cookie = `nomos_session=${alice.token}`;
-		for (const path of ['/api/eventsx', '/foo/events', '/api/sessions/x/events', `/api/sessions/${SESSION}/events/extra`, '/api/%65vents', '/ops?events=1', '/trpc/x?input=/api/events']) {
+		for (const path of [
+			'/api/eventsx',
+			'/foo/events',
+			'/api/sessions/x/events',
+			`/api/sessions/${SESSION}/events/extra`,
+			'/api/%65vents',
+			'/ops?events=1',
+			'/trpc/x?input=/api/events'
+		]) {
 			const r = await get(path, { cookie }).res;
 			expect(r.status, path).toBe(404);
 			expect(r.headers.get('x-served-by')).toBe('sveltekit');

@@ -50,7 +50,10 @@ describe('pooled SSH connections', () => {
 		expect(runs.every((r) => r.exitCode === 0)).toBe(true);
 		// All n were running at one moment: the last start came before the first end (with one
 		// connection the ninth would only start after one of the first eight ended).
-		const times = pve.execTimes().slice(from).filter((t) => t.command.includes('sleep'));
+		const times = pve
+			.execTimes()
+			.slice(from)
+			.filter((t) => t.command.includes('sleep'));
 		expect(times).toHaveLength(n);
 		expect(Math.max(...times.map((t) => t.at))).toBeLessThan(Math.min(...times.map((t) => t.endedAt!)));
 	});

@@ -113,7 +113,14 @@ describe('streaming deltas', () => {
 		const rand = prng(seed);
 		const sessionId = await newSession('what runs on strong?');
 		// Three model steps: text and calls (one with arguments that do not fit), text and a call, a long text.
-		llm.push({ text: prose(3000, 'a'), toolCalls: [{ name: 'search_knowledge', args: { query: 'nginx' } }, { name: 'list_entities', args: { kind: 'NOT A KIND' } }], delayMs: 4 });
+		llm.push({
+			text: prose(3000, 'a'),
+			toolCalls: [
+				{ name: 'search_knowledge', args: { query: 'nginx' } },
+				{ name: 'list_entities', args: { kind: 'NOT A KIND' } }
+			],
+			delayMs: 4
+		});
 		llm.push({ text: prose(2000, 'b'), toolCalls: [{ name: 'search_knowledge', args: { query: 'caddy' } }], delayMs: 4 });
 		llm.push({ text: prose(6000, 'c'), chunkSize: 16, delayMs: 4 });
 
@@ -169,7 +176,9 @@ describe('streaming deltas', () => {
 		// The row itself is not rewritten while streaming: the text comes from the deltas.
 		const [row] = await sql()<{ parts: unknown[]; rev: number }[]>`select parts, rev from messages where id = ${mid!.id}`;
 		expect(row.parts).toEqual([]);
-		const sofar = view(mid!.parts).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+		const sofar = view(mid!.parts)
+			.flatMap((p) => (p.type === 'text' ? [p.text] : []))
+			.join('');
 		expect(sofar.length).toBeGreaterThan(0);
 		expect(prose(4000, 'd').startsWith(sofar)).toBe(true);
 		await turn;

@@ -61,15 +61,26 @@ afterAll(async () => {
 /** A signed-in browser tab of `who`, its cookie session last verified `minutesAgo`, clicking on `page`. */
 async function browser(who: Who, o: { minutesAgo?: number; page?: string; address?: string } = {}) {
 	const { token } = await createAuthSession(sql(), who.id, 1);
-	if (o.minutesAgo) await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${o.minutesAgo}) where operator_id = ${who.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${who.id})`;
+	if (o.minutesAgo)
+		await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${o.minutesAgo}) where operator_id = ${who.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${who.id})`;
 	const auth = await authenticate(`nomos_session=${token}`);
 	const request = new Request(`${BASE}/trpc/x`, { method: 'POST', headers: o.page ? { referer: `${BASE}${o.page}` } : {} });
-	const event = { url: new URL(`${BASE}/trpc/x`), request, getClientAddress: () => o.address ?? '192.0.2.10', locals: { user: auth.user, sessionToken: token, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null } };
+	const event = {
+		url: new URL(`${BASE}/trpc/x`),
+		request,
+		getClientAddress: () => o.address ?? '192.0.2.10',
+		locals: { user: auth.user, sessionToken: token, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
+	};
 	return { token, caller: createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent }) };
 }
 
 function viaToken(who: Who, token: ApiTokenAuth) {
-	const event = { url: new URL(`${BASE}/trpc/x`), request: new Request(`${BASE}/trpc/x`), getClientAddress: () => '192.0.2.20', locals: { sessionToken: null, apiToken: token } };
+	const event = {
+		url: new URL(`${BASE}/trpc/x`),
+		request: new Request(`${BASE}/trpc/x`),
+		getClientAddress: () => '192.0.2.20',
+		locals: { sessionToken: null, apiToken: token }
+	};
 	return createCallerFactory(appRouter)({ user: who, apiToken: token, event: event as unknown as RequestEvent });
 }
 
@@ -80,7 +91,11 @@ async function pending(input: Record<string, unknown>, sessionId?: string): Prom
 }
 
 const auditOf = async (action: string, subjectId: string) =>
-	(await sql()<{ route: string; detail: Record<string, unknown> }[]>`select route, detail from audit_log where action = ${action} and subject_id = ${subjectId}`)[0];
+	(
+		await sql()<
+			{ route: string; detail: Record<string, unknown> }[]
+		>`select route, detail from audit_log where action = ${action} and subject_id = ${subjectId}`
+	)[0];
 const statusOf = async (id: string) => (await getExecution(sql(), id))!.status;
 
 describe('approvals need a person', () => {
@@ -125,8 +140,13 @@ describe('approvals need a person', () => {
 		expect(p.status).toBe('proposed');
 
 		const { caller } = await browser(admin);
-		await expect(caller.allowRules.create({ action: 'pct_resize', pattern: 'lxc:strong/*', constraints: [], note: '' })).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('cannot be undone') });
-		await expect(caller.allowRules.create({ action: 'pct_destroy', pattern: 'lxc:strong/*', constraints: [], note: '' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+		await expect(caller.allowRules.create({ action: 'pct_resize', pattern: 'lxc:strong/*', constraints: [], note: '' })).rejects.toMatchObject({
+			code: 'BAD_REQUEST',
+			message: expect.stringContaining('cannot be undone')
+		});
+		await expect(caller.allowRules.create({ action: 'pct_destroy', pattern: 'lxc:strong/*', constraints: [], note: '' })).rejects.toMatchObject({
+			code: 'BAD_REQUEST'
+		});
 		await expect(api.allowRules.create({ action: 'restart', pattern: 'lxc:strong/*', constraints: [], note: '' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
 		expect(await sql()`select 1 from allow_rules`).toHaveLength(0);
 	});
@@ -156,7 +176,11 @@ describe('step-up for the irreversible', () => {
 		const fresh = createCallerFactory(appRouter)({
 			user: again.user,
 			apiToken: null,
-			event: { url: new URL(`${BASE}/trpc/x`), request: new Request(`${BASE}/trpc/x`), locals: { sessionToken: stale.token, sessionVerifiedAt: again.sessionVerifiedAt } } as unknown as RequestEvent
+			event: {
+				url: new URL(`${BASE}/trpc/x`),
+				request: new Request(`${BASE}/trpc/x`),
+				locals: { sessionToken: stale.token, sessionVerifiedAt: again.sessionVerifiedAt }
+			} as unknown as RequestEvent
 		});
 		expect(await fresh.executions.decide({ executionId: destroy, decision: 'approved' })).toMatchObject({ status: 'approved' });
 		const trail = await sql()`select action from audit_log where action = 'operator.step_up' and actor_id = ${admin.id}`;
@@ -249,7 +273,13 @@ describe('credentials die together', () => {
 		const auth = await authenticate(null, `Bearer ${t2.token}`);
 		expect(auth.user?.id).toBe(bob.id);
 		const stream = { ended: false };
-		openEventStream({ sql: sql(), hub: theHub(), after: theHub().lastId, scope: ownerScope(auth), sink: { write: () => undefined, backlog: () => 0, end: () => void (stream.ended = true) } });
+		openEventStream({
+			sql: sql(),
+			hub: theHub(),
+			after: theHub().lastId,
+			scope: ownerScope(auth),
+			sink: { write: () => undefined, backlog: () => 0, end: () => void (stream.ended = true) }
+		});
 
 		const tab = await browser(bobWho);
 		const changed = await tab.caller.operators.changePassword({ current: PASSWORD, next: 'a new long password' });
@@ -271,8 +301,12 @@ describe('credentials die together', () => {
 
 	it('minting a token asks for the password, and every token expires', async () => {
 		const { caller } = await browser(admin, { minutesAgo: 1 });
-		await expect(caller.apiTokens.create({ name: 'x', scope: 'read', expiresInDays: '30', password: 'wrong password' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-		await expect(caller.apiTokens.create({ name: 'x', scope: 'read', expiresInDays: 'none', password: PASSWORD } as never)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+		await expect(caller.apiTokens.create({ name: 'x', scope: 'read', expiresInDays: '30', password: 'wrong password' })).rejects.toMatchObject({
+			code: 'BAD_REQUEST'
+		});
+		await expect(caller.apiTokens.create({ name: 'x', scope: 'read', expiresInDays: 'none', password: PASSWORD } as never)).rejects.toMatchObject({
+			code: 'BAD_REQUEST'
+		});
 		await expect(caller.apiTokens.create({ name: 'x', scope: 'read', expiresInDays: '30' } as never)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
 		const r = await caller.apiTokens.create({ name: 'x', scope: 'approve', expiresInDays: '365', password: PASSWORD });
 		expect(r.listing.expiresAt).not.toBeNull();
@@ -284,11 +318,17 @@ describe('credentials die together', () => {
 describe('the REST answer endpoint', () => {
 	it('is recorded and audited as route rest; the panel as panel', async () => {
 		const sessionId = await newSession(admin.id);
-		const m = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'Q' }], status: 'complete', origin: 'chat' }));
+		const m = await sql().begin((tx) =>
+			insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'Q' }], status: 'complete', origin: 'chat' })
+		);
 		const q = await sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt: 'How often?', options: [], contextEntities: [] }));
 		const t = await insertApiToken(sql(), admin.id, { name: 'phone', scope: 'operate', days: 7 });
 		const request = new Request(`${BASE}/sessions/${sessionId}/questions/${q.id}/answer`, { method: 'POST', body: JSON.stringify({ answer: 'nightly' }) });
-		const res = await restAnswer({ request, params: { id: sessionId, qid: q.id }, locals: { user: admin, apiToken: { id: t.listing.id, name: 'phone', scope: 'operate' } } } as never);
+		const res = await restAnswer({
+			request,
+			params: { id: sessionId, qid: q.id },
+			locals: { user: admin, apiToken: { id: t.listing.id, name: 'phone', scope: 'operate' } }
+		} as never);
 		expect(res.status).toBe(202);
 		expect(await auditOf('question.answered', q.id)).toMatchObject({ route: 'rest', detail: { answer: 'nightly', token: { name: 'phone' } } });
 		// The question itself and its event say so too: `rest`, not `panel`.

@@ -62,7 +62,13 @@ async function agentRequests(sessionId: string, requests: Array<Record<string, u
 		const r = await requestExecution(sessionId, input);
 		if ('error' in r) throw new Error(r.error);
 		ids.push(r.execution.id);
-		parts.push({ type: 'tool-request_execution', toolCallId: `c${i}`, input, state: 'output-available', output: { executionId: r.execution.id } } as MessagePart);
+		parts.push({
+			type: 'tool-request_execution',
+			toolCallId: `c${i}`,
+			input,
+			state: 'output-available',
+			output: { executionId: r.execution.id }
+		} as MessagePart);
 	}
 	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts, status: 'complete', origin: 'chat' }));
 	return ids;
@@ -70,9 +76,11 @@ async function agentRequests(sessionId: string, requests: Array<Record<string, u
 
 const statusOf = async (id: string) => (await getExecution(sql(), id))!.status;
 const notes = async (sessionId: string) =>
-	(await sql()<{ text: string }[]>`
+	(
+		await sql()<{ text: string }[]>`
 		select p->'data'->>'text' as text from messages, jsonb_array_elements(parts) p
-		where session_id = ${sessionId} and role = 'system' and p->'data'->>'kind' = 'assent' order by seq`).map((r) => r.text);
+		where session_id = ${sessionId} and role = 'system' and p->'data'->>'kind' = 'assent' order by seq`
+	).map((r) => r.text);
 
 const destroy100 = { target: 'lxc:strong/100', action: 'pct_destroy', params: {}, reason: 'the page said so' };
 const start102 = { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'start backup' };
@@ -148,8 +156,11 @@ describe('audit trail', () => {
 
 	it('what the operator answers the agent is on the trail: typed in the chat, or over the API with a token (route rest)', async () => {
 		const sessionId = await newSession(admin.id, 'answers');
-		const m = await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'A question follows.' }], status: 'complete', origin: 'chat' }));
-		const ask = (prompt: string) => sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt, options: ['nightly', 'weekly'], contextEntities: [] }));
+		const m = await sql().begin((tx) =>
+			insertMessage(tx, { sessionId, role: 'assistant', parts: [{ type: 'text', text: 'A question follows.' }], status: 'complete', origin: 'chat' })
+		);
+		const ask = (prompt: string) =>
+			sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt, options: ['nightly', 'weekly'], contextEntities: [] }));
 		const q1 = await ask('How often should backups run?');
 		await chat().send({ sessionId, text: 'nightly', shownExecutionIds: [] });
 		const q2 = await ask('And keep how many?');
@@ -185,7 +196,7 @@ describe('accounts', () => {
 		await sql()`update operators set role = 'admin' where id = ${admin.id}`;
 	});
 
-	it("disabling an operator ends their sessions at once, closes their live streams and refuses their password", async () => {
+	it('disabling an operator ends their sessions at once, closes their live streams and refuses their password', async () => {
 		const [op] = await sql()<{ id: string }[]>`
 			insert into operators (username, password_hash, role) values ('bob', ${await hashPassword('bobs password!')}, 'operator') returning id`;
 		const { token } = await createAuthSession(sql(), op.id, 1);

@@ -26,7 +26,14 @@ let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }, { vmid: 101, hostname: 'db', status: 'stopped' }] });
+	pve = await startProxmoxDouble({
+		nodeName: 'strong',
+		delayMs: 1,
+		seed: [
+			{ vmid: 100, hostname: 'caddy', status: 'running' },
+			{ vmid: 101, hostname: 'db', status: 'stopped' }
+		]
+	});
 	await addHost(pve);
 	await syncAllHosts();
 	operatorId = await newOperator('truth-admin');

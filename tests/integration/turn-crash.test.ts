@@ -61,10 +61,14 @@ describe('a worker killed mid-turn', () => {
 			expect(mine.status).toBe('complete');
 			expect(Number(answered.seq)).toBeGreaterThan(Number(mine.seq));
 			// The interrupted turn is marked, not left "thinking".
-			await waitUntil(async () => {
-				const [m] = await sql()`select count(*)::int as n from messages where session_id = ${sessionId} and status = 'streaming'`;
-				return m.n === 0;
-			}, 'no message left streaming', { timeoutMs: 75_000, intervalMs: 500 });
+			await waitUntil(
+				async () => {
+					const [m] = await sql()`select count(*)::int as n from messages where session_id = ${sessionId} and status = 'streaming'`;
+					return m.n === 0;
+				},
+				'no message left streaming',
+				{ timeoutMs: 75_000, intervalMs: 500 }
+			);
 			console.log(`[turn-crash] next message answered ${after} ms after the kill`);
 		} finally {
 			first.child.kill('SIGKILL');

@@ -35,8 +35,7 @@ afterAll(async () => {
 	resetEnvCache();
 });
 
-const contentText = (m: ChatMessage | undefined) =>
-	!m ? '' : typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join('');
+const contentText = (m: ChatMessage | undefined) => (!m ? '' : typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join(''));
 const lastUser = (r: RecordedRequest) => contentText((r.body?.messages ?? []).filter((m) => m.role === 'user').at(-1));
 const NOTE = '[system note';
 
@@ -59,7 +58,9 @@ async function finishExecution(sessionId: string): Promise<string> {
 /** Every job of the session's queue has run and no message is left queued or streaming. */
 async function settled(sessionId: string): Promise<boolean> {
 	const [{ jobs }] = await sql()<{ jobs: number }[]>`select count(*)::int as jobs from graphile_worker.jobs where queue_name = ${'session:' + sessionId}`;
-	const [{ open }] = await sql()<{ open: number }[]>`select count(*)::int as open from messages where session_id = ${sessionId} and status in ('queued', 'streaming')`;
+	const [{ open }] = await sql()<
+		{ open: number }[]
+	>`select count(*)::int as open from messages where session_id = ${sessionId} and status in ('queued', 'streaming')`;
 	return jobs === 0 && open === 0;
 }
 
@@ -110,10 +111,13 @@ function problems(run: Awaited<ReturnType<typeof race>>): string[] {
 	const answering = requests.filter((r) => lastUser(r) === later);
 	if (answering.length !== 1) say(`${answering.length} requests had the operator's message as their last user message`);
 	// The execution's note reached the model in that request or an earlier one, never after.
-	const noteAt = requests.findIndex((r) => (r.body?.messages ?? []).some((m) => m.role === 'user' && contentText(m).startsWith(NOTE) && contentText(m).includes('pveam_update')));
+	const noteAt = requests.findIndex((r) =>
+		(r.body?.messages ?? []).some((m) => m.role === 'user' && contentText(m).startsWith(NOTE) && contentText(m).includes('pveam_update'))
+	);
 	if (noteAt < 0 || (answering[0] && noteAt > requests.indexOf(answering[0]))) say('the execution note did not come before the answer');
 	const replies = msgs.filter((m) => m.role === 'assistant' && textOf(m.parts) === answer);
-	if (replies.length !== 1 || replies[0].status !== 'complete') say(`${replies.length} stored replies to the operator's message (${replies.map((m) => m.status).join(', ')})`);
+	if (replies.length !== 1 || replies[0].status !== 'complete')
+		say(`${replies.length} stored replies to the operator's message (${replies.map((m) => m.status).join(', ')})`);
 	if (msgs.filter((m) => m.role === 'user' && textOf(m.parts) === later).length !== 1) say("the operator's message is not stored exactly once");
 	const op = msgs.findIndex((m) => m.id === messageId);
 	if (replies[0] && msgs.indexOf(replies[0]) < op) say('the reply is stored before the message it answers');

@@ -141,11 +141,13 @@ describe('the turn token budget', () => {
 		const parts = view(msg.parts);
 		// Nothing half-written: the call of the last step has its result.
 		expect(parts[0]).toMatchObject({ type: 'tool-call', toolName: 'search_knowledge', state: 'done' });
-		expect(parts.filter((p) => p.type === 'note' && p.kind === 'budget')).toEqual([{
-			type: 'note',
-			kind: 'budget',
-			text: 'Stopped: this turn used 1.6k tokens, over the 1.5k budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.'
-		}]);
+		expect(parts.filter((p) => p.type === 'note' && p.kind === 'budget')).toEqual([
+			{
+				type: 'note',
+				kind: 'budget',
+				text: 'Stopped: this turn used 1.6k tokens, over the 1.5k budget (NOMOS_TURN_TOKEN_BUDGET). Send a message to go on.'
+			}
+		]);
 		expect(parts.at(-1)).toMatchObject({ type: 'note', kind: 'budget' });
 		expect(usageOf(msg.parts)).toMatchObject({ input: 1000, output: 600 });
 
@@ -198,12 +200,16 @@ describe('the turn token budget', () => {
 		expect(llm.requests).toHaveLength(1);
 		expect(r2.status).toBe('error');
 		const last = view((await assistant(b)).parts).at(-1);
-		expect(last).toMatchObject({ type: 'note', kind: 'budget', text: expect.stringMatching(/^Stopped: this turn used \d+(\.\d)?k? tokens, over the 10 budget/) });
+		expect(last).toMatchObject({
+			type: 'note',
+			kind: 'budget',
+			text: expect.stringMatching(/^Stopped: this turn used \d+(\.\d)?k? tokens, over the 10 budget/)
+		});
 	});
 });
 
 describe('review: tokens per session, rebuilt, priced', () => {
-	it('shows a session\'s tokens and cost, the overview\'s per-session tokens, and a rebuild recomputes them', async () => {
+	it("shows a session's tokens and cost, the overview's per-session tokens, and a rebuild recomputes them", async () => {
 		process.env.NOMOS_PRICES = JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } });
 		resetEnvCache();
 		const sessionId = await newSession('priced');
@@ -241,7 +247,7 @@ describe('review: tokens per session, rebuilt, priced', () => {
 		expect(fromParts.tokenSessions.find((x) => x.id === sessionId)?.tokens).toEqual(mine?.tokens);
 	});
 
-	it('the overview prices every session\'s tokens by model, kept with each message written, the same from the parts', async () => {
+	it("the overview prices every session's tokens by model, kept with each message written, the same from the parts", async () => {
 		process.env.NOMOS_PRICES = JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } });
 		resetEnvCache();
 		const sessionId = await newSession('priced overview');
@@ -260,7 +266,10 @@ describe('review: tokens per session, rebuilt, priced', () => {
 		// Every session of this file used the one priced model: the total is the sum of theirs.
 		const every = await reviewOverview({ limit: 500 });
 		expect(every.sessions.length).toBe(every.sessionCount);
-		expect(every.costUsd).toBeCloseTo(every.sessions.reduce((n, s) => n + (s.costUsd ?? 0), 0), 6);
+		expect(every.costUsd).toBeCloseTo(
+			every.sessions.reduce((n, s) => n + (s.costUsd ?? 0), 0),
+			6
+		);
 		expect(every.costUsd!).toBeGreaterThanOrEqual(2.2);
 		const fromParts = await reviewOverview({ limit: 500 }, sql(), { source: 'parts' });
 		expect(fromParts.costUsd).toBeCloseTo(every.costUsd!, 6);

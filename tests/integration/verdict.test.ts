@@ -76,13 +76,21 @@ async function approvedRun(title: string, input: Record<string, unknown>): Promi
 	const r = await requestExecution(sessionId, input);
 	if ('error' in r) throw new Error(r.error);
 	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
-	const note = await waitUntil(async () => {
-		const m = (await listMessages(sql(), sessionId)).find((x) => x.role === 'system');
-		const p = m?.parts.find((x) => x.type === 'data-note');
-		return p?.type === 'data-note' ? p.data.text : null;
-	}, `the note of ${title}`, { timeoutMs: 60_000 });
+	const note = await waitUntil(
+		async () => {
+			const m = (await listMessages(sql(), sessionId)).find((x) => x.role === 'system');
+			const p = m?.parts.find((x) => x.type === 'data-note');
+			return p?.type === 'data-note' ? p.data.text : null;
+		},
+		`the note of ${title}`,
+		{ timeoutMs: 60_000 }
+	);
 	// What the model was sent: the continuation's request carries the same words.
-	const told = await waitUntil(async () => JSON.stringify(llm.requests.at(-1)?.body?.messages ?? '').includes(r.execution.id) && JSON.stringify(llm.requests.at(-1)!.body!.messages), 'the continuation request', { timeoutMs: 60_000 });
+	const told = await waitUntil(
+		async () => JSON.stringify(llm.requests.at(-1)?.body?.messages ?? '').includes(r.execution.id) && JSON.stringify(llm.requests.at(-1)!.body!.messages),
+		'the continuation request',
+		{ timeoutMs: 60_000 }
+	);
 	return { e: (await getExecution(sql(), r.execution.id))!, note, told };
 }
 
@@ -96,7 +104,9 @@ describe('verdict after a mutation', () => {
 			['command', 'pct start', null],
 			['health', 'health: CT running', true]
 		]);
-		expect(note).toBe(`execution ${e.id} (pct_start on lxc:strong/101) succeeded: CT 101 started — healthy — verified by reading it back: CT running (read back: status: running)`);
+		expect(note).toBe(
+			`execution ${e.id} (pct_start on lxc:strong/101) succeeded: CT 101 started — healthy — verified by reading it back: CT running (read back: status: running)`
+		);
 		expect(told).toContain('verified by reading it back');
 		expect(verdictLabel(e.verdict!)).toBe('verified');
 	});
@@ -110,7 +120,9 @@ describe('verdict after a mutation', () => {
 			expect(e.verdict).toBe('still_failing');
 			expect(e.verdictDetail).toBe('CT 102 is not running; read back: status: stopped');
 			expect(e.error).toBe('unhealthy: CT 102 is not running; read back: status: stopped (the approved command itself succeeded)');
-			expect(note).toBe(`execution ${e.id} (pct_start on lxc:strong/102) failed: ${e.error}. Verdict: still failing. Left behind: CT 102 exists on strong, stopped.`);
+			expect(note).toBe(
+				`execution ${e.id} (pct_start on lxc:strong/102) failed: ${e.error}. Verdict: still failing. Left behind: CT 102 exists on strong, stopped.`
+			);
 			expect(verdictLabel(e.verdict!)).toBe('still failing');
 		} finally {
 			await pve.setFault('quiet', null);
@@ -145,7 +157,9 @@ describe('verdict after a mutation', () => {
 
 			// The admin review lists it among the mutations that were not verified.
 			const review = (await reviewSession(s.e.requestedBySession!))!;
-			expect(review.unverified).toEqual([{ executionId: s.e.id, action: 'pct_set', target: 'lxc:strong/103', verdict: 'inconclusive', detail: s.e.verdictDetail, finishedAt: s.e.finishedAt }]);
+			expect(review.unverified).toEqual([
+				{ executionId: s.e.id, action: 'pct_set', target: 'lxc:strong/103', verdict: 'inconclusive', detail: s.e.verdictDetail, finishedAt: s.e.finishedAt }
+			]);
 		} finally {
 			await pve.setFault('slow', null);
 		}
@@ -155,7 +169,9 @@ describe('verdict after a mutation', () => {
 describe('hypothesis verdicts rest on checks that answered', () => {
 	it('refuses "refuted" citing a check that failed with no output, and takes it once a check answered', async () => {
 		const sessionId = await newSession(operatorId, 'why');
-		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'web is slow, why?' }], status: 'complete', origin: 'chat' }));
+		await sql().begin((tx) =>
+			insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'web is slow, why?' }], status: 'complete', origin: 'chat' })
+		);
 		const CT = 'lxc:strong/104';
 		const hypotheses = [
 			{ id: 'h1', statement: 'The container is stopped', evidence: ['c-list'], check: { action: 'pct_status', target: CT }, confidence: 'high' },
@@ -178,7 +194,9 @@ describe('hypothesis verdicts rest on checks that answered', () => {
 		const marks = parts.filter((p) => isToolPart(p) && getToolName(p) === 'mark_hypothesis');
 		expect(marks).toHaveLength(1);
 		const refusal = callError(marks[0] as never);
-		expect(refusal).toMatch(/^h1 cannot be marked refuted: its check \(execution [0-9a-f-]{36}\) failed: pct status exited with 255: no output\. A check that timed out, was not run or gave no answer shows nothing about the hypothesis/);
+		expect(refusal).toMatch(
+			/^h1 cannot be marked refuted: its check \(execution [0-9a-f-]{36}\) failed: pct status exited with 255: no output\. A check that timed out, was not run or gave no answer shows nothing about the hypothesis/
+		);
 
 		// The same check answered: now the verdict stands.
 		llm.push(

@@ -33,7 +33,13 @@ let sessionId: string;
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_SNAPSHOT_BEFORE: 'on', NOMOS_HEALTH_AFTER: 'on' });
+	Object.assign(process.env, {
+		OPENAI_BASE_URL: llm.baseURL,
+		OPENAI_API_KEY: 't',
+		NOMOS_MODEL: 'scripted',
+		NOMOS_SNAPSHOT_BEFORE: 'on',
+		NOMOS_HEALTH_AFTER: 'on'
+	});
 	resetEnvCache();
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
@@ -80,13 +86,26 @@ const curls = async () => (await pve.argvLog()).filter((a) => a[0] === 'curl');
 describe('a VM reached through its agent’s address', () => {
 	it('create from a cloud image with a health HTTP check: one approval, the check GETs the agent’s address from the host and passes', async () => {
 		await pve.setHttp(150, 8080, { paths: { '/healthz': { status: 200, body: 'ok' } } });
-		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'make me a web VM and check it answers' }], status: 'complete', origin: 'chat' }));
+		await sql().begin((tx) =>
+			insertMessage(tx, {
+				sessionId,
+				role: 'user',
+				parts: [{ type: 'text', text: 'make me a web VM and check it answers' }],
+				status: 'complete',
+				origin: 'chat'
+			})
+		);
 		llm.push(
 			{
 				toolCalls: [
 					{
 						name: 'request_execution',
-						args: { target: 'strong', action: 'vm_create', params: { vmid: 150, name: 'web-2', image: IMAGE, healthHttp: { port: 8080, path: '/healthz' } }, reason: 'a web VM' }
+						args: {
+							target: 'strong',
+							action: 'vm_create',
+							params: { vmid: 150, name: 'web-2', image: IMAGE, healthHttp: { port: 8080, path: '/healthz' } },
+							reason: 'a web VM'
+						}
 					}
 				]
 			},
@@ -113,7 +132,9 @@ describe('a VM reached through its agent’s address', () => {
 		expect(done.steps.at(-1)!.command).toBe(`'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`);
 		expect(done.steps.at(-1)!.stdoutTail).toContain('ok');
 		// One approval for all of it: no second card, no second execution.
-		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from approvals a join executions e on e.id = a.execution_id where e.requested_by_session = ${sessionId}`;
+		const [{ n }] = await sql()<
+			{ n: number }[]
+		>`select count(*)::int as n from approvals a join executions e on e.id = a.execution_id where e.requested_by_session = ${sessionId}`;
 		expect(n).toBe(1);
 		expect(await curls()).toEqual([['curl', '-fsS', '--noproxy', '*', '--max-time', '5', url]]);
 	});
@@ -137,7 +158,9 @@ describe('a VM reached through its agent’s address', () => {
 		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'apply the kernel' });
 		expect(e.status).toBe('failed');
 		const refused = `curl: (7) Failed to connect to ${leaseOf(310)} port 80 after 0 ms: Couldn't connect to server`;
-		expect(e.error).toContain(`unhealthy: GET http://${leaseOf(310)}:80/ exited with 7: ${refused}; asked 4 times, 0 s apart (the approved command itself succeeded)`);
+		expect(e.error).toContain(
+			`unhealthy: GET http://${leaseOf(310)}:80/ exited with 7: ${refused}; asked 4 times, 0 s apart (the approved command itself succeeded)`
+		);
 		expect(e.steps.filter((s) => s.kind === 'health').map((s) => [s.label, s.exitCode])).toEqual([
 			['health: VM running', 0],
 			['health: guest agent answers', 0],
@@ -164,7 +187,9 @@ describe('a VM reached through its agent’s address', () => {
 		const last = e.steps.at(-1)!;
 		expect(last.command).toBe(`'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`);
 		expect(last.stdoutTail).toBe('up');
-		expect(last.stderrTail!.split('\n')).toEqual([1, 2].map((n) => `attempt ${n}: VM 310's guest agent reports no usable address (only loopback or link-local)`));
+		expect(last.stderrTail!.split('\n')).toEqual(
+			[1, 2].map((n) => `attempt ${n}: VM 310's guest agent reports no usable address (only loopback or link-local)`)
+		);
 		const after = (await pve.argvLog()).slice(before.length);
 		expect(after.filter((a) => a.join(' ') === 'qm guest cmd 310 network-get-interfaces')).toHaveLength(3);
 		expect(after.filter((a) => a[0] === 'curl')).toEqual([['curl', '-fsS', '--noproxy', '*', '--max-time', '5', url]]);
@@ -207,8 +232,14 @@ describe('a VM reached through its agent’s address', () => {
 		const e = await approveAndRun({ target: 'strong', action: 'vm_reboot', params: { vmid: 310, healthHttp: { port: 80 } }, reason: 'hostile guest' });
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		const url = `http://${leaseOf(310)}:80/`;
-		expect(e.steps.at(-1)).toMatchObject({ label: `health: GET ${url} (attempt 3 of 4)`, command: `'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`, stdoutTail: 'real' });
-		expect(e.steps.at(-1)!.stderrTail).toContain('attempt 2: VM 310\'s guest agent reports no usable address (only loopback or link-local); 4 reported values were not an IP address');
+		expect(e.steps.at(-1)).toMatchObject({
+			label: `health: GET ${url} (attempt 3 of 4)`,
+			command: `'curl' '-fsS' '--noproxy' '*' '--max-time' '5' '${url}'`,
+			stdoutTail: 'real'
+		});
+		expect(e.steps.at(-1)!.stderrTail).toContain(
+			"attempt 2: VM 310's guest agent reports no usable address (only loopback or link-local); 4 reported values were not an IP address"
+		);
 		const sent = pve.execLog().slice(before).join('\n');
 		for (const h of [...hostile, 'rm -rf', 'pwned', '$(id)']) expect(sent).not.toContain(h);
 		expect(JSON.stringify(e.steps)).not.toContain('pwned');
@@ -246,7 +277,9 @@ describe('a VM reached through its agent’s address', () => {
 		const before = pve.execLog().length;
 		const refused = await check({ vmid: 310, port: 80 });
 		expect(refused.status).toBe('failed');
-		expect(refused.error).toBe("not run: VM 310's guest agent reports no usable address (only loopback or link-local); 4 reported values were not an IP address");
+		expect(refused.error).toBe(
+			"not run: VM 310's guest agent reports no usable address (only loopback or link-local); 4 reported values were not an IP address"
+		);
 
 		await pve.patchVm(310, { agentAddresses: [...hostile, 'fe80::be24:11ff:fe00:1', '10.0.0.5'] });
 		await pve.setHttp(310, 80, { status: 200, body: 'fine' });
@@ -267,7 +300,9 @@ describe('a VM reached through its agent’s address', () => {
 
 	it('a plan may use vm_http_check as a read-only check after a start: its card shows the address to come', async () => {
 		await pve.patchVm(311, { status: 'stopped', agent: 'enabled=1' });
-		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'start win11 and check its web page' }], status: 'complete', origin: 'chat' }));
+		await sql().begin((tx) =>
+			insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'start win11 and check its web page' }], status: 'complete', origin: 'chat' })
+		);
 		llm.push(
 			{
 				toolCalls: [
@@ -286,7 +321,9 @@ describe('a VM reached through its agent’s address', () => {
 			{ text: 'The plan waits for you.' }
 		);
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
-		const [plan] = await sql()<{ status: string; steps: { action: string; commandPreview: string }[] }[]>`select status, steps from plans where session_id = ${sessionId} order by created_at desc limit 1`;
+		const [plan] = await sql()<
+			{ status: string; steps: { action: string; commandPreview: string }[] }[]
+		>`select status, steps from plans where session_id = ${sessionId} order by created_at desc limit 1`;
 		expect(plan.status).toBe('proposed');
 		expect(plan.steps.map((st) => [st.action, st.commandPreview])).toEqual([
 			['qm_start', `'qm' 'start' '311'`],

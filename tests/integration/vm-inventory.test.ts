@@ -32,7 +32,13 @@ let sessionId: string;
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'off' });
+	Object.assign(process.env, {
+		OPENAI_BASE_URL: llm.baseURL,
+		OPENAI_API_KEY: 't',
+		NOMOS_MODEL: 'scripted',
+		NOMOS_SNAPSHOT_BEFORE: 'off',
+		NOMOS_HEALTH_AFTER: 'off'
+	});
 	resetEnvCache();
 	pve = await startProxmoxDouble({
 		nodeName: 'pve',
@@ -56,7 +62,8 @@ afterAll(async () => {
 	await llm?.close();
 });
 
-const vmRefs = async () => (await sql()<{ ref: string }[]>`select 'qemu:' || external_id as ref from entities where kind = 'qemu' order by external_id`).map((r) => r.ref);
+const vmRefs = async () =>
+	(await sql()<{ ref: string }[]>`select 'qemu:' || external_id as ref from entities where kind = 'qemu' order by external_id`).map((r) => r.ref);
 
 /** Requests, approves and runs one action, then lets the continuation read back what it touched. */
 async function runAndContinue(input: Record<string, unknown>): Promise<string[][]> {
@@ -83,7 +90,15 @@ describe("a standalone host's VMs", () => {
 		expect(ran.filter((a) => a.join(' ') === 'pvesh get /cluster/resources --output-format json')).toHaveLength(1);
 
 		expect(await vmRefs()).toEqual(['qemu:homelab/300', 'qemu:homelab/9000']);
-		expect((await getEntity(sql(), 'qemu:homelab/300'))?.attributes).toMatchObject({ vmid: 300, name: 'hass', status: 'running', node: 'pve', memLimitMb: 4096, tags: ['ha'], template: false });
+		expect((await getEntity(sql(), 'qemu:homelab/300'))?.attributes).toMatchObject({
+			vmid: 300,
+			name: 'hass',
+			status: 'running',
+			node: 'pve',
+			memLimitMb: 4096,
+			tags: ['ha'],
+			template: false
+		});
 		expect((await getEntity(sql(), 'qemu:homelab/9000'))?.attributes).toMatchObject({ template: true, status: 'stopped' });
 
 		const list = (await listEntitiesTool({} as never).execute!({ kind: 'qemu' }, call)) as { entities: { ref?: string; id?: string; name: string }[] };
@@ -97,7 +112,12 @@ describe("a standalone host's VMs", () => {
 	});
 
 	it('a VM created by Nomos appears at once (one read, not a whole sync)', async () => {
-		const created = await runAndContinue({ target: 'homelab', action: 'vm_create', params: { vmid: 150, name: 'k3s-1', image: IMAGE, start: false }, reason: 'k3s' });
+		const created = await runAndContinue({
+			target: 'homelab',
+			action: 'vm_create',
+			params: { vmid: 150, name: 'k3s-1', image: IMAGE, start: false },
+			reason: 'k3s'
+		});
 		expect(created).toEqual([['pvesh', 'get', '/cluster/resources', '--output-format', 'json']]);
 		expect((await getEntity(sql(), 'qemu:homelab/150'))?.attributes).toMatchObject({ name: 'k3s-1', status: 'stopped', node: 'pve' });
 	});

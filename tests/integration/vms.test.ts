@@ -33,7 +33,13 @@ let sessionId: string;
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_SNAPSHOT_BEFORE: 'on', NOMOS_HEALTH_AFTER: 'on' });
+	Object.assign(process.env, {
+		OPENAI_BASE_URL: llm.baseURL,
+		OPENAI_API_KEY: 't',
+		NOMOS_MODEL: 'scripted',
+		NOMOS_SNAPSHOT_BEFORE: 'on',
+		NOMOS_HEALTH_AFTER: 'on'
+	});
 	resetEnvCache();
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
@@ -73,17 +79,25 @@ async function approveAndRun(input: Record<string, unknown>): Promise<ExecutionR
 	await runExecution(r.execution.id);
 	return load(r.execution.id);
 }
-const toolResults = (i: number) => JSON.stringify((llm.requests.at(i)!.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'tool'));
+const toolResults = (i: number) =>
+	JSON.stringify((llm.requests.at(i)!.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'tool'));
 
 describe('a VM from a cloud image', () => {
 	it('the agent asks, the operator approves, the VM is created and started, and its agent reports an IP', async () => {
-		await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'make me a k3s VM' }], status: 'complete', origin: 'chat' }));
+		await sql().begin((tx) =>
+			insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: 'make me a k3s VM' }], status: 'complete', origin: 'chat' })
+		);
 		llm.push(
 			{
 				toolCalls: [
 					{
 						name: 'request_execution',
-						args: { target: 'strong', action: 'vm_create', params: { name: 'k3s-1', image: IMAGE, ciuser: 'debian', sshKeys: KEY, memory: 4096 }, reason: 'k3s node' }
+						args: {
+							target: 'strong',
+							action: 'vm_create',
+							params: { name: 'k3s-1', image: IMAGE, ciuser: 'debian', sshKeys: KEY, memory: 4096 },
+							reason: 'k3s node'
+						}
 					}
 				]
 			},
@@ -113,7 +127,15 @@ describe('a VM from a cloud image', () => {
 			['health', 'health: guest agent answers']
 		]);
 		const created = (await vm(101))!;
-		expect(created).toMatchObject({ status: 'running', agent: 'enabled=1', ciuser: 'debian', ipconfig0: 'ip=dhcp', importedFrom: IMAGE, diskGb: 2, memory: 4096 });
+		expect(created).toMatchObject({
+			status: 'running',
+			agent: 'enabled=1',
+			ciuser: 'debian',
+			ipconfig0: 'ip=dhcp',
+			importedFrom: IMAGE,
+			diskGb: 2,
+			memory: 4096
+		});
 		expect(created.ide2).toBe('local-lvm:vm-101-cloudinit,media=cdrom');
 		expect(decodeURIComponent(created.sshkeys!)).toBe(`${KEY}\n`);
 		// The temp file that carried the keys is gone.
@@ -122,7 +144,11 @@ describe('a VM from a cloud image', () => {
 
 		// The agent reads the VM's address through its guest agent: read-only, no approval.
 		llm.push(
-			{ toolCalls: [{ name: 'request_execution', args: { target: 'strong', action: 'vm_guest', params: { vmid: 101, cmd: 'network-get-interfaces' }, reason: 'its IP' } }] },
+			{
+				toolCalls: [
+					{ name: 'request_execution', args: { target: 'strong', action: 'vm_guest', params: { vmid: 101, cmd: 'network-get-interfaces' }, reason: 'its IP' } }
+				]
+			},
 			{ text: 'k3s-1 is at 192.168.1.201.' }
 		);
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
@@ -132,7 +158,12 @@ describe('a VM from a cloud image', () => {
 	});
 
 	it('refuses an image that is not on the host, and an id another guest holds', async () => {
-		const missing = await approveAndRun({ target: 'strong', action: 'vm_create', params: { vmid: 150, name: 'x', image: '/var/lib/vz/template/iso/nope.img', start: false }, reason: 'r' });
+		const missing = await approveAndRun({
+			target: 'strong',
+			action: 'vm_create',
+			params: { vmid: 150, name: 'x', image: '/var/lib/vz/template/iso/nope.img', start: false },
+			reason: 'r'
+		});
 		expect(missing.status).toBe('failed');
 		expect(missing.error).toContain("source '/var/lib/vz/template/iso/nope.img' does not exist");
 		const taken = await approveAndRun({ target: 'strong', action: 'vm_create', params: { vmid: 100, name: 'x', image: IMAGE }, reason: 'r' });
@@ -150,7 +181,10 @@ describe('templates and clones', () => {
 		expect((await vm(160))!).toMatchObject({ status: 'stopped', disk: 'local-lvm:base-9000-disk-0/vm-160-disk-0', agent: 'enabled=1' });
 		const start = await approveAndRun({ target: 'strong', action: 'qm_start', params: { vmid: 160 }, reason: 'r' });
 		expect(start.status, start.error ?? '').toBe('succeeded');
-		expect(start.steps.filter((s) => s.kind === 'health').map((s) => s.stdoutTail?.trim())).toEqual([expect.stringContaining('status: running'), 'guest agent answers']);
+		expect(start.steps.filter((s) => s.kind === 'health').map((s) => s.stdoutTail?.trim())).toEqual([
+			expect.stringContaining('status: running'),
+			'guest agent answers'
+		]);
 
 		const tmpl = await approveAndRun({ target: 'strong', action: 'qm_start', params: { vmid: 9000 }, reason: 'r' });
 		expect(tmpl.error).toContain("you can't start a vm if it's a template");
@@ -161,7 +195,9 @@ describe('templates and clones', () => {
 	it('vm_template needs a person (irreversible) and a stopped VM', async () => {
 		const r = await request({ target: 'strong', action: 'vm_template', params: { vmid: 160 }, reason: 'r' });
 		const stale = { kind: 'session' as const, verifiedAt: new Date(Date.now() - 24 * 3_600_000).toISOString() };
-		await expect(sql().begin((tx) => operatorDecides(tx, r.execution.id, { decision: 'approved', route: 'button', operatorId, credential: stale }))).rejects.toMatchObject({ stepUp: true });
+		await expect(
+			sql().begin((tx) => operatorDecides(tx, r.execution.id, { decision: 'approved', route: 'button', operatorId, credential: stale }))
+		).rejects.toMatchObject({ stepUp: true });
 		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await runExecution(r.execution.id);
 		expect((await load(r.execution.id)).error).toBe('not run: VM 160 is running, expected stopped');
@@ -209,7 +245,12 @@ describe('changing a VM', () => {
 		expect(bad.leftovers).toBe('VM 300 exists on strong, running');
 		const rb = await requestRollback(bad.id);
 		if (!('execution' in rb)) throw new Error(JSON.stringify(rb));
-		expect(rb.execution).toMatchObject({ action: 'vm_rollback', target: 'host:strong', classification: 'destructive', params: { vmid: '300', name: nomosSnapshotName(bad.id) } });
+		expect(rb.execution).toMatchObject({
+			action: 'vm_rollback',
+			target: 'host:strong',
+			classification: 'destructive',
+			params: { vmid: '300', name: nomosSnapshotName(bad.id) }
+		});
 		expect(approveLabel(rb.execution)).toBe('Roll back VM 300 on strong');
 		expect((await decide(rb.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await runExecution(rb.execution.id);
@@ -222,11 +263,18 @@ describe('changing a VM', () => {
 		expect(grow.status, grow.error ?? '').toBe('succeeded');
 		expect((await vm(300))!.diskGb).toBe(40);
 		const shrink = await request({ target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '16G' }, reason: 'r' });
-		expect(shrink.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: 'VM 300 scsi0 is 40G now; resizing it to 16G would shrink it (vm_resize only grows a disk; Proxmox cannot shrink one)' });
+		expect(shrink.execution.beforeApproval).toMatchObject({
+			outcome: 'cannot_run',
+			why: 'VM 300 scsi0 is 40G now; resizing it to 16G would shrink it (vm_resize only grows a disk; Proxmox cannot shrink one)'
+		});
 		expect(await decide(shrink.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
 		expect((await vm(300))!.diskGb).toBe(40);
-		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '-8G' }, reason: 'r' })).toMatchObject({ error: expect.stringContaining('size') });
-		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_set', params: { vmid: 300, args: '-S' }, reason: 'r' })).toMatchObject({ error: expect.stringContaining('args') });
+		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_resize', params: { vmid: 300, size: '-8G' }, reason: 'r' })).toMatchObject({
+			error: expect.stringContaining('size')
+		});
+		expect(await requestExecution(sessionId, { target: 'strong', action: 'vm_set', params: { vmid: 300, args: '-S' }, reason: 'r' })).toMatchObject({
+			error: expect.stringContaining('args')
+		});
 	});
 
 	it('a shutdown the guest ignores fails at its timeout; the VM still runs and the agent is told to decide about qm_stop', async () => {
@@ -251,7 +299,10 @@ describe('destroy', () => {
 	it('needs the destructive approval path: no stale session, no token, no typing; then a stopped VM is purged', async () => {
 		// Running: known before approval, so it cannot be approved at all.
 		const whileRunning = await request({ target: 'strong', action: 'vm_destroy', params: { vmid: 160 }, reason: 'gone' });
-		expect(whileRunning.execution.beforeApproval).toMatchObject({ outcome: 'cannot_run', why: expect.stringMatching(/^VM 160 is running: a running guest is not destroyed/) });
+		expect(whileRunning.execution.beforeApproval).toMatchObject({
+			outcome: 'cannot_run',
+			why: expect.stringMatching(/^VM 160 is running: a running guest is not destroyed/)
+		});
 		expect(await decide(whileRunning.execution.id, operatorId, 'approved')).toMatchObject({ ok: false, reason: 'cannot_run' });
 		// Stopped when asked, started behind Nomos's back after approval: the runner's own read refuses it.
 		await pve.patchVm(160, { status: 'stopped' });
@@ -266,7 +317,9 @@ describe('destroy', () => {
 		expect(refused).toBeInstanceOf(NotAllowed);
 		expect((refused as NotAllowed).stepUp).toBe(true);
 		const token = { kind: 'token' as const, token: { id: '00000000-0000-0000-0000-000000000000', name: 'ci', scope: 'approve' as const } };
-		await expect(sql().begin((tx) => operatorDecides(tx, running.execution.id, { decision: 'approved', route: 'button', operatorId, credential: token }))).rejects.toThrow(/needs a person/);
+		await expect(
+			sql().begin((tx) => operatorDecides(tx, running.execution.id, { decision: 'approved', route: 'button', operatorId, credential: token }))
+		).rejects.toThrow(/needs a person/);
 		expect((await decide(running.execution.id, operatorId, 'approved')).ok).toBe(true);
 		await pve.patchVm(160, { status: 'running' });
 		await runExecution(running.execution.id);

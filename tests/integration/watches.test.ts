@@ -132,7 +132,17 @@ describe('an alert', () => {
 			toolCalls: [
 				{
 					name: 'propose_plan',
-					args: { title: 'Free space on the backup storage', steps: [{ action: 'pveam_download', target: 'pve1', params: { storage: 'local', template: 'debian-12-standard_12.7-1_amd64.tar.zst' }, why: 'example step' }] }
+					args: {
+						title: 'Free space on the backup storage',
+						steps: [
+							{
+								action: 'pveam_download',
+								target: 'pve1',
+								params: { storage: 'local', template: 'debian-12-standard_12.7-1_amd64.tar.zst' },
+								why: 'example step'
+							}
+						]
+					}
 				}
 			]
 		});
@@ -263,7 +273,15 @@ describe('an alert that resolves while its fix waits (issue #42)', () => {
 	async function pendingFix(sessionId: string) {
 		const plan = await sql().begin((tx) =>
 			insertPlan(tx, sessionId, 'Free space on the backup storage', [
-				{ action: 'pveam_update', target: 'pve1', params: {}, why: 'example', hash: 'h-plan', commandPreview: 'pveam update', classification: 'config_mutation' }
+				{
+					action: 'pveam_update',
+					target: 'pve1',
+					params: {},
+					why: 'example',
+					hash: 'h-plan',
+					commandPreview: 'pveam update',
+					classification: 'config_mutation'
+				}
 			])
 		);
 		const execution = async (status: string) => {
@@ -277,7 +295,9 @@ describe('an alert that resolves while its fix waits (issue #42)', () => {
 		return { plan, waiting: await execution('awaiting_approval'), approved: await execution('approved') };
 	}
 	const eventsAfter = async (id: number) =>
-		sql()<{ type: string; payload: Record<string, string> }[]>`select type, payload from events where id > ${id} and type in ('plan.updated', 'execution.updated') order by id`;
+		sql()<
+			{ type: string; payload: Record<string, string> }[]
+		>`select type, payload from events where id > ${id} and type in ('plan.updated', 'execution.updated') order by id`;
 	const lastEvent = async () => Number((await sql()<{ id: string }[]>`select coalesce(max(id), 0)::text as id from events`)[0].id);
 
 	it('Alertmanager "resolved": the plan and the execution waiting are marked, the note asks, and a turn re-checks before anything runs', async () => {
@@ -302,7 +322,9 @@ describe('an alert that resolves while its fix waits (issue #42)', () => {
 			{ type: 'execution.updated', payload: { executionId: fix.waiting } }
 		]);
 		const note = (await listMessages(sql(), s.id)).filter((m) => m.role === 'system').at(-1)!;
-		expect(JSON.stringify(note.parts)).toContain('Still waiting for approval: plan \\"Free space on the backup storage\\"; pct_start on lxc:pve1/105 — still needed? The agent re-checks before it runs.');
+		expect(JSON.stringify(note.parts)).toContain(
+			'Still waiting for approval: plan \\"Free space on the backup storage\\"; pct_start on lxc:pve1/105 — still needed? The agent re-checks before it runs.'
+		);
 
 		// The agent is told: one turn of the investigation, whose request ends on the re-check brief.
 		const turns = await jobs('agent__run_turn');

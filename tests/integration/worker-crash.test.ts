@@ -42,11 +42,18 @@ describe('worker crash', () => {
 		const { child, log, exited } = startWorkerChild(dbUrl());
 		try {
 			// The child's worker picks up the executions__run job and the fake `pct create` hangs.
-			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${log.out}`, { timeoutMs: 30_000, intervalMs: 100 });
-			const [hung] = await waitUntil(async () => {
-				const h = await pve.hangs();
-				return h.length ? h : null;
-			}, 'pct create to hang', { timeoutMs: 15_000 });
+			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${log.out}`, {
+				timeoutMs: 30_000,
+				intervalMs: 100
+			});
+			const [hung] = await waitUntil(
+				async () => {
+					const h = await pve.hangs();
+					return h.length ? h : null;
+				},
+				'pct create to hang',
+				{ timeoutMs: 15_000 }
+			);
 			const running = (await getExecution(sql(), id))!;
 			expect(running.steps).toHaveLength(1);
 			expect(log.out).toContain('worker ready');
@@ -60,7 +67,10 @@ describe('worker crash', () => {
 
 			// A recovery pass as every live process runs one (every 2 s): the dead process is seen
 			// as soon as Postgres has closed its connection, not after a lease or heartbeat.
-			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', { timeoutMs: 10_000, intervalMs: 50 });
+			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+				timeoutMs: 10_000,
+				intervalMs: 50
+			});
 			expect((await getExecution(sql(), id))!.status).toBe('running');
 			const [r] = await recoverDeadProcesses(sql());
 			expect(r.interrupted).toEqual([id]);
@@ -84,7 +94,6 @@ describe('worker crash', () => {
 			await runExecution(id);
 			expect((await pve.argvLog()).length).toBe(before);
 			expect((await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'create')).toHaveLength(1);
-
 		} finally {
 			child.kill('SIGKILL');
 		}

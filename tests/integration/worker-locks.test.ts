@@ -30,7 +30,9 @@ describe('a live worker running a long job', () => {
 		worker = await startWorker({ url: dbUrl(), concurrency: 1, taskList: { test__long: () => held } });
 		await enqueueJob(sql(), 'test__long', {}, { queueName: 'long' });
 		const [job] = await waitUntil(async () => {
-			const rows = await sql()<{ id: string; lockedBy: string }[]>`select id::text, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
+			const rows = await sql()<
+				{ id: string; lockedBy: string }[]
+			>`select id::text, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
 			return rows.length ? rows : null;
 		}, 'the worker to take the job');
 		// The job has run for two minutes (aged instead of waited for); the process beats.
@@ -39,7 +41,9 @@ describe('a live worker running a long job', () => {
 		expect(await releaseDeadWorkerLocks(sql())).toEqual([]);
 		const [after] = await sql()<{ lockedBy: string | null }[]>`select locked_by as "lockedBy" from graphile_worker._private_jobs where id = ${job.id}::bigint`;
 		expect(after.lockedBy).toBe(job.lockedBy);
-		const [queue] = await sql()<{ lockedBy: string | null }[]>`select locked_by as "lockedBy" from graphile_worker._private_job_queues where queue_name = 'long'`;
+		const [queue] = await sql()<
+			{ lockedBy: string | null }[]
+		>`select locked_by as "lockedBy" from graphile_worker._private_job_queues where queue_name = 'long'`;
 		expect(queue.lockedBy).toBe(job.lockedBy);
 	});
 });
@@ -68,7 +72,9 @@ describe('a worker whose life-lock connection drops', () => {
 		worker = await startWorker({ url: dbUrl(), concurrency: 1, taskList: { test__long: () => held }, onLifeLost: () => lost++ });
 		await enqueueJob(sql(), 'test__long', {}, { queueName: 'long' });
 		const [job] = await waitUntil(async () => {
-			const rows = await sql()<{ id: string; lockedBy: string }[]>`select id::text, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
+			const rows = await sql()<
+				{ id: string; lockedBy: string }[]
+			>`select id::text, locked_by as "lockedBy" from graphile_worker._private_jobs where locked_by is not null`;
 			return rows.length ? rows : null;
 		}, 'the worker to take the job');
 		const [me] = await registered();
@@ -93,7 +99,10 @@ describe('a worker whose life-lock connection drops', () => {
 		await sql()`delete from worker_processes`;
 		const w = startWorkerChild(dbUrl());
 		children.push(w.child);
-		const [me] = await waitUntil(async () => (w.log.out.includes('worker ready') ? registered() : null), `the worker to be ready:\n${w.log.out}`, { timeoutMs: 60_000, intervalMs: 100 });
+		const [me] = await waitUntil(async () => (w.log.out.includes('worker ready') ? registered() : null), `the worker to be ready:\n${w.log.out}`, {
+			timeoutMs: 60_000,
+			intervalMs: 100
+		});
 		const before = (await lifeHolder(me.lockId))!;
 		// A recovering process queues for the lock before the connection drops, so it is first
 		// to get it when the backend is gone (as when its 2-s check wins the race), and claims.

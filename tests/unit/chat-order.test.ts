@@ -20,6 +20,12 @@ describe('ChatState order', () => {
 		expect(chat.messages.map((m) => m.id)).toEqual(['asked', 'reply', 'note', 'later', 'answer']);
 		// An older snapshot (the queued one, seq 2) arriving late changes nothing.
 		chat.upsert(msg('later', 2, 'user', 'queued', 0));
-		expect(chat.messages.map((m) => [m.id, m.seq])).toEqual([['asked', 1], ['reply', 3], ['note', 4], ['later', 5], ['answer', 6]]);
+		expect(chat.messages.map((m) => [m.id, m.seq])).toEqual([
+			['asked', 1],
+			['reply', 3],
+			['note', 4],
+			['later', 5],
+			['answer', 6]
+		]);
 	});
 });

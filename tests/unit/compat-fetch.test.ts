@@ -10,7 +10,9 @@ async function through(body: string, init: RequestInit = { method: 'POST', body:
 	return (await res.text())
 		.split('\n')
 		.filter((l) => l.startsWith('data: {'))
-		.map((l) => JSON.parse(l.slice(6)) as { choices: Array<{ delta: { tool_calls?: Array<{ index: number; id?: string; function?: { arguments?: string } }> } }> });
+		.map(
+			(l) => JSON.parse(l.slice(6)) as { choices: Array<{ delta: { tool_calls?: Array<{ index: number; id?: string; function?: { arguments?: string } }> } }> }
+		);
 }
 
 describe('the compatibility fetch', () => {
@@ -28,7 +30,16 @@ describe('the compatibility fetch', () => {
 
 	it('leaves correct indices alone', () => {
 		const f = new ToolIndexFixer();
-		expect(f.fix(delta([{ index: 0, id: 'a' }, { index: 1, id: 'b' }])).choices![0].delta!.tool_calls!.map((c) => c.index)).toEqual([0, 1]);
+		expect(
+			f
+				.fix(
+					delta([
+						{ index: 0, id: 'a' },
+						{ index: 1, id: 'b' }
+					])
+				)
+				.choices![0].delta!.tool_calls!.map((c) => c.index)
+		).toEqual([0, 1]);
 	});
 
 	it('stops passing arguments of one call past the cap, dropping the empty events (a 1 MB argument in 8-character pieces)', async () => {
@@ -44,9 +55,23 @@ describe('the compatibility fetch', () => {
 		let sent: { stream?: boolean } = {};
 		const inner = (async (_u: unknown, init?: RequestInit) => {
 			sent = JSON.parse(init!.body as string);
-			return Response.json({ id: 'c', model: 'm', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null, tool_calls: [{ id: 't', function: { name: 'list_lxcs', arguments: '{}' } }] } }] });
+			return Response.json({
+				id: 'c',
+				model: 'm',
+				choices: [
+					{
+						index: 0,
+						finish_reason: 'tool_calls',
+						message: { role: 'assistant', content: null, tool_calls: [{ id: 't', function: { name: 'list_lxcs', arguments: '{}' } }] }
+					}
+				]
+			});
 		}) as typeof fetch;
-		const res = await compatFetch({ inner })('http://x/v1/chat/completions', { method: 'POST', headers: { [NO_STREAM_HEADER]: '1' }, body: JSON.stringify({ stream: true, tools: [{}] }) });
+		const res = await compatFetch({ inner })('http://x/v1/chat/completions', {
+			method: 'POST',
+			headers: { [NO_STREAM_HEADER]: '1' },
+			body: JSON.stringify({ stream: true, tools: [{}] })
+		});
 		expect(sent.stream).toBe(false);
 		expect(res.headers.get('content-type')).toBe('text/event-stream');
 		const text = await res.text();

@@ -65,7 +65,9 @@ describe('one registry per seam', () => {
 	it('the job registry names exactly the tasks the worker runs, and refuses a wrong payload with the task and field', () => {
 		expect(Object.keys(jobPayloads).sort()).toEqual(Object.keys(taskList).sort());
 		expect(() => parseJobPayload('plans__advance', { plan: 'p1' })).toThrow(/^plans__advance: invalid payload: planId: /);
-		expect(() => parseJobPayload('agent__continue_session', { sessionId: 's1' })).toThrow(/^agent__continue_session: invalid payload: executionId: executionId or planId is required$/);
+		expect(() => parseJobPayload('agent__continue_session', { sessionId: 's1' })).toThrow(
+			/^agent__continue_session: invalid payload: executionId: executionId or planId is required$/
+		);
 		expect(() => parseJobPayload('executions__run', null)).toThrow(/^executions__run: invalid payload: executionId: /);
 		// Cron adds `_cron` to what it queues: those tasks keep it.
 		expect(parseJobPayload('inventory__sync', { _cron: { ts: 'x' } })).toEqual({ _cron: { ts: 'x' } });

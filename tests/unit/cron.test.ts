@@ -12,15 +12,27 @@ const at = (s: string) => new Date(s);
 
 describe('cron expressions (five fields, UTC)', () => {
 	it('every day at 03:00, from before and after 03:00', () => {
-		expect(iso(nextSlots(cron('0 3 * * *'), at('2026-12-01T02:59:30Z'), 3))).toEqual(['2026-12-01T03:00:00.000Z', '2026-12-02T03:00:00.000Z', '2026-12-03T03:00:00.000Z']);
+		expect(iso(nextSlots(cron('0 3 * * *'), at('2026-12-01T02:59:30Z'), 3))).toEqual([
+			'2026-12-01T03:00:00.000Z',
+			'2026-12-02T03:00:00.000Z',
+			'2026-12-03T03:00:00.000Z'
+		]);
 		expect(iso(nextSlots(cron('0 3 * * *'), at('2026-12-01T03:00:01Z'), 1))).toEqual(['2026-12-02T03:00:00.000Z']);
 		// A slot exactly now is the next one.
 		expect(iso(nextSlots(cron('0 3 * * *'), at('2026-12-01T03:00:00Z'), 1))).toEqual(['2026-12-01T03:00:00.000Z']);
 	});
 
 	it('steps, ranges, lists and names', () => {
-		expect(iso(nextSlots(cron('*/20 * * * *'), at('2026-12-01T10:41:00Z'), 3))).toEqual(['2026-12-01T11:00:00.000Z', '2026-12-01T11:20:00.000Z', '2026-12-01T11:40:00.000Z']);
-		expect(iso(nextSlots(cron('30 8-9 * * mon-fri'), at('2026-12-04T09:31:00Z'), 3))).toEqual(['2026-12-07T08:30:00.000Z', '2026-12-07T09:30:00.000Z', '2026-12-08T08:30:00.000Z']);
+		expect(iso(nextSlots(cron('*/20 * * * *'), at('2026-12-01T10:41:00Z'), 3))).toEqual([
+			'2026-12-01T11:00:00.000Z',
+			'2026-12-01T11:20:00.000Z',
+			'2026-12-01T11:40:00.000Z'
+		]);
+		expect(iso(nextSlots(cron('30 8-9 * * mon-fri'), at('2026-12-04T09:31:00Z'), 3))).toEqual([
+			'2026-12-07T08:30:00.000Z',
+			'2026-12-07T09:30:00.000Z',
+			'2026-12-08T08:30:00.000Z'
+		]);
 		expect(iso(nextSlots(cron('0 0 1 jan,jul *'), at('2026-12-01T00:00:01Z'), 2))).toEqual(['2027-01-01T00:00:00.000Z', '2027-07-01T00:00:00.000Z']);
 		// 7 is Sunday too; 5/15 means from 5 on, every 15.
 		expect(iso(nextSlots(cron('5/15 12 * * 7'), at('2026-12-01T00:00:00Z'), 4))).toEqual([
@@ -33,7 +45,11 @@ describe('cron expressions (five fields, UTC)', () => {
 
 	it('both day fields restricted: a day matching either runs (as cron does)', () => {
 		// The 13th, or a Friday: 2026-12-04 is a Friday, then the 11th (Friday), then the 13th.
-		expect(iso(nextSlots(cron('0 0 13 * 5'), at('2026-12-01T00:00:00Z'), 3))).toEqual(['2026-12-04T00:00:00.000Z', '2026-12-11T00:00:00.000Z', '2026-12-13T00:00:00.000Z']);
+		expect(iso(nextSlots(cron('0 0 13 * 5'), at('2026-12-01T00:00:00Z'), 3))).toEqual([
+			'2026-12-04T00:00:00.000Z',
+			'2026-12-11T00:00:00.000Z',
+			'2026-12-13T00:00:00.000Z'
+		]);
 	});
 
 	it('leap days and expressions that never run', () => {

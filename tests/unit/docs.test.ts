@@ -129,7 +129,13 @@ describe('README and docs/', () => {
 		expect(template).toBeDefined();
 		// What Proxmox VE's template engine makes of it: `escape` JSON-escapes inside the quotes, `json` writes JSON.
 		const title = 'vzdump backup status (pve1): backup "nightly" failed';
-		const values = { title, message: '102: FAILED\nno space left', severity: 'error', timestamp: 1796160000, fields: { type: 'vzdump', hostname: 'pve1', 'job-id': 'backup-nightly' } };
+		const values = {
+			title,
+			message: '102: FAILED\nno space left',
+			severity: 'error',
+			timestamp: 1796160000,
+			fields: { type: 'vzdump', hostname: 'pve1', 'job-id': 'backup-nightly' }
+		};
 		const body = template!
 			.replace(/\{\{ escape (\w+) \}\}/g, (_, k: 'title' | 'message') => JSON.stringify(values[k]).slice(1, -1))
 			.replace(/\{\{ json (\w+) \}\}/g, (_, k: 'fields') => JSON.stringify(values[k]))

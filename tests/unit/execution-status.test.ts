@@ -6,7 +6,9 @@ describe('the status an execution is shown with', () => {
 		// A precondition refusal: no step at all.
 		expect(shownStatus({ status: 'failed', error: 'not run: CT 100 is running, expected stopped', steps: [] })).toBe('not_run');
 		// The snapshot before failed: only the runner's own step ran.
-		expect(shownStatus({ status: 'failed', error: 'not run: the snapshot before failed, nothing was changed (exit 2)', steps: [{ kind: 'snapshot' }] })).toBe('not_run');
+		expect(shownStatus({ status: 'failed', error: 'not run: the snapshot before failed, nothing was changed (exit 2)', steps: [{ kind: 'snapshot' }] })).toBe(
+			'not_run'
+		);
 		// Could not check the target; the steps are not known (the review's silent list).
 		expect(shownStatus({ status: 'failed', error: 'not run: could not check CT 105: strong did not answer within 5 min' })).toBe('not_run');
 		expect(wasNotRun({ status: 'failed', error: 'not run: x', steps: null })).toBe(true);

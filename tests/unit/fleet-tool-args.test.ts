@@ -26,7 +26,17 @@ describe('fleet tool input schemas', () => {
 
 	it('list_entities', () => {
 		for (const v of [{}, { kind: 'lxc' }, { query: 'caddy' }, { kind: 'host', query: 'strong' }]) ok(listEntitiesInput, v);
-		for (const v of [{ kind: 1 }, { kind: 'LXC' }, { kind: '' }, { query: '' }, { query: 5 }, { query: 'x'.repeat(201) }, { kind: 'lxc', extra: 1 }, null, 'lxc'])
+		for (const v of [
+			{ kind: 1 },
+			{ kind: 'LXC' },
+			{ kind: '' },
+			{ query: '' },
+			{ query: 5 },
+			{ query: 'x'.repeat(201) },
+			{ kind: 'lxc', extra: 1 },
+			null,
+			'lxc'
+		])
 			bad(listEntitiesInput, v);
 	});
 
@@ -42,8 +52,7 @@ describe('fleet tool input schemas', () => {
 
 	it('get_lxc_state: exactly one of a well-formed vmid or a name', () => {
 		for (const v of [{ vmid: '100' }, { vmid: '101' }, { vmid: '999999999' }, { name: 'caddy' }, { name: 'strong/101' }]) ok(getLxcStateInput, v);
-		for (const vmid of ['0', '12', '99', 'abc', '1234567890', '0101', '101 ', '-101', '1e3', ''])
-			bad(getLxcStateInput, { vmid });
+		for (const vmid of ['0', '12', '99', 'abc', '1234567890', '0101', '101 ', '-101', '1e3', '']) bad(getLxcStateInput, { vmid });
 		for (const v of [
 			{},
 			{ vmid: 101 },

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { foldPoint, summaryPrompt } from '../../src/lib/server/agent/summary';
 
-const rows = (roles: string): Array<{ role: 'user' | 'assistant' | 'system' }> => [...roles].map((c) => ({ role: c === 'u' ? 'user' : c === 's' ? 'system' : 'assistant' }));
+const rows = (roles: string): Array<{ role: 'user' | 'assistant' | 'system' }> =>
+	[...roles].map((c) => ({ role: c === 'u' ? 'user' : c === 's' ? 'system' : 'assistant' }));
 
 describe('foldPoint', () => {
 	it('folds the fewest whole turns that bring the rest to half the budget', () => {

@@ -3,7 +3,18 @@ import { formatAgo, formatCountdown, formatDuration, formatLocal, formatLocalTim
 
 describe('dates and durations in words', () => {
 	it('says a duration in s, min, or h and min', () => {
-		expect([0, 45, 59, 60, 89, 90, 719, 3599, 3600, 11_100].map(formatDuration)).toEqual(['0 s', '45 s', '59 s', '1 min', '1 min', '2 min', '12 min', '1 h 0 min', '1 h 0 min', '3 h 5 min']);
+		expect([0, 45, 59, 60, 89, 90, 719, 3599, 3600, 11_100].map(formatDuration)).toEqual([
+			'0 s',
+			'45 s',
+			'59 s',
+			'1 min',
+			'1 min',
+			'2 min',
+			'12 min',
+			'1 h 0 min',
+			'1 h 0 min',
+			'3 h 5 min'
+		]);
 	});
 
 	it("says a step's run time to a tenth of a second", () => {

@@ -7,7 +7,11 @@ import { pickAgentAddress, urlHost } from '../../src/lib/server/proxmox/guest-ag
 import { healthHttpCheck } from '../../src/lib/server/executions/safeguards';
 
 type Addr = { 'ip-address': unknown; 'ip-address-type'?: string; prefix?: number };
-const iface = (name: string, ...ips: unknown[]) => ({ name, 'hardware-address': 'bc:24:11:00:00:01', 'ip-addresses': ips.map((ip): Addr => ({ 'ip-address': ip, prefix: 24 })) });
+const iface = (name: string, ...ips: unknown[]) => ({
+	name,
+	'hardware-address': 'bc:24:11:00:00:01',
+	'ip-addresses': ips.map((ip): Addr => ({ 'ip-address': ip, prefix: 24 }))
+});
 const lo = iface('lo', '127.0.0.1', '::1');
 const pick = (...ifaces: unknown[]) => pickAgentAddress('150', JSON.stringify(ifaces, null, 3));
 
@@ -22,9 +26,25 @@ describe('the address a VM is reached on', () => {
 	});
 
 	it('never takes a hostile "address": only a string both zod and net.isIP read as an IP', () => {
-		for (const bad of ['1.2.3.4; rm -rf /', '$(id)', '`id`', "10.0.0.5' ; id '", '10.0.0.5\nid', '10.0.0.5:80', '010.000.000.005', 'fd00::1%eth0', ' 10.0.0.5', 'localhost', 42, null, { ip: '10.0.0.5' }]) {
+		for (const bad of [
+			'1.2.3.4; rm -rf /',
+			'$(id)',
+			'`id`',
+			"10.0.0.5' ; id '",
+			'10.0.0.5\nid',
+			'10.0.0.5:80',
+			'010.000.000.005',
+			'fd00::1%eth0',
+			' 10.0.0.5',
+			'localhost',
+			42,
+			null,
+			{ ip: '10.0.0.5' }
+		]) {
 			const r = pick(lo, iface('eth0', bad));
-			expect(r, JSON.stringify(bad)).toEqual({ refuse: "VM 150's guest agent reports no usable address (only loopback or link-local); 1 reported value was not an IP address" });
+			expect(r, JSON.stringify(bad)).toEqual({
+				refuse: "VM 150's guest agent reports no usable address (only loopback or link-local); 1 reported value was not an IP address"
+			});
 		}
 		expect(pick(lo, iface('eth0', '$(id)', '1.2.3.4; rm -rf /', '10.0.0.7'))).toEqual({ address: '10.0.0.7' });
 		expect(pick(lo, iface('eth0', '::ffff:127.0.0.1'))).toMatchObject({ refuse: expect.stringContaining('no usable address') });
@@ -40,8 +60,13 @@ describe('the address a VM is reached on', () => {
 	it('vm_http_check builds its URL from the address alone (IPv6 in brackets); the preview stands in for it', () => {
 		const def = ACTIONS.vm_http_check;
 		const p = def.params.parse({ vmid: 150, port: 8080, path: '/healthz' });
-		expect(def.steps(p, { address: '10.0.0.5' }).map((s) => s.argv)).toEqual([['curl', '-fsS', '--noproxy', '*', '--max-time', '5', 'http://10.0.0.5:8080/healthz']]);
-		expect(def.steps(def.params.parse({ vmid: 150, port: 443, scheme: 'https' }), { address: '2001:db8::5' })[0].argv.slice(-2)).toEqual(['--insecure', 'https://[2001:db8::5]:443/']);
+		expect(def.steps(p, { address: '10.0.0.5' }).map((s) => s.argv)).toEqual([
+			['curl', '-fsS', '--noproxy', '*', '--max-time', '5', 'http://10.0.0.5:8080/healthz']
+		]);
+		expect(def.steps(def.params.parse({ vmid: 150, port: 443, scheme: 'https' }), { address: '2001:db8::5' })[0].argv.slice(-2)).toEqual([
+			'--insecure',
+			'https://[2001:db8::5]:443/'
+		]);
 		expect(def.steps(p, {})[0].argv.at(-1)).toBe('http://<agent-address>:8080/healthz');
 		expect(() => def.steps(p, { address: '$(id)' })).toThrow('not an IP address');
 		expect(() => urlHost('1.2.3.4; rm -rf /')).toThrow();

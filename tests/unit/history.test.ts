@@ -57,13 +57,17 @@ describe('history replay', () => {
 
 	it('keeps every call paired with a result: errors and interrupted calls become error results', async () => {
 		const msgs = await toModelMessages([
-			row('assistant', [
-				step,
-				call('x', 'http_get', { url: 'u' }, { state: 'output-error', output: undefined, errorText: 'refused: loopback' }),
-				call('y', 'get_lxc_state', { vmid: '101' }, { state: 'input-available', output: undefined }),
-				call('w', 'get_lxc_state', undefined, { state: 'input-streaming', output: undefined }),
-				call('v', 'request_execution', undefined, { state: 'output-error', output: undefined, rawInput: { actoin: 'x' }, errorText: 'invalid input' })
-			], 'cancelled')
+			row(
+				'assistant',
+				[
+					step,
+					call('x', 'http_get', { url: 'u' }, { state: 'output-error', output: undefined, errorText: 'refused: loopback' }),
+					call('y', 'get_lxc_state', { vmid: '101' }, { state: 'input-available', output: undefined }),
+					call('w', 'get_lxc_state', undefined, { state: 'input-streaming', output: undefined }),
+					call('v', 'request_execution', undefined, { state: 'output-error', output: undefined, rawInput: { actoin: 'x' }, errorText: 'invalid input' })
+				],
+				'cancelled'
+			)
 		]);
 		expect(msgs[0]).toEqual({
 			role: 'assistant',
@@ -86,8 +90,13 @@ describe('history replay', () => {
 	});
 
 	it('a tool error result with a hint is replayed as data, so the model sees the hint', async () => {
-		const msgs = await toModelMessages([row('assistant', [step, call('z', 'request_execution', {}, { output: { error: 'unknown action', hint: 'valid: pct_create' } })])]);
-		expect((msgs[1] as { content: Array<{ output: unknown }> }).content[0].output).toEqual({ type: 'json', value: { error: 'unknown action', hint: 'valid: pct_create' } });
+		const msgs = await toModelMessages([
+			row('assistant', [step, call('z', 'request_execution', {}, { output: { error: 'unknown action', hint: 'valid: pct_create' } })])
+		]);
+		expect((msgs[1] as { content: Array<{ output: unknown }> }).content[0].output).toEqual({
+			type: 'json',
+			value: { error: 'unknown action', hint: 'valid: pct_create' }
+		});
 	});
 
 	it('system notes reach the model as marked notes, not as operator words; empty and note-only messages add nothing', async () => {
@@ -107,13 +116,28 @@ describe('history replay', () => {
 		const plan = { planId: 'p1', status: 'awaiting_approval', steps: 'x'.repeat(900) };
 		const rows = [
 			row('user', [{ type: 'text', text: 'deploy it' }]),
-			row('assistant', [step, call('a', 'request_execution', { action: 'pct_exec' }, { output: long }), call('b', 'get_state_snapshot', {}, { output: snapshot }), call('c', 'propose_plan', { title: 't' }, { output: plan }), call('s', 'list_lxcs', {}, { output: { n: 1 } })]),
+			row('assistant', [
+				step,
+				call('a', 'request_execution', { action: 'pct_exec' }, { output: long }),
+				call('b', 'get_state_snapshot', {}, { output: snapshot }),
+				call('c', 'propose_plan', { title: 't' }, { output: plan }),
+				call('s', 'list_lxcs', {}, { output: { n: 1 } })
+			]),
 			row('assistant', [step, call('d', 'request_execution', { action: 'pct_exec' }, { output: long })])
 		];
 		const msgs = await toModelMessages(rows);
-		const results = msgs.flatMap((m) => (m.role === 'tool' ? m.content : [])).map((p) => (p.type === 'tool-result' && p.output.type === 'json' ? p.output.value : null)) as Array<Record<string, unknown>>;
-		expect(results[0]).toEqual({ executionId: id, action: 'pct_exec', status: 'succeeded', shortened: expect.stringContaining(`read it again with get_execution_status({"id":"${id}"})`) as unknown });
-		expect(results[1]).toEqual({ shortened: expect.stringMatching(/^\d+ characters, left out of the history; read it again with get_state_snapshot\(\{\}\)/) as unknown });
+		const results = msgs
+			.flatMap((m) => (m.role === 'tool' ? m.content : []))
+			.map((p) => (p.type === 'tool-result' && p.output.type === 'json' ? p.output.value : null)) as Array<Record<string, unknown>>;
+		expect(results[0]).toEqual({
+			executionId: id,
+			action: 'pct_exec',
+			status: 'succeeded',
+			shortened: expect.stringContaining(`read it again with get_execution_status({"id":"${id}"})`) as unknown
+		});
+		expect(results[1]).toEqual({
+			shortened: expect.stringMatching(/^\d+ characters, left out of the history; read it again with get_state_snapshot\(\{\}\)/) as unknown
+		});
 		// A tool that acts is never suggested again.
 		expect(results[2]).toEqual({ status: 'awaiting_approval', shortened: expect.not.stringContaining('again') as unknown });
 		expect(results[3]).toEqual({ n: 1 });

@@ -1,8 +1,29 @@
 import { describe, expect, it } from 'vitest';
-import { classifyGuestRead, connectFailure, couldNotCheck, HostUnknown, noAnswer, saysAbsent, untilAnswered, waitPlan, type Attempt } from '../../src/lib/server/executions/host-reads';
+import {
+	classifyGuestRead,
+	connectFailure,
+	couldNotCheck,
+	HostUnknown,
+	noAnswer,
+	saysAbsent,
+	untilAnswered,
+	waitPlan,
+	type Attempt
+} from '../../src/lib/server/executions/host-reads';
 import { HostKeyError, SshError, type ExecResult } from '../../src/lib/server/ssh/client';
 
-const result = (r: Partial<ExecResult>): ExecResult => ({ exitCode: 0, signal: null, stdout: '', stderr: '', durationMs: 10, timedOut: false, aborted: false, group: null, stopped: null, ...r });
+const result = (r: Partial<ExecResult>): ExecResult => ({
+	exitCode: 0,
+	signal: null,
+	stdout: '',
+	stderr: '',
+	durationMs: 10,
+	timedOut: false,
+	aborted: false,
+	group: null,
+	stopped: null,
+	...r
+});
 const ct = (r: Partial<ExecResult>) => classifyGuestRead('ct', '105', result(r), { host: 'strong', status: true, what: 'pct status 105' });
 
 describe('what a read of a guest says', () => {
@@ -13,11 +34,13 @@ describe('what a read of a guest says', () => {
 		expect(saysAbsent('ct', '105', "Configuration file 'nodes/strong/lxc/1050.conf' does not exist")).toBe(false);
 		expect(saysAbsent('ct', '105', "Configuration file 'nodes/strong/qemu-server/105.conf' does not exist")).toBe(false);
 		expect(saysAbsent('vm', '150', "Configuration file 'nodes/strong/lxc/150.conf' does not exist")).toBe(false);
-		expect(saysAbsent('ct', '105', "ipcc_send_rec[1] failed: Connection refused\nConfiguration file 'nodes/strong/lxc/105.conf' does not exist: maybe")).toBe(false);
+		expect(saysAbsent('ct', '105', "ipcc_send_rec[1] failed: Connection refused\nConfiguration file 'nodes/strong/lxc/105.conf' does not exist: maybe")).toBe(
+			false
+		);
 		expect(saysAbsent('ct', '105', '')).toBe(false);
 	});
 
-	it('present with its status, absent in the host\'s words, and everything else unknown with its reason', () => {
+	it("present with its status, absent in the host's words, and everything else unknown with its reason", () => {
 		expect(ct({ stdout: 'status: running\n' })).toEqual({ state: 'present', stdout: 'status: running\n', status: 'running' });
 		expect(ct({ exitCode: 2, stderr: "Configuration file 'nodes/strong/lxc/105.conf' does not exist\n" })).toEqual({ state: 'absent' });
 		// The same words with exit 0 are no "absent" (and no readable status either).
@@ -25,25 +48,41 @@ describe('what a read of a guest says', () => {
 		expect(ct({ timedOut: true, exitCode: null, durationMs: 30_000 })).toEqual({ state: 'unknown', why: 'strong did not answer within 30 s' });
 		expect(ct({ exitCode: null })).toEqual({ state: 'unknown', why: 'the connection to strong dropped' });
 		expect(ct({ exitCode: null, signal: 'KILL' })).toEqual({ state: 'unknown', why: 'the read was ended by KILL on strong' });
-		expect(ct({ exitCode: 255, stderr: 'ipcc_send_rec[1] failed: Connection refused\n' })).toEqual({ state: 'unknown', why: 'pct status 105 exited with 255: ipcc_send_rec[1] failed: Connection refused' });
-		expect(ct({ exitCode: 0, stdout: 'Use of uninitialized value\n' })).toEqual({ state: 'unknown', why: 'pct status 105 gave an answer Nomos cannot read (Use of uninitialized value)' });
+		expect(ct({ exitCode: 255, stderr: 'ipcc_send_rec[1] failed: Connection refused\n' })).toEqual({
+			state: 'unknown',
+			why: 'pct status 105 exited with 255: ipcc_send_rec[1] failed: Connection refused'
+		});
+		expect(ct({ exitCode: 0, stdout: 'Use of uninitialized value\n' })).toEqual({
+			state: 'unknown',
+			why: 'pct status 105 gave an answer Nomos cannot read (Use of uninitialized value)'
+		});
 		// A config read needs no status line.
 		expect(classifyGuestRead('vm', '150', result({ stdout: 'name: haos\n' }), { host: 'strong', status: false, what: 'qm config 150' }).state).toBe('present');
 		expect(noAnswer(result({ exitCode: 1 }), 'strong')).toBeNull();
 	});
 
 	it('a refused, unroutable or silent connection is unknown; a wrong host key or login is not waited for', () => {
-		expect(connectFailure(new SshError('SSH to strong (127.0.0.1:2222) failed: connect ECONNREFUSED 127.0.0.1:2222'), 'strong')).toBe('the connection to strong was refused');
-		expect(connectFailure(new SshError('SSH to strong (10.0.0.9:22) failed: Timed out while waiting for handshake'), 'strong')).toBe('strong did not answer the connection');
-		expect(connectFailure(new SshError('SSH to strong (10.0.0.9:22) failed: connect EHOSTUNREACH 10.0.0.9:22'), 'strong')).toBe('strong cannot be reached (EHOSTUNREACH)');
-		expect(connectFailure(new SshError('SSH to strong (127.0.0.1:2222) failed: the host closed the connection before authentication'), 'strong')).toBe('strong closed the connection');
+		expect(connectFailure(new SshError('SSH to strong (127.0.0.1:2222) failed: connect ECONNREFUSED 127.0.0.1:2222'), 'strong')).toBe(
+			'the connection to strong was refused'
+		);
+		expect(connectFailure(new SshError('SSH to strong (10.0.0.9:22) failed: Timed out while waiting for handshake'), 'strong')).toBe(
+			'strong did not answer the connection'
+		);
+		expect(connectFailure(new SshError('SSH to strong (10.0.0.9:22) failed: connect EHOSTUNREACH 10.0.0.9:22'), 'strong')).toBe(
+			'strong cannot be reached (EHOSTUNREACH)'
+		);
+		expect(connectFailure(new SshError('SSH to strong (127.0.0.1:2222) failed: the host closed the connection before authentication'), 'strong')).toBe(
+			'strong closed the connection'
+		);
 		expect(connectFailure(new SshError('SSH to strong (127.0.0.1:2222) failed: All configured authentication methods failed'), 'strong')).toBeNull();
 		expect(connectFailure(new HostKeyError('strong', 'SHA256:a', 'SHA256:b'), 'strong')).toBeNull();
 		expect(connectFailure(new Error('connect ECONNREFUSED'), 'strong')).toBeNull();
 	});
 
 	it('an execution that could not check says so, never "does not exist"', () => {
-		expect(couldNotCheck('CT 105', 'strong', 5 * 60_000, 'strong did not answer within 2 min')).toBe('not run: could not check CT 105: strong did not answer within 5 min');
+		expect(couldNotCheck('CT 105', 'strong', 5 * 60_000, 'strong did not answer within 2 min')).toBe(
+			'not run: could not check CT 105: strong did not answer within 5 min'
+		);
 		expect(couldNotCheck('CT 105', 'strong', 5 * 60_000, 'the connection to strong was refused')).toBe(
 			'not run: could not check CT 105: strong did not answer within 5 min (last: the connection to strong was refused)'
 		);
@@ -76,13 +115,20 @@ describe('waiting for a slow host', () => {
 		expect(limits[0]).toBe(60);
 		expect(limits[1]).toBe(120);
 		expect(limits[2]).toBeGreaterThanOrEqual(240);
-		expect(waits.map(([n, last]) => [n, last])).toEqual(expect.arrayContaining([[1, 'strong did not answer within 60 ms'], [2, 'strong did not answer within 120 ms']]));
+		expect(waits.map(([n, last]) => [n, last])).toEqual(
+			expect.arrayContaining([
+				[1, 'strong did not answer within 60 ms'],
+				[2, 'strong did not answer within 120 ms']
+			])
+		);
 	});
 
 	it('a host that never answers ends the wait with the last reason when the budget is spent', async () => {
 		let n = 0;
 		const began = Date.now();
-		const err = await untilAnswered(async (): Promise<Attempt<never>> => (n++, { unknown: 'the connection to strong was refused' }), { budgetMs: 300 }).catch((e: unknown) => e);
+		const err = await untilAnswered(async (): Promise<Attempt<never>> => (n++, { unknown: 'the connection to strong was refused' }), { budgetMs: 300 }).catch(
+			(e: unknown) => e
+		);
 		expect(err).toBeInstanceOf(HostUnknown);
 		expect((err as HostUnknown).why).toBe('the connection to strong was refused');
 		expect(Date.now() - began).toBeGreaterThanOrEqual(290);

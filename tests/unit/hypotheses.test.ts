@@ -44,7 +44,14 @@ describe('the hypothesis schemas', () => {
 	it('take a verdict of confirmed or refuted with a bounded result and 1–5 evidence ids', () => {
 		const ok = { id: 'a', verdict: 'confirmed', result: 'it is', evidence: ['c2'] };
 		expect(markHypothesisInput.safeParse(ok).success).toBe(true);
-		for (const b of [{ verdict: 'maybe' }, { result: '' }, { result: 'x'.repeat(501) }, { evidence: [] }, { evidence: ['1', '2', '3', '4', '5', '6'] }, { more: true }]) {
+		for (const b of [
+			{ verdict: 'maybe' },
+			{ result: '' },
+			{ result: 'x'.repeat(501) },
+			{ evidence: [] },
+			{ evidence: ['1', '2', '3', '4', '5', '6'] },
+			{ more: true }
+		]) {
 			expect(markHypothesisInput.safeParse({ ...ok, ...b }).success, JSON.stringify(b)).toBe(false);
 		}
 	});
@@ -62,8 +69,18 @@ const tool = (name: string, toolCallId: string, input: unknown, output: unknown)
 
 describe('hypothesisSets', () => {
 	const look = tool('list_lxcs', 'c1', {}, { containers: [] });
-	const presented = tool('present_hypotheses', 's1', { hypotheses: [h('a'), h('b', { check: { action: 'get_lxc_state', params: { name: 'caddy' } } })] }, { setId: 's1', shown: ['a', 'b'] });
-	const check = tool('request_execution', 'c2', { action: 'pct_status' }, { executionId: 'e1', action: 'pct_status', classification: 'read_only', status: 'succeeded' });
+	const presented = tool(
+		'present_hypotheses',
+		's1',
+		{ hypotheses: [h('a'), h('b', { check: { action: 'get_lxc_state', params: { name: 'caddy' } } })] },
+		{ setId: 's1', shown: ['a', 'b'] }
+	);
+	const check = tool(
+		'request_execution',
+		'c2',
+		{ action: 'pct_status' },
+		{ executionId: 'e1', action: 'pct_status', classification: 'read_only', status: 'succeeded' }
+	);
 
 	it('folds presentations, verdicts and the pick in order; refused calls change nothing', () => {
 		const messages = [
@@ -77,7 +94,13 @@ describe('hypothesisSets', () => {
 					tool('present_hypotheses', 's0', {}, { error: 'not read-only' })
 				]
 			},
-			{ id: 'm3', parts: [{ type: 'text', text: pursueText(h('b')) }, { type: 'data-pursue', data: { setId: 's1', hypothesisId: 'b' } }] as MessagePart[] }
+			{
+				id: 'm3',
+				parts: [
+					{ type: 'text', text: pursueText(h('b')) },
+					{ type: 'data-pursue', data: { setId: 's1', hypothesisId: 'b' } }
+				] as MessagePart[]
+			}
 		];
 		const sets = hypothesisSets(messages);
 		expect(sets).toHaveLength(1);
@@ -98,7 +121,12 @@ describe('hypothesisSets', () => {
 	});
 
 	it('a check ran when a read-only execution of its action, or a successful call of its tool, did', () => {
-		const calls = finishedCalls([{ id: 'm', parts: [look, check, tool('get_lxc_state', 'c3', { name: 'caddy' }, { status: 'running' }), tool('get_lxc_state', 'c4', {}, { error: 'no such CT' })] }]);
+		const calls = finishedCalls([
+			{
+				id: 'm',
+				parts: [look, check, tool('get_lxc_state', 'c3', { name: 'caddy' }, { status: 'running' }), tool('get_lxc_state', 'c4', {}, { error: 'no such CT' })]
+			}
+		]);
 		const a = h('a');
 		const b = h('b', { check: { action: 'get_lxc_state' } });
 		expect(ranCheck(a, calls.get('c2')!)).toBe(true);

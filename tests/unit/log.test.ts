@@ -55,7 +55,9 @@ describe('logs', () => {
 		const { log, lines } = capture({ pretty: true });
 		log.child({ area: 'boot' }).warn({ port: 3000 }, 'listening on http://127.0.0.1:3000');
 		expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d WARN {2}\[boot\] listening on http:\/\/127\.0\.0\.1:3000 port=3000\n$/);
-		const err = prettyLine(JSON.stringify({ level: 50, time: '2026-12-01T06:00:00.000Z', msg: 'boom', err: { message: 'boom', stack: 'Error: boom\n    at x' } }));
+		const err = prettyLine(
+			JSON.stringify({ level: 50, time: '2026-12-01T06:00:00.000Z', msg: 'boom', err: { message: 'boom', stack: 'Error: boom\n    at x' } })
+		);
 		expect(err).toBe('06:00:00 ERROR boom\n    Error: boom\n        at x\n');
 	});
 

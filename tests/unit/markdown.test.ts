@@ -2,8 +2,33 @@ import { describe, expect, it } from 'vitest';
 import { renderInlineMarkdown, renderMarkdown } from '../../src/lib/markdown';
 
 const ALLOWED_TAGS = new Set([
-	'a', 'blockquote', 'br', 'code', 'del', 'em', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'input', 'li', 'ol', 'p',
-	'pre', 'span', 'strong', 'table', 'tbody', 'td', 'th', 'thead', 'tr', 'ul'
+	'a',
+	'blockquote',
+	'br',
+	'code',
+	'del',
+	'em',
+	'h1',
+	'h2',
+	'h3',
+	'h4',
+	'h5',
+	'h6',
+	'hr',
+	'input',
+	'li',
+	'ol',
+	'p',
+	'pre',
+	'span',
+	'strong',
+	'table',
+	'tbody',
+	'td',
+	'th',
+	'thead',
+	'tr',
+	'ul'
 ]);
 const ALLOWED_ATTRS = new Set(['href', 'title', 'rel', 'target', 'class', 'align', 'checked', 'disabled', 'type']);
 

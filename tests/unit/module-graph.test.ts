@@ -151,7 +151,12 @@ export function cycles(graph: Map<string, Set<string>>): string[][] {
 export function fileCycles(edges: Edge[]): string[] {
 	const graph = new Map<string, Set<string>>();
 	for (const { from, to } of edges) graph.set(from, (graph.get(from) ?? new Set()).add(to));
-	return cycles(graph).map((scc) => edges.filter((e) => scc.includes(e.from) && scc.includes(e.to)).map((e) => `${e.from} → ${e.to}`).join('; '));
+	return cycles(graph).map((scc) =>
+		edges
+			.filter((e) => scc.includes(e.from) && scc.includes(e.to))
+			.map((e) => `${e.from} → ${e.to}`)
+			.join('; ')
+	);
 }
 
 /** The folder of src/lib/server a file sits in (or `tasks`), for the coarser folder-cycle rule. */
@@ -190,9 +195,13 @@ describe('module graph', () => {
 		expect(layerViolations([e('src/lib/messages/fold.ts', 'src/lib/state/chat.svelte.ts')])).toHaveLength(1);
 		expect(layerViolations([e('src/lib/types/messages.ts', 'src/lib/messages/parts.ts')])).toHaveLength(1);
 
-		expect(fileCycles([...clean, e('src/lib/server/ssh/client.ts', 'src/lib/server/ssh/pool.ts'), e('src/lib/server/ssh/pool.ts', 'src/lib/server/ssh/client.ts', true)])).toEqual([
-			'src/lib/server/ssh/client.ts → src/lib/server/ssh/pool.ts; src/lib/server/ssh/pool.ts → src/lib/server/ssh/client.ts'
-		]);
+		expect(
+			fileCycles([
+				...clean,
+				e('src/lib/server/ssh/client.ts', 'src/lib/server/ssh/pool.ts'),
+				e('src/lib/server/ssh/pool.ts', 'src/lib/server/ssh/client.ts', true)
+			])
+		).toEqual(['src/lib/server/ssh/client.ts → src/lib/server/ssh/pool.ts; src/lib/server/ssh/pool.ts → src/lib/server/ssh/client.ts']);
 		expect(cycles(new Map([['a', new Set(['a'])]]))).toEqual([['a']]);
 	});
 
@@ -203,7 +212,7 @@ describe('module graph', () => {
 			"export * from './c';",
 			"export type { U } from './u';",
 			"import './side-effect';",
-			'const m = await import(\'$lib/server/env\');',
+			"const m = await import('$lib/server/env');",
 			"import { z } from 'zod';"
 		].join('\n');
 		expect(importsOf(src)).toEqual([
@@ -262,7 +271,9 @@ describe('module graph', () => {
 			graph.set(a, (graph.get(a) ?? new Set()).add(b));
 			if (!via.has(`${a} ${b}`)) via.set(`${a} ${b}`, `${from} → ${to}`);
 		}
-		const found = cycles(graph).map((scc) => scc.flatMap((a) => [...(graph.get(a) ?? [])].filter((b) => scc.includes(b)).map((b) => `${a} → ${b} (${via.get(`${a} ${b}`)})`)));
+		const found = cycles(graph).map((scc) =>
+			scc.flatMap((a) => [...(graph.get(a) ?? [])].filter((b) => scc.includes(b)).map((b) => `${a} → ${b} (${via.get(`${a} ${b}`)})`))
+		);
 		expect(found).toEqual([]);
 	});
 });

@@ -30,11 +30,19 @@ describe('param form', () => {
 				'features.nesting': 'must be yes or no'
 			}
 		],
-		['pct_create', { hostname: 'ok', template: TEMPLATE, extra: 1, features: { gpu: true } }, { extra: 'not a field of this action', 'features.gpu': 'not a field of this action' }],
+		[
+			'pct_create',
+			{ hostname: 'ok', template: TEMPLATE, extra: 1, features: { gpu: true } },
+			{ extra: 'not a field of this action', 'features.gpu': 'not a field of this action' }
+		],
 		['pct_create', { template: TEMPLATE, memory: 2_000_000, disk: '8' }, { hostname: 'required', memory: 'at most 1048576', disk: 'must be a number' }],
 		['pct_create', { hostname: 'ok', template: TEMPLATE, bridge: 'eth0' }, { bridge: 'a bridge such as vmbr0' }],
 		['systemctl', { unit: 'nginx.service', op: 'reload' }, {}],
-		['systemctl', { unit: 'nginx service', op: 'explode' }, { unit: 'a systemd unit name such as nginx.service', op: 'one of start, stop, restart, reload, enable, disable' }],
+		[
+			'systemctl',
+			{ unit: 'nginx service', op: 'explode' },
+			{ unit: 'a systemd unit name such as nginx.service', op: 'one of start, stop, restart, reload, enable, disable' }
+		],
 		['vzdump', { storage: 'local', mode: 'snapshot', compress: 'bzip2' }, { compress: 'one of 0, zstd, gzip, lzo' }],
 		['pct_exec', { argv: ['echo', 'a b', 'x'.repeat(5000)] }, { 'argv.2': 'each argument is at most 4096 characters' }],
 		['pct_exec', { argv: [] }, { argv: 'at least 1 item' }],
@@ -46,7 +54,11 @@ describe('param form', () => {
 		['pct_push', { path: '/etc/x', content: 'é'.repeat(16 * 1024) }, {}],
 		['vm_set', { vmid: '150', memory: 1024, balloon: 2048 }, { balloon: 'balloon cannot exceed memory' }],
 		['vm_create', { vmid: 99, name: 'k3s', image: '/var/lib/vz/template/iso/d.qcow2', sshKeys: KEY }, { vmid: 'a vmid is a number from 100 to 999999999' }],
-		['vm_create', { vmid: 'auto', name: 'k3s', image: '/var/lib/vz/template/iso/d.qcow2', sshKeys: KEY, gateway: '10.0.0.1' }, { gateway: 'a gateway goes with a static ip, not dhcp' }],
+		[
+			'vm_create',
+			{ vmid: 'auto', name: 'k3s', image: '/var/lib/vz/template/iso/d.qcow2', sshKeys: KEY, gateway: '10.0.0.1' },
+			{ gateway: 'a gateway goes with a static ip, not dhcp' }
+		],
 		['vm_guest', { vmid: '150', cmd: 'exec' }, { cmd: 'one of ping, network-get-interfaces' }],
 		['ct_http_check', { port: 70_000, timeoutS: 0 }, { port: 'at most 65535', timeoutS: 'at least 1' }]
 	];
@@ -69,13 +81,19 @@ describe('param form', () => {
 		for (const f of ['action-params.ts', 'param-fields.ts', 'param-form.ts']) {
 			const src = readFileSync(new URL(`../../src/lib/schemas/${f}`, import.meta.url), 'utf8');
 			const imports = [...src.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
-			expect(imports.filter((i) => i !== 'zod' && !i.startsWith('./') && !i.startsWith('../types/')), f).toEqual([]);
+			expect(
+				imports.filter((i) => i !== 'zod' && !i.startsWith('./') && !i.startsWith('../types/')),
+				f
+			).toEqual([]);
 			expect(src, f).not.toMatch(/\b(Buffer|process|require)\b/);
 		}
 	});
 
 	it('names each changed field, nested ones with dots', () => {
-		const changes = diffParams({ memory: 2048, features: { nesting: true }, argv: ['a'] }, { memory: 4096, features: { nesting: false, fuse: true }, argv: ['a', 'b'] });
+		const changes = diffParams(
+			{ memory: 2048, features: { nesting: true }, argv: ['a'] },
+			{ memory: 4096, features: { nesting: false, fuse: true }, argv: ['a', 'b'] }
+		);
 		expect(formatChanges(changes)).toBe('argv ["a"] → ["a","b"], features.fuse (unset) → true, features.nesting true → false, memory 2048 → 4096');
 	});
 });

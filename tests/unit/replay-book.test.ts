@@ -4,14 +4,24 @@ import type { Recording } from '../../src/lib/schemas/replay';
 import { tool } from 'ai';
 import { z } from 'zod';
 
-const call = (t: string, input: unknown, output: unknown, outcome: Record<string, unknown> | null = null) => ({ tool: t, key: replayKey(t, input), output, outcome });
+const call = (t: string, input: unknown, output: unknown, outcome: Record<string, unknown> | null = null) => ({
+	tool: t,
+	key: replayKey(t, input),
+	output,
+	outcome
+});
 const recording: Recording = {
 	operatorMessages: ['start caddy'],
 	calls: [
 		call('list_lxcs', { host: 'strong' }, { containers: 3 }),
 		call('ask_operator', { prompt: 'Which one?' }, { questionId: 'q1' }, { status: 'answered', answer: 'caddy' }),
 		call('propose_plan', { title: 'go', steps: [{ action: 'pct_start', target: 'caddy', params: {}, why: 'a' }] }, { planId: 'p1' }, { status: 'succeeded' }),
-		call('request_execution', { target: 'caddy', action: 'pct_start', params: { a: 1, b: 2 }, reason: 'x' }, { status: 'awaiting_approval' }, { status: 'failed', output: '', error: 'exit 1' })
+		call(
+			'request_execution',
+			{ target: 'caddy', action: 'pct_start', params: { a: 1, b: 2 }, reason: 'x' },
+			{ status: 'awaiting_approval' },
+			{ status: 'failed', output: '', error: 'exit 1' }
+		)
 	]
 };
 const nope = async () => {
@@ -34,10 +44,19 @@ describe('the replay book', () => {
 			replay: expect.stringMatching(/^would have proposed/),
 			status: 'succeeded'
 		});
-		expect(await book.answer('request_execution', { target: 'caddy', action: 'pct_start', params: { b: 2, a: 1 }, reason: 'y' }, nope)).toMatchObject({ status: 'failed', error: 'exit 1' });
-		expect(await book.answer('request_execution', { target: 'caddy', action: 'pct_destroy', params: {}, reason: 'y' }, nope)).toMatchObject({ status: 'not run in replay' });
+		expect(await book.answer('request_execution', { target: 'caddy', action: 'pct_start', params: { b: 2, a: 1 }, reason: 'y' }, nope)).toMatchObject({
+			status: 'failed',
+			error: 'exit 1'
+		});
+		expect(await book.answer('request_execution', { target: 'caddy', action: 'pct_destroy', params: {}, reason: 'y' }, nope)).toMatchObject({
+			status: 'not run in replay'
+		});
 		const ran: string[] = [];
-		const t = replayed('request_execution', tool({ inputSchema: z.object({}).loose(), execute: async () => ran.push('ran') }), new ReplayBook({ operatorMessages: [], calls: [] }, true));
+		const t = replayed(
+			'request_execution',
+			tool({ inputSchema: z.object({}).loose(), execute: async () => ran.push('ran') }),
+			new ReplayBook({ operatorMessages: [], calls: [] }, true)
+		);
 		expect(await t.execute!({ target: 'x', action: 'pct_stop', params: {} }, { toolCallId: '1', messages: [] })).toMatchObject({ status: 'not run in replay' });
 		expect(ran).toEqual([]);
 	});

@@ -53,7 +53,8 @@ function ollamaProblems(s: JSONSchema7): string[] {
 	const out: string[] = [];
 	if (typeof s.type !== 'string') out.push('top-level type is not a string');
 	for (const [path, n] of walk(s)) {
-		if (n.type !== undefined && !(typeof n.type === 'string' || (Array.isArray(n.type) && n.type.every((t) => typeof t === 'string')))) out.push(`${path}: type`);
+		if (n.type !== undefined && !(typeof n.type === 'string' || (Array.isArray(n.type) && n.type.every((t) => typeof t === 'string'))))
+			out.push(`${path}: type`);
 		for (const t of [n.type].flat()) if (t !== undefined && !JSON_TYPES.has(t)) out.push(`${path}: unknown type ${t}`);
 		if (n.required !== undefined && !(Array.isArray(n.required) && n.required.every((r) => typeof r === 'string'))) out.push(`${path}: required`);
 		if (n.description !== undefined && typeof n.description !== 'string') out.push(`${path}: description`);
@@ -71,7 +72,9 @@ describe('request_execution input schema', () => {
 		expect(openAiProblems(schema)).toEqual([]);
 		expect(ollamaProblems(schema)).toEqual([]);
 		// What the AI SDK sends is this very schema.
-		expect(asSchema(requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } }).inputSchema).jsonSchema).toEqual(schema);
+		expect(
+			asSchema(requestExecutionTool({ sessionId: 's', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } }).inputSchema).jsonSchema
+		).toEqual(schema);
 	});
 
 	it('has one typed variant per catalogued action, generated from the catalogue, each valid for both servers', () => {
@@ -112,7 +115,11 @@ describe('request_execution input schema', () => {
 		expect(requestExecutionTool({ ...ctx, contextTokens: 4096 }).description).toBe(t.description);
 
 		const d = describeActionTool(ctx);
-		const create = (await d.execute!({ action: 'pct_create' }, { toolCallId: 'd1', messages: [] })) as { classification: string; target: string; params: JSONSchema7 };
+		const create = (await d.execute!({ action: 'pct_create' }, { toolCallId: 'd1', messages: [] })) as {
+			classification: string;
+			target: string;
+			params: JSONSchema7;
+		};
 		expect(create).toMatchObject({ classification: 'config_mutation', target: 'a host', params: { type: 'object', required: ['hostname', 'template'] } });
 		expect(create.params.properties!.disk).toMatchObject({ type: 'integer', description: 'GiB', minimum: 1 });
 		expect(await d.execute!({ action: 'pct_make' }, { toolCallId: 'd2', messages: [] })).toMatchObject({ error: "unknown action 'pct_make'" });
@@ -120,7 +127,12 @@ describe('request_execution input schema', () => {
 
 	it('a guessed field still gets the error naming it and listing the allowed ones', async () => {
 		const t = requestExecutionTool(ctx);
-		const input = { target: 'strong', action: 'pct_create', params: { hostname: 'typetype', template: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', disk_gb: 8 }, reason: 'r' };
+		const input = {
+			target: 'strong',
+			action: 'pct_create',
+			params: { hostname: 'typetype', template: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', disk_gb: 8 },
+			reason: 'r'
+		};
 		// The tool's validator lets it through to the catalogue's own check (a union validator would only say "no variant matched").
 		const validated = await asSchema(t.inputSchema).validate!(input);
 		expect(validated.success).toBe(true);

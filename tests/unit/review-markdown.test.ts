@@ -8,7 +8,19 @@ const overview = (over: Partial<ReviewOverview> = {}): ReviewOverview => ({
 	reachedCount: 1,
 	toolCallCount: 42,
 	sessions: [
-		{ id: '0b8c', title: 'Deploy [x] | y', createdAt: '2026-11-30T16:13:38.123456Z', messages: 9, toolCalls: 40, score: 17, kinds: ['n_plus_one'], worst: 'medium', reached: false, tokens: { input: 12_000, output: 800, cached: 9000 }, costUsd: 0.05 }
+		{
+			id: '0b8c',
+			title: 'Deploy [x] | y',
+			createdAt: '2026-11-30T16:13:38.123456Z',
+			messages: 9,
+			toolCalls: 40,
+			score: 17,
+			kinds: ['n_plus_one'],
+			worst: 'medium',
+			reached: false,
+			tokens: { input: 12_000, output: 800, cached: 9000 },
+			costUsd: 0.05
+		}
 	],
 	tokens: { input: 12_000, output: 800, cached: 9000 },
 	costUsd: 0.0042,
@@ -33,7 +45,19 @@ describe('renderOverviewMarkdown', () => {
 	});
 
 	it('reads plainly when there is nothing', () => {
-		const md = renderOverviewMarkdown(overview({ filter: { from: null, to: null, outcome: null }, sessionCount: 0, reachedCount: 0, toolCallCount: 0, sessions: [], kinds: [], tools: [], costUsd: null }), 'http://x');
+		const md = renderOverviewMarkdown(
+			overview({
+				filter: { from: null, to: null, outcome: null },
+				sessionCount: 0,
+				reachedCount: 0,
+				toolCallCount: 0,
+				sessions: [],
+				kinds: [],
+				tools: [],
+				costUsd: null
+			}),
+			'http://x'
+		);
 		expect(md).toContain('- Filter: none (every session)');
 		expect(md).toContain('- Sessions: 0 (goal reached in 0, —)');
 		expect(md).toContain('No findings.');

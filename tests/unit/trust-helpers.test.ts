@@ -11,15 +11,24 @@ import { connect, SshError } from '../../src/lib/server/ssh/client';
 const origin = 'http://127.0.0.1:3000';
 
 describe('safeNext (the redirect after sign-in)', () => {
-	it.each(['/\\evil.example/phish', '//evil.example', '/%5Cevil.example/phish', '/%2F%2Fevil.example', '/%2f%5cevil', 'https:evil.example', 'https://evil.example/', 'javascript:alert(1)', '/\t/evil.example', ' /x', ''])(
-		'%j stays on the app',
-		(next) => {
-			const out = safeNext(next, origin);
-			expect(new URL(out, origin).origin).toBe(origin);
-			expect(out.startsWith('/')).toBe(true);
-			expect(out).not.toMatch(/evil/);
-		}
-	);
+	it.each([
+		'/\\evil.example/phish',
+		'//evil.example',
+		'/%5Cevil.example/phish',
+		'/%2F%2Fevil.example',
+		'/%2f%5cevil',
+		'https:evil.example',
+		'https://evil.example/',
+		'javascript:alert(1)',
+		'/\t/evil.example',
+		' /x',
+		''
+	])('%j stays on the app', (next) => {
+		const out = safeNext(next, origin);
+		expect(new URL(out, origin).origin).toBe(origin);
+		expect(out.startsWith('/')).toBe(true);
+		expect(out).not.toMatch(/evil/);
+	});
 	it('keeps a plain path with its query', () => {
 		expect(safeNext('/chat/abc?x=1#y', origin)).toBe('/chat/abc?x=1#y');
 		expect(safeNext('/ops', origin)).toBe('/ops');
@@ -52,7 +61,10 @@ describe('bounded model input', () => {
 	it('keeps the replayed history under its budget: tool outputs first, then whole exchanges, never the latest question', () => {
 		const tool = (i: number): ModelMessage[] => [
 			{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: `t${i}`, toolName: 'http_get', input: {} }] },
-			{ role: 'tool', content: [{ type: 'tool-result', toolCallId: `t${i}`, toolName: 'http_get', output: { type: 'json', value: { text: 'z'.repeat(50_000) } } }] }
+			{
+				role: 'tool',
+				content: [{ type: 'tool-result', toolCallId: `t${i}`, toolName: 'http_get', output: { type: 'json', value: { text: 'z'.repeat(50_000) } } }]
+			}
 		];
 		const history: ModelMessage[] = [{ role: 'user', content: 'first' }, ...tool(1), ...tool(2), { role: 'user', content: 'latest question' }, ...tool(3)];
 		const fitted = fitHistory(history, 60_000);
@@ -66,7 +78,10 @@ describe('bounded model input', () => {
 		fitted.forEach((m, i) => {
 			if (m.role === 'tool') expect(fitted[i - 1].role).toBe('assistant');
 		});
-		const chatty: ModelMessage[] = [...Array.from({ length: 100 }, (_, i) => ({ role: 'user' as const, content: `${i} ${'q'.repeat(1000)}` })), { role: 'user', content: 'latest question' }];
+		const chatty: ModelMessage[] = [
+			...Array.from({ length: 100 }, (_, i) => ({ role: 'user' as const, content: `${i} ${'q'.repeat(1000)}` })),
+			{ role: 'user', content: 'latest question' }
+		];
 		const tiny = fitHistory(chatty, 20_000);
 		expect(JSON.stringify(tiny[0])).toContain('earlier messages of this conversation were left out');
 		expect(JSON.stringify(tiny).length).toBeLessThan(21_000);
@@ -100,7 +115,12 @@ describe('secrets', () => {
 describe('the per-call argument cap', () => {
 	it('refuses a call over the cap before it runs, naming the largest field', async () => {
 		const { buildTools } = await import('../../src/lib/server/agent/tools/index');
-		const tools = buildTools({ sessionId: '00000000-0000-4000-8000-000000000001', messageId: 'm', signal: new AbortController().signal, turn: { httpGets: 0 } });
+		const tools = buildTools({
+			sessionId: '00000000-0000-4000-8000-000000000001',
+			messageId: 'm',
+			signal: new AbortController().signal,
+			turn: { httpGets: 0 }
+		});
 		const input = { target: 'lxc:strong/100', action: 'pct_exec', params: { argv: ['ls', 'y'.repeat(50_000)] }, reason: 'r' };
 		const out = await tools.request_execution.execute!(input, { toolCallId: 't', messages: [] });
 		expect(out).toMatchObject({ error: expect.stringMatching(/at most 40960 \(the largest field is params\.argv\.1, 50000 characters\)/) });

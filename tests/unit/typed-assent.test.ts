@@ -14,7 +14,8 @@ const start102 = c('a', 'pct_start', 'lxc:strong/102', { name: 'backup' });
 const start103 = c('b', 'pct_start', 'lxc:strong/103', { name: 'media' });
 const restartCaddy = c('r', 'systemctl', 'lxc:strong/100', { name: 'caddy', params: { unit: 'caddy.service', verb: 'restart' } });
 const destroy100 = c('d', 'pct_destroy', 'lxc:strong/100', { name: 'caddy' });
-const ids = (r: ReturnType<typeof resolveTypedAssent>) => (r.kind === 'approve' ? { approve: r.approve.map((x) => x.id), refused: r.refused.map((x) => x.id) } : r.kind);
+const ids = (r: ReturnType<typeof resolveTypedAssent>) =>
+	r.kind === 'approve' ? { approve: r.approve.map((x) => x.id), refused: r.refused.map((x) => x.id) } : r.kind;
 
 describe('typed assent', () => {
 	it('approves the one candidate on a plain yes', () => {
@@ -29,7 +30,13 @@ describe('typed assent', () => {
 		expect(ids(resolveTypedAssent('yes', [destroy100]))).toEqual({ approve: [], refused: ['d'] });
 		expect(ids(resolveTypedAssent('yes, destroy 100', [destroy100, start102]))).toEqual({ approve: [], refused: ['d'] });
 		// Issue #43: irreversible is not "destructive" by classification, but typing never approves it either (needsPerson).
-		const resize102: AssentCandidate = { id: 'z', action: 'pct_resize', target: 'lxc:strong/102', classification: 'config_mutation', params: { disk: 'rootfs', size: '+1G' } };
+		const resize102: AssentCandidate = {
+			id: 'z',
+			action: 'pct_resize',
+			target: 'lxc:strong/102',
+			classification: 'config_mutation',
+			params: { disk: 'rootfs', size: '+1G' }
+		};
 		expect(ids(resolveTypedAssent('yes, resize 102', [resize102]))).toEqual({ approve: [], refused: ['z'] });
 		expect(ids(resolveTypedAssent('go ahead', [resize102]))).toEqual({ approve: [], refused: ['z'] });
 	});

@@ -16,7 +16,10 @@ describe('judgeRead', () => {
 		expect(judgeRead(running, ok('status: running\n'))).toEqual({ verdict: 'verified', detail: 'CT 105 running (read back: status: running)' });
 		expect(judgeRead(running, ok('status: stopped\n'))).toEqual({ verdict: 'still_failing', detail: 'CT 105 is not running; read back: status: stopped' });
 		expect(judgeRead(running, { ...ok(''), timedOut: true, exitCode: null }).verdict).toBe('inconclusive');
-		expect(judgeRead(running, { ...ok(''), exitCode: null })).toEqual({ verdict: 'inconclusive', detail: 'could not read CT 105 running: pct status ended without an exit status' });
+		expect(judgeRead(running, { ...ok(''), exitCode: null })).toEqual({
+			verdict: 'inconclusive',
+			detail: 'could not read CT 105 running: pct status ended without an exit status'
+		});
 		expect(judgeRead(running, { error: 'connection refused' }).verdict).toBe('inconclusive');
 		// PVE's own lock wait on a busy host is no answer about the guest.
 		expect(judgeRead(running, ok('', 255, "can't lock file '/run/lock/lxc/pve-config-105.lock' - got timeout")).verdict).toBe('inconclusive');
@@ -29,19 +32,27 @@ describe('judgeRead', () => {
 		expect(judgeRead(gone, ok('status: stopped\n')).verdict).toBe('still_failing');
 		expect(judgeRead(gone, ok('', 1, 'something else')).verdict).toBe('inconclusive');
 		expect(judgeRead(unlocked, ok('arch: amd64\ncores: 1\n')).verdict).toBe('verified');
-		expect(judgeRead(unlocked, ok('arch: amd64\nlock: create\n'))).toEqual({ verdict: 'still_failing', detail: "CT 105's config does not show no lock; read back: lock: create" });
+		expect(judgeRead(unlocked, ok('arch: amd64\nlock: create\n'))).toEqual({
+			verdict: 'still_failing',
+			detail: "CT 105's config does not show no lock; read back: lock: create"
+		});
 		expect(judgeRead(stopped, ok('inactive\n', 3)).verdict).toBe('verified');
 		expect(judgeRead(stopped, ok('active\n')).verdict).toBe('still_failing');
 	});
 });
 
 describe('readsFor', () => {
-	const planned = (action: 'pct_start' | 'pct_stop' | 'pveam_download' | 'pct_exec', params: Record<string, unknown>) => ACTIONS[action].steps(params as never, { vmid: '105' });
+	const planned = (action: 'pct_start' | 'pct_stop' | 'pveam_download' | 'pct_exec', params: Record<string, unknown>) =>
+		ACTIONS[action].steps(params as never, { vmid: '105' });
 	it('own verify steps always; then the health check, else the catalogued read-back, when read-backs are on', () => {
 		const dl = { storage: 'local', template: 'x.tar.zst' };
 		expect(readsFor('pveam_download', dl, {}, planned('pveam_download', dl), false).reads.map((r) => r.kind)).toEqual(['own']);
-		expect(readsFor('pct_start', {}, { vmid: '105' }, planned('pct_start', {}), true).reads.map((r) => [r.kind, r.step.label])).toEqual([['health', 'health: CT running']]);
-		expect(readsFor('pct_stop', {}, { vmid: '105' }, planned('pct_stop', {}), true).reads.map((r) => [r.kind, r.step.label])).toEqual([['verify', 'verify: CT 105 stopped']]);
+		expect(readsFor('pct_start', {}, { vmid: '105' }, planned('pct_start', {}), true).reads.map((r) => [r.kind, r.step.label])).toEqual([
+			['health', 'health: CT running']
+		]);
+		expect(readsFor('pct_stop', {}, { vmid: '105' }, planned('pct_stop', {}), true).reads.map((r) => [r.kind, r.step.label])).toEqual([
+			['verify', 'verify: CT 105 stopped']
+		]);
 		expect(readsFor('pct_stop', {}, { vmid: '105' }, planned('pct_stop', {}), false).reads).toEqual([]);
 		expect(readsFor('pct_exec', { argv: ['true'] }, { vmid: '105' }, planned('pct_exec', { argv: ['true'] }), true).reads).toEqual([]);
 	});

@@ -23,26 +23,65 @@ describe('VM argv templates (qm(1), PVE 8)', () => {
 	it('vm_create imports the cloud image as scsi0 with a cloud-init drive, serial console and agent, then starts', () => {
 		expect(argvOf('vm_create', { vmid: 150, name: 'k3s-1', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2', ciuser: 'debian' })).toEqual([
 			[
-				'qm', 'create', '150', '--name', 'k3s-1', '--memory', '2048', '--cores', '2', '--net0', 'virtio,bridge=vmbr0',
-				'--scsihw', 'virtio-scsi-pci', '--scsi0', 'local-lvm:0,import-from=/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2',
-				'--ide2', 'local-lvm:cloudinit', '--boot', 'order=scsi0', '--serial0', 'socket', '--vga', 'serial0', '--agent', 'enabled=1',
-				'--ciuser', 'debian', '--ipconfig0', 'ip=dhcp'
+				'qm',
+				'create',
+				'150',
+				'--name',
+				'k3s-1',
+				'--memory',
+				'2048',
+				'--cores',
+				'2',
+				'--net0',
+				'virtio,bridge=vmbr0',
+				'--scsihw',
+				'virtio-scsi-pci',
+				'--scsi0',
+				'local-lvm:0,import-from=/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2',
+				'--ide2',
+				'local-lvm:cloudinit',
+				'--boot',
+				'order=scsi0',
+				'--serial0',
+				'socket',
+				'--vga',
+				'serial0',
+				'--agent',
+				'enabled=1',
+				'--ciuser',
+				'debian',
+				'--ipconfig0',
+				'ip=dhcp'
 			],
 			['qm', 'start', '150']
 		]);
-		const [create] = argvOf('vm_create', { vmid: 151, name: 'db', image: 'local:import/debian-12-genericcloud-amd64.qcow2', ip: '192.168.1.51/24', gateway: '192.168.1.1', start: false });
+		const [create] = argvOf('vm_create', {
+			vmid: 151,
+			name: 'db',
+			image: 'local:import/debian-12-genericcloud-amd64.qcow2',
+			ip: '192.168.1.51/24',
+			gateway: '192.168.1.1',
+			start: false
+		});
 		expect(create.slice(-2)).toEqual(['--ipconfig0', 'ip=192.168.1.51/24,gw=192.168.1.1']);
 		expect(argvOf('vm_create', { vmid: 151, name: 'db', image: 'local:import/debian-12-genericcloud-amd64.qcow2', start: false })).toHaveLength(1);
 	});
 
 	it('vm_create passes ssh keys on stdin to a temp file, never on the command line', () => {
 		const def = ACTIONS.vm_create;
-		const [step] = def.steps(def.params.parse({ vmid: 150, name: 'k3s-1', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2', sshKeys: KEY }), {});
+		const [step] = def.steps(
+			def.params.parse({ vmid: 150, name: 'k3s-1', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2', sshKeys: KEY }),
+			{}
+		);
 		expect(step.argv.slice(0, 5)).toEqual(['sh', '-c', SSHKEYS_SCRIPT, 'nomos-keys', 'qm']);
 		expect(step.argv.join(' ')).not.toContain('AAAAC3');
 		expect(step.stdin).toBe(`${KEY}\n`);
 		// The script appends --sshkeys <file> to exactly the qm argv it was given.
-		const seen = execFileSync('sh', ['-c', SSHKEYS_SCRIPT.replace('"$@" --sshkeys "$t"', 'printf "%s|" "$@" --sshkeys; cat "$t"'), 'nomos-keys', 'qm', 'create', '150', "--name=a'b"], { input: KEY }).toString();
+		const seen = execFileSync(
+			'sh',
+			['-c', SSHKEYS_SCRIPT.replace('"$@" --sshkeys "$t"', 'printf "%s|" "$@" --sshkeys; cat "$t"'), 'nomos-keys', 'qm', 'create', '150', "--name=a'b"],
+			{ input: KEY }
+		).toString();
 		expect(seen).toBe(`qm|create|150|--name=a'b|--sshkeys|${KEY}`);
 	});
 
@@ -73,7 +112,11 @@ describe('VM argv templates (qm(1), PVE 8)', () => {
 	});
 
 	it('classifies: destroy, rollback and delsnapshot are destructive; template and resize irreversible; both need a person', () => {
-		expect(['vm_destroy', 'vm_rollback', 'vm_delsnapshot'].map((a) => ACTIONS[a as ActionName].classification)).toEqual(['destructive', 'destructive', 'destructive']);
+		expect(['vm_destroy', 'vm_rollback', 'vm_delsnapshot'].map((a) => ACTIONS[a as ActionName].classification)).toEqual([
+			'destructive',
+			'destructive',
+			'destructive'
+		]);
 		expect(ACTIONS.vm_template.irreversible && ACTIONS.vm_resize.irreversible).toBe(true);
 		for (const a of ['vm_destroy', 'vm_rollback', 'vm_template', 'vm_resize']) expect(needsPerson(a)).toBe(true);
 		for (const a of ['vm_create', 'vm_set', 'vm_shutdown', 'vm_snapshot']) expect(needsPerson(a)).toBe(false);
@@ -83,7 +126,10 @@ describe('VM argv templates (qm(1), PVE 8)', () => {
 	it('preconditions: a create needs a free id, a resize must grow, destroy needs a stopped VM', () => {
 		const pre = <A extends ActionName>(a: A, params: Record<string, unknown>) => ACTIONS[a].preconditions!(ACTIONS[a].params.parse(params) as never, {});
 		expect(pre('vm_create', { vmid: 150, name: 'a', image: '/x/a.img' })).toEqual([{ kind: 'vm-absent', vmid: '150' }]);
-		expect(pre('vm_clone', { vmid: 9000, newid: 152, name: 'a' })).toEqual([{ kind: 'vm-exists', vmid: '9000' }, { kind: 'vm-absent', vmid: '152' }]);
+		expect(pre('vm_clone', { vmid: 9000, newid: 152, name: 'a' })).toEqual([
+			{ kind: 'vm-exists', vmid: '9000' },
+			{ kind: 'vm-absent', vmid: '152' }
+		]);
 		expect(pre('vm_resize', { vmid: 150, size: '40G' })).toEqual([{ kind: 'vm-disk-grows', vmid: '150', disk: 'scsi0', size: '40G' }]);
 		expect(pre('vm_destroy', { vmid: 150 })).toEqual([{ kind: 'vm-status', vmid: '150', status: 'stopped' }]);
 		expect(pre('vm_shutdown', { vmid: 150 })).toEqual([{ kind: 'vm-status', vmid: '150', status: 'running' }]);
@@ -105,7 +151,15 @@ describe('VM params refuse', () => {
 	});
 
 	it('images outside the pattern, keys that are not keys, a gateway with dhcp, bad tags and names', () => {
-		for (const image of ['/var/lib/vz/../../etc/shadow.img', 'relative/a.img', '/x/a.img,discard=on', '/x/a.iso', 'local:images/a.qcow2', '/x/a b.img', "/x/a'.img"]) {
+		for (const image of [
+			'/var/lib/vz/../../etc/shadow.img',
+			'relative/a.img',
+			'/x/a.img,discard=on',
+			'/x/a.iso',
+			'local:images/a.qcow2',
+			'/x/a b.img',
+			"/x/a'.img"
+		]) {
 			expect(refusal('vm_create', { vmid: 150, name: 'a', image }), image).toBeTruthy();
 		}
 		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', sshKeys: 'hello' })).toMatch(/OpenSSH public keys/);
@@ -155,7 +209,9 @@ describe('snapshot before and health after, for VMs', () => {
 
 describe('the agent sees them', () => {
 	it('one-line signatures', () => {
-		expect(actionSignature('vm_create')).toBe('vm_create(name, image, vmid?, storage?=local-lvm, cores?=2, memory?=2048 MiB, bridge?=vmbr0, ciuser?, sshKeys?, ip?=dhcp, gateway?, start?=true, healthHttp?: {port, path})');
+		expect(actionSignature('vm_create')).toBe(
+			'vm_create(name, image, vmid?, storage?=local-lvm, cores?=2, memory?=2048 MiB, bridge?=vmbr0, ciuser?, sshKeys?, ip?=dhcp, gateway?, start?=true, healthHttp?: {port, path})'
+		);
 		expect(actionSignature('vm_guest')).toBe('vm_guest(vmid, cmd?: ping|network-get-interfaces)');
 		expect(actionSignature('vm_http_check')).toBe('vm_http_check(vmid, port, path?=/, timeoutS?=5, scheme?: http|https)');
 		expect(actionSignature('qm_start')).toBe('qm_start(vmid, healthHttp?: {port, path})');

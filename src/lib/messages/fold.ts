@@ -29,7 +29,8 @@ export async function foldChunks(parts: MessagePart[], chunks: MessageChunk[]): 
 function retract(parts: MessagePart[], from: number): MessagePart[] {
 	const kept = parts.filter((p, i) => i < from || (p.type !== 'text' && p.type !== 'reasoning'));
 	const tail = kept.slice(from);
-	if (tail[0]?.type === 'step-start' && !tail.slice(1).some((p) => p.type !== 'step-start' && !p.type.startsWith('data-'))) return [...kept.slice(0, from), ...tail.slice(1)];
+	if (tail[0]?.type === 'step-start' && !tail.slice(1).some((p) => p.type !== 'step-start' && !p.type.startsWith('data-')))
+		return [...kept.slice(0, from), ...tail.slice(1)];
 	return kept;
 }
 
@@ -65,6 +66,8 @@ async function foldSdkChunks(parts: MessagePart[], chunks: MessageChunk[]): Prom
 /** JSON with object keys sorted: equal for equal messages whatever the key order (jsonb reorders keys). */
 export function canonicalJson(value: unknown): string {
 	return JSON.stringify(value, (_k, v: unknown) =>
-		v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v
+		v && typeof v === 'object' && !Array.isArray(v)
+			? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+			: v
 	);
 }

@@ -1,5 +1,13 @@
 import type { MessagePart } from '../types/messages';
-import { isToolCheck, markedHypothesis, presentedSet, presentHypothesesInput, type Hypothesis, type PursueHypothesis, type Verdict } from '../schemas/hypotheses';
+import {
+	isToolCheck,
+	markedHypothesis,
+	presentedSet,
+	presentHypothesesInput,
+	type Hypothesis,
+	type PursueHypothesis,
+	type Verdict
+} from '../schemas/hypotheses';
 import { callError, callInput, getToolName, isToolPart } from './parts';
 
 /** One hypothesis as it stands: as presented, with the verdict its check settled (if any). */
@@ -38,7 +46,13 @@ export function hypothesisSets(messages: Msg[]): HypothesisSet[] {
 			if (name === PRESENT_TOOL) {
 				const o = presentedSet.safeParse(p.output);
 				const input = presentHypothesesInput.safeParse(callInput(p));
-				if (o.success && input.success) sets.set(o.data.setId, { setId: o.data.setId, messageId: m.id, hypotheses: input.data.hypotheses.map((h) => ({ ...h, verdict: 'open' })), pursued: null });
+				if (o.success && input.success)
+					sets.set(o.data.setId, {
+						setId: o.data.setId,
+						messageId: m.id,
+						hypotheses: input.data.hypotheses.map((h) => ({ ...h, verdict: 'open' })),
+						pursued: null
+					});
 			} else if (name === MARK_TOOL) {
 				const o = markedHypothesis.safeParse(p.output);
 				const h = o.success ? sets.get(o.data.setId)?.hypotheses.find((x) => x.id === o.data.id) : undefined;

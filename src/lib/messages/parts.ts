@@ -18,7 +18,7 @@ export const isRunning = (p: ToolPart) => p.state === 'input-streaming' || p.sta
 export function callError(p: ToolPart): string | null {
 	if (p.state === 'output-error') return p.errorText ?? 'failed';
 	if (p.state === 'output-available' && p.output && typeof p.output === 'object' && 'error' in p.output) {
-		const e = (p.output).error;
+		const e = p.output.error;
 		return typeof e === 'string' ? e : JSON.stringify(e);
 	}
 	return null;

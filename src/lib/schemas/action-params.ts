@@ -4,8 +4,30 @@
 // schema while they type. Browser-safe: zod and the field schemas only, nothing from node.
 import { z } from 'zod';
 import {
-	argvWord, bridge, ciUser, ctDisk, ctPath, description, fileMode, gateway, growSize, hostname, ipConfig, pushContent, snapshotName, sshKeys, storage,
-	template, templateName, unit, urlPath, vmDisk, vmid, vmImage, vmTag, nodeName
+	argvWord,
+	bridge,
+	ciUser,
+	ctDisk,
+	ctPath,
+	description,
+	fileMode,
+	gateway,
+	growSize,
+	hostname,
+	ipConfig,
+	pushContent,
+	snapshotName,
+	sshKeys,
+	storage,
+	template,
+	templateName,
+	unit,
+	urlPath,
+	vmDisk,
+	vmid,
+	vmImage,
+	vmTag,
+	nodeName
 } from './param-fields';
 
 const ctParams = z.object({ vmid: vmid.optional() }).strict();
@@ -15,7 +37,10 @@ const newVmid = z.union([vmid, z.literal('auto')]).default('auto');
 const port = z.number().int().min(1).max(65_535);
 const httpTimeoutS = z.number().int().min(1).max(60).default(5);
 /** The health check after a VM (re)start, when named: vm_http_check's GET of the address its guest agent reports. */
-const healthHttp = z.object({ port, path: urlPath.default('/') }).strict().optional();
+const healthHttp = z
+	.object({ port, path: urlPath.default('/') })
+	.strict()
+	.optional();
 
 /** Each action's params; proxmox/actions.ts has one entry per key here (tests/unit/param-form.test.ts checks both ways). */
 export const ACTION_PARAMS = {
@@ -58,7 +83,10 @@ export const ACTION_PARAMS = {
 			description: description.optional()
 		})
 		.strict()
-		.refine((p) => ['cores', 'memory', 'swap', 'onboot', 'description'].some((k) => (p as Record<string, unknown>)[k] !== undefined), 'set at least one of cores, memory, swap, onboot, description'),
+		.refine(
+			(p) => ['cores', 'memory', 'swap', 'onboot', 'description'].some((k) => (p as Record<string, unknown>)[k] !== undefined),
+			'set at least one of cores, memory, swap, onboot, description'
+		),
 	pct_resize: z.object({ vmid: vmid.optional(), disk: ctDisk.default('rootfs'), size: growSize }).strict(),
 	pct_snapshot: z.object({ vmid: vmid.optional(), name: snapshotName, description: description.optional() }).strict(),
 	pct_rollback: z.object({ vmid: vmid.optional(), name: snapshotName, start: z.boolean().default(false) }).strict(),
@@ -72,9 +100,7 @@ export const ACTION_PARAMS = {
 		})
 		.strict(),
 	pct_push: z.object({ vmid: vmid.optional(), path: ctPath, content: pushContent, mode: fileMode.default('0644') }).strict(),
-	ct_http_check: z
-		.object({ vmid: vmid.optional(), port, path: urlPath.default('/'), timeoutS: httpTimeoutS })
-		.strict(),
+	ct_http_check: z.object({ vmid: vmid.optional(), port, path: urlPath.default('/'), timeoutS: httpTimeoutS }).strict(),
 	ct_service_active: z.object({ vmid: vmid.optional(), unit }).strict(),
 	qm_status: vmParams,
 	qm_start: z.object({ vmid, healthHttp }).strict(),
@@ -143,7 +169,12 @@ export function plainIssue(i: z.core.$ZodRawIssue): string | undefined {
 		case 'invalid_type':
 			if (i.input === undefined) return 'required';
 			if (i.expected === 'int') return 'must be a whole number';
-			return ({ string: 'must be text', number: 'must be a number', boolean: 'must be yes or no', array: 'must be a list', object: 'must be an object' } as Record<string, string>)[i.expected];
+			return (
+				{ string: 'must be text', number: 'must be a number', boolean: 'must be yes or no', array: 'must be a list', object: 'must be an object' } as Record<
+					string,
+					string
+				>
+			)[i.expected];
 		case 'too_small':
 			if (i.origin === 'string') return Number(i.minimum) === 1 ? 'required' : `at least ${n(i.minimum, 'character')}`;
 			if (i.origin === 'array') return `at least ${n(i.minimum, 'item')}`;

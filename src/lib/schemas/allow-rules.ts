@@ -36,7 +36,12 @@ export const PATTERN_HELP = 'host:<host>, lxc:<host>/<vmid>, lxc:<host>/* (every
 
 /** Whether a hostname matches a glob: `*` stands for any run of hostname characters, nothing else is special. */
 export function globMatches(g: string, name: string): boolean {
-	const re = new RegExp(`^${g.split('*').map((s) => s.replace(/-/g, '\\-')).join('[a-z0-9-]*')}$`);
+	const re = new RegExp(
+		`^${g
+			.split('*')
+			.map((s) => s.replace(/-/g, '\\-'))
+			.join('[a-z0-9-]*')}$`
+	);
 	return re.test(name);
 }
 
@@ -63,7 +68,13 @@ export const ruleFields = z
 		constraints: z.array(constraint).max(16).default([]),
 		note: z.string().trim().max(500).default(''),
 		/** Hours until it lapses; none: until revoked. */
-		expiresInHours: z.number().int().min(1).max(24 * 365).nullable().default(null)
+		expiresInHours: z
+			.number()
+			.int()
+			.min(1)
+			.max(24 * 365)
+			.nullable()
+			.default(null)
 	})
 	.strict();
 export const createRuleInput = ruleFields;

@@ -58,7 +58,8 @@ function field(text: string, i: number): Set<number> | string {
 /** Parses `m h dom mon dow`: numbers, `*`, ranges `a-b`, steps `/n`, lists `a,b`, month and weekday names. */
 export function parseCron(expr: string): CronParse {
 	const parts = expr.trim().split(/\s+/);
-	if (parts.length !== 5) return { ok: false, error: `a cron expression has 5 fields (minute hour day month weekday), this has ${parts[0] === '' ? 0 : parts.length}` };
+	if (parts.length !== 5)
+		return { ok: false, error: `a cron expression has 5 fields (minute hour day month weekday), this has ${parts[0] === '' ? 0 : parts.length}` };
 	const sets: Set<number>[] = [];
 	for (let i = 0; i < 5; i++) {
 		const s = field(parts[i], i);

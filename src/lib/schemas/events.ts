@@ -48,7 +48,13 @@ export const eventSchemas = {
 	/** Stop asked for a session's running turn. */
 	'turn.cancel': z.object({ by: z.string() }),
 	/** A host's inventory was read: every container, or one (`container`, `gone` when it no longer exists). */
-	'inventory.synced': z.object({ host: z.string(), containers: z.number().int().optional(), container: z.number().int().optional(), vm: z.number().int().optional(), gone: z.boolean().optional() }),
+	'inventory.synced': z.object({
+		host: z.string(),
+		containers: z.number().int().optional(),
+		container: z.number().int().optional(),
+		vm: z.number().int().optional(),
+		gone: z.boolean().optional()
+	}),
 	/** A cluster's recorded view changed (a node went up or down, quorum, a guest moved): see db/queries/entities.ts recordClusterView. */
 	'cluster.updated': z.object({ cluster: z.string() }),
 	'jobs.changed': z.object({ change: z.enum(['gave_up', 'dismissed', 'retried']), tasks: z.array(z.string()) }),

@@ -5,7 +5,15 @@ import { z } from 'zod';
  * tools. Anything that changes the fleet is a request_execution of a mutation, which no check may
  * be (see agent/tools/hypotheses.ts).
  */
-export const CHECK_TOOLS = ['get_lxc_state', 'get_entity', 'list_lxcs', 'list_entities', 'get_state_snapshot', 'search_knowledge', 'get_execution_status'] as const;
+export const CHECK_TOOLS = [
+	'get_lxc_state',
+	'get_entity',
+	'list_lxcs',
+	'list_entities',
+	'get_state_snapshot',
+	'search_knowledge',
+	'get_execution_status'
+] as const;
 export const confidences = ['low', 'medium', 'high'] as const;
 export const verdicts = ['confirmed', 'refuted'] as const;
 export type Confidence = (typeof confidences)[number];
@@ -67,7 +75,13 @@ export type MarkHypothesisInput = z.output<typeof markHypothesisInput>;
  */
 export const presentedSet = z.object({ setId: toolCallId, shown: z.array(hypothesisId).max(3) });
 /** What mark_hypothesis returns when it accepts a verdict. */
-export const markedHypothesis = z.object({ setId: toolCallId, id: hypothesisId, verdict: z.enum(verdicts), result: z.string().max(500), evidence: z.array(toolCallId).max(5) });
+export const markedHypothesis = z.object({
+	setId: toolCallId,
+	id: hypothesisId,
+	verdict: z.enum(verdicts),
+	result: z.string().max(500),
+	evidence: z.array(toolCallId).max(5)
+});
 
 /** The operator's "Pursue this": which hypothesis of which presented set (stored as a `data-pursue` part). */
 export const pursueHypothesis = z.object({ setId: toolCallId, hypothesisId }).strict();

@@ -19,6 +19,9 @@ export type JobsChange = { change: 'gave_up' | 'dismissed' | 'retried'; tasks: s
 
 /** One group of jobs that gave up, as the Ops page's Retry and Dismiss buttons name it. */
 export const gaveUpGroupInput = z.object({
-	task: z.string().regex(/^[a-z][a-z0-9_]*__[a-z0-9_]+$/, 'a task name like inventory__sync').max(64),
+	task: z
+		.string()
+		.regex(/^[a-z][a-z0-9_]*__[a-z0-9_]+$/, 'a task name like inventory__sync')
+		.max(64),
 	upToId: z.string().regex(/^[1-9][0-9]{0,18}$/, 'a job id')
 });

@@ -25,7 +25,10 @@ const headerName = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 /** Header lines as an admin types them (`Name: value`, one a line) → a record, or an error naming the line. */
 export function parseHeaderLines(text: string): Record<string, string> | { error: string } {
 	const out: Record<string, string> = {};
-	const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+	const lines = text
+		.split('\n')
+		.map((l) => l.trim())
+		.filter(Boolean);
 	if (lines.length > 10) return { error: 'headers: at most 10' };
 	for (const line of lines) {
 		const i = line.indexOf(':');
@@ -48,7 +51,16 @@ export const createWebhookInput = z.object({
 	name: z.string().trim().min(1, 'name: required').max(80, 'name: at most 80 characters'),
 	kind: z.enum(['ntfy', 'json']),
 	url: webhookUrl,
-	headers: z.record(z.string().regex(headerName, 'headers: a header name'), z.string().min(1).max(1000).regex(/^[^\r\n\0]*$/, 'headers: one line per value')).default({})
+	headers: z
+		.record(
+			z.string().regex(headerName, 'headers: a header name'),
+			z
+				.string()
+				.min(1)
+				.max(1000)
+				.regex(/^[^\r\n\0]*$/, 'headers: one line per value')
+		)
+		.default({})
 });
 export type CreateWebhookInput = z.input<typeof createWebhookInput>;
 
@@ -73,7 +85,10 @@ export const publicOriginInput = z.object({
 		.string()
 		.trim()
 		.max(300)
-		.refine((s) => s === '' || (URL.canParse(s) && ['http:', 'https:'].includes(new URL(s).protocol) && new URL(s).origin === s.replace(/\/$/, '')), 'origin: like https://nomos.example.net (no path)')
+		.refine(
+			(s) => s === '' || (URL.canParse(s) && ['http:', 'https:'].includes(new URL(s).protocol) && new URL(s).origin === s.replace(/\/$/, '')),
+			'origin: like https://nomos.example.net (no path)'
+		)
 });
 
 /** One delivery attempt as Settings lists it. */

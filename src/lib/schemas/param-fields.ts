@@ -18,7 +18,10 @@ export const unit = z
 	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash')
 	.describe('e.g. nginx.service');
 
-export const storage = z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm').describe('a storage id');
+export const storage = z
+	.string()
+	.regex(/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/, 'a Proxmox storage id such as local-lvm')
+	.describe('a storage id');
 
 export const template = z
 	.string()
@@ -28,14 +31,20 @@ export const template = z
 	)
 	.describe('a template volume, e.g. local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst (pveam list / pveam_download)');
 
-export const bridge = z.string().regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0').describe('e.g. vmbr0');
+export const bridge = z
+	.string()
+	.regex(/^vmbr[0-9]{1,4}$/, 'a bridge such as vmbr0')
+	.describe('e.g. vmbr0');
 
 const ipv4 = String.raw`(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}`;
 export const ipConfig = z
 	.string()
 	.regex(new RegExp(`^(dhcp|${ipv4}/([0-9]|[12][0-9]|3[0-2]))$`), "'dhcp' or an IPv4 address with prefix, e.g. 192.168.1.50/24")
 	.describe("'dhcp' or IPv4/prefix, e.g. 192.168.1.50/24");
-export const gateway = z.string().regex(new RegExp(`^${ipv4}$`), 'an IPv4 gateway address').describe('an IPv4 address');
+export const gateway = z
+	.string()
+	.regex(new RegExp(`^${ipv4}$`), 'an IPv4 gateway address')
+	.describe('an IPv4 address');
 
 /** One argv word for `pct exec`: any text but NUL, bounded. */
 export const argvWord = z
@@ -46,7 +55,10 @@ export const argvWord = z
 /** A template file name as `pveam available` lists it (no storage, no path). */
 export const templateName = z
 	.string()
-	.regex(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.tar\.(gz|xz|zst)$/, 'a template file name as `pveam available` lists it, e.g. debian-12-standard_12.7-1_amd64.tar.zst')
+	.regex(
+		/^[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.tar\.(gz|xz|zst)$/,
+		'a template file name as `pveam available` lists it, e.g. debian-12-standard_12.7-1_amd64.tar.zst'
+	)
 	.describe('a file name as pveam available lists it, e.g. debian-12-standard_12.7-1_amd64.tar.zst');
 
 /** Snapshot names as PVE accepts them (`pve-configid`); `current` is the live state, never a snapshot. */
@@ -109,9 +121,7 @@ export const vmImage = z
 	.describe('a cloud image path on the host, e.g. /var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2');
 
 /** A VM disk as qm names it: scsi0–30, virtio0–15, sata0–5, ide0–3. */
-export const vmDisk = z
-	.string()
-	.regex(/^(scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$/, "a VM disk such as 'scsi0' or 'virtio0'");
+export const vmDisk = z.string().regex(/^(scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$/, "a VM disk such as 'scsi0' or 'virtio0'");
 
 /** The cloud-init user (`--ciuser`). */
 export const ciUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'a user name: lowercase letters, digits, _ and -, at most 32 characters');
@@ -120,13 +130,18 @@ export const ciUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'a user name:
 export const sshKeys = z
 	.string()
 	.max(16_384, 'at most 16 KiB of keys')
-	.refine(
-		(s) => {
-			const lines = s.split('\n').map((l) => l.trim()).filter(Boolean);
-			return lines.length > 0 && lines.every((l) => /^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\0]*)?$/.test(l));
-		},
-		'OpenSSH public keys, one per line (ssh-ed25519 AAAA… comment)'
-	)
+	.refine((s) => {
+		const lines = s
+			.split('\n')
+			.map((l) => l.trim())
+			.filter(Boolean);
+		return (
+			lines.length > 0 &&
+			lines.every((l) =>
+				/^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\0]*)?$/.test(l)
+			)
+		);
+	}, 'OpenSSH public keys, one per line (ssh-ed25519 AAAA… comment)')
 	.describe('OpenSSH public keys, one per line');
 
 /** A Proxmox tag (`pve-tag`): lowercase letters, digits, _ + . -. */

@@ -28,8 +28,7 @@ export type EditForm = { action: string; schema: ParamSchema; params: Record<str
 
 /** The result of checking an edit on the server: the command it would run, or an error per field. */
 export type EditCheck =
-	| { ok: true; hash: string; commandPreview: string; changes: ParamChange[] }
-	| { ok: false; error: string; fieldErrors: Record<string, string> };
+	{ ok: true; hash: string; commandPreview: string; changes: ParamChange[] } | { ok: false; error: string; fieldErrors: Record<string, string> };
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

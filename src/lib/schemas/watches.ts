@@ -11,8 +11,22 @@ export const createHookInput = z.object({
 });
 export const hookIdInput = z.object({ id: z.string().uuid() });
 /** Minutes to mute for: 0 unmutes; at most a week. */
-export const muteHookInput = z.object({ id: z.string().uuid(), minutes: z.number().int().min(0).max(7 * 24 * 60) });
-export const muteGroupInput = z.object({ sessionId: z.string().uuid(), minutes: z.number().int().min(0).max(7 * 24 * 60) });
+export const muteHookInput = z.object({
+	id: z.string().uuid(),
+	minutes: z
+		.number()
+		.int()
+		.min(0)
+		.max(7 * 24 * 60)
+});
+export const muteGroupInput = z.object({
+	sessionId: z.string().uuid(),
+	minutes: z
+		.number()
+		.int()
+		.min(0)
+		.max(7 * 24 * 60)
+});
 
 /** A hook as Settings lists it: never its secret (shown once, on creation and rotation). */
 export interface HookView {

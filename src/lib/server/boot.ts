@@ -105,7 +105,8 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		ownerUrl = config.NOMOS_OWNER_DATABASE_URL ?? databaseUrl;
 		const u = new URL(databaseUrl);
 		log.info(
-			`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}` + (config.NOMOS_OWNER_DATABASE_URL ? ' (migrations as NOMOS_OWNER_DATABASE_URL)' : '')
+			`database: external Postgres at ${u.hostname}:${u.port || 5432}${u.pathname}` +
+				(config.NOMOS_OWNER_DATABASE_URL ? ' (migrations as NOMOS_OWNER_DATABASE_URL)' : '')
 		);
 		const app = urlRole(databaseUrl);
 		if (config.NOMOS_OWNER_DATABASE_URL && app && app !== urlRole(ownerUrl)) appRole = Promise.resolve(app);
@@ -177,13 +178,21 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const knowledge = async () => {
 		// The agent's guide first: the operator's import leaves its notes alone.
 		await seedGuideNotes().then(
-			(r) => (r.created || r.updated || r.removed ? log.info(`knowledge: the agent's guide: ${r.created} new, ${r.updated} updated, ${r.removed} removed`) : undefined),
+			(r) =>
+				r.created || r.updated || r.removed
+					? log.info(`knowledge: the agent's guide: ${r.created} new, ${r.updated} updated, ${r.removed} removed`)
+					: undefined,
 			(e) => log.warn(`knowledge: could not write the agent's guide: ${(e as Error).message}`)
 		);
 		const dir = config.NOMOS_KNOWLEDGE_DIR;
 		if (!dir) return;
 		await importKnowledgeDir(dir).then(
-			(r) => log.info(`knowledge: imported ${r.imported} notes from ${dir}` + (r.removed ? `, removed ${r.removed}` : '') + (r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')),
+			(r) =>
+				log.info(
+					`knowledge: imported ${r.imported} notes from ${dir}` +
+						(r.removed ? `, removed ${r.removed}` : '') +
+						(r.skipped.length ? `, skipped ${r.skipped.map((s) => `${s.path} (${s.reason})`).join(', ')}` : '')
+				),
 			(e) => log.warn(`knowledge: could not import ${dir}: ${(e as Error).message}`)
 		);
 	};
@@ -202,7 +211,9 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 		if (!taskList) throw new Error('boot: this process runs a worker but was given no task list');
 		workerStart = (async () => {
 			await workerSchema;
-			worker = await (await workerModule).startWorker({
+			worker = await (
+				await workerModule
+			).startWorker({
 				url: databaseUrl,
 				taskList,
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
@@ -233,7 +244,10 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const stopRecovery = watchForDeadProcesses(sql());
 	// What the model server says about itself, in the log (no tokens spent; Settings runs probes).
 	if (role === 'web')
-		void settled.then(() => import('./agent/model-check')).then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log.info(describeCheck(c)))).catch(() => undefined);
+		void settled
+			.then(() => import('./agent/model-check'))
+			.then(({ checkModel, describeCheck }) => checkModel({ probe: false }).then((c) => log.info(describeCheck(c))))
+			.catch(() => undefined);
 	// A first inventory sync right away instead of waiting for the minute's cron.
 	if (config.NOMOS_INVENTORY_SYNC) {
 		later.push(

@@ -2,9 +2,7 @@ import { z } from 'zod';
 import { parsePrices } from '../schemas/prices';
 import { LOG_LEVELS } from './log.js';
 
-const bool = z
-	.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no'])
-	.transform((v) => ['1', 'true', 'on', 'yes'].includes(v));
+const bool = z.enum(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no']).transform((v) => ['1', 'true', 'on', 'yes'].includes(v));
 
 const hostSchema = z.object({
 	name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]{0,62}$/, 'host name: letters, digits, dots, dashes'),
@@ -95,7 +93,14 @@ export const envSchema = z.object({
 		empty,
 		z
 			.string()
-			.transform((s) => [...new Set(s.split(',').map((m) => m.trim()).filter(Boolean))])
+			.transform((s) => [
+				...new Set(
+					s
+						.split(',')
+						.map((m) => m.trim())
+						.filter(Boolean)
+				)
+			])
 			.optional()
 	),
 	/** Stream replies when tools are offered (off for servers that drop streamed tool calls, e.g. some Ollama builds). */
@@ -108,7 +113,12 @@ export const envSchema = z.object({
 		z
 			.string()
 			.default('')
-			.transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+			.transform((s) =>
+				s
+					.split(',')
+					.map((h) => h.trim().toLowerCase())
+					.filter(Boolean)
+			)
 	),
 	NOMOS_ASSENT_WINDOW_MIN: z.preprocess(empty, z.coerce.number().positive().default(30)),
 	NOMOS_APPROVAL_TTL_H: z.preprocess(empty, z.coerce.number().positive().default(24)),

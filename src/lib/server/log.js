@@ -27,7 +27,14 @@ const SECRET_KEYS = [
 	'NOMOS_SEAL_KEY_PREVIOUS',
 	'DATABASE_URL'
 ];
-export const REDACT_PATHS = [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), 'headers.cookie', 'headers.authorization', '*.headers.cookie', '*.headers.authorization'];
+export const REDACT_PATHS = [
+	...SECRET_KEYS,
+	...SECRET_KEYS.map((k) => `*.${k}`),
+	'headers.cookie',
+	'headers.authorization',
+	'*.headers.cookie',
+	'*.headers.authorization'
+];
 
 /**
  * Credentials that can hide inside a message string (an error naming a URL, a header echoed

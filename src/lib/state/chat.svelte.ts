@@ -95,7 +95,10 @@ export class ChatState {
 	}
 
 	async #fold(d: MessageDelta): Promise<void> {
-		const next = await applyDelta(this.messages.find((x) => x.id === d.messageId), d);
+		const next = await applyDelta(
+			this.messages.find((x) => x.id === d.messageId),
+			d
+		);
 		if (next === 'gap') return this.#reload();
 		if (next === 'skip') return;
 		const i = this.messages.findIndex((x) => x.id === d.messageId);

@@ -128,18 +128,25 @@ export class BrowserNotifier {
 /** What waits, from an event of the fleet stream; null when the event starts no wait. */
 function waitOf(e: LiveEvent): Wait | null {
 	if (e.type === 'execution.updated') {
-		const x = e.execution as { id: string; status: string; action: string; target: string; reason: string; commandPreview: string; cause?: RequestCause | null } | undefined;
+		const x = e.execution as
+			{ id: string; status: string; action: string; target: string; reason: string; commandPreview: string; cause?: RequestCause | null } | undefined;
 		if (!e.payload.created || x?.status !== 'awaiting_approval') return null;
 		return { key: `execution:${x.id}`, sessionId: e.sessionId, ...noticeWords.approval(x), path: noticePath('approval', e.sessionId, x.id) };
 	}
 	if (e.type === 'question.raised' && e.sessionId && typeof e.payload.questionId === 'string') {
 		const prompt = typeof e.payload.prompt === 'string' ? e.payload.prompt : 'A question waits for you.';
-		return { key: `question:${e.payload.questionId}`, sessionId: e.sessionId, ...noticeWords.question({ prompt }), path: noticePath('question', e.sessionId, e.payload.questionId) };
+		return {
+			key: `question:${e.payload.questionId}`,
+			sessionId: e.sessionId,
+			...noticeWords.question({ prompt }),
+			path: noticePath('question', e.sessionId, e.payload.questionId)
+		};
 	}
 	if (e.type === 'plan.updated' && e.sessionId) {
 		const p = e.plan as { id: string; status: string; title: string; steps: Array<{ executionId: string | null }>; cause?: RequestCause | null } | undefined;
 		// A plan that ended (not each of its steps) is news too.
-		if (p && typeof e.payload.finished === 'string') return { key: `plan-end:${p.id}`, sessionId: e.sessionId, ...noticeWords.planEnd(p), path: noticePath('plan', e.sessionId, p.id) };
+		if (p && typeof e.payload.finished === 'string')
+			return { key: `plan-end:${p.id}`, sessionId: e.sessionId, ...noticeWords.planEnd(p), path: noticePath('plan', e.sessionId, p.id) };
 		if (!p || p.status !== 'proposed' || e.payload.decision) return null;
 		return { key: `plan:${p.id}`, sessionId: e.sessionId, ...noticeWords.plan(p), path: noticePath('plan', e.sessionId, p.id) };
 	}

@@ -55,7 +55,14 @@ export const actions: Actions = {
 		}
 		if (!op) {
 			const wait = await throttleFailure(sql(), keys, env().NOMOS_LOGIN_BACKOFF_MAX_S);
-			await recordAudit(sql(), { actor: null, action: 'login.failed', route: 'login', subjectType: 'operator', subjectId: parsed.data.username, detail: { address } });
+			await recordAudit(sql(), {
+				actor: null,
+				action: 'login.failed',
+				route: 'login',
+				subjectType: 'operator',
+				subjectId: parsed.data.username,
+				detail: { address }
+			});
 			if (wait > 0) return throttled(wait);
 			// The page keeps its 400 (a form that needs correcting); a script is told it is not signed in.
 			return refuse(api ? 401 : 400, 'Wrong username or password.');

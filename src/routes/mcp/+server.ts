@@ -15,6 +15,7 @@ export const POST: RequestHandler = async ({ request, url, locals }) => {
 };
 
 /** Stateless: no standalone event stream and no session to end. */
-const notHere: RequestHandler = () => json({ message: 'POST JSON-RPC messages to /mcp (stateless Streamable HTTP).' }, { status: 405, headers: { allow: 'POST' } });
+const notHere: RequestHandler = () =>
+	json({ message: 'POST JSON-RPC messages to /mcp (stateless Streamable HTTP).' }, { status: 405, headers: { allow: 'POST' } });
 export const GET = notHere;
 export const DELETE = notHere;

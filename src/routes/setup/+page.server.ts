@@ -10,7 +10,10 @@ import type { Actions, PageServerLoad } from './$types';
 const setupForm = z
 	.object({
 		token: z.string().min(1, 'The setup token is missing; use the link printed in the console.'),
-		username: z.string().trim().regex(/^[a-zA-Z0-9._-]{2,40}$/, 'Username: 2–40 letters, digits, dots, dashes or underscores.'),
+		username: z
+			.string()
+			.trim()
+			.regex(/^[a-zA-Z0-9._-]{2,40}$/, 'Username: 2–40 letters, digits, dots, dashes or underscores.'),
 		password: z.string().min(10, 'Password: at least 10 characters.'),
 		confirm: z.string()
 	})

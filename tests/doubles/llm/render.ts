@@ -57,12 +57,10 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 			case 'http500':
 				return sendJson(ctx.res, 500, openAiError('The server had an error while processing your request. (scripted)', 'server_error'));
 			case 'http429':
-				return sendJson(
-					ctx.res,
-					429,
-					openAiError('Rate limit reached for requests. (scripted)', 'requests', 'rate_limit_exceeded'),
-					{ 'retry-after': String(response.retryAfter ?? 0), 'retry-after-ms': String((response.retryAfter ?? 0) * 1000) }
-				);
+				return sendJson(ctx.res, 429, openAiError('Rate limit reached for requests. (scripted)', 'requests', 'rate_limit_exceeded'), {
+					'retry-after': String(response.retryAfter ?? 0),
+					'retry-after-ms': String((response.retryAfter ?? 0) * 1000)
+				});
 			case 'hang':
 				return ctx.onHang(ctx.res);
 			case 'empty':
@@ -85,7 +83,10 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 			name: call.name,
 			arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args ?? {})
 		}));
-		return emit({ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0, argsChunkSize: response.argsChunkSize, usage: response.usage }, ctx);
+		return emit(
+			{ text: response.text ?? '', chunkSize: 8, toolCalls, delayMs: response.delayMs ?? 0, argsChunkSize: response.argsChunkSize, usage: response.usage },
+			ctx
+		);
 	}
 	return emit({ text: response.text, chunkSize: response.chunkSize ?? 8, toolCalls: [], delayMs: response.delayMs ?? 0, usage: response.usage }, ctx);
 }
@@ -164,7 +165,13 @@ async function streamPlan(plan: Plan, ctx: RenderContext): Promise<void> {
 		for (const piece of split(plan.text, plan.chunkSize)) chunks.push(chunk({ role: 'assistant', content: piece }));
 		// Every tool call whole in one chunk, each with index 0.
 		for (const call of plan.toolCalls) {
-			chunks.push(chunk({ role: 'assistant', content: '', tool_calls: [{ id: call.id, index: 0, type: 'function', function: { name: call.name, arguments: call.arguments } }] }));
+			chunks.push(
+				chunk({
+					role: 'assistant',
+					content: '',
+					tool_calls: [{ id: call.id, index: 0, type: 'function', function: { name: call.name, arguments: call.arguments } }]
+				})
+			);
 		}
 		chunks.push(chunk({ role: 'assistant', content: '' }, finishReason(plan)));
 	} else {

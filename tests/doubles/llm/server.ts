@@ -148,7 +148,10 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 			record.error = 'invalid-json';
 			return sendJson(res, 400, openAiError('We could not parse the JSON body of your request.', 'invalid_request_error'));
 		}
-		const prompt = (record.body.messages ?? []).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join(' '))).join(' ');
+		const prompt = (record.body.messages ?? [])
+			.filter((m) => m.role === 'user')
+			.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((c) => c.text ?? '').join(' ')))
+			.join(' ');
 		// The operator's words kept whole, so a test that looks for them finds them under either title.
 		const words = /Operator:[ \t]*(.*)/.exec(prompt)?.[1].trim() ?? '';
 		const response = titleQueue.shift() ?? { text: `About: ${words}` };

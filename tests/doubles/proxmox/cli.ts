@@ -35,7 +35,14 @@ function parseList<T>(raw: string | undefined, flag: string): T[] | undefined {
 const seed = parseList<SeedCt>(values.seed, 'seed');
 const vms = parseList<SeedVm>(values.vms, 'vms');
 const port = values.port ? Number(values.port) : undefined;
-const described = (d: ProxmoxDouble) => ({ port: d.port, host: d.host, user: d.user, clientKeyPath: d.clientKeyPath, hostKeyFingerprint: d.hostKeyFingerprint, stateDir: d.stateDir });
+const described = (d: ProxmoxDouble) => ({
+	port: d.port,
+	host: d.host,
+	user: d.user,
+	clientKeyPath: d.clientKeyPath,
+	hostKeyFingerprint: d.hostKeyFingerprint,
+	stateDir: d.stateDir
+});
 
 let close: () => Promise<void>;
 if (values.cluster !== undefined) {
@@ -47,11 +54,15 @@ if (values.cluster !== undefined) {
 		members: Array.from({ length: n }, (_, i) => ({ name: `pve${i + 1}`, port: port === undefined ? undefined : port + i, ...(i === 0 ? { seed, vms } : {}) }))
 	});
 	close = () => cluster.close();
-	process.stdout.write(JSON.stringify({ cluster: cluster.name, dir: cluster.dir, members: cluster.members.map((m) => ({ node: m.nodeName, ...described(m) })) }) + '\n');
+	process.stdout.write(
+		JSON.stringify({ cluster: cluster.name, dir: cluster.dir, members: cluster.members.map((m) => ({ node: m.nodeName, ...described(m) })) }) + '\n'
+	);
 	process.stderr.write(
 		[
 			`cluster ${cluster.name}: ${n} nodes. Add each one you want Nomos to act on as a host (Settings → Hosts), named as its node:`,
-			...cluster.members.map((m) => `  ${m.nodeName}: address ${m.host}, port ${m.port}, user ${m.user}, key ${m.clientKeyPath}, host key ${m.hostKeyFingerprint}`),
+			...cluster.members.map(
+				(m) => `  ${m.nodeName}: address ${m.host}, port ${m.port}, user ${m.user}, key ${m.clientKeyPath}, host key ${m.hostKeyFingerprint}`
+			),
 			'A node left out is shown in the cluster entity but gets no command. Stop with Ctrl-C (the state dir is removed).'
 		].join('\n') + '\n'
 	);

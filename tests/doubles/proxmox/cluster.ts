@@ -74,7 +74,9 @@ export async function startProxmoxCluster(opts: ProxmoxClusterOptions): Promise<
 			const stateDir = join(dir, 'members', spec.name);
 			await mkdir(stateDir, { recursive: true });
 			nodes.push({ name: spec.name, nodeid: i + 1, ip: `10.10.10.${11 + i}`, stateDir, online: true, link: true });
-			members.push(await startProxmoxDouble({ port: spec.port, nodeName: spec.name, stateDir, seed: spec.seed, vms: spec.vms, delayMs: opts.delayMs, clusterDir: dir }));
+			members.push(
+				await startProxmoxDouble({ port: spec.port, nodeName: spec.name, stateDir, seed: spec.seed, vms: spec.vms, delayMs: opts.delayMs, clusterDir: dir })
+			);
 		}
 	} catch (e) {
 		await Promise.all(members.map((m) => m.close()));

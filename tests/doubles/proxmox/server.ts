@@ -12,8 +12,27 @@ import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
 import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
-	patchCtIn, patchVmIn, readArgvLog, readContainers, readGuestFile, readHangs, readTasks, readVms, setFaultIn, setHttpIn, writeSeed, writeVms,
-	type CtState, type FaultName, type Faults, type HttpSite, type SeedCt, type SeedVm, type TaskRecord, type VmImage, type VmState
+	patchCtIn,
+	patchVmIn,
+	readArgvLog,
+	readContainers,
+	readGuestFile,
+	readHangs,
+	readTasks,
+	readVms,
+	setFaultIn,
+	setHttpIn,
+	writeSeed,
+	writeVms,
+	type CtState,
+	type FaultName,
+	type Faults,
+	type HttpSite,
+	type SeedCt,
+	type SeedVm,
+	type TaskRecord,
+	type VmImage,
+	type VmState
 } from './state';
 
 export { generateHostKey, fingerprintOf, type KeyPair } from './keys';

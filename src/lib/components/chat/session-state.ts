@@ -33,9 +33,13 @@ export function sessionState(s: {
 	if (running.length) {
 		if (s.noWorker) return { kind: 'no-worker', text: 'Approved, waiting for a worker' };
 		const e = running[0];
-		return { kind: 'running', text: `${e.status === 'approved' ? 'Starting' : 'Running'} ${e.action} on ${e.target}…${running.length > 1 ? ` (+${running.length - 1})` : ''}` };
+		return {
+			kind: 'running',
+			text: `${e.status === 'approved' ? 'Starting' : 'Running'} ${e.action} on ${e.target}…${running.length > 1 ? ` (+${running.length - 1})` : ''}`
+		};
 	}
-	if (runningPlan) return s.noWorker ? { kind: 'no-worker', text: 'Approved, waiting for a worker' } : { kind: 'running', text: `Running the plan “${runningPlan.title}”…` };
+	if (runningPlan)
+		return s.noWorker ? { kind: 'no-worker', text: 'Approved, waiting for a worker' } : { kind: 'running', text: `Running the plan “${runningPlan.title}”…` };
 	if (queued) return s.noWorker ? { kind: 'no-worker', text: 'Queued, waiting for a worker' } : { kind: 'queued', text: 'Queued…' };
 	if (pending) return { kind: 'approval', text: `Waiting for your approval (${pending})` };
 	const last = [...s.messages].reverse().find((m) => m.role === 'assistant');

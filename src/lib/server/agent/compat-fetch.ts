@@ -137,7 +137,15 @@ type Completion = {
 	id?: string;
 	model?: string;
 	created?: number;
-	choices?: Array<{ index?: number; finish_reason?: string | null; message?: { role?: string; content?: string | null; tool_calls?: Array<{ id?: string; type?: string; function?: { name?: string; arguments?: string | object } }> } }>;
+	choices?: Array<{
+		index?: number;
+		finish_reason?: string | null;
+		message?: {
+			role?: string;
+			content?: string | null;
+			tool_calls?: Array<{ id?: string; type?: string; function?: { name?: string; arguments?: string | object } }>;
+		};
+	}>;
 	usage?: unknown;
 };
 
@@ -154,7 +162,13 @@ export function completionAsSse(c: Completion): string {
 			const args = typeof t.function?.arguments === 'string' ? t.function.arguments : JSON.stringify(t.function?.arguments ?? {});
 			send({
 				...base,
-				choices: [{ index, delta: { tool_calls: [{ index: i, id: t.id ?? `call_${i}`, type: 'function', function: { name: t.function?.name ?? '', arguments: args } }] }, finish_reason: null }]
+				choices: [
+					{
+						index,
+						delta: { tool_calls: [{ index: i, id: t.id ?? `call_${i}`, type: 'function', function: { name: t.function?.name ?? '', arguments: args } }] },
+						finish_reason: null
+					}
+				]
 			});
 		});
 		const finish = choice.finish_reason ?? ((m.tool_calls ?? []).length ? 'tool_calls' : 'stop');

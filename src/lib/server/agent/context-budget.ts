@@ -156,7 +156,12 @@ export type TruncationNote = { text: string; data: { server: ServerKind; read: n
  * the conversation from the front, usually with the system prompt and tools: say so, for the
  * kind of server that is configured, and how to raise the limit there. Null when it looks fine.
  */
-export function truncationWarning(sentChars: number, reportedTokens: number | undefined, windowTokens: number | null, server: ServerKind = 'other'): TruncationNote | null {
+export function truncationWarning(
+	sentChars: number,
+	reportedTokens: number | undefined,
+	windowTokens: number | null,
+	server: ServerKind = 'other'
+): TruncationNote | null {
 	if (!reportedTokens) return null;
 	const sent = estimateTokens(sentChars);
 	const atCap = windowTokens !== null && reportedTokens >= windowTokens && sent > windowTokens;
@@ -166,6 +171,11 @@ export function truncationWarning(sentChars: number, reportedTokens: number | un
 		text:
 			`${who} read only ${reportedTokens} prompt tokens of about ${sent} sent: it cut the start of the conversation ` +
 			`(the instructions and tool definitions with it), so answers may ignore them. To raise the model's context, ${RAISE[server]}.`,
-		data: { server, read: reportedTokens, sent, summary: `The context was cut: ${server === 'other' ? 'the model server' : SERVER_NAMES[server]} read ${reportedTokens} of about ${sent} prompt tokens.` }
+		data: {
+			server,
+			read: reportedTokens,
+			sent,
+			summary: `The context was cut: ${server === 'other' ? 'the model server' : SERVER_NAMES[server]} read ${reportedTokens} of about ${sent} prompt tokens.`
+		}
 	};
 }

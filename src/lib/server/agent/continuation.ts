@@ -40,7 +40,8 @@ export function executionNote(
 				? `succeeded: ${result}${e.verdict === 'verified' ? ` — verified by reading it back: ${detail}` : ''}`
 				: `${e.status}: ${error}${e.verdict === 'still_failing' ? `${/[.!?]$/.test(error) ? '' : '.'} Verdict: still failing${error.includes(detail) ? '' : ` (${detail})`}.` : ''}`;
 	const left = e.leftovers ? ` Left behind: ${e.leftovers}.` : '';
-	const check = e.status === 'interrupted' ? ' It may have partly run: check the target\'s state before anything else, and do not repeat it without a new approval.' : '';
+	const check =
+		e.status === 'interrupted' ? " It may have partly run: check the target's state before anything else, and do not repeat it without a new approval." : '';
 	// A succeeded resume says so in its result already (executions/resume.ts resumedText).
 	const resumed =
 		e.resumes && !(e.status === 'succeeded' && e.result?.includes('(resumed after the worker stopped'))
@@ -51,7 +52,6 @@ export function executionNote(
 		: '';
 	return `execution ${e.id} (${e.action} on ${e.target}) ${outcome}${edited}${resumed}${left}${check}`;
 }
-
 
 const SAME_FAILURE_LIMIT = 3;
 
@@ -75,7 +75,14 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		const plans = await claimFinishedPlans(tx, sessionId);
 		if (!claimed.length && !plans.length) return { kind: 'nothing' as const };
 		const notes = claimed.map((e) => executionNote(e));
-		const stepRuns = new Map((await getExecutionsByIds(sql(), plans.flatMap((p) => p.steps.map((s) => s.executionId!).filter(Boolean)))).map((e) => [e.id, e]));
+		const stepRuns = new Map(
+			(
+				await getExecutionsByIds(
+					sql(),
+					plans.flatMap((p) => p.steps.map((s) => s.executionId!).filter(Boolean))
+				)
+			).map((e) => [e.id, e])
+		);
 		const planNotes = plans.map((p) =>
 			planNote(
 				p,
@@ -88,7 +95,11 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		// An execution claimed again for a late read-back was counted and noted when it ended:
 		// its late note (written with the claim's reopening) is what the agent reads now.
 		const fresh = claimed.filter((e) => !e.told);
-		const repeats = await maxRecentFailures(tx, sessionId, fresh.filter((e) => e.status === 'failed').map((e) => e.hash));
+		const repeats = await maxRecentFailures(
+			tx,
+			sessionId,
+			fresh.filter((e) => e.status === 'failed').map((e) => e.hash)
+		);
 		const window = await activeWindow(tx, sessionId);
 		// The approval of a plan covers telling the agent how it ended, however long it ran, unless
 		// the operator has since told Nomos to stop continuing by itself.
@@ -128,7 +139,11 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 				const vm = vmOf(e);
 				if (vm) return [{ host: e.hostName!, vmid: Number(vm), vm: true }];
 				// A migrated container is read back on both nodes: gone from the one, on the other (when it is a configured host).
-				return [e.hostName!, ...(e.action === 'pct_migrate' && typeof e.params.node === 'string' ? [e.params.node] : [])].map((host) => ({ host, vmid: Number(targetVmid(e)), vm: false }));
+				return [e.hostName!, ...(e.action === 'pct_migrate' && typeof e.params.node === 'string' ? [e.params.node] : [])].map((host) => ({
+					host,
+					vmid: Number(targetVmid(e)),
+					vm: false
+				}));
 			})
 			.filter((r) => Number.isInteger(r.vmid) && r.vmid > 0);
 		return { kind, refresh, messageId: reply?.id, origin };

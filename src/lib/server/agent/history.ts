@@ -39,7 +39,17 @@ export const HANDLE_CHARS = 400;
 /** Fields of a result that stay beside its handle: they say what it was and how to read it again. */
 const HANDLE_KEEPS = ['executionId', 'id', 'ref', 'action', 'target', 'status', 'error'] as const;
 /** Tools that only read: calling one again reads the same thing (live). The others act, and are never suggested again. */
-const READERS = new Set(['get_state_snapshot', 'list_lxcs', 'list_entities', 'get_entity', 'get_lxc_state', 'search_knowledge', 'http_get', 'get_execution_status', 'describe_action']);
+const READERS = new Set([
+	'get_state_snapshot',
+	'list_lxcs',
+	'list_entities',
+	'get_entity',
+	'get_lxc_state',
+	'search_knowledge',
+	'http_get',
+	'get_execution_status',
+	'describe_action'
+]);
 
 /**
  * What the model sees instead of a long result of an earlier turn: what it was, its size, and
@@ -51,7 +61,11 @@ export function resultHandle(toolName: string, value: unknown, input: unknown): 
 	const v = value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 	const kept = Object.fromEntries(HANDLE_KEEPS.flatMap((k) => (typeof v[k] === 'string' && v[k].length <= 200 ? [[k, v[k]]] : [])));
 	const executionId = typeof v.executionId === 'string' ? v.executionId : undefined;
-	const again = executionId ? `get_execution_status({"id":"${executionId}"})` : READERS.has(toolName) ? `${toolName}(${JSON.stringify(input ?? {})})`.slice(0, 300) : null;
+	const again = executionId
+		? `get_execution_status({"id":"${executionId}"})`
+		: READERS.has(toolName)
+			? `${toolName}(${JSON.stringify(input ?? {})})`.slice(0, 300)
+			: null;
 	return { ...kept, shortened: `${size} characters, left out of the history${again ? `; read it again with ${again} if you need it` : ''}` };
 }
 
@@ -70,7 +84,8 @@ function withHandles(m: ModelMessage, inputs: Map<string, unknown>): ModelMessag
 /** The calls' inputs by id, for the handles' "read it again" call. */
 function callInputs(messages: ModelMessage[]): Map<string, unknown> {
 	const out = new Map<string, unknown>();
-	for (const m of messages) if (m.role === 'assistant' && Array.isArray(m.content)) for (const p of m.content) if (p.type === 'tool-call') out.set(p.toolCallId, p.input);
+	for (const m of messages)
+		if (m.role === 'assistant' && Array.isArray(m.content)) for (const p of m.content) if (p.type === 'tool-call') out.set(p.toolCallId, p.input);
 	return out;
 }
 

@@ -182,7 +182,8 @@ export class MessageWriter {
 
 	/** Marks tool calls still running as failed with `reason` (cancel, crash of the stream). */
 	async interruptRunning(reason: string): Promise<void> {
-		for (const p of await this.parts()) if (isToolPart(p) && isRunning(p)) this.#push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: reason });
+		for (const p of await this.parts())
+			if (isToolPart(p) && isRunning(p)) this.#push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: reason });
 		this.flush();
 	}
 

@@ -25,10 +25,19 @@ export type PromptFit = { instructions: number; tools: number; total: number; wi
 
 /** What every turn sends before the conversation: the instructions and the tool definitions as the server receives them. */
 export async function promptFit(window: number | null): Promise<PromptFit> {
-	const tools = buildTools({ sessionId: 'check', messageId: 'check', signal: new AbortController().signal, turn: { httpGets: 0 }, contextTokens: window ?? undefined });
+	const tools = buildTools({
+		sessionId: 'check',
+		messageId: 'check',
+		signal: new AbortController().signal,
+		turn: { httpGets: 0 },
+		contextTokens: window ?? undefined
+	});
 	const definitions = await Promise.all(
 		// As a session's first request carries them (activeToolsFor).
-		firstRequestTools(tools).map(async (name) => ({ type: 'function', function: { name, description: tools[name].description, parameters: await asSchema(tools[name].inputSchema).jsonSchema } }))
+		firstRequestTools(tools).map(async (name) => ({
+			type: 'function',
+			function: { name, description: tools[name].description, parameters: await asSchema(tools[name].inputSchema).jsonSchema }
+		}))
 	);
 	const parts = promptParts({ messages: [{ role: 'system', content: await turnInstructions() }], tools: definitions });
 	const room = window === null ? null : window - parts.total;
@@ -80,7 +89,14 @@ async function probe(name: string, model: LanguageModel, calls: number, stream: 
 			}
 			toolCalls = seen;
 		} else {
-			const r = await generateText({ model, prompt, tools: { echo }, toolChoice: 'required', maxRetries: 0, abortSignal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+			const r = await generateText({
+				model,
+				prompt,
+				tools: { echo },
+				toolChoice: 'required',
+				maxRetries: 0,
+				abortSignal: AbortSignal.timeout(PROBE_TIMEOUT_MS)
+			});
 			toolCalls = r.steps[0]?.toolCalls.map((c) => ({ toolName: c.toolName, input: c.input })) ?? [];
 			outTokens = r.steps[0]?.usage.outputTokens;
 		}
@@ -130,7 +146,12 @@ export async function checkModel(opts: { probe: boolean }): Promise<ModelCheck> 
 /** One line for the start-up log. */
 export function describeCheck(c: ModelCheck): string {
 	if (!c.baseURL || !c.model) return 'model: not configured (set OPENAI_BASE_URL and NOMOS_MODEL)';
-	const list = c.models === null ? 'the server did not list its models' : c.listed ? `"${c.model}" is among the ${c.models.length} it serves` : `"${c.model}" is NOT among the ${c.models.length} it serves (${c.models.slice(0, 5).join(', ')})`;
+	const list =
+		c.models === null
+			? 'the server did not list its models'
+			: c.listed
+				? `"${c.model}" is among the ${c.models.length} it serves`
+				: `"${c.model}" is NOT among the ${c.models.length} it serves (${c.models.slice(0, 5).join(', ')})`;
 	const ctx = c.context.tokens ? `context ${c.context.tokens} tokens (${c.context.source})` : 'context window unknown (set NOMOS_CONTEXT_TOKENS)';
 	return `model: ${c.baseURL}, ${list}; ${ctx}`;
 }

@@ -89,5 +89,5 @@ export function classifyModelError(e: unknown): ModelFault {
 		// A stream cut mid-way surfaces as a parse/terminated error from the HTTP client.
 		return { retry: true, waitMs: 1_000, cause: 'the connection to the model server dropped' };
 	}
-	return { retry: true, waitMs: 1_000, cause: e instanceof Error ? e.message : JSON.stringify(e) ?? 'unknown error' };
+	return { retry: true, waitMs: 1_000, cause: e instanceof Error ? e.message : (JSON.stringify(e) ?? 'unknown error') };
 }

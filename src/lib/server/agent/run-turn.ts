@@ -127,7 +127,12 @@ async function converse(
 	const fixedChars = system.length + toolsChars(tools);
 	const e = env();
 	const spend: Spend = watch
-		? { usage: null, budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET), steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS), budgetName: 'NOMOS_WATCH_TOKEN_BUDGET' }
+		? {
+				usage: null,
+				budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET),
+				steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS),
+				budgetName: 'NOMOS_WATCH_TOKEN_BUDGET'
+			}
 		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
 	// Operator messages still queued are answered by their own turn, next. Older turns may be
 	// folded into the stored summary first (one request, once per fold point; see summary.ts).
@@ -159,7 +164,17 @@ async function converse(
 		const sofar = await assistantMessages(ownParts);
 		const sent = [...messages, ...sofar];
 		const prepareStep = activeToolsFor(tools, hadResults || hasToolResult(ownParts));
-		const r = await attemptStream(writer, model, modelId, system, sent, { tools, prepareStep }, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
+		const r = await attemptStream(
+			writer,
+			model,
+			modelId,
+			system,
+			sent,
+			{ tools, prepareStep },
+			signal,
+			spend,
+			unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined
+		);
 		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
@@ -201,7 +216,11 @@ async function converse(
 		const seconds = Math.ceil(fault.waitMs / 1000);
 		const until = new Date(Date.now() + fault.waitMs).toISOString();
 		const how = !r.error ? ' without streaming' : '';
-		writer.addNote('retry', `${capitalise(fault.cause)}; retrying${how}${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`, { until, cause: fault.cause });
+		writer.addNote(
+			'retry',
+			`${capitalise(fault.cause)}; retrying${how}${fault.waitMs >= 1000 ? ` in ${seconds} s` : ''} (attempt ${attempt + 1} of ${MAX_ATTEMPTS})…`,
+			{ until, cause: fault.cause }
+		);
 		if (!(await sleep(fault.waitMs, signal))) return stopped(writer, signal);
 	}
 }

@@ -158,7 +158,8 @@ export function summaryPrompt(previous: string | null, folded: ModelMessage[]): 
 					if (p.type === 'tool-call') lines.push(`Agent called ${p.toolName}(${clip(JSON.stringify(p.input ?? {}), 200)})`);
 				}
 		} else if (m.role === 'tool') {
-			for (const p of m.content) if (p.type === 'tool-result') lines.push(`Result of ${p.toolName}: ${clip(JSON.stringify('value' in p.output ? p.output.value : p.output.type), 300)}`);
+			for (const p of m.content)
+				if (p.type === 'tool-result') lines.push(`Result of ${p.toolName}: ${clip(JSON.stringify('value' in p.output ? p.output.value : p.output.type), 300)}`);
 		}
 	}
 	let part = lines.join('\n');

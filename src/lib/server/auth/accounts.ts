@@ -64,7 +64,11 @@ export async function completeSetup(sql: Sql, token: string, username: string, p
 }
 
 /** An admin creates an account. */
-export async function adminCreateOperator(sql: Sql, actor: Actor, input: { username: string; password: string; role: OperatorRole }): Promise<Operator | AccountError> {
+export async function adminCreateOperator(
+	sql: Sql,
+	actor: Actor,
+	input: { username: string; password: string; role: OperatorRole }
+): Promise<Operator | AccountError> {
 	return insertByAdmin(sql, actor, { username: input.username, passwordHash: await hashPassword(input.password), role: input.role });
 }
 

@@ -11,9 +11,7 @@ export const READ_ONLY_TOKEN = {
 const OWN_SCOPE_CHECK = new Set(['/mcp']);
 
 export type GuardOutcome =
-	| { kind: 'pass'; auth: RequestAuth }
-	| { kind: 'refuse'; status: 401 | 403; body: { message: string } }
-	| { kind: 'sign-in'; auth: RequestAuth };
+	{ kind: 'pass'; auth: RequestAuth } | { kind: 'refuse'; status: 401 | 403; body: { message: string } } | { kind: 'sign-in'; auth: RequestAuth };
 
 /**
  * Who may send this request, before any route sees it (hooks.server.ts):

@@ -27,12 +27,17 @@ export async function confirmOwnPassword(sql: Sql, op: { id: string; username: s
 	try {
 		right = await checkOwnPassword(sql, op.id, password);
 	} catch (e) {
-		if (e instanceof PasswordBusyError) return { ok: false, code: 'TOO_MANY_REQUESTS', message: 'Nomos is busy checking other passwords. Try again in a moment.' };
+		if (e instanceof PasswordBusyError)
+			return { ok: false, code: 'TOO_MANY_REQUESTS', message: 'Nomos is busy checking other passwords. Try again in a moment.' };
 		throw e;
 	}
 	if (!right) {
 		const wait = await throttleFailure(sql, keys, env().NOMOS_LOGIN_BACKOFF_MAX_S);
-		return { ok: false, code: wait > 0 ? 'TOO_MANY_REQUESTS' : 'BAD_REQUEST', message: wait > 0 ? `Wrong password. Try again in ${wait} s.` : 'Wrong password.' };
+		return {
+			ok: false,
+			code: wait > 0 ? 'TOO_MANY_REQUESTS' : 'BAD_REQUEST',
+			message: wait > 0 ? `Wrong password. Try again in ${wait} s.` : 'Wrong password.'
+		};
 	}
 	await throttleSuccess(sql, keys);
 	return { ok: true };

@@ -90,7 +90,9 @@ export async function restoreBackup(archive: string, target: BackupTarget, log: 
 		const known = new Set((await readJournal(dir)).entries.map((e) => e.when));
 		const unknown = manifest.migrations.filter((m) => !known.has(Number(m.createdAt)));
 		if (unknown.length) {
-			throw new RestoreRefused(`the backup was made by a newer Nomos (${unknown.length} migration(s) this code does not have); restore it with that version or newer`);
+			throw new RestoreRefused(
+				`the backup was made by a newer Nomos (${unknown.length} migration(s) this code does not have); restore it with that version or newer`
+			);
 		}
 		if (!manifest.migrations.length) throw new RestoreRefused('the backup holds no migrated database');
 		const backupNewest = Math.max(...manifest.migrations.map((m) => Number(m.createdAt)));
@@ -113,9 +115,12 @@ export async function restoreBackup(archive: string, target: BackupTarget, log: 
 					if (!quiet) log('not a superuser: loading with triggers on, in foreign-key order');
 					for (const t of manifest.tables) {
 						const entries = [t.entry, ...(t.parts ?? [])];
-						await pipeline(async function* () {
-							for (const e of entries) yield* createReadStream(read(e));
-						}, await copyTableIn(tx, { name: t.name, columns: t.columns }));
+						await pipeline(
+							async function* () {
+								for (const e of entries) yield* createReadStream(read(e));
+							},
+							await copyTableIn(tx, { name: t.name, columns: t.columns })
+						);
 						const n = await countRows(tx, t.name);
 						if (n !== t.rows) throw new Error(`restore: ${t.name} has ${n} rows after loading, the backup says ${t.rows}`);
 						rows += n;

@@ -52,13 +52,27 @@ function store(m: Parameters<typeof sendOperatorMessage>[0] & { extra?: MessageP
 		} else sessionId = await createSession(tx, m.operatorId, titleFrom(m.text));
 		// Who sent it: what the agent asks for in the turns it starts carries it (executions/cause.ts).
 		const cause = causeOfCredential(m.credential, { id: m.operatorId });
-		const msg = await insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text: m.text }, ...(m.extra ?? [])], status: 'queued', origin: 'chat', cause });
+		const msg = await insertMessage(tx, {
+			sessionId,
+			role: 'user',
+			parts: [{ type: 'text', text: m.text }, ...(m.extra ?? [])],
+			status: 'queued',
+			origin: 'chat',
+			cause
+		});
 		// With a question open, the operator's next message is its answer, and only that:
 		// it approves nothing, whatever it says. This turn resumes the agent.
 		const open = m.sessionId ? await openQuestionOf(tx, sessionId) : null;
 		if (open) await answerQuestion(tx, open.id, { answer: m.text, via: 'chat', operatorId: m.operatorId, token: m.token });
 		else if (m.sessionId && !m.pursue) {
-			await approveByTyping(tx, { sessionId, messageId: msg.id, text: m.text, shownIds: m.shownExecutionIds, operatorId: m.operatorId, credential: m.credential });
+			await approveByTyping(tx, {
+				sessionId,
+				messageId: msg.id,
+				text: m.text,
+				shownIds: m.shownExecutionIds,
+				operatorId: m.operatorId,
+				credential: m.credential
+			});
 		}
 		await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: msg.id } });
 		await requestTurn(tx, { sessionId, origin: 'chat' });

@@ -41,17 +41,30 @@ async function liveView(host: Host, members: string[]): Promise<{ view: ClusterV
 }
 
 /** Says why the view forbids sending to `host` (for `guest`); null = go. */
-export function judge(view: ClusterView, host: string, guest: RouteGuest | undefined, mutation: boolean, configured: Set<string>, hostError?: string): RouteRefusal | null {
+export function judge(
+	view: ClusterView,
+	host: string,
+	guest: RouteGuest | undefined,
+	mutation: boolean,
+	configured: Set<string>,
+	hostError?: string
+): RouteRefusal | null {
 	const node = view.nodes.find((n) => n.node === host);
 	if (!node) return { error: `${host} is not a node of cluster ${view.name} (its nodes: ${view.nodes.map((n) => n.node).join(', ')})` };
 	if (view.readFrom !== host) {
 		if (node.status !== 'online') {
-			return { error: `node ${host} is ${node.status} in cluster ${view.name} (seen from ${view.readFrom}): nothing is sent to it`, hint: 'wait until it is back online; list_entities kind cluster shows the nodes' };
+			return {
+				error: `node ${host} is ${node.status} in cluster ${view.name} (seen from ${view.readFrom}): nothing is sent to it`,
+				hint: 'wait until it is back online; list_entities kind cluster shows the nodes'
+			};
 		}
 		return { error: `node ${host} is online in cluster ${view.name} but does not answer Nomos: ${hostError ?? 'unreachable'}` };
 	}
 	if (!view.quorate && mutation) {
-		return { error: `node ${host} has lost quorum in cluster ${view.name} (pvecm status: Quorate: No): Proxmox refuses changes there, so nothing is sent`, hint: 'read-only actions still work; changes wait until the cluster is quorate again' };
+		return {
+			error: `node ${host} has lost quorum in cluster ${view.name} (pvecm status: Quorate: No): Proxmox refuses changes there, so nothing is sent`,
+			hint: 'read-only actions still work; changes wait until the cluster is quorate again'
+		};
 	}
 	if (!guest) return null;
 	const held = view.guests.find((g) => g.vmid === Number(guest.vmid));
@@ -71,7 +84,11 @@ export function judge(view: ClusterView, host: string, guest: RouteGuest | undef
  * answer, from another configured member — records what it saw, and refuses a down or non-quorate
  * node or a guest another node holds. A standalone host is never checked (null at once).
  */
-export async function clusterRefusal(host: Host, guest: RouteGuest | undefined, opts: { mutation: boolean; client?: Client; signal?: AbortSignal }): Promise<RouteRefusal | null> {
+export async function clusterRefusal(
+	host: Host,
+	guest: RouteGuest | undefined,
+	opts: { mutation: boolean; client?: Client; signal?: AbortSignal }
+): Promise<RouteRefusal | null> {
 	const cluster = await clusterOfHost(sql(), host.name);
 	if (!cluster) return null;
 	let got: Awaited<ReturnType<typeof liveView>>;

@@ -4,7 +4,15 @@ import type { MessageChunk, MessageDelta, MessageOrigin, MessageRow } from '../.
 import { foldChunks, TEXT_ID } from '../../messages/fold';
 import { isRunning, isToolPart, notePart } from '../../messages/parts';
 import { emitEvent } from '../db/queries/events';
-import { getMessageRow, latestRequestingReplyRows, listMessageRows, lockOrphanedReplies, releaseReply, streamingDeltas, writeFinalMessage } from '../db/queries/messages';
+import {
+	getMessageRow,
+	latestRequestingReplyRows,
+	listMessageRows,
+	lockOrphanedReplies,
+	releaseReply,
+	streamingDeltas,
+	writeFinalMessage
+} from '../db/queries/messages';
 
 // Messages as the operator sees them: db/queries/messages.ts reads and writes the rows; here a
 // streaming row is composed with its deltas (the same fold the browser runs, lib/messages/fold.ts).
@@ -108,7 +116,8 @@ export async function closeReply(tx: TransactionSql, m: MessageRow, note: string
 	const chunks: MessageChunk[] = [];
 	const last = m.parts[m.parts.length - 1];
 	if (last?.type === 'text' && last.state === 'streaming') chunks.push({ type: 'text-end', id: TEXT_ID });
-	for (const p of m.parts) if (isToolPart(p) && isRunning(p)) chunks.push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: 'interrupted before it finished' });
+	for (const p of m.parts)
+		if (isToolPart(p) && isRunning(p)) chunks.push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: 'interrupted before it finished' });
 	chunks.push({ type: 'data-note', data: notePart('error', note).data });
 	const rev = m.rev + 1;
 	const parts = await foldChunks(m.parts, chunks).catch(() => [...m.parts, notePart('error', note)]);

@@ -202,11 +202,10 @@ export async function startEmbeddedPostgres(opts) {
 		if (ids) await fs.chown(pgdata, ids.uid, ids.gid);
 		const tmpPw = await writeInitdbPasswordFile(password, ids ?? null);
 		try {
-			await run(
-				bins.initdb,
-				[`--pgdata=${pgdata}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${tmpPw}`, '--encoding=UTF8', '--locale=C'],
-				{ ...ids, env: { ...process.env, LC_ALL: 'C' } }
-			);
+			await run(bins.initdb, [`--pgdata=${pgdata}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${tmpPw}`, '--encoding=UTF8', '--locale=C'], {
+				...ids,
+				env: { ...process.env, LC_ALL: 'C' }
+			});
 		} finally {
 			await fs.rm(path.dirname(tmpPw), { recursive: true, force: true });
 		}
@@ -219,9 +218,7 @@ export async function startEmbeddedPostgres(opts) {
 		const pid = Number(pidLine);
 		if (pid > 0 && alivePostgres(pid)) {
 			if (Number(portLine) !== opts.port) {
-				throw new Error(
-					`embedded Postgres in ${pgdata} already runs on port ${portLine} (pid ${pid}); set NOMOS_PG_PORT=${portLine} or stop it`
-				);
+				throw new Error(`embedded Postgres in ${pgdata} already runs on port ${portLine} (pid ${pid}); set NOMOS_PG_PORT=${portLine} or stop it`);
 			}
 			if (!opts.claim) {
 				log(`reusing embedded Postgres already running (pid ${pid})`);

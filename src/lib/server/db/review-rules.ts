@@ -9,14 +9,7 @@
 export const severities = ['high', 'medium', 'low'] as const;
 export type Severity = (typeof severities)[number];
 
-export const findingKinds = [
-	'missing_capability',
-	'silent_failure',
-	'n_plus_one',
-	'operator_as_event_loop',
-	'stall',
-	'goal_outcome'
-] as const;
+export const findingKinds = ['missing_capability', 'silent_failure', 'n_plus_one', 'operator_as_event_loop', 'stall', 'goal_outcome'] as const;
 export type FindingKind = (typeof findingKinds)[number];
 
 /** Ranking weight of a finding by severity (goal_outcome counts only when the goal was missed). */
@@ -60,7 +53,21 @@ export const FAILURE_RE = String.raw`\m(failed|failure|unable|could not|couldn['
  * Postgres regexes cost microseconds per text, so they only run on texts passing these.
  */
 export const CANNOT_LIKE = ['%can%t %', '%cannot%', '%can not%', '%unable%', '%not able%', '%not supported%', '%action%', '%only %'];
-export const SUCCESS_LIKE = ['%done%', '%succe%', '%complete%', '%deployed%', '%installed%', '%created%', '%finished%', '%all set%', '%is up%', '%is now %', '%is running%', '%is live%', '%is reachable%'];
+export const SUCCESS_LIKE = [
+	'%done%',
+	'%succe%',
+	'%complete%',
+	'%deployed%',
+	'%installed%',
+	'%created%',
+	'%finished%',
+	'%all set%',
+	'%is up%',
+	'%is now %',
+	'%is running%',
+	'%is live%',
+	'%is reachable%'
+];
 export const FAILURE_LIKE = ['%fail%', '%unable%', '%could%', '%not reached%'];
 /** A later assistant message that talks about a failure (plain substrings). */
 export const MENTIONS_FAILURE_LIKE = ['%fail%', '%error%'];

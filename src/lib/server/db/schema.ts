@@ -19,7 +19,17 @@ import {
 } from 'drizzle-orm/pg-core';
 import { messageOrigins, messageRoles, messageStatuses, type MessageOrigin, type MessagePart, type MessageStatus } from '../../types/messages';
 import { alertHookKinds } from '../../schemas/watches';
-import { classifications, executionStatuses, verdicts, type Classification, type BeforeApproval, type ExecutionEdit, type ExecutionStatus, type ExecutionStep, type RequestCause } from '../../types/executions';
+import {
+	classifications,
+	executionStatuses,
+	verdicts,
+	type Classification,
+	type BeforeApproval,
+	type ExecutionEdit,
+	type ExecutionStatus,
+	type ExecutionStep,
+	type RequestCause
+} from '../../types/executions';
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 // 'string': what the app's postgres.js parsers return (ISO 8601, see db/index.ts); no effect on the SQL.
@@ -161,7 +171,9 @@ export const messages = pgTable(
 	},
 	(t) => [
 		index('messages_session_seq_idx').on(t.sessionId, t.seq),
-		index('messages_streaming_idx').on(t.runner).where(sql`status = 'streaming'`),
+		index('messages_streaming_idx')
+			.on(t.runner)
+			.where(sql`status = 'streaming'`),
 		index('messages_search_idx').using('gin', t.search)
 	]
 );
@@ -211,48 +223,54 @@ export const messageFacts = pgTable(
 	(t) => [
 		index('message_facts_session_idx').on(t.sessionId, t.seq),
 		// the few messages that can name an execution (see r_silent)
-		index('message_facts_hex_idx').on(t.sessionId).where(sql`${t.hexRuns} is not null`)
+		index('message_facts_hex_idx')
+			.on(t.sessionId)
+			.where(sql`${t.hexRuns} is not null`)
 	]
 );
 
 /** The sums of a session's message facts the overview ranks it by (r_sf0 in db/queries/review.ts), kept with them. */
-export const sessionFacts = pgTable('session_facts', {
-	sessionId: uuid('session_id')
-		.primaryKey()
-		.references(() => chatSessions.id, { onDelete: 'cascade' }),
-	messages: integer('messages').notNull(),
-	userMessages: integer('user_messages').notNull(),
-	assistantMessages: integer('assistant_messages').notNull(),
-	systemMessages: integer('system_messages').notNull(),
-	toolCalls: integer('tool_calls').notNull(),
-	firstAt: ts('first_at').notNull(),
-	lastAt: ts('last_at').notNull(),
-	/** The most calls of one per-entity tool in one message. */
-	n1Max: integer('n1_max').notNull(),
-	nudges: integer('nudges').notNull(),
-	blanks: integer('blanks').notNull(),
-	retried: integer('retried').notNull(),
-	notext: integer('notext').notNull(),
-	/** The last assistant message reports success. */
-	lastOk: boolean('last_ok').notNull(),
-	toolCounts: integer('tool_counts').array().notNull(),
-	failCounts: integer('fail_counts').array(),
-	/** When each assistant message saying it cannot (or told the action does not exist) was written. */
-	capAt: ts('cap_at').array().notNull(),
-	/** When the last assistant message mentioning a failure was written. */
-	mentionAt: ts('mention_at'),
-	/** The model's tokens over the session's messages. */
-	inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
-	outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
-	cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0),
-	/** The same tokens per model, `{ "<model>": [input, output, cached] }`: what prices turn into a cost. */
-	usageByModel: jsonb('usage_by_model').$type<Record<string, [number, number, number]>>().notNull().default({}),
-	/** The one model the session's tokens went to; null when none or several (then read usage_by_model). */
-	model: text('model'),
-	/** The session's creation and whether it is a replay, copied from chat_sessions (neither changes): the overview filters on them without a join. */
-	sessionCreatedAt: ts('session_created_at').notNull(),
-	replay: boolean('replay').notNull().default(false)
-}, (t) => [index('session_facts_created_idx').on(t.sessionCreatedAt)]);
+export const sessionFacts = pgTable(
+	'session_facts',
+	{
+		sessionId: uuid('session_id')
+			.primaryKey()
+			.references(() => chatSessions.id, { onDelete: 'cascade' }),
+		messages: integer('messages').notNull(),
+		userMessages: integer('user_messages').notNull(),
+		assistantMessages: integer('assistant_messages').notNull(),
+		systemMessages: integer('system_messages').notNull(),
+		toolCalls: integer('tool_calls').notNull(),
+		firstAt: ts('first_at').notNull(),
+		lastAt: ts('last_at').notNull(),
+		/** The most calls of one per-entity tool in one message. */
+		n1Max: integer('n1_max').notNull(),
+		nudges: integer('nudges').notNull(),
+		blanks: integer('blanks').notNull(),
+		retried: integer('retried').notNull(),
+		notext: integer('notext').notNull(),
+		/** The last assistant message reports success. */
+		lastOk: boolean('last_ok').notNull(),
+		toolCounts: integer('tool_counts').array().notNull(),
+		failCounts: integer('fail_counts').array(),
+		/** When each assistant message saying it cannot (or told the action does not exist) was written. */
+		capAt: ts('cap_at').array().notNull(),
+		/** When the last assistant message mentioning a failure was written. */
+		mentionAt: ts('mention_at'),
+		/** The model's tokens over the session's messages. */
+		inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
+		outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
+		cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull().default(0),
+		/** The same tokens per model, `{ "<model>": [input, output, cached] }`: what prices turn into a cost. */
+		usageByModel: jsonb('usage_by_model').$type<Record<string, [number, number, number]>>().notNull().default({}),
+		/** The one model the session's tokens went to; null when none or several (then read usage_by_model). */
+		model: text('model'),
+		/** The session's creation and whether it is a replay, copied from chat_sessions (neither changes): the overview filters on them without a join. */
+		sessionCreatedAt: ts('session_created_at').notNull(),
+		replay: boolean('replay').notNull().default(false)
+	},
+	(t) => [index('session_facts_created_idx').on(t.sessionCreatedAt)]
+);
 
 /**
  * What the review ranks a session by beyond its message sums (r_exs, r_qs, r_silent and
@@ -277,14 +295,7 @@ export const sessionActivity = pgTable('session_activity', {
 	capCount: integer('cap_count').notNull().default(0)
 });
 
-export const taskStates = [
-	'executing',
-	'awaiting_input',
-	'awaiting_approval',
-	'completed',
-	'failed',
-	'cancelled'
-] as const;
+export const taskStates = ['executing', 'awaiting_input', 'awaiting_approval', 'completed', 'failed', 'cancelled'] as const;
 export type TaskState = (typeof taskStates)[number];
 
 /** The goal a session works on; one per session. */
@@ -328,16 +339,11 @@ export const entities = pgTable(
 		notes: text('notes').notNull().default(''),
 		search: tsvector('search')
 			.notNull()
-			.generatedAlwaysAs(
-				sql`setweight(to_tsvector('english', coalesce("name", '')), 'A') || setweight(to_tsvector('english', coalesce("notes", '')), 'B')`
-			),
+			.generatedAlwaysAs(sql`setweight(to_tsvector('english', coalesce("name", '')), 'A') || setweight(to_tsvector('english', coalesce("notes", '')), 'B')`),
 		seenAt: ts('seen_at').notNull().defaultNow(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
-	(t) => [
-		uniqueIndex('entities_kind_external_idx').on(t.kind, t.externalId),
-		index('entities_search_idx').using('gin', t.search)
-	]
+	(t) => [uniqueIndex('entities_kind_external_idx').on(t.kind, t.externalId), index('entities_search_idx').using('gin', t.search)]
 );
 
 /**
@@ -361,13 +367,13 @@ export const knowledge = pgTable(
 		id: uuid('id').primaryKey().defaultRandom(),
 		title: text('title').notNull(),
 		body: text('body').notNull().default(''),
-		source: text('source', { enum: ['page', 'file', 'inventory'] }).notNull().default('page'),
+		source: text('source', { enum: ['page', 'file', 'inventory'] })
+			.notNull()
+			.default('page'),
 		sourcePath: text('source_path').unique(),
 		search: tsvector('search')
 			.notNull()
-			.generatedAlwaysAs(
-				sql`setweight(to_tsvector('english', coalesce("title", '')), 'A') || setweight(to_tsvector('english', coalesce("body", '')), 'B')`
-			),
+			.generatedAlwaysAs(sql`setweight(to_tsvector('english', coalesce("title", '')), 'A') || setweight(to_tsvector('english', coalesce("body", '')), 'B')`),
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
@@ -385,7 +391,9 @@ export const hosts = pgTable('hosts', {
 	hostKeyFingerprint: text('host_key_fingerprint'),
 	/** The fingerprint last presented by the host, shown to the operator for pinning. */
 	seenFingerprint: text('seen_fingerprint'),
-	source: text('source', { enum: ['config', 'ui'] }).notNull().default('ui'),
+	source: text('source', { enum: ['config', 'ui'] })
+		.notNull()
+		.default('ui'),
 	lastCheckedAt: ts('last_checked_at'),
 	lastError: text('last_error'),
 	/** The last time the host answered over SSH (a check that reached it, even one whose command failed). */
@@ -504,8 +512,12 @@ export const executions = pgTable(
 	(t) => [
 		index('executions_status_idx').on(t.status),
 		index('executions_session_idx').on(t.requestedBySession),
-		index('executions_recheck_idx').on(t.leftoversRecheckAt).where(sql`${t.leftoversRecheckAt} is not null`),
-		index('executions_inconclusive_idx').on(t.finishedAt).where(sql`${t.verdict} = 'inconclusive'`),
+		index('executions_recheck_idx')
+			.on(t.leftoversRecheckAt)
+			.where(sql`${t.leftoversRecheckAt} is not null`),
+		index('executions_inconclusive_idx')
+			.on(t.finishedAt)
+			.where(sql`${t.verdict} = 'inconclusive'`),
 		check('executions_verdict_check', sql`${t.verdict} in ('verified', 'still_failing', 'inconclusive')`)
 	]
 );
@@ -609,7 +621,9 @@ export const sessionQuestions = pgTable(
 		why: text('why'),
 		options: jsonb('options').$type<string[]>().notNull().default([]),
 		contextEntities: jsonb('context_entities').$type<string[]>().notNull().default([]),
-		status: text('status', { enum: ['open', 'answered', 'cancelled'] }).notNull().default('open'),
+		status: text('status', { enum: ['open', 'answered', 'cancelled'] })
+			.notNull()
+			.default('open'),
 		answer: text('answer'),
 		/** Where the answer came from: the panel in a browser, the chat box, or the HTTP API (REST, or tRPC with a token). */
 		answeredVia: text('answered_via', { enum: ['panel', 'chat', 'rest'] }),
@@ -624,7 +638,6 @@ export const sessionQuestions = pgTable(
 	(t) => [index('session_questions_session_idx').on(t.sessionId, t.status)]
 );
 
-
 /**
  * Processes running graphile-worker workers, with their worker ids and a heartbeat. A lock held
  * by a worker id that no live process claims belongs to a dead process and is released.
@@ -633,7 +646,10 @@ export const workerProcesses = pgTable('worker_processes', {
 	id: uuid('id').primaryKey().defaultRandom(),
 	hostname: text('hostname').notNull(),
 	pid: integer('pid').notNull(),
-	workerIds: text('worker_ids').array().notNull().default(sql`'{}'::text[]`),
+	workerIds: text('worker_ids')
+		.array()
+		.notNull()
+		.default(sql`'{}'::text[]`),
 	/**
 	 * The process holds the session-level advisory lock (LIFE_LOCK_SPACE, lock_id) for its whole
 	 * life: when it dies its connection closes and the lock is gone at once (see jobs/life.ts).
@@ -713,25 +729,29 @@ export type AlertHookKind = (typeof alertHookKinds)[number];
  * compared by hash). Only a hook that accepts `X-Nomos-Signature` (`signed`) keeps the secret
  * itself, which an HMAC of the body needs (check `alert_hooks_plain_secret_only_signed`).
  */
-export const alertHooks = pgTable('alert_hooks', {
-	id: uuid('id').primaryKey().defaultRandom(),
-	name: text('name').notNull(),
-	kind: text('kind', { enum: alertHookKinds }).notNull(),
-	/** Hex SHA-256 of the secret. */
-	secretHash: text('secret_hash').notNull(),
-	/** Accepts an HMAC of the body: then (and only then) the secret itself is kept in `secret`. */
-	signed: boolean('signed').notNull().default(false),
-	secret: text('secret'),
-	/** Alerts still arrive and are recorded while muted, but open no investigation. */
-	mutedUntil: ts('muted_until'),
-	revokedAt: ts('revoked_at'),
-	lastReceivedAt: ts('last_received_at'),
-	/** The per-minute delivery counter (rate limit, shared by every process). */
-	windowStart: ts('window_start'),
-	windowCount: integer('window_count').notNull().default(0),
-	createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
-	createdAt: createdAt()
-}, (t) => [check('alert_hooks_plain_secret_only_signed', sql`${t.signed} or ${t.secret} is null`)]);
+export const alertHooks = pgTable(
+	'alert_hooks',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		name: text('name').notNull(),
+		kind: text('kind', { enum: alertHookKinds }).notNull(),
+		/** Hex SHA-256 of the secret. */
+		secretHash: text('secret_hash').notNull(),
+		/** Accepts an HMAC of the body: then (and only then) the secret itself is kept in `secret`. */
+		signed: boolean('signed').notNull().default(false),
+		secret: text('secret'),
+		/** Alerts still arrive and are recorded while muted, but open no investigation. */
+		mutedUntil: ts('muted_until'),
+		revokedAt: ts('revoked_at'),
+		lastReceivedAt: ts('last_received_at'),
+		/** The per-minute delivery counter (rate limit, shared by every process). */
+		windowStart: ts('window_start'),
+		windowCount: integer('window_count').notNull().default(0),
+		createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
+		createdAt: createdAt()
+	},
+	(t) => [check('alert_hooks_plain_secret_only_signed', sql`${t.signed} or ${t.secret} is null`)]
+);
 
 /**
  * One alert group of a hook (Alertmanager's group key, a Proxmox event's type + node + job, a

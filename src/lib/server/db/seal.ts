@@ -45,7 +45,8 @@ async function fileKey(dataDir: string): Promise<Buffer> {
 	}
 	await fs.chmod(file, 0o600);
 	const key = (await fs.readFile(file, 'utf8')).trim();
-	if (key.length < 32) throw new Error(`${file} holds no usable seal key: restore it from where you keep it (approvals sealed with it no longer run without it)`);
+	if (key.length < 32)
+		throw new Error(`${file} holds no usable seal key: restore it from where you keep it (approvals sealed with it no longer run without it)`);
 	return Buffer.from(key);
 }
 

@@ -41,8 +41,10 @@ async function checkRule(tx: TransactionSql, raw: RuleFields): Promise<RuleError
 	const r = parsed.data;
 	if (!isActionName(r.action)) return { error: `unknown action '${r.action}'`, code: 'BAD_REQUEST' };
 	const def = ACTIONS[r.action];
-	if (def.classification === 'destructive') return { error: `${r.action} is destructive: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
-	if (!approvalVerdict({ action: r.action, requestedWithToken: null }, 'rule', null).ok) return { error: `${r.action} cannot be undone: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
+	if (def.classification === 'destructive')
+		return { error: `${r.action} is destructive: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
+	if (!approvalVerdict({ action: r.action, requestedWithToken: null }, 'rule', null).ok)
+		return { error: `${r.action} cannot be undone: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
 	if (def.classification === 'read_only') return { error: `${r.action} is read-only and runs without approval already`, code: 'BAD_REQUEST' };
 	const t = parsePattern(r.pattern)!;
 	if (t.kind === 'host' && def.scope === 'ct') return { error: `${r.action} runs on a container: use an lxc:<host>/… pattern`, code: 'BAD_REQUEST' };

@@ -1,4 +1,5 @@
-const ASSENT = /^(yes|yep|yeah|y|ok|okay|sure|approved?|go( ahead)?|do it|run it|proceed|lgtm|sounds good|go for it|ship it|confirm(ed)?|please do)\b[\s,!.]*((yes|please|go ahead|run (it|them)|do it|approve(d)?|proceed|thanks?|thank you|go for it)[\s,!.]*)*$/i;
+const ASSENT =
+	/^(yes|yep|yeah|y|ok|okay|sure|approved?|go( ahead)?|do it|run it|proceed|lgtm|sounds good|go for it|ship it|confirm(ed)?|please do)\b[\s,!.]*((yes|please|go ahead|run (it|them)|do it|approve(d)?|proceed|thanks?|thank you|go for it)[\s,!.]*)*$/i;
 const NEGATION = /\b(no|not|don'?t|do not|never|stop|wait|hold|cancel|but|except|instead|change|only|first|later|unless|why|what|how)\b/i;
 
 /**

@@ -64,13 +64,18 @@ export function approvalVerdict(e: ApprovalSubject, way: ApprovalWay, c: Credent
 	if (way === 'typed' && person) return no(`${e.action} needs a person: typing never approves it. Click its Approve button on the card or on Ops.`);
 	if (!c) return no('No credential.');
 	if (c.kind === 'session') {
-		if (person && !recentlyVerified(c.verifiedAt, now)) return no(`Approving ${e.action} cannot be undone: confirm your password first (asked again after ${env().NOMOS_STEP_UP_MIN} min).`, true);
+		if (person && !recentlyVerified(c.verifiedAt, now))
+			return no(`Approving ${e.action} cannot be undone: confirm your password first (asked again after ${env().NOMOS_STEP_UP_MIN} min).`, true);
 		return { ok: true };
 	}
 	const t = c.token;
-	if (t.scope !== 'approve') return no(`The API token “${t.name}” has scope ${t.scope}: it may deny but not approve. Approve signed in, or use a token with scope approve.`);
+	if (t.scope !== 'approve')
+		return no(`The API token “${t.name}” has scope ${t.scope}: it may deny but not approve. Approve signed in, or use a token with scope approve.`);
 	if (person) return no(`${e.action} needs a person: no API token approves it. Approve it signed in, in a browser.`);
-	if (e.requestedWithToken === t.id) return no(`This was requested with the API token “${t.name}” (by its MCP client, or in a turn its message started): a token never approves its own request, nor what its own messages caused.`);
+	if (e.requestedWithToken === t.id)
+		return no(
+			`This was requested with the API token “${t.name}” (by its MCP client, or in a turn its message started): a token never approves its own request, nor what its own messages caused.`
+		);
 	return { ok: true };
 }
 
@@ -81,7 +86,12 @@ export function assertMayApprove(e: ApprovalSubject, c: Credential, way: Exclude
 }
 
 /** assertMayApprove for a stored execution (its action and the token it was requested with). */
-export async function assertMayApproveExecution(sql: Sql | TransactionSql, executionId: string, c: Credential, way: Exclude<ApprovalWay, 'rule'> = 'click'): Promise<void> {
+export async function assertMayApproveExecution(
+	sql: Sql | TransactionSql,
+	executionId: string,
+	c: Credential,
+	way: Exclude<ApprovalWay, 'rule'> = 'click'
+): Promise<void> {
 	const e = await requesterTokenOf(sql, executionId);
 	if (e) assertMayApprove(e, c, way);
 }

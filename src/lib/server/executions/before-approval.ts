@@ -35,13 +35,18 @@ function absent(r: ExecResult, what: string, host: string, tool: string): { cann
 	return r.exitCode !== null && r.exitCode !== 0 && said ? { cannot: `${what} does not exist on ${host} (${tool}: ${said[0]})` } : null;
 }
 
-const failed = (r: ExecResult, tool: string) => ({ unknown: `${tool} ${r.timedOut ? 'did not answer in time' : `exited with ${r.exitCode ?? r.signal}: ${(r.stderr || r.stdout).trim().slice(0, 200) || 'no output'}`}` });
+const failed = (r: ExecResult, tool: string) => ({
+	unknown: `${tool} ${r.timedOut ? 'did not answer in time' : `exited with ${r.exitCode ?? r.signal}: ${(r.stderr || r.stdout).trim().slice(0, 200) || 'no output'}`}`
+});
 
 /**
  * `size` compared with the disk's line in `pct config` / `qm config`: the reason a resize to an
  * absolute size cannot grow it, null when it grows, `unknown` when the size cannot be read.
  */
-export function shrinkRefusal(config: string, g: { what: 'CT' | 'VM'; vmid: string; disk: string; size: string; action: string }): { cannot: string } | { unknown: string } | null {
+export function shrinkRefusal(
+	config: string,
+	g: { what: 'CT' | 'VM'; vmid: string; disk: string; size: string; action: string }
+): { cannot: string } | { unknown: string } | null {
 	if (g.size.startsWith('+')) return null;
 	const line = config.split('\n').find((l) => l.startsWith(`${g.disk}: `));
 	if (!line) return { cannot: `${g.what} ${g.vmid} has no disk ${g.disk}` };
@@ -51,7 +56,9 @@ export function shrinkRefusal(config: string, g: { what: 'CT' | 'VM'; vmid: stri
 	const wanted = Number(g.size.slice(0, -1)) * (GIB[g.size.slice(-1)] ?? 1);
 	if (wanted > current) return null;
 	const verb = wanted < current ? 'shrink it' : 'change nothing';
-	return { cannot: `${g.what} ${g.vmid} ${g.disk} is ${m[1]}${m[2]} now; resizing it to ${g.size} would ${verb} (${g.action} only grows a disk; Proxmox cannot shrink one)` };
+	return {
+		cannot: `${g.what} ${g.vmid} ${g.disk} is ${m[1]}${m[2]} now; resizing it to ${g.size} would ${verb} (${g.action} only grows a disk; Proxmox cannot shrink one)`
+	};
 }
 
 /** The reads a request needs before approval: none for most actions. */
@@ -71,7 +78,11 @@ export function checksFor(p: Checkable): Check[] {
 	}
 	const vmVmid = typeof p.params.vmid === 'string' || typeof p.params.vmid === 'number' ? String(p.params.vmid) : undefined;
 	const destroyed =
-		p.action === 'pct_destroy' ? { what: 'CT', tool: 'pct', stop: 'pct_stop', vmid: p.vmid } : p.action === 'vm_destroy' ? { what: 'VM', tool: 'qm', stop: 'vm_shutdown or qm_stop', vmid: vmVmid } : null;
+		p.action === 'pct_destroy'
+			? { what: 'CT', tool: 'pct', stop: 'pct_stop', vmid: p.vmid }
+			: p.action === 'vm_destroy'
+				? { what: 'VM', tool: 'qm', stop: 'vm_shutdown or qm_stop', vmid: vmVmid }
+				: null;
 	if (destroyed?.vmid) {
 		const { what, tool, stop, vmid } = destroyed;
 		checks.push({
@@ -79,7 +90,10 @@ export function checksFor(p: Checkable): Check[] {
 			judge: (r) => {
 				if (r.exitCode !== 0 || r.timedOut) return absent(r, `${what} ${vmid}`, p.hostName, `${tool} status`) ?? failed(r, `${tool} status ${vmid}`);
 				const status = /^status:\s*(\S+)/m.exec(r.stdout)?.[1];
-				if (status === 'running') return { cannot: `${what} ${vmid} is running: a running guest is not destroyed (stop it first with ${stop}, then ask again, or propose a plan that stops it and then destroys it)` };
+				if (status === 'running')
+					return {
+						cannot: `${what} ${vmid} is running: a running guest is not destroyed (stop it first with ${stop}, then ask again, or propose a plan that stops it and then destroys it)`
+					};
 				if (status === 'stopped') return null;
 				return { unknown: `${tool} status ${vmid} said ${JSON.stringify(r.stdout.trim().slice(0, 100))}` };
 			}

@@ -95,7 +95,12 @@ export function withReads(cause: RequestCause | null | undefined, reads: Outside
  * The cause a tool records on what it asks for: an MCP client's token, or the turn's cause with
  * the outside text read so far in this turn added.
  */
-export function requestCauseOf(ctx: { mcp?: { operator: { id: string; username: string }; token: { id: string; name: string } }; cause?: RequestCause | null; turn: { read?: OutsideRead[] } }): RequestCause | null {
-	if (ctx.mcp) return { kind: 'mcp', operatorId: ctx.mcp.operator.id, operator: ctx.mcp.operator.username, tokenId: ctx.mcp.token.id, tokenName: ctx.mcp.token.name };
+export function requestCauseOf(ctx: {
+	mcp?: { operator: { id: string; username: string }; token: { id: string; name: string } };
+	cause?: RequestCause | null;
+	turn: { read?: OutsideRead[] };
+}): RequestCause | null {
+	if (ctx.mcp)
+		return { kind: 'mcp', operatorId: ctx.mcp.operator.id, operator: ctx.mcp.operator.username, tokenId: ctx.mcp.token.id, tokenName: ctx.mcp.token.name };
 	return withReads(ctx.cause, ctx.turn.read ?? []);
 }

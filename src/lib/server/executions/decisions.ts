@@ -60,7 +60,8 @@ export async function operatorDecides(
 	const e = r.execution;
 	const sessionId = e.requestedBySession;
 	// An MCP chat's results re-invoke no agent (continuation.ts): no window to announce there.
-	if (d.decision === 'approved' && sessionId && !(await isMcpSession(tx, sessionId))) await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
+	if (d.decision === 'approved' && sessionId && !(await isMcpSession(tx, sessionId)))
+		await openWindow(tx, sessionId, d.operatorId, env().NOMOS_ASSENT_WINDOW_MIN);
 	await recordAudit(tx, {
 		actor: { id: d.operatorId },
 		action: `execution.${d.decision}`,
@@ -68,7 +69,15 @@ export async function operatorDecides(
 		subjectType: 'execution',
 		subjectId: executionId,
 		sessionId,
-		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, reason: d.reason ?? null, messageId: d.messageId ?? null, ...tokenDetail(tokenOf(d.credential)) }
+		detail: {
+			action: e.action,
+			target: e.target,
+			hash: e.hash,
+			command: e.commandPreview,
+			reason: d.reason ?? null,
+			messageId: d.messageId ?? null,
+			...tokenDetail(tokenOf(d.credential))
+		}
 	});
 	return r;
 }
@@ -78,7 +87,11 @@ export async function operatorDecides(
  * (its steps run by themselves, executions/plans.ts); denying tells the agent why. A plan's steps run without another
  * approval, so approving it is approving each step (authority.ts: throws NotAllowed).
  */
-export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }) {
+export async function operatorDecidesPlan(
+	tx: TransactionSql,
+	planId: string,
+	d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }
+) {
 	if (d.decision === 'approved') {
 		const requestedWithToken = await planRequesterToken(tx, planId);
 		for (const step of (await getPlan(tx, planId))?.steps ?? []) assertMayApprove({ action: step.action, requestedWithToken }, d.credential);
@@ -97,7 +110,9 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		await setTaskState(tx, plan.sessionId, 'executing');
 		await enqueueAdvance(tx, plan.id);
 	} else {
-		await addSystemNote(tx, plan.sessionId, 'plan', `The operator denied the plan "${plan.title}"${d.reason ? `: ${d.reason}` : ''}. Nothing was run.`, { planId });
+		await addSystemNote(tx, plan.sessionId, 'plan', `The operator denied the plan "${plan.title}"${d.reason ? `: ${d.reason}` : ''}. Nothing was run.`, {
+			planId
+		});
 	}
 	await recordAudit(tx, {
 		actor: { id: d.operatorId },
@@ -106,7 +121,12 @@ export async function operatorDecidesPlan(tx: TransactionSql, planId: string, d:
 		subjectType: 'plan',
 		subjectId: planId,
 		sessionId: plan.sessionId,
-		detail: { title: plan.title, steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })), reason: d.reason ?? null, ...tokenDetail(tokenOf(d.credential)) }
+		detail: {
+			title: plan.title,
+			steps: plan.steps.map((s) => ({ action: s.action, target: s.target, hash: s.hash, command: s.commandPreview })),
+			reason: d.reason ?? null,
+			...tokenDetail(tokenOf(d.credential))
+		}
 	});
 	// A denial is told now; an approved plan is told when it has ended (executions/plans.ts).
 	if (d.decision === 'denied') await requestTurn(tx, { sessionId: plan.sessionId, origin: 'denial' });
@@ -134,7 +154,13 @@ export async function approveByTyping(
 	if (watch) {
 		// An alert or a schedule opened this chat with no operator there: nothing here is approved by words.
 		const opened = watch.kind === 'alert' ? 'an investigation an alert opened' : 'a chat a schedule opened';
-		await addSystemNote(tx, m.sessionId, 'assent', `The operator typed ${quoted}, but typing approves nothing in ${opened}: nothing was approved. The operator can click Approve on the card.`, { executionIds: [] });
+		await addSystemNote(
+			tx,
+			m.sessionId,
+			'assent',
+			`The operator typed ${quoted}, but typing approves nothing in ${opened}: nothing was approved. The operator can click Approve on the card.`,
+			{ executionIds: [] }
+		);
 		return [];
 	}
 	if (r.kind === 'ambiguous') {
@@ -152,7 +178,13 @@ export async function approveByTyping(
 	for (const c of r.approve) {
 		try {
 			// Checked before anything is written for it, so a refusal leaves the transaction clean.
-			const d = await operatorDecides(tx, c.id, { decision: 'approved', route: 'chat', operatorId: m.operatorId, messageId: m.messageId, credential: m.credential });
+			const d = await operatorDecides(tx, c.id, {
+				decision: 'approved',
+				route: 'chat',
+				operatorId: m.operatorId,
+				messageId: m.messageId,
+				credential: m.credential
+			});
 			if (d.ok) approved.push(c);
 			else if (d.reason === 'cannot_run') notAllowed.push(`${describe(c)} was not approved: it cannot run now (${d.why}); it cannot be approved by any route.`);
 		} catch (e) {

@@ -115,50 +115,52 @@ export async function approveEdited(a: {
 	if (c.prepared.hash !== a.hash) return { ok: false, reason: 'stale' };
 
 	const changed = c.prepared.hash !== e.hash;
-	return sql().begin(async (tx): Promise<EditApproval> => {
-		if (changed) {
-			const edit: ExecutionEdit = {
-				by: a.operator.id,
-				byName: a.operator.username,
-				at: new Date().toISOString(),
-				original: { params: e.params, hash: e.hash, commandPreview: e.commandPreview },
-				changes: c.changes
-			};
-			const next = { params: c.prepared.params, hash: c.prepared.hash, commandPreview: c.prepared.commandPreview, beforeApproval: c.beforeApproval };
-			if (!(await applyEdit(tx, e.id, a.baseHash, next, edit))) {
-				const cur = await getExecution(tx, e.id);
-				if (!cur) return { ok: false, reason: 'not_found' };
-				if (cur.status !== 'awaiting_approval') return { ok: false, reason: 'already_decided' };
-				return { ok: false, reason: cur.hash !== a.baseHash || cur.edit ? 'stale' : 'expired' };
-			}
-			await recordAudit(tx, {
-				actor: a.operator,
-				action: 'execution.edited',
-				route: a.route,
-				subjectType: 'execution',
-				subjectId: e.id,
-				sessionId: e.requestedBySession,
-				detail: {
-					action: e.action,
-					target: e.target,
-					original: { params: e.params, hash: e.hash, command: e.commandPreview },
-					edited: { params: next.params, hash: next.hash, command: next.commandPreview },
-					changes: c.changes,
-					...tokenDetail(a.credential.kind === 'token' ? a.credential.token : null)
+	return sql()
+		.begin(async (tx): Promise<EditApproval> => {
+			if (changed) {
+				const edit: ExecutionEdit = {
+					by: a.operator.id,
+					byName: a.operator.username,
+					at: new Date().toISOString(),
+					original: { params: e.params, hash: e.hash, commandPreview: e.commandPreview },
+					changes: c.changes
+				};
+				const next = { params: c.prepared.params, hash: c.prepared.hash, commandPreview: c.prepared.commandPreview, beforeApproval: c.beforeApproval };
+				if (!(await applyEdit(tx, e.id, a.baseHash, next, edit))) {
+					const cur = await getExecution(tx, e.id);
+					if (!cur) return { ok: false, reason: 'not_found' };
+					if (cur.status !== 'awaiting_approval') return { ok: false, reason: 'already_decided' };
+					return { ok: false, reason: cur.hash !== a.baseHash || cur.edit ? 'stale' : 'expired' };
 				}
-			});
-		}
-		const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, credential: a.credential });
-		// The edit above holds the row, so only expiry in between (or, unedited, the host's refusal before approval) could refuse; undo the edit then.
-		if (!d.ok) throw new EditRefused(d.reason === 'cannot_run' ? { reason: 'cannot_run', why: d.why } : { reason: d.reason });
-		if (changed && e.requestedBySession) {
-			await addSystemNote(tx, e.requestedBySession, 'edit', editNote(e, c.changes), { executionId: e.id, changes: c.changes });
-		}
-		return { ok: true, execution: d.execution };
-	}).catch((err: unknown) => {
-		if (err instanceof EditRefused) return { ok: false, ...err.refusal };
-		throw err;
-	});
+				await recordAudit(tx, {
+					actor: a.operator,
+					action: 'execution.edited',
+					route: a.route,
+					subjectType: 'execution',
+					subjectId: e.id,
+					sessionId: e.requestedBySession,
+					detail: {
+						action: e.action,
+						target: e.target,
+						original: { params: e.params, hash: e.hash, command: e.commandPreview },
+						edited: { params: next.params, hash: next.hash, command: next.commandPreview },
+						changes: c.changes,
+						...tokenDetail(a.credential.kind === 'token' ? a.credential.token : null)
+					}
+				});
+			}
+			const d = await operatorDecides(tx, e.id, { decision: 'approved', route: a.route, operatorId: a.operator.id, credential: a.credential });
+			// The edit above holds the row, so only expiry in between (or, unedited, the host's refusal before approval) could refuse; undo the edit then.
+			if (!d.ok) throw new EditRefused(d.reason === 'cannot_run' ? { reason: 'cannot_run', why: d.why } : { reason: d.reason });
+			if (changed && e.requestedBySession) {
+				await addSystemNote(tx, e.requestedBySession, 'edit', editNote(e, c.changes), { executionId: e.id, changes: c.changes });
+			}
+			return { ok: true, execution: d.execution };
+		})
+		.catch((err: unknown) => {
+			if (err instanceof EditRefused) return { ok: false, ...err.refusal };
+			throw err;
+		});
 }
 
 class EditRefused extends Error {

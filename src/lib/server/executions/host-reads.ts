@@ -50,7 +50,9 @@ export function classifyGuestRead(kind: GuestKind, vmid: string, r: ExecResult, 
 	if (r.exitCode === 0) {
 		if (!opts.status) return { state: 'present', stdout: r.stdout, status: null };
 		const status = /^status:\s*(\S+)/m.exec(r.stdout)?.[1];
-		return status ? { state: 'present', stdout: r.stdout, status } : { state: 'unknown', why: `${opts.what} gave an answer Nomos cannot read (${firstLine(r)})` };
+		return status
+			? { state: 'present', stdout: r.stdout, status }
+			: { state: 'unknown', why: `${opts.what} gave an answer Nomos cannot read (${firstLine(r)})` };
 	}
 	if (saysAbsent(kind, vmid, r.stderr)) return { state: 'absent' };
 	return { state: 'unknown', why: `${opts.what} exited with ${r.exitCode}: ${firstLine(r)}` };
@@ -113,7 +115,10 @@ export interface WaitOptions {
  * attempt has not answered within its limit or has failed, then every tick until the end.
  * An abort ends the wait at once (the caller's attempt sees the signal and decides what to throw).
  */
-export async function untilAnswered<T>(attempt: (timeoutMs: number, n: number) => Promise<Attempt<T>>, opts: WaitOptions): Promise<{ answer: T; waitedMs: number; attempts: number }> {
+export async function untilAnswered<T>(
+	attempt: (timeoutMs: number, n: number) => Promise<Attempt<T>>,
+	opts: WaitOptions
+): Promise<{ answer: T; waitedMs: number; attempts: number }> {
 	const began = Date.now();
 	const plan = waitPlan(opts.budgetMs, opts.limitMs);
 	const left = () => opts.budgetMs - (Date.now() - began);

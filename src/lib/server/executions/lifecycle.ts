@@ -69,7 +69,15 @@ export async function decideExecution(
 ): Promise<DecideResult> {
 	const u = await setDecision(tx, id, d.decision, d.reason ?? null);
 	if (!u.ok) return u;
-	await insertApproval(tx, { executionId: id, hash: u.hash, decision: d.decision, route: d.route, reason: d.reason, decidedBy: d.operatorId, messageId: d.messageId });
+	await insertApproval(tx, {
+		executionId: id,
+		hash: u.hash,
+		decision: d.decision,
+		route: d.route,
+		reason: d.reason,
+		decidedBy: d.operatorId,
+		messageId: d.messageId
+	});
 	await announceExecution(tx, u, 'approval.decided', { decision: d.decision, route: d.route });
 	if (d.decision === 'approved') await enqueueRun(tx, id);
 	else await onTerminal(tx, id);
@@ -99,7 +107,13 @@ export async function finishExecution(
 		// One pending follow-up sync per host: later finishes replace it (job key) instead of queueing
 		// another; the `inventory` queue runs syncs one at a time, so they never take more than one
 		// worker slot from executions and turns.
-		if (r.refreshHost) await enqueueJob(tx, 'inventory__sync', { host: r.refreshHost }, { queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}`, priority: PRIORITY.background });
+		if (r.refreshHost)
+			await enqueueJob(
+				tx,
+				'inventory__sync',
+				{ host: r.refreshHost },
+				{ queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}`, priority: PRIORITY.background }
+			);
 		await onTerminal(tx, id);
 		return true;
 	});
@@ -128,12 +142,17 @@ export async function enqueueAdvance(tx: TransactionSql, planId: string): Promis
 
 /** Queues the one continuation that tells the agent how a plan ended. */
 export async function queuePlanReport(tx: TransactionSql, plan: { id: string; sessionId: string }): Promise<void> {
-	await enqueueJob(tx, 'agent__continue_session', { sessionId: plan.sessionId, planId: plan.id }, {
-		jobKey: `continue-plan:${plan.id}`,
-		queueName: `session:${plan.sessionId}`,
-		maxAttempts: 3,
-		priority: PRIORITY.reply
-	});
+	await enqueueJob(
+		tx,
+		'agent__continue_session',
+		{ sessionId: plan.sessionId, planId: plan.id },
+		{
+			jobKey: `continue-plan:${plan.id}`,
+			queueName: `session:${plan.sessionId}`,
+			maxAttempts: 3,
+			priority: PRIORITY.reply
+		}
+	);
 }
 
 /**
@@ -145,12 +164,17 @@ export async function queueContinuations(tx: TransactionSql, id: string): Promis
 	const [row] = await tx<{ planId: string | null }[]>`select plan_id as "planId" from executions where id = ${id}`;
 	if (row?.planId) return enqueueAdvance(tx, row.planId);
 	for (const sessionId of await linkedSessions(tx, id)) {
-		await enqueueJob(tx, 'agent__continue_session', { sessionId, executionId: id }, {
-			jobKey: `continue:${id}:${sessionId}`,
-			queueName: `session:${sessionId}`,
-			maxAttempts: 3,
-			priority: PRIORITY.reply
-		});
+		await enqueueJob(
+			tx,
+			'agent__continue_session',
+			{ sessionId, executionId: id },
+			{
+				jobKey: `continue:${id}:${sessionId}`,
+				queueName: `session:${sessionId}`,
+				maxAttempts: 3,
+				priority: PRIORITY.reply
+			}
+		);
 	}
 }
 

@@ -36,17 +36,27 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		if (current) {
 			const e = await getExecution(tx, current.executionId!);
 			if (e && !TERMINAL.includes(e.status)) return 'running';
-			if (e?.status !== 'succeeded') return endPlan(tx, plan, plan.cancelRequestedAt ? 'cancelled' : e ? endOf(e.status) : 'failed', e ? null : `step ${current.index + 1}'s execution is gone`);
+			if (e?.status !== 'succeeded')
+				return endPlan(
+					tx,
+					plan,
+					plan.cancelRequestedAt ? 'cancelled' : e ? endOf(e.status) : 'failed',
+					e ? null : `step ${current.index + 1}'s execution is gone`
+				);
 		}
 		if (plan.cancelRequestedAt) return endPlan(tx, plan, 'cancelled', null);
 		const next = plan.steps.find((s) => !s.executionId);
 		if (!next) return endPlan(tx, plan, 'succeeded', null);
 		// A plan nothing moved on for NOMOS_APPROVAL_TTL_H (no worker for days) does not start a step late.
-		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now()) return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
+		if (plan.expiresAt && Date.parse(plan.expiresAt) <= Date.now())
+			return endPlan(tx, plan, 'failed', `step ${next.index + 1} was not run: the plan's approval expired before it could start`);
 		// Made only by the server with the key outside the database (db/seal.ts): a plan approved or
 		// changed with the database's rights alone makes no execution.
 		if (!(await planApprovalVerifies(tx, plan))) {
-			log.warn({ planId: plan.id, step: next.index + 1 }, `plan ${plan.id} stopped: its approval's seal does not verify (forged or changed in the database, or another NOMOS_SEAL_KEY)`);
+			log.warn(
+				{ planId: plan.id, step: next.index + 1 },
+				`plan ${plan.id} stopped: its approval's seal does not verify (forged or changed in the database, or another NOMOS_SEAL_KEY)`
+			);
 			await recordAudit(tx, {
 				actor: null,
 				action: 'plan.tampered',

@@ -101,7 +101,10 @@ async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 	if (!found.ok && found.reason === 'ambiguous') {
 		return { error: `target '${t}' matches several containers`, hint: `use one of: ${found.candidates.map((c) => `lxc:${c.externalId}`).join(', ')}` };
 	}
-	return { error: `unknown target '${t}'`, hint: `a host name or a container (lxc:<host>/<vmid>, a vmid or a name); ${await hostsHint()}; list_lxcs shows the containers` };
+	return {
+		error: `unknown target '${t}'`,
+		hint: `a host name or a container (lxc:<host>/<vmid>, a vmid or a name); ${await hostsHint()}; list_lxcs shows the containers`
+	};
 }
 
 /** Actions that make a new guest, and the param naming its id ('auto': the host's next free id, fixed before approval). */
@@ -201,7 +204,11 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 	for (const p of preconditions) {
 		if (p.kind !== 'migrate-target') continue;
 		const problems = await precheckMigration(host, p);
-		if (problems.length) return { error: `${action} to ${p.node} refused by the pre-check: ${problems.join('; ')}`, hint: "fix what is missing, or pick another node (get_state_snapshot's placement)" };
+		if (problems.length)
+			return {
+				error: `${action} to ${p.node} refused by the pre-check: ${problems.join('; ')}`,
+				hint: "fix what is missing, or pick another node (get_state_snapshot's placement)"
+			};
 	}
 	return {
 		action,

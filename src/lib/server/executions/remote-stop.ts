@@ -43,9 +43,7 @@ export function groupsLeftRunning(e: Pick<ExecutionRow, 'steps'>): RemoteGroup[]
 		.map((s) => ({ pgid: s.pgid!, tag: s.groupTag! }));
 }
 
-type Settled =
-	| { reached: false }
-	| { reached: true; text: string | null; stoppedNow: boolean; stillRunning: boolean };
+type Settled = { reached: false } | { reached: true; text: string | null; stoppedNow: boolean; stillRunning: boolean };
 
 /** Over one new connection: stops what of `e` may still run on its host, waits until it is gone, then reads its target back. */
 async function settleOnHost(e: ExecutionRow): Promise<Settled> {

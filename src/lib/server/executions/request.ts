@@ -18,7 +18,11 @@ import { checkBeforeApproval } from './before-approval';
 
 async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
-	if (host?.hostKeyFingerprint) await lease(host).then((l) => l.release(), () => undefined);
+	if (host?.hostKeyFingerprint)
+		await lease(host).then(
+			(l) => l.release(),
+			() => undefined
+		);
 }
 
 export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
@@ -30,13 +34,21 @@ export const followUpRefusal = (what: 'retry' | 'rollback', status: string) =>
  * `note` names them in a note in the session (kind = route). `tokenId`: the API token the request
  * came with, which then may never approve it (executions/authority.ts).
  */
-export type Requester = { operator: { id: string; username: string }; route: string; action?: string; detail?: Record<string, unknown>; note?: string; tokenId?: string | null };
+export type Requester = {
+	operator: { id: string; username: string };
+	route: string;
+	action?: string;
+	detail?: Record<string, unknown>;
+	note?: string;
+	tokenId?: string | null;
+};
 
 /**
  * `cannot_run`: recorded, but the host said before approval that it cannot run as asked
  * (execution.beforeApproval says why): nothing asks the operator to approve it, and nothing can.
  */
-export type RequestOutcome = { execution: ExecutionRow; via: 'read_only' | 'approval' | 'cannot_run' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
+export type RequestOutcome =
+	{ execution: ExecutionRow; via: 'read_only' | 'approval' | 'cannot_run' } | { execution: ExecutionRow; via: 'rule'; ruleId: string; rule: string };
 
 /**
  * Records a requested execution for a session. Read-only actions run right away (their result
@@ -66,10 +78,24 @@ export async function requestExecution(
 			subjectType: 'execution',
 			subjectId: e.id,
 			sessionId,
-			detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, params: prepared.params, reason: prepared.reason, ...q.detail }
+			detail: {
+				action: prepared.action,
+				target: prepared.target,
+				hash: prepared.hash,
+				command: prepared.commandPreview,
+				params: prepared.params,
+				reason: prepared.reason,
+				...q.detail
+			}
 		});
 		if (q.note && sessionId && e.classification !== 'read_only') {
-			await addSystemNote(tx, sessionId, q.route, `${q.note} requested execution ${e.id}: ${e.action} on ${e.target}${e.reason ? ` (${e.reason})` : ''}; its card is on Ops`, { executionId: e.id });
+			await addSystemNote(
+				tx,
+				sessionId,
+				q.route,
+				`${q.note} requested execution ${e.id}: ${e.action} on ${e.target}${e.reason ? ` (${e.reason})` : ''}; its card is on Ops`,
+				{ executionId: e.id }
+			);
 		}
 	};
 
@@ -109,7 +135,16 @@ export async function requestExecution(
 		}
 		// The token whose messages caused it (its MCP client's, a Retry sent with it, a turn its chat started) never approves it.
 		const tokenId = opts.requester?.tokenId ?? opts.cause?.tokenId ?? null;
-		const e = await insertExecution(tx, prepared, { sessionId, status: 'awaiting_approval', ttlHours, retryOf: opts.retryOf, callKey: opts.callKey, tokenId, cause: opts.cause, beforeApproval });
+		const e = await insertExecution(tx, prepared, {
+			sessionId,
+			status: 'awaiting_approval',
+			ttlHours,
+			retryOf: opts.retryOf,
+			callKey: opts.callKey,
+			tokenId,
+			cause: opts.cause,
+			beforeApproval
+		});
 		await audit(tx, e);
 		// Shown for what it is, and for the operator to deny or edit; no notice asks anyone to approve it.
 		if (beforeApproval?.outcome === 'cannot_run') return { execution: e, via: 'cannot_run' as const };
@@ -126,7 +161,15 @@ export async function requestExecution(
 				subjectType: 'execution',
 				subjectId: e.id,
 				sessionId,
-				detail: { action: prepared.action, target: prepared.target, hash: prepared.hash, command: prepared.commandPreview, params: prepared.params, ruleId: rule.id, rule: words }
+				detail: {
+					action: prepared.action,
+					target: prepared.target,
+					hash: prepared.hash,
+					command: prepared.commandPreview,
+					params: prepared.params,
+					ruleId: rule.id,
+					rule: words
+				}
 			});
 			return { execution: d.execution, via: 'rule' as const, ruleId: rule.id, rule: words };
 		}

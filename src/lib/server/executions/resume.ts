@@ -37,7 +37,12 @@ export type ResumeOutcome =
 	/** Not resumed: it ends interrupted with `why`; `unsettled` when its earlier command may still run on the host. */
 	| { kind: 'interrupted'; why: string; unsettled?: boolean };
 
-const answer = (r: ExecResult) => (r.timedOut ? 'it did not answer in time' : r.exitCode === null ? 'the connection dropped' : `it exited with ${r.exitCode}: ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-1)[0] || 'no output'}`);
+const answer = (r: ExecResult) =>
+	r.timedOut
+		? 'it did not answer in time'
+		: r.exitCode === null
+			? 'the connection dropped'
+			: `it exited with ${r.exitCode}: ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-1)[0] || 'no output'}`;
 
 /**
  * Finishes execution `e` (claimed by this worker, `resumes` > 0) after the earlier run's process
@@ -51,7 +56,12 @@ export async function resumeRun(e: ExecutionRow, vmid: string | undefined, plann
 	for (const s of io.steps) {
 		const open = s.finishedAt === undefined || s.stop === 'running' || s.stop === 'unreachable';
 		if (!open) continue;
-		if (!s.pgid || !s.groupTag) return { kind: 'interrupted', why: `its earlier run's ${s.label} never reported its process group, so it could not be stopped first; it may have partly run`, unsettled: true };
+		if (!s.pgid || !s.groupTag)
+			return {
+				kind: 'interrupted',
+				why: `its earlier run's ${s.label} never reported its process group, so it could not be stopped first; it may have partly run`,
+				unsettled: true
+			};
 		const stop = await stopOnHost(io.host, { pgid: s.pgid, tag: s.groupTag });
 		Object.assign(s, { stop, ...(s.finishedAt === undefined ? { finishedAt: new Date().toISOString(), exitCode: null } : {}) });
 		await io.persist();
@@ -63,12 +73,18 @@ export async function resumeRun(e: ExecutionRow, vmid: string | undefined, plann
 	if (e.cancelRequestedAt) return { kind: 'interrupted', why: 'cancelled by the operator before it was resumed; its earlier run may have partly run' };
 	const cfg = await execArgv(io.client, resume.config, { timeoutMs: resume.state.timeoutMs, signal: io.signal, group: true });
 	if (cfg.aborted) return { kind: 'interrupted', why: 'stopped before it was resumed; its earlier run may have partly run' };
-	if (cfg.exitCode !== 0) return { kind: 'interrupted', why: `not resumed: could not read ${resume.config.join(' ')} back (${answer(cfg)}); its earlier run may have partly run` };
+	if (cfg.exitCode !== 0)
+		return { kind: 'interrupted', why: `not resumed: could not read ${resume.config.join(' ')} back (${answer(cfg)}); its earlier run may have partly run` };
 	const lock = /^lock:\s*(\S+)/m.exec(cfg.stdout)?.[1];
-	if (lock) return { kind: 'interrupted', why: `not resumed: ${resume.config.slice(0, 2).join(' ')} shows lock '${lock}' (a task on the host was left half done); its earlier run may have partly run` };
+	if (lock)
+		return {
+			kind: 'interrupted',
+			why: `not resumed: ${resume.config.slice(0, 2).join(' ')} shows lock '${lock}' (a task on the host was left half done); its earlier run may have partly run`
+		};
 	const { verify, ...read } = resume.state;
 	const r = await io.read(read);
-	if (r.timedOut || r.exitCode !== 0) return { kind: 'interrupted', why: `not resumed: ${resume.state.label} gave no answer to go on (${answer(r)}); its earlier run may have partly run` };
+	if (r.timedOut || r.exitCode !== 0)
+		return { kind: 'interrupted', why: `not resumed: ${resume.state.label} gave no answer to go on (${answer(r)}); its earlier run may have partly run` };
 	if (io.verified(verify, r.stdout)) return { kind: 'done', ran: false };
 	for (const s of planned) await io.runStep(s);
 	await io.runStep({ ...resume.state, label: resume.state.label.replace(/^read back:/, 'verify:') }, 'resume');
@@ -90,7 +106,15 @@ export async function auditResume(e: ExecutionRow): Promise<void> {
 		subjectType: 'execution',
 		subjectId: e.id,
 		sessionId: e.requestedBySession,
-		detail: { action: e.action, target: e.target, hash: e.hash, command: e.commandPreview, approvedVia: e.decision?.route ?? null, resume: e.resumes, because: e.resumedBecause }
+		detail: {
+			action: e.action,
+			target: e.target,
+			hash: e.hash,
+			command: e.commandPreview,
+			approvedVia: e.decision?.route ?? null,
+			resume: e.resumes,
+			because: e.resumedBecause
+		}
 	});
 }
 

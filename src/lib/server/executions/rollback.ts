@@ -15,7 +15,8 @@ export type RollbackRefusal = { refused: string };
 export async function requestRollback(executionId: string, requester?: Requester): Promise<RequestOutcome | PrepareError | RollbackRefusal> {
 	const e = await getExecution(sql(), executionId);
 	if (!e) return { refused: 'No such execution.' };
-	if (e.status !== 'failed' && e.status !== 'interrupted') return { refused: `Only a failed or interrupted execution can be rolled back (this one is ${e.status}).` };
+	if (e.status !== 'failed' && e.status !== 'interrupted')
+		return { refused: `Only a failed or interrupted execution can be rolled back (this one is ${e.status}).` };
 	const name = takenSnapshot(e.id, e.steps);
 	if (!name) return { refused: 'Nomos took no snapshot before this execution.' };
 	// One rollback at a time (a double click, a second tab): another one may follow only if this

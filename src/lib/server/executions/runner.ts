@@ -17,8 +17,18 @@ import { toCommand } from '../ssh/quote';
 import { clusterRefusal } from '../cluster/route';
 import { recordLeftovers } from './leftovers';
 import {
-	classifyGuestRead, connectFailure, couldNotCheck, guestName, HostUnknown, noAnswer, untilAnswered, waited, waitingLine,
-	type Attempt, type GuestKind, type GuestRead
+	classifyGuestRead,
+	connectFailure,
+	couldNotCheck,
+	guestName,
+	HostUnknown,
+	noAnswer,
+	untilAnswered,
+	waited,
+	waitingLine,
+	type Attempt,
+	type GuestKind,
+	type GuestRead
 } from './host-reads';
 import { stopOnHost } from './remote-stop';
 import { executionHash } from './prepare';
@@ -29,7 +39,18 @@ import { judgeRead, judgeReads, markStep, readsFor, unread, type Judged, type Re
 import { env } from '../env';
 import { currentProcess } from '../jobs/current-process';
 import {
-	guestOf, healthHttpCheck, listSnapshotsArgv, nomosSnapshotName, nomosSnapshots, pruneSteps, rootfsStorage, snapshotCapable, snapshotStep, storageType, vmDiskStorage, wantsSnapshot,
+	guestOf,
+	healthHttpCheck,
+	listSnapshotsArgv,
+	nomosSnapshotName,
+	nomosSnapshots,
+	pruneSteps,
+	rootfsStorage,
+	snapshotCapable,
+	snapshotStep,
+	storageType,
+	vmDiskStorage,
+	wantsSnapshot,
 	type Guest
 } from './safeguards';
 
@@ -42,8 +63,7 @@ const STEP_FLUSH_MS = 250;
  * Output as it can be stored: Postgres text and jsonb cannot hold NUL (shown as ␀), and jsonb
  * rejects half a surrogate pair, which cutting a tail inside an emoji would leave behind.
  */
-const storable = (s: string) =>
-	s.replace(/\0/g, '\u2400').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '');
+const storable = (s: string) => s.replace(/\0/g, '\u2400').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '');
 /**
  * Why a command failed: its last lines of stderr (else stdout). A Proxmox task run from the CLI
  * (`pct migrate`, `qm migrate`) logs on stdout and its error as `<date> ERROR: …`, and leaves only
@@ -66,7 +86,9 @@ const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) 
 
 /** Why a command that had to be stopped may still run on its host. */
 const stillRunning = (stop: StopOutcome) =>
-	stop === 'running' ? 'it did not stop on the host when killed: the command may still be running' : 'the host could not be reached to stop it: the command may still be running';
+	stop === 'running'
+		? 'it did not stop on the host when killed: the command may still be running'
+		: 'the host could not be reached to stop it: the command may still be running';
 
 const log = logger('runner');
 
@@ -229,7 +251,10 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 	// worker lost (e.g. after a long database outage): stop the command instead of finishing a
 	// mutation everyone was already told had failed (and that may be retried).
 	const beat = setInterval(() => {
-		void heartbeat(sql(), id, LEASE_SECONDS).then((held) => held || cancel.abort(), () => undefined);
+		void heartbeat(sql(), id, LEASE_SECONDS).then(
+			(held) => held || cancel.abort(),
+			() => undefined
+		);
 	}, HEARTBEAT_MS);
 	let cancelledByOperator = false;
 	const off = events.onEvent((ev) => {
@@ -304,14 +329,19 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		 * live ("waiting for strong to answer — 45 s", one line per attempt that did not answer); a
 		 * host that answers at once adds no row. No answer in time ends the run "not run: could not check …".
 		 */
-		const waitFor = async <T,>(what: { subject: string; label: string; command: string }, attempt: (timeoutMs: number) => Promise<Attempt<T>>): Promise<T> => {
+		const waitFor = async <T>(what: { subject: string; label: string; command: string }, attempt: (timeoutMs: number) => Promise<Attempt<T>>): Promise<T> => {
 			let row: ExecutionStep | undefined;
 			const misses: string[] = [];
 			let noted = 0;
 			const finish = async (exitCode: number | null, line: string) => {
 				if (!row) return;
 				delete row.waiting;
-				Object.assign(row, { finishedAt: new Date().toISOString(), exitCode, durationMs: Date.now() - Date.parse(row.startedAt), stderrTail: tail([...misses, line].join('\n')) });
+				Object.assign(row, {
+					finishedAt: new Date().toISOString(),
+					exitCode,
+					durationMs: Date.now() - Date.parse(row.startedAt),
+					stderrTail: tail([...misses, line].join('\n'))
+				});
 				await persistSteps();
 			};
 			try {
@@ -319,7 +349,18 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 					budgetMs,
 					signal: cancel.signal,
 					onWait: async (ms, n, last) => {
-						row ??= steps[steps.push({ index: steps.length, label: what.label, command: what.command, startedAt: new Date(Date.now() - ms).toISOString(), stdoutTail: '', stderrTail: '', kind: 'check' }) - 1];
+						row ??=
+							steps[
+								steps.push({
+									index: steps.length,
+									label: what.label,
+									command: what.command,
+									startedAt: new Date(Date.now() - ms).toISOString(),
+									stdoutTail: '',
+									stderrTail: '',
+									kind: 'check'
+								}) - 1
+							];
 						if (last && noted < n) misses.push(`attempt ${(noted = n)}: ${last}`);
 						Object.assign(row, { waiting: waitingLine(host.name, ms), durationMs: ms, stderrTail: tail(misses.join('\n')) });
 						await persistSteps();
@@ -387,7 +428,15 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		/** A new step row, recorded before its command starts. */
 		const openStep = async (s: Step, kind?: ExecutionStep['kind']): Promise<ExecutionStep> => {
 			stopIfCancelled();
-			const step: ExecutionStep = { index: steps.length, label: s.label, command: toCommand(s.argv), startedAt: new Date().toISOString(), stdoutTail: '', stderrTail: '', ...(kind ? { kind } : {}) };
+			const step: ExecutionStep = {
+				index: steps.length,
+				label: s.label,
+				command: toCommand(s.argv),
+				startedAt: new Date().toISOString(),
+				stdoutTail: '',
+				stderrTail: '',
+				...(kind ? { kind } : {})
+			};
 			steps.push(step);
 			await persistSteps();
 			return step;
@@ -456,7 +505,9 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 				Object.assign(step, { finishedAt: new Date().toISOString(), durationMs: Date.now() - began, stderrTail: tail(misses.join('\n')) });
 				await persistSteps();
 				const budget = Math.max(budgetMs, s.timeoutMs);
-				throw new Failure(`${s.label}: could not check: ${host.name} did not answer within ${waited(budget)}${err.why.startsWith(`${host.name} did not answer`) ? '' : ` (last: ${err.why})`}; asked ${misses.length} times`);
+				throw new Failure(
+					`${s.label}: could not check: ${host.name} did not answer within ${waited(budget)}${err.why.startsWith(`${host.name} did not answer`) ? '' : ` (last: ${err.why})`}; asked ${misses.length} times`
+				);
 			}
 		};
 		/**
@@ -506,7 +557,11 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			await persistSteps();
 			const stillRuns = stop && !isGone(stop) ? stillRunning(stop) : null;
 			if (r.aborted) {
-				const who = cancelledByOperator ? 'cancelled by the operator' : shuttingDown ? 'stopped because Nomos was shutting down' : 'stopped (this worker lost its lease)';
+				const who = cancelledByOperator
+					? 'cancelled by the operator'
+					: shuttingDown
+						? 'stopped because Nomos was shutting down'
+						: 'stopped (this worker lost its lease)';
 				if (!mutation) throw new Cancelled(`${who} while ${s.label} was running${stillRuns ? `; ${stillRuns}` : ''}`);
 				throw new Interrupted(`${who} while ${s.label} was running; ${stillRuns ?? 'it was stopped on the host and may have partly run'}`);
 			}
@@ -578,7 +633,9 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 					await persistSteps();
 					return;
 				}
-				await miss(r.timedOut ? `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s` : `${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
+				await miss(
+					r.timedOut ? `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s` : `${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`
+				);
 			}
 			step.finishedAt = new Date().toISOString();
 			await persistSteps();
@@ -604,7 +661,16 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		const after = mutation ? readsFor(e.action, e.params, found, planned, readBacks) : { commands: planned, reads: [] };
 		let resumed: Extract<ResumeOutcome, { kind: 'done' }> | null = null;
 		if (resuming) {
-			const io = { host, client, signal: cancel.signal, steps, persist: persistSteps, verified, runStep, read: async (s: Step) => execInto(await openStep(s, 'resume'), s) };
+			const io = {
+				host,
+				client,
+				signal: cancel.signal,
+				steps,
+				persist: persistSteps,
+				verified,
+				runStep,
+				read: async (s: Step) => execInto(await openStep(s, 'resume'), s)
+			};
 			const r = await resumeRun(e, vmid, planned, io);
 			if (r.kind === 'interrupted') {
 				if (r.unsettled) unsettled = true;
@@ -684,7 +750,14 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			}).catch(() => undefined);
 		}
 		const touched = mutationStarted;
-		const ok = await finishExecution(sql(), id, { status, result: null, error: message, steps, refreshHost: touched && mutation ? e.hostName : null, verdict }).catch(() => false);
+		const ok = await finishExecution(sql(), id, {
+			status,
+			result: null,
+			error: message,
+			steps,
+			refreshHost: touched && mutation ? e.hostName : null,
+			verdict
+		}).catch(() => false);
 		// Then (the outcome is already on screen; its command stopped on the host, or said not to
 		// be) read back what it left on its target; not for a precondition refusal or a cancel
 		// before anything ran: nothing was touched. A command that may still run there is read back

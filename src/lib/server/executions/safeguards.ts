@@ -16,8 +16,23 @@ const SNAPSHOT_STORAGE_TYPES = new Set(['lvmthin', 'zfspool', 'rbd', 'btrfs']);
  * move it (a snapshot on local storage can stop a migration: lvmthin snapshots do not move).
  */
 const NO_SNAPSHOT = new Set<string>([
-	'pct_create', 'pct_snapshot', 'pct_rollback', 'pct_delsnapshot', 'pct_destroy', 'vzdump', 'pct_unlock', 'pct_migrate',
-	'vm_create', 'vm_clone', 'vm_template', 'vm_snapshot', 'vm_rollback', 'vm_delsnapshot', 'vm_destroy', 'vm_unlock', 'qm_migrate'
+	'pct_create',
+	'pct_snapshot',
+	'pct_rollback',
+	'pct_delsnapshot',
+	'pct_destroy',
+	'vzdump',
+	'pct_unlock',
+	'pct_migrate',
+	'vm_create',
+	'vm_clone',
+	'vm_template',
+	'vm_snapshot',
+	'vm_rollback',
+	'vm_delsnapshot',
+	'vm_destroy',
+	'vm_unlock',
+	'qm_migrate'
 ]);
 
 /** A guest the runner snapshots and checks: a container (named by the target) or a VM (named by params.vmid on a host target). */
@@ -38,7 +53,13 @@ export const NOMOS_SNAPSHOT_PREFIX = 'nomos-';
 
 /** The snapshot an execution takes: derived from its id only (never from model text). */
 export function nomosSnapshotName(executionId: string): string {
-	return NOMOS_SNAPSHOT_PREFIX + executionId.replace(/[^0-9a-f]/gi, '').slice(0, 12).toLowerCase();
+	return (
+		NOMOS_SNAPSHOT_PREFIX +
+		executionId
+			.replace(/[^0-9a-f]/gi, '')
+			.slice(0, 12)
+			.toLowerCase()
+	);
 }
 
 /** Whether this execution should snapshot its (existing) guest first, storage permitting. */
@@ -80,7 +101,8 @@ export function nomosSnapshots(listing: string): string[] {
 export function snapshotStep(executionId: string, action: string, g: Guest): Step {
 	const name = nomosSnapshotName(executionId);
 	const description = `taken by Nomos before ${action} (execution ${executionId})`;
-	const [s] = g.kind === 'ct' ? ACTIONS.pct_snapshot.steps({ name, description }, { vmid: g.vmid }) : ACTIONS.vm_snapshot.steps({ vmid: g.vmid, name, description }, {});
+	const [s] =
+		g.kind === 'ct' ? ACTIONS.pct_snapshot.steps({ name, description }, { vmid: g.vmid }) : ACTIONS.vm_snapshot.steps({ vmid: g.vmid, name, description }, {});
 	return { ...s, label: `snapshot before (${name})` };
 }
 

@@ -14,7 +14,27 @@ export type TypedAssent =
 	| { kind: 'approve'; approve: AssentCandidate[]; refused: AssentCandidate[] };
 
 /** Words that carry no meaning for which execution is meant. */
-const FILLER = new Set(['the', 'with', 'on', 'for', 'ct', 'container', 'lxc', 'vm', 'it', 'that', 'this', 'one', 'of', 'to', 'a', 'an', 'host', 'service', 'please']);
+const FILLER = new Set([
+	'the',
+	'with',
+	'on',
+	'for',
+	'ct',
+	'container',
+	'lxc',
+	'vm',
+	'it',
+	'that',
+	'this',
+	'one',
+	'of',
+	'to',
+	'a',
+	'an',
+	'host',
+	'service',
+	'please'
+]);
 const ALL = new Set(['both', 'all', 'them', 'everything']);
 const CLAUSE_SPLIT = new Set(['and', '&', '+']);
 
@@ -67,7 +87,8 @@ export function resolveTypedAssent(text: string, candidates: AssentCandidate[]):
 		if (CLAUSE_SPLIT.has(w)) clauses.push([]);
 		else if (ALL.has(w)) all = true;
 		else if (known.has(w)) clauses[clauses.length - 1].push(w);
-		else if (/^\d{3,9}$/.test(w)) return { kind: 'none' }; // a vmid that is not pending
+		else if (/^\d{3,9}$/.test(w))
+			return { kind: 'none' }; // a vmid that is not pending
 		else if (!FILLER.has(w)) rest.push(w);
 	}
 	// What is left once the references are set aside must be plain assent ("yes", "go ahead").

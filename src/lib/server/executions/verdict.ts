@@ -22,7 +22,13 @@ export type Read = { step: Step; kind: ReadKind };
  * then, when read-backs are on, the health checks that fit it, or else the catalogue's readBack.
  * `commands` are the steps before them (the approved command).
  */
-export function readsFor(action: string, params: Record<string, unknown>, ctx: StepContext, planned: Step[], readBacks: boolean): { commands: Step[]; reads: Read[] } {
+export function readsFor(
+	action: string,
+	params: Record<string, unknown>,
+	ctx: StepContext,
+	planned: Step[],
+	readBacks: boolean
+): { commands: Step[]; reads: Read[] } {
 	const commands = planned.filter((s) => !s.verify);
 	const reads: Read[] = planned.filter((s) => s.verify).map((step) => ({ step, kind: 'own' }));
 	if (!readBacks) return { commands, reads };
@@ -40,7 +46,14 @@ export const unread = (action: string): Judged => ({
 });
 
 const what = (s: Step) => s.label.replace(/^(verify|health): /, '');
-const firstLine = (t: string) => t.trim().split('\n').map((l) => l.trim()).filter(Boolean).slice(-1)[0]?.slice(0, 200) ?? '';
+const firstLine = (t: string) =>
+	t
+		.trim()
+		.split('\n')
+		.map((l) => l.trim())
+		.filter(Boolean)
+		.slice(-1)[0]
+		?.slice(0, 200) ?? '';
 /** A host too busy to answer its own tools (PVE's lock wait, a refused or reset link): no answer about the guest. */
 export const BUSY = /got timeout|timed out|connection (refused|reset|closed)|temporarily unavailable|resource busy/i;
 
@@ -64,11 +77,17 @@ export function judgeOutput(v: Verify, stdout: string): Output {
 		return got === v.expect ? { pass: true, showed: `${key}: ${got}` } : { pass: false, showed: `${key}: ${got ?? '(none)'}` };
 	}
 	if (v.fields) {
-		const config = new Map(lines.map((l) => /^([A-Za-z][\w-]*):\s?(.*)$/.exec(l)).filter((m) => m !== null).map((m) => [m[1], m[2]]));
+		const config = new Map(
+			lines
+				.map((l) => /^([A-Za-z][\w-]*):\s?(.*)$/.exec(l))
+				.filter((m) => m !== null)
+				.map((m) => [m[1], m[2]])
+		);
 		if (!config.size) return { unreadable: `no config lines: ${firstLine(stdout) || '(empty)'}` };
 		for (const [key, want] of Object.entries(v.fields)) {
 			const got = config.get(key);
-			if (want === null ? got !== undefined : got === undefined || !got.split(',').includes(want)) return { pass: false, showed: got === undefined ? `no ${key}` : `${key}: ${got}` };
+			if (want === null ? got !== undefined : got === undefined || !got.split(',').includes(want))
+				return { pass: false, showed: got === undefined ? `no ${key}` : `${key}: ${got}` };
 		}
 		return { pass: true, showed: v.expect };
 	}
@@ -88,12 +107,16 @@ export function judgeRead(s: Step, r: ReadResult): Judged {
 	const by = `${s.argv.slice(0, 2).join(' ')}`;
 	if ('error' in r) return { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${r.error}` };
 	if (r.timedOut) return { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${by} did not answer within ${Math.round(s.timeoutMs / 1000)} s` };
-	if (r.exitCode === null) return { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${by} ended without an exit status${r.signal ? ` (${r.signal})` : ''}` };
+	if (r.exitCode === null)
+		return { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${by} ended without an exit status${r.signal ? ` (${r.signal})` : ''}` };
 	const said = firstLine(r.stderr) || firstLine(r.stdout);
-	if (r.exitCode !== 0 && BUSY.test(`${r.stderr}\n${r.stdout}`)) return { verdict: 'inconclusive', detail: `could not read ${what(s)}: the host answered ${by} with "${said}"` };
+	if (r.exitCode !== 0 && BUSY.test(`${r.stderr}\n${r.stdout}`))
+		return { verdict: 'inconclusive', detail: `could not read ${what(s)}: the host answered ${by} with "${said}"` };
 	const v = s.verify;
 	if (!v) {
-		return r.exitCode === 0 ? { verdict: 'verified', detail: `${what(s)} (read back: ${said || 'exit 0'})` } : { verdict: 'still_failing', detail: `${what(s)}: ${by} exited with ${r.exitCode}: ${said || 'no output'}` };
+		return r.exitCode === 0
+			? { verdict: 'verified', detail: `${what(s)} (read back: ${said || 'exit 0'})` }
+			: { verdict: 'still_failing', detail: `${what(s)}: ${by} exited with ${r.exitCode}: ${said || 'no output'}` };
 	}
 	if (v.gone) {
 		if (r.exitCode === 0) return { verdict: 'still_failing', detail: `${v.failure}; read back: ${firstLine(r.stdout) || 'exit 0'}` };
@@ -104,7 +127,9 @@ export function judgeRead(s: Step, r: ReadResult): Judged {
 	if (r.exitCode !== 0 && !v.anyExit) return { verdict: 'still_failing', detail: `${v.failure}: ${by} exited with ${r.exitCode}: ${said || 'no output'}` };
 	const o = judgeOutput(v, r.stdout);
 	if ('unreadable' in o) return { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${by} gave ${o.unreadable}` };
-	return o.pass ? { verdict: 'verified', detail: `${what(s)} (read back: ${o.showed})` } : { verdict: 'still_failing', detail: `${v.failure}; read back: ${o.showed}` };
+	return o.pass
+		? { verdict: 'verified', detail: `${what(s)} (read back: ${o.showed})` }
+		: { verdict: 'still_failing', detail: `${v.failure}; read back: ${o.showed}` };
 }
 
 /**

@@ -139,7 +139,10 @@ export function readinessProbe(now: () => number = Date.now): (sql: Sql) => Prom
 export const probeReadiness = readinessProbe();
 
 /** What /readyz answers for a result: 200 when ready ("degraded" with warnings), else 503 naming the failed checks. */
-export function readinessAnswer(r: Readiness): { status: 200 | 503; body: { status: 'ready' | 'degraded' | 'not ready'; failed: CheckName[]; warnings: WarningName[]; checks: Readiness['checks']; jobs: Readiness['jobs'] } } {
+export function readinessAnswer(r: Readiness): {
+	status: 200 | 503;
+	body: { status: 'ready' | 'degraded' | 'not ready'; failed: CheckName[]; warnings: WarningName[]; checks: Readiness['checks']; jobs: Readiness['jobs'] };
+} {
 	const status = !r.ready ? 'not ready' : r.warnings.length ? 'degraded' : 'ready';
 	return { status: r.ready ? 200 : 503, body: { status, failed: r.failed, warnings: r.warnings, checks: r.checks, jobs: r.jobs } };
 }

@@ -1,7 +1,18 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
-import { createHost, deleteHost, getHostById, listHosts, lockHost, pinHostFingerprint, recordHostCheck, updateHost, type Host, type HostInput } from '../db/queries/hosts';
+import {
+	createHost,
+	deleteHost,
+	getHostById,
+	listHosts,
+	lockHost,
+	pinHostFingerprint,
+	recordHostCheck,
+	updateHost,
+	type Host,
+	type HostInput
+} from '../db/queries/hosts';
 import { Refusal } from '../refusal';
 import { readHostKey, runOnHost, SshError } from '../ssh/client';
 import { answeredBy } from './reachability';
@@ -12,10 +23,22 @@ import { answeredBy } from './reachability';
 type Actor = { id: string; username: string };
 
 function audit(tx: TransactionSql, actor: Actor, action: string, host: { id: string; name: string }, detail: Record<string, unknown> = {}) {
-	return recordAudit(tx, { actor, action: `host.${action}`, route: 'settings', subjectType: 'host', subjectId: host.name, detail: { hostId: host.id, ...detail } });
+	return recordAudit(tx, {
+		actor,
+		action: `host.${action}`,
+		route: 'settings',
+		subjectType: 'host',
+		subjectId: host.name,
+		detail: { hostId: host.id, ...detail }
+	});
 }
 
-const hostDetail = (h: { address: string; port: number; username: string; keyPath: string }) => ({ address: h.address, port: h.port, user: h.username, keyPath: h.keyPath });
+const hostDetail = (h: { address: string; port: number; username: string; keyPath: string }) => ({
+	address: h.address,
+	port: h.port,
+	user: h.username,
+	keyPath: h.keyPath
+});
 
 function uniqueViolation(e: unknown): never {
 	const err = e as { code?: string; cause?: { code?: string } };

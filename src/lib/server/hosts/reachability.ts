@@ -74,9 +74,15 @@ export function reachabilityOf(host: HostFacts, standing: Standing | null = null
 			why: `node ${host.name} is ${standing.nodeStatus} in cluster ${standing.cluster} (seen from ${standing.seenBy}${since ? ` since ${clockTime(since, now)}` : ''})`
 		};
 	}
-	if (!host.hostKeyFingerprint) return { state: 'unknown', since: null, lastAnswerAt, why: `${host.name}: host key not pinned, so Nomos does not connect to it` };
+	if (!host.hostKeyFingerprint)
+		return { state: 'unknown', since: null, lastAnswerAt, why: `${host.name}: host key not pinned, so Nomos does not connect to it` };
 	if (!lastAnswerAt) {
-		return { state: 'unknown', since: null, lastAnswerAt, why: host.lastError ? `${host.name} could not be checked: ${host.lastError}` : `${host.name} has not been checked yet` };
+		return {
+			state: 'unknown',
+			since: null,
+			lastAnswerAt,
+			why: host.lastError ? `${host.name} could not be checked: ${host.lastError}` : `${host.name} has not been checked yet`
+		};
 	}
 	return {
 		state: 'up',

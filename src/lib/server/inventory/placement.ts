@@ -11,7 +11,11 @@ import { reachabilityOf } from '../hosts/reachability';
  * nodes) and proposes a node for a guest needing `memoryMb` and `storage` (see suggestNode).
  * Never throws: a fleet without a reachable cluster member gets `{ error }`.
  */
-export async function placeGuest(need: { memoryMb?: number; storage?: string; exclude?: string }): Promise<(Placement & { readFrom: string }) | { error: string }> {
+export async function placeGuest(need: {
+	memoryMb?: number;
+	storage?: string;
+	exclude?: string;
+}): Promise<(Placement & { readFrom: string }) | { error: string }> {
 	const hosts = (await listHosts(sql())).filter((h) => h.hostKeyFingerprint);
 	const tried: string[] = [];
 	// Hosts that answered first: one that does not answer costs a connect timeout.

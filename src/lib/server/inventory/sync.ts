@@ -3,7 +3,17 @@ import { sql } from '../db/index';
 import { env } from '../env';
 import { getHostByName, listHosts, recordHostCheck, type Host } from '../db/queries/hosts';
 import { emitEvent } from '../db/queries/events';
-import { hostSyncTimes, inventoryClock, listClusters, listLxcs, recordClusterView, removeOrphanedEntities, replaceGuest, replaceHostInventory, type InventoryRow } from '../db/queries/entities';
+import {
+	hostSyncTimes,
+	inventoryClock,
+	listClusters,
+	listLxcs,
+	recordClusterView,
+	removeOrphanedEntities,
+	replaceGuest,
+	replaceHostInventory,
+	type InventoryRow
+} from '../db/queries/entities';
 import { ageText, answeredBy, clockTime, reachabilityOf } from '../hosts/reachability';
 import { parseClusterResources, readClusterView, RESOURCES_ARGV, type ClusterGuest, type ClusterView } from '../proxmox/cluster';
 import { readContainer, readInventory, runChecked, type Inventory } from '../proxmox/inventory';
@@ -35,19 +45,33 @@ export const inventoryReadMs = (): number => env().NOMOS_INVENTORY_READ_S * 1000
  * too), deletes vanished ones, emits the event. VMs are picked by the PVE node name (a standalone
  * host's entry may be named otherwise); without a VM list, the VMs it holds are left as they are.
  */
-export async function writeInventory(hostName: string, inv: Inventory, readAt: string | null = null, cluster?: ClusterView, vms?: ClusterGuest[]): Promise<{ removed: number }> {
+export async function writeInventory(
+	hostName: string,
+	inv: Inventory,
+	readAt: string | null = null,
+	cluster?: ClusterView,
+	vms?: ClusterGuest[]
+): Promise<{ removed: number }> {
 	const standing = cluster && { cluster: cluster.name, nodeStatus: 'online', quorate: cluster.quorate, seenBy: hostName };
 	const guests = cluster?.guests ?? vms;
 	const before = inv.containers.some((c) => c.attributes.configError) ? new Map((await listLxcs(sql(), hostName)).map((e) => [e.externalId, e])) : new Map();
 	const rows = [
-		{ kind: 'host', external_id: hostName, name: hostName, host_name: hostName, attributes: standing ? { ...inv.host.attributes, cluster: standing } : inv.host.attributes },
+		{
+			kind: 'host',
+			external_id: hostName,
+			name: hostName,
+			host_name: hostName,
+			attributes: standing ? { ...inv.host.attributes, cluster: standing } : inv.host.attributes
+		},
 		...(guests ?? []).filter((g) => g.type === 'qemu' && g.node === inv.host.node).map((g) => vmRow(hostName, g)),
 		...inv.containers.map((c) => {
 			const external_id = `${hostName}/${c.vmid}`;
 			const was = c.attributes.configError ? before.get(external_id) : undefined;
 			// Its config could not be read this time: what the last read of it said is kept (marked as
 			// of then), never replaced by blanks; the listing's live figures are new.
-			const attributes = was ? { ...was.attributes, ...liveFigures(c.attributes), configError: c.attributes.configError, configAsOf: was.attributes.configAsOf ?? was.seenAt } : c.attributes;
+			const attributes = was
+				? { ...was.attributes, ...liveFigures(c.attributes), configError: c.attributes.configError, configAsOf: was.attributes.configAsOf ?? was.seenAt }
+				: c.attributes;
 			return { kind: 'lxc', external_id, name: was ? was.name : c.name, host_name: hostName, attributes };
 		})
 	];
@@ -87,9 +111,7 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 				// A standalone host's VMs are an addition: when they cannot be read, its CTs still sync and
 				// the VMs it has stay as they were, with the reason on the host.
 				const node = inv.host;
-				vms = await resources
-					.then((text) => parseClusterResources(text).guests)
-					.catch((e: Error) => void (node.attributes.vmsError = e.message));
+				vms = await resources.then((text) => parseClusterResources(text).guests).catch((e: Error) => void (node.attributes.vmsError = e.message));
 			}
 			broken = false;
 		} finally {
@@ -132,7 +154,10 @@ async function noteAnswerChange(hostName: string): Promise<void> {
 export async function syncAllHosts(opts: { signal?: AbortSignal } = {}): Promise<HostSyncResult[]> {
 	const hosts = await listHosts(sql());
 	const results = await Promise.all(hosts.map((h) => syncHost(h, opts)));
-	await removeOrphanedEntities(sql(), hosts.map((h) => h.name));
+	await removeOrphanedEntities(
+		sql(),
+		hosts.map((h) => h.name)
+	);
 	return results;
 }
 
@@ -215,7 +240,7 @@ export function hostFreshness(
 	else if (reach.state === 'offline') note = `${host.name}: ${seenText}; ${reach.why}`;
 	else note = `${host.name}: ${seenText}; its last read failed: ${host.lastError}`;
 	note += syncedAt
-		? ". Its guests are shown as last seen, not as they are now: their state is unknown, and a guest missing from an old read is not known to be absent."
+		? '. Its guests are shown as last seen, not as they are now: their state is unknown, and a guest missing from an old read is not known to be absent.'
 		: '. Nothing is known of its guests: unknown, not none.';
 	return { ...base, stale: true, note, ...(opts.refreshing ? { refreshing: true } : {}) };
 }
@@ -225,7 +250,11 @@ export function hostFreshness(
  * gone): what a finished action touched, before the agent looks, at the cost of two commands
  * instead of a whole-host sync. Never throws for SSH/Proxmox problems; returns the error instead.
  */
-export async function refreshContainer(hostName: string, vmid: number, opts: { signal?: AbortSignal } = {}): Promise<{ ok: true; gone: boolean } | { ok: false; error: string }> {
+export async function refreshContainer(
+	hostName: string,
+	vmid: number,
+	opts: { signal?: AbortSignal } = {}
+): Promise<{ ok: true; gone: boolean } | { ok: false; error: string }> {
 	const host = await getHostByName(sql(), hostName);
 	if (!host?.hostKeyFingerprint) return { ok: false, error: `host "${hostName}" is not configured or not pinned` };
 	try {
@@ -256,7 +285,11 @@ export async function refreshContainer(hostName: string, vmid: number, opts: { s
  * node (a migration), filed under that node's host entry at once, when there is one. Never throws
  * for SSH/Proxmox problems; returns the error instead.
  */
-export async function refreshVm(hostName: string, vmid: number, opts: { signal?: AbortSignal } = {}): Promise<{ ok: true; gone: boolean; node?: string } | { ok: false; error: string }> {
+export async function refreshVm(
+	hostName: string,
+	vmid: number,
+	opts: { signal?: AbortSignal } = {}
+): Promise<{ ok: true; gone: boolean; node?: string } | { ok: false; error: string }> {
 	const host = await getHostByName(sql(), hostName);
 	if (!host?.hostKeyFingerprint) return { ok: false, error: `host "${hostName}" is not configured or not pinned` };
 	try {

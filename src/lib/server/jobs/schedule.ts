@@ -5,12 +5,17 @@ export const SWEEP_EVERY_SECONDS = 15;
 
 /** Queues the next executions sweep; the job key keeps exactly one queued across all processes. */
 export async function scheduleSweep(): Promise<void> {
-	await enqueueJob(sql(), 'executions__sweep', {}, {
-		jobKey: 'executions__sweep',
-		runAt: new Date(Date.now() + SWEEP_EVERY_SECONDS * 1000),
-		maxAttempts: 5,
-		priority: PRIORITY.background
-	});
+	await enqueueJob(
+		sql(),
+		'executions__sweep',
+		{},
+		{
+			jobKey: 'executions__sweep',
+			runAt: new Date(Date.now() + SWEEP_EVERY_SECONDS * 1000),
+			maxAttempts: 5,
+			priority: PRIORITY.background
+		}
+	);
 }
 
 /**
@@ -18,7 +23,10 @@ export async function scheduleSweep(): Promise<void> {
  * most one runs and one waits, however long a sync takes.
  */
 export function crontab(opts: { inventorySync: boolean }): string {
-	return [opts.inventorySync ? `* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory&priority=${PRIORITY.background}` : '', `17 * * * * events__prune ?jobKey=events__prune&priority=${PRIORITY.background}`]
+	return [
+		opts.inventorySync ? `* * * * * inventory__sync ?jobKey=inventory__sync&queue=inventory&priority=${PRIORITY.background}` : '',
+		`17 * * * * events__prune ?jobKey=events__prune&priority=${PRIORITY.background}`
+	]
 		.filter(Boolean)
 		.join('\n');
 }

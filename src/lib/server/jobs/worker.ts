@@ -7,7 +7,15 @@ import { sql } from '../db/index';
 import { MIGRATION_LOCK } from '../db/migrate';
 import { emitEventNow } from '../db/queries/events';
 import { announceIfGaveUp, closeAbandonedJobs } from '../db/queries/jobs';
-import { addWorkerIds, beatWorkerProcess, holdsLifeLock, registerWorkerProcess, releaseDeadWorkerLocks, retakeLifeLock, unregisterWorkerProcess } from '../db/queries/workers';
+import {
+	addWorkerIds,
+	beatWorkerProcess,
+	holdsLifeLock,
+	registerWorkerProcess,
+	releaseDeadWorkerLocks,
+	retakeLifeLock,
+	unregisterWorkerProcess
+} from '../db/queries/workers';
 import { setCurrentProcess } from './current-process';
 import { logger } from '../log';
 
@@ -111,7 +119,8 @@ export async function startWorker(opts: {
 	const released = await releaseDeadWorkerLocks(beatSql);
 	if (released.length) log.info({ workers: released }, `released the locks of ${released.length} dead worker(s)`);
 	const closed = await closeAbandonedJobs(sql());
-	if (closed.removed || closed.explained) log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
+	if (closed.removed || closed.explained)
+		log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
 	// Registered before the runners start, so every job it takes belongs to a registered process;
 	// the ids its jobs are locked with are added as they appear.
 	const hostname = os.hostname();
@@ -128,8 +137,10 @@ export async function startWorker(opts: {
 	// graphile-worker 0.17 locks jobs and queues with the pool's id, not its workers' ids.
 	events.on('pool:create', ({ workerPool }) => record(workerPool.id));
 	// A job that used up its attempts shows on the Ops page at once, not at the next visit.
-	events.on('job:error', ({ job }) =>
-		void announceIfGaveUp(sql(), job.id, job.task_identifier).catch((e: Error) => log.warn({ err: e }, `could not announce job ${job.id}: ${e.message}`))
+	events.on(
+		'job:error',
+		({ job }) =>
+			void announceIfGaveUp(sql(), job.id, job.task_identifier).catch((e: Error) => log.warn({ err: e }, `could not announce job ${job.id}: ${e.message}`))
 	);
 	const preset = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0, gracefulShutdownAbortTimeout: 10_000 } };
 	// A runner only takes jobs of the tasks in its list: the lane's tasks go to their own runner.
@@ -174,7 +185,7 @@ export async function startWorker(opts: {
 				if (state === 'revived') await emitEventNow(beatSql, { type: 'workers.changed', payload: { revived: me.id } });
 				if (state !== 'gone') return;
 			} else if (await retakeLifeLock(life, me)) {
-				log.warn({ process: me.id }, 'the life lock\'s database connection dropped; took the same lock again (nobody had taken this process for dead)');
+				log.warn({ process: me.id }, "the life lock's database connection dropped; took the same lock again (nobody had taken this process for dead)");
 				await beatWorkerProcess(life, me.id);
 				return;
 			}
@@ -207,4 +218,3 @@ export async function startWorker(opts: {
 		}
 	};
 }
-

@@ -19,7 +19,11 @@ export function mcpRebindingRefusal(request: Request, url: URL, configuredOrigin
 	const configured = configuredOrigin ? new URL(configuredOrigin) : null;
 	const host = (request.headers.get('host') ?? url.host).toLowerCase();
 	const hostOk = (configured !== null && host === configured.host.toLowerCase()) || LOOPBACK.has(hostnameOf(host) ?? '');
-	if (!hostOk) return { status: 421, message: `This server does not answer MCP for the host ${host}: connect to ${configured?.host ?? 'it on localhost'} (set ORIGIN to serve another name).` };
+	if (!hostOk)
+		return {
+			status: 421,
+			message: `This server does not answer MCP for the host ${host}: connect to ${configured?.host ?? 'it on localhost'} (set ORIGIN to serve another name).`
+		};
 	const origin = request.headers.get('origin');
 	if (origin === null) return null;
 	let o: URL | null = null;

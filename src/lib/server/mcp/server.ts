@@ -64,7 +64,10 @@ function buildServer(caller: McpClientAuth, signal: AbortSignal): Server {
 		const name = req.params.name;
 		if (!Object.hasOwn(toolsFor(base), name)) return text(`unknown tool ${name}`, true);
 		if (!allowed(name)) return text(`${name} needs an API token with scope operate; this token (${caller.token.name}) has scope read`, true);
-		const ctx = name === 'request_execution' ? { ...base, sessionId: await sql().begin((tx) => ensureMcpSession(tx, caller.token.id, caller.user.id, caller.token.name)) } : base;
+		const ctx =
+			name === 'request_execution'
+				? { ...base, sessionId: await sql().begin((tx) => ensureMcpSession(tx, caller.token.id, caller.user.id, caller.token.name)) }
+				: base;
 		const t = capped(toolsFor(ctx)[name]);
 		const v = await asSchema(t.inputSchema).validate?.(req.params.arguments ?? {});
 		if (v && !v.success) return text(`bad arguments: ${v.error instanceof ZodError ? describeZodError(v.error) : v.error.message}`, true);
@@ -80,7 +83,11 @@ function buildServer(caller: McpClientAuth, signal: AbortSignal): Server {
  */
 export async function handleMcpRequest(request: Request, caller: McpClientAuth): Promise<Response> {
 	const server = buildServer(caller, request.signal);
-	const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: MAX_BODY_BYTES });
+	const transport = new WebStandardStreamableHTTPServerTransport({
+		sessionIdGenerator: undefined,
+		enableJsonResponse: true,
+		maxRequestBodySize: MAX_BODY_BYTES
+	});
 	await server.connect(transport);
 	try {
 		return await transport.handleRequest(request);

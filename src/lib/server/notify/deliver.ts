@@ -24,7 +24,11 @@ export function noticeUrl(notice: Notice, origin: string | null): string | null 
 }
 
 /** The request a webhook gets for a notice: ntfy's text body with Title/Click/Tags headers, or one JSON object. */
-export function buildRequest(hook: Pick<WebhookRow, 'kind' | 'headers'>, notice: Notice, origin: string | null): { headers: Record<string, string>; body: string } {
+export function buildRequest(
+	hook: Pick<WebhookRow, 'kind' | 'headers'>,
+	notice: Notice,
+	origin: string | null
+): { headers: Record<string, string>; body: string } {
 	const url = noticeUrl(notice, origin);
 	const title = cut(notice.title, MAX_TITLE);
 	const text = cut(notice.text, MAX_TEXT);

@@ -30,7 +30,14 @@ export async function queueNotice(tx: TransactionSql, notice: Notice): Promise<v
 const now = () => new Date().toISOString();
 
 export function approvalNotice(e: ExecutionRow): Notice {
-	return { kind: 'approval', sessionId: e.requestedBySession, subjectId: e.id, ...noticeWords.approval(e), path: noticePath('approval', e.requestedBySession, e.id), at: now() };
+	return {
+		kind: 'approval',
+		sessionId: e.requestedBySession,
+		subjectId: e.id,
+		...noticeWords.approval(e),
+		path: noticePath('approval', e.requestedBySession, e.id),
+		at: now()
+	};
 }
 
 export function questionNotice(q: QuestionRow): Notice {

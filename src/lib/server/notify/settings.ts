@@ -2,7 +2,17 @@ import type { z } from 'zod';
 import type { createWebhookInput, updateWebhookInput, WebhookView } from '../../schemas/notifications';
 import { sql, type Sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
-import { deleteWebhook, deliverySummaries, getPublicOrigin, insertWebhook, listWebhooks, lockWebhook, setPublicOrigin, setWebhookEnabled, updateWebhook } from '../db/queries/webhooks';
+import {
+	deleteWebhook,
+	deliverySummaries,
+	getPublicOrigin,
+	insertWebhook,
+	listWebhooks,
+	lockWebhook,
+	setPublicOrigin,
+	setWebhookEnabled,
+	updateWebhook
+} from '../db/queries/webhooks';
 import { env } from '../env';
 import { Refusal } from '../refusal';
 import { maskUrl, webhookView } from './mask';
@@ -48,7 +58,10 @@ export function changeWebhook(actor: Actor, input: z.output<typeof updateWebhook
 		if (!before) throw noSuchWebhook();
 		// Headers often carry a token for the old address: they never follow the URL to another host by themselves.
 		if (change.url && !change.headers && Object.keys(before.headers).length && new URL(change.url).origin !== new URL(before.url).origin) {
-			throw new Refusal('BAD_REQUEST', 'headers: the URL now points at another host; type its headers again or remove them, so the old ones are not sent there');
+			throw new Refusal(
+				'BAD_REQUEST',
+				'headers: the URL now points at another host; type its headers again or remove them, so the old ones are not sent there'
+			);
 		}
 		const w = (await updateWebhook(tx, id, change))!;
 		await recordAudit(tx, {
@@ -60,7 +73,12 @@ export function changeWebhook(actor: Actor, input: z.output<typeof updateWebhook
 			detail: {
 				name: w.name,
 				kind: w.kind,
-				before: { name: before.name, kind: before.kind, ...(change.url ? { url: maskUrl(before.url) } : {}), ...(change.headers ? { headers: Object.keys(before.headers) } : {}) },
+				before: {
+					name: before.name,
+					kind: before.kind,
+					...(change.url ? { url: maskUrl(before.url) } : {}),
+					...(change.headers ? { headers: Object.keys(before.headers) } : {})
+				},
 				...(change.url ? { url: maskUrl(w.url) } : {}),
 				...(change.headers ? { headers: Object.keys(w.headers) } : {})
 			}
@@ -82,7 +100,14 @@ export function enableWebhook(actor: Actor, id: string, enabled: boolean): Promi
 	return sql().begin(async (tx) => {
 		const w = await setWebhookEnabled(tx, id, enabled);
 		if (!w) throw noSuchWebhook();
-		await recordAudit(tx, { actor, action: enabled ? 'webhook.enabled' : 'webhook.disabled', route: 'settings', subjectType: 'webhook', subjectId: w.id, detail: { name: w.name } });
+		await recordAudit(tx, {
+			actor,
+			action: enabled ? 'webhook.enabled' : 'webhook.disabled',
+			route: 'settings',
+			subjectType: 'webhook',
+			subjectId: w.id,
+			detail: { name: w.name }
+		});
 		return { ok: true as const };
 	});
 }

@@ -23,7 +23,15 @@ export async function deliverQueued(sql: Sql, p: NotifyPayload, attempt: { n: nu
 	if (!(await noticeStillWaiting(sql, p.notice.kind, p.notice.subjectId))) return 'skipped';
 	const r = await deliver(hook, p.notice, await publicOrigin(sql));
 	const final = r.ok || attempt.n >= attempt.max;
-	await recordDelivery(sql, { webhookId: hook.id, noticeKind: p.notice.kind, ok: r.ok, httpStatus: r.httpStatus, error: r.ok ? null : r.error, attempt: attempt.n, final });
+	await recordDelivery(sql, {
+		webhookId: hook.id,
+		noticeKind: p.notice.kind,
+		ok: r.ok,
+		httpStatus: r.httpStatus,
+		error: r.ok ? null : r.error,
+		attempt: attempt.n,
+		final
+	});
 	if (!r.ok) throw new DeliveryFailed(`webhook ${hook.name}: ${r.error}${final ? ' (giving up)' : ''}`);
 	return 'sent';
 }
@@ -33,6 +41,14 @@ export async function sendTest(sql: Sql, webhookId: string): Promise<DeliveryRes
 	const hook = await getWebhook(sql, webhookId);
 	if (!hook) return null;
 	const r = await deliver(hook, testNotice(), await publicOrigin(sql));
-	await recordDelivery(sql, { webhookId: hook.id, noticeKind: 'test', ok: r.ok, httpStatus: r.httpStatus, error: r.ok ? null : r.error, attempt: 1, final: true });
+	await recordDelivery(sql, {
+		webhookId: hook.id,
+		noticeKind: 'test',
+		ok: r.ok,
+		httpStatus: r.httpStatus,
+		error: r.ok ? null : r.error,
+		attempt: 1,
+		final: true
+	});
 	return r;
 }

@@ -115,7 +115,14 @@ const statusIs = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 'stopped
 });
 const configHas = (guest: 'CT' | 'VM', vmid: string, fields: Record<string, string | null>, what: string): Step[] =>
 	Object.keys(fields).length
-		? [{ label: `verify: ${what}`, argv: [guest === 'CT' ? 'pct' : 'qm', 'config', vmid], timeoutMs: MIN, verify: { fields, expect: what, failure: `${guest} ${vmid}'s config does not show ${what}` } }]
+		? [
+				{
+					label: `verify: ${what}`,
+					argv: [guest === 'CT' ? 'pct' : 'qm', 'config', vmid],
+					timeoutMs: MIN,
+					verify: { fields, expect: what, failure: `${guest} ${vmid}'s config does not show ${what}` }
+				}
+			]
 		: [];
 const isGone = (guest: 'CT' | 'VM', vmid: string): Step => ({
 	label: `verify: ${guest} ${vmid} gone`,
@@ -126,14 +133,30 @@ const isGone = (guest: 'CT' | 'VM', vmid: string): Step => ({
 /** The settings a `pct set` / `qm set` asked for, as its config shows them (the description is stored encoded: not compared). */
 const settings = (p: Record<string, unknown>, keys: string[]): Record<string, string> =>
 	Object.fromEntries(keys.filter((k) => p[k] !== undefined).map((k) => [k, typeof p[k] === 'boolean' ? (p[k] ? '1' : '0') : String(p[k])]));
-const shown = (f: Record<string, string | null>) => Object.entries(f).map(([k, v]) => (v === null ? `no ${k}` : `${k} ${v}`)).join(', ');
+const shown = (f: Record<string, string | null>) =>
+	Object.entries(f)
+		.map(([k, v]) => (v === null ? `no ${k}` : `${k} ${v}`))
+		.join(', ');
 /** An absolute size is read back in the disk's line; a relative one (`+2G`) cannot be told from the config alone. */
 const sizeIs = (guest: 'CT' | 'VM', vmid: string, disk: string, size: string): Step[] =>
 	size.startsWith('+') ? [] : configHas(guest, vmid, { [disk]: `size=${size}` }, `${disk} size=${size}`);
 const unitIs = (vmid: string | undefined, op: string, unit: string): Step[] => {
-	const [check, expect] = ['start', 'restart', 'reload'].includes(op) ? ['is-active', 'active'] : op === 'stop' ? ['is-active', 'inactive'] : op === 'enable' ? ['is-enabled', 'enabled'] : ['is-enabled', 'disabled'];
+	const [check, expect] = ['start', 'restart', 'reload'].includes(op)
+		? ['is-active', 'active']
+		: op === 'stop'
+			? ['is-active', 'inactive']
+			: op === 'enable'
+				? ['is-enabled', 'enabled']
+				: ['is-enabled', 'disabled'];
 	const where = vmid ? ` in CT ${vmid}` : '';
-	return [{ label: `verify: ${unit} ${expect}${where}`, argv: inCt(vmid, ['systemctl', check, unit]), timeoutMs: MIN, verify: { expect, anyExit: true, failure: `${unit} is not ${expect}${where}` } }];
+	return [
+		{
+			label: `verify: ${unit} ${expect}${where}`,
+			argv: inCt(vmid, ['systemctl', check, unit]),
+			timeoutMs: MIN,
+			verify: { expect, anyExit: true, failure: `${unit} is not ${expect}${where}` }
+		}
+	];
 };
 const inCt = (v: string | undefined, argv: string[]) => (v ? ['pct', 'exec', v, '--', ...argv] : argv);
 const running = (vmid: string): Precondition[] => [{ kind: 'ct-status', vmid, status: 'running' }];
@@ -152,7 +175,12 @@ const vmRunning = (vmid: string): Precondition[] => [{ kind: 'vm-status', vmid, 
 const resumeToStatus = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 'stopped'): Resume => {
 	const tool = guest === 'CT' ? 'pct' : 'qm';
 	return {
-		state: { label: `read back: ${tool} status ${vmid}`, argv: [tool, 'status', vmid], timeoutMs: MIN, verify: { field: 'status', expect: status, failure: `${guest} ${vmid} is not ${status}` } },
+		state: {
+			label: `read back: ${tool} status ${vmid}`,
+			argv: [tool, 'status', vmid],
+			timeoutMs: MIN,
+			verify: { field: 'status', expect: status, failure: `${guest} ${vmid} is not ${status}` }
+		},
 		config: [tool, 'config', vmid]
 	};
 };
@@ -160,7 +188,12 @@ const resumeToStatus = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 's
 const resumeToSnapshot = (guest: 'CT' | 'VM', vmid: string, name: string): Resume => {
 	const tool = guest === 'CT' ? 'pct' : 'qm';
 	return {
-		state: { label: `read back: ${tool} listsnapshot ${vmid}`, argv: [tool, 'listsnapshot', vmid], timeoutMs: MIN, verify: { snapshot: true, expect: name, failure: `${guest} ${vmid} has no snapshot ${name}` } },
+		state: {
+			label: `read back: ${tool} listsnapshot ${vmid}`,
+			argv: [tool, 'listsnapshot', vmid],
+			timeoutMs: MIN,
+			verify: { snapshot: true, expect: name, failure: `${guest} ${vmid} has no snapshot ${name}` }
+		},
 		config: [tool, 'config', vmid]
 	};
 };
@@ -192,7 +225,11 @@ const onNode = (type: 'lxc' | 'qemu', vmid: string, node: string): Step => ({
 	label: `verify: ${type}/${vmid} on ${node}`,
 	argv: ['pvesh', 'get', '/cluster/resources', '--type', 'vm', '--output-format', 'json'],
 	timeoutMs: MIN,
-	verify: { json: { id: `${type}/${vmid}`, key: 'node' }, expect: node, failure: `the migration reported success but the cluster does not list ${type}/${vmid} on ${node}` }
+	verify: {
+		json: { id: `${type}/${vmid}`, key: 'node' },
+		expect: node,
+		failure: `the migration reported success but the cluster does not list ${type}/${vmid} on ${node}`
+	}
 });
 
 /** Actions that exist only in a cluster: left out of the agent's catalogue when no host is a cluster member. */
@@ -277,16 +314,27 @@ export const ACTIONS = {
 				.join(',');
 			const net = `name=eth0,bridge=${p.bridge},ip=${p.ip}${p.gateway ? `,gw=${p.gateway}` : ''}`;
 			const argv = [
-				'pct', 'create', String(p.vmid), p.template,
-				'--hostname', p.hostname,
-				'--cores', String(p.cores),
-				'--memory', String(p.memory),
-				'--swap', String(p.swap),
-				'--rootfs', `${p.storage}:${p.disk}`,
-				'--net0', net,
-				'--unprivileged', p.unprivileged ? '1' : '0',
+				'pct',
+				'create',
+				String(p.vmid),
+				p.template,
+				'--hostname',
+				p.hostname,
+				'--cores',
+				String(p.cores),
+				'--memory',
+				String(p.memory),
+				'--swap',
+				String(p.swap),
+				'--rootfs',
+				`${p.storage}:${p.disk}`,
+				'--net0',
+				net,
+				'--unprivileged',
+				p.unprivileged ? '1' : '0',
 				...(features ? ['--features', features] : []),
-				'--start', p.start ? '1' : '0'
+				'--start',
+				p.start ? '1' : '0'
 			];
 			return [{ label: `pct create ${p.vmid} (${p.hostname})`, argv, timeoutMs: 20 * MIN }];
 		},
@@ -337,7 +385,10 @@ export const ACTIONS = {
 				label: `verify: ${p.storage}:vztmpl/${p.template} in pveam list`,
 				argv: ['pveam', 'list', p.storage],
 				timeoutMs: MIN,
-				verify: { expect: `${p.storage}:vztmpl/${p.template}`, failure: `pveam download reported success but ${p.storage}:vztmpl/${p.template} is not in pveam list ${p.storage}` }
+				verify: {
+					expect: `${p.storage}:vztmpl/${p.template}`,
+					failure: `pveam download reported success but ${p.storage}:vztmpl/${p.template} is not in pveam list ${p.storage}`
+				}
 			}
 		],
 		summary: (p) => `template ${p.storage}:vztmpl/${p.template} downloaded (use it as pct_create's template)`
@@ -360,7 +411,11 @@ export const ACTIONS = {
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
 		summary: (p, { vmid }) =>
-			`CT ${vmid} set: ${(['cores', 'memory', 'swap', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.description !== undefined ? ['description'] : []).join(', ')}`,
+			`CT ${vmid} set: ${(['cores', 'memory', 'swap', 'onboot'] as const)
+				.filter((k) => p[k] !== undefined)
+				.map((k) => `${k}=${String(p[k])}`)
+				.concat(p.description !== undefined ? ['description'] : [])
+				.join(', ')}`,
 		readBack: (p, { vmid }) => {
 			const f = settings(p, ['cores', 'memory', 'swap', 'onboot']);
 			return configHas('CT', vmid!, f, shown(f));
@@ -384,7 +439,11 @@ export const ACTIONS = {
 		scope: 'ct',
 		params: ACTION_PARAMS.pct_snapshot,
 		steps: (p, { vmid }) => [
-			{ label: `pct snapshot ${p.name}`, argv: ['pct', 'snapshot', vmid!, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
+			{
+				label: `pct snapshot ${p.name}`,
+				argv: ['pct', 'snapshot', vmid!, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])],
+				timeoutMs: 10 * MIN
+			}
 		],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		summary: (p, { vmid }) => `snapshot ${p.name} of CT ${vmid} taken`,
@@ -395,7 +454,9 @@ export const ACTIONS = {
 		description: 'roll a container back to a snapshot (everything since is lost; a running CT is stopped first)',
 		scope: 'ct',
 		params: ACTION_PARAMS.pct_rollback,
-		steps: (p, { vmid }) => [{ label: `pct rollback ${p.name}`, argv: ['pct', 'rollback', vmid!, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }],
+		steps: (p, { vmid }) => [
+			{ label: `pct rollback ${p.name}`, argv: ['pct', 'rollback', vmid!, p.name, ...(p.start ? ['--start', '1'] : [])], timeoutMs: 10 * MIN }
+		],
 		preconditions: (_p, { vmid }) => exists(vmid!),
 		changesInventory: true,
 		summary: (p, { vmid }) => `CT ${vmid} rolled back to ${p.name}${p.start ? ' and started' : ''}`,
@@ -431,7 +492,10 @@ export const ACTIONS = {
 				label: `verify: sha256 of ${p.path}`,
 				argv: ['pct', 'exec', vmid!, '--', 'sha256sum', p.path],
 				timeoutMs: MIN,
-				verify: { expect: sha256(p.content), failure: `pct push reported success but ${p.path} in CT ${vmid} does not have the content's sha256 (${sha256(p.content).slice(0, 12)}…)` }
+				verify: {
+					expect: sha256(p.content),
+					failure: `pct push reported success but ${p.path} in CT ${vmid} does not have the content's sha256 (${sha256(p.content).slice(0, 12)}…)`
+				}
 			}
 		],
 		preconditions: (_p, { vmid }) => running(vmid!),
@@ -498,20 +562,34 @@ export const ACTIONS = {
 		steps: (p) => {
 			const id = String(p.vmid);
 			const create = [
-				'qm', 'create', id,
-				'--name', p.name,
-				'--memory', String(p.memory),
-				'--cores', String(p.cores),
-				'--net0', `virtio,bridge=${p.bridge}`,
-				'--scsihw', 'virtio-scsi-pci',
-				'--scsi0', `${p.storage}:0,import-from=${p.image}`,
-				'--ide2', `${p.storage}:cloudinit`,
-				'--boot', 'order=scsi0',
-				'--serial0', 'socket',
-				'--vga', 'serial0',
-				'--agent', 'enabled=1',
+				'qm',
+				'create',
+				id,
+				'--name',
+				p.name,
+				'--memory',
+				String(p.memory),
+				'--cores',
+				String(p.cores),
+				'--net0',
+				`virtio,bridge=${p.bridge}`,
+				'--scsihw',
+				'virtio-scsi-pci',
+				'--scsi0',
+				`${p.storage}:0,import-from=${p.image}`,
+				'--ide2',
+				`${p.storage}:cloudinit`,
+				'--boot',
+				'order=scsi0',
+				'--serial0',
+				'socket',
+				'--vga',
+				'serial0',
+				'--agent',
+				'enabled=1',
 				...(p.ciuser !== undefined ? ['--ciuser', p.ciuser] : []),
-				'--ipconfig0', p.ip === 'dhcp' ? 'ip=dhcp' : `ip=${p.ip}${p.gateway ? `,gw=${p.gateway}` : ''}`
+				'--ipconfig0',
+				p.ip === 'dhcp' ? 'ip=dhcp' : `ip=${p.ip}${p.gateway ? `,gw=${p.gateway}` : ''}`
 			];
 			const label = `qm create ${id} (${p.name})`;
 			return [
@@ -532,7 +610,11 @@ export const ACTIONS = {
 		scope: 'host',
 		params: ACTION_PARAMS.vm_clone,
 		steps: (p) => [
-			{ label: `qm clone ${p.vmid} → ${p.newid} (${p.name})`, argv: ['qm', 'clone', p.vmid, String(p.newid), '--name', p.name, '--full', p.full ? '1' : '0'], timeoutMs: 60 * MIN }
+			{
+				label: `qm clone ${p.vmid} → ${p.newid} (${p.name})`,
+				argv: ['qm', 'clone', p.vmid, String(p.newid), '--name', p.name, '--full', p.full ? '1' : '0'],
+				timeoutMs: 60 * MIN
+			}
 		],
 		preconditions: (p) => [...vmExists(p.vmid), { kind: 'vm-absent', vmid: String(p.newid) }],
 		changesInventory: true,
@@ -570,7 +652,11 @@ export const ACTIONS = {
 		preconditions: (p) => vmExists(p.vmid),
 		changesInventory: true,
 		summary: (p) =>
-			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const).filter((k) => p[k] !== undefined).map((k) => `${k}=${String(p[k])}`).concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : []).join(', ')}`,
+			`VM ${p.vmid} set: ${(['cores', 'memory', 'balloon', 'onboot'] as const)
+				.filter((k) => p[k] !== undefined)
+				.map((k) => `${k}=${String(p[k])}`)
+				.concat(p.tags !== undefined ? [`tags=${p.tags.join(';')}`] : [], p.description !== undefined ? ['description'] : [])
+				.join(', ')}`,
 		readBack: (p) => {
 			const f = settings(p, ['cores', 'memory', 'balloon', 'onboot']);
 			return configHas('VM', p.vmid, f, shown(f));
@@ -594,7 +680,11 @@ export const ACTIONS = {
 		scope: 'host',
 		params: ACTION_PARAMS.vm_snapshot,
 		steps: (p) => [
-			{ label: `qm snapshot ${p.name}`, argv: ['qm', 'snapshot', p.vmid, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])], timeoutMs: 10 * MIN }
+			{
+				label: `qm snapshot ${p.name}`,
+				argv: ['qm', 'snapshot', p.vmid, p.name, ...(p.description !== undefined ? ['--description', p.description] : [])],
+				timeoutMs: 10 * MIN
+			}
 		],
 		preconditions: (p) => vmExists(p.vmid),
 		summary: (p) => `snapshot ${p.name} of VM ${p.vmid} taken`,
@@ -681,7 +771,7 @@ export const ACTIONS = {
 	}),
 	vm_http_check: def({
 		classification: 'read_only',
-		description: "HTTP GET from the host to a running VM at the address its guest agent reports (curl -fsS http://<ip>:<port><path>); fails on an HTTP error",
+		description: 'HTTP GET from the host to a running VM at the address its guest agent reports (curl -fsS http://<ip>:<port><path>); fails on an HTTP error',
 		scope: 'host',
 		params: ACTION_PARAMS.vm_http_check,
 		steps: (p, { address }) => {
@@ -703,7 +793,11 @@ export const ACTIONS = {
 		scope: 'ct',
 		params: ACTION_PARAMS.pct_migrate,
 		steps: (p, { vmid }) => [
-			{ label: `pct migrate → ${p.node}`, argv: ['pct', 'migrate', vmid!, p.node, '--restart', '1', '--timeout', String(p.timeoutS)], timeoutMs: (p.timeoutS + 60) * 1000 + 60 * MIN },
+			{
+				label: `pct migrate → ${p.node}`,
+				argv: ['pct', 'migrate', vmid!, p.node, '--restart', '1', '--timeout', String(p.timeoutS)],
+				timeoutMs: (p.timeoutS + 60) * 1000 + 60 * MIN
+			},
 			onNode('lxc', vmid!, p.node)
 		],
 		preconditions: (p, { vmid }) => [{ kind: 'migrate-target', guest: 'ct', vmid: vmid!, node: p.node }],

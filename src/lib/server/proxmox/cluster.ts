@@ -12,7 +12,13 @@ import { ProxmoxError, runChecked, type RunOptions } from './inventory';
  */
 export const PVECM_NOT_QUORATE = 2;
 
-const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+const num = z.union([
+	z.number(),
+	z
+		.string()
+		.regex(/^-?\d+(\.\d+)?$/)
+		.transform(Number)
+]);
 
 /** One row of `pvesh get /cluster/resources --output-format json` (PVE 8): nodes, guests, storages, sdn. */
 const resourceSchema = z.looseObject({

@@ -7,7 +7,13 @@ const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 
 /** A number that pvesh may print as a JSON number or (older versions) a numeric string. */
-const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+const num = z.union([
+	z.number(),
+	z
+		.string()
+		.regex(/^-?\d+(\.\d+)?$/)
+		.transform(Number)
+]);
 
 const nodeSchema = z.looseObject({
 	node: z.string().min(1),
@@ -377,9 +383,7 @@ export function pickNode(nodes: PveNode[], nodeName: string): PveNode {
 	const exact = nodes.find((n) => n.node === nodeName);
 	if (exact) return exact;
 	if (nodes.length === 1) return nodes[0];
-	throw new ProxmoxError(
-		`pvesh get /nodes: no node named "${nodeName}" among ${nodes.map((n) => n.node).join(', ') || '(none)'}`
-	);
+	throw new ProxmoxError(`pvesh get /nodes: no node named "${nodeName}" among ${nodes.map((n) => n.node).join(', ') || '(none)'}`);
 }
 
 /**
@@ -389,9 +393,9 @@ export function pickNode(nodes: PveNode[], nodeName: string): PveNode {
 export async function readInventory(client: Client, nodeName: string, opts: RunOptions = {}): Promise<Inventory> {
 	const nodes = parseNodes(await runChecked(client, ['pvesh', 'get', '/nodes', '--output-format', 'json'], opts));
 	const node = pickNode(nodes, nodeName);
-	const list = parseLxcList(
-		await runChecked(client, ['pvesh', 'get', `/nodes/${node.node}/lxc`, '--output-format', 'json'], opts)
-	).sort((a, b) => a.vmid - b.vmid);
+	const list = parseLxcList(await runChecked(client, ['pvesh', 'get', `/nodes/${node.node}/lxc`, '--output-format', 'json'], opts)).sort(
+		(a, b) => a.vmid - b.vmid
+	);
 	const containers: LxcRecord[] = [];
 	// A few channels at a time: sshd limits sessions per connection (MaxSessions, default 10).
 	for (let i = 0; i < list.length; i += 4) {

@@ -10,7 +10,13 @@ export type ReadArgv = (argv: string[]) => Promise<{ exitCode: number | null; st
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
-const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+const num = z.union([
+	z.number(),
+	z
+		.string()
+		.regex(/^-?\d+(\.\d+)?$/)
+		.transform(Number)
+]);
 
 /** `/cluster/resources` rows, read by the one reader (proxmox/cluster.ts); kept under the name migrate's callers use. */
 export const parseClusterResources = clusterResourceRows;
@@ -26,7 +32,9 @@ export type { ClusterResource };
 const nodeStatusSchema = z.looseObject({ memory: z.looseObject({ total: num, used: num, free: num.optional(), available: num.optional() }) });
 
 /** `pvesh get /nodes/<n>/storage --output-format json`: one row per storage the node has configured. */
-const nodeStorageSchema = z.array(z.looseObject({ storage: z.string(), active: num.optional(), enabled: num.optional(), shared: num.optional(), avail: num.optional() }));
+const nodeStorageSchema = z.array(
+	z.looseObject({ storage: z.string(), active: num.optional(), enabled: num.optional(), shared: num.optional(), avail: num.optional() })
+);
 
 /** The storages a guest's disks are on (a CT's rootfs and mount points; a VM's disks, cloud-init drive included, ISO CD-ROMs not), by storage id → the disk keys. */
 export function guestStorages(kind: 'ct' | 'vm', config: string): Map<string, string[]> {

@@ -40,7 +40,12 @@ function compact(node: JSONSchema7Definition): JSONSchema7Definition {
  */
 export function actionParamsVariants(): JSONSchema7[] {
 	variants ??= ACTION_NAMES.map((name) => {
-		const { $schema: _s, ...schema } = z.toJSONSchema(ACTIONS[name].params, { io: 'input', target: 'draft-7', reused: 'inline', unrepresentable: 'any' }) as JSONSchema7 & { $schema?: string };
+		const { $schema: _s, ...schema } = z.toJSONSchema(ACTIONS[name].params, {
+			io: 'input',
+			target: 'draft-7',
+			reused: 'inline',
+			unrepresentable: 'any'
+		}) as JSONSchema7 & { $schema?: string };
 		const typed = compact(schema) as JSONSchema7;
 		// A container is named by the target ('lxc:strong/101'); params.vmid is still accepted, just not advertised.
 		if (ACTIONS[name].scope !== 'host' && typed.properties?.vmid) {

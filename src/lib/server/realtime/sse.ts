@@ -65,7 +65,16 @@ export function formatEvent(e: OutEvent): string {
 	// A delta is the bulk of a streaming turn's traffic: it carries only its payload; the id and
 	// type are the SSE lines' (the client reads them from there, see LiveEvents).
 	if (e.type === 'message.delta') return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ payload: e.payload })}\n\n`;
-	const data = JSON.stringify({ id: e.id, sessionId: e.sessionId, type: e.type, payload: e.payload, message: e.message, execution: e.execution, plan: e.plan, createdAt: e.createdAt });
+	const data = JSON.stringify({
+		id: e.id,
+		sessionId: e.sessionId,
+		type: e.type,
+		payload: e.payload,
+		message: e.message,
+		execution: e.execution,
+		plan: e.plan,
+		createdAt: e.createdAt
+	});
 	return `id: ${e.id}\nevent: ${e.type}\ndata: ${data}\n\n`;
 }
 

@@ -57,7 +57,14 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 		});
 		if (!r) continue;
 		log.warn(
-			{ process: r.process.id, pid: r.process.pid, host: r.process.hostname, interrupted: r.interrupted.length, handedOver: r.handedOver.length, resumed: r.resumed },
+			{
+				process: r.process.id,
+				pid: r.process.pid,
+				host: r.process.hostname,
+				interrupted: r.interrupted.length,
+				handedOver: r.handedOver.length,
+				resumed: r.resumed
+			},
 			`worker process ${r.process.pid} on ${r.process.hostname} died: ${r.interrupted.length} execution(s) interrupted, ${r.handedOver.length} handed over to be resumed, ${r.resumed} reply(ies) resumed elsewhere`
 		);
 		out.push(r);
@@ -77,7 +84,8 @@ export async function recoverDeadProcesses(sql: Sql): Promise<Recovered[]> {
 async function settleInterrupted(sql: Sql, id: string): Promise<void> {
 	const e = await getExecution(sql, id);
 	if (!e) return;
-	if (e.classification !== 'read_only') await settleAbandoned(e).catch((err: Error) => log.error({ err, execution: id }, `stop and read-back failed: ${err.message}`));
+	if (e.classification !== 'read_only')
+		await settleAbandoned(e).catch((err: Error) => log.error({ err, execution: id }, `stop and read-back failed: ${err.message}`));
 	await sql.begin((tx) => queueContinuations(tx, id));
 }
 

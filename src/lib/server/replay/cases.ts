@@ -35,6 +35,9 @@ export async function runReplayCase(nameOrId: string): Promise<CaseRun> {
 	const replayId = await startReplay({ originalId: c.originalSessionId, operatorId: null, live: false, caseId: c.id, title: `case ${c.name}`, enqueue: false });
 	const status = await runReplay(replayId);
 	const got = await sessionFigures(replayId);
-	const problems = status === 'done' && got ? regressions(expected, got) : [`the replay ${status ?? 'vanished'}: ${replayState.parse((await getReplay(sql(), replayId))?.replay ?? { status: 'failed' }).error ?? ''}`];
+	const problems =
+		status === 'done' && got
+			? regressions(expected, got)
+			: [`the replay ${status ?? 'vanished'}: ${replayState.parse((await getReplay(sql(), replayId))?.replay ?? { status: 'failed' }).error ?? ''}`];
 	return { replayId, ok: problems.length === 0, problems, rows: got ? comparisonRows(expected, got) : [], expected, got };
 }

@@ -66,7 +66,8 @@ export async function sessionFigures(sessionId: string, sql: Sql = appSql()): Pr
 /** Why a replay falls short of the figures it must keep; empty when it does not. */
 export function regressions(expected: SessionFigures, got: SessionFigures): string[] {
 	const out: string[] = [];
-	if (operatorActions(got) > operatorActions(expected)) out.push(`more operator actions: ${operatorActions(got)}, expected at most ${operatorActions(expected)}`);
+	if (operatorActions(got) > operatorActions(expected))
+		out.push(`more operator actions: ${operatorActions(got)}, expected at most ${operatorActions(expected)}`);
 	const back = got.findings.filter((k) => !expected.findings.includes(k));
 	if (back.length) out.push(`findings back: ${back.join(', ')}`);
 	if (expected.goalReached && !got.goalReached) out.push('the goal was not reached');
@@ -104,5 +105,12 @@ export function formatComparison(rows: ComparisonRow[], heads: [string, string] 
 	const cut = (s: string) => (s.length > 60 ? s.slice(0, 59) + '…' : s);
 	const cells = [['', heads[0], heads[1], ''], ...rows.map((r) => [r.label, cut(r.original), cut(r.replay), r.same ? '' : '≠'])];
 	const widths = [0, 1, 2].map((i) => Math.max(...cells.map((c) => c[i].length)));
-	return cells.map((c) => c.map((v, i) => (i < 3 ? v.padEnd(widths[i]) : v)).join('  ').trimEnd()).join('\n');
+	return cells
+		.map((c) =>
+			c
+				.map((v, i) => (i < 3 ? v.padEnd(widths[i]) : v))
+				.join('  ')
+				.trimEnd()
+		)
+		.join('\n');
 }

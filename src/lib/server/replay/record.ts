@@ -32,7 +32,10 @@ export async function recordSession(sql: Sql, sessionId: string): Promise<Record
 			let outcome: Record<string, unknown> | null = null;
 			const e = tool === 'request_execution' ? executions.get(key) : undefined;
 			if (e) {
-				const output = e.steps.map((s) => s.stdoutTail || s.stderrTail).join('\n').slice(-6000);
+				const output = e.steps
+					.map((s) => s.stdoutTail || s.stderrTail)
+					.join('\n')
+					.slice(-6000);
 				outcome = { status: e.status, output, ...(e.error ? { error: e.error } : {}) };
 			}
 			const plan = tool === 'propose_plan' ? plans.get(key) : undefined;

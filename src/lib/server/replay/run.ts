@@ -15,7 +15,14 @@ import { sessionFigures } from './compare';
  * Starts a replay of a session (or of a saved case's inputs): a new session marked `replay_of`
  * it, run by the worker (job replay__run) unless `enqueue: false`. Returns the replay's session id.
  */
-export async function startReplay(r: { originalId: string | null; operatorId: string | null; live: boolean; caseId?: string; title?: string; enqueue?: boolean }): Promise<string> {
+export async function startReplay(r: {
+	originalId: string | null;
+	operatorId: string | null;
+	live: boolean;
+	caseId?: string;
+	title?: string;
+	enqueue?: boolean;
+}): Promise<string> {
 	return sql().begin(async (tx) => {
 		let title = r.title;
 		if (r.originalId) {

@@ -42,14 +42,20 @@ export function renderReviewMarkdown(r: SessionReview): string {
 	out.push('| # | Role | Origin | Tool calls | Top tools | Summary |');
 	out.push('|--:|------|--------|-----------:|-----------|---------|');
 	for (const m of r.messages) {
-		const tools = m.topTools.slice(0, 3).map((x) => `${x.tool} ×${x.n}`).join(', ');
+		const tools = m.topTools
+			.slice(0, 3)
+			.map((x) => `${x.tool} ×${x.n}`)
+			.join(', ');
 		const status = m.status === 'complete' ? '' : ` (${m.status})`;
 		out.push(`| ${m.index} | ${m.role}${status} | ${m.origin} | ${m.toolCalls} | ${cell(tools)} | ${cell(m.summary)} |`);
 	}
 	out.push('');
 	if (r.unverified?.length) {
 		out.push('## Changes not verified', '', 'Mutations whose read-back did not confirm them: never count them as done.', '');
-		for (const u of r.unverified) out.push(`- \`${u.action}\` on \`${u.target}\` (${u.executionId}): **${u.verdict === 'inconclusive' ? 'inconclusive' : 'still failing'}** — ${cell(u.detail ?? '')}`);
+		for (const u of r.unverified)
+			out.push(
+				`- \`${u.action}\` on \`${u.target}\` (${u.executionId}): **${u.verdict === 'inconclusive' ? 'inconclusive' : 'still failing'}** — ${cell(u.detail ?? '')}`
+			);
 		out.push('');
 	}
 	if (r.hypotheses?.length) {
@@ -59,7 +65,9 @@ export function renderReviewMarkdown(r: SessionReview): string {
 			for (const h of set.hypotheses) {
 				const settled = h.result ? ` — ${cell(h.result)} (${(h.verdictEvidence ?? []).join(', ')})` : '';
 				const pursued = set.pursued === h.id ? ' — **pursued by the operator**' : '';
-				out.push(`- \`${h.id}\` **${h.verdict}** (${h.confidence} confidence): ${cell(h.statement)}; evidence ${h.evidence.join(', ')}; check \`${h.check.action}${h.check.target ? ` ${h.check.target}` : ''}\`${settled}${pursued}`);
+				out.push(
+					`- \`${h.id}\` **${h.verdict}** (${h.confidence} confidence): ${cell(h.statement)}; evidence ${h.evidence.join(', ')}; check \`${h.check.action}${h.check.target ? ` ${h.check.target}` : ''}\`${settled}${pursued}`
+				);
 			}
 			out.push('');
 		}
@@ -95,7 +103,9 @@ export function renderOverviewMarkdown(o: ReviewOverview, origin: string): strin
 	out.push(`- Started by: operators ${og.operator}, alerts ${og.alert}, schedules ${og.schedule}`);
 	if (og.alert) {
 		const s = (x: number | null) => (x === null ? '—' : `${Math.round(x)} s`);
-		out.push(`- Alerts, median time to findings: ${s(og.alerts.findingsMedianS)} (${og.alerts.withFindings} of ${og.alert}); to an approved fix: ${s(og.alerts.fixMedianS)} (${og.alerts.withFix} of ${og.alert})`);
+		out.push(
+			`- Alerts, median time to findings: ${s(og.alerts.findingsMedianS)} (${og.alerts.withFindings} of ${og.alert}); to an approved fix: ${s(og.alerts.fixMedianS)} (${og.alerts.withFix} of ${og.alert})`
+		);
 	}
 	out.push(`- Tool calls: ${o.toolCallCount}`);
 	out.push(`- Tokens: ${usageLine(o.tokens)}${o.costUsd !== null ? ` (${formatCost(o.costUsd)})` : ''}`, '');
@@ -114,10 +124,15 @@ export function renderOverviewMarkdown(o: ReviewOverview, origin: string): strin
 		out.push('');
 	}
 	out.push(`## Sessions, worst first (${o.sessions.length} of ${o.sessionCount})`, '');
-	out.push('| Score | Session | Started | Messages | Tool calls | Findings | Goal |', '|------:|---------|---------|---------:|-----------:|----------|------|');
+	out.push(
+		'| Score | Session | Started | Messages | Tool calls | Findings | Goal |',
+		'|------:|---------|---------|---------:|-----------:|----------|------|'
+	);
 	for (const r of o.sessions) {
 		const link = `[${cell(r.title).replace(/[[\]]/g, '\\$&')}](${origin}/admin/review/${r.id})`;
-		out.push(`| ${r.score} | ${link} | ${r.createdAt.slice(0, 16).replace('T', ' ')} | ${r.messages} | ${r.toolCalls} | ${r.kinds.join(', ') || '—'} | ${r.reached ? 'reached' : 'not reached'} |`);
+		out.push(
+			`| ${r.score} | ${link} | ${r.createdAt.slice(0, 16).replace('T', ' ')} | ${r.messages} | ${r.toolCalls} | ${r.kinds.join(', ') || '—'} | ${r.reached ? 'reached' : 'not reached'} |`
+		);
 	}
 	out.push('');
 	return out.join('\n');

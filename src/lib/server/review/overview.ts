@@ -55,21 +55,19 @@ export async function reviewOverview(
 		sessionCount: r.session_count,
 		reachedCount: r.reached_count,
 		toolCallCount: r.tool_call_count,
-		sessions: r.sessions.map(
-			(s): OverviewSession => ({
-				id: s.id,
-				title: s.title,
-				createdAt: s.created_at,
-				messages: s.messages,
-				toolCalls: s.tool_calls,
-				score: s.score,
-				kinds: s.kinds,
-				worst: (s.sevs.filter(Boolean) as Severity[]).sort((a, b) => rank[a] - rank[b])[0] ?? null,
-				reached: s.reached,
-				tokens: { input: s.input_tokens, output: s.output_tokens, cached: s.cached_tokens },
-				costUsd: costOf(perModel(s.usage_by_model), prices)
-			})
-		),
+		sessions: r.sessions.map((s): OverviewSession => ({
+			id: s.id,
+			title: s.title,
+			createdAt: s.created_at,
+			messages: s.messages,
+			toolCalls: s.tool_calls,
+			score: s.score,
+			kinds: s.kinds,
+			worst: (s.sevs.filter(Boolean) as Severity[]).sort((a, b) => rank[a] - rank[b])[0] ?? null,
+			reached: s.reached,
+			tokens: { input: s.input_tokens, output: s.output_tokens, cached: s.cached_tokens },
+			costUsd: costOf(perModel(s.usage_by_model), prices)
+		})),
 		tokens: { input: r.input_tokens, output: r.output_tokens, cached: r.cached_tokens },
 		costUsd: costOf(perModel(r.by_model), prices),
 		kinds: r.kinds,

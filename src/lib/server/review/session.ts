@@ -4,15 +4,7 @@ import { listFailedExecutions, sessionReviewFacts, type ReviewFactsRow, type Rev
 import { shownStatus } from '../../execution-status';
 import { env } from '../env';
 import { costOf } from '../../messages/usage';
-import {
-	BULK_ALTERNATIVE,
-	BULK_ALTERNATIVE_LXC,
-	N_PLUS_ONE_MIN,
-	PENDING_APPROVAL_HOURS,
-	kindRank,
-	severityRank,
-	type Severity
-} from '../db/review-rules';
+import { BULK_ALTERNATIVE, BULK_ALTERNATIVE_LXC, N_PLUS_ONE_MIN, PENDING_APPROVAL_HOURS, kindRank, severityRank, type Severity } from '../db/review-rules';
 import type { Finding, ReviewMessage, ReviewSummary, SessionReview, UnverifiedExecution } from './types';
 import { listUnverifiedExecutions } from '../db/queries/executions';
 import { listHistorySummaries } from '../db/queries/summaries';
@@ -68,9 +60,12 @@ export async function reviewSession(sessionId: string, sql: Sql = appSql(), opts
 	// The hypotheses the agent presented, with their verdicts and the operator's pick (from the parts).
 	// Only the parts of the messages the facts mark as holding such parts are read (reading every
 	// part of a 6,000-call session to find them was most of its review's time).
-	const withHypotheses = (await getMessagesByIds(sql, rows.filter((m) => m.hypotheses).map((m) => m.id))).sort(
-		(a, b) => (idxById.get(a.id) ?? 0) - (idxById.get(b.id) ?? 0)
-	);
+	const withHypotheses = (
+		await getMessagesByIds(
+			sql,
+			rows.filter((m) => m.hypotheses).map((m) => m.id)
+		)
+	).sort((a, b) => (idxById.get(a.id) ?? 0) - (idxById.get(b.id) ?? 0));
 	const hypotheses = hypothesisSets(withHypotheses).map((h) => ({ ...h, index: idxById.get(h.messageId) ?? null }));
 	const unverified = (await listUnverifiedExecutions(sql, sessionId)) as UnverifiedExecution[];
 	const goal = one(rows.find((m) => m.role === 'user')?.summary ?? session.title, SUMMARY_CHARS);
@@ -169,9 +164,7 @@ function missingCapability(f: FactsRow, severity: Severity): Finding {
 	return {
 		kind: 'missing_capability',
 		severity,
-		title: names.length
-			? `The agent lacked ${list(names)}, which the goal needed`
-			: 'The agent said it could not do what the goal needed',
+		title: names.length ? `The agent lacked ${list(names)}, which the goal needed` : 'The agent said it could not do what the goal needed',
 		evidence: { messageIndexes: f.cap_idx, detail },
 		fix: fixes.join(' ')
 	};

@@ -14,7 +14,14 @@ const detailOf = (s: ScheduleRow) => ({ name: s.name, cron: s.cron, enabled: s.e
 export async function createSchedule(tx: TransactionSql, actor: Actor, input: CreateScheduleInput): Promise<ScheduleRow> {
 	const s = await insertSchedule(tx, { ...input, createdBy: actor.id });
 	const next = await armSchedule(tx, s);
-	await recordAudit(tx, { actor, action: 'schedule.created', route: 'settings', subjectType: 'schedule', subjectId: s.id, detail: { ...detailOf(s), prompt: s.prompt } });
+	await recordAudit(tx, {
+		actor,
+		action: 'schedule.created',
+		route: 'settings',
+		subjectType: 'schedule',
+		subjectId: s.id,
+		detail: { ...detailOf(s), prompt: s.prompt }
+	});
 	return { ...s, nextAt: next?.toISOString() ?? null };
 }
 
@@ -39,7 +46,14 @@ export async function pauseSchedule(tx: TransactionSql, actor: Actor, id: string
 	if (!(await lockSchedule(tx, id))) return null;
 	const s = (await setScheduleEnabled(tx, id, enabled))!;
 	const next = await armSchedule(tx, s);
-	await recordAudit(tx, { actor, action: enabled ? 'schedule.resumed' : 'schedule.paused', route: 'settings', subjectType: 'schedule', subjectId: s.id, detail: detailOf(s) });
+	await recordAudit(tx, {
+		actor,
+		action: enabled ? 'schedule.resumed' : 'schedule.paused',
+		route: 'settings',
+		subjectType: 'schedule',
+		subjectId: s.id,
+		detail: detailOf(s)
+	});
 	return { ...s, nextAt: next?.toISOString() ?? null };
 }
 
@@ -47,7 +61,14 @@ export async function pauseSchedule(tx: TransactionSql, actor: Actor, id: string
 export async function removeSchedule(tx: TransactionSql, actor: Actor, id: string): Promise<boolean> {
 	if (!(await lockSchedule(tx, id))) return false;
 	const s = (await deleteSchedule(tx, id))!;
-	await recordAudit(tx, { actor, action: 'schedule.deleted', route: 'settings', subjectType: 'schedule', subjectId: s.id, detail: { name: s.name, cron: s.cron } });
+	await recordAudit(tx, {
+		actor,
+		action: 'schedule.deleted',
+		route: 'settings',
+		subjectType: 'schedule',
+		subjectId: s.id,
+		detail: { name: s.name, cron: s.cron }
+	});
 	return true;
 }
 

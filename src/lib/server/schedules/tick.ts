@@ -27,7 +27,12 @@ export async function armSchedule(tx: TransactionSql, s: Pick<ScheduleRow, 'id' 
 	const parsed = parseCron(s.cron);
 	const slot = s.enabled && parsed.ok ? slotAtOrAfter(parsed.cron, from) : null;
 	await setNextAt(tx, s.id, slot);
-	if (slot) await enqueueJob(tx, TICK_TASK, { scheduleId: s.id, slot: slot.toISOString() } satisfies TickPayload, { jobKey: `schedule:${s.id}:${slot.toISOString()}`, runAt: slot, maxAttempts: 10 });
+	if (slot)
+		await enqueueJob(tx, TICK_TASK, { scheduleId: s.id, slot: slot.toISOString() } satisfies TickPayload, {
+			jobKey: `schedule:${s.id}:${slot.toISOString()}`,
+			runAt: slot,
+			maxAttempts: 10
+		});
 	return slot;
 }
 

@@ -53,7 +53,11 @@ export class SshError extends Error {
  * Opens an authenticated connection. The host key is checked against the pinned fingerprint
  * during the handshake, before any authentication; a mismatch or a missing pin aborts.
  */
-export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<ConnectConfig, 'keepaliveInterval' | 'keepaliveCountMax'> = {}): Promise<Client> {
+export async function connect(
+	host: SshTarget,
+	timeoutMs = 10_000,
+	extra: Pick<ConnectConfig, 'keepaliveInterval' | 'keepaliveCountMax'> = {}
+): Promise<Client> {
 	let privateKey: Buffer;
 	try {
 		privateKey = await readFile(host.keyPath);
@@ -92,7 +96,9 @@ export async function connect(host: SshTarget, timeoutMs = 10_000, extra: Pick<C
 		});
 		// A host that hangs up after the banners (sshd's MaxStartups, a firewall) makes ssh2 emit
 		// only 'close': without this the connect would never settle. (After 'error' it is a no-op.)
-		client.once('close', () => reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: the host closed the connection before authentication`)));
+		client.once('close', () =>
+			reject(new SshError(`SSH to ${host.name} (${host.address}:${host.port}) failed: the host closed the connection before authentication`))
+		);
 		client.connect(config);
 	});
 }
@@ -219,7 +225,17 @@ function execOnChannel(client: Client, argv: readonly string[], opts: ExecOption
 	const started = Date.now();
 	return new Promise((resolve, reject) => {
 		if (opts.signal?.aborted) {
-			resolve({ exitCode: null, signal: null, stdout: '', stderr: '', durationMs: 0, timedOut: false, aborted: true, group: null, stopped: tag ? 'gone' : null });
+			resolve({
+				exitCode: null,
+				signal: null,
+				stdout: '',
+				stderr: '',
+				durationMs: 0,
+				timedOut: false,
+				aborted: true,
+				group: null,
+				stopped: tag ? 'gone' : null
+			});
 			return;
 		}
 		let stream: ClientChannel | undefined;

@@ -40,7 +40,11 @@ function retire(name: string, e: Entry): void {
 		else pool.delete(name);
 	}
 	clearTimeout(e.idle);
-	if (e.leases === 0) void e.client.then((c) => c.end(), () => undefined);
+	if (e.leases === 0)
+		void e.client.then(
+			(c) => c.end(),
+			() => undefined
+		);
 }
 
 function open(host: SshTarget, timeoutMs?: number): Entry {

@@ -54,6 +54,7 @@ export const adminProcedure = operatorProcedure.use(({ ctx, next }) => {
 
 /** An admin's, signed in at a browser: for what approves in advance (always-allow rules). */
 export const browserAdminProcedure = adminProcedure.use(({ ctx, next }) => {
-	if (ctx.apiToken) throw new TRPCError({ code: 'FORBIDDEN', message: 'An always-allow rule approves in advance: create or change it signed in, not with an API token.' });
+	if (ctx.apiToken)
+		throw new TRPCError({ code: 'FORBIDDEN', message: 'An always-allow rule approves in advance: create or change it signed in, not with an API token.' });
 	return next();
 });

@@ -28,8 +28,22 @@ const noSuchHook = () => new Refusal('NOT_FOUND', 'No such hook.');
 export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind']; signed?: boolean }): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
 		const secret = newHookSecret();
-		const h = await insertHook(tx, { name: input.name, kind: input.kind, signed: input.signed ?? false, secret, secretHash: hashHookSecret(secret), createdBy: actor.id });
-		await recordAudit(tx, { actor, action: 'hook.created', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, kind: h.kind, signed: h.signed } });
+		const h = await insertHook(tx, {
+			name: input.name,
+			kind: input.kind,
+			signed: input.signed ?? false,
+			secret,
+			secretHash: hashHookSecret(secret),
+			createdBy: actor.id
+		});
+		await recordAudit(tx, {
+			actor,
+			action: 'hook.created',
+			route: 'settings',
+			subjectType: 'hook',
+			subjectId: h.id,
+			detail: { name: h.name, kind: h.kind, signed: h.signed }
+		});
 		return { ...hookView(h), secret };
 	});
 }
@@ -69,7 +83,14 @@ export function setHookMuted(actor: Actor, id: string, minutes: number): Promise
 	return sql().begin(async (tx) => {
 		const h = await muteHook(tx, id, minutes);
 		if (!h) throw noSuchHook();
-		await recordAudit(tx, { actor, action: minutes ? 'hook.muted' : 'hook.unmuted', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name, minutes } });
+		await recordAudit(tx, {
+			actor,
+			action: minutes ? 'hook.muted' : 'hook.unmuted',
+			route: 'settings',
+			subjectType: 'hook',
+			subjectId: h.id,
+			detail: { name: h.name, minutes }
+		});
 		return hookView(h);
 	});
 }

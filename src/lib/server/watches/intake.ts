@@ -1,6 +1,17 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
-import { countDelivery, getLiveHook, insertGroup, lockGroup, markPendingFix, setGroupSession, updateGroup, type AlertGroupRow, type AlertHookRow, type PendingFix } from '../db/queries/watches';
+import {
+	countDelivery,
+	getLiveHook,
+	insertGroup,
+	lockGroup,
+	markPendingFix,
+	setGroupSession,
+	updateGroup,
+	type AlertGroupRow,
+	type AlertHookRow,
+	type PendingFix
+} from '../db/queries/watches';
 import { announceExecution } from '../db/queries/executions';
 import { emitEvent } from '../db/queries/events';
 import { createSession } from '../db/queries/sessions';
@@ -49,7 +60,11 @@ export async function receiveDelivery(hookId: string, headers: Headers, body: Bu
 
 	return sql().begin(async (tx) => {
 		if ((await countDelivery(tx, hook.id)) > HOOK_DELIVERIES_PER_MINUTE) {
-			return { status: 429, body: { message: `More than ${HOOK_DELIVERIES_PER_MINUTE} deliveries this minute; try again later.` }, headers: { 'retry-after': '60' } };
+			return {
+				status: 429,
+				body: { message: `More than ${HOOK_DELIVERIES_PER_MINUTE} deliveries this minute; try again later.` },
+				headers: { 'retry-after': '60' }
+			};
 		}
 		const outcomes: { groupKey: string; outcome: AlertOutcome; sessionId: string | null }[] = [];
 		for (const a of parsed.alerts) outcomes.push({ groupKey: a.groupKey, ...(await takeAlert(tx, hook, a)) });
@@ -76,7 +91,13 @@ async function takeAlert(tx: TransactionSql, hook: AlertHookRow, a: Alert): Prom
 	return joinGroup(tx, hook, g, a, hookMuted);
 }
 
-async function joinGroup(tx: TransactionSql, hook: AlertHookRow, g: AlertGroupRow, a: Alert, hookMuted: boolean): Promise<{ outcome: AlertOutcome; sessionId: string | null }> {
+async function joinGroup(
+	tx: TransactionSql,
+	hook: AlertHookRow,
+	g: AlertGroupRow,
+	a: Alert,
+	hookMuted: boolean
+): Promise<{ outcome: AlertOutcome; sessionId: string | null }> {
 	if (a.status === g.status && g.sinceSeen < DEDUPE_S) {
 		await updateGroup(tx, g.id, {});
 		return { outcome: 'duplicate', sessionId: g.sessionId };
@@ -105,7 +126,11 @@ async function joinGroup(tx: TransactionSql, hook: AlertHookRow, g: AlertGroupRo
 	const flapping = refired && g.sinceChanged < FLAP_S;
 	if (quiet || flapping || !refired) {
 		const why = quiet ? ' (muted: no new investigation)' : flapping ? ` (fired ${g.firings + 1} times; flapping, so no new investigation)` : ' (still firing)';
-		await addSystemNote(tx, g.sessionId, 'alert', `${hook.name}: "${a.title}" fired again${why}.`, { hookId: hook.id, status: 'firing', firings: g.firings + (refired ? 1 : 0) });
+		await addSystemNote(tx, g.sessionId, 'alert', `${hook.name}: "${a.title}" fired again${why}.`, {
+			hookId: hook.id,
+			status: 'firing',
+			firings: g.firings + (refired ? 1 : 0)
+		});
 		return { outcome: quiet ? 'muted' : 'noted', sessionId: g.sessionId };
 	}
 	await investigate(tx, hook, a, g.sessionId, 'reinvestigated');
@@ -123,7 +148,11 @@ async function resolved(tx: TransactionSql, hook: AlertHookRow, a: Alert, sessio
 	await announceFix(tx, sessionId, pending);
 	const what = pendingWords(pending);
 	const ask = what ? ` Still waiting for approval: ${what} — still needed?${quiet ? '' : ' The agent re-checks before it runs.'}` : '';
-	await addSystemNote(tx, sessionId, 'alert', `Resolved: ${hook.name} says "${a.title}" is resolved.${ask}`, { hookId: hook.id, status: 'resolved', ...(what ? { pending: pendingIds(pending) } : {}) });
+	await addSystemNote(tx, sessionId, 'alert', `Resolved: ${hook.name} says "${a.title}" is resolved.${ask}`, {
+		hookId: hook.id,
+		status: 'resolved',
+		...(what ? { pending: pendingIds(pending) } : {})
+	});
 	if (what && !quiet) await requestTurn(tx, { sessionId, origin: 'alert', notes: [recheckBrief(hook, a, pending)] });
 }
 
@@ -134,8 +163,7 @@ async function announceFix(tx: TransactionSql, sessionId: string, p: PendingFix)
 }
 
 const pendingIds = (p: PendingFix) => [...p.plans.map((x) => x.id), ...p.executions.map((x) => x.id)];
-const pendingWords = (p: PendingFix) =>
-	[...p.plans.map((x) => `plan "${x.title}"`), ...p.executions.map((x) => `${x.action} on ${x.target}`)].join('; ');
+const pendingWords = (p: PendingFix) => [...p.plans.map((x) => `plan "${x.title}"`), ...p.executions.map((x) => `${x.action} on ${x.target}`)].join('; ');
 
 /** The turn after a resolve: the alert fenced as data, what still waits, and to re-check it before it runs. */
 export function recheckBrief(hook: Pick<AlertHookRow, 'name' | 'kind'>, a: Pick<Alert, 'title'>, p: PendingFix): string {
@@ -144,7 +172,7 @@ export function recheckBrief(hook: Pick<AlertHookRow, 'name' | 'kind'>, a: Pick<
 		'<<<ALERT',
 		`title: ${fenced(a.title)}`,
 		'ALERT>>>',
-		'What you proposed for it still waits for the operator\'s approval:',
+		"What you proposed for it still waits for the operator's approval:",
 		...p.plans.map((x) => `- plan ${x.id}: ${x.title}`),
 		...p.executions.map((x) => `- execution ${x.id}: ${x.action} on ${x.target}`),
 		'Before anything of it runs, re-check with read-only tools whether it is still needed, then say in a few lines: still needed (the evidence), or no longer needed (the operator can deny it). Propose nothing new unless the re-check shows the problem is still there.'

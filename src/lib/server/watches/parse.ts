@@ -18,7 +18,11 @@ const MAX_ALERTS = 50;
 const TITLE = 200;
 const MESSAGE = 4000;
 
-const text = (max: number) => z.string().max(100_000).transform((s) => clip(s, max));
+const text = (max: number) =>
+	z
+		.string()
+		.max(100_000)
+		.transform((s) => clip(s, max));
 const labels = z
 	.record(z.string().max(200), z.union([z.string(), z.number(), z.boolean(), z.null()]))
 	.refine((r) => Object.keys(r).length <= 50, 'at most 50 labels')

@@ -21,8 +21,7 @@ export interface FetchReadableOptions {
 }
 
 export type FetchReadableResult =
-	| { url: string; finalUrl: string; status: number; contentType: string; text: string; truncated: boolean; bytes: number }
-	| { error: string };
+	{ url: string; finalUrl: string; status: number; contentType: string; text: string; truncated: boolean; bytes: number } | { error: string };
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -30,11 +29,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 class Refused extends Error {}
 
 const refusedAddress = (host: string, ip: string) =>
-	new Refused(
-		host === ip
-			? `refused: ${ip} is a loopback/private address`
-			: `refused: ${host} resolves to ${ip}, a loopback/private address`
-	);
+	new Refused(host === ip ? `refused: ${ip} is a loopback/private address` : `refused: ${host} resolves to ${ip}, a loopback/private address`);
 
 const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
@@ -134,10 +129,7 @@ function readBody(res: IncomingMessage, maxBytes: number): Promise<{ body: Buffe
 
 function isReadable(mime: string): boolean {
 	return (
-		mime.startsWith('text/') ||
-		mime === 'application/xhtml+xml' ||
-		mime === 'application/json' ||
-		(mime.startsWith('application/') && mime.endsWith('+json'))
+		mime.startsWith('text/') || mime === 'application/xhtml+xml' || mime === 'application/json' || (mime.startsWith('application/') && mime.endsWith('+json'))
 	);
 }
 
@@ -248,16 +240,10 @@ export async function fetchReadable(url: string, opts: FetchReadableOptions): Pr
 				return { error: describeError(new Error('connection closed'), target, timeout.aborted, !!opts.signal?.aborted, timeoutMs) };
 			}
 			if (opts.signal?.aborted) return { error: 'cancelled' };
-			notes.push(
-				timeout.aborted
-					? `[… timed out after ${timeoutMs / 1000} s; partial content]`
-					: '[… connection closed early; partial content]'
-			);
+			notes.push(timeout.aborted ? `[… timed out after ${timeoutMs / 1000} s; partial content]` : '[… connection closed early; partial content]');
 		}
 
-		const charset = params
-			.map((p) => p.trim().match(/^charset\s*=\s*"?([^";]+)"?$/i)?.[1])
-			.find(Boolean);
+		const charset = params.map((p) => p.trim().match(/^charset\s*=\s*"?([^";]+)"?$/i)?.[1]).find(Boolean);
 		let text = toText(decode(body, charset), mime, target.href);
 		let truncated = notes.length > 0;
 		if (text.length > maxChars) {

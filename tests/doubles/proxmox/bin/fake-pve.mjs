@@ -19,8 +19,23 @@ import { curl, sha256sum } from '../fake/guest-tools.mjs';
 const TOOLS = { pct, pvesh, pvecm, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl };
 
 const GUEST_WRITES = new Set([
-	'create', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'set', 'unlock', 'snapshot', 'rollback', 'delsnapshot', 'resize',
-	'clone', 'template', 'restore', 'move-volume', 'importdisk'
+	'create',
+	'start',
+	'stop',
+	'shutdown',
+	'reboot',
+	'destroy',
+	'set',
+	'unlock',
+	'snapshot',
+	'rollback',
+	'delsnapshot',
+	'resize',
+	'clone',
+	'template',
+	'restore',
+	'move-volume',
+	'importdisk'
 ]); // (migrate checks quorum itself, after `target is local node.`, as migrate_vm does)
 /** Commands that write a guest config in /etc/pve, which a member without quorum cannot. */
 const WRITES = { pct: (cmd) => GUEST_WRITES.has(cmd), qm: (cmd) => GUEST_WRITES.has(cmd), vzdump: () => true };

@@ -17,10 +17,22 @@ const GUEST_PENDING = [
 	{ name: 'tzdata', from: '2024a-0+deb12u1', to: '2025a-0+deb12u1', size: 257_000, repo: DEB_REPO }
 ];
 const CATALOGUE = {
-	caddy: '2.6.2-5', nginx: '1.22.1-9', apache2: '2.4.62-1~deb12u2', curl: '7.88.1-10+deb12u8',
-	git: '1:2.39.5-0+deb12u1', htop: '3.2.2-2', vim: '2:9.0.1378-2', jq: '1.6-2.1', wget: '1.21.3-1+b2',
-	sudo: '1.9.13p3-1+deb12u1', unzip: '6.0-28', 'ca-certificates': '20230311', postgresql: '15+248',
-	'redis-server': '5:7.0.15-1~deb12u1', 'mariadb-server': '1:10.11.6-0+deb12u1', 'docker.io': '20.10.24+dfsg1-1+b3'
+	caddy: '2.6.2-5',
+	nginx: '1.22.1-9',
+	apache2: '2.4.62-1~deb12u2',
+	curl: '7.88.1-10+deb12u8',
+	git: '1:2.39.5-0+deb12u1',
+	htop: '3.2.2-2',
+	vim: '2:9.0.1378-2',
+	jq: '1.6-2.1',
+	wget: '1.21.3-1+b2',
+	sudo: '1.9.13p3-1+deb12u1',
+	unzip: '6.0-28',
+	'ca-certificates': '20230311',
+	postgresql: '15+248',
+	'redis-server': '5:7.0.15-1~deb12u1',
+	'mariadb-server': '1:10.11.6-0+deb12u1',
+	'docker.io': '20.10.24+dfsg1-1+b3'
 };
 
 const stateFile = (ctx) => join(ctx.scopeDir, 'apt.json');

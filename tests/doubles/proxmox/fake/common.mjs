@@ -237,7 +237,10 @@ export function checkLock(guest, kind) {
 	if (guest.lock) fail(`${kind} is locked (${guest.lock})`);
 }
 
-const lastSnapshot = (snaps) => Object.entries(snaps).sort((a, b) => a[1].snaptime - b[1].snaptime).pop()?.[0];
+const lastSnapshot = (snaps) =>
+	Object.entries(snaps)
+		.sort((a, b) => a[1].snaptime - b[1].snaptime)
+		.pop()?.[0];
 
 /** The guest with `snaps` as its snapshots and the newest one as its parent (neither key when there are none). */
 export function withSnapshots(guest, snaps) {

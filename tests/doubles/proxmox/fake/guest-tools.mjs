@@ -13,7 +13,10 @@ import { agentAddresses } from './qm.mjs';
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin');
 
 function realTool(tool, args) {
-	const PATH = (process.env.PATH ?? '').split(':').filter((p) => p && p !== BIN && !p.endsWith('/doubles/proxmox/bin')).join(':');
+	const PATH = (process.env.PATH ?? '')
+		.split(':')
+		.filter((p) => p && p !== BIN && !p.endsWith('/doubles/proxmox/bin'))
+		.join(':');
 	const r = spawnSync(tool, args, { stdio: 'inherit', env: { ...process.env, PATH } });
 	return r.status ?? 1;
 }

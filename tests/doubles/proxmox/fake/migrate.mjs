@@ -53,7 +53,11 @@ export async function migrate(ctx, kind, args) {
 	const usage = `${tool} migrate <vmid> <target> [OPTIONS]`;
 	const { positional, opts } = parseOpts(args, new Set(kind === 'lxc' ? ['restart', 'online'] : ['online', 'with-local-disks', 'force']));
 	const unknown = [...opts.keys()].filter((k) => !OPTIONS[kind].has(k));
-	if (unknown.length) paramFail(usage, unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`));
+	if (unknown.length)
+		paramFail(
+			usage,
+			unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`)
+		);
 	const vmid = parseVmid(positional[0], usage);
 	const target = positional[1];
 	if (!target) fail(`400 not enough arguments\n${usage}`);
@@ -73,7 +77,10 @@ export async function migrate(ctx, kind, args) {
 	const restart = truthy(opts.get('restart'));
 	const there = memberCtx(ctx, member);
 	const theirs = storages(there);
-	const missingStorage = () => volumesOf(kind, g).map((vol) => vol.split(':')[0]).find((sid) => !theirs.some((x) => x.storage === sid));
+	const missingStorage = () =>
+		volumesOf(kind, g)
+			.map((vol) => vol.split(':')[0])
+			.find((sid) => !theirs.some((x) => x.storage === sid));
 	if (kind === 'qemu') {
 		if (g.lock) fail(`VM is locked (${g.lock})`); // PVE::QemuConfig->check_lock($conf)
 		if (running && !online) fail("can't migrate running VM without --online");
@@ -111,7 +118,9 @@ export async function migrate(ctx, kind, args) {
 	// (nothing moved), where the real thing would move the guest and then fail to start it there.
 	const node = nodeEntry(there);
 	if (running && node.maxmem - node.mem < g.memory * 1024 ** 2) {
-		phase1Failed(`unable to start ${what} ${vmid} on node '${target}': not enough memory (${g.memory} MiB needed, ${Math.floor((node.maxmem - node.mem) / 1024 ** 2)} MiB free)`);
+		phase1Failed(
+			`unable to start ${what} ${vmid} on node '${target}': not enough memory (${g.memory} MiB needed, ${Math.floor((node.maxmem - node.mem) / 1024 ** 2)} MiB free)`
+		);
 	}
 	await sleep(ctx.delayMs);
 	mkdirSync(join(member.stateDir, kind === 'lxc' ? 'cts' : 'vms'), { recursive: true });

@@ -42,8 +42,8 @@ export function lxcStatus(ct, now = Date.now()) {
 		cpu: running ? Number((((v % 13) + 2) / 1000).toFixed(6)) : 0,
 		cpus: ct.cores,
 		disk: running ? Math.floor(maxdisk * (0.1 + (v % 5) / 50)) : 0,
-		diskread: running ? (v % 50 + 10) * MiB : 0,
-		diskwrite: running ? (v % 30 + 5) * MiB : 0,
+		diskread: running ? ((v % 50) + 10) * MiB : 0,
+		diskwrite: running ? ((v % 30) + 5) * MiB : 0,
 		maxdisk,
 		maxmem,
 		maxswap: ct.swap * MiB,
@@ -72,8 +72,8 @@ export function qemuStatus(vm, now = Date.now()) {
 		cpu: running ? Number((((v % 11) + 3) / 1000).toFixed(6)) : 0,
 		cpus: vm.cores,
 		disk: 0, // QEMU does not know how full a guest's disk is
-		diskread: running ? (v % 40 + 20) * MiB : 0,
-		diskwrite: running ? (v % 20 + 5) * MiB : 0,
+		diskread: running ? ((v % 40) + 20) * MiB : 0,
+		diskwrite: running ? ((v % 20) + 5) * MiB : 0,
 		maxdisk: Math.round(vm.diskGb * GiB),
 		maxmem,
 		mem: running ? Math.floor(maxmem * (0.2 + (v % 5) / 20)) : 0,
@@ -109,7 +109,9 @@ function nodeKnobs(ctx) {
 export function nodeEntry(ctx) {
 	const running = listCts(ctx).filter((c) => c.status === 'running');
 	// A running VM's QEMU process holds (about) all of its memory; a CT only what it uses.
-	const vmMem = listGuests(ctx, 'vms').filter((v) => v.status === 'running').reduce((a, v) => a + v.memory * MiB, 0);
+	const vmMem = listGuests(ctx, 'vms')
+		.filter((v) => v.status === 'running')
+		.reduce((a, v) => a + v.memory * MiB, 0);
 	const maxmem = (nodeKnobs(ctx).maxmemGb ?? 32) * GiB;
 	return {
 		cpu: Number((0.02 + running.length * 0.011).toFixed(6)),
@@ -140,24 +142,30 @@ export function storages(ctx) {
 		{ storage: 'local', type: 'dir', content: 'backup,iso,vztmpl', ...local },
 		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm },
 		...(only?.includes('ceph') ? [{ storage: 'ceph', type: 'rbd', content: 'images,rootdir', shared: 1, total: 2000 * GiB, used: 300 * GiB }] : [])
-	].filter((s) => !only || only.includes(s.storage)).map((s) => ({
-		active: 1,
-		avail: s.total - s.used,
-		content: s.content,
-		enabled: 1,
-		shared: s.shared ?? 0,
-		storage: s.storage,
-		total: s.total,
-		type: s.type,
-		used: s.used,
-		used_fraction: Number((s.used / s.total).toFixed(6))
-	}));
+	]
+		.filter((s) => !only || only.includes(s.storage))
+		.map((s) => ({
+			active: 1,
+			avail: s.total - s.used,
+			content: s.content,
+			enabled: 1,
+			shared: s.shared ?? 0,
+			storage: s.storage,
+			total: s.total,
+			type: s.type,
+			used: s.used,
+			used_fraction: Number((s.used / s.total).toFixed(6))
+		}));
 }
 
 function sortKeys(value) {
 	if (Array.isArray(value)) return value.map(sortKeys);
 	if (value && typeof value === 'object') {
-		return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys(value[k])]));
+		return Object.fromEntries(
+			Object.keys(value)
+				.sort()
+				.map((k) => [k, sortKeys(value[k])])
+		);
 	}
 	return value;
 }

@@ -6,32 +6,80 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { otherHolder } from './cluster.mjs';
 import {
-	appendLine, ctExists, deleteCt, err, fail, guestDir, hangForever, hwaddrFor, out, paramFail, parseOpts, parseVmid,
-	readFaults, reserveCt, saveCt, sleep, truthy, vmExists
+	appendLine,
+	ctExists,
+	deleteCt,
+	err,
+	fail,
+	guestDir,
+	hangForever,
+	hwaddrFor,
+	out,
+	paramFail,
+	parseOpts,
+	parseVmid,
+	readFaults,
+	reserveCt,
+	saveCt,
+	sleep,
+	truthy,
+	vmExists
 } from './common.mjs';
 import { templates } from './model.mjs';
 
 const USAGE = 'pct create <vmid> <ostemplate> [OPTIONS]';
 const KNOWN = new Set([
-	'arch', 'bwlimit', 'cmode', 'console', 'cores', 'cpulimit', 'cpuunits', 'description', 'features',
-	'force', 'ha-managed', 'hookscript', 'hostname', 'ignore-unpack-errors', 'memory', 'nameserver',
-	'net0', 'net1', 'net2', 'net3', 'onboot', 'ostype', 'password', 'pool', 'protection', 'restore',
-	'rootfs', 'searchdomain', 'ssh-public-keys', 'start', 'startup', 'storage', 'swap', 'tags',
-	'timezone', 'tty', 'unique', 'unprivileged'
+	'arch',
+	'bwlimit',
+	'cmode',
+	'console',
+	'cores',
+	'cpulimit',
+	'cpuunits',
+	'description',
+	'features',
+	'force',
+	'ha-managed',
+	'hookscript',
+	'hostname',
+	'ignore-unpack-errors',
+	'memory',
+	'nameserver',
+	'net0',
+	'net1',
+	'net2',
+	'net3',
+	'onboot',
+	'ostype',
+	'password',
+	'pool',
+	'protection',
+	'restore',
+	'rootfs',
+	'searchdomain',
+	'ssh-public-keys',
+	'start',
+	'startup',
+	'storage',
+	'swap',
+	'tags',
+	'timezone',
+	'tty',
+	'unique',
+	'unprivileged'
 ]);
-const BOOLEANS = new Set([
-	'console', 'force', 'ha-managed', 'ignore-unpack-errors', 'onboot', 'protection', 'restore',
-	'start', 'unique', 'unprivileged'
-]);
+const BOOLEANS = new Set(['console', 'force', 'ha-managed', 'ignore-unpack-errors', 'onboot', 'protection', 'restore', 'start', 'unique', 'unprivileged']);
 const INTS = ['cores', 'memory', 'swap'];
 const STORAGES = { local: { rootdir: false }, 'local-lvm': { rootdir: true } };
 
 /** name=eth0 first, remaining keys sorted, hwaddr + type=veth filled in (as PVE prints net0). */
 function normalizeNet(raw, vmid) {
-	const kv = new Map(raw.split(',').map((p) => {
-		const i = p.indexOf('=');
-		return /** @type {[string, string]} */ (i < 0 ? [p, ''] : [p.slice(0, i), p.slice(i + 1)]);
-	}));
+	const kv = new Map(
+		raw.split(',').map((p) => {
+			const i = p.indexOf('=');
+			return /** @type {[string, string]} */ (i < 0 ? [p, ''] : [p.slice(0, i), p.slice(i + 1)]);
+		})
+	);
 	if (!kv.has('hwaddr')) kv.set('hwaddr', hwaddrFor(vmid));
 	if (!kv.has('type')) kv.set('type', 'veth');
 	const name = kv.get('name') ?? 'eth0';
@@ -62,7 +110,10 @@ function parseCreate(args) {
 	if (template === undefined) fail(`400 not enough arguments\n${USAGE}`);
 	const unknown = [...opts.keys()].filter((k) => !KNOWN.has(k));
 	if (unknown.length) {
-		paramFail(USAGE, unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`));
+		paramFail(
+			USAGE,
+			unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`)
+		);
 	}
 	for (const k of INTS) {
 		const v = opts.get(k);
@@ -172,7 +223,9 @@ export async function finishCreate(ctx, args, fault) {
 	if (fault === 'fail') {
 		err('tar: ./usr/lib/x86_64-linux-gnu/libLLVM-15.so.1: Cannot write: No space left on device');
 		err('tar: Exiting with failure status due to previous errors');
-		abort(`command 'lxc-usernsexec -m u:0:100000:65536 -m g:0:100000:65536 -- tar xpf - --zstd --totals --one-file-system -p --sparse --numeric-owner --acls --xattrs '--xattrs-include=user.*' '--xattrs-include=security.capability' '--warning=no-file-ignored' '--warning=no-xattr-write' -C /var/lib/lxc/${vmid}/rootfs --skip-old-files --anchored --exclude './dev/*'' failed: exit code 2`);
+		abort(
+			`command 'lxc-usernsexec -m u:0:100000:65536 -m g:0:100000:65536 -- tar xpf - --zstd --totals --one-file-system -p --sparse --numeric-owner --acls --xattrs '--xattrs-include=user.*' '--xattrs-include=security.capability' '--warning=no-file-ignored' '--warning=no-xattr-write' -C /var/lib/lxc/${vmid}/rootfs --skip-old-files --anchored --exclude './dev/*'' failed: exit code 2`
+		);
 	}
 	await step('Total bytes read: 524288000 (500MiB, 250MiB/s)');
 	await step(`Detected OS distribution '${ct.ostype}'`);

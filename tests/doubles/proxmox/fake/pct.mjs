@@ -4,8 +4,26 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-	addSnapshot, checkLock as checkGuestLock, deleteCt, diskGb, dropSnapshot, err, fail, guestDir, listCts, loadCt, out, paramFail, parseOpts, parseVmid,
-	printSnapshots, quietFault, resizedGb, saveCt, truthy, withSnapshots
+	addSnapshot,
+	checkLock as checkGuestLock,
+	deleteCt,
+	diskGb,
+	dropSnapshot,
+	err,
+	fail,
+	guestDir,
+	listCts,
+	loadCt,
+	out,
+	paramFail,
+	parseOpts,
+	parseVmid,
+	printSnapshots,
+	quietFault,
+	resizedGb,
+	saveCt,
+	truthy,
+	withSnapshots
 } from './common.mjs';
 import { lxcStatus } from './model.mjs';
 import { migrate } from './migrate.mjs';
@@ -76,7 +94,10 @@ function set(ctx, ct, opts) {
 	checkLock(ct);
 	const bad = [...opts.keys()].filter((k) => !SETTABLE.has(k));
 	if (bad.length) {
-		paramFail('pct set <vmid> [OPTIONS]', bad.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`));
+		paramFail(
+			'pct set <vmid> [OPTIONS]',
+			bad.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`)
+		);
 	}
 	const next = { ...ct };
 	for (const [k, v] of opts) next[k] = ['cores', 'memory', 'swap', 'onboot'].includes(k) ? Number(v) : v;
@@ -91,7 +112,8 @@ function transfer(ctx, ct, from, to, push, args) {
 	mkdirSync(dirname(dst), { recursive: true });
 	try {
 		// Like the real tool, a write that breaks off inside the CT still exits 0 (nothing checks it).
-		if (push && quietFault(ctx, 'pct', ['pct', 'push', ...args])) return void writeFileSync(dst, readFileSync(src).subarray(0, Math.floor(readFileSync(src).length / 2)));
+		if (push && quietFault(ctx, 'pct', ['pct', 'push', ...args]))
+			return void writeFileSync(dst, readFileSync(src).subarray(0, Math.floor(readFileSync(src).length / 2)));
 		copyFileSync(src, dst);
 	} catch {
 		fail(push ? `failed to open ${from} for reading` : `failed to open ${from}: No such file or directory`);
@@ -141,11 +163,11 @@ function delsnapshot(ctx, ct, name) {
 	saveCt(ctx, withSnapshots(ct, snaps));
 }
 
-
 function resize(ctx, ct, disk, size) {
 	if (!disk || !size) fail('400 not enough arguments\npct resize <vmid> <disk> <size> [OPTIONS]');
 	checkLock(ct);
-	if (!/^(rootfs|mp\d+)$/.test(disk)) paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`disk: value '${disk}' does not have a value in the enumeration 'rootfs, mp0, mp1, ...'`]);
+	if (!/^(rootfs|mp\d+)$/.test(disk))
+		paramFail('pct resize <vmid> <disk> <size> [OPTIONS]', [`disk: value '${disk}' does not have a value in the enumeration 'rootfs, mp0, mp1, ...'`]);
 	if (disk !== 'rootfs') fail(`unable to resize '${disk}' - disk does not exist`);
 	const current = diskGb(ct);
 	const next = resizedGb(current, size, 'pct resize <vmid> <disk> <size> [OPTIONS]');
@@ -171,8 +193,23 @@ export async function pct(ctx, args) {
 	if (cmd === 'migrate') return migrate(ctx, 'lxc', rest);
 	if (cmd === 'list') return list(ctx);
 	const known = [
-		'status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'destroy', 'exec', 'set', 'push', 'pull', 'unlock',
-		'snapshot', 'rollback', 'delsnapshot', 'listsnapshot', 'resize'
+		'status',
+		'config',
+		'start',
+		'stop',
+		'shutdown',
+		'reboot',
+		'destroy',
+		'exec',
+		'set',
+		'push',
+		'pull',
+		'unlock',
+		'snapshot',
+		'rollback',
+		'delsnapshot',
+		'listsnapshot',
+		'resize'
 	];
 	if (!cmd || !known.includes(cmd)) {
 		fail(`ERROR: unknown command 'pct${cmd ? ` ${cmd}` : ''}'\nUSAGE: pct <COMMAND> [ARGS] [OPTIONS]`);
@@ -180,8 +217,10 @@ export async function pct(ctx, args) {
 	const { positional, opts, extra } = parseOpts(rest, BOOLEANS);
 	const ct = loadCt(ctx, parseVmid(positional[0], `pct ${cmd} <vmid> [OPTIONS]`));
 	switch (cmd) {
-		case 'status': return status(ct, truthy(opts.get('verbose')));
-		case 'config': return config(ct);
+		case 'status':
+			return status(ct, truthy(opts.get('verbose')));
+		case 'config':
+			return config(ct);
 		case 'start':
 			if (ct.status === 'running') fail(`CT ${ct.vmid} already running`);
 			checkLock(ct);
@@ -195,21 +234,31 @@ export async function pct(ctx, args) {
 		case 'reboot':
 			if (ct.status !== 'running') fail(`CT ${ct.vmid} not running`);
 			return setRunning(ctx, ct, true);
-		case 'destroy': return destroy(ctx, ct, opts);
+		case 'destroy':
+			return destroy(ctx, ct, opts);
 		case 'unlock': {
 			// Like Proxmox: removes the lock whatever it was; silent and exit 0.
 			const { lock: _lock, ...rest } = ct;
 			return saveCt(ctx, rest);
 		}
-		case 'exec': return exec(ctx, ct, extra ?? positional.slice(1));
-		case 'set': return set(ctx, ct, opts);
-		case 'push': return transfer(ctx, ct, positional[1], positional[2], true, rest);
-		case 'pull': return transfer(ctx, ct, positional[1], positional[2], false, rest);
-		case 'snapshot': return snapshot(ctx, ct, positional[1], opts);
-		case 'rollback': return rollback(ctx, ct, positional[1], opts);
-		case 'delsnapshot': return delsnapshot(ctx, ct, positional[1]);
-		case 'listsnapshot': return printSnapshots(ct);
-		case 'resize': return resize(ctx, ct, positional[1], positional[2]);
+		case 'exec':
+			return exec(ctx, ct, extra ?? positional.slice(1));
+		case 'set':
+			return set(ctx, ct, opts);
+		case 'push':
+			return transfer(ctx, ct, positional[1], positional[2], true, rest);
+		case 'pull':
+			return transfer(ctx, ct, positional[1], positional[2], false, rest);
+		case 'snapshot':
+			return snapshot(ctx, ct, positional[1], opts);
+		case 'rollback':
+			return rollback(ctx, ct, positional[1], opts);
+		case 'delsnapshot':
+			return delsnapshot(ctx, ct, positional[1]);
+		case 'listsnapshot':
+			return printSnapshots(ct);
+		case 'resize':
+			return resize(ctx, ct, positional[1], positional[2]);
 	}
 	err('unreachable');
 	return 255;

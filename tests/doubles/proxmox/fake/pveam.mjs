@@ -19,7 +19,7 @@ export const AVAILABLE = [
 ];
 const TEMPLATE_STORAGES = new Set(['local']);
 const KNOWN_STORAGES = new Set(['local', 'local-lvm']);
-const size = (name) => 110_000_000 + ([...name].reduce((a, c) => (a * 31 + c.charCodeAt(0)) % 90_000_000, 7));
+const size = (name) => 110_000_000 + [...name].reduce((a, c) => (a * 31 + c.charCodeAt(0)) % 90_000_000, 7);
 
 function checkStorage(storage, usage) {
 	if (!storage) fail(`400 not enough arguments\n${usage}`);
@@ -29,7 +29,9 @@ function checkStorage(storage, usage) {
 
 function list(ctx, storage) {
 	checkStorage(storage, 'pveam list <storage> [OPTIONS]');
-	const rows = templates(ctx).filter((v) => v.startsWith(`${storage}:vztmpl/`)).sort();
+	const rows = templates(ctx)
+		.filter((v) => v.startsWith(`${storage}:vztmpl/`))
+		.sort();
 	if (!rows.length) return;
 	out(`${'NAME'.padEnd(60)} ${'SIZE'.padEnd(8)}`);
 	for (const v of rows) out(`${v.padEnd(60)} ${(size(v) / 1024 ** 2).toFixed(2)}MB`);

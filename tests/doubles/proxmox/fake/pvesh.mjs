@@ -70,9 +70,24 @@ function resources(ctx, type) {
 	const guests = clusterGuests(ctx).map(({ node, kind, guest }) => {
 		const s = kind === 'lxc' ? lxcStatus(guest) : qemuStatus(guest);
 		const entry = {
-			cpu: s.cpu, disk: s.disk, diskread: s.diskread, diskwrite: s.diskwrite, id: `${kind}/${guest.vmid}`, maxcpu: s.cpus,
-			maxdisk: s.maxdisk, maxmem: s.maxmem, mem: s.mem, name: s.name, netin: s.netin, netout: s.netout, node,
-			status: s.status, template: guest.template ? 1 : 0, type: kind, uptime: s.uptime, vmid: guest.vmid
+			cpu: s.cpu,
+			disk: s.disk,
+			diskread: s.diskread,
+			diskwrite: s.diskwrite,
+			id: `${kind}/${guest.vmid}`,
+			maxcpu: s.cpus,
+			maxdisk: s.maxdisk,
+			maxmem: s.maxmem,
+			mem: s.mem,
+			name: s.name,
+			netin: s.netin,
+			netout: s.netout,
+			node,
+			status: s.status,
+			template: guest.template ? 1 : 0,
+			type: kind,
+			uptime: s.uptime,
+			vmid: guest.vmid
 		};
 		// get_guest_config_properties([qw(lock tags)]): read from the config, whatever the node's state
 		const props = { ...(guest.lock ? { lock: guest.lock } : {}), ...(guest.tags ? { tags: guest.tags } : {}) };
@@ -82,12 +97,34 @@ function resources(ctx, type) {
 	const nodes = seen.map(({ member, ctx: mctx, up }) => {
 		if (!up) return { id: `node/${member.name}`, node: member.name, status: 'offline', type: 'node' };
 		const n = nodeEntry(mctx);
-		return { 'cgroup-mode': 2, cpu: n.cpu, disk: n.disk, id: n.id, level: '', maxcpu: n.maxcpu, maxdisk: n.maxdisk, maxmem: n.maxmem, mem: n.mem, node: n.node, status: 'online', type: 'node', uptime: n.uptime };
+		return {
+			'cgroup-mode': 2,
+			cpu: n.cpu,
+			disk: n.disk,
+			id: n.id,
+			level: '',
+			maxcpu: n.maxcpu,
+			maxdisk: n.maxdisk,
+			maxmem: n.maxmem,
+			mem: n.mem,
+			node: n.node,
+			status: 'online',
+			type: 'node',
+			uptime: n.uptime
+		};
 	});
 	const storage = seen.flatMap(({ member, ctx: mctx, up }) =>
 		storages(mctx).map((st) => ({
-			content: st.content, ...(up ? { disk: st.used } : {}), id: `storage/${member.name}/${st.storage}`, ...(up ? { maxdisk: st.total } : {}), node: member.name,
-			plugintype: st.type, shared: st.shared, status: up ? 'available' : 'unknown', storage: st.storage, type: 'storage'
+			content: st.content,
+			...(up ? { disk: st.used } : {}),
+			id: `storage/${member.name}/${st.storage}`,
+			...(up ? { maxdisk: st.total } : {}),
+			node: member.name,
+			plugintype: st.type,
+			shared: st.shared,
+			status: up ? 'available' : 'unknown',
+			storage: st.storage,
+			type: 'storage'
 		}))
 	);
 	// the default zone is listed for every node with a fixed `status => 'ok'`, up or not
@@ -115,7 +152,8 @@ function resolve(ctx, path, opts) {
 	if (path === '/nodes') {
 		// PVE/API2/Nodes.pm index: extract_node_stats (an offline node with no rrd data: id, node, status,
 		// type) plus `ssl_fingerprint` read from /etc/pve, there for every member
-		const fingerprint = (name) => `5A:1F:3C:9E:22:B4:7D:08:61:CA:0E:93:F5:4B:A7:2D:88:16:E0:3F:C9:55:7A:B1:04:6E:D2:98:3B:C1:${name.length.toString(16).padStart(2, '0').toUpperCase()}:20`;
+		const fingerprint = (name) =>
+			`5A:1F:3C:9E:22:B4:7D:08:61:CA:0E:93:F5:4B:A7:2D:88:16:E0:3F:C9:55:7A:B1:04:6E:D2:98:3B:C1:${name.length.toString(16).padStart(2, '0').toUpperCase()}:20`;
 		return membersSeen(ctx).map(({ member, ctx: mctx, up }) =>
 			up ? nodeEntry(mctx) : { id: `node/${member.name}`, node: member.name, ssl_fingerprint: fingerprint(member.name), status: 'offline', type: 'node' }
 		);

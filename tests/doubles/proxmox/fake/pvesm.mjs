@@ -7,14 +7,20 @@ function status(ctx, only) {
 	if (only && !rows.length) fail(`storage '${only}' does not exist`);
 	const w = Math.max(...rows.map((s) => s.storage.length)) + 1;
 	const fmt = (n) => String(Math.trunc(n)).padStart(15);
-	out(`${'Name'.padEnd(w)} ${'Type'.padStart(10)} ${'Status'.padStart(10)} ${'Total'.padStart(15)} ${'Used'.padStart(15)} ${'Available'.padStart(15)} ${'%'.padStart(8)}`);
+	out(
+		`${'Name'.padEnd(w)} ${'Type'.padStart(10)} ${'Status'.padStart(10)} ${'Total'.padStart(15)} ${'Used'.padStart(15)} ${'Available'.padStart(15)} ${'%'.padStart(8)}`
+	);
 	for (const s of rows) {
 		const pct = `${((s.used * 100) / s.total).toFixed(2).padStart(7)}%`;
 		out(`${s.storage.padEnd(w)} ${s.type.padStart(10)} ${'active'.padStart(10)} ${fmt(s.total / 1024)} ${fmt(s.used / 1024)} ${fmt(s.avail / 1024)} ${pct}`);
 	}
 }
 
-const TEMPLATE_FORMATS = [['.tar.zst', 'tzst'], ['.tar.xz', 'txz'], ['.tar.gz', 'tgz']];
+const TEMPLATE_FORMATS = [
+	['.tar.zst', 'tzst'],
+	['.tar.xz', 'txz'],
+	['.tar.gz', 'tgz']
+];
 
 function volumes(ctx, storage) {
 	if (storage === 'local') {

@@ -5,8 +5,25 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-	addSnapshot, checkLock as checkGuestLock, ctExists, dropSnapshot, fail, hwaddrFor, listGuests, out, paramFail, parseOpts, parseVmid, printSnapshots, readJson,
-	resizedGb, sleep, truthy, vmExists, withSnapshots, writeJson
+	addSnapshot,
+	checkLock as checkGuestLock,
+	ctExists,
+	dropSnapshot,
+	fail,
+	hwaddrFor,
+	listGuests,
+	out,
+	paramFail,
+	parseOpts,
+	parseVmid,
+	printSnapshots,
+	readJson,
+	resizedGb,
+	sleep,
+	truthy,
+	vmExists,
+	withSnapshots,
+	writeJson
 } from './common.mjs';
 import { otherHolder } from './cluster.mjs';
 import { migrate } from './migrate.mjs';
@@ -62,7 +79,8 @@ function configOf(vm) {
 function list(ctx) {
 	const vms = listVms(ctx);
 	if (!vms.length) return;
-	const row = (a, b, c, d, e, f) => `${String(a).padStart(10)} ${String(b).padEnd(20)} ${String(c).padEnd(10)} ${String(d).padEnd(10)} ${String(e).padStart(12)} ${String(f).padEnd(10)}`;
+	const row = (a, b, c, d, e, f) =>
+		`${String(a).padStart(10)} ${String(b).padEnd(20)} ${String(c).padEnd(10)} ${String(d).padEnd(10)} ${String(e).padStart(12)} ${String(f).padEnd(10)}`;
 	out(row('VMID', 'NAME', 'STATUS', 'MEM(MB)', 'BOOTDISK(GB)', 'PID'));
 	for (const vm of vms) out(row(vm.vmid, vm.name, vm.status, vm.memory, vm.diskGb.toFixed(2), pid(vm)));
 }
@@ -86,8 +104,31 @@ function status(vm, verbose) {
 
 const CREATE_USAGE = 'qm create <vmid> [OPTIONS]';
 const CREATE_KNOWN = new Set([
-	'name', 'memory', 'cores', 'sockets', 'net0', 'scsihw', 'scsi0', 'ide2', 'boot', 'serial0', 'vga', 'agent', 'ciuser', 'cipassword',
-	'ipconfig0', 'sshkeys', 'nameserver', 'searchdomain', 'ostype', 'onboot', 'tags', 'description', 'balloon', 'cpu', 'start'
+	'name',
+	'memory',
+	'cores',
+	'sockets',
+	'net0',
+	'scsihw',
+	'scsi0',
+	'ide2',
+	'boot',
+	'serial0',
+	'vga',
+	'agent',
+	'ciuser',
+	'cipassword',
+	'ipconfig0',
+	'sshkeys',
+	'nameserver',
+	'searchdomain',
+	'ostype',
+	'onboot',
+	'tags',
+	'description',
+	'balloon',
+	'cpu',
+	'start'
 ]);
 const DISK_STORAGES = new Set(['local-lvm']);
 
@@ -108,7 +149,11 @@ async function create(ctx, args) {
 	const { positional, opts } = parseOpts(args, new Set(['onboot', 'start']));
 	const vmid = parseVmid(positional[0], CREATE_USAGE);
 	const unknown = [...opts.keys()].filter((k) => !CREATE_KNOWN.has(k));
-	if (unknown.length) paramFail(CREATE_USAGE, unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`));
+	if (unknown.length)
+		paramFail(
+			CREATE_USAGE,
+			unknown.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`)
+		);
 	for (const k of ['memory', 'cores']) {
 		const v = opts.get(k);
 		if (v !== undefined && !/^\d+$/.test(v)) paramFail(CREATE_USAGE, [`${k}: type check ('integer') failed - got '${v}'`]);
@@ -127,7 +172,8 @@ async function create(ctx, args) {
 	}
 	const disk = opts.has('scsi0') ? importDisk(ctx, opts.get('scsi0')) : undefined;
 	const ide2 = opts.get('ide2');
-	if (ide2 !== undefined && !/^[a-z][a-z0-9._-]*:cloudinit$/i.test(ide2)) paramFail(CREATE_USAGE, [`ide2: invalid format - this double knows only '<storage>:cloudinit'`]);
+	if (ide2 !== undefined && !/^[a-z][a-z0-9._-]*:cloudinit$/i.test(ide2))
+		paramFail(CREATE_USAGE, [`ide2: invalid format - this double knows only '<storage>:cloudinit'`]);
 	const net = opts.get('net0');
 	const bridge = net ? /bridge=([^,]+)/.exec(net)?.[1] : undefined;
 	if (net && !/^virtio(,|$)/.test(net)) paramFail(CREATE_USAGE, [`net0: invalid format - this double knows only 'virtio,bridge=<bridge>'`]);
@@ -176,7 +222,16 @@ function clone(ctx, src, args) {
 	const { snapshots: _s, parent: _p, template: _t, lock: _l, startedAt: _a, sshkeys, ...rest } = src;
 	const disk = full ? `local-lvm:vm-${newid}-disk-0` : `${diskVolume(src)}/vm-${newid}-disk-0`;
 	if (full) out(`transferred ${src.diskGb.toFixed(1)} GiB of ${src.diskGb.toFixed(1)} GiB (100.00%)`);
-	save(ctx, { ...rest, ...(sshkeys ? { sshkeys } : {}), vmid: newid, name, status: 'stopped', disk, net0: `virtio=${hwaddrFor(newid)},bridge=${/bridge=([^,]+)/.exec(src.net0 ?? '')?.[1] ?? 'vmbr0'}`, ...(src.ide2 ? { ide2: `local-lvm:vm-${newid}-cloudinit,media=cdrom` } : {}) });
+	save(ctx, {
+		...rest,
+		...(sshkeys ? { sshkeys } : {}),
+		vmid: newid,
+		name,
+		status: 'stopped',
+		disk,
+		net0: `virtio=${hwaddrFor(newid)},bridge=${/bridge=([^,]+)/.exec(src.net0 ?? '')?.[1] ?? 'vmbr0'}`,
+		...(src.ide2 ? { ide2: `local-lvm:vm-${newid}-cloudinit,media=cdrom` } : {})
+	});
 }
 
 function template(ctx, vm) {
@@ -193,7 +248,11 @@ function set(ctx, vm, args) {
 	const { opts } = parseOpts(args, new Set(['onboot']));
 	checkLock(vm);
 	const bad = [...opts.keys()].filter((k) => !SETTABLE.has(k));
-	if (bad.length) paramFail('qm set <vmid> [OPTIONS]', bad.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`));
+	if (bad.length)
+		paramFail(
+			'qm set <vmid> [OPTIONS]',
+			bad.map((k) => `${k}: property is not defined in schema and the schema does not allow additional properties`)
+		);
 	const next = { ...vm };
 	for (const [k, v] of opts) {
 		if (['cores', 'memory', 'balloon', 'onboot'].includes(k)) {
@@ -291,7 +350,11 @@ export function guestIp(vm) {
 /** What the agent reports for eth0: a test's `agentAddresses` verbatim (any string, hostile ones too), else the cloud-init address. */
 export function agentAddresses(vm) {
 	if (Array.isArray(vm.agentAddresses)) {
-		return vm.agentAddresses.map((a) => ({ 'ip-address': a, 'ip-address-type': String(a).includes(':') ? 'ipv6' : 'ipv4', prefix: String(a).includes(':') ? 64 : 24 }));
+		return vm.agentAddresses.map((a) => ({
+			'ip-address': a,
+			'ip-address-type': String(a).includes(':') ? 'ipv6' : 'ipv4',
+			prefix: String(a).includes(':') ? 64 : 24
+		}));
 	}
 	const { ip, prefix } = guestIp(vm);
 	return [{ 'ip-address': ip, 'ip-address-type': 'ipv4', prefix }];
@@ -301,8 +364,30 @@ function guest(ctx, vm, rest) {
 	const [sub, id, command] = rest;
 	if (sub !== 'cmd') fail(`ERROR: unknown command 'qm guest ${sub ?? ''}'\nUSAGE: qm guest <COMMAND> [ARGS] [OPTIONS]`);
 	if (!command) fail('400 not enough arguments\nqm guest cmd <vmid> <command>');
-	const known = ['fsfreeze-freeze', 'fsfreeze-status', 'fsfreeze-thaw', 'fstrim', 'get-fsinfo', 'get-host-name', 'get-memory-block-info', 'get-memory-blocks', 'get-osinfo', 'get-time', 'get-timezone', 'get-users', 'get-vcpus', 'info', 'network-get-interfaces', 'ping', 'shutdown', 'suspend-disk', 'suspend-hybrid', 'suspend-ram'];
-	if (!known.includes(command)) paramFail('qm guest cmd <vmid> <command>', [`command: value '${command}' does not have a value in the enumeration '${known.join(', ')}'`]);
+	const known = [
+		'fsfreeze-freeze',
+		'fsfreeze-status',
+		'fsfreeze-thaw',
+		'fstrim',
+		'get-fsinfo',
+		'get-host-name',
+		'get-memory-block-info',
+		'get-memory-blocks',
+		'get-osinfo',
+		'get-time',
+		'get-timezone',
+		'get-users',
+		'get-vcpus',
+		'info',
+		'network-get-interfaces',
+		'ping',
+		'shutdown',
+		'suspend-disk',
+		'suspend-hybrid',
+		'suspend-ram'
+	];
+	if (!known.includes(command))
+		paramFail('qm guest cmd <vmid> <command>', [`command: value '${command}' does not have a value in the enumeration '${known.join(', ')}'`]);
 	if (vm.status !== 'running') fail(`VM ${id} is not running`);
 	if (!/^(1|enabled=1)/.test(String(vm.agent ?? ''))) fail('No QEMU guest agent configured');
 	if (vm.agentDown) fail('QEMU guest agent is not running');
@@ -314,17 +399,46 @@ function guest(ctx, vm, rest) {
 	const hw = hwaddrFor(vm.vmid).toLowerCase();
 	// EUI-64 from the MAC, as the guest's kernel forms it before any lease.
 	const b = hw.split(':');
-	const linkLocal = `fe80::${(parseInt(b[0], 16) ^ 2).toString(16).padStart(2, '0')}${b[1]}:${b[2]}ff:fe${b[3]}:${b[4]}${b[5]}`.replace(/:0+(?=[0-9a-f])/g, ':');
+	const linkLocal = `fe80::${(parseInt(b[0], 16) ^ 2).toString(16).padStart(2, '0')}${b[1]}:${b[2]}ff:fe${b[3]}:${b[4]}${b[5]}`.replace(
+		/:0+(?=[0-9a-f])/g,
+		':'
+	);
 	const ifaces = [
-		{ name: 'lo', 'hardware-address': '00:00:00:00:00:00', 'ip-addresses': [{ 'ip-address': '127.0.0.1', 'ip-address-type': 'ipv4', prefix: 8 }, { 'ip-address': '::1', 'ip-address-type': 'ipv6', prefix: 128 }] },
-		{ name: 'eth0', 'hardware-address': hw, 'ip-addresses': pending ? agentAddresses({ agentAddresses: pending.addresses ?? [linkLocal] }) : agentAddresses(vm) }
+		{
+			name: 'lo',
+			'hardware-address': '00:00:00:00:00:00',
+			'ip-addresses': [
+				{ 'ip-address': '127.0.0.1', 'ip-address-type': 'ipv4', prefix: 8 },
+				{ 'ip-address': '::1', 'ip-address-type': 'ipv6', prefix: 128 }
+			]
+		},
+		{
+			name: 'eth0',
+			'hardware-address': hw,
+			'ip-addresses': pending ? agentAddresses({ agentAddresses: pending.addresses ?? [linkLocal] }) : agentAddresses(vm)
+		}
 	];
 	out(JSON.stringify(ifaces, null, 3));
 }
 
 const COMMANDS = [
-	'status', 'config', 'start', 'stop', 'shutdown', 'reboot', 'clone', 'template', 'set', 'resize', 'snapshot', 'rollback', 'delsnapshot',
-	'listsnapshot', 'destroy', 'unlock', 'guest'
+	'status',
+	'config',
+	'start',
+	'stop',
+	'shutdown',
+	'reboot',
+	'clone',
+	'template',
+	'set',
+	'resize',
+	'snapshot',
+	'rollback',
+	'delsnapshot',
+	'listsnapshot',
+	'destroy',
+	'unlock',
+	'guest'
 ];
 
 /** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
@@ -338,7 +452,8 @@ export async function qm(ctx, args) {
 	const vm = loadVm(ctx, parseVmid(id, `qm ${cmd} <vmid> [OPTIONS]`));
 	const after = rest.slice(cmd === 'guest' ? 2 : 1);
 	switch (cmd) {
-		case 'status': return status(vm, truthy(parseOpts(after, new Set(['verbose'])).opts.get('verbose')));
+		case 'status':
+			return status(vm, truthy(parseOpts(after, new Set(['verbose'])).opts.get('verbose')));
 		case 'config': {
 			const c = configOf(vm);
 			for (const k of Object.keys(c).sort()) out(`${k}: ${c[k]}`);
@@ -355,21 +470,33 @@ export async function qm(ctx, args) {
 			const { startedAt: _t, ...stopped } = vm;
 			return save(ctx, { ...stopped, status: 'stopped' });
 		}
-		case 'shutdown': return shutdown(ctx, vm, after, false);
-		case 'reboot': return shutdown(ctx, vm, after, true);
-		case 'clone': return clone(ctx, vm, after);
-		case 'template': return template(ctx, vm);
-		case 'set': return set(ctx, vm, after);
-		case 'resize': return resize(ctx, vm, after[0], after[1]);
-		case 'snapshot': return snapshot(ctx, vm, after[0], after.slice(1));
-		case 'rollback': return rollback(ctx, vm, after[0], after.slice(1));
-		case 'delsnapshot': return delsnapshot(ctx, vm, after[0]);
-		case 'listsnapshot': return printSnapshots(vm);
-		case 'destroy': return destroy(ctx, vm);
+		case 'shutdown':
+			return shutdown(ctx, vm, after, false);
+		case 'reboot':
+			return shutdown(ctx, vm, after, true);
+		case 'clone':
+			return clone(ctx, vm, after);
+		case 'template':
+			return template(ctx, vm);
+		case 'set':
+			return set(ctx, vm, after);
+		case 'resize':
+			return resize(ctx, vm, after[0], after[1]);
+		case 'snapshot':
+			return snapshot(ctx, vm, after[0], after.slice(1));
+		case 'rollback':
+			return rollback(ctx, vm, after[0], after.slice(1));
+		case 'delsnapshot':
+			return delsnapshot(ctx, vm, after[0]);
+		case 'listsnapshot':
+			return printSnapshots(vm);
+		case 'destroy':
+			return destroy(ctx, vm);
 		case 'unlock': {
 			const { lock: _l, ...unlocked } = vm;
 			return save(ctx, unlocked);
 		}
-		case 'guest': return guest(ctx, vm, rest);
+		case 'guest':
+			return guest(ctx, vm, rest);
 	}
 }

@@ -26,8 +26,8 @@ const GUEST_UNITS = {
 export const PACKAGE_UNITS = {
 	caddy: 'Caddy',
 	nginx: 'A high performance web server and a reverse proxy server',
-	'apache2': 'The Apache HTTP Server',
-	'postgresql': 'PostgreSQL RDBMS',
+	apache2: 'The Apache HTTP Server',
+	postgresql: 'PostgreSQL RDBMS',
 	'redis-server': 'Advanced key-value store',
 	'mariadb-server': 'MariaDB database server',
 	'docker.io': 'Docker Application Container Engine'
@@ -48,9 +48,8 @@ export function loadUnits(ctx) {
 	const file = join(ctx.scopeDir, 'units.json');
 	const stored = readJson(file, undefined);
 	const defaults = ctx.ct === undefined ? HOST_UNITS : GUEST_UNITS;
-	const units = stored ?? Object.fromEntries(Object.entries(defaults).map(([n, d]) => [
-		n, { description: d, active: true, enabled: true, since: BOOT, pid: pidFor(n) }
-	]));
+	const units =
+		stored ?? Object.fromEntries(Object.entries(defaults).map(([n, d]) => [n, { description: d, active: true, enabled: true, since: BOOT, pid: pidFor(n) }]));
 	// Like systemd, a unit file written into /etc/systemd/system is loaded on demand (inactive, disabled).
 	const dir = join(ctx.scopeDir, 'rootfs', 'etc', 'systemd', 'system');
 	if (ctx.ct !== undefined && existsSync(dir)) {
@@ -75,7 +74,9 @@ export function addUnit(units, pkg) {
 
 function ago(ms) {
 	const s = Math.max(0, Math.floor(ms / 1000));
-	const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+	const d = Math.floor(s / 86400),
+		h = Math.floor((s % 86400) / 3600),
+		m = Math.floor((s % 3600) / 60);
 	if (d) return `${d} day${d > 1 ? 's' : ''} ${h}h ago`;
 	if (h) return `${h}h ${m}min ago`;
 	if (m) return `${m}min ${s % 60}s ago`;
@@ -96,8 +97,14 @@ function status(name, u) {
 		u.active ? `     Active: active (running) since ${stamp(u.since)}; ${ago(Date.now() - u.since)}` : '     Active: inactive (dead)'
 	];
 	if (u.active) {
-		lines.push(`   Main PID: ${u.pid} (${baseName(name)})`, '      Tasks: 3 (limit: 38293)', '     Memory: 12.4M', '        CPU: 1.204s',
-			`     CGroup: /system.slice/${full}`, `             └─${u.pid} /usr/bin/${baseName(name)}`);
+		lines.push(
+			`   Main PID: ${u.pid} (${baseName(name)})`,
+			'      Tasks: 3 (limit: 38293)',
+			'     Memory: 12.4M',
+			'        CPU: 1.204s',
+			`     CGroup: /system.slice/${full}`,
+			`             └─${u.pid} /usr/bin/${baseName(name)}`
+		);
 	}
 	out(lines.join('\n'));
 	return u.active ? 0 : 3;

@@ -15,8 +15,10 @@ export async function vzdump(ctx, args) {
 	const storage = opts.get('storage') ?? 'local';
 	const mode = opts.get('mode') ?? 'snapshot';
 	const compress = opts.get('compress') ?? '0';
-	if (!['snapshot', 'suspend', 'stop'].includes(mode)) fail(`400 Parameter verification failed.\nmode: value '${mode}' does not have a value in the enumeration 'snapshot, suspend, stop'`);
-	if (!(compress in EXT)) fail(`400 Parameter verification failed.\ncompress: value '${compress}' does not have a value in the enumeration '0, 1, gzip, lzo, zstd'`);
+	if (!['snapshot', 'suspend', 'stop'].includes(mode))
+		fail(`400 Parameter verification failed.\nmode: value '${mode}' does not have a value in the enumeration 'snapshot, suspend, stop'`);
+	if (!(compress in EXT))
+		fail(`400 Parameter verification failed.\ncompress: value '${compress}' does not have a value in the enumeration '0, 1, gzip, lzo, zstd'`);
 	if (!['local', 'local-lvm'].includes(storage)) fail(`storage '${storage}' does not exist`);
 	if (storage !== 'local') fail(`storage '${storage}' does not support backups`);
 	const cmdline = ['vzdump', ...args].join(' ');

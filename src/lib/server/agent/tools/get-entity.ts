@@ -22,11 +22,7 @@ export async function knownRefs(kind?: string, max = 30): Promise<string> {
 }
 
 /** The error a tool returns for an unknown or ambiguous reference. */
-export async function unresolvedError(
-	what: string,
-	r: { reason: 'not_found' | 'ambiguous'; candidates: Entity[] },
-	kind?: string
-): Promise<ToolError> {
+export async function unresolvedError(what: string, r: { reason: 'not_found' | 'ambiguous'; candidates: Entity[] }, kind?: string): Promise<ToolError> {
 	if (r.reason === 'ambiguous') {
 		const list = r.candidates.map((e) => `${entityRef(e)} (${e.name})`).join(', ');
 		return toolError(`"${what}" matches ${r.candidates.length} entities`, `Use one exact ref: ${list}.`);
@@ -59,8 +55,7 @@ export function entityDetail(e: Entity, stale: string | null = null) {
 /** `get_entity(id)`: one entity with all stored attributes and notes. */
 export function getEntityTool(_ctx: ToolContext) {
 	return tool({
-		description:
-			'One inventory entity with all its attributes and notes (as of syncedAt), by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
+		description: 'One inventory entity with all its attributes and notes (as of syncedAt), by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
 			const truth = await fleetTruth(await ensureFreshInventory());

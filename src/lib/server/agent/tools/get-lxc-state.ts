@@ -4,8 +4,15 @@ import { sql } from '../../db/index';
 import { entityRef, resolveEntity, type Entity } from '../../db/queries/entities';
 import { getHostByName } from '../../db/queries/hosts';
 import {
-	formatUptime, lxcAttributes, parsePctConfig, parsePctStatus, ProxmoxError, runChecked, statusEntry,
-	type CtConfig, type LxcAttributes
+	formatUptime,
+	lxcAttributes,
+	parsePctConfig,
+	parsePctStatus,
+	ProxmoxError,
+	runChecked,
+	statusEntry,
+	type CtConfig,
+	type LxcAttributes
 } from '../../proxmox/inventory';
 import { lease } from '../../ssh/pool';
 import { toolError, type ToolContext } from './context';
@@ -28,18 +35,31 @@ export const getLxcStateInput = z
 const TIMEOUT_MS = 15_000;
 
 const ORDER = [
-	'cpuPercent', 'cpus', 'cores', 'memUsedMb', 'memLimitMb', 'swapMb', 'diskUsedGb', 'diskLimitGb', 'uptimeSec',
-	'ips', 'ipMode', 'bridge', 'hwaddr', 'hostname', 'ostype', 'unprivileged', 'features', 'tags'
+	'cpuPercent',
+	'cpus',
+	'cores',
+	'memUsedMb',
+	'memLimitMb',
+	'swapMb',
+	'diskUsedGb',
+	'diskLimitGb',
+	'uptimeSec',
+	'ips',
+	'ipMode',
+	'bridge',
+	'hwaddr',
+	'hostname',
+	'ostype',
+	'unprivileged',
+	'features',
+	'tags'
 ];
 
 /** The flat view of a container state, stored or live (known keys first, in a fixed order). */
 function view(e: Entity, a: Record<string, unknown>) {
 	const uptimeSec = typeof a.uptimeSec === 'number' ? a.uptimeSec : 0;
 	const { vmid, status, ...rest } = a;
-	const ordered = Object.fromEntries([
-		...ORDER.filter((k) => k in rest).map((k) => [k, rest[k]]),
-		...Object.entries(rest).filter(([k]) => !ORDER.includes(k))
-	]);
+	const ordered = Object.fromEntries([...ORDER.filter((k) => k in rest).map((k) => [k, rest[k]]), ...Object.entries(rest).filter(([k]) => !ORDER.includes(k))]);
 	return { vmid, name: e.name, host: e.hostName, ref: entityRef(e), status, uptime: formatUptime(uptimeSec), ...ordered };
 }
 
@@ -99,7 +119,15 @@ export function getLxcStateTool(ctx: ToolContext) {
 			}
 			// Unknown, not absent: the stored state as last seen, and why it could not be checked.
 			const stale = guestStale({ reach: await hostReachability(sql(), e.hostName ?? ''), stale: `could not check CT ${id} now: ${live.error}` }, syncedAt);
-			return { ...view(e, stored), status: `unknown now (was ${typeof stored.status === 'string' ? stored.status : 'unknown'})`, live: false, stale: true, note: stale, sshError: live.error, syncedAt };
+			return {
+				...view(e, stored),
+				status: `unknown now (was ${typeof stored.status === 'string' ? stored.status : 'unknown'})`,
+				live: false,
+				stale: true,
+				note: stale,
+				sshError: live.error,
+				syncedAt
+			};
 		}
 	});
 }

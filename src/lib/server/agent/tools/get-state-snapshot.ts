@@ -90,8 +90,7 @@ function clusterGuestLine(g: { type: string; vmid: number; node: string; name: s
 /** `get_state_snapshot()`: the whole fleet summarised in one call. */
 export function getStateSnapshotTool(_ctx: ToolContext) {
 	return tool({
-		description:
-			'The whole fleet in one call: per host its status, CPU/memory and one line per container (synced each minute). Start here.',
+		description: 'The whole fleet in one call: per host its status, CPU/memory and one line per container (synced each minute). Start here.',
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();
@@ -110,7 +109,9 @@ export function getStateSnapshotTool(_ctx: ToolContext) {
 				return {
 					name: c.name,
 					status: clusterStatus(c, truth),
-					guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) => clusterGuestLine(g, down))
+					guests: ((c.attributes.guests ?? []) as { type: string; vmid: number; node: string; name: string; status: string }[]).map((g) =>
+						clusterGuestLine(g, down)
+					)
 				};
 			});
 			const sum = (k: 'total' | 'running' | 'stopped') => summaries.reduce((t, h) => t + h.containers[k], 0);

@@ -28,12 +28,23 @@ async function sessionMessages(ctx: ToolContext): Promise<Array<{ id: string; pa
 async function refuseCheck(h: Hypothesis): Promise<ToolError | null> {
 	if (isToolCheck(h.check)) return null;
 	if (!isActionName(h.check.action)) {
-		return toolError(`hypothesis ${h.id}: the check ${h.check.action} is neither a catalogued action nor a read-only tool`, `read-only tools: ${CHECK_TOOLS.join(', ')}`);
+		return toolError(
+			`hypothesis ${h.id}: the check ${h.check.action} is neither a catalogued action nor a read-only tool`,
+			`read-only tools: ${CHECK_TOOLS.join(', ')}`
+		);
 	}
-	const p = await prepareExecution({ target: h.check.target ?? '', action: h.check.action, params: h.check.params ?? {}, reason: `check of hypothesis ${h.id}` });
+	const p = await prepareExecution({
+		target: h.check.target ?? '',
+		action: h.check.action,
+		params: h.check.params ?? {},
+		reason: `check of hypothesis ${h.id}`
+	});
 	if ('error' in p) return toolError(`hypothesis ${h.id}: the check is not runnable: ${p.error}`, p.hint);
 	if (p.classification !== 'read_only') {
-		return toolError(`hypothesis ${h.id}: ${h.check.action} is ${p.classification.replace('_', ' ')}, not read-only; a check only reads`, 'pick a read-only action (e.g. pct_status, ct_service_active) or a read-only tool');
+		return toolError(
+			`hypothesis ${h.id}: ${h.check.action} is ${p.classification.replace('_', ' ')}, not read-only; a check only reads`,
+			'pick a read-only action (e.g. pct_status, ct_service_active) or a read-only tool'
+		);
 	}
 	return null;
 }
@@ -48,7 +59,8 @@ export function unansweredCheck(e: Pick<ExecutionRow, 'id' | 'status' | 'steps' 
 	const said = (s: ExecutionStep | undefined) => `${s?.stdoutTail ?? ''}${s?.stderrTail ?? ''}`.trim();
 	const last = e.steps.at(-1);
 	if (e.status === 'succeeded') return e.steps.some((s) => said(s)) ? null : `its check (execution ${e.id}) gave no output`;
-	const definite = e.status === 'failed' && last?.finishedAt !== undefined && typeof last.exitCode === 'number' && !last.stop && said(last) !== '' && !BUSY.test(said(last));
+	const definite =
+		e.status === 'failed' && last?.finishedAt !== undefined && typeof last.exitCode === 'number' && !last.stop && said(last) !== '' && !BUSY.test(said(last));
 	return definite ? null : `its check (execution ${e.id}) ${e.status}${e.error ? `: ${e.error.slice(0, 200)}` : ''}`;
 }
 
@@ -64,13 +76,15 @@ async function unanswered(ran: FinishedCall[]): Promise<string | null> {
 /** present_hypotheses: 2–3 candidate causes as cards, each with its evidence, a read-only check and a confidence. */
 export function presentHypothesesTool(ctx: ToolContext) {
 	return tool({
-		description: 'Diagnosing: show 2-3 hypotheses as cards. evidence: ids of earlier tool calls; check: a read-only action or tool that settles it. Run the checks, then mark_hypothesis each.',
+		description:
+			'Diagnosing: show 2-3 hypotheses as cards. evidence: ids of earlier tool calls; check: a read-only action or tool that settles it. Run the checks, then mark_hypothesis each.',
 		inputSchema: presentHypothesesInput,
 		execute: async (input, { toolCallId }) => {
 			const calls = finishedCalls(await sessionMessages(ctx));
 			for (const h of input.hypotheses) {
 				const unknown = h.evidence.filter((id) => !calls.has(id));
-				if (unknown.length) return toolError(`hypothesis ${h.id}: ${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: ids of earlier tool calls');
+				if (unknown.length)
+					return toolError(`hypothesis ${h.id}: ${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: ids of earlier tool calls');
 				const refused = await refuseCheck(h);
 				if (refused) return refused;
 			}
@@ -91,7 +105,8 @@ export function markHypothesisTool(ctx: ToolContext) {
 			if (!set || !h) return toolError(`no presented hypothesis ${input.id} in this session`, 'present_hypotheses first');
 			const calls = finishedCalls(messages);
 			const unknown = input.evidence.filter((id) => !calls.has(id));
-			if (unknown.length) return toolError(`${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: the id of the call that ran the check');
+			if (unknown.length)
+				return toolError(`${unknown.join(', ')} is not a tool call of this session with a result`, 'evidence: the id of the call that ran the check');
 			const ran = input.evidence.map((id) => calls.get(id)!).filter((c) => ranCheck(h, c));
 			if (!ran.length) {
 				const what = isToolCheck(h.check) ? h.check.action : `request_execution of ${h.check.action}`;

@@ -113,5 +113,7 @@ export function buildTools(ctx: ToolContext): ToolSet {
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).
 	if (ctx.watch) delete tools.http_get;
 	const mode = ctx.replay;
-	return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(mode ? replayed(name, t, mode) : t)), ctx.inventoryReady)]));
+	return Object.fromEntries(
+		Object.entries(tools).map(([name, t]) => [name, afterReadBack(capped(lean(mode ? replayed(name, t, mode) : t)), ctx.inventoryReady)])
+	);
 }

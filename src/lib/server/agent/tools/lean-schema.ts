@@ -3,7 +3,19 @@ import { asSchema, jsonSchema, type JSONSchema7, type Tool } from 'ai';
 type Node = JSONSchema7 | boolean;
 
 /** Keys a model does not need to call a tool well: the server checks them and its error names the field. */
-const CHECKED_ON_THE_SERVER = ['$schema', 'additionalProperties', 'minLength', 'maxLength', 'minItems', 'maxItems', 'pattern', 'minimum', 'maximum', 'format', 'propertyNames'] as const;
+const CHECKED_ON_THE_SERVER = [
+	'$schema',
+	'additionalProperties',
+	'minLength',
+	'maxLength',
+	'minItems',
+	'maxItems',
+	'pattern',
+	'minimum',
+	'maximum',
+	'format',
+	'propertyNames'
+] as const;
 
 /** A JSON Schema without the bounds and patterns (see CHECKED_ON_THE_SERVER), at every depth. */
 export function leanJsonSchema(node: Node): Node {

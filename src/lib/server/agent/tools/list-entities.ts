@@ -11,7 +11,11 @@ const LIMIT = 100;
 
 export const listEntitiesInput = z
 	.object({
-		kind: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/).optional().describe('host, lxc, …'),
+		kind: z
+			.string()
+			.regex(/^[a-z][a-z0-9_-]{0,31}$/)
+			.optional()
+			.describe('host, lxc, …'),
 		query: z.string().min(1).max(200).optional()
 	})
 	.strict();
@@ -54,7 +58,9 @@ export function entitySummary(e: Entity, truth?: Map<string, HostTruth>) {
 		kind: e.kind,
 		name: e.name,
 		host: e.hostName,
-		status: (stale ? `unknown now (was ${typeof a.status === 'string' ? a.status : 'unknown'})` : (clusterStatus(e, truth) ?? a.status ?? a.pveStatus ?? null)) as string | null,
+		status: (stale
+			? `unknown now (was ${typeof a.status === 'string' ? a.status : 'unknown'})`
+			: (clusterStatus(e, truth) ?? a.status ?? a.pveStatus ?? null)) as string | null,
 		...(stale ? { stale } : {}),
 		syncedAt: e.seenAt
 	};

@@ -7,9 +7,7 @@ import { ensureFreshInventory } from '../../inventory/sync';
 import { toolError, type ToolContext } from './context';
 import { fleetTruth, guestStale } from './fleet-truth';
 
-export const listLxcsInput = z
-	.object({ host: z.string().min(1).max(64).optional() })
-	.strict();
+export const listLxcsInput = z.object({ host: z.string().min(1).max(64).optional() }).strict();
 
 const n = (v: unknown): number | null => (typeof v === 'number' ? v : null);
 
@@ -37,7 +35,7 @@ export function lxcRow(e: Entity) {
 export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			'Every container (or one host\'s) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory ' +
+			"Every container (or one host's) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory " +
 			'synced each minute (see inventoryAsOf). ipMode "dhcp": the address is not in the config.',
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
@@ -45,10 +43,7 @@ export function listLxcsTool(_ctx: ToolContext) {
 			const fleet = await fleetSnapshot(sql());
 			if (host && !fleet.hosts.some((h) => h.name === host)) {
 				const names = fleet.hosts.map((h) => h.name);
-				return toolError(
-					`unknown host "${host}"`,
-					names.length ? `Known hosts: ${names.join(', ')}. Omit host to list all.` : 'No hosts are configured yet.'
-				);
+				return toolError(`unknown host "${host}"`, names.length ? `Known hosts: ${names.join(', ')}. Omit host to list all.` : 'No hosts are configured yet.');
 			}
 			const truth = await fleetTruth(inventoryAsOf);
 			// A guest of a host that did not answer is shown as last seen, and says so: never as current.
@@ -59,7 +54,11 @@ export function listLxcsTool(_ctx: ToolContext) {
 			});
 			const warnings = fleet.hosts
 				.filter((h) => !host || h.name === host)
-				.map((h) => (!h.pinned ? `${h.name}: host key not pinned; not synced` : (inventoryAsOf[h.name]?.note ?? (h.lastError ? `${h.name}: last sync failed (${h.lastError})` : null))))
+				.map((h) =>
+					!h.pinned
+						? `${h.name}: host key not pinned; not synced`
+						: (inventoryAsOf[h.name]?.note ?? (h.lastError ? `${h.name}: last sync failed (${h.lastError})` : null))
+				)
 				.filter((w): w is string => !!w);
 			return { count: rows.length, containers: rows, inventoryAsOf, ...(warnings.length ? { warnings } : {}) };
 		}

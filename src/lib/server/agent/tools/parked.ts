@@ -12,19 +12,41 @@ export function parkedOutputs(messageId: string): (toolName: string, toolCallId:
 		const key = callKey({ messageId }, toolCallId);
 		const resumed = 'stored before Nomos restarted; do not ask for it again';
 		if (toolName === 'request_execution') {
-			const [e] = await sql()<{ id: string; action: string; target: string; classification: string; command: string; status: string; cannotRun: string | null }[]>`
+			const [e] = await sql()<
+				{ id: string; action: string; target: string; classification: string; command: string; status: string; cannotRun: string | null }[]
+			>`
 				select id, action, target, classification, command_preview as command, status,
 					case when status = 'awaiting_approval' and before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
 				from executions where call_key = ${key}`;
 			if (e?.cannotRun) {
 				const { cannotRun, ...rest } = e;
-				return { ...rest, status: 'cannot_run', error: `cannot run now: ${cannotRun}. Execution ${e.id} was recorded but cannot be approved, and nothing will run.` };
+				return {
+					...rest,
+					status: 'cannot_run',
+					error: `cannot run now: ${cannotRun}. Execution ${e.id} was recorded but cannot be approved, and nothing will run.`
+				};
 			}
-			return e ? { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.command, status: e.status, message: `execution ${e.id} ${resumed}; it is ${e.status.replace('_', ' ')}, and you will be re-invoked when it finishes or is denied` } : null;
+			return e
+				? {
+						executionId: e.id,
+						action: e.action,
+						target: e.target,
+						classification: e.classification,
+						command: e.command,
+						status: e.status,
+						message: `execution ${e.id} ${resumed}; it is ${e.status.replace('_', ' ')}, and you will be re-invoked when it finishes or is denied`
+					}
+				: null;
 		}
 		if (toolName === 'propose_plan') {
 			const [p] = await sql()<{ id: string; status: string }[]>`select id, status from plans where call_key = ${key}`;
-			return p ? { planId: p.id, status: p.status === 'proposed' ? 'awaiting_approval' : p.status, message: `plan ${p.id} ${resumed}. End your turn now; you will be re-invoked when it is decided.` } : null;
+			return p
+				? {
+						planId: p.id,
+						status: p.status === 'proposed' ? 'awaiting_approval' : p.status,
+						message: `plan ${p.id} ${resumed}. End your turn now; you will be re-invoked when it is decided.`
+					}
+				: null;
 		}
 		if (toolName === 'ask_operator') {
 			const [q] = await sql()<{ id: string; prompt: string; status: string }[]>`select id, prompt, status from session_questions where call_key = ${key}`;

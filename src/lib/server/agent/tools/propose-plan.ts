@@ -17,7 +17,10 @@ export const proposePlanInput = z
 			.array(
 				z
 					.object({
-						action: z.string().max(64).describe('a catalogued action; read-only ones (…_http_check, pct_status, …) are checks needing no approval of their own'),
+						action: z
+							.string()
+							.max(64)
+							.describe('a catalogued action; read-only ones (…_http_check, pct_status, …) are checks needing no approval of their own'),
 						target: z.string().max(200),
 						params: actionParams,
 						why: z.string().max(500).default('')

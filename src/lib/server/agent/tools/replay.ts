@@ -91,7 +91,6 @@ export function replayed(name: string, t: Tool, mode: ReplayMode): Tool {
 	if (!execute) return t;
 	return {
 		...t,
-		execute: (input, options) =>
-			mode.answer(name, input, async () => (PARKING_TOOLS.includes(name) ? toolError('not run in replay') : execute(input, options)))
+		execute: (input, options) => mode.answer(name, input, async () => (PARKING_TOOLS.includes(name) ? toolError('not run in replay') : execute(input, options)))
 	};
 }

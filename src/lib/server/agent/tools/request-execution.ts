@@ -13,8 +13,13 @@ import { beforeApprovalText } from '../../executions/before-approval';
 export const requestExecutionInput = z
 	.object({
 		target: z.string().max(200).describe("where: a host ('strong') for pct_create and host-level actions, or a container ('lxc:strong/101', '101', 'caddy')"),
-		action: z.string().max(64).describe(`one of: ${ACTION_NAMES.join(', ')}`),
-		params: actionParams.describe('the action\'s parameters, e.g. pct_create: { hostname, template, cores, memory, swap, disk, storage, bridge, ip, unprivileged, features: { nesting }, start }'),
+		action: z
+			.string()
+			.max(64)
+			.describe(`one of: ${ACTION_NAMES.join(', ')}`),
+		params: actionParams.describe(
+			"the action's parameters, e.g. pct_create: { hostname, template, cores, memory, swap, disk, storage, bridge, ip, unprivileged, features: { nesting }, start }"
+		),
 		reason: z.string().max(1000).describe('why, in one sentence, for the operator')
 	})
 	.strict();
@@ -62,11 +67,19 @@ const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 	const names = ACTION_NAMES.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
-	const lines = GROUPS.map(([label, has]) => `${label}: ${names.filter((n) => has(n)).map(actionSignature).join(', ')}.`);
+	const lines = GROUPS.map(
+		([label, has]) =>
+			`${label}: ${names
+				.filter((n) => has(n))
+				.map(actionSignature)
+				.join(', ')}.`
+	);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
 	const vm = (n: string) => /^(qm|vm)_/.test(n);
 	const on = (scope: string) => ACTION_NAMES.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
-	lines.push(`Target a host for ${on('host')} and every qm_/vm_ action (the VM in vmid); a host or a container for ${on('host-or-ct')}; a container for the rest.`);
+	lines.push(
+		`Target a host for ${on('host')} and every qm_/vm_ action (the VM in vmid); a host or a container for ${on('host-or-ct')}; a container for the rest.`
+	);
 	return lines.join('\n');
 }
 
@@ -90,7 +103,13 @@ export function requestExecutionTool(ctx: ToolContext) {
 				);
 			}
 			const requester = ctx.mcp
-				? { operator: ctx.mcp.operator, route: 'mcp', tokenId: ctx.mcp.token.id, detail: { token: ctx.mcp.token }, note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)` }
+				? {
+						operator: ctx.mcp.operator,
+						route: 'mcp',
+						tokenId: ctx.mcp.token.id,
+						detail: { token: ctx.mcp.token },
+						note: `${ctx.mcp.operator.username}'s MCP client (token “${ctx.mcp.token.name}”)`
+					}
 				: undefined;
 			const r = await requestExecution(ctx.sessionId, input, { requester, callKey: callKey(ctx, toolCallId), cause: requestCauseOf(ctx) });
 			if ('error' in r) return toolError(r.error, r.hint);
@@ -114,7 +133,8 @@ export function requestExecutionTool(ctx: ToolContext) {
 					hint: 'tell the operator why, and propose something that can run (or ask what they want); do not request the same thing again'
 				};
 			}
-			const unchecked = e.beforeApproval?.outcome === 'unknown' ? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` } : {};
+			const unchecked =
+				e.beforeApproval?.outcome === 'unknown' ? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` } : {};
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {
@@ -124,7 +144,9 @@ export function requestExecutionTool(ctx: ToolContext) {
 					? `execution ${e.id} awaiting approval by an operator (Ops page); read its status with get_execution`
 					: `execution ${e.id} awaiting approval; you will be re-invoked when it finishes or is denied`,
 				...unchecked,
-				...(radius ? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` } : {})
+				...(radius
+					? { blastRadius: `${e.target}: ${blastRadiusSummary(radius)} (the operator sees the details on the card; mention anything that looks risky)` }
+					: {})
 			};
 		}
 	});

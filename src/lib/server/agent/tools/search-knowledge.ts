@@ -18,10 +18,7 @@ export function searchKnowledgeTool(ctx: ToolContext) {
 			'Search before asking the operator.',
 		inputSchema: z
 			.object({
-				query: z
-					.string()
-					.min(2)
-					.max(200)
+				query: z.string().min(2).max(200)
 			})
 			.strict(),
 		execute: async ({ query }) => {

@@ -15,7 +15,15 @@ export type ApprovalRoute = 'button' | 'ops' | 'chat' | 'plan' | 'rest' | `rule:
  */
 export async function insertApproval(
 	tx: TransactionSql,
-	a: { executionId: string; hash: string; decision: 'approved' | 'denied'; route: ApprovalRoute; reason?: string | null; decidedBy: string | null; messageId?: string | null }
+	a: {
+		executionId: string;
+		hash: string;
+		decision: 'approved' | 'denied';
+		route: ApprovalRoute;
+		reason?: string | null;
+		decidedBy: string | null;
+		messageId?: string | null;
+	}
 ): Promise<void> {
 	const decidedAt = Date.now();
 	const mac = await seal({ executionId: a.executionId, hash: a.hash, decision: a.decision, route: a.route, decidedBy: a.decidedBy, decidedAt });

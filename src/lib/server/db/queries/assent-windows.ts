@@ -5,8 +5,7 @@ import { emitEvent } from './events';
 
 export type { AssentWindow };
 
-const columns = (sql: Sql | TransactionSql) =>
-	sql`id, session_id as "sessionId", opened_at as "openedAt", expires_at as "expiresAt", continuations`;
+const columns = (sql: Sql | TransactionSql) => sql`id, session_id as "sessionId", opened_at as "openedAt", expires_at as "expiresAt", continuations`;
 
 /** The session's open assent window, if any. */
 export async function activeWindow(sql: Sql | TransactionSql, sessionId: string): Promise<AssentWindow | null> {
@@ -33,7 +32,8 @@ export async function openWindow(tx: TransactionSql, sessionId: string, operator
 }
 
 export async function revokeWindow(tx: TransactionSql, sessionId: string, operatorId: string): Promise<boolean> {
-	const rows = await tx`update assent_windows set revoked_at = now() where session_id = ${sessionId} and revoked_at is null and expires_at > now() returning id`;
+	const rows =
+		await tx`update assent_windows set revoked_at = now() where session_id = ${sessionId} and revoked_at is null and expires_at > now() returning id`;
 	if (rows.length) await emitEvent(tx, { sessionId, type: 'assent.updated', payload: { open: false, by: operatorId } });
 	return rows.length > 0;
 }

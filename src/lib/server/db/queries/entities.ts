@@ -20,8 +20,7 @@ const columns = (sql: Sql | TransactionSql) =>
 		seen_at as "seenAt", updated_at as "updatedAt"`;
 
 /** Containers by numeric vmid (a non-numeric one sorts last). */
-const byVmid = (sql: Sql | TransactionSql) =>
-	sql`case when attributes->>'vmid' ~ '^[0-9]+$' then (attributes->>'vmid')::bigint end`;
+const byVmid = (sql: Sql | TransactionSql) => sql`case when attributes->>'vmid' ~ '^[0-9]+$' then (attributes->>'vmid')::bigint end`;
 const order = (sql: Sql | TransactionSql) => sql`kind, host_name, ${byVmid(sql)}, name`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -35,10 +34,7 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => '\\' + c);
  * Entities, optionally of one kind and matching `query`: a case-insensitive substring of the
  * name or external id, or a full-text match on name + notes.
  */
-export async function listEntities(
-	sql: Sql | TransactionSql,
-	opts: { kind?: string; query?: string; limit?: number } = {}
-): Promise<Entity[]> {
+export async function listEntities(sql: Sql | TransactionSql, opts: { kind?: string; query?: string; limit?: number } = {}): Promise<Entity[]> {
 	const q = opts.query?.trim();
 	const like = q ? `%${likeEscape(q)}%` : '';
 	return sql<Entity[]>`
@@ -55,9 +51,7 @@ export async function entityKinds(sql: Sql | TransactionSql): Promise<{ kind: st
 	return sql<{ kind: string; count: number }[]>`select kind, count(*)::int as count from entities group by kind order by kind`;
 }
 
-export type ResolveResult =
-	| { ok: true; entity: Entity }
-	| { ok: false; reason: 'not_found' | 'ambiguous'; candidates: Entity[] };
+export type ResolveResult = { ok: true; entity: Entity } | { ok: false; reason: 'not_found' | 'ambiguous'; candidates: Entity[] };
 
 /**
  * Resolves a uuid, `kind:externalId` (`lxc:strong/101`, `host:strong`), `kind:name`
@@ -67,8 +61,7 @@ export async function resolveEntity(sql: Sql | TransactionSql, idOrRef: string):
 	const ref = idOrRef.trim();
 	const found = (rows: Entity[]): ResolveResult | null =>
 		rows.length === 1 ? { ok: true, entity: rows[0] } : rows.length > 1 ? { ok: false, reason: 'ambiguous', candidates: rows } : null;
-	const select = (where: Fragment) =>
-		sql<Entity[]>`select ${columns(sql)} from entities where ${where} order by ${order(sql)} limit 20`;
+	const select = (where: Fragment) => sql<Entity[]>`select ${columns(sql)} from entities where ${where} order by ${order(sql)} limit 20`;
 
 	if (UUID.test(ref)) return found(await select(sql`id = ${ref}`)) ?? { ok: false, reason: 'not_found', candidates: [] };
 
@@ -196,12 +189,12 @@ export async function inventoryClock(sql: Sql | TransactionSql): Promise<string>
  * only when the name or the attributes changed.
  */
 async function upsertEntities(tx: TransactionSql, rows: InventoryRow[], readAt: string): Promise<void> {
-		// A later read found it gone (destroyed meanwhile): this older view does not bring it back;
-		// one that read after that clears the mark (the id was used again).
-		await tx`
+	// A later read found it gone (destroyed meanwhile): this older view does not bring it back;
+	// one that read after that clears the mark (the id was used again).
+	await tx`
 			delete from entity_gone g using jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(kind text, external_id text)
 			where g.kind = r.kind and g.external_id = r.external_id and g.gone_at <= ${readAt}::timestamptz`;
-		await tx`
+	await tx`
 			insert into entities (kind, external_id, name, host_name, attributes, seen_at, updated_at)
 			select r.kind, r.external_id, r.name, r.host_name, r.attributes, ${readAt}::timestamptz, now()
 			from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
@@ -264,7 +257,13 @@ export async function replaceHostInventory(
 				and external_id not in (select jsonb_array_elements_text(${JSON.stringify(keep)}::text::jsonb))
 				and seen_at <= ${readAt}::timestamptz
 			returning kind, external_id`;
-		for (const kind of ['lxc', 'qemu'] as const) await markGone(tx, kind, removed.filter((r) => r.kind === kind).map((r) => r.external_id as string), readAt);
+		for (const kind of ['lxc', 'qemu'] as const)
+			await markGone(
+				tx,
+				kind,
+				removed.filter((r) => r.kind === kind).map((r) => r.external_id as string),
+				readAt
+			);
 		await tx`delete from entity_gone where gone_at < now() - interval '1 hour'`;
 		await emitEvent(tx, { sessionId: null, type: 'inventory.synced', payload: { host: hostName, containers } });
 		return { removed: removed.count };
@@ -276,7 +275,14 @@ export async function replaceHostInventory(
  * the rest of the host's inventory, and emits `inventory.synced` naming it. Serialised with full
  * syncs of the host.
  */
-export async function replaceGuest(sql: Sql, hostName: string, kind: GuestKind, vmid: number, row: InventoryRow | null, read: string | null = null): Promise<void> {
+export async function replaceGuest(
+	sql: Sql,
+	hostName: string,
+	kind: GuestKind,
+	vmid: number,
+	row: InventoryRow | null,
+	read: string | null = null
+): Promise<void> {
 	await sql.begin(async (tx) => {
 		if (!(await lockHostInventory(tx, hostName))) return;
 		const readAt = read ?? (await inventoryClock(tx));
@@ -396,7 +402,14 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
 				quorate: true,
 				readFrom: view.readFrom,
 				nodes,
-				guests: view.guests.map((g) => ({ type: g.type, vmid: g.vmid, node: g.node, name: g.name, status: g.status, ...(g.template ? { template: true as const } : {}) })),
+				guests: view.guests.map((g) => ({
+					type: g.type,
+					vmid: g.vmid,
+					node: g.node,
+					name: g.name,
+					status: g.status,
+					...(g.template ? { template: true as const } : {})
+				})),
 				...(wasOut.some((m) => !online.has(m.node)) ? { outOfQuorum: wasOut.filter((m) => !online.has(m.node)) } : {})
 			};
 			for (const n of view.nodes) standings.push([n.node, standing(n.node, n.status)]);
@@ -417,7 +430,13 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
 		if (attributes && standingKey(prev?.attributes ?? null) !== standingKey(attributes)) {
 			await emitEvent(tx, { sessionId: null, type: 'cluster.updated', payload: { cluster: view.name } });
 		}
-		if (configured) await followMovedGuests(tx, view.nodes.map((n) => n.node), view.guests, configured);
+		if (configured)
+			await followMovedGuests(
+				tx,
+				view.nodes.map((n) => n.node),
+				view.guests,
+				configured
+			);
 	});
 }
 
@@ -428,7 +447,12 @@ export async function recordClusterView(sql: Sql, view: ClusterViewInput): Promi
  * said (and that read's `seen_at`, so any real read of the new node wins) and the view's status —
  * and leaves the old one either way, marked gone there so an older read does not bring it back.
  */
-async function followMovedGuests(tx: TransactionSql, members: string[], guests: { type: string; vmid: number; node: string; status: string }[], configured: Set<string>): Promise<void> {
+async function followMovedGuests(
+	tx: TransactionSql,
+	members: string[],
+	guests: { type: string; vmid: number; node: string; status: string }[],
+	configured: Set<string>
+): Promise<void> {
 	const listed = guests.map((g) => ({ kind: g.type, vmid: g.vmid, node: g.node, status: g.status }));
 	const moved = await tx<{ kind: GuestKind; external_id: string; host_name: string; vmid: number; node: string }[]>`
 		select e.kind, e.external_id, e.host_name, v.vmid, v.node

@@ -46,8 +46,7 @@ export async function emitEventNow<T extends EventType>(sql: Sql, e: EventInput<
 	return sql.begin<number>((tx) => emitEvent(tx, e));
 }
 
-const columns = (sql: Sql | TransactionSql) =>
-	sql`id::float8 as id, session_id as "sessionId", type, payload, created_at as "createdAt"`;
+const columns = (sql: Sql | TransactionSql) => sql`id::float8 as id, session_id as "sessionId", type, payload, created_at as "createdAt"`;
 
 /** Events after `afterId`, oldest first; `sessionId` narrows to one session. */
 export async function listEventsAfter(
@@ -102,6 +101,6 @@ export async function pruneEvents(sql: Sql, days: number, batch = 5000): Promise
 			return r.n;
 		});
 		total += n;
-		if ((n) < batch) return total;
+		if (n < batch) return total;
 	}
 }

@@ -1,6 +1,15 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AssentCandidate, BeforeApproval, ExecutionEdit, ExecutionRow, ExecutionStatus, ExecutionStep, RequestCause, Verdict } from '../../../types/executions';
+import type {
+	AssentCandidate,
+	BeforeApproval,
+	ExecutionEdit,
+	ExecutionRow,
+	ExecutionStatus,
+	ExecutionStep,
+	RequestCause,
+	Verdict
+} from '../../../types/executions';
 import { emitEvent } from './events';
 import type { EventPayload } from '../../../schemas/events';
 
@@ -163,7 +172,8 @@ export async function setDecision(tx: TransactionSql, id: string, decision: 'app
 			case when before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
 		from executions where id = ${id}`;
 	if (!cur) return { ok: false, reason: 'not_found' };
-	if (cur.status === 'awaiting_approval' && !cur.expired && cur.cannotRun !== null) return { ok: false, reason: 'cannot_run', why: cur.cannotRun, status: cur.status };
+	if (cur.status === 'awaiting_approval' && !cur.expired && cur.cannotRun !== null)
+		return { ok: false, reason: 'cannot_run', why: cur.cannotRun, status: cur.status };
 	return { ok: false, reason: cur.status === 'awaiting_approval' && cur.expired ? 'expired' : 'already_decided', status: cur.status };
 }
 
@@ -204,7 +214,8 @@ export async function claimExecution(sql: Sql, id: string, leaseSeconds: number,
 }
 
 export async function heartbeat(sql: Sql, id: string, leaseSeconds: number): Promise<boolean> {
-	const rows = await sql`update executions set lease_until = now() + make_interval(secs => ${leaseSeconds}) where id = ${id} and status = 'running' returning id`;
+	const rows =
+		await sql`update executions set lease_until = now() + make_interval(secs => ${leaseSeconds}) where id = ${id} and status = 'running' returning id`;
 	return rows.length > 0;
 }
 
@@ -335,7 +346,24 @@ export async function listUnreadLeftovers(sql: Sql, sessionId: string): Promise<
 			and exists (select 1 from jsonb_array_elements(e.steps) s where coalesce(s->>'kind', '') <> 'check')`;
 }
 
-export type ContinuedExecution = Pick<ExecutionRow, 'id' | 'action' | 'target' | 'params' | 'status' | 'result' | 'error' | 'hash' | 'hostName' | 'leftovers' | 'edit' | 'resumes' | 'resumedBecause' | 'verdict' | 'verdictDetail'> & {
+export type ContinuedExecution = Pick<
+	ExecutionRow,
+	| 'id'
+	| 'action'
+	| 'target'
+	| 'params'
+	| 'status'
+	| 'result'
+	| 'error'
+	| 'hash'
+	| 'hostName'
+	| 'leftovers'
+	| 'edit'
+	| 'resumes'
+	| 'resumedBecause'
+	| 'verdict'
+	| 'verdictDetail'
+> & {
 	/** Its outcome note is already in the session: claimed again for a late read-back (see `reopenContinuations`). */
 	told: boolean;
 };

@@ -62,11 +62,7 @@ export async function createKnowledge(sql: Sql | TransactionSql, input: Knowledg
  * Updates a 'page' note. Returns null when there is no such note, 'read-only' when it exists
  * but came from a file or the inventory (those are rewritten by their importer).
  */
-export async function updateKnowledge(
-	sql: Sql | TransactionSql,
-	id: string,
-	input: KnowledgeInput
-): Promise<KnowledgeNote | 'read-only' | null> {
+export async function updateKnowledge(sql: Sql | TransactionSql, id: string, input: KnowledgeInput): Promise<KnowledgeNote | 'read-only' | null> {
 	const [row] = await sql<KnowledgeNote[]>`
 		update knowledge set title = ${input.title}, body = ${input.body}, updated_at = now()
 		where id = ${id} and source = 'page'
@@ -246,10 +242,16 @@ async function upsertFileNotes(tx: TransactionSql, files: Array<{ path: string; 
  * Makes the guide notes exactly `files` (keyed by `nomos:guide/<file>`): new ones inserted,
  * changed ones updated, ones no longer shipped deleted. Idempotent; safe from several processes.
  */
-export async function replaceGuideNotes(sql: Sql, files: Array<{ path: string; title: string; body: string }>): Promise<{ created: number; updated: number; removed: number }> {
+export async function replaceGuideNotes(
+	sql: Sql,
+	files: Array<{ path: string; title: string; body: string }>
+): Promise<{ created: number; updated: number; removed: number }> {
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(${IMPORT_LOCK})`;
-		const { created, updated } = await upsertFileNotes(tx, files.map((f) => ({ ...f, path: GUIDE_PREFIX + f.path })));
+		const { created, updated } = await upsertFileNotes(
+			tx,
+			files.map((f) => ({ ...f, path: GUIDE_PREFIX + f.path }))
+		);
 		const keep = files.map((f) => GUIDE_PREFIX + f.path);
 		const gone = await tx`delete from knowledge where source_path like ${GUIDE_PREFIX + '%'} and not (source_path = any(${keep}::text[])) returning id`;
 		return { created, updated, removed: gone.length };

@@ -82,7 +82,11 @@ export async function latestRequestingReplyRows(tx: TransactionSql, sessionId: s
 }
 
 /** The exact message at the end of a turn, at the `rev` of its last delta (emitted in the same transaction). */
-export async function writeFinalMessage(tx: TransactionSql, id: string, m: { parts: MessagePart[]; status: MessageStatus; error: string | null; rev: number }): Promise<void> {
+export async function writeFinalMessage(
+	tx: TransactionSql,
+	id: string,
+	m: { parts: MessagePart[]; status: MessageStatus; error: string | null; rev: number }
+): Promise<void> {
 	await tx`
 		update messages set parts = ${JSON.stringify(m.parts)}::text::jsonb, status = ${m.status}, error = ${m.error}, rev = ${m.rev}, updated_at = now()
 		where id = ${id}`;
@@ -109,7 +113,10 @@ export async function claimQueued(tx: TransactionSql, sessionId: string): Promis
 			update messages set status = 'complete', seq = nextval(pg_get_serial_sequence('messages', 'seq')), rev = rev + 1, updated_at = now()
 			where id = ${r.id}`;
 	}
-	await refreshMessageFacts(tx, rows.map((r) => r.id));
+	await refreshMessageFacts(
+		tx,
+		rows.map((r) => r.id)
+	);
 	for (const r of rows) await emitEvent(tx, { sessionId, type: 'message.updated', payload: { messageId: r.id } });
 	return rows.length;
 }

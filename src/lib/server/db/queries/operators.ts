@@ -49,11 +49,7 @@ export async function setPasswordHash(sql: Sql | TransactionSql, operatorId: str
 }
 
 /** Creates a login session; returns the cookie token (only its hash is stored) and its expiry (ISO 8601). */
-export async function createAuthSession(
-	sql: Sql | TransactionSql,
-	operatorId: string,
-	days: number
-): Promise<{ token: string; expiresAt: string }> {
+export async function createAuthSession(sql: Sql | TransactionSql, operatorId: string, days: number): Promise<{ token: string; expiresAt: string }> {
 	const token = randomBytes(32).toString('base64url');
 	const [row] = await sql<{ expiresAt: string }[]>`
 		insert into auth_sessions (token_hash, operator_id, expires_at)
@@ -104,12 +100,7 @@ export async function issueSetupToken(sql: Sql | TransactionSql): Promise<string
  * Creates the first operator (admin) with a valid setup token; the token is consumed in the
  * same transaction, and nothing happens once any operator exists.
  */
-export async function completeSetup(
-	sql: Sql,
-	token: string,
-	username: string,
-	passwordHash: string
-): Promise<Operator | 'invalid-token' | 'already-set-up'> {
+export async function completeSetup(sql: Sql, token: string, username: string, passwordHash: string): Promise<Operator | 'invalid-token' | 'already-set-up'> {
 	return sql.begin(async (tx) => {
 		await tx`select pg_advisory_xact_lock(7140202612)`;
 		if ((await countOperators(tx)) > 0) return 'already-set-up' as const;
@@ -165,14 +156,25 @@ async function otherEnabledAdmins(tx: TransactionSql, id: string): Promise<numbe
 }
 
 /** An admin creates an account. */
-export async function adminCreateOperator(sql: Sql, actor: Actor, input: { username: string; passwordHash: string; role: OperatorRole }): Promise<Operator | AccountError> {
+export async function adminCreateOperator(
+	sql: Sql,
+	actor: Actor,
+	input: { username: string; passwordHash: string; role: OperatorRole }
+): Promise<Operator | AccountError> {
 	return sql.begin(async (tx) => {
 		const [taken] = await tx`select 1 from operators where lower(username) = lower(${input.username})`;
 		if (taken) return { error: `The username "${input.username}" is taken.`, code: 'CONFLICT' as const };
 		const [op] = await tx<Operator[]>`
 			insert into operators (username, password_hash, role) values (${input.username}, ${input.passwordHash}, ${input.role})
 			returning id, username, role`;
-		await recordAudit(tx, { actor, action: 'operator.created', route: 'settings', subjectType: 'operator', subjectId: op.username, detail: { operatorId: op.id, role: op.role } });
+		await recordAudit(tx, {
+			actor,
+			action: 'operator.created',
+			route: 'settings',
+			subjectType: 'operator',
+			subjectId: op.username,
+			detail: { operatorId: op.id, role: op.role }
+		});
 		return op;
 	});
 }
@@ -184,7 +186,14 @@ export async function adminResetPassword(sql: Sql, actor: Actor, id: string, pas
 		if (!t) return { error: 'No such operator.', code: 'NOT_FOUND' as const };
 		await tx`update operators set password_hash = ${passwordHash} where id = ${id}`;
 		const revokedTokens = await revokeCredentials(tx, id);
-		await recordAudit(tx, { actor, action: 'operator.password_reset', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, revokedTokens } });
+		await recordAudit(tx, {
+			actor,
+			action: 'operator.password_reset',
+			route: 'settings',
+			subjectType: 'operator',
+			subjectId: t.username,
+			detail: { operatorId: id, revokedTokens }
+		});
 		return { id: t.id, username: t.username, role: t.role };
 	});
 }
@@ -200,7 +209,14 @@ export async function adminSetDisabled(sql: Sql, actor: Actor, id: string, disab
 		if (disabled === !!t.disabledAt) return { id: t.id, username: t.username, role: t.role };
 		await tx`update operators set disabled_at = ${disabled ? tx`now()` : null} where id = ${id}`;
 		const revokedTokens = disabled ? await revokeCredentials(tx, id) : 0;
-		await recordAudit(tx, { actor, action: disabled ? 'operator.disabled' : 'operator.enabled', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, ...(disabled ? { revokedTokens } : {}) } });
+		await recordAudit(tx, {
+			actor,
+			action: disabled ? 'operator.disabled' : 'operator.enabled',
+			route: 'settings',
+			subjectType: 'operator',
+			subjectId: t.username,
+			detail: { operatorId: id, ...(disabled ? { revokedTokens } : {}) }
+		});
 		return { id: t.id, username: t.username, role: t.role };
 	});
 }
@@ -215,7 +231,14 @@ export async function adminSetRole(sql: Sql, actor: Actor, id: string, role: Ope
 			return { error: `${t.username} is the last admin and cannot be demoted; make another admin first.`, code: 'CONFLICT' as const };
 		}
 		await tx`update operators set role = ${role} where id = ${id}`;
-		await recordAudit(tx, { actor, action: 'operator.role_changed', route: 'settings', subjectType: 'operator', subjectId: t.username, detail: { operatorId: id, from: t.role, to: role } });
+		await recordAudit(tx, {
+			actor,
+			action: 'operator.role_changed',
+			route: 'settings',
+			subjectType: 'operator',
+			subjectId: t.username,
+			detail: { operatorId: id, from: t.role, to: role }
+		});
 		return { id: t.id, username: t.username, role };
 	});
 }
@@ -227,7 +250,14 @@ export async function changeOwnPasswordHash(sql: Sql, actor: Actor, currentToken
 		const revokedTokens = await revokeCredentials(tx, actor.id, currentToken ? sha256(currentToken) : null);
 		// The session that just gave the password is as fresh as a sign-in.
 		if (currentToken) await tx`update auth_sessions set verified_at = now() where token_hash = ${sha256(currentToken)}`;
-		await recordAudit(tx, { actor, action: 'operator.password_changed', route: 'settings', subjectType: 'operator', subjectId: actor.username, detail: { operatorId: actor.id, revokedTokens } });
+		await recordAudit(tx, {
+			actor,
+			action: 'operator.password_changed',
+			route: 'settings',
+			subjectType: 'operator',
+			subjectId: actor.username,
+			detail: { operatorId: actor.id, revokedTokens }
+		});
 		return revokedTokens;
 	});
 }

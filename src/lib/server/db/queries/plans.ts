@@ -75,7 +75,13 @@ export async function insertPlan(
 }
 
 /** Approves or denies a proposed plan with one conditional update. */
-export async function decidePlan(tx: TransactionSql, id: string, decision: 'approved' | 'denied', operatorId: string, ttlHours: number): Promise<PlanRow | null> {
+export async function decidePlan(
+	tx: TransactionSql,
+	id: string,
+	decision: 'approved' | 'denied',
+	operatorId: string,
+	ttlHours: number
+): Promise<PlanRow | null> {
 	// The decision is sealed over the steps' hashes (db/seal.ts), in the statement that makes it:
 	// advancePlan makes no step's execution for a plan whose seal does not verify.
 	const [cur] = await tx<{ steps: PlanStep[] }[]>`select steps from plans where id = ${id} and status = 'proposed' for update`;
@@ -92,8 +98,21 @@ export async function decidePlan(tx: TransactionSql, id: string, decision: 'appr
 }
 
 /** What a plan's seal covers: the plan, its steps' hashes in order, who decided it and when. */
-function planSealFields(p: { id: string; steps: Pick<PlanStep, 'hash'>[]; decision: 'approved' | 'denied'; decidedBy: string | null; decidedAt: number }): SealFields {
-	return { executionId: `plan:${p.id}`, hash: p.steps.map((s) => s.hash).join(','), decision: p.decision, route: 'plan', decidedBy: p.decidedBy, decidedAt: p.decidedAt };
+function planSealFields(p: {
+	id: string;
+	steps: Pick<PlanStep, 'hash'>[];
+	decision: 'approved' | 'denied';
+	decidedBy: string | null;
+	decidedAt: number;
+}): SealFields {
+	return {
+		executionId: `plan:${p.id}`,
+		hash: p.steps.map((s) => s.hash).join(','),
+		decision: p.decision,
+		route: 'plan',
+		decidedBy: p.decidedBy,
+		decidedAt: p.decidedAt
+	};
 }
 
 /** True when the approved plan's seal verifies over its steps as they are stored now. */
@@ -127,7 +146,8 @@ export async function setPlanFinished(tx: TransactionSql, plan: PlanRow, status:
 
 /** Marks Stop on a running plan; false when it is not running (or was already stopped). */
 export async function markPlanCancelRequested(tx: TransactionSql, plan: PlanRow): Promise<boolean> {
-	const rows = await tx`update plans set cancel_requested_at = now() where id = ${plan.id} and status = 'approved' and cancel_requested_at is null returning id`;
+	const rows =
+		await tx`update plans set cancel_requested_at = now() where id = ${plan.id} and status = 'approved' and cancel_requested_at is null returning id`;
 	if (rows.length) await emitEvent(tx, { sessionId: plan.sessionId, type: 'plan.updated', payload: { planId: plan.id } });
 	return rows.length > 0;
 }

@@ -53,7 +53,9 @@ export async function answerQuestion(
 	a: { answer: string; via: 'panel' | 'chat' | 'rest'; operatorId: string; sessionId?: string; token?: { id: string; name: string } | null }
 ): Promise<AnswerResult> {
 	// Who answered: the turn the answer resumes carries it (executions/cause.ts).
-	const cause: RequestCause = a.token ? { kind: 'token', operatorId: a.operatorId, tokenId: a.token.id, tokenName: a.token.name } : { kind: 'session', operatorId: a.operatorId };
+	const cause: RequestCause = a.token
+		? { kind: 'token', operatorId: a.operatorId, tokenId: a.token.id, tokenName: a.token.name }
+		: { kind: 'session', operatorId: a.operatorId };
 	const [row] = await tx<QuestionRow[]>`
 		update session_questions set status = 'answered', answer = ${a.answer}, answered_via = ${a.via},
 			answered_by = ${a.operatorId}, answered_at = now(), answer_cause = ${JSON.stringify(cause)}::text::jsonb
@@ -79,6 +81,8 @@ export async function answerQuestion(
 }
 
 export async function openQuestionOf(tx: TransactionSql, sessionId: string): Promise<QuestionRow | null> {
-	const [row] = await tx<QuestionRow[]>`select ${columns(tx)} from session_questions where session_id = ${sessionId} and status = 'open' order by created_at desc limit 1`;
+	const [row] = await tx<
+		QuestionRow[]
+	>`select ${columns(tx)} from session_questions where session_id = ${sessionId} and status = 'open' order by created_at desc limit 1`;
 	return row ?? null;
 }

@@ -16,7 +16,9 @@ export async function parkedOutcomes(sql: Sql, sessionId: string): Promise<Parke
 			select call_key as "callKey", id, action, target, status, steps, error from executions
 			where requested_by_session = ${sessionId} and call_key is not null order by created_at`,
 		sql<ParkedOutcomes['plans']>`select call_key as "callKey", id, status, error from plans where session_id = ${sessionId} and call_key is not null`,
-		sql<ParkedOutcomes['questions']>`select call_key as "callKey", status, answer from session_questions where session_id = ${sessionId} and call_key is not null`
+		sql<
+			ParkedOutcomes['questions']
+		>`select call_key as "callKey", status, answer from session_questions where session_id = ${sessionId} and call_key is not null`
 	]);
 	return { executions, plans, questions };
 }
@@ -24,7 +26,10 @@ export async function parkedOutcomes(sql: Sql, sessionId: string): Promise<Parke
 export type ReplayRow = { id: string; replayOf: string | null; title: string; replay: unknown; createdAt: string };
 
 /** A replay session: a chat session marked `replay_of` the original, with its options and progress. */
-export async function insertReplaySession(tx: TransactionSql, r: { originalId: string | null; operatorId: string | null; title: string; state: unknown }): Promise<string> {
+export async function insertReplaySession(
+	tx: TransactionSql,
+	r: { originalId: string | null; operatorId: string | null; title: string; state: unknown }
+): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into chat_sessions (operator_id, title, replay_of, replay)
 		values (${r.operatorId}, ${r.title}, ${r.originalId}, ${JSON.stringify(r.state)}::text::jsonb) returning id`;
@@ -53,7 +58,11 @@ export async function claimReplay(tx: TransactionSql, id: string): Promise<boole
 	return rows.length > 0;
 }
 
-export async function setReplayState(tx: TransactionSql, id: string, state: { status: string; sent: number; total: number; error?: string | null }): Promise<void> {
+export async function setReplayState(
+	tx: TransactionSql,
+	id: string,
+	state: { status: string; sent: number; total: number; error?: string | null }
+): Promise<void> {
 	await tx`update chat_sessions set replay = replay || ${JSON.stringify({ ...state, error: state.error ?? null })}::text::jsonb, updated_at = now() where id = ${id}`;
 	await emitEvent(tx, { sessionId: id, type: 'replay.updated', payload: { replayId: id, status: state.status, sent: state.sent, total: state.total } });
 }

@@ -43,7 +43,14 @@ const FACTS_SQL_VERSION = 5;
  * this version (the `review.facts` setting).
  */
 export const FACTS_VERSION = createHash('sha256')
-	.update(JSON.stringify([FACTS_SQL_VERSION, Object.entries(rules).filter(([, v]) => typeof v !== 'function').sort(([a], [b]) => a.localeCompare(b))]))
+	.update(
+		JSON.stringify([
+			FACTS_SQL_VERSION,
+			Object.entries(rules)
+				.filter(([, v]) => typeof v !== 'function')
+				.sort(([a], [b]) => a.localeCompare(b))
+		])
+	)
 	.digest('hex')
 	.slice(0, 16);
 
@@ -68,7 +75,11 @@ export function commaList(sql: Sql, frags: Fragment[]): Fragment {
  * parameter (how that goes over depends on the client's type setup), nor a string split in SQL
  * (once Postgres uses a generic plan, that split runs again for every row).
  */
-const textList = (sql: Sql, values: readonly string[]) => commaList(sql, values.map((v) => sql`${v}::text`));
+const textList = (sql: Sql, values: readonly string[]) =>
+	commaList(
+		sql,
+		values.map((v) => sql`${v}::text`)
+	);
 
 /** `x` lower-cased matches one of the LIKE patterns. */
 const likeAny = (sql: Sql, x: Fragment, patterns: string[]) => sql`lower(${x}) like any(array[${textList(sql, patterns)}])`;
@@ -114,7 +125,10 @@ export function messageFactsSelect(sql: Sql, where: Fragment | null, opts: { det
 		sql,
 		TOOL_NAMES.map((n) => sql`count(*) filter (where p.type = ${'tool-' + n})`)
 	);
-	const isKnownCall = sql`p.type in (${textList(sql, TOOL_NAMES.map((n) => 'tool-' + n))})`;
+	const isKnownCall = sql`p.type in (${textList(
+		sql,
+		TOOL_NAMES.map((n) => 'tool-' + n)
+	)})`;
 	// Failed calls per tool, from the failed calls' names (few messages have any).
 	const failCounts = commaList(sql, [
 		...TOOL_NAMES.map((n) => sql`count(*) filter (where t = ${n})`),
@@ -150,13 +164,17 @@ export function messageFactsSelect(sql: Sql, where: Fragment | null, opts: { det
 			${usageSum(sql, 'input')} as input_tokens, ${usageSum(sql, 'output')} as output_tokens, ${usageSum(sql, 'cached')} as cached_tokens,
 			-- one turn, one model: its first step's ('?' when a usage part names none)
 			max(coalesce(p.data -> 'steps' -> 0 ->> 'model', '?')) filter (where p.type = 'data-usage') as model
-			${detail ? sql`,
+			${
+				detail
+					? sql`,
 			left(regexp_replace(coalesce(nullif(btrim(${fullText}), ''),
 				string_agg(p.data ->> 'text', chr(10)) filter (where p.type = 'data-note'), ''), '[[:space:]]+', ' ', 'g'), 121) as summary,
 			case when m.role = 'assistant' then left(${fullText}, 400) end as text,
 			string_agg(nullif(substr(p.type, 6), ''), ' ') filter (where ${isCall} and not ${isKnownCall}) as other_tools,
 			-- an invalid call keeps its arguments in rawInput (see callInput in messages/parts.ts)
-			count(*) filter (where p.type = 'tool-get_entity' and coalesce(p.input, p."rawInput") ->> 'id' ~* '^lxc:')::int as lxc_refs` : sql``}
+			count(*) filter (where p.type = 'tool-get_entity' and coalesce(p.input, p."rawInput") ->> 'id' ~* '^lxc:')::int as lxc_refs`
+					: sql``
+			}
 		from messages m
 		left join lateral jsonb_to_recordset(m.parts)
 			as p(type text, state text, "errorText" text, output jsonb, text text, data jsonb ${detail ? sql`, input jsonb, "rawInput" jsonb` : sql``}) on true
@@ -197,11 +215,15 @@ export function messageVerdictsSelect(sql: Sql, opts: { detail?: boolean } = {})
 			case when m.tool_counts[${ge}] >= m.tool_counts[${gl}] then 'get_entity' else 'get_lxc_state' end as ent_tool,
 			(m.tbits & ${TBIT.success} <> 0 and m.tbits & ${TBIT.failure} = 0 and m.tbits & ${TBIT.cannot} = 0) as reports_success,
 			(m.role = 'assistant' and m.tbits & ${TBIT.mentionsFailure} <> 0) as mentions_failure
-			${opts.detail ? sql`,
+			${
+				opts.detail
+					? sql`,
 			(row_number() over (partition by m.sid order by m.seq) - 1)::int as idx,
 			m.tbits & ${TBIT.hypotheses} <> 0 as hypotheses,
 			(m.role = 'assistant' and m.seq = max(m.seq) filter (where m.role = 'assistant') over (partition by m.sid)) as last_assistant,
-			m.summary, m.text, m.lxc_refs, m.other_tools` : sql``}
+			m.summary, m.text, m.lxc_refs, m.other_tools`
+					: sql``
+			}
 		from r_m m`;
 }
 
@@ -219,7 +241,11 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 	const blankCond = sql`m.role = 'assistant' and (m.status = 'error' or (m.status = 'complete' and m.calls = 0 and m.blank))`;
 	const notextCond = sql`m.role = 'assistant' and m.status = 'complete' and m.calls > 0 and m.blank`;
 	const idxArray = (cond: Fragment) => sql`coalesce(array_agg(m.idx order by m.idx) filter (where ${cond}), '{}')`;
-	const sums = (col: Fragment, n: number) => commaList(sql, Array.from({ length: n }, (_, i) => sql`coalesce(sum(${col}[${i + 1}]), 0)::int`));
+	const sums = (col: Fragment, n: number) =>
+		commaList(
+			sql,
+			Array.from({ length: n }, (_, i) => sql`coalesce(sum(${col}[${i + 1}]), 0)::int`)
+		);
 	return sql`
 		select m.sid,
 			count(*)::int as messages,
@@ -242,12 +268,16 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 			coalesce(sum(m.input_tokens), 0)::bigint as input_tokens, coalesce(sum(m.output_tokens), 0)::bigint as output_tokens,
 			coalesce(sum(m.cached_tokens), 0)::bigint as cached_tokens,
 			coalesce(u.usage_by_model, '{}') as usage_by_model, u.model
-			${opts.detail ? sql`,
+			${
+				opts.detail
+					? sql`,
 			${idxArray(sql`m.ent_max >= ${N_PLUS_ONE_MIN}`)} as n1_idx,
 			${idxArray(sql`m.nudge`)} as nudge_idx,
 			${idxArray(blankCond)} as blank_idx,
 			${idxArray(sql`m.retries > 0`)} as retry_idx,
-			${idxArray(notextCond)} as notext_idx` : sql``}
+			${idxArray(notextCond)} as notext_idx`
+					: sql``
+			}
 		from r_mf m
 		-- per model, from r_m (materialized where it is computed from the parts; r_mf is not)
 		left join (
@@ -260,9 +290,10 @@ export function sessionFactsSelect(sql: Sql, opts: { detail?: boolean } = {}): F
 }
 
 /** r_sf0's columns as `session_facts` stores them (after session_id). */
-const SESSION_COLUMNS = (
-	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens, usage_by_model, model'
-).split(', ');
+const SESSION_COLUMNS =
+	'messages, user_messages, assistant_messages, system_messages, tool_calls, first_at, last_at, n1_max, nudges, blanks, retried, notext, last_ok, tool_counts, fail_counts, cap_at, mention_at, input_tokens, output_tokens, cached_tokens, usage_by_model, model'.split(
+		', '
+	);
 
 /**
  * r_sf0 as stored: the `session_facts` rows that `where` selects (a condition on `session_facts f`);
@@ -336,7 +367,11 @@ export async function refreshSessionsFacts(tx: Sql, sessionIds: string[]): Promi
  * meanwhile either committed before (and this reads its row) or waits and then writes its own
  * facts over these: a rebuild never leaves facts older than their message.
  */
-export async function rebuildFactsBatch(tx: TransactionSql, after: string | null, limit: number): Promise<{ last: string | null; sessions: number; messages: number }> {
+export async function rebuildFactsBatch(
+	tx: TransactionSql,
+	after: string | null,
+	limit: number
+): Promise<{ last: string | null; sessions: number; messages: number }> {
 	const sessions = await tx<{ id: string }[]>`
 		select id from chat_sessions where ${after}::uuid is null or id > ${after}::uuid order by id limit ${limit}`;
 	const ids = sessions.map((s) => s.id);

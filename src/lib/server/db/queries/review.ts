@@ -45,7 +45,10 @@ export const RANKED_KINDS = findingKinds.filter((k) => k !== 'goal_outcome');
 
 /** The kinds of a r_scored row's findings, in RANKED_KINDS order. */
 export function kindsOf(sql: Sql): Fragment {
-	return sql`array_remove(array[${commaList(sql, RANKED_KINDS.map((k) => sql`case when ${sql(`sev_${k}`)} is not null then ${k}::text end`))}], null)`;
+	return sql`array_remove(array[${commaList(
+		sql,
+		RANKED_KINDS.map((k) => sql`case when ${sql(`sev_${k}`)} is not null then ${k}::text end`)
+	)}], null)`;
 }
 
 /**
@@ -99,11 +102,11 @@ export function reviewCtes(
 		ownRows
 			? sql`r_sf0 as not materialized (${storedSessionFacts(sql, opts.factsWhere!, { session: true })}),`
 			: fromFacts && !detail
-			? sql`r_m as (${storedMessageFacts(sql, inSessions(sql`f.session_id`))}),
+				? sql`r_m as (${storedMessageFacts(sql, inSessions(sql`f.session_id`))}),
 	r_sf0 as not materialized (${storedSessionFacts(sql, inSessions(sql`f.session_id`))}),`
-			: sql`r_m as materialized (${
-				fromFacts ? storedMessageFacts(sql, inSessions(sql`f.session_id`), { detail }) : messageFactsSelect(sql, inSessions(sql`m.session_id`), { detail })
-			}),
+				: sql`r_m as materialized (${
+						fromFacts ? storedMessageFacts(sql, inSessions(sql`f.session_id`), { detail }) : messageFactsSelect(sql, inSessions(sql`m.session_id`), { detail })
+					}),
 	r_mf as not materialized (${messageVerdictsSelect(sql, { detail })}),
 	r_sf0 as (${sessionFactsSelect(sql, { detail })}),`
 	}
@@ -126,11 +129,15 @@ export function reviewCtes(
 			count(*) filter (where e.status = 'awaiting_approval'
 				and e.created_at < now() - make_interval(hours => ${PENDING_APPROVAL_HOURS}))::int as pending_long,
 			max(${doneAt}) filter (where e.status = 'succeeded') as last_success_at
-			${detail ? sql`, count(*)::int as requested,
+			${
+				detail
+					? sql`, count(*)::int as requested,
 			count(*) filter (where e.approved_at is not null)::int as approved,
 			count(*) filter (where e.status = 'failed')::int as failed,
 			count(*) filter (where e.status = 'denied')::int as denied,
-			count(*) filter (where e.status = 'expired')::int as expired` : sql``}
+			count(*) filter (where e.status = 'expired')::int as expired`
+					: sql``
+			}
 		from executions e where ${ofSessions} ${detail ? sql`` : sql`and e.status in ('succeeded', 'awaiting_approval')`}
 		group by e.requested_by_session
 	),
@@ -196,14 +203,18 @@ export function reviewCtes(
 	r_sf1 as (
 		select f.*, s.created_at,
 			coalesce(x.succeeded, 0) as exec_succeeded, coalesce(x.pending_long, 0) as pending_long, coalesce(q.open, 0) as questions_open,
-			${detail ? sql`coalesce(x.requested, 0) as exec_requested, coalesce(x.approved, 0) as exec_approved,
+			${
+				detail
+					? sql`coalesce(x.requested, 0) as exec_requested, coalesce(x.approved, 0) as exec_approved,
 			coalesce(x.failed, 0) as exec_failed, coalesce(x.denied, 0) as exec_denied, coalesce(x.expired, 0) as exec_expired,
 			coalesce(q.asked, 0) as questions_asked, coalesce(q.answered, 0) as questions_answered,
 			q.open_prompts, coalesce(c.cap_idx, '{}') as cap_idx, coalesce(c.cap_names, '{}') as cap_names, c.cap_detail, si.list as silent_list,
-			coalesce(si.n, 0) as silent_failed, coalesce(c.n, 0) as cap_count` : sql`
+			coalesce(si.n, 0) as silent_failed, coalesce(c.n, 0) as cap_count`
+					: sql`
 			-- per session, over the few failed executions and "cannot" messages it has
 			case when si.sid is not null then (select count(*) from unnest(si.done_at) d(at) where not ${mentionedSince(sql`f.mention_at`, sql`d.at`)}) else 0 end::int as silent_failed,
-			case when cardinality(f.cap_at) > 0 then (select count(*) from unnest(f.cap_at) t(at) where ${noSuccessSince(sql`t.at`)}) else 0 end::int as cap_count`}
+			case when cardinality(f.cap_at) > 0 then (select count(*) from unnest(f.cap_at) t(at) where ${noSuccessSince(sql`t.at`)}) else 0 end::int as cap_count`
+			}
 		from r_sf0 f
 		join r_sess s on s.id = f.sid
 		left join r_exs x on x.sid = f.sid
@@ -414,9 +425,19 @@ export async function overviewFacts(
 		const where = inRange(tx`c.replay is null`, tx`c.created_at`);
 		const factsWhere = inRange(tx`not f.replay`, tx`f.session_created_at`);
 
-		const sums = (col: string, n: number) => commaList(tx, Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`));
-		const sevs = commaList(tx, RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`));
-		const kindCounts = commaList(tx, RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`));
+		const sums = (col: string, n: number) =>
+			commaList(
+				tx,
+				Array.from({ length: n }, (_, i) => tx`coalesce(sum(${tx(col)}[${i + 1}]), 0)::int`)
+			);
+		const sevs = commaList(
+			tx,
+			RANKED_KINDS.map((k) => tx`${tx(`sev_${k}`)}`)
+		);
+		const kindCounts = commaList(
+			tx,
+			RANKED_KINDS.map((k) => tx`count(*) filter (where ${tx(`sev_${k}`)} is not null)::int`)
+		);
 		// Totals, finding kinds, calls and failures per tool in one pass over r_in; then the ranked page.
 		const [facts] = await tx<OverviewFactsRow[]>`
 		with ${reviewCtes(tx, where, { source, pushDown: Boolean(from || to), factsWhere: source === 'facts' ? factsWhere : undefined })},
@@ -493,6 +514,11 @@ export async function overviewFacts(
 }
 
 /** The session's failed executions as every view tells them apart (execution-status.ts: failed or not run). */
-export async function listFailedExecutions(sql: PoolSql, sessionId: string): Promise<{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]> {
-	return sql<{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]>`select id, status, error, steps from executions where requested_by_session = ${sessionId} and status = 'failed'`;
+export async function listFailedExecutions(
+	sql: PoolSql,
+	sessionId: string
+): Promise<{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]> {
+	return sql<
+		{ id: string; status: string; error: string | null; steps: { kind?: string }[] }[]
+	>`select id, status, error, steps from executions where requested_by_session = ${sessionId} and status = 'failed'`;
 }

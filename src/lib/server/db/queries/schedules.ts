@@ -37,7 +37,10 @@ export async function listSchedules(sql: Sql | TransactionSql): Promise<Schedule
 		where s.deleted_at is null order by s.created_at`;
 }
 
-export async function insertSchedule(tx: TransactionSql, s: { name: string; cron: string; prompt: string; enabled: boolean; createdBy: string }): Promise<ScheduleRow> {
+export async function insertSchedule(
+	tx: TransactionSql,
+	s: { name: string; cron: string; prompt: string; enabled: boolean; createdBy: string }
+): Promise<ScheduleRow> {
 	const [row] = await tx<ScheduleRow[]>`
 		insert into schedules as s (name, cron, prompt, enabled, created_by) values (${s.name}, ${s.cron}, ${s.prompt}, ${s.enabled}, ${s.createdBy})
 		returning ${COLUMNS(tx)}`;
@@ -50,7 +53,11 @@ export async function lockSchedule(tx: TransactionSql, id: string): Promise<Sche
 	return row ?? null;
 }
 
-export async function updateSchedule(tx: TransactionSql, id: string, s: { name: string; cron: string; prompt: string; enabled: boolean }): Promise<ScheduleRow | null> {
+export async function updateSchedule(
+	tx: TransactionSql,
+	id: string,
+	s: { name: string; cron: string; prompt: string; enabled: boolean }
+): Promise<ScheduleRow | null> {
 	const [row] = await tx<ScheduleRow[]>`
 		update schedules s set name = ${s.name}, cron = ${s.cron}, prompt = ${s.prompt}, enabled = ${s.enabled}, updated_at = now()
 		where s.id = ${id} and s.deleted_at is null returning ${COLUMNS(tx)}`;

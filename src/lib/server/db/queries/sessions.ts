@@ -43,7 +43,12 @@ export function titleFrom(text: string): string {
 }
 
 /** Creates a chat session with its task, and announces it. */
-export async function createSession(tx: TransactionSql, operatorId: string | null, title: string, opts: { startedByHook?: string; startedBySchedule?: string } = {}): Promise<string> {
+export async function createSession(
+	tx: TransactionSql,
+	operatorId: string | null,
+	title: string,
+	opts: { startedByHook?: string; startedBySchedule?: string } = {}
+): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule, titled_by)
 		values (${operatorId}, ${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null},
@@ -107,11 +112,7 @@ export async function lockLiveSession(tx: TransactionSql, id: string): Promise<{
 }
 
 export type SessionChange =
-	| { title: string; titledBy: SessionTitledBy }
-	| { pinned: boolean }
-	| { archived: boolean }
-	| { model: string | null }
-	| { deletedBy: string };
+	{ title: string; titledBy: SessionTitledBy } | { pinned: boolean } | { archived: boolean } | { model: string | null } | { deletedBy: string };
 
 /** Writes one change to a session's row (the caller locked it) and announces it on the one event path. */
 export async function changeSession(tx: TransactionSql, id: string, c: SessionChange): Promise<void> {

@@ -49,7 +49,10 @@ export async function listHooks(sql: Sql | TransactionSql): Promise<(AlertHookRo
 }
 
 /** A new hook; the plain secret is stored only when `signed` (see alert_hooks in schema.ts). */
-export async function insertHook(tx: TransactionSql, h: { name: string; kind: AlertHookKind; secretHash: string; signed: boolean; secret: string; createdBy: string }): Promise<AlertHookRow> {
+export async function insertHook(
+	tx: TransactionSql,
+	h: { name: string; kind: AlertHookKind; secretHash: string; signed: boolean; secret: string; createdBy: string }
+): Promise<AlertHookRow> {
 	const [row] = await tx<AlertHookRow[]>`
 		insert into alert_hooks (name, kind, secret_hash, signed, secret, created_by)
 		values (${h.name}, ${h.kind}, ${h.secretHash}, ${h.signed}, ${h.signed ? h.secret : null}, ${h.createdBy})
@@ -144,7 +147,11 @@ export async function updateGroup(
 }
 
 /** Mutes one alert group for some minutes (0: unmutes); false when it does not exist. */
-export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<{ id: string; title: string; mutedUntil: string | null } | null> {
+export async function muteGroup(
+	tx: TransactionSql,
+	sessionId: string,
+	minutes: number
+): Promise<{ id: string; title: string; mutedUntil: string | null } | null> {
 	const [row] = await tx<{ id: string; title: string; mutedUntil: string | null }[]>`
 		update alert_groups set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
 		where session_id = ${sessionId} returning id, title, muted_until as "mutedUntil"`;
@@ -181,7 +188,10 @@ export async function alertOfSession(sql: Sql | TransactionSql, sessionId: strin
 }
 
 /** What waits for approval in an alert's session: proposed plans and executions awaiting approval. */
-export type PendingFix = { plans: { id: string; title: string }[]; executions: { id: string; action: string; target: string; requestedBySession: string | null }[] };
+export type PendingFix = {
+	plans: { id: string; title: string }[];
+	executions: { id: string; action: string; target: string; requestedBySession: string | null }[];
+};
 
 /**
  * Marks what waits for approval in the session as asked for by an alert that has since resolved

@@ -82,19 +82,21 @@ export async function recordDelivery(
 	d: { webhookId: string; noticeKind: NoticeKind; ok: boolean; httpStatus: number | null; error: string | null; attempt: number; final: boolean }
 ): Promise<void> {
 	// A webhook removed meanwhile keeps no record (the insert's check and a delete can race: 23503).
-	await sql.begin(async (tx) => {
-		const inserted = await tx`
+	await sql
+		.begin(async (tx) => {
+			const inserted = await tx`
 			insert into webhook_deliveries (webhook_id, notice_kind, ok, http_status, error, attempt, final)
 			select ${d.webhookId}, ${d.noticeKind}, ${d.ok}, ${d.httpStatus}, ${d.error}, ${d.attempt}, ${d.final}
 			where exists (select 1 from webhooks where id = ${d.webhookId})
 			returning id`;
-		if (!inserted.length) return;
-		await tx`
+			if (!inserted.length) return;
+			await tx`
 			delete from webhook_deliveries where webhook_id = ${d.webhookId} and id not in (
 				select id from webhook_deliveries where webhook_id = ${d.webhookId} order by id desc limit ${KEEP_DELIVERIES})`;
-	}).catch((e: { code?: string }) => {
-		if (e.code !== '23503') throw e;
-	});
+		})
+		.catch((e: { code?: string }) => {
+			if (e.code !== '23503') throw e;
+		});
 }
 
 /** Per webhook: when it last worked and its latest failed attempts (newest first, `limit` each). */

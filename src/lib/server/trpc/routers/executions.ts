@@ -67,7 +67,13 @@ export const executionsRouter = router({
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
 		const r = await allowed(() =>
-			decideAsOperator(input.executionId, { decision: input.decision, route: routeOf(ctx), operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
+			decideAsOperator(input.executionId, {
+				decision: input.decision,
+				route: routeOf(ctx),
+				operatorId: ctx.user.id,
+				reason: input.reason ?? null,
+				credential: credential(ctx)
+			})
 		);
 		if (!r.ok) throw refusedDecision(r);
 		return r.execution;
@@ -85,7 +91,9 @@ export const executionsRouter = router({
 
 	/** Approves the edited params: an invalid edit comes back with an error per field; a stale one (or a second decision) is refused. */
 	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
-		const r = await allowed(() => approveEdited({ ...input, route: routeOf(ctx), operator: { id: ctx.user.id, username: ctx.user.username }, credential: credential(ctx) }));
+		const r = await allowed(() =>
+			approveEdited({ ...input, route: routeOf(ctx), operator: { id: ctx.user.id, username: ctx.user.username }, credential: credential(ctx) })
+		);
 		if (r.ok || r.reason === 'invalid') return r;
 		throw refusedDecision(r);
 	}),
@@ -105,7 +113,13 @@ export const executionsRouter = router({
 			{ target: e.target, action: e.action, params: e.params, reason: `retry of ${e.id}: ${e.reason}` },
 			{
 				retryOf: e.id,
-				requester: { operator: { id: ctx.user.id, username: ctx.user.username }, route: routeOf(ctx), action: 'execution.retry_requested', ...requestedWith(ctx), detail: { retryOf: e.id, ...tokenDetail(ctx.apiToken) } }
+				requester: {
+					operator: { id: ctx.user.id, username: ctx.user.username },
+					route: routeOf(ctx),
+					action: 'execution.retry_requested',
+					...requestedWith(ctx),
+					detail: { retryOf: e.id, ...tokenDetail(ctx.apiToken) }
+				}
 			}
 		);
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
@@ -114,7 +128,12 @@ export const executionsRouter = router({
 
 	/** Asks to roll the container back to the snapshot Nomos took before this (failed) execution; needs its own approval. */
 	rollback: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
-		const r = await requestRollback(input.executionId, { operator: { id: ctx.user.id, username: ctx.user.username }, route: routeOf(ctx), action: 'execution.rollback_requested', ...requestedWith(ctx) });
+		const r = await requestRollback(input.executionId, {
+			operator: { id: ctx.user.id, username: ctx.user.username },
+			route: routeOf(ctx),
+			action: 'execution.rollback_requested',
+			...requestedWith(ctx)
+		});
 		if ('refused' in r) throw new TRPCError({ code: 'CONFLICT', message: r.refused });
 		if ('error' in r) throw new TRPCError({ code: 'BAD_REQUEST', message: r.error });
 		return r.execution;

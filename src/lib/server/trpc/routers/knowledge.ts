@@ -1,13 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
-import {
-	createKnowledge,
-	deleteKnowledge,
-	getKnowledge,
-	listKnowledge,
-	searchKnowledge,
-	updateKnowledge
-} from '$lib/server/db/queries/knowledge';
+import { createKnowledge, deleteKnowledge, getKnowledge, listKnowledge, searchKnowledge, updateKnowledge } from '$lib/server/db/queries/knowledge';
 import { sql } from '$lib/server/db/index';
 import { operatorProcedure, router } from '../t';
 
@@ -17,14 +10,8 @@ export const MAX_BODY_BYTES = 100 * 1024;
 const id = z.object({ id: z.uuid('not a valid note id') });
 
 export const knowledgeInput = z.object({
-	title: z
-		.string()
-		.trim()
-		.min(1, 'give the note a title')
-		.max(200, 'at most 200 characters'),
-	body: z
-		.string()
-		.refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_BODY_BYTES, 'at most 100 KB')
+	title: z.string().trim().min(1, 'give the note a title').max(200, 'at most 200 characters'),
+	body: z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_BODY_BYTES, 'at most 100 KB')
 });
 
 const notFound = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such note; it may have been deleted.' });

@@ -17,8 +17,12 @@ function orThrow<T>(r: T | AccountError | PasswordRefusal): T {
 export const operatorsRouter = router({
 	list: adminProcedure.query(() => listOperators(sql())),
 	create: adminProcedure.input(createOperatorInput).mutation(async ({ input, ctx }) => orThrow(await adminCreateOperator(sql(), ctx.user, input))),
-	resetPassword: adminProcedure.input(resetPasswordInput).mutation(async ({ input, ctx }) => orThrow(await adminResetPassword(sql(), ctx.user, input.id, input.password))),
-	setDisabled: adminProcedure.input(setDisabledInput).mutation(async ({ input, ctx }) => orThrow(await adminSetDisabled(sql(), ctx.user, input.id, input.disabled))),
+	resetPassword: adminProcedure
+		.input(resetPasswordInput)
+		.mutation(async ({ input, ctx }) => orThrow(await adminResetPassword(sql(), ctx.user, input.id, input.password))),
+	setDisabled: adminProcedure
+		.input(setDisabledInput)
+		.mutation(async ({ input, ctx }) => orThrow(await adminSetDisabled(sql(), ctx.user, input.id, input.disabled))),
 	setRole: adminProcedure.input(setRoleInput).mutation(async ({ input, ctx }) => orThrow(await adminSetRole(sql(), ctx.user, input.id, input.role))),
 	/** Their other sessions end and every API token of theirs is revoked (the answer says how many). */
 	changePassword: operatorProcedure.input(changePasswordInput).mutation(async ({ input, ctx }) => {

@@ -13,9 +13,7 @@ export const questionsRouter = router({
 		const r = await answerFromPanel(input.sessionId, input.questionId, input.answer, ctx.user.id, ctx.apiToken);
 		if (!r.ok) {
 			throw new TRPCError(
-				r.reason === 'not_found'
-					? { code: 'NOT_FOUND', message: 'No such question.' }
-					: { code: 'CONFLICT', message: 'This question was already answered.' }
+				r.reason === 'not_found' ? { code: 'NOT_FOUND', message: 'No such question.' } : { code: 'CONFLICT', message: 'This question was already answered.' }
 			);
 		}
 		return r.question;

@@ -20,9 +20,7 @@ const view = (s: Omit<ScheduleListRow, 'runs' | 'missed' | 'lastSlot' | 'lastOut
 export const schedulesRouter = router({
 	list: adminProcedure.query(async () => (await listSchedules(sql())).map(view)),
 
-	create: adminProcedure
-		.input(createScheduleInput)
-		.mutation(({ input, ctx }) => changeSchedule((tx) => createSchedule(tx, ctx.user, input)).then(view)),
+	create: adminProcedure.input(createScheduleInput).mutation(({ input, ctx }) => changeSchedule((tx) => createSchedule(tx, ctx.user, input)).then(view)),
 
 	update: adminProcedure
 		.input(updateScheduleInput)

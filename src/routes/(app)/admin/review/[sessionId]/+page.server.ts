@@ -27,7 +27,10 @@ export const actions: Actions = {
 		const id = z.uuid().safeParse(params.sessionId);
 		if (!id.success) error(404, 'No such chat session.');
 		const form = await request.formData();
-		const live = z.enum(['on']).optional().safeParse(form.get('live') ?? undefined);
+		const live = z
+			.enum(['on'])
+			.optional()
+			.safeParse(form.get('live') ?? undefined);
 		let replayId: string;
 		try {
 			replayId = await startReplay({ originalId: id.data, operatorId: user.id, live: live.success && live.data === 'on' });

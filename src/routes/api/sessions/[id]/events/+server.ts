@@ -10,5 +10,11 @@ export const GET: RequestHandler = ({ request, url, params, locals }) => {
 	// The same id rule as the node fast path's route table, so both serve the same ids.
 	const sessionId = sessionStreamId(params.id);
 	if (!sessionId) error(400, 'Not a session id.');
-	return eventStreamResponse({ sql: sql(), hub: hub(), after: resumeCursor(request, url), scope: { sessionId, ...ownerScope(locals) }, signal: request.signal });
+	return eventStreamResponse({
+		sql: sql(),
+		hub: hub(),
+		after: resumeCursor(request, url),
+		scope: { sessionId, ...ownerScope(locals) },
+		signal: request.signal
+	});
 };

@@ -38,7 +38,10 @@ export const actions: Actions = {
 		requireAdmin(locals);
 		const p = ids.safeParse(params);
 		if (!p.success) error(404, 'No such replay.');
-		const name = z.string().max(200).safeParse((await request.formData()).get('name'));
+		const name = z
+			.string()
+			.max(200)
+			.safeParse((await request.formData()).get('name'));
 		try {
 			const saved = await saveReplayCase(p.data.replayId, name.success ? name.data : '');
 			return { saved: saved.name };
