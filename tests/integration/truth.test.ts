@@ -14,6 +14,7 @@ import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries
 import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { readBack } from '../../src/lib/server/executions/leftovers';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { DEBIAN, addHost, alive, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
@@ -198,6 +199,33 @@ describe('plan approvals', () => {
 			expect(again.execution.status).toBe('awaiting_approval');
 		} finally {
 			await pve.patchCt(100, { status: 'running' });
+		}
+	});
+});
+
+describe('read-back of what a mutation left', () => {
+	const of = (vmid: string) => ({
+		target: `lxc:strong/${vmid}`,
+		params: { vmid },
+		hostName: 'strong',
+		classification: 'config_mutation' as const,
+		action: 'pct_create'
+	});
+
+	it('a guest is absent only when pct says its config does not exist', async () => {
+		expect(await readBack(of('199'))).toEqual({ text: 'CT 199 does not exist on strong', reached: true });
+		expect(await readBack(of('100'))).toEqual({ text: 'CT 100 exists on strong, running', reached: true });
+	});
+
+	it('a failing pct status is no answer: "could not read CT 100 back", never "does not exist", and it is read again later', async () => {
+		await pve.setFault('fail', { tool: 'pct', match: 'status 100', exitCode: 255, stderr: 'ipcc_send_rec[1] failed: Connection refused' });
+		try {
+			const got = await readBack(of('100'));
+			expect(got.reached).toBe(false);
+			expect(got.text).toBe('could not read CT 100 back from strong: pct status exited with 255: ipcc_send_rec[1] failed: Connection refused');
+			expect(got.text).not.toMatch(/does not exist/);
+		} finally {
+			await pve.setFault('fail', null);
 		}
 	});
 });

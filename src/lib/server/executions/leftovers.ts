@@ -5,6 +5,7 @@ import { execArgv, SshError } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import { flagLeftoversRecheck, setLeftovers, type ExecutionRow } from '../db/queries/executions';
 import { isVmAction } from './safeguards';
+import { classifyGuestRead, guestName } from './host-reads';
 
 /** The container a mutation was about: its target's vmid, or the vmid it was creating. */
 export function targetVmid(e: Pick<ExecutionRow, 'target' | 'params'> & { action?: string }): string | null {
@@ -48,18 +49,21 @@ export async function readBack(e: ReadBackOf, client?: Client): Promise<ReadBack
 			held = await lease(host, 8_000);
 		}
 		const c = client ?? held!.client;
-		// No exit code = no answer (a timeout or a dropped link), never "it does not exist".
-		const answered = async (argv: string[]) => {
-			const r = await execArgv(c, argv, { timeoutMs: 10_000 });
-			if (r.exitCode === null) throw new SshError(r.timedOut ? 'the host did not answer in time' : 'the connection dropped');
-			return r;
+		const kind = vm ? 'vm' : 'ct';
+		// Only pct/qm's own "Configuration file … does not exist" makes the guest absent; no exit
+		// status (a timeout, a dropped link) or any other failure is no answer (see host-reads.ts).
+		const read = async (verb: 'status' | 'config') => {
+			const r = await execArgv(c, [tool, verb, vmid], { timeoutMs: 10_000 });
+			const got = classifyGuestRead(kind, vmid, r, { host: e.hostName!, status: verb === 'status', what: `${tool} ${verb}` });
+			if (got.state === 'unknown') throw new SshError(got.why);
+			return got;
 		};
-		const st = await answered([tool, 'status', vmid]);
-		if (st.exitCode !== 0) return { text: `${what} ${vmid} does not exist on ${e.hostName}`, reached: true };
-		const status = /status:\s*(\S+)/.exec(st.stdout)?.[1] ?? 'in an unknown state';
-		const cfg = await answered([tool, 'config', vmid]);
-		const lock = /^lock:\s*(\S+)/m.exec(cfg.stdout)?.[1];
-		return { text: `${what} ${vmid} exists on ${e.hostName}, ${status}${lock ? `, locked: ${lock}` : ''}`, reached: true };
+		const st = await read('status');
+		if (st.state === 'absent') return { text: `${guestName(kind, vmid)} does not exist on ${e.hostName}`, reached: true };
+		const cfg = await read('config');
+		const lock = cfg.state === 'present' ? /^lock:\s*(\S+)/m.exec(cfg.stdout)?.[1] : undefined;
+		if (cfg.state === 'absent') return { text: `${guestName(kind, vmid)} does not exist on ${e.hostName}`, reached: true };
+		return { text: `${what} ${vmid} exists on ${e.hostName}, ${st.status}${lock ? `, locked: ${lock}` : ''}`, reached: true };
 	} catch (err) {
 		held?.release(true);
 		held = undefined;
