@@ -66,6 +66,10 @@ test('a shrink and a destroy of a running CT: "cannot run now", no Approve, in t
 	const ops = page.getByTestId('execution-card').filter({ has: page.getByTestId('before-approval') });
 	await expect(ops).toHaveCount(2);
 	await expect(ops.getByTestId('approve')).toHaveCount(0);
+	// Listed apart, to be dismissed: never counted as approvals waiting.
+	await expect(page.getByTestId('ops-cannot-run').getByTestId('execution-card')).toHaveCount(2);
+	await expect(page.getByTestId('ops-cannot-run-count')).toHaveText('(2)');
+	await expect(page.getByTestId('ops-pending').getByTestId('before-approval')).toHaveCount(0);
 	for (const [name, size] of SIZES) {
 		await page.setViewportSize(size);
 		// Loaded at this width: a resize would leave the phone's menu drawer sliding in the screenshot.
@@ -87,6 +91,6 @@ test('a shrink and a destroy of a running CT: "cannot run now", no Approve, in t
 		await first.getByTestId('deny').click();
 		await first.getByTestId('confirm-deny').click();
 		await expect(page.locator(`[data-execution-id="${id}"]`).first()).toHaveAttribute('data-status', 'denied');
-		await expect(page.getByTestId('ops-pending').getByTestId('before-approval')).toHaveCount(left - 1);
+		await expect(page.getByTestId('ops-cannot-run').getByTestId('before-approval')).toHaveCount(left - 1);
 	}
 });

@@ -45,3 +45,17 @@ describe('the status an execution is shown with', () => {
 		expect(shownPlanStatus(plan('succeeded', ['b']), of)).toBe('succeeded');
 	});
 });
+
+describe('a success that could not be verified', () => {
+	it('is shown unverified, on its own and as a plan step, and its plan is not shown as a plain success', () => {
+		const ok = { status: 'succeeded', verdict: 'verified' };
+		const unsure = { status: 'succeeded', verdict: 'inconclusive' };
+		expect(shownStatus(unsure)).toBe('unverified');
+		expect(shownStatus(ok)).toBe('succeeded');
+		expect(shownStatus({ status: 'succeeded' })).toBe('succeeded');
+		const runs: Record<string, typeof ok> = { a: ok, b: unsure };
+		const plan = (ids: string[]) => ({ status: 'succeeded', steps: ids.map((executionId) => ({ executionId })) });
+		expect(shownPlanStatus(plan(['a', 'b']), (id) => runs[id])).toBe('unverified');
+		expect(shownPlanStatus(plan(['a']), (id) => runs[id])).toBe('succeeded');
+	});
+});
