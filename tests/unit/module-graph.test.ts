@@ -167,6 +167,38 @@ export function folderOf(rel: string): string | null {
 	return m[2] ? m[1] : `${m[1].replace(/\.(ts|js)$/, '')} (file)`;
 }
 
+/** An import of a file, with its specifier and the repo file it names (null for a package). */
+export interface Named {
+	from: string;
+	spec: string;
+	to: string | null;
+}
+
+export const SCHEMA_DIR = 'src/lib/server/db/schema/';
+export const ACTION_FAMILIES_DIR = 'src/lib/server/proxmox/actions/';
+/** What every action family may import from its own folder: the definition's types and the read-backs. */
+export const ACTION_SHARED = ['src/lib/server/proxmox/actions/def.ts', 'src/lib/server/proxmox/actions/read-backs.ts'];
+
+/**
+ * The tables' files (db/schema/*.ts, re-exported by db/schema.ts) import drizzle, each other and
+ * the model layer (the enums and jsonb types they share with the browser), nothing else; the
+ * barrel db/schema.ts only re-exports them. The action families (proxmox/actions/*.ts, put in
+ * order by proxmox/actions.ts) never import one another: only the shared definition and read-backs.
+ */
+export function splitViolations(imports: Named[]): string[] {
+	return imports.flatMap(({ from, spec, to }) => {
+		const bad = `${from} → ${to ?? spec}`;
+		if (from === 'src/lib/server/db/schema.ts') return to?.startsWith(SCHEMA_DIR) ? [] : [bad];
+		if (from.startsWith(SCHEMA_DIR)) {
+			if (to === null) return spec === 'drizzle-orm' || spec.startsWith('drizzle-orm/') ? [] : [bad];
+			return to.startsWith(SCHEMA_DIR) || layerOf(to) === 'model' ? [] : [bad];
+		}
+		if (from.startsWith(ACTION_FAMILIES_DIR) && to?.startsWith(ACTION_FAMILIES_DIR) && !ACTION_SHARED.includes(to)) return [bad];
+		if (from.startsWith(ACTION_FAMILIES_DIR) && to === 'src/lib/server/proxmox/actions.ts') return [bad];
+		return [];
+	});
+}
+
 describe('module graph', () => {
 	it('the rules catch a leak in a synthetic graph (the checks themselves can fail)', () => {
 		const e = (from: string, to: string, typeOnly = false): Edge => ({ from, to, typeOnly });
@@ -203,6 +235,28 @@ describe('module graph', () => {
 			])
 		).toEqual(['src/lib/server/ssh/client.ts → src/lib/server/ssh/pool.ts; src/lib/server/ssh/pool.ts → src/lib/server/ssh/client.ts']);
 		expect(cycles(new Map([['a', new Set(['a'])]]))).toEqual([['a']]);
+	});
+
+	it('the split rules catch a stray import in a synthetic graph (schema files: drizzle and each other; families: shared helpers only)', () => {
+		const n = (from: string, spec: string, to: string | null = null): Named => ({ from, spec, to });
+		const clean = [
+			n('src/lib/server/db/schema.ts', './schema/knowledge', 'src/lib/server/db/schema/knowledge.ts'),
+			n('src/lib/server/db/schema/knowledge.ts', 'drizzle-orm/pg-core'),
+			n('src/lib/server/db/schema/knowledge.ts', './columns', 'src/lib/server/db/schema/columns.ts'),
+			n('src/lib/server/db/schema/review.ts', '../../../types/messages', 'src/lib/types/messages.ts'),
+			n('src/lib/server/proxmox/actions/files.ts', './def', 'src/lib/server/proxmox/actions/def.ts'),
+			n('src/lib/server/proxmox/actions/files.ts', '../guest-agent', 'src/lib/server/proxmox/guest-agent.ts'),
+			n('src/lib/server/proxmox/actions.ts', './actions/files', 'src/lib/server/proxmox/actions/files.ts')
+		];
+		expect(splitViolations(clean)).toEqual([]);
+		expect(splitViolations([n('src/lib/server/db/schema/knowledge.ts', 'zod')])).toEqual(['src/lib/server/db/schema/knowledge.ts → zod']);
+		expect(splitViolations([n('src/lib/server/db/schema/hosts-inventory.ts', '../env', 'src/lib/server/env.ts')])).toHaveLength(1);
+		expect(splitViolations([n('src/lib/server/db/schema/review.ts', '../queries/review', 'src/lib/server/db/queries/review.ts')])).toHaveLength(1);
+		expect(splitViolations([n('src/lib/server/db/schema.ts', './index', 'src/lib/server/db/index.ts')])).toHaveLength(1);
+		expect(splitViolations([n('src/lib/server/proxmox/actions/files.ts', './reads', 'src/lib/server/proxmox/actions/reads.ts')])).toEqual([
+			'src/lib/server/proxmox/actions/files.ts → src/lib/server/proxmox/actions/reads.ts'
+		]);
+		expect(splitViolations([n('src/lib/server/proxmox/actions/files.ts', '../actions', 'src/lib/server/proxmox/actions.ts')])).toHaveLength(1);
 	});
 
 	it('reads imports and resolves them to files the way the bundler does', () => {
@@ -253,6 +307,19 @@ describe('module graph', () => {
 
 	it('has no file-level import cycle anywhere in src/ and tasks/', () => {
 		expect(fileCycles(edges)).toEqual([]);
+	});
+
+	it('keeps the schema files to drizzle, each other and the model, and the action families apart', () => {
+		const all = new Set(files_(SRC));
+		const exists = (rel: string) => all.has(rel);
+		const split = [...all].filter((f) => f === 'src/lib/server/db/schema.ts' || f.startsWith(SCHEMA_DIR) || f.startsWith(ACTION_FAMILIES_DIR));
+		// the folders exist and hold the split: an empty list would pass anything
+		expect(split.filter((f) => f.startsWith(SCHEMA_DIR)).length).toBeGreaterThan(5);
+		expect(split.filter((f) => f.startsWith(ACTION_FAMILIES_DIR)).length).toBeGreaterThan(5);
+		const named = split.flatMap((from) =>
+			importsOf(readFileSync(path.join(ROOT, from), 'utf8')).map(({ spec }) => ({ from, spec, to: resolve(from, spec, exists) }))
+		);
+		expect(splitViolations(named)).toEqual([]);
 	});
 
 	it('leaves transactions to the domain: no tRPC router opens one (routers validate, check authority, call one domain function)', () => {
