@@ -2,12 +2,16 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseDelivery } from '../../src/lib/server/watches/parse';
+import { codeIndex, missingIdentifiers } from '../helpers/doc-identifiers';
 
 // The README is a door and docs/ is the house behind it: every relative link must lead somewhere
 // (a file, and a heading when it names one), every `npm run x` must be a script, every repo path
-// in backticks must exist, and the Proxmox webhook body the operator copies must parse.
+// in backticks must exist, every identifier in backticks must be in the code, and the Proxmox
+// webhook body the operator copies must parse.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+/** This file names made-up identifiers on purpose: it is no evidence that they exist. */
+const THIS_FILE = 'tests/unit/docs.test.ts';
 
 function markdownFiles(): string[] {
 	const docs = (dir: string): string[] =>
@@ -18,9 +22,9 @@ function markdownFiles(): string[] {
 	return [path.join(ROOT, 'README.md'), path.join(ROOT, 'deploy/README.md'), ...docs(path.join(ROOT, 'docs'))];
 }
 
-/** The text outside fenced code blocks (a `# comment` in a shell block is no heading). */
+/** The text outside fenced code blocks (a `# comment` in a shell block is no heading), lines kept in place. */
 function prose(md: string): string {
-	return md.replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+	return md.replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ''));
 }
 
 /** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to hyphens. */
@@ -116,6 +120,28 @@ describe('README and docs/', () => {
 				}
 			}
 		}
+		expect(missing).toEqual([]);
+	});
+
+	it('checks backticked names for real (a made-up one is found, with its page and line)', () => {
+		const index = codeIndex(ROOT, [THIS_FILE]);
+		const doc = path.join(ROOT, 'docs/x.md');
+		const md = [
+			'The runner (`executions/runner.ts`, `runExecution()`) reads `NOMOS_HOST_WAIT_MIN`;',
+			'rows in `worker_processes`, the `db/queries/` folder, the `Hub`, `npm run lint`, `select 1`, `<id>`.',
+			'But `plannedSteps`, `NOMOS_NO_SUCH_SETTING`, `db/queries/usage.ts` and `not_a_column_here` are made up.'
+		].join('\n');
+		expect(missingIdentifiers(doc, md, ROOT, index)).toEqual([
+			'docs/x.md:3: `plannedSteps` (identifier not in the code)',
+			'docs/x.md:3: `NOMOS_NO_SUCH_SETTING` (identifier not in the code)',
+			'docs/x.md:3: `db/queries/usage.ts` (path not in the code)',
+			'docs/x.md:3: `not_a_column_here` (identifier not in the code)'
+		]);
+	});
+
+	it('names only identifiers, settings and files the code has', () => {
+		const index = codeIndex(ROOT, [THIS_FILE]);
+		const missing = files.flatMap((f) => missingIdentifiers(f, prose(readFileSync(f, 'utf8')), ROOT, index));
 		expect(missing).toEqual([]);
 	});
 
