@@ -6,8 +6,8 @@ import path from 'node:path';
 // (`executions/runner.ts`, `db/queries/`). Shell commands, SQL, URLs, flags and placeholders
 // (anything with a space, `<`, `*`, `=` …) are not identifiers and are left alone.
 
-/** Folders whose text is "the code" for a name, and whose files and folders a path may name. */
-const CODE_DIRS = ['src', 'scripts', 'tasks', 'tests', 'bench', 'drizzle', 'deploy', 'static', '.ci'];
+/** Folders whose text is "the code" for a name (docs/ only for paths: no Markdown is read), and whose files and folders a path may name. */
+const CODE_DIRS = ['src', 'scripts', 'tasks', 'tests', 'bench', 'drizzle', 'deploy', 'static', '.ci', 'docs'];
 const SKIP_DIRS = new Set(['node_modules', '.tmp', '.git', 'build', '.svelte-kit']);
 const TEXT = /\.(ts|js|mjs|cjs|svelte|sql|json|sh|service|timer|conf|txt|yml|yaml|html|css)$|^(Caddyfile|run|\.env\.example)$/;
 const FILE_EXT = /\.(ts|js|mjs|cjs|svelte|sql|md|json|sh|service|timer)$/;

@@ -69,6 +69,11 @@ function brokenLinks(file: string, md: string, read: (p: string) => string | nul
 	return bad;
 }
 
+/** Pages about working on Nomos: their links, scripts and paths are checked too (not the changelog's
+ * old names: history may name what has since gone). */
+const CONTRIBUTING = path.join(ROOT, 'CONTRIBUTING.md');
+const CHANGELOG = path.join(ROOT, 'CHANGELOG.md');
+
 const readOrNull = (p: string) => (existsSync(p) && statSync(p).isFile() ? readFileSync(p, 'utf8') : null);
 const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
 
@@ -98,20 +103,22 @@ describe('README and docs/', () => {
 	});
 
 	it('has no relative link that leads nowhere', () => {
-		const bad = files.flatMap((f) => brokenLinks(f, readFileSync(f, 'utf8'), readOrNull, isDir).map((b) => `${path.relative(ROOT, f)}: ${b}`));
+		const bad = [...files, CONTRIBUTING, CHANGELOG].flatMap((f) =>
+			brokenLinks(f, readFileSync(f, 'utf8'), readOrNull, isDir).map((b) => `${path.relative(ROOT, f)}: ${b}`)
+		);
 		expect(bad).toEqual([]);
 	});
 
 	it('names only npm scripts that exist', () => {
 		const scripts = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
-		const named = new Set(files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1])));
+		const named = new Set([...files, CONTRIBUTING, CHANGELOG].flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1])));
 		expect(named.size).toBeGreaterThan(10);
 		expect([...named].filter((s) => !scripts.includes(s))).toEqual([]);
 	});
 
 	it('names only repository paths that exist', () => {
 		const missing: string[] = [];
-		for (const f of files) {
+		for (const f of [...files, CONTRIBUTING]) {
 			for (const code of prose(readFileSync(f, 'utf8')).matchAll(/`([^`\n]+)`/g)) {
 				for (const m of code[1].matchAll(/(?:^|[\s(])((?:src|tests|bench|scripts|deploy|drizzle|tasks|static)\/[^\s`),;:]*)/g)) {
 					const p = m[1].replace(/\.$/, '');
