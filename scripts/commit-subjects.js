@@ -41,6 +41,7 @@ export function longSubjects({ cwd, since = CUT_OFF, max = MAX }) {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+	/** @param {string} name */
 	const arg = (name) => {
 		const i = process.argv.indexOf(name);
 		return i > 0 ? process.argv[i + 1] : undefined;
