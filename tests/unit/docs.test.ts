@@ -2,12 +2,16 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseDelivery } from '../../src/lib/server/watches/parse';
+import { codeIndex, missingIdentifiers } from '../helpers/doc-identifiers';
 
 // The README is a door and docs/ is the house behind it: every relative link must lead somewhere
 // (a file, and a heading when it names one), every `npm run x` must be a script, every repo path
-// in backticks must exist, and the Proxmox webhook body the operator copies must parse.
+// in backticks must exist, every identifier in backticks must be in the code, and the Proxmox
+// webhook body the operator copies must parse.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+/** This file names made-up identifiers on purpose: it is no evidence that they exist. */
+const THIS_FILE = 'tests/unit/docs.test.ts';
 
 function markdownFiles(): string[] {
 	const docs = (dir: string): string[] =>
@@ -18,9 +22,9 @@ function markdownFiles(): string[] {
 	return [path.join(ROOT, 'README.md'), path.join(ROOT, 'deploy/README.md'), ...docs(path.join(ROOT, 'docs'))];
 }
 
-/** The text outside fenced code blocks (a `# comment` in a shell block is no heading). */
+/** The text outside fenced code blocks (a `# comment` in a shell block is no heading), lines kept in place. */
 function prose(md: string): string {
-	return md.replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+	return md.replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ''));
 }
 
 /** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to hyphens. */
@@ -65,6 +69,11 @@ function brokenLinks(file: string, md: string, read: (p: string) => string | nul
 	return bad;
 }
 
+/** Pages about working on Nomos: their links, scripts and paths are checked too (not the changelog's
+ * old names: history may name what has since gone). */
+const CONTRIBUTING = path.join(ROOT, 'CONTRIBUTING.md');
+const CHANGELOG = path.join(ROOT, 'CHANGELOG.md');
+
 const readOrNull = (p: string) => (existsSync(p) && statSync(p).isFile() ? readFileSync(p, 'utf8') : null);
 const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
 
@@ -94,20 +103,22 @@ describe('README and docs/', () => {
 	});
 
 	it('has no relative link that leads nowhere', () => {
-		const bad = files.flatMap((f) => brokenLinks(f, readFileSync(f, 'utf8'), readOrNull, isDir).map((b) => `${path.relative(ROOT, f)}: ${b}`));
+		const bad = [...files, CONTRIBUTING, CHANGELOG].flatMap((f) =>
+			brokenLinks(f, readFileSync(f, 'utf8'), readOrNull, isDir).map((b) => `${path.relative(ROOT, f)}: ${b}`)
+		);
 		expect(bad).toEqual([]);
 	});
 
 	it('names only npm scripts that exist', () => {
 		const scripts = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
-		const named = new Set(files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1])));
+		const named = new Set([...files, CONTRIBUTING, CHANGELOG].flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1])));
 		expect(named.size).toBeGreaterThan(10);
 		expect([...named].filter((s) => !scripts.includes(s))).toEqual([]);
 	});
 
 	it('names only repository paths that exist', () => {
 		const missing: string[] = [];
-		for (const f of files) {
+		for (const f of [...files, CONTRIBUTING]) {
 			for (const code of prose(readFileSync(f, 'utf8')).matchAll(/`([^`\n]+)`/g)) {
 				for (const m of code[1].matchAll(/(?:^|[\s(])((?:src|tests|bench|scripts|deploy|drizzle|tasks|static)\/[^\s`),;:]*)/g)) {
 					const p = m[1].replace(/\.$/, '');
@@ -116,6 +127,28 @@ describe('README and docs/', () => {
 				}
 			}
 		}
+		expect(missing).toEqual([]);
+	});
+
+	it('checks backticked names for real (a made-up one is found, with its page and line)', () => {
+		const index = codeIndex(ROOT, [THIS_FILE]);
+		const doc = path.join(ROOT, 'docs/x.md');
+		const md = [
+			'The runner (`executions/runner.ts`, `runExecution()`) reads `NOMOS_HOST_WAIT_MIN`;',
+			'rows in `worker_processes`, the `db/queries/` folder, the `Hub`, `npm run lint`, `select 1`, `<id>`.',
+			'But `plannedSteps`, `NOMOS_NO_SUCH_SETTING`, `db/queries/usage.ts` and `not_a_column_here` are made up.'
+		].join('\n');
+		expect(missingIdentifiers(doc, md, ROOT, index)).toEqual([
+			'docs/x.md:3: `plannedSteps` (identifier not in the code)',
+			'docs/x.md:3: `NOMOS_NO_SUCH_SETTING` (identifier not in the code)',
+			'docs/x.md:3: `db/queries/usage.ts` (path not in the code)',
+			'docs/x.md:3: `not_a_column_here` (identifier not in the code)'
+		]);
+	});
+
+	it('names only identifiers, settings and files the code has', () => {
+		const index = codeIndex(ROOT, [THIS_FILE]);
+		const missing = files.flatMap((f) => missingIdentifiers(f, prose(readFileSync(f, 'utf8')), ROOT, index));
 		expect(missing).toEqual([]);
 	});
 
