@@ -118,12 +118,17 @@ export function hostReader(run: Run, link: Link, subject: string): HostReader {
 		read: (argv) => waitFor(run, link, { subject, label: `check: ${argv.join(' ')}`, command: toCommand(argv) }, (t) => attemptRead(run, link, argv, t)),
 		guest: (kind, id, verb) => {
 			const argv = [kind === 'ct' ? 'pct' : 'qm', verb, id];
-			return waitFor(run, link, { subject: guestName(kind, id), label: `check ${guestName(kind, id)}: ${argv.join(' ')}`, command: toCommand(argv) }, async (t) => {
-				const a = await attemptRead(run, link, argv, t);
-				if ('unknown' in a) return a;
-				const g = classifyGuestRead(kind, id, a.answer, { host: link.host.name, status: verb === 'status', what: argv.join(' ') });
-				return g.state === 'unknown' ? { unknown: g.why, answered: true } : { answer: g };
-			});
+			return waitFor(
+				run,
+				link,
+				{ subject: guestName(kind, id), label: `check ${guestName(kind, id)}: ${argv.join(' ')}`, command: toCommand(argv) },
+				async (t) => {
+					const a = await attemptRead(run, link, argv, t);
+					if ('unknown' in a) return a;
+					const g = classifyGuestRead(kind, id, a.answer, { host: link.host.name, status: verb === 'status', what: argv.join(' ') });
+					return g.state === 'unknown' ? { unknown: g.why, answered: true } : { answer: g };
+				}
+			);
 		}
 	};
 }

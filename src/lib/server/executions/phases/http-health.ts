@@ -64,7 +64,9 @@ export async function waitForHttp(run: Run, t: Target, params: z.output<typeof A
 			await run.persistSteps();
 			return;
 		}
-		await miss(r.timedOut ? `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s` : `${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
+		await miss(
+			r.timedOut ? `${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s` : `${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`
+		);
 	}
 	step.finishedAt = new Date().toISOString();
 	await run.persistSteps();

@@ -12,9 +12,9 @@ export interface Link {
 	/** How long a read waits for a host that does not answer (NOMOS_HOST_WAIT_MIN). */
 	readonly budgetMs: number;
 	/** The leased client; a host that refuses or does not answer is unknown, a wrong key or login is not. */
-	connected(): Promise<Attempt<Client>>;
+	connected: () => Promise<Attempt<Client>>;
 	/** Gives the connection up (it may be dead): the next read leases a new one. */
-	drop(): void;
+	drop: () => void;
 }
 
 export function linkTo(run: Run, host: Host): Link {

@@ -33,7 +33,7 @@ export interface Run {
 	/** The step rows as the card shows them, changed in place and saved with persistSteps. */
 	readonly steps: ExecutionStep[];
 	/** Saves the steps in order: a live flush or the group id must never land after the final save. */
-	persistSteps(): Promise<void>;
+	persistSteps: () => Promise<void>;
 	/** The last save in flight (never rejects). */
 	saving: Promise<void>;
 	/** The process is stopping and its grace period is over (graphile-worker's abort signal). */
@@ -52,7 +52,7 @@ export interface Run {
 	/** The leased connection's client (a new one after a read found the old one dropped). */
 	client: Client;
 	/** Stops the heartbeat and the listeners (runner.ts, when the run ends). */
-	close(): void;
+	close: () => void;
 }
 
 /**

@@ -22,5 +22,6 @@ export async function snapshot(run: Run, t: Target): Promise<void> {
 	}
 	run.snapshot = nomosSnapshotName(e.id);
 	const listing = await execArgv(run.client, listSnapshotsArgv(t.guest), { timeoutMs: 30_000, signal: run.cancel.signal, group: true });
-	if (listing.exitCode === 0) for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, t.guest)) await t.io.runStep(p, 'prune', true);
+	if (listing.exitCode === 0)
+		for (const p of pruneSteps(nomosSnapshots(listing.stdout), env().NOMOS_SNAPSHOT_KEEP, t.guest)) await t.io.runStep(p, 'prune', true);
 }

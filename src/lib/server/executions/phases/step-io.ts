@@ -33,15 +33,15 @@ export function verified(v: Verify, stdout: string): boolean {
 /** How the phases run a step on the host, each recorded as a row of the card while it runs. */
 export interface StepIo {
 	/** Before anything more runs: a cancel ends the run here, saying how far it got. */
-	stopIfCancelled(): void;
+	stopIfCancelled: () => void;
 	/** A new step row, recorded before its command starts. */
-	openStep(s: Step, kind?: ExecutionStep['kind']): Promise<ExecutionStep>;
+	openStep: (s: Step, kind?: ExecutionStep['kind']) => Promise<ExecutionStep>;
 	/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
-	runStep(s: Step, kind?: ExecutionStep['kind'], soft?: boolean): Promise<boolean>;
+	runStep: (s: Step, kind?: ExecutionStep['kind'], soft?: boolean) => Promise<boolean>;
 	/** A read on a slow host, asked again while it does not answer (see below). */
-	readInto(step: ExecutionStep, s: Step): Promise<ExecResult>;
+	readInto: (step: ExecutionStep, s: Step) => Promise<ExecResult>;
 	/** One command into its row (see below). */
-	execInto(step: ExecutionStep, s: Step, read?: boolean): Promise<ExecResult>;
+	execInto: (step: ExecutionStep, s: Step, read?: boolean) => Promise<ExecResult>;
 }
 
 export function stepIo(run: Run, link: Link): StepIo {
