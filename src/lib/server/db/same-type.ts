@@ -8,3 +8,6 @@ export type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T exten
 
 /** Compiles only when T is `true`. */
 export type Expect<T extends true> = T;
+
+/** True when every field a copy shares by name with a row has the row's type there. */
+export type SameColumns<Copy, Row> = Same<Pick<Copy, keyof Copy & keyof Row>, Pick<Row, keyof Copy & keyof Row>>;

@@ -1,19 +1,10 @@
 import type { Fragment, TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import { emitEvent } from './events';
+import type { entities } from '../schema';
 
 /** An entity row without its generated search vector. Timestamps are ISO 8601 text. */
-export type Entity = {
-	id: string;
-	kind: string;
-	externalId: string;
-	name: string;
-	hostName: string | null;
-	attributes: Record<string, unknown>;
-	notes: string;
-	seenAt: string;
-	updatedAt: string;
-};
+export type Entity = Omit<typeof entities.$inferSelect, 'search'>;
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, kind, external_id as "externalId", name, host_name as "hostName", attributes, notes,

@@ -11,12 +11,17 @@ import type {
 	Verdict
 } from '../../../types/executions';
 import { emitEvent } from './events';
+import type { executions } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 import type { EventPayload } from '../../../schemas/events';
 
 /** The events that carry an execution's snapshot. */
 type ExecutionEventType = 'execution.updated' | 'approval.decided' | 'execution.step';
 
 export type { ExecutionRow };
+
+// ExecutionRow (src/lib/types, what the browser gets) copies the table's columns: held to them.
+type _ExecutionRowColumns = Expect<SameColumns<ExecutionRow, typeof executions.$inferSelect>>;
 
 /** What a new execution row holds (a validated, prepared request). */
 export type NewExecution = Pick<ExecutionRow, 'hostName' | 'target' | 'action' | 'params' | 'classification' | 'hash' | 'commandPreview' | 'reason'>;

@@ -3,8 +3,14 @@ import type { Sql } from '../index';
 import type { BeforeApproval, PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 import { seal, verifySeal, type SealFields } from '../seal';
+import type { plans } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 
 export type { PlanRow, PlanStep };
+
+// PlanRow (src/lib/types, what the browser gets) copies the table's columns: held to them (its
+// steps are typed in the copy; the table's jsonb says only unknown[]).
+type _PlanRowColumns = Expect<SameColumns<Omit<PlanRow, 'steps'>, typeof plans.$inferSelect>>;
 
 /** A step as proposed: a prepared request and why the agent wants it. */
 export type NewPlanStep = {

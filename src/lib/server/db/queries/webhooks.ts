@@ -1,10 +1,14 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { webhooks } from '../schema';
+import type { webhookDeliveries, webhooks } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 import type { NoticeKind, WebhookDelivery } from '../../../schemas/notifications';
 
 /** A webhook with its secrets: only the delivery code reads this. */
 export type WebhookRow = Omit<typeof webhooks.$inferSelect, 'createdBy'>;
+
+// WebhookDelivery (src/lib/schemas, what Settings gets) copies the deliveries' columns: held to them.
+type _WebhookDeliveryColumns = Expect<SameColumns<WebhookDelivery, typeof webhookDeliveries.$inferSelect>>;
 
 /** Delivery attempts kept per webhook (older ones are deleted as new ones come). */
 const KEEP_DELIVERIES = 30;
