@@ -123,7 +123,7 @@ function planSealFields(p: {
 
 /** True when the approved plan's seal verifies over its steps as they are stored now. */
 export async function planApprovalVerifies(tx: TransactionSql, plan: PlanRow): Promise<boolean> {
-	const [r] = await tx<{ mac: string | null; decidedBy: string | null; decidedAt: string | null }[]>`
+	const [r] = await tx<(Pick<typeof plans.$inferSelect, 'mac' | 'decidedBy'> & { decidedAt: string | null })[]>`
 		select mac, decided_by::text as "decidedBy", floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt" from plans where id = ${plan.id}`;
 	if (!r?.decidedAt) return false;
 	return verifySeal(planSealFields({ id: plan.id, steps: plan.steps, decision: 'approved', decidedBy: r.decidedBy, decidedAt: Number(r.decidedAt) }), r.mac);
