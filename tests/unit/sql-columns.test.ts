@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { is } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +28,32 @@ export function schemaTables(mod: Record<string, unknown>): Map<string, Set<stri
 		out.set(c.name, new Set(c.columns.map((col) => col.name)));
 	}
 	return out;
+}
+
+/** Column name → the keys the schema gives it (`created_at` → createdAt): what a row type calls it. */
+export function schemaKeys(mod: Record<string, unknown>): Map<string, Set<string>> {
+	const out = new Map<string, Set<string>>();
+	for (const v of Object.values(mod)) {
+		if (!is(v, PgTable)) continue;
+		for (const [key, col] of Object.entries(getTableColumns(v))) out.set(col.name, (out.get(col.name) ?? new Set()).add(key));
+	}
+	return out;
+}
+
+/**
+ * `snake_column as "key"` where the key is not what the schema calls that column: the row type
+ * (derived from the schema) names the field by its key, so a misspelled or swapped alias would
+ * leave the field undefined at run time with the types saying otherwise. `renames` lists the
+ * deliberate ones (`col as "key"`).
+ */
+export function aliasMismatches(rawSql: string, keys: Map<string, Set<string>>, renames: Set<string>): string[] {
+	const bad: string[] = [];
+	for (const m of rawSql.matchAll(/(?<![\w"$:])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+as\s+"(\w+)"/g)) {
+		const [, col, key] = m;
+		const known = keys.get(col);
+		if (known && !known.has(key) && !renames.has(`${col} as "${key}"`)) bad.push(`${col} as "${key}"`);
+	}
+	return bad;
 }
 
 const KEYWORDS = new Set(
@@ -180,6 +207,9 @@ function sourceFiles(dir: string): string[] {
 }
 
 const TABLES = schemaTables(schema);
+const KEYS = schemaKeys(schema);
+/** Columns a query deliberately returns under another field's name. */
+const RENAMES = new Set(['requested_by_session as "sessionId"', 'session_id as "lastSessionId"', 'max_attempts as "gaveUp"']);
 
 describe('the checker', () => {
 	it('knows the tables', () => {
@@ -194,6 +224,15 @@ describe('the checker', () => {
 		expect(unknownColumns(`insert into hosts (name) values ($1) on conflict (name) do update set port = excluded.prot`, TABLES)).toEqual(['excluded.prot']);
 		expect(unknownColumns(`update schedules s set enabled = $1, nxt_at = null where s.id = $2`, TABLES)).toEqual(['schedules.nxt_at']);
 		expect(unknownColumns(`select id, nam as "name" from hosts where id = $1`, TABLES)).toEqual(['hosts.nam']);
+	});
+
+	it("finds an alias that is not the column's key", () => {
+		expect(aliasMismatches(`select key_path as "keyPth", created_at as "createdAt", x.last_error as "lastError"`, KEYS, RENAMES)).toEqual([
+			'key_path as "keyPth"'
+		]);
+		expect(aliasMismatches(`select created_at as "updatedAt", count(*)::int as "runs", e.steps->>'some_thing' as "other"`, KEYS, RENAMES)).toEqual([
+			'created_at as "updatedAt"'
+		]);
 	});
 
 	it('leaves what it cannot bind alone', () => {
@@ -213,12 +252,14 @@ describe('every column a query names exists in the schema', () => {
 	const files = [...sourceFiles(path.join(ROOT, 'src/lib/server')), ...sourceFiles(path.join(ROOT, 'tasks'))];
 	const found: string[] = [];
 	const checked: string[] = [];
+	const aliases: string[] = [];
 	let templates = 0;
 	for (const f of files) {
 		const rel = path.relative(ROOT, f);
 		for (const t of templatesOf(rel, readFileSync(f, 'utf8'))) {
 			templates++;
 			for (const c of unknownColumns(t.sql, TABLES, checked)) found.push(`${rel}:${t.line} ${c}`);
+			for (const a of aliasMismatches(t.sql, KEYS, RENAMES)) aliases.push(`${rel}:${t.line} ${a}`);
 		}
 	}
 
@@ -229,5 +270,9 @@ describe('every column a query names exists in the schema', () => {
 
 	it('finds no unknown column', () => {
 		expect(found).toEqual([]);
+	});
+
+	it('returns each column under its key in the schema', () => {
+		expect(aliases).toEqual([]);
 	});
 });
