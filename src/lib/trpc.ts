@@ -1,9 +1,13 @@
 import { browser } from '$app/environment';
 import { createTRPCClient, type TRPCClientInit } from 'trpc-sveltekit';
 import { TRPCClientError } from '@trpc/client';
+import type { inferRouterOutputs } from '@trpc/server';
 import type { AppRouter } from '$lib/server/trpc/router';
 
 type Client = ReturnType<typeof createTRPCClient<AppRouter>>;
+
+/** What each procedure returns, as the client receives it: `RouterOutputs['schedules']['list']`. */
+export type RouterOutputs = inferRouterOutputs<AppRouter>;
 let browserClient: Client | undefined;
 
 /**

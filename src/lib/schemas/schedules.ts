@@ -1,4 +1,5 @@
-// Schedules (watches): what an admin sends to manage them and what Settings shows of them.
+// Schedules (watches): what an admin sends to manage them. What Settings shows of them is the
+// router's output (trpc/routers/schedules.ts ScheduleView), derived from the table.
 import { z } from 'zod';
 import { nextSlots, parseCron } from './cron';
 
@@ -25,17 +26,3 @@ export const updateScheduleInput = z.object({ id: z.string().uuid(), ...schedule
 export const scheduleIdInput = z.object({ id: z.string().uuid() });
 export const pauseScheduleInput = z.object({ id: z.string().uuid(), enabled: z.boolean() });
 export type CreateScheduleInput = z.infer<typeof createScheduleInput>;
-
-/** A schedule as Settings lists it. */
-export interface ScheduleView {
-	id: string;
-	name: string;
-	cron: string;
-	prompt: string;
-	enabled: boolean;
-	/** The slot its queued run is for (UTC ISO), null while paused. */
-	nextAt: string | null;
-	lastRun: { slot: string; outcome: 'started' | 'missed'; sessionId: string | null } | null;
-	runs: number;
-	missed: number;
-}

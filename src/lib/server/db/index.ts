@@ -6,8 +6,10 @@ import postgres from 'postgres';
  * timestamps come back as ISO 8601 text. The transactional core needs explicit transactions with
  * advisory locks, `for update`, and the event log written in the same transaction as the change
  * (events → NOTIFY at commit); tagged templates say that directly, and a query builder beside them
- * would be a second style. Drizzle's schema (schema.ts) stays the source of truth for migrations
- * (drizzle-kit generate); it is not used for queries.
+ * would be a second style. Drizzle's schema (schema.ts) is the source of truth for migrations
+ * (drizzle-kit generate) and for the rows' types: a query's row is `typeof table.$inferSelect` or a
+ * Pick/Omit of it plus the fields it computes; it is not used to build queries.
+ * tests/unit/sql-columns.test.ts checks that every column a template names is in the schema.
  */
 
 export type Sql = postgres.Sql;

@@ -5,17 +5,12 @@ import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { groupedArgv, groupFromMarker, stopGroupArgv, toCommand, type RemoteGroup } from './quote';
 import { channel } from './channels';
 import { logger } from '../log';
+import type { Host } from '../db/queries/hosts';
 
 const log = logger('ssh');
 
-export interface SshTarget {
-	name: string;
-	address: string;
-	port: number;
-	username: string;
-	keyPath: string;
-	hostKeyFingerprint: string | null;
-}
+/** What a connection needs of a host: its row's address, account, key and pinned fingerprint. */
+export type SshTarget = Pick<Host, 'name' | 'address' | 'port' | 'username' | 'keyPath' | 'hostKeyFingerprint'>;
 
 /** `SHA256:<base64, no padding>`, the form `ssh-keygen -lf` prints. */
 export function fingerprintOf(key: Buffer): string {

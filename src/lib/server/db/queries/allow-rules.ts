@@ -1,11 +1,17 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { AllowRule, ParamConstraint } from '../../../schemas/allow-rules';
+import type { allowRules } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 
 export type { AllowRule };
 
+// AllowRule (src/lib/schemas, what Settings gets) copies the table's columns: held to them (the
+// copy types the constraints; the table's jsonb says only unknown[]).
+type _AllowRuleColumns = Expect<SameColumns<Omit<AllowRule, 'constraints'>, typeof allowRules.$inferSelect>>;
+
 /** A rule as the matcher needs it. */
-export type ActiveRule = { id: string; action: string; pattern: string; constraints: ParamConstraint[]; createdBy: string | null };
+export type ActiveRule = Pick<AllowRule, 'id' | 'action' | 'pattern' | 'constraints' | 'createdBy'>;
 
 const columns = (sql: Sql | TransactionSql) => sql`
 	r.id, r.action, r.pattern, r.constraints, r.note, r.created_by as "createdBy",

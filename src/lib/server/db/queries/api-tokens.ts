@@ -3,6 +3,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Sql } from '../index';
 import type { Operator } from './operators';
 import type { ApiTokenListing, ApiTokenScope } from '../../../schemas/api-tokens';
+import type { apiTokens } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
+
+type ApiToken = typeof apiTokens.$inferSelect;
+
+// ApiTokenListing (src/lib/schemas, what Settings gets) copies the table's columns: held to them.
+type _ApiTokenListingColumns = Expect<SameColumns<ApiTokenListing, ApiToken>>;
 
 /** Every token starts with this, so a leaked one is recognisable (secret scanners, logs). */
 export const API_TOKEN_PREFIX = 'nomos_pat_';
@@ -10,7 +17,7 @@ export const API_TOKEN_PREFIX = 'nomos_pat_';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The token a request presented, as the rest of the request sees it (never the token itself). */
-export type ApiTokenAuth = { id: string; name: string; scope: ApiTokenScope };
+export type ApiTokenAuth = Pick<ApiToken, 'id' | 'name' | 'scope'>;
 
 /**
  * Creates a token for an operator; returns the token (shown once, only its sha256 is stored).
@@ -40,7 +47,7 @@ export async function listApiTokens(sql: Sql | TransactionSql, operatorId: strin
 
 /** Revokes one of the operator's own tokens; false when there is no such live token of theirs. */
 export async function revokeApiToken(sql: Sql | TransactionSql, operatorId: string, id: string): Promise<{ name: string; tokenHash: string } | null> {
-	const [row] = await sql<{ name: string; tokenHash: string }[]>`
+	const [row] = await sql<Pick<ApiToken, 'name' | 'tokenHash'>[]>`
 		update api_tokens set revoked_at = now()
 		where id = ${id} and operator_id = ${operatorId} and revoked_at is null
 		returning name, token_hash as "tokenHash"`;

@@ -1,9 +1,14 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { AssentWindow } from '../../../types/executions';
+import type { assentWindows } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 import { emitEvent } from './events';
 
 export type { AssentWindow };
+
+// AssentWindow (src/lib/types, what the chat gets) copies the table's columns: held to them.
+type _AssentWindowColumns = Expect<SameColumns<AssentWindow, typeof assentWindows.$inferSelect>>;
 
 const columns = (sql: Sql | TransactionSql) => sql`id, session_id as "sessionId", opened_at as "openedAt", expires_at as "expiresAt", continuations`;
 

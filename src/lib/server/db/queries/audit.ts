@@ -1,8 +1,13 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { AuditEntry, AuditFilter } from '../../../schemas/audit';
+import type { auditLog } from '../schema';
+import type { Expect, Same } from '../same-type';
 
 export type { AuditEntry, AuditFilter };
+
+// AuditEntry (src/lib/schemas, what the audit page gets) is the table's row: held to it.
+type _AuditEntryColumns = Expect<Same<AuditEntry, typeof auditLog.$inferSelect>>;
 
 export type AuditInput = {
 	actor: { id: string; username?: string } | null;

@@ -1,5 +1,6 @@
 import type { Writable, Readable } from 'node:stream';
 import type { Sql, TransactionSql } from '../index';
+import type { hosts } from '../schema';
 
 /** Tables a backup leaves out: worker heartbeats belong to processes, not to the data. */
 const NOT_BACKED_UP = new Set(['worker_processes']);
@@ -126,6 +127,6 @@ export async function skipTriggersForLoad(tx: TransactionSql): Promise<boolean> 
 
 /** The SSH private keys the hosts use (files named by path; the rows themselves are in the dump). */
 export async function listHostKeyPaths(tx: Sql | TransactionSql): Promise<string[]> {
-	const rows = await tx<{ keyPath: string }[]>`select distinct key_path as "keyPath" from hosts order by key_path`;
+	const rows = await tx<Pick<typeof hosts.$inferSelect, 'keyPath'>[]>`select distinct key_path as "keyPath" from hosts order by key_path`;
 	return rows.map((r) => r.keyPath);
 }

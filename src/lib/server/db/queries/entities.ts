@@ -1,19 +1,10 @@
 import type { Fragment, TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import { emitEvent } from './events';
+import type { entities, hosts } from '../schema';
 
 /** An entity row without its generated search vector. Timestamps are ISO 8601 text. */
-export type Entity = {
-	id: string;
-	kind: string;
-	externalId: string;
-	name: string;
-	hostName: string | null;
-	attributes: Record<string, unknown>;
-	notes: string;
-	seenAt: string;
-	updatedAt: string;
-};
+export type Entity = Omit<typeof entities.$inferSelect, 'search'>;
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, kind, external_id as "externalId", name, host_name as "hostName", attributes, notes,
@@ -107,7 +98,7 @@ export interface FleetHost {
 /** Every configured host (and any host known only from entities) with its containers. */
 export async function fleetSnapshot(sql: Sql | TransactionSql): Promise<{ hosts: FleetHost[] }> {
 	const [hostRows, rows] = await Promise.all([
-		sql<{ name: string; address: string; port: number; pinned: boolean; lastCheckedAt: string | null; lastError: string | null }[]>`
+		sql<(Pick<typeof hosts.$inferSelect, 'name' | 'address' | 'port' | 'lastCheckedAt' | 'lastError'> & { pinned: boolean })[]>`
 			select name, address, port, host_key_fingerprint is not null as pinned,
 				last_checked_at as "lastCheckedAt", last_error as "lastError"
 			from hosts order by name`,
@@ -171,7 +162,14 @@ export async function lockHostInventory(tx: TransactionSql, hostName: string): P
 }
 
 /** One entity as an inventory sync writes it. */
-export type InventoryRow = { kind: string; external_id: string; name: string; host_name: string; attributes: Record<string, unknown> };
+/** An entity as a read writes it, in the table's own column names (the upsert reads them from JSON). */
+export type InventoryRow = {
+	kind: Entity['kind'];
+	external_id: Entity['externalId'];
+	name: Entity['name'];
+	host_name: NonNullable<Entity['hostName']>;
+	attributes: Entity['attributes'];
+};
 
 /**
  * The database's clock now: a sync or a refresh takes it before its first command on the host, and

@@ -1,6 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import { parseEventPayload, type EventPayload, type EventType } from '../../../schemas/events';
+import type { events } from '../schema';
 
 /** One event to emit: its type names its payload's schema in schemas/events.ts. */
 export type EventInput<T extends EventType = EventType> = {
@@ -9,14 +10,8 @@ export type EventInput<T extends EventType = EventType> = {
 	payload: EventPayload<T>;
 };
 
-export type EventRow = {
-	id: number;
-	sessionId: string | null;
-	type: string;
-	payload: Record<string, unknown>;
-	/** ISO 8601 text, like every timestamp a query returns (see db/index.ts). */
-	createdAt: string;
-};
+/** An event as the log holds it (`createdAt`: ISO 8601 text, like every timestamp a query returns; see db/index.ts). */
+export type EventRow = typeof events.$inferSelect;
 
 /** Arbitrary constant: the lock that orders event ids by commit. */
 const EVENT_ORDER_LOCK = 7_140_202_613;

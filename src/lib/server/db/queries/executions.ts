@@ -11,12 +11,18 @@ import type {
 	Verdict
 } from '../../../types/executions';
 import { emitEvent } from './events';
+import type { executionSessions, executions } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 import type { EventPayload } from '../../../schemas/events';
 
 /** The events that carry an execution's snapshot. */
 type ExecutionEventType = 'execution.updated' | 'approval.decided' | 'execution.step';
 
 export type { ExecutionRow };
+
+// ExecutionRow (src/lib/types, what the browser gets) copies the table's columns: held to them.
+type Execution = typeof executions.$inferSelect;
+type _ExecutionRowColumns = Expect<SameColumns<ExecutionRow, Execution>>;
 
 /** What a new execution row holds (a validated, prepared request). */
 export type NewExecution = Pick<ExecutionRow, 'hostName' | 'target' | 'action' | 'params' | 'classification' | 'hash' | 'commandPreview' | 'reason'>;
@@ -47,8 +53,8 @@ export async function getExecution(sql: Sql | TransactionSql, id: string): Promi
  * failed, was denied, cancelled or expired. Inside a transaction that holds `lockForFollowUp`,
  * the answer stays true until it commits (a double click, a second tab).
  */
-export async function liveFollowUpOf(sql: Sql | TransactionSql, id: string, action: string): Promise<{ id: string; status: string } | null> {
-	const [row] = await sql<{ id: string; status: string }[]>`
+export async function liveFollowUpOf(sql: Sql | TransactionSql, id: string, action: string): Promise<Pick<Execution, 'id' | 'status'> | null> {
+	const [row] = await sql<Pick<Execution, 'id' | 'status'>[]>`
 		select id, status from executions
 		where retry_of = ${id} and action = ${action} and status in ('awaiting_approval', 'approved', 'running', 'succeeded')
 		limit 1`;
@@ -127,8 +133,8 @@ export async function insertExecution(
 }
 
 /** An execution's action and the API token it was requested with (what decides who may approve it). */
-export async function requesterTokenOf(sql: Sql | TransactionSql, id: string): Promise<{ action: string; requestedWithToken: string | null } | null> {
-	const [row] = await sql<{ action: string; requestedWithToken: string | null }[]>`
+export async function requesterTokenOf(sql: Sql | TransactionSql, id: string): Promise<Pick<Execution, 'action' | 'requestedWithToken'> | null> {
+	const [row] = await sql<Pick<Execution, 'action' | 'requestedWithToken'>[]>`
 		select action, requested_with_token as "requestedWithToken" from executions where id = ${id}`;
 	return row ?? null;
 }
@@ -157,7 +163,7 @@ export type DecisionUpdate =
  * deciders racing each other produce exactly one decision. Says why when it did not apply.
  */
 export async function setDecision(tx: TransactionSql, id: string, decision: 'approved' | 'denied', reason: string | null): Promise<DecisionUpdate> {
-	const rows = await tx<{ id: string; hash: string; requestedBySession: string | null }[]>`
+	const rows = await tx<Pick<Execution, 'id' | 'hash' | 'requestedBySession'>[]>`
 		update executions set
 			status = ${decision},
 			approved_at = case when ${decision} = 'approved' then now() else approved_at end,
@@ -266,7 +272,9 @@ export async function listUnverifiedExecutions(
 
 /** The sessions an execution is linked to (whose agents hear of its outcome). */
 export async function linkedSessions(tx: TransactionSql, executionId: string): Promise<string[]> {
-	const rows = await tx<{ sessionId: string }[]>`select session_id as "sessionId" from execution_sessions where execution_id = ${executionId}`;
+	const rows = await tx<
+		Pick<typeof executionSessions.$inferSelect, 'sessionId'>[]
+	>`select session_id as "sessionId" from execution_sessions where execution_id = ${executionId}`;
 	return rows.map((r) => r.sessionId);
 }
 
@@ -434,7 +442,7 @@ export async function claimDueRechecks(sql: Sql, limit: number, holdSeconds: num
  * Returns the leftovers it replaced.
  */
 export async function replaceLeftovers(tx: TransactionSql, id: string, leftovers: string | null, recheckInSeconds: number | null): Promise<string | null> {
-	const [before] = await tx<{ leftovers: string | null; requestedBySession: string | null }[]>`
+	const [before] = await tx<Pick<Execution, 'leftovers' | 'requestedBySession'>[]>`
 		select leftovers, requested_by_session as "requestedBySession" from executions where id = ${id} for update`;
 	if (!before) return null;
 	await tx`

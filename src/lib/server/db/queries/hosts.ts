@@ -2,29 +2,10 @@ import type { TransactionSql } from 'postgres';
 import { lockHostInventory } from './entities';
 import type { Sql } from '../index';
 import type { HostConfig } from '../../env';
+import type { hosts } from '../schema';
 
-/** A configured Proxmox host. Timestamps are ISO 8601 text. */
-export type Host = {
-	id: string;
-	name: string;
-	address: string;
-	port: number;
-	username: string;
-	keyPath: string;
-	/** Pinned sha256 host-key fingerprint; a host without one is never used. */
-	hostKeyFingerprint: string | null;
-	/** The fingerprint last presented by the host, shown to the operator for pinning. */
-	seenFingerprint: string | null;
-	source: 'config' | 'ui';
-	lastCheckedAt: string | null;
-	lastError: string | null;
-	/** The last time the host answered over SSH (even with an error of its own); null: never. */
-	lastAnswerAt: string | null;
-	/** The first check without an answer (refused, timed out, dropped) since the last answer; null while it answers. */
-	unansweredSince: string | null;
-	createdAt: string;
-	updatedAt: string;
-};
+/** A configured Proxmox host, as its table has it. Timestamps are ISO 8601 text. */
+export type Host = typeof hosts.$inferSelect;
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, name, address, port, username, key_path as "keyPath", host_key_fingerprint as "hostKeyFingerprint",
@@ -58,7 +39,7 @@ export async function upsertConfiguredHosts(sql: Sql | TransactionSql, list: Hos
 	}
 }
 
-export type HostInput = { name: string; address: string; port: number; username: string; keyPath: string };
+export type HostInput = Pick<Host, 'name' | 'address' | 'port' | 'username' | 'keyPath'>;
 
 export async function createHost(sql: Sql | TransactionSql, input: HostInput): Promise<Host> {
 	const [row] = await sql<Host[]>`

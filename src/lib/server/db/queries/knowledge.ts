@@ -1,23 +1,16 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import type { knowledge } from '../schema';
 
-export type KnowledgeSource = 'page' | 'file' | 'inventory';
+/** One note as the app shows it (its row less the search vector); timestamps are ISO strings so tRPC and load data agree. */
+export type KnowledgeNote = Omit<typeof knowledge.$inferSelect, 'search'>;
 
-/** One note as the app shows it; timestamps are ISO strings so tRPC and load data agree. */
-export type KnowledgeNote = {
-	id: string;
-	title: string;
-	body: string;
-	source: KnowledgeSource;
-	sourcePath: string | null;
-	createdAt: string;
-	updatedAt: string;
-};
+export type KnowledgeSource = KnowledgeNote['source'];
 
 /** A list row: the note without its body, plus a short plain preview. */
 export type KnowledgeSummary = Omit<KnowledgeNote, 'body'> & { preview: string };
 
-export type KnowledgeInput = { title: string; body: string };
+export type KnowledgeInput = Pick<KnowledgeNote, 'title' | 'body'>;
 
 export type SearchResult = {
 	kind: 'knowledge' | 'entity';

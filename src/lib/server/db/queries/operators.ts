@@ -3,9 +3,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Sql } from '../index';
 import { emitEvent } from './events';
 import { recordAudit } from './audit';
-import type { OperatorRole } from '../schema';
+import type { OperatorRole, operators } from '../schema';
 
-export type Operator = { id: string; username: string; role: OperatorRole };
+type OperatorColumns = typeof operators.$inferSelect;
+
+export type Operator = Pick<OperatorColumns, 'id' | 'username' | 'role'>;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -23,7 +25,7 @@ export async function insertOperator(sql: Sql | TransactionSql, username: string
 	return row;
 }
 
-export type Credentials = Operator & { passwordHash: string; disabledAt: string | null };
+export type Credentials = Operator & Pick<OperatorColumns, 'passwordHash' | 'disabledAt'>;
 
 export async function credentialsByUsername(sql: Sql | TransactionSql, username: string): Promise<Credentials | null> {
 	const [row] = await sql<Credentials[]>`
@@ -33,7 +35,7 @@ export async function credentialsByUsername(sql: Sql | TransactionSql, username:
 }
 
 export async function passwordHashOf(sql: Sql | TransactionSql, operatorId: string): Promise<string | null> {
-	const [row] = await sql<{ passwordHash: string }[]>`select password_hash as "passwordHash" from operators where id = ${operatorId}`;
+	const [row] = await sql<Pick<OperatorColumns, 'passwordHash'>[]>`select password_hash as "passwordHash" from operators where id = ${operatorId}`;
 	return row?.passwordHash ?? null;
 }
 
@@ -115,7 +117,7 @@ export async function completeSetup(sql: Sql, token: string, username: string, p
 	});
 }
 
-export type OperatorListing = Operator & { createdAt: string; disabledAt: string | null; activeSessions: number };
+export type OperatorListing = Operator & Pick<OperatorColumns, 'createdAt' | 'disabledAt'> & { activeSessions: number };
 
 export async function listOperators(sql: Sql | TransactionSql): Promise<OperatorListing[]> {
 	return sql<OperatorListing[]>`
@@ -128,7 +130,7 @@ export async function listOperators(sql: Sql | TransactionSql): Promise<Operator
 const ADMIN_GUARD_LOCK = 7_140_202_614;
 
 export type AccountError = { error: string; code: 'NOT_FOUND' | 'CONFLICT' | 'BAD_REQUEST' };
-export type Actor = { id: string; username: string };
+export type Actor = Pick<OperatorColumns, 'id' | 'username'>;
 
 /**
  * Ends every credential of an operator at once: the sign-in sessions go (but the one kept), the
@@ -145,7 +147,7 @@ async function revokeCredentials(tx: TransactionSql, operatorId: string, keepTok
 
 async function lockedTarget(tx: TransactionSql, id: string) {
 	await tx`select pg_advisory_xact_lock(${ADMIN_GUARD_LOCK})`;
-	const [row] = await tx<{ id: string; username: string; role: OperatorRole; disabledAt: string | null }[]>`
+	const [row] = await tx<(Operator & Pick<OperatorColumns, 'disabledAt'>)[]>`
 		select id, username, role, disabled_at as "disabledAt" from operators where id = ${id}`;
 	return row ?? null;
 }
@@ -159,7 +161,7 @@ async function otherEnabledAdmins(tx: TransactionSql, id: string): Promise<numbe
 export async function adminCreateOperator(
 	sql: Sql,
 	actor: Actor,
-	input: { username: string; passwordHash: string; role: OperatorRole }
+	input: Pick<OperatorColumns, 'username' | 'passwordHash' | 'role'>
 ): Promise<Operator | AccountError> {
 	return sql.begin(async (tx) => {
 		const [taken] = await tx`select 1 from operators where lower(username) = lower(${input.username})`;

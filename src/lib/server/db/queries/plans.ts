@@ -3,8 +3,14 @@ import type { Sql } from '../index';
 import type { BeforeApproval, PlanEnd, PlanRow, PlanStep, RequestCause } from '../../../types/executions';
 import { emitEvent } from './events';
 import { seal, verifySeal, type SealFields } from '../seal';
+import type { plans } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 
 export type { PlanRow, PlanStep };
+
+// PlanRow (src/lib/types, what the browser gets) copies the table's columns: held to them (its
+// steps are typed in the copy; the table's jsonb says only unknown[]).
+type _PlanRowColumns = Expect<SameColumns<Omit<PlanRow, 'steps'>, typeof plans.$inferSelect>>;
 
 /** A step as proposed: a prepared request and why the agent wants it. */
 export type NewPlanStep = {
@@ -117,7 +123,7 @@ function planSealFields(p: {
 
 /** True when the approved plan's seal verifies over its steps as they are stored now. */
 export async function planApprovalVerifies(tx: TransactionSql, plan: PlanRow): Promise<boolean> {
-	const [r] = await tx<{ mac: string | null; decidedBy: string | null; decidedAt: string | null }[]>`
+	const [r] = await tx<(Pick<typeof plans.$inferSelect, 'mac' | 'decidedBy'> & { decidedAt: string | null })[]>`
 		select mac, decided_by::text as "decidedBy", floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt" from plans where id = ${plan.id}`;
 	if (!r?.decidedAt) return false;
 	return verifySeal(planSealFields({ id: plan.id, steps: plan.steps, decision: 'approved', decidedBy: r.decidedBy, decidedAt: Number(r.decidedAt) }), r.mac);

@@ -5,8 +5,14 @@ import type { OpenQuestion, QuestionRow } from '../../../types/questions';
 import { recordAudit } from './audit';
 import { emitEvent } from './events';
 import { setTaskState } from './sessions';
+import type { sessionQuestions } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 
 export type { OpenQuestion, QuestionRow };
+
+// QuestionRow and OpenQuestion (src/lib/types, what the browser gets) copy the table's columns: held to them.
+type _QuestionRowColumns = Expect<SameColumns<QuestionRow, typeof sessionQuestions.$inferSelect>>;
+type _OpenQuestionColumns = Expect<SameColumns<OpenQuestion, typeof sessionQuestions.$inferSelect>>;
 
 const columns = (sql: Sql | TransactionSql) => sql`
 	id, session_id as "sessionId", message_id as "messageId", prompt, why, options, context_entities as "contextEntities",

@@ -1,13 +1,13 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { ExecutionStep } from '../../../types/executions';
+import type { chatSessions, executions, plans, replayCases, sessionQuestions } from '../schema';
 import { emitEvent } from './events';
 
 /** What came of a session's calls that waited on the operator, by their call key (`<message id>/<tool call id>`). */
 export type ParkedOutcomes = {
-	executions: { callKey: string; id: string; action: string; target: string; status: string; steps: ExecutionStep[]; error: string | null }[];
-	plans: { callKey: string; id: string; status: string; error: string | null }[];
-	questions: { callKey: string; status: string; answer: string | null }[];
+	executions: (Pick<typeof executions.$inferSelect, 'id' | 'action' | 'target' | 'status' | 'steps' | 'error'> & { callKey: string })[];
+	plans: (Pick<typeof plans.$inferSelect, 'id' | 'status' | 'error'> & { callKey: string })[];
+	questions: (Pick<typeof sessionQuestions.$inferSelect, 'status' | 'answer'> & { callKey: string })[];
 };
 
 export async function parkedOutcomes(sql: Sql, sessionId: string): Promise<ParkedOutcomes> {
@@ -23,7 +23,7 @@ export async function parkedOutcomes(sql: Sql, sessionId: string): Promise<Parke
 	return { executions, plans, questions };
 }
 
-export type ReplayRow = { id: string; replayOf: string | null; title: string; replay: unknown; createdAt: string };
+export type ReplayRow = Pick<typeof chatSessions.$inferSelect, 'id' | 'replayOf' | 'title' | 'replay' | 'createdAt'>;
 
 /** A replay session: a chat session marked `replay_of` the original, with its options and progress. */
 export async function insertReplaySession(
@@ -67,15 +67,7 @@ export async function setReplayState(
 	await emitEvent(tx, { sessionId: id, type: 'replay.updated', payload: { replayId: id, status: state.status, sent: state.sent, total: state.total } });
 }
 
-export type ReplayCaseRow = {
-	id: string;
-	name: string;
-	originalSessionId: string | null;
-	replaySessionId: string | null;
-	inputs: unknown;
-	expected: unknown;
-	createdAt: string;
-};
+export type ReplayCaseRow = typeof replayCases.$inferSelect;
 
 export async function insertReplayCase(
 	tx: TransactionSql,

@@ -2,6 +2,7 @@
 // statement and the overview's. server/review/ turns what they return into sentences and pages.
 
 import type { Sql as PoolSql } from '../index';
+import type { sessionFacts } from '../schema';
 import {
 	capMessage,
 	commaList,
@@ -359,7 +360,7 @@ export async function sessionReviewFacts(
 const TOKEN_SESSIONS = 20;
 
 /** `{ model: [input, output, cached] }` (session_facts.usage_by_model). */
-export type UsageByModel = Record<string, [number, number, number]>;
+export type UsageByModel = (typeof sessionFacts.$inferSelect)['usageByModel'];
 
 /** What the overview's one statement returns. */
 export interface OverviewFactsRow {

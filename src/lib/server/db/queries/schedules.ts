@@ -1,25 +1,20 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import type { scheduleRuns, schedules } from '../schema';
 
-export type ScheduleRow = {
-	id: string;
-	name: string;
-	cron: string;
-	prompt: string;
-	enabled: boolean;
-	/** ISO text (UTC): the slot its queued tick is for; null while paused or deleted. */
-	nextAt: string | null;
-	deletedAt: string | null;
-	createdAt: string;
-	updatedAt: string;
-};
+type Schedule = typeof schedules.$inferSelect;
+type ScheduleRun = typeof scheduleRuns.$inferSelect;
 
+/** A schedule as the queries return it (not who made it). `nextAt`: the slot its queued tick is for; null while paused or deleted. */
+export type ScheduleRow = Omit<Schedule, 'createdBy'>;
+
+/** A schedule with its run counts and its last run (null fields: it has not run). */
 export type ScheduleListRow = ScheduleRow & {
 	runs: number;
 	missed: number;
-	lastSlot: string | null;
-	lastOutcome: 'started' | 'missed' | null;
-	lastSessionId: string | null;
+	lastSlot: ScheduleRun['slot'] | null;
+	lastOutcome: ScheduleRun['outcome'] | null;
+	lastSessionId: ScheduleRun['sessionId'];
 };
 
 const COLUMNS = (sql: Sql | TransactionSql) =>
@@ -39,7 +34,7 @@ export async function listSchedules(sql: Sql | TransactionSql): Promise<Schedule
 
 export async function insertSchedule(
 	tx: TransactionSql,
-	s: { name: string; cron: string; prompt: string; enabled: boolean; createdBy: string }
+	s: Pick<Schedule, 'name' | 'cron' | 'prompt' | 'enabled'> & { createdBy: string }
 ): Promise<ScheduleRow> {
 	const [row] = await tx<ScheduleRow[]>`
 		insert into schedules as s (name, cron, prompt, enabled, created_by) values (${s.name}, ${s.cron}, ${s.prompt}, ${s.enabled}, ${s.createdBy})
@@ -53,11 +48,7 @@ export async function lockSchedule(tx: TransactionSql, id: string): Promise<Sche
 	return row ?? null;
 }
 
-export async function updateSchedule(
-	tx: TransactionSql,
-	id: string,
-	s: { name: string; cron: string; prompt: string; enabled: boolean }
-): Promise<ScheduleRow | null> {
+export async function updateSchedule(tx: TransactionSql, id: string, s: Pick<Schedule, 'name' | 'cron' | 'prompt' | 'enabled'>): Promise<ScheduleRow | null> {
 	const [row] = await tx<ScheduleRow[]>`
 		update schedules s set name = ${s.name}, cron = ${s.cron}, prompt = ${s.prompt}, enabled = ${s.enabled}, updated_at = now()
 		where s.id = ${id} and s.deleted_at is null returning ${COLUMNS(tx)}`;
@@ -86,7 +77,7 @@ export async function setNextAt(tx: TransactionSql, id: string, nextAt: Date | n
  * Records one slot of a schedule; false when that slot already has its row (another worker, or a
  * retried job, got there first — or holds it in a transaction not yet ended, which this waits for).
  */
-export async function insertRun(tx: TransactionSql, scheduleId: string, slot: Date, outcome: 'started' | 'missed'): Promise<string | null> {
+export async function insertRun(tx: TransactionSql, scheduleId: string, slot: Date, outcome: ScheduleRun['outcome']): Promise<string | null> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into schedule_runs (schedule_id, slot, outcome) values (${scheduleId}, ${slot.toISOString()}::timestamptz, ${outcome})
 		on conflict (schedule_id, slot) do nothing returning id`;
@@ -98,8 +89,8 @@ export async function setRunSession(tx: TransactionSql, runId: string, sessionId
 }
 
 /** The schedule behind a run's session (its name), or null. */
-export async function scheduleOfSession(sql: Sql | TransactionSql, sessionId: string): Promise<{ id: string; name: string } | null> {
-	const [row] = await sql<{ id: string; name: string }[]>`
+export async function scheduleOfSession(sql: Sql | TransactionSql, sessionId: string): Promise<Pick<Schedule, 'id' | 'name'> | null> {
+	const [row] = await sql<Pick<Schedule, 'id' | 'name'>[]>`
 		select sc.id, sc.name from chat_sessions s join schedules sc on sc.id = s.started_by_schedule where s.id = ${sessionId}`;
 	return row ?? null;
 }

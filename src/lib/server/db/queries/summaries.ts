@@ -1,20 +1,8 @@
 import type { Sql } from '../index';
+import type { historySummaries } from '../schema';
 
 /** A stored fold of a session's older history (schema.ts `history_summaries`). */
-export type HistorySummaryRow = {
-	id: string;
-	sessionId: string;
-	throughMessageId: string;
-	throughSeq: number;
-	messages: number;
-	text: string;
-	tokens: number;
-	foldedTokens: number;
-	inputTokens: number;
-	outputTokens: number;
-	model: string | null;
-	createdAt: string;
-};
+export type HistorySummaryRow = typeof historySummaries.$inferSelect;
 
 export type NewHistorySummary = Omit<HistorySummaryRow, 'id' | 'createdAt'>;
 

@@ -1,32 +1,14 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { AlertHookKind } from '../schema';
+import type { alertGroups, alertHooks, executions, plans } from '../schema';
 
-export type AlertHookRow = {
-	id: string;
-	name: string;
-	kind: AlertHookKind;
-	/** Hex SHA-256 of the secret (what a bearer delivery is compared with). */
-	secretHash: string;
-	/** Whether the hook accepts `X-Nomos-Signature`; only then is `secret` kept (an HMAC needs it). */
-	signed: boolean;
-	secret: string | null;
-	mutedUntil: string | null;
-	revokedAt: string | null;
-	lastReceivedAt: string | null;
-	createdAt: string;
-};
+type AlertHook = typeof alertHooks.$inferSelect;
+type AlertGroup = typeof alertGroups.$inferSelect;
 
-export type AlertGroupRow = {
-	id: string;
-	hookId: string;
-	groupKey: string;
-	status: 'firing' | 'resolved';
-	title: string;
-	severity: string;
-	sessionId: string | null;
-	deliveries: number;
-	firings: number;
+/** An alert hook as the queries return it (not its rate-limit counter nor who made it). */
+export type AlertHookRow = Omit<AlertHook, 'windowStart' | 'windowCount' | 'createdBy'>;
+
+export type AlertGroupRow = Pick<AlertGroup, 'id' | 'hookId' | 'groupKey' | 'status' | 'title' | 'severity' | 'sessionId' | 'deliveries' | 'firings'> & {
 	/** Seconds since the last delivery and since the status last changed. */
 	sinceSeen: number;
 	sinceChanged: number;
@@ -51,7 +33,7 @@ export async function listHooks(sql: Sql | TransactionSql): Promise<(AlertHookRo
 /** A new hook; the plain secret is stored only when `signed` (see alert_hooks in schema.ts). */
 export async function insertHook(
 	tx: TransactionSql,
-	h: { name: string; kind: AlertHookKind; secretHash: string; signed: boolean; secret: string; createdBy: string }
+	h: Pick<AlertHook, 'name' | 'kind' | 'secretHash' | 'signed'> & { secret: string; createdBy: string }
 ): Promise<AlertHookRow> {
 	const [row] = await tx<AlertHookRow[]>`
 		insert into alert_hooks (name, kind, secret_hash, signed, secret, created_by)
@@ -147,12 +129,8 @@ export async function updateGroup(
 }
 
 /** Mutes one alert group for some minutes (0: unmutes); false when it does not exist. */
-export async function muteGroup(
-	tx: TransactionSql,
-	sessionId: string,
-	minutes: number
-): Promise<{ id: string; title: string; mutedUntil: string | null } | null> {
-	const [row] = await tx<{ id: string; title: string; mutedUntil: string | null }[]>`
+export async function muteGroup(tx: TransactionSql, sessionId: string, minutes: number): Promise<Pick<AlertGroup, 'id' | 'title' | 'mutedUntil'> | null> {
+	const [row] = await tx<Pick<AlertGroup, 'id' | 'title' | 'mutedUntil'>[]>`
 		update alert_groups set muted_until = ${minutes > 0 ? tx`now() + make_interval(mins => ${minutes})` : null}
 		where session_id = ${sessionId} returning id, title, muted_until as "mutedUntil"`;
 	return row ?? null;
@@ -160,7 +138,7 @@ export async function muteGroup(
 
 /** Until when the alert group behind an investigation is muted (null: not muted, or no alert opened it). */
 export async function groupMutedUntil(sql: Sql | TransactionSql, sessionId: string): Promise<string | null> {
-	const [row] = await sql<{ mutedUntil: string | null }[]>`
+	const [row] = await sql<Pick<AlertGroup, 'mutedUntil'>[]>`
 		select muted_until as "mutedUntil" from alert_groups where session_id = ${sessionId} and muted_until > now() limit 1`;
 	return row?.mutedUntil ?? null;
 }
@@ -189,8 +167,8 @@ export async function alertOfSession(sql: Sql | TransactionSql, sessionId: strin
 
 /** What waits for approval in an alert's session: proposed plans and executions awaiting approval. */
 export type PendingFix = {
-	plans: { id: string; title: string }[];
-	executions: { id: string; action: string; target: string; requestedBySession: string | null }[];
+	plans: Pick<typeof plans.$inferSelect, 'id' | 'title'>[];
+	executions: Pick<typeof executions.$inferSelect, 'id' | 'action' | 'target' | 'requestedBySession'>[];
 };
 
 /**

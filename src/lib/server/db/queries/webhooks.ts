@@ -1,17 +1,14 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import type { webhookDeliveries, webhooks } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 import type { NoticeKind, WebhookDelivery } from '../../../schemas/notifications';
 
 /** A webhook with its secrets: only the delivery code reads this. */
-export type WebhookRow = {
-	id: string;
-	name: string;
-	kind: 'ntfy' | 'json';
-	url: string;
-	headers: Record<string, string>;
-	enabled: boolean;
-	createdAt: string;
-};
+export type WebhookRow = Omit<typeof webhooks.$inferSelect, 'createdBy'>;
+
+// WebhookDelivery (src/lib/schemas, what Settings gets) copies the deliveries' columns: held to them.
+type _WebhookDeliveryColumns = Expect<SameColumns<WebhookDelivery, typeof webhookDeliveries.$inferSelect>>;
 
 /** Delivery attempts kept per webhook (older ones are deleted as new ones come). */
 const KEEP_DELIVERIES = 30;
@@ -42,7 +39,7 @@ export async function listEnabledWebhookIds(tx: Sql | TransactionSql): Promise<s
 
 export async function insertWebhook(
 	tx: Sql | TransactionSql,
-	w: { name: string; kind: 'ntfy' | 'json'; url: string; headers: Record<string, string>; createdBy: string | null }
+	w: Pick<WebhookRow, 'name' | 'kind' | 'url' | 'headers'> & { createdBy: string | null }
 ): Promise<WebhookRow> {
 	const [row] = await tx<WebhookRow[]>`
 		insert into webhooks (name, kind, url, headers, created_by)
@@ -55,7 +52,7 @@ export async function insertWebhook(
 export async function updateWebhook(
 	tx: Sql | TransactionSql,
 	id: string,
-	w: { name: string; kind: 'ntfy' | 'json'; url?: string; headers?: Record<string, string> }
+	w: Pick<WebhookRow, 'name' | 'kind'> & Partial<Pick<WebhookRow, 'url' | 'headers'>>
 ): Promise<WebhookRow | null> {
 	const [row] = await tx<WebhookRow[]>`
 		update webhooks set name = ${w.name}, kind = ${w.kind},

@@ -1,5 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
+import type { workerProcesses } from '../schema';
 
 /** A worker process that has not beaten for this long is taken for dead. */
 export const WORKER_DEAD_AFTER_S = 30;
@@ -58,13 +59,7 @@ export async function retakeLifeLock(conn: Sql, p: { id: string; lockId: number 
 	return false;
 }
 
-export interface DeadProcess {
-	id: string;
-	lockId: number;
-	hostname: string;
-	pid: number;
-	workerIds: string[];
-}
+export type DeadProcess = Pick<typeof workerProcesses.$inferSelect, 'id' | 'lockId' | 'hostname' | 'pid' | 'workerIds'>;
 
 /** Registered processes whose life lock nobody holds: their connection closed, so they are gone. */
 export async function listDeadProcesses(sql: Sql): Promise<DeadProcess[]> {

@@ -1,8 +1,15 @@
-import { createScheduleInput, pauseScheduleInput, scheduleIdInput, updateScheduleInput, type ScheduleView } from '$lib/schemas/schedules';
+import { createScheduleInput, pauseScheduleInput, scheduleIdInput, updateScheduleInput } from '$lib/schemas/schedules';
 import { sql } from '$lib/server/db/index';
-import { listSchedules, type ScheduleListRow } from '$lib/server/db/queries/schedules';
+import { listSchedules, type ScheduleListRow, type ScheduleRow } from '$lib/server/db/queries/schedules';
 import { changeSchedule, createSchedule, editSchedule, pauseSchedule, removeSchedule } from '$lib/server/schedules/manage';
 import { adminProcedure, router } from '../t';
+
+/** A schedule as Settings lists it: its row's fields (`nextAt`: the slot its queued run is for, null while paused), its counts and last run. */
+export type ScheduleView = Pick<ScheduleRow, 'id' | 'name' | 'cron' | 'prompt' | 'enabled' | 'nextAt'> & {
+	lastRun: { slot: string; outcome: NonNullable<ScheduleListRow['lastOutcome']>; sessionId: string | null } | null;
+	runs: number;
+	missed: number;
+};
 
 const view = (s: Omit<ScheduleListRow, 'runs' | 'missed' | 'lastSlot' | 'lastOutcome' | 'lastSessionId'> & Partial<ScheduleListRow>): ScheduleView => ({
 	id: s.id,
