@@ -538,7 +538,9 @@ export const approvals = pgTable(
 		/** For route `chat`: the operator message whose words approved it. */
 		messageId: uuid('message_id'),
 		decidedAt: ts('decided_at').notNull().defaultNow(),
-		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0032. */
+		/** Which credential decided: `session`, `token:<id>`, `rule:<id>`, `plan:<id>`, `system`; sealed with the rest (null on rows from before 0033). */
+		credential: text('credential'),
+		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0030. */
 		mac: text('mac')
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
@@ -727,7 +729,9 @@ export type AlertHookKind = (typeof alertHookKinds)[number];
  * An incoming alert endpoint (`POST /api/hooks/<id>`), made by an admin in Settings. Its secret is
  * shown once, at creation and on rotation, and kept as its SHA-256 (`Authorization: Bearer` is
  * compared by hash). Only a hook that accepts `X-Nomos-Signature` (`signed`) keeps the secret
- * itself, which an HMAC of the body needs (check `alert_hooks_plain_secret_only_signed`).
+ * itself, which an HMAC of the body needs: sealed (AES-256-GCM) with the key kept outside the
+ * database (watches/sealed-secret.ts), opened only to check a signature (check
+ * `alert_hooks_secret_only_signed`).
  */
 export const alertHooks = pgTable(
 	'alert_hooks',
@@ -737,9 +741,12 @@ export const alertHooks = pgTable(
 		kind: text('kind', { enum: alertHookKinds }).notNull(),
 		/** Hex SHA-256 of the secret. */
 		secretHash: text('secret_hash').notNull(),
-		/** Accepts an HMAC of the body: then (and only then) the secret itself is kept in `secret`. */
+		/** Accepts an HMAC of the body: then (and only then) the secret itself is kept, sealed, in `secret_sealed`. */
 		signed: boolean('signed').notNull().default(false),
+		/** The plain secret of hooks from before 0033: sealed into `secret_sealed` and emptied at boot (sealPlainHookSecrets). */
 		secret: text('secret'),
+		/** `v1.<iv>.<ciphertext>.<tag>` (base64url): the secret under AES-256-GCM, bound to the hook's id. */
+		secretSealed: text('secret_sealed'),
 		/** Alerts still arrive and are recorded while muted, but open no investigation. */
 		mutedUntil: ts('muted_until'),
 		revokedAt: ts('revoked_at'),
@@ -750,7 +757,7 @@ export const alertHooks = pgTable(
 		createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
 		createdAt: createdAt()
 	},
-	(t) => [check('alert_hooks_plain_secret_only_signed', sql`${t.signed} or ${t.secret} is null`)]
+	(t) => [check('alert_hooks_secret_only_signed', sql`${t.signed} or (${t.secret} is null and ${t.secretSealed} is null)`)]
 );
 
 /**

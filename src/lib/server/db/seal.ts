@@ -64,6 +64,15 @@ async function currentKey(): Promise<Buffer> {
 	return k;
 }
 
+/**
+ * The seal key and, during a rotation, the previous one (NOMOS_SEAL_KEY_PREVIOUS): for other
+ * secrets sealed with the same outside key (watches/sealed-secret.ts derives its own key from them).
+ */
+export async function sealKeys(): Promise<{ current: Buffer; previous: Buffer | null }> {
+	const previous = env().NOMOS_SEAL_KEY_PREVIOUS;
+	return { current: await currentKey(), previous: previous ? Buffer.from(previous) : null };
+}
+
 /** Makes sure the key exists (boot calls it, so the file is made on first start, not on first approval). */
 export async function ensureSealKey(): Promise<void> {
 	await currentKey();
