@@ -52,7 +52,7 @@ beforeAll(async () => {
 	pve = await startProxmoxDouble({
 		nodeName: 'strong',
 		delayMs: 1,
-		seed: [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111].map((vmid) => ({ vmid, hostname: `ct${vmid}`, status: 'stopped' as const }))
+		seed: [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114].map((vmid) => ({ vmid, hostname: `ct${vmid}`, status: 'stopped' as const }))
 	});
 	await addHost(pve);
 	expect((await syncAllHosts())[0]).toMatchObject({ ok: true });
@@ -124,7 +124,7 @@ async function expectRefused(id: string, vmid: number, error: string | RegExp) {
 describe('sealed approvals', () => {
 	it('a normal click approval still runs, and is sealed', async () => {
 		const id = await pending(101);
-		await sql().begin((tx) => decideExecution(tx, id, { decision: 'approved', route: 'button', operatorId }));
+		await sql().begin((tx) => decideExecution(tx, id, { decision: 'approved', route: 'button', operatorId, credential: 'session' }));
 		const e = await ended(id);
 		expect(e.status, e.error ?? '').toBe('succeeded');
 		expect(await commandsFor(101)).toHaveLength(1);
@@ -148,17 +148,88 @@ describe('sealed approvals', () => {
 		const other = await pending(104);
 		const e = (await getExecution(sql(), other))!;
 		setKeys({ key: KEY_B });
-		const wrong = await seal({ executionId: other, hash: e.hash, decision: 'approved', route: 'button', decidedBy: operatorId, decidedAt: Date.now() });
+		const wrong = await seal({
+			executionId: other,
+			hash: e.hash,
+			decision: 'approved',
+			route: 'button',
+			decidedBy: operatorId,
+			credential: null,
+			decidedAt: Date.now()
+		});
 		setKeys({ key: KEY_A });
 		await forge(other, wrong);
 		await expectRefused(other, 104, TAMPERED);
+	});
+
+	it('the seal covers which credential approved: the credential changed in the database runs nothing', async () => {
+		const f: SealFields = {
+			executionId: '00000000-0000-0000-0000-000000000003',
+			hash: 'h',
+			decision: 'approved',
+			route: 'rest',
+			decidedBy: null,
+			credential: 'token:a',
+			decidedAt: 9
+		};
+		const m = await seal(f);
+		expect(await verifySeal(f, m)).toBe(true);
+		expect(await verifySeal({ ...f, credential: 'token:b' }, m)).toBe(false);
+		expect(await verifySeal({ ...f, credential: 'session' }, m)).toBe(false);
+		// Dropping the credential does not turn a v2 seal into a v1 one.
+		expect(await verifySeal({ ...f, credential: null }, m)).toBe(false);
+
+		// End to end (approvals cannot be updated by the app role, so the forger writes the row): a
+		// real seal, made for a token's approval, on a row that names the browser session instead.
+		const id = await pending(112);
+		const e = (await getExecution(sql(), id))!;
+		const decidedAt = Date.now();
+		const genuine = await seal({
+			executionId: id,
+			hash: e.hash,
+			decision: 'approved',
+			route: 'button',
+			decidedBy: operatorId,
+			credential: 'token:t1',
+			decidedAt
+		});
+		await sql().begin(async (tx) => {
+			await tx`insert into approvals (execution_id, hash, decision, route, decided_by, credential, decided_at, mac)
+				values (${id}, ${e.hash}, 'approved', 'button', ${operatorId}, 'session', ${new Date(decidedAt).toISOString()}::timestamptz, ${genuine})`;
+			await tx`update executions set status = 'approved', approved_at = now() where id = ${id}`;
+			await tx`select graphile_worker.add_job('executions__run', ${JSON.stringify({ executionId: id })}::text::json, job_key => ${`execution:${id}`})`;
+		});
+		await expectRefused(id, 112, TAMPERED);
+	});
+
+	it('an approval sealed before the credential was recorded (v1 seal, credential null) still runs', async () => {
+		// As 0030-0032 wrote it: the seal over everything but the credential, made with Nomos's key.
+		const id = await pending(113);
+		const e = (await getExecution(sql(), id))!;
+		const decidedAt = Date.now();
+		const old = await seal({ executionId: id, hash: e.hash, decision: 'approved', route: 'button', decidedBy: operatorId, credential: null, decidedAt });
+		await sql().begin(async (tx) => {
+			await tx`insert into approvals (execution_id, hash, decision, route, decided_by, decided_at, mac)
+				values (${id}, ${e.hash}, 'approved', 'button', ${operatorId}, ${new Date(decidedAt).toISOString()}::timestamptz, ${old})`;
+			await tx`update executions set status = 'approved', approved_at = now() where id = ${id}`;
+			await tx`select graphile_worker.add_job('executions__run', ${JSON.stringify({ executionId: id })}::text::json, job_key => ${`execution:${id}`})`;
+		});
+		const done = await ended(id);
+		expect(done.status, done.error ?? '').toBe('succeeded');
+		expect(await commandsFor(113)).toHaveLength(1);
+		// Every route writes the credential now: a new click approval records `session`.
+		const fresh = await pending(114);
+		await sql().begin((tx) => decideExecution(tx, fresh, { decision: 'approved', route: 'button', operatorId, credential: 'session' }));
+		expect((await ended(fresh)).status).toBe('succeeded');
+		const [a] = await sql()<{ credential: string | null }[]>`select credential from approvals where execution_id = ${fresh}`;
+		expect(a.credential).toBe('session');
 	});
 
 	it('an approved execution whose params or hash were changed after is refused', async () => {
 		// Params changed, hash left: the record no longer matches its hash.
 		const a = await pending(105);
 		await sql().begin(async (tx) => {
-			await decideExecution(tx, a, { decision: 'approved', route: 'button', operatorId });
+			await decideExecution(tx, a, { decision: 'approved', route: 'button', operatorId, credential: 'session' });
 			await tx`update executions set params = ${JSON.stringify({ vmid: '106' })}::text::jsonb where id = ${a}`;
 		});
 		await expectRefused(a, 105, /does not match its hash; refusing to run/);
@@ -166,7 +237,7 @@ describe('sealed approvals', () => {
 		// Target, params and hash all changed consistently: the approval names the old hash.
 		const b = await pending(106);
 		await sql().begin(async (tx) => {
-			await decideExecution(tx, b, { decision: 'approved', route: 'button', operatorId });
+			await decideExecution(tx, b, { decision: 'approved', route: 'button', operatorId, credential: 'session' });
 			const e = (await getExecution(tx, b))!;
 			const target = e.target.replace('106', '107');
 			const params = JSON.parse(JSON.stringify(e.params).replace('106', '107'));
@@ -183,7 +254,15 @@ describe('sealed approvals', () => {
 	});
 
 	it('after a rotation, approvals sealed with the previous key verify only while it is given as NOMOS_SEAL_KEY_PREVIOUS', async () => {
-		const f: SealFields = { executionId: '00000000-0000-0000-0000-000000000001', hash: 'h', decision: 'approved', route: 'ops', decidedBy: null, decidedAt: 1 };
+		const f: SealFields = {
+			executionId: '00000000-0000-0000-0000-000000000001',
+			hash: 'h',
+			decision: 'approved',
+			route: 'ops',
+			decidedBy: null,
+			credential: 'session',
+			decidedAt: 1
+		};
 		setKeys({ key: KEY_A });
 		const old = await seal(f);
 		setKeys({ key: KEY_B, previous: KEY_A });
@@ -197,7 +276,7 @@ describe('sealed approvals', () => {
 		setKeys({ key: KEY_A });
 		const id = await pending(107);
 		await sql().begin(async (tx) => {
-			await decideExecution(tx, id, { decision: 'approved', route: 'ops', operatorId });
+			await decideExecution(tx, id, { decision: 'approved', route: 'ops', operatorId, credential: 'session' });
 			setKeys({ key: KEY_B, previous: KEY_A });
 		});
 		const e = await ended(id);
@@ -208,7 +287,7 @@ describe('sealed approvals', () => {
 		setKeys({ key: KEY_A });
 		const lost = await pending(108);
 		await sql().begin(async (tx) => {
-			await decideExecution(tx, lost, { decision: 'approved', route: 'ops', operatorId });
+			await decideExecution(tx, lost, { decision: 'approved', route: 'ops', operatorId, credential: 'session' });
 			setKeys({ key: KEY_B });
 		});
 		await expectRefused(lost, 108, TAMPERED);
@@ -223,6 +302,7 @@ describe('sealed approvals', () => {
 			decision: 'approved',
 			route: 'button',
 			decidedBy: null,
+			credential: 'session',
 			decidedAt: 5
 		};
 		const m = await seal(f);

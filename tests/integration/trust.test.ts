@@ -12,6 +12,8 @@ import { adminSetDisabled, adminSetRole, createAuthSession, getOperatorBySession
 import { checkCredentials } from '../../src/lib/server/auth/accounts';
 import { hashPassword, passwordWork, PasswordBusyError, verifyPassword } from '../../src/lib/server/auth/password';
 import { requestExecution } from '../../src/lib/server/executions/request';
+import { decideExecution } from '../../src/lib/server/executions/lifecycle';
+import { executions__run } from '../../tasks/executions__run';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
 import { answerFromPanel } from '../../src/lib/server/questions/answer';
@@ -111,6 +113,23 @@ describe('typed assent', () => {
 		expect(await statusOf(destroy)).toBe('awaiting_approval');
 		expect((await notes(sessionId)).join(' ')).toContain('never approved by typing');
 		expect((await notes(sessionId)).join(' ')).toContain('"Destroy CT 100"');
+	});
+
+	it('issue #43: "yes, resize 102" and "go ahead" never approve pct_resize (irreversible, not destructive); nothing reaches the host', async () => {
+		const sessionId = await newSession(admin.id, 'resize');
+		const [grow] = await agentRequests(sessionId, [{ target: 'lxc:strong/102', action: 'pct_resize', params: { size: '+1G' }, reason: 'disk full' }]);
+		await chat().send({ sessionId, text: 'yes, resize 102', shownExecutionIds: [grow] });
+		await chat().send({ sessionId, text: 'go ahead', shownExecutionIds: [grow] });
+		expect(await statusOf(grow)).toBe('awaiting_approval');
+		expect(await sql()`select 1 from approvals where execution_id = ${grow}`).toHaveLength(0);
+		expect(await sql()`select 1 from graphile_worker._private_jobs where key = ${`execution:${grow}`}`).toHaveLength(0);
+		expect((await notes(sessionId)).join(' ')).toContain('never approved by typing');
+		const resizes = async () => (await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'resize');
+		expect(await resizes()).toEqual([]);
+		// Approved by a click it runs, and the double records it: the checks above can fail.
+		await sql().begin((tx) => decideExecution(tx, grow, { decision: 'approved', route: 'button', operatorId: admin.id, credential: 'session' }));
+		await executions__run({ executionId: grow }, {} as never);
+		expect(await resizes()).toEqual([['pct', 'resize', '102', 'rootfs', '+1G']]);
 	});
 
 	it('approves only what the client reported on screen, and only from the latest reply', async () => {

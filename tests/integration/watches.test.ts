@@ -12,6 +12,7 @@ import { approveByTyping } from '../../src/lib/server/executions/decisions';
 import { HOOK_DELIVERIES_PER_MINUTE, receiveDelivery } from '../../src/lib/server/watches/intake';
 import { hashHookSecret, signatureOf } from '../../src/lib/server/watches/secret';
 import { createHook, makeHookBearerOnly, rotateHook } from '../../src/lib/server/watches/hooks';
+import { HookSecretUnsealable, openHookSecret, sealPlainHookSecrets } from '../../src/lib/server/watches/sealed-secret';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
@@ -390,8 +391,8 @@ describe('hook secrets at rest (issue #43 item 6)', () => {
 	const deliver = (id: string, headers: Record<string, string>, body = JSON.stringify({ title: 'disk full', key: crypto.randomUUID() })) =>
 		receiveDelivery(id, new Headers(headers), Buffer.from(body));
 	const stored = async (id: string) => {
-		const [row] = await sql()<{ secret: string | null; secretHash: string; signed: boolean; whole: string }[]>`
-			select secret, secret_hash as "secretHash", signed, row_to_json(h)::text as whole from alert_hooks h where id = ${id}`;
+		const [row] = await sql()<{ secret: string | null; secretSealed: string | null; secretHash: string; signed: boolean; whole: string }[]>`
+			select secret, secret_sealed as "secretSealed", secret_hash as "secretHash", signed, row_to_json(h)::text as whole from alert_hooks h where id = ${id}`;
 		return row;
 	};
 
@@ -419,32 +420,137 @@ describe('hook secrets at rest (issue #43 item 6)', () => {
 		expect((await deliver(made.id, { authorization: `Bearer ${rotated.secret}` })).status).toBe(202);
 	});
 
-	it('a signed hook keeps its secret for the HMAC until it is made bearer-only; then only the hash stays and bearer goes on', async () => {
+	it('a signed hook keeps its secret sealed for the HMAC until it is made bearer-only; then only the hash stays and bearer goes on', async () => {
 		const admin = { id: await newOperator('hook-admin2'), username: 'hook-admin2' };
 		const made = await createHook(admin, { name: 'script', kind: 'generic', signed: true });
-		expect((await stored(made.id)).secret).toBe(made.secret);
+		let row = await stored(made.id);
+		expect(row.secret).toBeNull();
+		expect(row.secretSealed).toMatch(/^v1\./);
+		expect(row.whole).not.toContain(made.secret.slice('nomos_hook_'.length));
 		const body = JSON.stringify({ title: 'signed', key: 'k1' });
 		expect((await deliver(made.id, { 'x-nomos-signature': signatureOf(made.secret, body) }, body)).status).toBe(202);
 		expect((await makeHookBearerOnly(admin, made.id)).signed).toBe(false);
-		const row = await stored(made.id);
+		row = await stored(made.id);
 		expect(row.secret).toBeNull();
+		expect(row.secretSealed).toBeNull();
 		expect(row.whole).not.toContain(made.secret);
 		expect((await deliver(made.id, { 'x-nomos-signature': signatureOf(made.secret, body) }, body)).status).toBe(401);
 		expect((await deliver(made.id, { authorization: `Bearer ${made.secret}` })).status).toBe(202);
-		// The database refuses a plain secret on a hook that is not signed.
-		await expect(sql()`update alert_hooks set secret = 'plain' where id = ${made.id}`).rejects.toThrow(/alert_hooks_plain_secret_only_signed/);
+		// The database refuses a kept secret, plain or sealed, on a hook that is not signed.
+		await expect(sql()`update alert_hooks set secret = 'plain' where id = ${made.id}`).rejects.toThrow(/alert_hooks_secret_only_signed/);
+		await expect(sql()`update alert_hooks set secret_sealed = 'v1.x.y.z' where id = ${made.id}`).rejects.toThrow(/alert_hooks_secret_only_signed/);
 	});
 
-	it('migration 0031 hashes a hook made before it and keeps its secret, marked signed, so a signing sender goes on', async () => {
-		// This file's database as it was before 0033, with a hook made then.
-		await sql().unsafe(`alter table alert_hooks drop constraint alert_hooks_plain_secret_only_signed;
-			alter table alert_hooks drop column secret_hash, drop column signed;
+	describe('sealed with the outside key', () => {
+		const KEY_A = 'hook-key-a'.repeat(4);
+		const KEY_B = 'hook-key-b'.repeat(4);
+		const saved = { key: process.env.NOMOS_SEAL_KEY, previous: process.env.NOMOS_SEAL_KEY_PREVIOUS };
+		const setKeys = (key: string, previous?: string) => {
+			process.env.NOMOS_SEAL_KEY = key;
+			if (previous) process.env.NOMOS_SEAL_KEY_PREVIOUS = previous;
+			else delete process.env.NOMOS_SEAL_KEY_PREVIOUS;
+			resetEnvCache();
+		};
+		beforeEach(() => setKeys(KEY_A));
+		afterAll(() => {
+			for (const [k, v] of [
+				['NOMOS_SEAL_KEY', saved.key],
+				['NOMOS_SEAL_KEY_PREVIOUS', saved.previous]
+			] as const)
+				if (v === undefined) delete process.env[k];
+				else process.env[k] = v;
+			resetEnvCache();
+		});
+		const admin = async (name: string) => ({ id: await newOperator(name), username: name });
+		const signedDelivery = (h: { id: string; secret: string }, key: string) => {
+			const body = JSON.stringify({ title: 'signed', key });
+			return deliver(h.id, { 'x-nomos-signature': signatureOf(h.secret, body) }, body);
+		};
+
+		it('after a key rotation a signed hook still verifies, and its secret is sealed again with the new key', async () => {
+			const made = await createHook(await admin('rot-admin'), { name: 'rot', kind: 'generic', signed: true });
+			const before = (await stored(made.id)).secretSealed!;
+			setKeys(KEY_B, KEY_A);
+			expect((await openHookSecret(made.id, before)).stale).toBe(true);
+			expect((await signedDelivery(made, 'r1')).status).toBe(202);
+			const after = (await stored(made.id)).secretSealed!;
+			expect(after).not.toBe(before);
+			expect(await openHookSecret(made.id, after)).toEqual({ secret: made.secret, stale: false });
+			// Once resealed, the previous key is no longer needed.
+			setKeys(KEY_B);
+			expect((await signedDelivery(made, 'r2')).status).toBe(202);
+			// Without the key that sealed it, a signed delivery fails closed (bearer does not need the seal).
+			const other = await createHook(await admin('rot-admin2'), { name: 'rot2', kind: 'generic', signed: true });
+			setKeys(KEY_A);
+			expect((await signedDelivery(other, 'r3')).status).toBe(401);
+			expect((await deliver(other.id, { authorization: `Bearer ${other.secret}` })).status).toBe(202);
+		});
+
+		it('boot seals plain secrets left from before 0033 and reseals previous-key ones; running it again changes nothing', async () => {
+			const plain = await hook('generic', 'from-before');
+			const sealedA = await createHook(await admin('boot-admin'), { name: 'a', kind: 'generic', signed: true });
+			expect((await stored(plain.id)).secret).toBe(plain.secret);
+			setKeys(KEY_B, KEY_A);
+			const first = await sealPlainHookSecrets(sql());
+			expect(first.sealed).toBeGreaterThanOrEqual(1);
+			expect(first.resealed).toBeGreaterThanOrEqual(1);
+			// (Hooks of earlier tests here were sealed with the data dir's key file: neither key opens them.)
+			expect(first.unsealable).not.toContain(plain.id);
+			expect(first.unsealable).not.toContain(sealedA.id);
+			for (const h of [plain, sealedA]) {
+				const row = await stored(h.id);
+				expect(row.secret).toBeNull();
+				expect(row.whole).not.toContain(h.secret.slice('nomos_hook_'.length));
+				expect(await openHookSecret(h.id, row.secretSealed!)).toEqual({ secret: h.secret, stale: false });
+			}
+			const again = await sealPlainHookSecrets(sql());
+			expect(again).toMatchObject({ sealed: 0, resealed: 0 });
+			setKeys(KEY_B);
+			expect((await signedDelivery(plain, 'b1')).status).toBe(202);
+			expect((await signedDelivery(sealedA, 'b2')).status).toBe(202);
+		});
+
+		it('a sealed secret altered or moved in the database fails closed with a clear error', async () => {
+			const a = await createHook(await admin('alt-admin'), { name: 'alt', kind: 'generic', signed: true });
+			const b = await createHook(await admin('alt-admin2'), { name: 'alt2', kind: 'generic', signed: true });
+			const sealedA = (await stored(a.id)).secretSealed!;
+			// One byte of the ciphertext flipped.
+			const parts = sealedA.split('.');
+			const ct = Buffer.from(parts[2], 'base64url');
+			ct[0] ^= 1;
+			parts[2] = ct.toString('base64url');
+			await sql()`update alert_hooks set secret_sealed = ${parts.join('.')} where id = ${a.id}`;
+			await expect(openHookSecret(a.id, parts.join('.'))).rejects.toThrow(HookSecretUnsealable);
+			await expect(openHookSecret(a.id, parts.join('.'))).rejects.toThrow(/does not open with the seal key .* rotates its secret in Settings/);
+			expect((await signedDelivery(a, 'x1')).status).toBe(401);
+			// A's sealed secret copied onto B (bound to A's id): B's own signature fails, and so does A's.
+			await sql()`update alert_hooks set secret_sealed = ${sealedA} where id = ${b.id}`;
+			expect((await signedDelivery(b, 'x2')).status).toBe(401);
+			expect((await signedDelivery({ id: b.id, secret: a.secret }, 'x3')).status).toBe(401);
+			// Boot reports both and leaves them (no plaintext to recover them from).
+			expect((await sealPlainHookSecrets(sql())).unsealable).toEqual(expect.arrayContaining([a.id, b.id]));
+			// Rotation in Settings makes a working secret again.
+			const rotated = await rotateHook(await admin('alt-admin3'), a.id);
+			expect((await signedDelivery({ id: a.id, secret: rotated.secret }, 'x4')).status).toBe(202);
+		});
+	});
+
+	it('migrations 0031 and 0033 keep a hook made before them signing: hashed, marked signed, its secret sealed at boot', async () => {
+		// This file's database as it was before 0031, with a hook made then.
+		await sql().unsafe(`alter table alert_hooks drop constraint alert_hooks_secret_only_signed;
+			alter table alert_hooks drop column secret_hash, drop column signed, drop column secret_sealed;
+			alter table approvals drop column credential;
 			update alert_hooks set secret = 'nomos_hook_' || id where secret is null; alter table alert_hooks alter column secret set not null`);
-		const old = 'nomos_hook_made-before-0033';
+		const old = 'nomos_hook_made-before-0031';
 		const [h] = await sql()<{ id: string }[]>`insert into alert_hooks (name, kind, secret) values ('old', 'generic', ${old}) returning id`;
-		await sql().unsafe(readFileSync('drizzle/0031_hook_secret_hash.sql', 'utf8').replaceAll('--> statement-breakpoint', ''));
-		const row = await stored(h.id);
-		expect(row).toMatchObject({ secret: old, signed: true, secretHash: createHash('sha256').update(old).digest('hex') });
+		for (const m of ['0031_hook_secret_hash', '0033_sealed_hook_secrets'])
+			await sql().unsafe(readFileSync(`drizzle/${m}.sql`, 'utf8').replaceAll('--> statement-breakpoint', ''));
+		let row = await stored(h.id);
+		expect(row).toMatchObject({ secret: old, signed: true, secretHash: createHash('sha256').update(old).digest('hex'), secretSealed: null });
+		await sealPlainHookSecrets(sql());
+		row = await stored(h.id);
+		expect(row.secret).toBeNull();
+		expect(row.whole).not.toContain('made-before-0031');
 		const body = JSON.stringify({ title: 'from a script', key: 'k2' });
 		expect((await deliver(h.id, { 'x-nomos-signature': signatureOf(old, body) }, body)).status).toBe(202);
 		expect((await deliver(h.id, { authorization: `Bearer ${old}` })).status).toBe(202);

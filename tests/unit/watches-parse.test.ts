@@ -85,23 +85,23 @@ describe('alert parsers', () => {
 
 describe('the hook secret', () => {
 	const plain = 'nomos_hook_abc';
-	const secret = { secretHash: hashHookSecret(plain), secret: plain }; // a signed hook
-	const bearerOnly = { secretHash: hashHookSecret(plain), secret: null };
+	const secret = { secretHash: hashHookSecret(plain), signingSecret: async () => plain }; // a signed hook
+	const bearerOnly = { secretHash: hashHookSecret(plain), signingSecret: async () => null };
 	const body = Buffer.from('{"title":"x"}');
-	it('is accepted as a bearer token or as the HMAC of the body, and nothing else', () => {
-		expect(carriesSecret(secret, new Headers({ authorization: `Bearer ${plain}` }), body)).toBe(true);
-		expect(carriesSecret(secret, new Headers({ 'x-nomos-signature': signatureOf(plain, body) }), body)).toBe(true);
-		expect(carriesSecret(secret, new Headers({ authorization: `Bearer ${plain}x` }), body)).toBe(false);
-		expect(carriesSecret(secret, new Headers({ authorization: 'Bearer ' }), body)).toBe(false);
-		expect(carriesSecret(secret, new Headers({ 'x-nomos-signature': signatureOf(plain, '{"title":"y"}') }), body)).toBe(false);
-		expect(carriesSecret(secret, new Headers({ 'x-nomos-signature': 'sha256=zz' }), body)).toBe(false);
-		expect(carriesSecret(secret, new Headers(), body)).toBe(false);
+	it('is accepted as a bearer token or as the HMAC of the body, and nothing else', async () => {
+		expect(await carriesSecret(secret, new Headers({ authorization: `Bearer ${plain}` }), body)).toBe(true);
+		expect(await carriesSecret(secret, new Headers({ 'x-nomos-signature': signatureOf(plain, body) }), body)).toBe(true);
+		expect(await carriesSecret(secret, new Headers({ authorization: `Bearer ${plain}x` }), body)).toBe(false);
+		expect(await carriesSecret(secret, new Headers({ authorization: 'Bearer ' }), body)).toBe(false);
+		expect(await carriesSecret(secret, new Headers({ 'x-nomos-signature': signatureOf(plain, '{"title":"y"}') }), body)).toBe(false);
+		expect(await carriesSecret(secret, new Headers({ 'x-nomos-signature': 'sha256=zz' }), body)).toBe(false);
+		expect(await carriesSecret(secret, new Headers(), body)).toBe(false);
 	});
-	it('of a bearer-only hook is checked by its hash alone: the hash itself is not a credential, a signature is not accepted', () => {
-		expect(carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${plain}` }), body)).toBe(true);
-		expect(carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${bearerOnly.secretHash}` }), body)).toBe(false);
-		expect(carriesSecret(bearerOnly, new Headers({ 'x-nomos-signature': signatureOf(plain, body) }), body)).toBe(false);
-		expect(carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${plain}x` }), body)).toBe(false);
+	it('of a bearer-only hook is checked by its hash alone: the hash itself is not a credential, a signature is not accepted', async () => {
+		expect(await carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${plain}` }), body)).toBe(true);
+		expect(await carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${bearerOnly.secretHash}` }), body)).toBe(false);
+		expect(await carriesSecret(bearerOnly, new Headers({ 'x-nomos-signature': signatureOf(plain, body) }), body)).toBe(false);
+		expect(await carriesSecret(bearerOnly, new Headers({ authorization: `Bearer ${plain}x` }), body)).toBe(false);
 	});
 });
 

@@ -5,6 +5,7 @@ import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
 import { runMigrations } from './db/migrate';
 import { ensureSealKey } from './db/seal';
+import { HookSecretUnsealable, sealPlainHookSecrets } from './watches/sealed-secret';
 import { APP_ROLE, appRolePassword, canAlterAuditLog, ensureAppRole, grantAppRole, roleUrl, urlRole } from './db/roles';
 import { countOperators, issueSetupToken } from './db/queries/operators';
 import { ensureConfiguredOperator } from './auth/accounts';
@@ -160,6 +161,16 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 			);
 		},
 		(e: Error) => log.warn(`database: could not check the app role's rights on audit_log: ${e.message}`)
+	);
+
+	// Signed hooks' secrets from before 0033 sealed with the outside key, and those the previous key
+	// sealed sealed again (watches/sealed-secret.ts); idempotent, so every process may run it.
+	await sealPlainHookSecrets(sql()).then(
+		(r) => {
+			if (r.sealed || r.resealed) log.info(`alert hooks: ${r.sealed} plain secrets sealed, ${r.resealed} sealed again with the current key`);
+			for (const id of r.unsealable) log.error(new HookSecretUnsealable(id).message);
+		},
+		(e: Error) => log.error(`alert hooks: could not seal plain secrets: ${e.message}`)
 	);
 
 	// The configured operator and hosts, the knowledge import and the event hub do not depend on

@@ -23,9 +23,15 @@ export interface SealFields {
 	executionId: string;
 	hash: string;
 	decision: 'approved' | 'denied';
-	/** How it arrived (`button`, `ops`, `chat`, `plan`, `rest`, `rule:<id>`): the route and credential kind. */
+	/** How it arrived (`button`, `ops`, `chat`, `plan`, `rest`, `rule:<id>`). */
 	route: string;
 	decidedBy: string | null;
+	/**
+	 * Which credential decided (`session`, `token:<id>`, `rule:<id>`, `plan:<id>`; see
+	 * authority.ts credentialRef). Null only on approvals sealed before it was recorded (0033): those
+	 * keep their v1 seal, which covers everything else; a v2 seal never verifies as v1 or back.
+	 */
+	credential: string | null;
 	/** When it was decided, in milliseconds since the epoch (as stored in `decided_at`). */
 	decidedAt: number;
 }
@@ -64,13 +70,23 @@ async function currentKey(): Promise<Buffer> {
 	return k;
 }
 
+/**
+ * The seal key and, during a rotation, the previous one (NOMOS_SEAL_KEY_PREVIOUS): for other
+ * secrets sealed with the same outside key (watches/sealed-secret.ts derives its own key from them).
+ */
+export async function sealKeys(): Promise<{ current: Buffer; previous: Buffer | null }> {
+	const previous = env().NOMOS_SEAL_KEY_PREVIOUS;
+	return { current: await currentKey(), previous: previous ? Buffer.from(previous) : null };
+}
+
 /** Makes sure the key exists (boot calls it, so the file is made on first start, not on first approval). */
 export async function ensureSealKey(): Promise<void> {
 	await currentKey();
 }
 
 function mac(key: Buffer, f: SealFields): Buffer {
-	const text = JSON.stringify(['nomos-approval-v1', f.executionId, f.hash, f.decision, f.route, f.decidedBy, f.decidedAt]);
+	const fields = [f.executionId, f.hash, f.decision, f.route, f.decidedBy, f.decidedAt];
+	const text = JSON.stringify(f.credential === null ? ['nomos-approval-v1', ...fields] : ['nomos-approval-v2', ...fields, f.credential]);
 	return createHmac('sha256', key).update(text).digest();
 }
 

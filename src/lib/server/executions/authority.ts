@@ -26,6 +26,14 @@ export function credentialOf(r: { apiToken?: ApiTokenAuth | null; sessionVerifie
 	return r.apiToken ? { kind: 'token', token: r.apiToken } : { kind: 'session', verifiedAt: r.sessionVerifiedAt ?? null };
 }
 
+/**
+ * What an approval records (and seals) of the credential that made it: `token:<id>` for an API
+ * token, `session` for a signed-in browser (the operator is recorded beside it).
+ */
+export function credentialRef(c: Credential): string {
+	return c.kind === 'token' ? `token:${c.token.id}` : 'session';
+}
+
 /** Whether a session's password is recent enough for an irreversible approval (NOMOS_STEP_UP_MIN). */
 export function recentlyVerified(verifiedAt: string | null, now = Date.now()): boolean {
 	return !!verifiedAt && now - Date.parse(verifiedAt) < env().NOMOS_STEP_UP_MIN * 60_000;

@@ -12,7 +12,7 @@ import { cannotRunWhy, listAssentCandidates } from '../db/queries/executions';
 import { latestRequestedExecutionIds } from '../conversation/messages';
 import { resolveTypedAssent, type AssentCandidate } from './typed-assent';
 import { approveLabel } from '../../execution-labels';
-import { assertMayApprove, assertMayApproveExecution, NotAllowed, type Credential } from './authority';
+import { assertMayApprove, assertMayApproveExecution, credentialRef, NotAllowed, type Credential } from './authority';
 import type { ApprovalRoute } from '../db/queries/approvals';
 
 /** The API token a decision was made with (id and name; never the token). */
@@ -55,7 +55,7 @@ export async function operatorDecides(
 		if (why !== null) return { ok: false, reason: 'cannot_run', why, status: 'awaiting_approval' };
 		await assertMayApproveExecution(tx, executionId, d.credential, d.route === 'chat' ? 'typed' : 'click');
 	}
-	const r = await decideExecution(tx, executionId, d);
+	const r = await decideExecution(tx, executionId, { ...d, credential: credentialRef(d.credential) });
 	if (!r.ok) return r;
 	const e = r.execution;
 	const sessionId = e.requestedBySession;

@@ -65,7 +65,15 @@ export type DecideResult = { ok: true; execution: ExecutionRow } | Extract<Decis
 export async function decideExecution(
 	tx: TransactionSql,
 	id: string,
-	d: { decision: 'approved' | 'denied'; route: ApprovalRoute; operatorId: string | null; reason?: string | null; messageId?: string | null }
+	d: {
+		decision: 'approved' | 'denied';
+		route: ApprovalRoute;
+		operatorId: string | null;
+		/** Which credential decided (authority.ts credentialRef), sealed into the approval. */
+		credential: string;
+		reason?: string | null;
+		messageId?: string | null;
+	}
 ): Promise<DecideResult> {
 	const u = await setDecision(tx, id, d.decision, d.reason ?? null);
 	if (!u.ok) return u;
@@ -76,6 +84,7 @@ export async function decideExecution(
 		route: d.route,
 		reason: d.reason,
 		decidedBy: d.operatorId,
+		credential: d.credential,
 		messageId: d.messageId
 	});
 	await announceExecution(tx, u, 'approval.decided', { decision: d.decision, route: d.route });

@@ -74,7 +74,14 @@ export async function advancePlan(planId: string): Promise<'running' | 'ended' |
 		const e = await insertExecution(tx, p, { sessionId: plan.sessionId, status: 'approved', ttlHours: 0, planId: plan.id, cause: plan.cause });
 		if (p.classification !== 'read_only') {
 			// What the runner checks before it runs anything: an approval naming this exact hash.
-			await insertApproval(tx, { executionId: e.id, hash: p.hash, decision: 'approved', route: 'plan', decidedBy: plan.decidedBy });
+			await insertApproval(tx, {
+				executionId: e.id,
+				hash: p.hash,
+				decision: 'approved',
+				route: 'plan',
+				decidedBy: plan.decidedBy,
+				credential: `plan:${plan.id}`
+			});
 			await recordAudit(tx, {
 				actor: plan.decidedBy ? { id: plan.decidedBy } : null,
 				action: 'execution.approved',

@@ -152,7 +152,7 @@ export async function requestExecution(
 		if (rule) {
 			const words = describeRule(rule);
 			const route = `rule:${rule.id}` as const;
-			const d = await decideExecution(tx, e.id, { decision: 'approved', route, operatorId: null, reason: words });
+			const d = await decideExecution(tx, e.id, { decision: 'approved', route, operatorId: null, credential: route, reason: words });
 			if (!d.ok) throw new Error(`approving ${e.id} by rule ${rule.id}: ${d.reason}`);
 			await recordAudit(tx, {
 				actor: rule.createdBy ? { id: rule.createdBy } : null,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { HookView } from '../../schemas/watches';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
@@ -5,9 +6,10 @@ import { emitEvent } from '../db/queries/events';
 import { dropHookSignature, insertHook, muteGroup, muteHook, revokeHook, setHookSecret, type AlertHookRow } from '../db/queries/watches';
 import { Refusal } from '../refusal';
 import { hashHookSecret, newHookSecret } from './secret';
+import { sealHookSecret } from './sealed-secret';
 
 // Incoming alert hooks as Settings manages them: every change audited in its own transaction; a
-// secret is returned once, when it is made, and stored as its hash (plain only for a signed hook).
+// secret is returned once, when it is made, and stored as its hash (and sealed, for a signed hook).
 
 type Actor = { id: string; username: string };
 
@@ -28,11 +30,13 @@ const noSuchHook = () => new Refusal('NOT_FOUND', 'No such hook.');
 export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind']; signed?: boolean }): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
 		const secret = newHookSecret();
+		const id = randomUUID();
 		const h = await insertHook(tx, {
+			id,
 			name: input.name,
 			kind: input.kind,
 			signed: input.signed ?? false,
-			secret,
+			secretSealed: await sealHookSecret(id, secret),
 			secretHash: hashHookSecret(secret),
 			createdBy: actor.id
 		});
@@ -52,14 +56,14 @@ export function createHook(actor: Actor, input: { name: string; kind: AlertHookR
 export function rotateHook(actor: Actor, id: string): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
 		const secret = newHookSecret();
-		const h = await setHookSecret(tx, id, { hash: hashHookSecret(secret), plain: secret });
+		const h = await setHookSecret(tx, id, { hash: hashHookSecret(secret), sealed: await sealHookSecret(id, secret) });
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, { actor, action: 'hook.rotated', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
 		return { ...hookView(h), secret };
 	});
 }
 
-/** The hook stops accepting `X-Nomos-Signature` and forgets its plain secret; bearer deliveries go on unchanged. */
+/** The hook stops accepting `X-Nomos-Signature` and forgets its sealed secret; bearer deliveries go on unchanged. */
 export function makeHookBearerOnly(actor: Actor, id: string): Promise<HookView> {
 	return sql().begin(async (tx) => {
 		const h = await dropHookSignature(tx, id);

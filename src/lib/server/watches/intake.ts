@@ -20,6 +20,7 @@ import { requestTurn } from '../conversation/turn-queue';
 import { logger } from '../log';
 import { MAX_BODY_BYTES, parseDelivery, type Alert } from './parse';
 import { carriesSecret } from './secret';
+import { hookSigningSecret, HookSecretUnsealable } from './sealed-secret';
 
 /** Authenticated deliveries one hook may make per minute; beyond that 429 (a storm is grouped, not run). */
 export const HOOK_DELIVERIES_PER_MINUTE = 60;
@@ -43,7 +44,17 @@ export type AlertOutcome = 'opened' | 'reinvestigated' | 'noted' | 'resolved' | 
 export async function receiveDelivery(hookId: string, headers: Headers, body: Buffer): Promise<IntakeAnswer> {
 	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await getLiveHook(sql(), hookId) : null;
 	if (!hook) return { status: 404, body: { message: 'No such hook.' } };
-	if (!carriesSecret(hook, headers, body)) {
+	const signingSecret = () => (hook.signed ? hookSigningSecret(sql(), hook) : Promise.resolve(null));
+	let carries: boolean;
+	try {
+		carries = await carriesSecret({ secretHash: hook.secretHash, signingSecret }, headers, body);
+	} catch (e) {
+		if (!(e instanceof HookSecretUnsealable)) throw e;
+		// Fails closed: the sender is told only that the secret does not match; the admin reads why in the log.
+		logger('watches').error({ hook: hook.id }, e.message);
+		carries = false;
+	}
+	if (!carries) {
 		logger('watches').warn({ hook: hook.id, bytes: body.length }, 'alert hook: a delivery without the right secret was refused');
 		const how = hook.signed ? 'Authorization: Bearer <secret> or X-Nomos-Signature: sha256=<HMAC of the body>' : 'Authorization: Bearer <secret>';
 		return { status: 401, body: { message: `The hook secret does not match (send ${how}).` } };

@@ -13,28 +13,32 @@ export function hashHookSecret(secret: string): string {
 	return createHash('sha256').update(secret).digest('hex');
 }
 
-/** What a delivery is checked against: the hash always, the plain secret only for a signed hook. */
-export type HookSecret = { secretHash: string; secret: string | null };
+/**
+ * What a delivery is checked against: the hash always; for a signed hook, the secret itself,
+ * opened from its seal only when a delivery carries a signature (watches/sealed-secret.ts).
+ */
+export type HookSecret = { secretHash: string; signingSecret: () => Promise<string | null> };
 
 /**
  * Whether a delivery carries the hook's secret: `Authorization: Bearer <secret>` (what Proxmox's
  * and Uptime Kuma's header fields can send; compared by SHA-256 with the stored hash), or, for a
  * hook that keeps its secret (`signed`), `X-Nomos-Signature: sha256=<hex HMAC of the raw body>`
  * (what a script can compute, and what never puts the secret on the wire). Both compared in
- * constant time; a missing or malformed header is simply not a match.
+ * constant time; a missing or malformed header is simply not a match. A sealed secret that does
+ * not open throws (HookSecretUnsealable): the delivery is refused.
  */
-export function carriesSecret(hook: HookSecret, headers: Headers, body: Buffer): boolean {
+export async function carriesSecret(hook: HookSecret, headers: Headers, body: Buffer): Promise<boolean> {
 	const auth = headers.get('authorization');
 	if (auth && /^bearer /i.test(auth)) {
 		const presented = createHash('sha256').update(auth.slice(7).trim()).digest();
 		if (same(presented, Buffer.from(hook.secretHash, 'hex'))) return true;
 	}
 	const sig = headers.get('x-nomos-signature');
-	if (hook.secret !== null && sig && /^sha256=[0-9a-f]{64}$/i.test(sig.trim())) {
-		const want = createHmac('sha256', hook.secret).update(body).digest();
-		if (same(Buffer.from(sig.trim().slice(7), 'hex'), want)) return true;
-	}
-	return false;
+	if (!sig || !/^sha256=[0-9a-f]{64}$/i.test(sig.trim())) return false;
+	const secret = await hook.signingSecret();
+	if (secret === null) return false;
+	const want = createHmac('sha256', secret).update(body).digest();
+	return same(Buffer.from(sig.trim().slice(7), 'hex'), want);
 }
 
 /** The HMAC header value for a body (what senders compute; used by the tests and documented). */

@@ -22,13 +22,23 @@ export async function insertApproval(
 		route: ApprovalRoute;
 		reason?: string | null;
 		decidedBy: string | null;
+		/** Which credential decided (executions/authority.ts credentialRef): sealed with the rest. */
+		credential: string;
 		messageId?: string | null;
 	}
 ): Promise<void> {
 	const decidedAt = Date.now();
-	const mac = await seal({ executionId: a.executionId, hash: a.hash, decision: a.decision, route: a.route, decidedBy: a.decidedBy, decidedAt });
-	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by, message_id, decided_at, mac)
-		values (${a.executionId}, ${a.hash}, ${a.decision}, ${a.route}, ${a.reason ?? null}, ${a.decidedBy}, ${a.messageId ?? null},
+	const mac = await seal({
+		executionId: a.executionId,
+		hash: a.hash,
+		decision: a.decision,
+		route: a.route,
+		decidedBy: a.decidedBy,
+		credential: a.credential,
+		decidedAt
+	});
+	await tx`insert into approvals (execution_id, hash, decision, route, reason, decided_by, credential, message_id, decided_at, mac)
+		values (${a.executionId}, ${a.hash}, ${a.decision}, ${a.route}, ${a.reason ?? null}, ${a.decidedBy}, ${a.credential}, ${a.messageId ?? null},
 			${new Date(decidedAt).toISOString()}::timestamptz, ${mac})`;
 }
 
@@ -37,18 +47,22 @@ export interface StoredApproval {
 	hash: string;
 	route: string;
 	decidedBy: string | null;
+	credential: string | null;
 	decidedAt: number;
 	mac: string | null;
 }
 
 export async function storedApproval(sql: Sql | TransactionSql, executionId: string): Promise<StoredApproval | null> {
-	const [a] = await sql<{ hash: string; route: string; decidedBy: string | null; decidedAt: string; mac: string | null }[]>`
-		select hash, route, decided_by::text as "decidedBy", floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt", mac
+	const [a] = await sql<{ hash: string; route: string; decidedBy: string | null; credential: string | null; decidedAt: string; mac: string | null }[]>`
+		select hash, route, decided_by::text as "decidedBy", credential, floor(extract(epoch from decided_at) * 1000)::bigint::text as "decidedAt", mac
 		from approvals where execution_id = ${executionId} and decision = 'approved'`;
 	return a ? { ...a, decidedAt: Number(a.decidedAt) } : null;
 }
 
 /** True when the execution's approval names `hash` and its seal verifies (current or previous key). */
 export async function approvalVerifies(a: StoredApproval, executionId: string): Promise<boolean> {
-	return verifySeal({ executionId, hash: a.hash, decision: 'approved', route: a.route, decidedBy: a.decidedBy, decidedAt: a.decidedAt }, a.mac);
+	return verifySeal(
+		{ executionId, hash: a.hash, decision: 'approved', route: a.route, decidedBy: a.decidedBy, credential: a.credential, decidedAt: a.decidedAt },
+		a.mac
+	);
 }

@@ -117,6 +117,8 @@ function planSealFields(p: {
 		decision: p.decision,
 		route: 'plan',
 		decidedBy: p.decidedBy,
+		// A plan's own seal covers its decider, not which of their credentials (plans keep no credential column).
+		credential: null,
 		decidedAt: p.decidedAt
 	};
 }

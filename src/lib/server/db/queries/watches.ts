@@ -16,7 +16,7 @@ export type AlertGroupRow = Pick<AlertGroup, 'id' | 'hookId' | 'groupKey' | 'sta
 };
 
 const HOOK_COLUMNS = (sql: Sql | TransactionSql) =>
-	sql`id, name, kind, secret_hash as "secretHash", signed, secret, muted_until as "mutedUntil", revoked_at as "revokedAt", last_received_at as "lastReceivedAt", created_at as "createdAt"`;
+	sql`id, name, kind, secret_hash as "secretHash", signed, secret, secret_sealed as "secretSealed", muted_until as "mutedUntil", revoked_at as "revokedAt", last_received_at as "lastReceivedAt", created_at as "createdAt"`;
 
 export async function getLiveHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id} and revoked_at is null`;
@@ -30,30 +30,30 @@ export async function listHooks(sql: Sql | TransactionSql): Promise<(AlertHookRo
 		from alert_hooks h where revoked_at is null order by created_at`;
 }
 
-/** A new hook; the plain secret is stored only when `signed` (see alert_hooks in schema.ts). */
+/** A new hook; its secret is kept (sealed by the caller, bound to `id`) only when `signed` (see alert_hooks in schema.ts). */
 export async function insertHook(
 	tx: TransactionSql,
-	h: Pick<AlertHook, 'name' | 'kind' | 'secretHash' | 'signed'> & { secret: string; createdBy: string }
+	h: Pick<AlertHook, 'id' | 'name' | 'kind' | 'secretHash' | 'signed'> & { secretSealed: string; createdBy: string }
 ): Promise<AlertHookRow> {
 	const [row] = await tx<AlertHookRow[]>`
-		insert into alert_hooks (name, kind, secret_hash, signed, secret, created_by)
-		values (${h.name}, ${h.kind}, ${h.secretHash}, ${h.signed}, ${h.signed ? h.secret : null}, ${h.createdBy})
+		insert into alert_hooks (id, name, kind, secret_hash, signed, secret_sealed, created_by)
+		values (${h.id}, ${h.name}, ${h.kind}, ${h.secretHash}, ${h.signed}, ${h.signed ? h.secretSealed : null}, ${h.createdBy})
 		returning ${HOOK_COLUMNS(tx)}`;
 	return row;
 }
 
-/** A new secret for a live hook; the plain one is kept only if the hook is signed. */
-export async function setHookSecret(tx: TransactionSql, id: string, secret: { hash: string; plain: string }): Promise<AlertHookRow | null> {
+/** A new secret for a live hook; the sealed one is kept only if the hook is signed, and no plain one is left. */
+export async function setHookSecret(tx: TransactionSql, id: string, secret: { hash: string; sealed: string }): Promise<AlertHookRow | null> {
 	const [row] = await tx<AlertHookRow[]>`
-		update alert_hooks set secret_hash = ${secret.hash}, secret = case when signed then ${secret.plain} end
+		update alert_hooks set secret_hash = ${secret.hash}, secret = null, secret_sealed = case when signed then ${secret.sealed} end
 		where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
 	return row ?? null;
 }
 
-/** The hook stops accepting signatures: its plain secret is dropped, bearer deliveries go on with the same secret. */
+/** The hook stops accepting signatures: its kept secret is dropped, bearer deliveries go on with the same secret. */
 export async function dropHookSignature(tx: TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await tx<AlertHookRow[]>`
-		update alert_hooks set signed = false, secret = null where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
+		update alert_hooks set signed = false, secret = null, secret_sealed = null where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
 	return row ?? null;
 }
 

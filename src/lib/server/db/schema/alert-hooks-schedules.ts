@@ -11,7 +11,9 @@ export type AlertHookKind = (typeof alertHookKinds)[number];
  * An incoming alert endpoint (`POST /api/hooks/<id>`), made by an admin in Settings. Its secret is
  * shown once, at creation and on rotation, and kept as its SHA-256 (`Authorization: Bearer` is
  * compared by hash). Only a hook that accepts `X-Nomos-Signature` (`signed`) keeps the secret
- * itself, which an HMAC of the body needs (check `alert_hooks_plain_secret_only_signed`).
+ * itself, which an HMAC of the body needs: sealed (AES-256-GCM) with the key kept outside the
+ * database (watches/sealed-secret.ts), opened only to check a signature (check
+ * `alert_hooks_secret_only_signed`).
  */
 export const alertHooks = pgTable(
 	'alert_hooks',
@@ -21,9 +23,12 @@ export const alertHooks = pgTable(
 		kind: text('kind', { enum: alertHookKinds }).notNull(),
 		/** Hex SHA-256 of the secret. */
 		secretHash: text('secret_hash').notNull(),
-		/** Accepts an HMAC of the body: then (and only then) the secret itself is kept in `secret`. */
+		/** Accepts an HMAC of the body: then (and only then) the secret itself is kept, sealed, in `secret_sealed`. */
 		signed: boolean('signed').notNull().default(false),
+		/** The plain secret of hooks from before 0033: sealed into `secret_sealed` and emptied at boot (sealPlainHookSecrets). */
 		secret: text('secret'),
+		/** `v1.<iv>.<ciphertext>.<tag>` (base64url): the secret under AES-256-GCM, bound to the hook's id. */
+		secretSealed: text('secret_sealed'),
 		/** Alerts still arrive and are recorded while muted, but open no investigation. */
 		mutedUntil: ts('muted_until'),
 		revokedAt: ts('revoked_at'),
@@ -34,7 +39,7 @@ export const alertHooks = pgTable(
 		createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
 		createdAt: createdAt()
 	},
-	(t) => [check('alert_hooks_plain_secret_only_signed', sql`${t.signed} or ${t.secret} is null`)]
+	(t) => [check('alert_hooks_secret_only_signed', sql`${t.signed} or (${t.secret} is null and ${t.secretSealed} is null)`)]
 );
 
 /**

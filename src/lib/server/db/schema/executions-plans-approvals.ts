@@ -150,7 +150,9 @@ export const approvals = pgTable(
 		/** For route `chat`: the operator message whose words approved it. */
 		messageId: uuid('message_id'),
 		decidedAt: ts('decided_at').notNull().defaultNow(),
-		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0032. */
+		/** Which credential decided: `session`, `token:<id>`, `rule:<id>`, `plan:<id>`, `system`; sealed with the rest (null on rows from before 0033). */
+		credential: text('credential'),
+		/** HMAC-SHA256 (hex) over the decision, made with the key outside the database (db/seal.ts); null on rows from before 0030. */
 		mac: text('mac')
 	},
 	(t) => [uniqueIndex('approvals_execution_idx').on(t.executionId)]
