@@ -175,7 +175,7 @@ describe('operator B and operator A’s session', () => {
 		const [ofA, ofB] = [streams(a), streams(b)];
 		await caller(a).chat.pin({ sessionId: s.id, pinned: true });
 		await caller(a).chat.pin({ sessionId: s.id, pinned: false });
-		await waitUntil(async () => (ofA.fleet.match(/session\.updated/g) ?? []).length >= 2 && ofA.session.includes('session.updated'));
+		await waitUntil(async () => (ofA.fleet.match(/session\.updated/g) ?? []).length >= 2 && ofA.session.includes('session.updated'), 'A’s streams to carry the pins');
 		// The hub has dispatched both events to every stream by now (A's got them); B's got none.
 		await new Promise((r) => setTimeout(r, 200));
 		expect(ofB.fleet).not.toContain(s.id);
@@ -198,7 +198,7 @@ describe('sharing', () => {
 		await untouched();
 		// A's next change reaches B's streams now.
 		await caller(a).chat.rename({ sessionId: s.id, title: 'alice private chat' });
-		await waitUntil(async () => bStreams.fleet.includes(s.id) && bStreams.session.includes('session.updated'));
+		await waitUntil(async () => bStreams.fleet.includes(s.id) && bStreams.session.includes('session.updated'), 'B’s streams to carry the rename');
 
 		await caller(a).chat.share({ sessionId: s.id, shared: null });
 		expect(await outcome(caller(b).chat.messages({ sessionId: s.id }))).toEqual({ code: 'NOT_FOUND', message: NOT_YOURS });

@@ -33,7 +33,8 @@ export async function listSessions(sql: Sql | TransactionSql, viewer: Viewer, op
 			coalesce(h.name, sc.name) as "startedBy",
 			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind",
 			s.pinned_at is not null as pinned, s.archived_at is not null as archived,
-			case when s.operator_id is distinct from ${viewer.id} then coalesce(o.username, 'admins') end as owner, s.shared
+			case when s.operator_id is distinct from ${viewer.id} and not (s.operator_id is null and ${viewer.role === 'admin'})
+				then coalesce(o.username, 'admins') end as owner, s.shared
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
 			left join schedules sc on sc.id = s.started_by_schedule left join operators o on o.id = s.operator_id
 		where s.deleted_at is null and s.replay is null and (s.archived_at is not null) = ${opts.archived ?? false} and ${listedFor(sql, viewer)}
