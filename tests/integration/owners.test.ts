@@ -36,7 +36,9 @@ let admin: Operator;
 let s: { id: string; executionId: string; questionId: string };
 
 async function operator(username: string, role: 'operator' | 'admin'): Promise<Operator> {
-	const [row] = await sql()<{ id: string }[]>`insert into operators (username, password_hash, role) values (${username}, 'not-a-real-hash', ${role}) returning id`;
+	const [row] = await sql()<
+		{ id: string }[]
+	>`insert into operators (username, password_hash, role) values (${username}, 'not-a-real-hash', ${role}) returning id`;
 	return { id: row.id, username, role };
 }
 
@@ -48,7 +50,9 @@ beforeAll(async () => {
 	await syncAllHosts();
 	[a, b, admin] = [await operator('alice', 'operator'), await operator('bob', 'operator'), await operator('root', 'admin')];
 	const id = await sql().begin((tx) => createSession(tx, a.id, 'alice private chat'));
-	await sql().begin((tx) => insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: 'the zanzibarwidget backup' }], status: 'complete', origin: 'chat' }));
+	await sql().begin((tx) =>
+		insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: 'the zanzibarwidget backup' }], status: 'complete', origin: 'chat' })
+	);
 	const r = await requestExecution(id, { target: 'lxc:strong/102', action: 'pct_start', params: {}, reason: 'start backup' });
 	if ('error' in r) throw new Error(r.error);
 	const parts = [
@@ -162,7 +166,9 @@ describe('operator B and operator A’s session', () => {
 		expect(layout.sessions.map((x) => x.id)).not.toContain(s.id);
 		const ctrl = new AbortController();
 		const streamReq = (user: Operator) =>
-			sessionStreamRoute(ev(user, { params: { id: s.id }, url: new URL('http://nomos.test/'), request: new Request('http://nomos.test/', { signal: ctrl.signal }) }));
+			sessionStreamRoute(
+				ev(user, { params: { id: s.id }, url: new URL('http://nomos.test/'), request: new Request('http://nomos.test/', { signal: ctrl.signal }) })
+			);
 		expect(await status(streamReq(b))).toBe(404);
 		expect(await status(streamReq(a))).toBe(200);
 		ctrl.abort();
@@ -175,7 +181,10 @@ describe('operator B and operator A’s session', () => {
 		const [ofA, ofB] = [streams(a), streams(b)];
 		await caller(a).chat.pin({ sessionId: s.id, pinned: true });
 		await caller(a).chat.pin({ sessionId: s.id, pinned: false });
-		await waitUntil(async () => (ofA.fleet.match(/session\.updated/g) ?? []).length >= 2 && ofA.session.includes('session.updated'), 'A’s streams to carry the pins');
+		await waitUntil(
+			async () => (ofA.fleet.match(/session\.updated/g) ?? []).length >= 2 && ofA.session.includes('session.updated'),
+			'A’s streams to carry the pins'
+		);
 		// The hub has dispatched both events to every stream by now (A's got them); B's got none.
 		await new Promise((r) => setTimeout(r, 200));
 		expect(ofB.fleet).not.toContain(s.id);
@@ -210,7 +219,10 @@ describe('sharing', () => {
 		await caller(a).chat.share({ sessionId: s.id, shared: 'write' });
 		await caller(b).chat.rename({ sessionId: s.id, title: 'renamed by bob' });
 		expect((await getSession(sql(), s.id))?.title).toBe('renamed by bob');
-		expect(await outcome(caller(b).chat.share({ sessionId: s.id, shared: 'read' }))).toEqual({ code: 'FORBIDDEN', message: 'Only the owner of a chat shares it.' });
+		expect(await outcome(caller(b).chat.share({ sessionId: s.id, shared: 'read' }))).toEqual({
+			code: 'FORBIDDEN',
+			message: 'Only the owner of a chat shares it.'
+		});
 		await caller(a).chat.share({ sessionId: s.id, shared: null });
 	});
 });

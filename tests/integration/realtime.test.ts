@@ -20,7 +20,13 @@ afterAll(async () => {
 function open(after: number, scope: { sessionId?: string } = {}) {
 	const ctrl = new AbortController();
 	// An admin reads every session's events (sessions/access.ts); owners are tested in owners.test.ts.
-	const res = eventStreamResponse({ sql: sql(), hub, after, scope: { ...scope, viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } }, signal: ctrl.signal });
+	const res = eventStreamResponse({
+		sql: sql(),
+		hub,
+		after,
+		scope: { ...scope, viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
+		signal: ctrl.signal
+	});
 	return { events: readSse(res), abort: () => ctrl.abort() };
 }
 

@@ -68,7 +68,9 @@ export async function requireWriteOf(sql: Sql | TransactionSql, sessionId: strin
 export async function keepListed<T>(sql: Sql, viewer: Viewer, rows: T[], sessionOf: (r: T) => string | null): Promise<T[]> {
 	if (viewer.role === 'admin') return rows;
 	const ids = [...new Set(rows.map(sessionOf).filter((x): x is string => x !== null))];
-	const listed = ids.length ? new Set((await sql<{ id: string }[]>`select s.id from chat_sessions s where s.id = any(${ids}::uuid[]) and ${listedFor(sql, viewer)}`).map((r) => r.id)) : new Set<string>();
+	const listed = ids.length
+		? new Set((await sql<{ id: string }[]>`select s.id from chat_sessions s where s.id = any(${ids}::uuid[]) and ${listedFor(sql, viewer)}`).map((r) => r.id))
+		: new Set<string>();
 	return rows.filter((r) => {
 		const id = sessionOf(r);
 		return id === null || listed.has(id);

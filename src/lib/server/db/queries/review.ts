@@ -328,7 +328,11 @@ export async function sessionReviewFacts(
 	sql: PoolSql,
 	sessionId: string,
 	opts: { source?: 'facts' | 'parts' } = {}
-): Promise<{ session: { id: string; title: string; createdAt: string; owner: string | null }; facts: ReviewFactsRow | null; messages: ReviewMessageRow[] } | null> {
+): Promise<{
+	session: { id: string; title: string; createdAt: string; owner: string | null };
+	facts: ReviewFactsRow | null;
+	messages: ReviewMessageRow[];
+} | null> {
 	const [[session], version] = await Promise.all([
 		// `owner`: whose session it is (sessions/access.ts); the admin reads it here, read-only.
 		sql<{ id: string; title: string; createdAt: string; owner: string | null }[]>`

@@ -33,5 +33,17 @@ export const load: PageServerLoad = async ({ params, locals }) => {
 		listSessionQuestions(sql(), id.data),
 		groupMutedUntil(sql(), id.data)
 	]);
-	return { session, access, messages, executions, plans, window, questions, alertMutedUntil, cursor, prices: env().NOMOS_PRICES ?? null, models: configuredModels() };
+	return {
+		session,
+		access,
+		messages,
+		executions,
+		plans,
+		window,
+		questions,
+		alertMutedUntil,
+		cursor,
+		prices: env().NOMOS_PRICES ?? null,
+		models: configuredModels()
+	};
 };
