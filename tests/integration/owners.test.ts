@@ -79,7 +79,7 @@ async function outcome(p: Promise<unknown>): Promise<{ ok: true } | { code: stri
 }
 
 /** A SvelteKit `error()` or `Response` status from a route or load; 200 when it returned normally. */
-async function status(p: Promise<unknown> | unknown): Promise<number> {
+async function status(p: unknown): Promise<number> {
 	try {
 		const r = await p;
 		return r instanceof Response ? r.status : 200;
