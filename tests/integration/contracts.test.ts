@@ -88,7 +88,13 @@ describe('events', () => {
 			e.type === 'no.such.type' || (e.type === 'workers.changed' && (e.data.payload as { alive?: number }).alive === alive);
 		const seen = async (after: number) => {
 			const ctrl = new AbortController();
-			const res = eventStreamResponse({ sql: sql(), hub, after, scope: {}, signal: ctrl.signal });
+			const res = eventStreamResponse({
+				sql: sql(),
+				hub,
+				after,
+				scope: { viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
+				signal: ctrl.signal
+			});
 			const types: string[] = [];
 			for await (const e of readSse(res)) {
 				if (!ours(e, 7)) continue;
@@ -103,7 +109,13 @@ describe('events', () => {
 
 		// Live from the hub: the unknown row comes between two known ones.
 		const ctrl = new AbortController();
-		const res = eventStreamResponse({ sql: sql(), hub, after: hub.lastId, scope: {}, signal: ctrl.signal });
+		const res = eventStreamResponse({
+			sql: sql(),
+			hub,
+			after: hub.lastId,
+			scope: { viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
+			signal: ctrl.signal
+		});
 		const live = (async () => {
 			const got: Array<{ type: string; payload: unknown }> = [];
 			for await (const e of readSse(res)) {

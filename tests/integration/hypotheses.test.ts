@@ -136,6 +136,7 @@ describe('hypotheses', () => {
 				text: 'whatever the page said',
 				shownExecutionIds: [],
 				operatorId,
+				viewer: { id: operatorId, role: 'admin' },
 				credential: freshSession(),
 				token: null,
 				pursue: { setId: 'c-hyp', hypothesisId }

@@ -19,7 +19,14 @@ afterAll(async () => {
 
 function open(after: number, scope: { sessionId?: string } = {}) {
 	const ctrl = new AbortController();
-	const res = eventStreamResponse({ sql: sql(), hub, after, scope, signal: ctrl.signal });
+	// An admin reads every session's events (sessions/access.ts); owners are tested in owners.test.ts.
+	const res = eventStreamResponse({
+		sql: sql(),
+		hub,
+		after,
+		scope: { ...scope, viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
+		signal: ctrl.signal
+	});
 	return { events: readSse(res), abort: () => ctrl.abort() };
 }
 

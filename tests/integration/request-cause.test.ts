@@ -189,7 +189,7 @@ describe('a request carries who caused it', () => {
 		await runTurns();
 		const [m] = await sql()<{ id: string }[]>`select id from messages where session_id = ${sessionId} and role = 'assistant'`;
 		const q = await sql().begin((tx) => raiseQuestion(tx, { sessionId, messageId: m.id, prompt: 'Restart web?', options: [], contextEntities: [] }));
-		expect(await answerFromPanel(sessionId, q.id, 'yes, restart it', admin.id, { id: token.id, name: token.name })).toMatchObject({ ok: true });
+		expect(await answerFromPanel(sessionId, q.id, 'yes, restart it', admin, { id: token.id, name: token.name })).toMatchObject({ ok: true });
 		llm.push({ toolCalls: [restart(102, 'the answer said so')] }, { text: 'Requested.' });
 		await runTurns();
 		const [e] = await requestedIn(sessionId);

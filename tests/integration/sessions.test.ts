@@ -23,12 +23,15 @@ useTestDatabase();
 useHub();
 let llm: ScriptedLlm;
 let operatorId: string;
+/** The operator whose sessions these are (sessions/access.ts). */
+let me: { id: string; role: 'operator' };
 
 beforeAll(async () => {
 	llm = await startScriptedLlm();
 	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted', NOMOS_MODELS: 'scripted,scripted-large' });
 	resetEnvCache();
 	operatorId = await newOperator('sessions-op');
+	me = { id: operatorId, role: 'operator' };
 });
 afterAll(async () => {
 	await llm.close();
@@ -64,23 +67,23 @@ describe('rename, pin, archive', () => {
 	it('renames (validated, ≤ 120 characters), pins on top, archives out of the list and back', async () => {
 		const a = await session('first');
 		const b = await session('second');
-		await renameSession(a.id, 'Backups on pve1');
+		await renameSession(a.id, me, 'Backups on pve1');
 		expect(await getSession(sql(), a.id)).toMatchObject({ title: 'Backups on pve1', titledBy: 'operator' });
 		expect(renameSessionInput.safeParse({ sessionId: a.id, title: 'x'.repeat(121) }).success).toBe(false);
 		expect(renameSessionInput.safeParse({ sessionId: a.id, title: '   ' }).success).toBe(false);
 		expect(renameSessionInput.parse({ sessionId: a.id, title: '  two   words ' }).title).toBe('two words');
 
 		// b is newer; pinning a puts it first.
-		expect((await listSessions(sql())).map((s) => s.id).slice(0, 2)).toEqual([b.id, a.id]);
-		await pinSession(a.id, true);
-		const pinned = await listSessions(sql());
+		expect((await listSessions(sql(), me)).map((s) => s.id).slice(0, 2)).toEqual([b.id, a.id]);
+		await pinSession(a.id, me, true);
+		const pinned = await listSessions(sql(), me);
 		expect(pinned[0]).toMatchObject({ id: a.id, pinned: true });
 
-		await archiveSession(a.id, true);
-		expect((await listSessions(sql())).map((s) => s.id)).not.toContain(a.id);
-		expect((await listSessions(sql(), { archived: true })).map((s) => s.id)).toEqual([a.id]);
-		await archiveSession(a.id, false);
-		expect((await listSessions(sql())).map((s) => s.id)).toContain(a.id);
+		await archiveSession(a.id, me, true);
+		expect((await listSessions(sql(), me)).map((s) => s.id)).not.toContain(a.id);
+		expect((await listSessions(sql(), me, { archived: true })).map((s) => s.id)).toEqual([a.id]);
+		await archiveSession(a.id, me, false);
+		expect((await listSessions(sql(), me)).map((s) => s.id)).toContain(a.id);
 
 		// Every change went out on the one event path.
 		const events = await sql()<
@@ -89,7 +92,7 @@ describe('rename, pin, archive', () => {
 		expect(events.map((e) => e.payload)).toEqual(
 			expect.arrayContaining([{ title: 'Backups on pve1' }, { pinned: true }, { archived: true }, { archived: false }])
 		);
-		const missing = await refusal(renameSession('00000000-0000-4000-8000-000000000000', 'x'));
+		const missing = await refusal(renameSession('00000000-0000-4000-8000-000000000000', me, 'x'));
 		expect(missing.code).toBe('NOT_FOUND');
 	});
 });
@@ -100,25 +103,25 @@ describe('delete', () => {
 			{ role: 'user', parts: text('check the disks') },
 			{ role: 'assistant', parts: text('Looking'), status: 'streaming' }
 		]);
-		const busy = await refusal(deleteSession(s.id, { id: operatorId }));
+		const busy = await refusal(deleteSession(s.id, me));
 		expect(busy.code).toBe('CONFLICT');
 		expect(busy.message).toMatch(/still answering/);
 		await sql()`update messages set status = 'complete' where id = ${s.ids[1]}`;
 		await sql()`insert into session_questions (session_id, prompt) values (${s.id}, 'Which disk?')`;
-		expect((await refusal(deleteSession(s.id, { id: operatorId }))).message).toMatch(/question waits/);
+		expect((await refusal(deleteSession(s.id, me))).message).toMatch(/question waits/);
 		await sql()`update session_questions set status = 'answered' where session_id = ${s.id}`;
 
-		await deleteSession(s.id, { id: operatorId });
-		expect((await listSessions(sql())).map((x) => x.id)).not.toContain(s.id);
-		expect((await listSessions(sql(), { archived: true })).map((x) => x.id)).not.toContain(s.id);
+		await deleteSession(s.id, me);
+		expect((await listSessions(sql(), me)).map((x) => x.id)).not.toContain(s.id);
+		expect((await listSessions(sql(), me, { archived: true })).map((x) => x.id)).not.toContain(s.id);
 		expect((await getSession(sql(), s.id))?.deletedAt).toBeTruthy();
 		const [{ n }] = await sql()<{ n: number }[]>`select count(*)::int as n from messages where session_id = ${s.id}`;
 		expect(n).toBe(2);
 		const audit = await listAudit(sql(), { action: 'session.deleted' });
 		expect(audit).toEqual([expect.objectContaining({ sessionId: s.id, subjectId: s.id, detail: { title: 'to delete' } })]);
 		expect(await exportSession(s.id, 'md')).toBeNull();
-		expect((await refusal(renameSession(s.id, 'again'))).code).toBe('NOT_FOUND');
-		expect((await refusal(deleteSession(s.id, { id: operatorId }))).code).toBe('NOT_FOUND');
+		expect((await refusal(renameSession(s.id, me, 'again'))).code).toBe('NOT_FOUND');
+		expect((await refusal(deleteSession(s.id, me))).code).toBe('NOT_FOUND');
 	});
 });
 
@@ -140,22 +143,22 @@ describe('search', () => {
 		]);
 		const b = await session('archived one', [{ role: 'user', parts: text('grafana again, please') }]);
 		const c = await session('deleted one', [{ role: 'user', parts: text('grafana deleted') }]);
-		await archiveSession(b.id, true);
-		await deleteSession(c.id, { id: operatorId });
+		await archiveSession(b.id, me, true);
+		await deleteSession(c.id, me);
 
-		const hits = await searchSessions(sql(), 'grafana');
+		const hits = await searchSessions(sql(), me, 'grafana');
 		expect(hits.map((h) => h.sessionId).sort()).toEqual([a.id, b.id].sort());
 		expect(hits.find((h) => h.sessionId === b.id)?.archived).toBe(true);
 		const first = hits.find((h) => h.sessionId === a.id)!;
 		expect(first.messageId).toBe(a.ids[0]);
 		expect(first.snippet).toContain('\u0002grafana\u0003');
 
-		expect((await searchSessions(sql(), 'zfspool')).map((h) => h.messageId)).toEqual([a.ids[1]]);
-		expect((await searchSessions(sql(), '4242')).map((h) => h.messageId)).toEqual([a.ids[1]]);
-		expect((await searchSessions(sql(), 'get_lxc_state')).map((h) => h.messageId)).toEqual([a.ids[1]]);
-		expect(await searchSessions(sql(), 'nonexistentword')).toEqual([]);
+		expect((await searchSessions(sql(), me, 'zfspool')).map((h) => h.messageId)).toEqual([a.ids[1]]);
+		expect((await searchSessions(sql(), me, '4242')).map((h) => h.messageId)).toEqual([a.ids[1]]);
+		expect((await searchSessions(sql(), me, 'get_lxc_state')).map((h) => h.messageId)).toEqual([a.ids[1]]);
+		expect(await searchSessions(sql(), me, 'nonexistentword')).toEqual([]);
 		// The query is data, never SQL.
-		expect(await searchSessions(sql(), "'); drop table messages; --")).toEqual([]);
+		expect(await searchSessions(sql(), me, "'); drop table messages; --")).toEqual([]);
 	});
 });
 
@@ -228,7 +231,7 @@ describe("the agent's title", () => {
 		llm.pushTitle({ text: 'Agent title', delayMs: 1000 });
 		const claimed = writeAgentTitle(t.id);
 		await waitUntil(async () => llm.titleRequests.length === 2, 'the second title request');
-		await renameSession(t.id, 'Mine');
+		await renameSession(t.id, me, 'Mine');
 		expect(await claimed).toBe('kept');
 		expect(await getSession(sql(), t.id)).toMatchObject({ title: 'Mine', titledBy: 'operator' });
 
@@ -246,7 +249,7 @@ describe("the agent's title", () => {
 			{ role: 'user', parts: text('v') },
 			{ role: 'assistant', parts: text('ok') }
 		]);
-		await renameSession(v.id, 'Operator title');
+		await renameSession(v.id, me, 'Operator title');
 		const before = llm.titleRequests.length;
 		expect(await writeAgentTitle(v.id)).toBe('skipped');
 		expect(llm.titleRequests).toHaveLength(before);
@@ -257,14 +260,14 @@ describe('model per session', () => {
 	it('uses the chosen model for the turn and refuses one not configured', async () => {
 		llm.setFallback(() => ({ text: 'ok' }));
 		const s = await session('model', [{ role: 'user', parts: text('hello') }]);
-		await chooseSessionModel(s.id, 'scripted-large');
+		await chooseSessionModel(s.id, me, 'scripted-large');
 		expect((await getSession(sql(), s.id))?.model).toBe('scripted-large');
 		await runTurn({ sessionId: s.id, origin: 'chat' });
 		expect(llm.requests.at(-1)?.body?.model).toBe('scripted-large');
 		const [reply] = await sql()<{ parts: MessagePart[] }[]>`select parts from messages where session_id = ${s.id} and role = 'assistant'`;
 		expect(JSON.stringify(reply.parts)).toContain('scripted-large');
-		expect((await refusal(chooseSessionModel(s.id, 'gpt-unknown'))).code).toBe('BAD_REQUEST');
-		await chooseSessionModel(s.id, 'scripted');
+		expect((await refusal(chooseSessionModel(s.id, me, 'gpt-unknown'))).code).toBe('BAD_REQUEST');
+		await chooseSessionModel(s.id, me, 'scripted');
 		expect((await getSession(sql(), s.id))?.model).toBeNull();
 	});
 });

@@ -76,7 +76,13 @@ async function tab(sessionId: string, rand: () => number, opts: { joinMs: number
 	const final = () => [...held.values()].some((m) => m.role === 'assistant' && m.status !== 'streaming');
 	while (!final()) {
 		const ctrl = new AbortController();
-		const res = eventStreamResponse({ sql: sql(), hub, after: cursor, scope: { sessionId }, signal: ctrl.signal });
+		const res = eventStreamResponse({
+			sql: sql(),
+			hub,
+			after: cursor,
+			scope: { sessionId, viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
+			signal: ctrl.signal
+		});
 		const dropAt = drops.shift();
 		const timer = dropAt === undefined ? undefined : setTimeout(() => ctrl.abort(), dropAt);
 		try {

@@ -183,7 +183,7 @@ describe('audit trail', () => {
 		const q1 = await ask('How often should backups run?');
 		await chat().send({ sessionId, text: 'nightly', shownExecutionIds: [] });
 		const q2 = await ask('And keep how many?');
-		const r = await answerFromPanel(sessionId, q2.id, 'seven', admin.id, { id: '00000000-0000-4000-8000-0000000000aa', name: 'phone-shortcut' });
+		const r = await answerFromPanel(sessionId, q2.id, 'seven', admin, { id: '00000000-0000-4000-8000-0000000000aa', name: 'phone-shortcut' });
 		expect(r.ok).toBe(true);
 		const trail = (await listAudit(sql(), { action: 'question' })).filter((e) => e.sessionId === sessionId);
 		expect(trail.map((e) => [e.action, e.route, e.subjectId, e.actorName, e.detail.answer])).toEqual([

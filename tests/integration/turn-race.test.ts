@@ -40,7 +40,15 @@ const lastUser = (r: RecordedRequest) => contentText((r.body?.messages ?? []).fi
 const NOTE = '[system note';
 
 const send = (sessionId: string | undefined, text: string) =>
-	sendOperatorMessage({ sessionId, text, shownExecutionIds: [], operatorId, credential: freshSession(), token: null });
+	sendOperatorMessage({
+		sessionId,
+		text,
+		shownExecutionIds: [],
+		operatorId,
+		viewer: { id: operatorId, role: 'admin' },
+		credential: freshSession(),
+		token: null
+	});
 
 /** A finished execution linked to the session, its continuation queued as the runner queues it. */
 async function finishExecution(sessionId: string): Promise<string> {

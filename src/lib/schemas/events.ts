@@ -30,6 +30,8 @@ export const eventSchemas = {
 		pinned: z.boolean().optional(),
 		archived: z.boolean().optional(),
 		model: z.string().nullable().optional(),
+		/** Shared with every operator (`read`, `write`) or no longer (null). */
+		shared: z.enum(['read', 'write']).nullable().optional(),
 		deleted: z.literal(true).optional()
 	}),
 	/** A replay's progress (replay/run.ts): queued, running (operator messages sent of total), done or failed. */

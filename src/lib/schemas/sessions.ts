@@ -14,3 +14,5 @@ export const sessionModelInput = z.object({ sessionId: z.uuid(), model: z.string
 export const listSessionsInput = z.object({ archived: z.boolean().default(false) }).default({ archived: false });
 export const searchSessionsInput = z.object({ q: z.string().trim().min(1, 'Type something to search for.').max(200, 'Search for 200 characters at most.') });
 export const exportFormat = z.enum(['md', 'json']);
+/** Sharing a session with every operator: read-only, read-write, or not at all (null). */
+export const shareSessionInput = z.object({ sessionId: z.uuid(), shared: z.enum(['read', 'write']).nullable() });

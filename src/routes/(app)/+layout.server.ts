@@ -7,5 +7,5 @@ import type { LayoutServerLoad } from './$types';
 export const load: LayoutServerLoad = async ({ locals }) => {
 	// Read before the state it covers; later changes are replayed over SSE.
 	const cursor = await latestEventId(sql());
-	return { user: locals.user!, sessions: await listSessions(sql()), cursor, workersAlive: await countLiveWorkers(sql()) };
+	return { user: locals.user!, sessions: await listSessions(sql(), locals.user!), cursor, workersAlive: await countLiveWorkers(sql()) };
 };

@@ -8,6 +8,7 @@ import type { Credential } from '../executions/authority';
 import { approveByTyping } from '../executions/decisions';
 import { causeOfCredential } from '../executions/cause';
 import { Refusal } from '../refusal';
+import { requireWrite, type Viewer } from '../sessions/access';
 import { listMessages } from '../conversation/messages';
 import { hypothesisSets, pursueText } from '../../messages/hypotheses';
 import type { MessagePart, PursueData } from '../../types/messages';
@@ -25,10 +26,13 @@ export async function sendOperatorMessage(m: {
 	text: string;
 	shownExecutionIds: string[];
 	operatorId: string;
+	/** Who sends: they must be able to write the session (sessions/access.ts). */
+	viewer: Viewer;
 	credential: Credential;
 	token: { id: string; name: string } | null;
 	pursue?: PursueData;
 }): Promise<{ sessionId: string; messageId: string }> {
+	if (m.sessionId) await requireWrite(sql(), m.sessionId, m.viewer);
 	const pursued = m.pursue ? await pursuedMessage(m.sessionId, m.pursue) : null;
 	return store({ ...m, ...pursued });
 }
@@ -49,6 +53,7 @@ function store(m: Parameters<typeof sendOperatorMessage>[0] & { extra?: MessageP
 		let sessionId = m.sessionId;
 		if (sessionId) {
 			if (!(await getSession(tx, sessionId))) throw new Refusal('NOT_FOUND', 'That chat session does not exist.');
+			await requireWrite(tx, sessionId, m.viewer);
 		} else sessionId = await createSession(tx, m.operatorId, titleFrom(m.text));
 		// Who sent it: what the agent asks for in the turns it starts carries it (executions/cause.ts).
 		const cause = causeOfCredential(m.credential, { id: m.operatorId });

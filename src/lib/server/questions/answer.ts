@@ -2,6 +2,7 @@ import { sql } from '../db/index';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { answerQuestion, type AnswerResult } from '../db/queries/questions';
+import { requireWrite, sessionAccess, type Viewer } from '../sessions/access';
 
 /**
  * An answer from outside the chat box: the panel in a browser (recorded and audited as `panel`),
@@ -12,12 +13,17 @@ export async function answerFromPanel(
 	sessionId: string | undefined,
 	questionId: string,
 	answer: string,
-	operatorId: string,
+	operator: Viewer,
 	token?: { id: string; name: string } | null,
 	route: 'panel' | 'rest' = token ? 'rest' : 'panel'
 ): Promise<AnswerResult> {
 	return sql().begin(async (tx) => {
-		const r = await answerQuestion(tx, questionId, { answer, via: route, operatorId, sessionId, token });
+		// Only in a session the operator may write (sessions/access.ts): another's question is "no such question".
+		const [q] = await tx<{ sessionId: string }[]>`
+			select session_id as "sessionId" from session_questions where id = ${questionId} ${sessionId ? tx`and session_id = ${sessionId}` : tx``}`;
+		if (!q || !(await sessionAccess(tx, q.sessionId, operator))) return { ok: false, reason: 'not_found' } as const;
+		await requireWrite(tx, q.sessionId, operator);
+		const r = await answerQuestion(tx, questionId, { answer, via: route, operatorId: operator.id, sessionId, token });
 		if (!r.ok) return r;
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });
 		await requestTurn(tx, { sessionId: r.question.sessionId, origin: 'answer' });

@@ -5,15 +5,22 @@ import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/eve
 import { getExecutionsByIds, type ExecutionRow } from '../db/queries/executions';
 import { getPlansByIds, type PlanRow } from '../db/queries/plans';
 import { logger } from '../log';
+import type { SessionSharing } from '../db/schema';
+
+/** Whose a session is (its owner, its sharing): what a stream checks before it carries the session's events. */
+export type SessionAudience = { ownerId: string | null; shared: SessionSharing | null };
 
 const log = logger('realtime');
 
-/** An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names. */
-export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow };
+/**
+ * An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names,
+ * and (never sent) who may see its session (`audience`: sessions/access.ts; absent for fleet events).
+ */
+export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow; audience?: SessionAudience };
 
 export interface Subscriber {
-	/** Which events this subscriber wants. */
-	accepts(e: EventRow): boolean;
+	/** Which events this subscriber wants (and may see: `audience`). */
+	accepts(e: OutEvent): boolean;
 	deliver(e: OutEvent): void;
 	ping(): void;
 }
@@ -163,16 +170,22 @@ export async function enrich(sql: Sql, batch: EventRow[]): Promise<OutEvent[]> {
 	const ids = (key: string, types?: string[]) => [
 		...new Set(batch.filter((e) => typeof e.payload[key] === 'string' && (!types || types.includes(e.type))).map((e) => String(e.payload[key])))
 	];
-	const [messages, executions, plans] = await Promise.all([
+	const sessionIds = [...new Set(batch.map((e) => e.sessionId).filter((x): x is string => !!x))];
+	const [messages, executions, plans, audiences] = await Promise.all([
 		getMessagesByIds(sql, ids('messageId', ['message.updated'])),
 		getExecutionsByIds(sql, ids('executionId')),
-		getPlansByIds(sql, ids('planId'))
+		getPlansByIds(sql, ids('planId')),
+		sessionIds.length
+			? sql<(SessionAudience & { id: string })[]>`select id, operator_id as "ownerId", shared from chat_sessions where id = any(${sessionIds}::uuid[])`
+			: []
 	]);
+	const a = new Map(audiences.map((r) => [r.id, { ownerId: r.ownerId, shared: r.shared }]));
 	const m = new Map(messages.map((x) => [x.id, x]));
 	const x = new Map(executions.map((r) => [r.id, r]));
 	const p = new Map(plans.map((r) => [r.id, r]));
 	return batch.map((e) => {
-		const out: OutEvent = { ...e };
+		// A session gone from the table (never, as sessions are only marked deleted) is nobody's: admins only.
+		const out: OutEvent = e.sessionId ? { ...e, audience: a.get(e.sessionId) ?? { ownerId: null, shared: null } } : { ...e };
 		if (e.type === 'message.updated') out.message = m.get(String(e.payload.messageId));
 		if (typeof e.payload.executionId === 'string') out.execution = x.get(e.payload.executionId);
 		if (typeof e.payload.planId === 'string') out.plan = p.get(e.payload.planId);

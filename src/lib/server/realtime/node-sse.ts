@@ -4,6 +4,7 @@ import { sql } from '../db/index';
 import { hub } from './hub';
 import { openEventStream, ownerScope, parseCursor, SSE_HEADERS } from './sse';
 import { matchSseRoute, type SseRoute } from './sse-routes';
+import { NOT_YOURS, sessionAccess } from '../sessions/access';
 
 /**
  * Serves the SSE endpoints straight on node's ServerResponse, below SvelteKit (called by
@@ -28,6 +29,13 @@ async function stream(req: IncomingMessage, res: ServerResponse, route: SseRoute
 	if (!auth.user) {
 		const body = JSON.stringify(SIGN_IN_FIRST);
 		res.writeHead(401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+		return;
+	}
+	// Another operator's session (not shared): the same 404 as one that does not exist (sessions/access.ts).
+	if (route.sessionId && !(await sessionAccess(sql(), route.sessionId, auth.user))) {
+		if (gone) return;
+		const body = JSON.stringify({ message: NOT_YOURS });
+		res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 		return;
 	}
 	const header = req.headers['last-event-id'];

@@ -2,6 +2,7 @@ import type { Sql } from '../db/index';
 import { listEventsAfter, prunedThrough, type EventRow } from '../db/queries/events';
 import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
+import { accessOf, type Viewer } from '../sessions/access';
 import { logger } from '../log';
 import { isEventType, type EventType } from '../../schemas/events';
 
@@ -12,6 +13,11 @@ export const SESSION_ONLY_TYPES: EventType[] = ['message.updated', 'message.delt
 
 export interface StreamScope {
 	sessionId?: string;
+	/**
+	 * Who reads the stream: it carries only the events of sessions they may read (sessions/access.ts),
+	 * and fleet events. Without one (a stream no operator opened) it carries no session's events.
+	 */
+	viewer?: Viewer;
 	/** Whose stream this is: an `auth.revoked` naming them (and not this sign-in) closes it. */
 	operatorId?: string;
 	tokenHash?: string;
@@ -21,9 +27,16 @@ export interface StreamScope {
 export const apiTokenStreamKey = (tokenId: string) => `api_token:${tokenId}`;
 
 /** The stream scope part that ties a stream to the signed-in operator (`locals`, or `authenticate()` on the fast path). */
-export function ownerScope(auth: { user: { id: string } | null; sessionToken: string | null; apiToken?: { id: string } | null }): StreamScope {
-	if (auth.user && auth.apiToken) return { operatorId: auth.user.id, tokenHash: apiTokenStreamKey(auth.apiToken.id) };
-	return auth.user && auth.sessionToken ? { operatorId: auth.user.id, tokenHash: sessionTokenHash(auth.sessionToken) } : {};
+export function ownerScope(auth: { user: Viewer | null; sessionToken: string | null; apiToken?: { id: string } | null }): StreamScope {
+	const viewer = auth.user ? { id: auth.user.id, role: auth.user.role } : undefined;
+	if (auth.user && auth.apiToken) return { viewer, operatorId: auth.user.id, tokenHash: apiTokenStreamKey(auth.apiToken.id) };
+	return auth.user && auth.sessionToken ? { viewer, operatorId: auth.user.id, tokenHash: sessionTokenHash(auth.sessionToken) } : { viewer };
+}
+
+/** Whether the stream's reader may see this event: a fleet event, or one of a session they may read. */
+function visible(e: OutEvent, scope: StreamScope): boolean {
+	if (!e.sessionId) return true;
+	return !!scope.viewer && !!e.audience && accessOf(scope.viewer, e.audience) !== null;
 }
 
 /** Sent instead of a replay that would have a gap (the events were pruned): the client reloads. */
@@ -121,10 +134,10 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 	let live = false;
 	let closed = false;
 	const buffer: OutEvent[] = [];
-	const accepts = (e: EventRow) =>
+	const accepts = (e: OutEvent) =>
 		e.type === REVOKED
 			? revokes(e, scope)
-			: (scope.sessionId ? e.sessionId === scope.sessionId : !(SESSION_ONLY_TYPES as string[]).includes(e.type)) && known(e);
+			: (scope.sessionId ? e.sessionId === scope.sessionId : !(SESSION_ONLY_TYPES as string[]).includes(e.type)) && known(e) && visible(e, scope);
 	const stop = () => {
 		if (closed) return;
 		closed = true;
@@ -170,7 +183,7 @@ export function openEventStream(opts: { sql: Sql; hub: Hub; after: number; scope
 						excludeTypes: scope.sessionId ? [REVOKED] : [...SESSION_ONLY_TYPES, REVOKED],
 						limit: 500
 					});
-					for (const e of await enrich(sql, collapseMessageUpdates(batch.filter(known)))) send(e);
+					for (const e of await enrich(sql, collapseMessageUpdates(batch.filter(known)))) if (visible(e, scope)) send(e);
 					if (batch.length) lastSent = Math.max(lastSent, batch[batch.length - 1].id);
 				} while (batch.length === 500 && !closed);
 			} catch (e) {

@@ -66,7 +66,7 @@ export interface ReviewSummary {
 }
 
 export interface SessionReview {
-	session: { id: string; title: string; createdAt: string };
+	session: { id: string; title: string; createdAt: string; owner: string | null };
 	/** The operator's first message: what the session was for. */
 	goal: string;
 	totals: ReviewTotals;

@@ -4,40 +4,58 @@ import { recordAudit } from '../db/queries/audit';
 import { changeSession, lockLiveSession, sessionBusyWith, type SessionChange } from '../db/queries/sessions';
 import { configuredModels } from '../agent/provider';
 import { Refusal } from '../refusal';
+import { requireWrite, type Viewer } from './access';
+import type { SessionSharing } from '../db/schema';
 
 // What an operator does to a session as a whole: rename, pin, archive, choose its model, delete.
 // Each change is one transaction that locks the row, writes, and announces it (session.updated),
 // so every open tab follows; a deleted session is gone for all of them.
 
-type Actor = { id: string; username?: string };
+type Actor = Viewer & { username?: string };
 
-async function withLiveSession(sessionId: string, f: (tx: TransactionSql, title: string) => Promise<void>): Promise<void> {
+/** Locks the live session and checks the actor may write it (sessions/access.ts) before `f` changes it. */
+async function withLiveSession(sessionId: string, actor: Viewer, f: (tx: TransactionSql, title: string) => Promise<void>): Promise<void> {
 	await sql().begin(async (tx) => {
 		const row = await lockLiveSession(tx, sessionId);
 		if (!row) throw new Refusal('NOT_FOUND', 'That chat session does not exist.');
+		await requireWrite(tx, sessionId, actor);
 		await f(tx, row.title);
 	});
 }
 
 /** The operator's title; from now on the agent never retitles it. */
-export function renameSession(sessionId: string, title: string): Promise<void> {
-	return withLiveSession(sessionId, (tx) => changeSession(tx, sessionId, { title, titledBy: 'operator' }));
+export function renameSession(sessionId: string, actor: Viewer, title: string): Promise<void> {
+	return withLiveSession(sessionId, actor, (tx) => changeSession(tx, sessionId, { title, titledBy: 'operator' }));
 }
 
-export function pinSession(sessionId: string, pinned: boolean): Promise<void> {
-	return withLiveSession(sessionId, (tx) => changeSession(tx, sessionId, { pinned }));
+export function pinSession(sessionId: string, actor: Viewer, pinned: boolean): Promise<void> {
+	return withLiveSession(sessionId, actor, (tx) => changeSession(tx, sessionId, { pinned }));
 }
 
-export function archiveSession(sessionId: string, archived: boolean): Promise<void> {
-	return withLiveSession(sessionId, (tx) => changeSession(tx, sessionId, { archived }));
+export function archiveSession(sessionId: string, actor: Viewer, archived: boolean): Promise<void> {
+	return withLiveSession(sessionId, actor, (tx) => changeSession(tx, sessionId, { archived }));
+}
+
+/**
+ * Shares a session with every operator (read-only or read-write) or stops sharing it: its owner's
+ * choice only (an admin's for a session without an owner). Audited as `session.shared`.
+ */
+export function shareSession(sessionId: string, actor: Actor, shared: SessionSharing | null): Promise<void> {
+	return withLiveSession(sessionId, actor, async (tx) => {
+		const [row] = await tx<{ ownerId: string | null }[]>`select operator_id as "ownerId" from chat_sessions where id = ${sessionId}`;
+		const owns = row.ownerId === actor.id || (row.ownerId === null && actor.role === 'admin');
+		if (!owns) throw new Refusal('FORBIDDEN', 'Only the owner of a chat shares it.');
+		await changeSession(tx, sessionId, { shared });
+		await recordAudit(tx, { actor, action: 'session.shared', route: 'chat', subjectType: 'session', subjectId: sessionId, sessionId, detail: { shared } });
+	});
 }
 
 /** The model the session's next turns use: one of the configured ones, or null for the default. */
-export async function chooseSessionModel(sessionId: string, model: string | null): Promise<void> {
+export async function chooseSessionModel(sessionId: string, actor: Viewer, model: string | null): Promise<void> {
 	const models = configuredModels();
 	if (model !== null && !models.includes(model)) throw new Refusal('BAD_REQUEST', `"${model}" is not a configured model (${models.join(', ') || 'none'}).`);
 	const change: SessionChange = { model: model === models[0] ? null : model };
-	await withLiveSession(sessionId, (tx) => changeSession(tx, sessionId, change));
+	await withLiveSession(sessionId, actor, (tx) => changeSession(tx, sessionId, change));
 }
 
 /**
@@ -47,7 +65,7 @@ export async function chooseSessionModel(sessionId: string, model: string | null
  * operator must still decide or watch. Audited as `session.deleted`.
  */
 export function deleteSession(sessionId: string, actor: Actor): Promise<void> {
-	return withLiveSession(sessionId, async (tx, title) => {
+	return withLiveSession(sessionId, actor, async (tx, title) => {
 		const busy = await sessionBusyWith(tx, sessionId);
 		if (busy.length) throw new Refusal('CONFLICT', `This chat cannot be deleted yet: ${busy.join(', ')}.`);
 		await changeSession(tx, sessionId, { deletedBy: actor.id });

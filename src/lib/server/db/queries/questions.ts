@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { listedFor, type Viewer } from '../../sessions/access';
 import type { Sql } from '../index';
 import type { RequestCause } from '../../../types/executions';
 import type { OpenQuestion, QuestionRow } from '../../../types/questions';
@@ -22,11 +23,11 @@ export async function listSessionQuestions(sql: Sql, sessionId: string): Promise
 	return sql<QuestionRow[]>`select ${columns(sql)} from session_questions where session_id = ${sessionId} order by created_at`;
 }
 
-export async function listOpenQuestions(sql: Sql): Promise<OpenQuestion[]> {
+export async function listOpenQuestions(sql: Sql, viewer: Viewer): Promise<OpenQuestion[]> {
 	return sql<OpenQuestion[]>`
 		select q.id, q.session_id as "sessionId", q.prompt, q.created_at as "createdAt", s.title
 		from session_questions q join chat_sessions s on s.id = q.session_id
-		where q.status = 'open' order by q.created_at`;
+		where q.status = 'open' and ${listedFor(sql, viewer)} order by q.created_at`;
 }
 
 /** Records a question, moves the task to awaiting_input and announces it. */

@@ -329,10 +329,16 @@ export async function sessionReviewFacts(
 	sql: PoolSql,
 	sessionId: string,
 	opts: { source?: 'facts' | 'parts' } = {}
-): Promise<{ session: { id: string; title: string; createdAt: string }; facts: ReviewFactsRow | null; messages: ReviewMessageRow[] } | null> {
+): Promise<{
+	session: { id: string; title: string; createdAt: string; owner: string | null };
+	facts: ReviewFactsRow | null;
+	messages: ReviewMessageRow[];
+} | null> {
 	const [[session], version] = await Promise.all([
-		sql<{ id: string; title: string; createdAt: string }[]>`
-			select id, title, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt" from chat_sessions where id = ${sessionId}`,
+		// `owner`: whose session it is (sessions/access.ts); the admin reads it here, read-only.
+		sql<{ id: string; title: string; createdAt: string; owner: string | null }[]>`
+			select c.id, c.title, to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt", o.username as owner
+			from chat_sessions c left join operators o on o.id = c.operator_id where c.id = ${sessionId}`,
 		opts.source ? null : storedFactsVersion(sql)
 	]);
 	if (!session) return null;

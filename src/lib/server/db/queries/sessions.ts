@@ -1,7 +1,8 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { SessionTitledBy, TaskState } from '../schema';
+import type { SessionSharing, SessionTitledBy, TaskState } from '../schema';
 import { emitEvent } from './events';
+import { listedFor, type Viewer } from '../../sessions/access';
 
 export type SessionSummary = {
 	id: string;
@@ -15,6 +16,9 @@ export type SessionSummary = {
 	startedByKind: 'alert' | 'schedule' | null;
 	pinned: boolean;
 	archived: boolean;
+	/** Its owner's name when it is not the viewer's (shared with them, or an admin's view); null: theirs. */
+	owner: string | null;
+	shared: SessionSharing | null;
 };
 
 /**
@@ -22,16 +26,18 @@ export type SessionSummary = {
  * count; archived sessions only in the archived view; deleted ones and replays never (a replay
  * is an admin's re-run, reached from the review: replay/run.ts).
  */
-export async function listSessions(sql: Sql | TransactionSql, opts: { archived?: boolean; limit?: number } = {}): Promise<SessionSummary[]> {
+export async function listSessions(sql: Sql | TransactionSql, viewer: Viewer, opts: { archived?: boolean; limit?: number } = {}): Promise<SessionSummary[]> {
 	return sql<SessionSummary[]>`
 		select s.id, s.title, s.updated_at as "updatedAt", t.state as "taskState",
 			(select count(*)::int from session_questions q where q.session_id = s.id and q.status = 'open') as "openQuestions",
 			coalesce(h.name, sc.name) as "startedBy",
 			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind",
-			s.pinned_at is not null as pinned, s.archived_at is not null as archived
+			s.pinned_at is not null as pinned, s.archived_at is not null as archived,
+			case when s.operator_id is distinct from ${viewer.id} and not (s.operator_id is null and ${viewer.role === 'admin'})
+				then coalesce(o.username, 'admins') end as owner, s.shared
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
-			left join schedules sc on sc.id = s.started_by_schedule
-		where s.deleted_at is null and s.replay is null and (s.archived_at is not null) = ${opts.archived ?? false}
+			left join schedules sc on sc.id = s.started_by_schedule left join operators o on o.id = s.operator_id
+		where s.deleted_at is null and s.replay is null and (s.archived_at is not null) = ${opts.archived ?? false} and ${listedFor(sql, viewer)}
 		order by s.pinned_at desc nulls last, s.updated_at desc
 		limit ${opts.limit ?? 100}`;
 }
@@ -42,7 +48,7 @@ export function titleFrom(text: string): string {
 	return line.length > 60 ? line.slice(0, 57).trimEnd() + '…' : line || 'New chat';
 }
 
-/** Creates a chat session with its task, and announces it. */
+/** Creates a chat session with its task, and announces it. An alert's or schedule's belongs to the hook's or schedule's maker. */
 export async function createSession(
 	tx: TransactionSql,
 	operatorId: string | null,
@@ -51,7 +57,10 @@ export async function createSession(
 ): Promise<string> {
 	const [row] = await tx<{ id: string }[]>`
 		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule, titled_by)
-		values (${operatorId}, ${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null},
+		values (
+			coalesce(${operatorId}::uuid, (select created_by from alert_hooks where id = ${opts.startedByHook ?? null}),
+				(select created_by from schedules where id = ${opts.startedBySchedule ?? null})),
+			${title}, ${opts.startedByHook ?? null}, ${opts.startedBySchedule ?? null},
 			${opts.startedByHook || opts.startedBySchedule ? 'system' : 'first-message'}) returning id`;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
 	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
@@ -93,14 +102,19 @@ export type SessionRow = {
 	archived: boolean;
 	/** ISO 8601 when deleted (operators no longer see it; the admin review does). */
 	deletedAt: string | null;
+	/** Its owner (sessions/access.ts): id and name; null: the admins'. */
+	ownerId: string | null;
+	owner: string | null;
+	shared: SessionSharing | null;
 };
 
 /** One session, deleted or not (callers that serve operators treat a deleted one as absent). */
 export async function getSession(sql: Sql | TransactionSql, id: string): Promise<SessionRow | null> {
 	const [row] = await sql<SessionRow[]>`
 		select s.id, s.title, t.state as "taskState", s.created_at as "createdAt", s.titled_by as "titledBy", s.model,
-			s.pinned_at is not null as pinned, s.archived_at is not null as archived, s.deleted_at as "deletedAt"
-		from chat_sessions s left join tasks t on t.session_id = s.id where s.id = ${id}`;
+			s.pinned_at is not null as pinned, s.archived_at is not null as archived, s.deleted_at as "deletedAt",
+			s.operator_id as "ownerId", o.username as owner, s.shared
+		from chat_sessions s left join tasks t on t.session_id = s.id left join operators o on o.id = s.operator_id where s.id = ${id}`;
 	return row ?? null;
 }
 
@@ -112,7 +126,12 @@ export async function lockLiveSession(tx: TransactionSql, id: string): Promise<{
 }
 
 export type SessionChange =
-	{ title: string; titledBy: SessionTitledBy } | { pinned: boolean } | { archived: boolean } | { model: string | null } | { deletedBy: string };
+	| { title: string; titledBy: SessionTitledBy }
+	| { pinned: boolean }
+	| { archived: boolean }
+	| { model: string | null }
+	| { shared: SessionSharing | null }
+	| { deletedBy: string };
 
 /** Writes one change to a session's row (the caller locked it) and announces it on the one event path. */
 export async function changeSession(tx: TransactionSql, id: string, c: SessionChange): Promise<void> {
@@ -120,6 +139,7 @@ export async function changeSession(tx: TransactionSql, id: string, c: SessionCh
 	else if ('pinned' in c) await tx`update chat_sessions set pinned_at = ${c.pinned ? tx`now()` : null} where id = ${id}`;
 	else if ('archived' in c) await tx`update chat_sessions set archived_at = ${c.archived ? tx`now()` : null} where id = ${id}`;
 	else if ('model' in c) await tx`update chat_sessions set model = ${c.model} where id = ${id}`;
+	else if ('shared' in c) await tx`update chat_sessions set shared = ${c.shared} where id = ${id}`;
 	else await tx`update chat_sessions set deleted_at = now(), deleted_by = ${c.deletedBy} where id = ${id}`;
 	const payload = 'deletedBy' in c ? { deleted: true as const } : 'titledBy' in c ? { title: c.title } : c;
 	await emitEvent(tx, { sessionId: id, type: 'session.updated', payload });
@@ -179,17 +199,17 @@ export type SessionHit = {
 };
 
 /**
- * Full-text search over every message of the sessions operators see (archived included, marked;
+ * Full-text search over every message of the sessions the viewer's sidebar lists (archived included, marked;
  * replays left out, as in the sidebar):
  * its words, tool calls' names and inputs and tool results (messages.search), best first.
  */
-export async function searchSessions(sql: Sql | TransactionSql, q: string, limit = 30): Promise<SessionHit[]> {
+export async function searchSessions(sql: Sql | TransactionSql, viewer: Viewer, q: string, limit = 30): Promise<SessionHit[]> {
 	return sql<SessionHit[]>`
 		with query as (select websearch_to_tsquery('english', ${q}) as q),
 		hits as (
 			select m.id, m.session_id, m.role, m.created_at, m.parts, s.title, s.archived_at is not null as archived, ts_rank(m.search, query.q) as rank
 			from messages m join chat_sessions s on s.id = m.session_id, query
-			where m.search @@ query.q and s.deleted_at is null and s.replay is null and m.status <> 'queued'
+			where m.search @@ query.q and s.deleted_at is null and s.replay is null and m.status <> 'queued' and ${listedFor(sql, viewer)}
 			order by rank desc, m.created_at desc
 			limit ${limit}
 		)

@@ -10,12 +10,19 @@ import { type RequestCause } from '../../../types/executions';
 export const sessionTitledBy = ['first-message', 'agent-asked', 'agent', 'operator', 'system'] as const;
 export type SessionTitledBy = (typeof sessionTitledBy)[number];
 
+/** Who besides its owner sees a session: nobody (null), every operator read-only, or every operator read-write. */
+export const sessionSharing = ['read', 'write'] as const;
+export type SessionSharing = (typeof sessionSharing)[number];
+
 export const chatSessions = pgTable(
 	'chat_sessions',
 	{
 		id: uuid('id').primaryKey().defaultRandom(),
 		title: text('title').notNull().default('New chat'),
+		/** Its owner (sessions/access.ts): only they (and admins, read-only) see it unless it is shared; null: the admins'. */
 		operatorId: uuid('operator_id').references(() => operators.id, { onDelete: 'set null' }),
+		/** Shared with every operator: `read` (they read it) or `write` (they also send, rename, approve in it); null: not shared. */
+		shared: text('shared', { enum: sessionSharing }),
 		/** Set on the chat that holds an MCP client's requests (one per token): its results re-invoke no agent. */
 		mcpTokenId: uuid('mcp_token_id').references(() => apiTokens.id, { onDelete: 'set null' }),
 		/** Set on an investigation an alert opened (watches/intake.ts): no typed assent, no http_get, a budget. */
@@ -42,7 +49,11 @@ export const chatSessions = pgTable(
 		createdAt: createdAt(),
 		updatedAt: ts('updated_at').notNull().defaultNow()
 	},
-	(t) => [index('chat_sessions_updated_idx').on(t.updatedAt), uniqueIndex('chat_sessions_mcp_token_idx').on(t.mcpTokenId)]
+	(t) => [
+		index('chat_sessions_updated_idx').on(t.updatedAt),
+		uniqueIndex('chat_sessions_mcp_token_idx').on(t.mcpTokenId),
+		index('chat_sessions_operator_idx').on(t.operatorId)
+	]
 );
 
 export { messageRoles, messageStatuses, messageOrigins };

@@ -1,13 +1,24 @@
-import { TRPCError } from '@trpc/server';
 import { sendMessageInput, sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { listMessages } from '$lib/server/conversation/messages';
 import { getSession, listSessions, searchSessions } from '$lib/server/db/queries/sessions';
-import { archiveSessionInput, listSessionsInput, pinSessionInput, renameSessionInput, searchSessionsInput, sessionModelInput } from '$lib/schemas/sessions';
-import { archiveSession, chooseSessionModel, deleteSession, pinSession, renameSession } from '$lib/server/sessions/manage';
+import {
+	archiveSessionInput,
+	listSessionsInput,
+	pinSessionInput,
+	renameSessionInput,
+	searchSessionsInput,
+	sessionModelInput,
+	shareSessionInput
+} from '$lib/schemas/sessions';
+import { archiveSession, chooseSessionModel, deleteSession, pinSession, renameSession, shareSession } from '$lib/server/sessions/manage';
+import { requireRead, requireWrite } from '$lib/server/sessions/access';
 import { sendOperatorMessage, stopSession } from '$lib/server/chat/send';
 import { operatorProcedure, router } from '../t';
 import { credential } from '../credential';
+
+// Every procedure here acts on the caller's own sessions or those shared with them
+// (sessions/access.ts): another operator's session answers "no such chat".
 
 export const chatRouter = router({
 	/**
@@ -21,51 +32,60 @@ export const chatRouter = router({
 			shownExecutionIds: input.shownExecutionIds,
 			pursue: input.pursue,
 			operatorId: ctx.user.id,
+			viewer: ctx.user,
 			credential: credential(ctx),
 			token: ctx.apiToken ?? null
 		})
 	),
 
 	stop: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
+		await requireWrite(sql(), input.sessionId, ctx.user);
 		await stopSession(input.sessionId, ctx.user.id);
 		return { ok: true };
 	}),
 
 	/** The sidebar list (or the archived ones), refetched when a session event arrives. */
-	sessions: operatorProcedure.input(listSessionsInput).query(({ input }) => listSessions(sql(), { archived: input.archived })),
+	sessions: operatorProcedure.input(listSessionsInput).query(({ input, ctx }) => listSessions(sql(), ctx.user, { archived: input.archived })),
 
-	/** Full-text search over every session's messages, tool calls and results (archived included, deleted not). */
-	search: operatorProcedure.input(searchSessionsInput).query(({ input }) => searchSessions(sql(), input.q)),
+	/** Full-text search over the caller's sessions' messages, tool calls and results (archived included, deleted not). */
+	search: operatorProcedure.input(searchSessionsInput).query(({ input, ctx }) => searchSessions(sql(), ctx.user, input.q)),
 
-	rename: operatorProcedure.input(renameSessionInput).mutation(async ({ input }) => {
-		await renameSession(input.sessionId, input.title);
+	rename: operatorProcedure.input(renameSessionInput).mutation(async ({ input, ctx }) => {
+		await renameSession(input.sessionId, ctx.user, input.title);
 		return { title: input.title };
 	}),
 
-	pin: operatorProcedure.input(pinSessionInput).mutation(async ({ input }) => {
-		await pinSession(input.sessionId, input.pinned);
+	pin: operatorProcedure.input(pinSessionInput).mutation(async ({ input, ctx }) => {
+		await pinSession(input.sessionId, ctx.user, input.pinned);
 		return { ok: true };
 	}),
 
-	archive: operatorProcedure.input(archiveSessionInput).mutation(async ({ input }) => {
-		await archiveSession(input.sessionId, input.archived);
+	archive: operatorProcedure.input(archiveSessionInput).mutation(async ({ input, ctx }) => {
+		await archiveSession(input.sessionId, ctx.user, input.archived);
 		return { ok: true };
+	}),
+
+	/** Shares the session with every operator, read-only or read-write, or stops sharing it (its owner only). */
+	share: operatorProcedure.input(shareSessionInput).mutation(async ({ input, ctx }) => {
+		await shareSession(input.sessionId, ctx.user, input.shared);
+		return { shared: input.shared };
 	}),
 
 	/** Refused while a reply, an approval, an execution, a plan or a question is under way in it. */
 	delete: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
-		await deleteSession(input.sessionId, { id: ctx.user.id, username: ctx.user.username });
+		await deleteSession(input.sessionId, ctx.user);
 		return { ok: true };
 	}),
 
-	setModel: operatorProcedure.input(sessionModelInput).mutation(async ({ input }) => {
-		await chooseSessionModel(input.sessionId, input.model);
+	setModel: operatorProcedure.input(sessionModelInput).mutation(async ({ input, ctx }) => {
+		await chooseSessionModel(input.sessionId, ctx.user, input.model);
 		return { ok: true };
 	}),
 
-	messages: operatorProcedure.input(sessionIdInput).query(async ({ input }) => {
-		const session = await getSession(sql(), input.sessionId);
-		if (!session || session.deletedAt) throw new TRPCError({ code: 'NOT_FOUND', message: 'That chat session does not exist.' });
-		return { session, messages: await listMessages(sql(), input.sessionId) };
+	/** The session and its messages, with what the caller may do in it (`write`, or `read`: shared read-only, an admin's view). */
+	messages: operatorProcedure.input(sessionIdInput).query(async ({ input, ctx }) => {
+		const access = await requireRead(sql(), input.sessionId, ctx.user);
+		const session = (await getSession(sql(), input.sessionId))!;
+		return { session, access, messages: await listMessages(sql(), input.sessionId) };
 	})
 });

@@ -12,6 +12,8 @@ import { requestExecution } from '$lib/server/executions/request';
 import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
 import { blastRadius } from '$lib/server/db/queries/blast-radius';
+import { getPlan } from '$lib/server/db/queries/plans';
+import { keepListed, requireRead, requireWrite, requireWriteOf, type Viewer } from '$lib/server/sessions/access';
 import { operatorProcedure, router } from '../t';
 import { credential, surfaceOf } from '../credential';
 import type { Context } from '../context';
@@ -29,9 +31,25 @@ function refusedDecision(r: { reason: keyof typeof conflictMessages } | { reason
 	return new TRPCError({ code: r.reason === 'not_found' ? 'NOT_FOUND' : 'CONFLICT', message: conflictMessages[r.reason] });
 }
 
-async function pendingExecution(id: string) {
+/**
+ * Refuses unless the caller may act on what this execution's session asked for (sessions/access.ts):
+ * its owner or a read-write share; an admin, anything. Another operator's is "no such execution".
+ */
+async function mayActOn(executionId: string, viewer: Viewer): Promise<void> {
+	const e = await getExecution(sql(), executionId);
+	if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: conflictMessages.not_found });
+	await requireWriteOf(sql(), e.requestedBySession, viewer);
+}
+
+async function mayActOnPlan(planId: string, viewer: Viewer): Promise<void> {
+	const p = await getPlan(sql(), planId);
+	if (p) await requireWriteOf(sql(), p.sessionId, viewer);
+}
+
+async function pendingExecution(id: string, viewer: Viewer) {
 	const e = await getExecution(sql(), id);
 	if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: conflictMessages.not_found });
+	await requireWriteOf(sql(), e.requestedBySession, viewer);
 	if (e.status !== 'awaiting_approval') throw new TRPCError({ code: 'CONFLICT', message: conflictMessages.already_decided });
 	return e;
 }
@@ -56,9 +74,10 @@ const byOf = (ctx: Context & { user: { id: string; username: string } }) => ({ a
 const requestedWith = (ctx: Context) => ({ detail: tokenDetail(ctx.apiToken), tokenId: ctx.apiToken?.id ?? null });
 
 export const executionsRouter = router({
-	recent: operatorProcedure.query(() => listRecentExecutions(sql(), 200)),
+	/** Ops: what the caller's own and shared sessions asked for (and what no session did); an admin's, everything. */
+	recent: operatorProcedure.query(async ({ ctx }) => keepListed(sql(), ctx.user, await listRecentExecutions(sql(), 200), (e) => e.requestedBySession)),
 
-	/** What depends on an execution's target. Every operator sees every execution (one fleet), as `recent` does. */
+	/** What depends on an execution's target (the fleet's state, not the session's words: every operator). */
 	blastRadius: operatorProcedure.input(executionIdInput).query(async ({ input }) => {
 		const r = await blastRadius(sql(), input.executionId);
 		if (!r) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
@@ -66,6 +85,7 @@ export const executionsRouter = router({
 	}),
 
 	decide: operatorProcedure.input(decideInput).mutation(async ({ input, ctx }) => {
+		await mayActOn(input.executionId, ctx.user);
 		const r = await allowed(() =>
 			decideAsOperator(input.executionId, {
 				decision: input.decision,
@@ -80,17 +100,20 @@ export const executionsRouter = router({
 	}),
 
 	/** The edit form of a pending execution: its params' schema, the requested values and the fields that name the target. */
-	editForm: operatorProcedure.input(executionIdInput).query(async ({ input }) => {
-		const form = editForm(await pendingExecution(input.executionId));
+	editForm: operatorProcedure.input(executionIdInput).query(async ({ input, ctx }) => {
+		const form = editForm(await pendingExecution(input.executionId, ctx.user));
 		if (!form) throw new TRPCError({ code: 'CONFLICT', message: 'This execution cannot be edited.' });
 		return form;
 	}),
 
 	/** Validates edited params as a fresh request would be and returns the exact command and hash they would approve (writes nothing). */
-	checkEdit: operatorProcedure.input(checkEditInput).mutation(async ({ input }) => checkEdit(await pendingExecution(input.executionId), input.params)),
+	checkEdit: operatorProcedure
+		.input(checkEditInput)
+		.mutation(async ({ input, ctx }) => checkEdit(await pendingExecution(input.executionId, ctx.user), input.params)),
 
 	/** Approves the edited params: an invalid edit comes back with an error per field; a stale one (or a second decision) is refused. */
 	approveEdited: operatorProcedure.input(approveEditedInput).mutation(async ({ input, ctx }) => {
+		await mayActOn(input.executionId, ctx.user);
 		const r = await allowed(() =>
 			approveEdited({ ...input, route: routeOf(ctx), operator: { id: ctx.user.id, username: ctx.user.username }, credential: credential(ctx) })
 		);
@@ -99,12 +122,16 @@ export const executionsRouter = router({
 	}),
 
 	/** Stops a running execution (its remote command is killed) or withdraws an approved one not yet started. */
-	cancel: operatorProcedure.input(executionIdInput).mutation(({ input, ctx }) => cancelExecution(input.executionId, byOf(ctx))),
+	cancel: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
+		await mayActOn(input.executionId, ctx.user);
+		return cancelExecution(input.executionId, byOf(ctx));
+	}),
 
 	/** A retry is a new execution of the same action, target and params, and needs its own approval. */
 	retry: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
 		const e = await getExecution(sql(), input.executionId);
 		if (!e) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such execution.' });
+		await requireWriteOf(sql(), e.requestedBySession, ctx.user);
 		if (!['failed', 'cancelled', 'interrupted', 'expired'].includes(e.status)) {
 			throw new TRPCError({ code: 'CONFLICT', message: `Only failed, cancelled, interrupted or expired executions can be retried (this one is ${e.status}).` });
 		}
@@ -128,6 +155,7 @@ export const executionsRouter = router({
 
 	/** Asks to roll the container back to the snapshot Nomos took before this (failed) execution; needs its own approval. */
 	rollback: operatorProcedure.input(executionIdInput).mutation(async ({ input, ctx }) => {
+		await mayActOn(input.executionId, ctx.user);
 		const r = await requestRollback(input.executionId, {
 			operator: { id: ctx.user.id, username: ctx.user.username },
 			route: routeOf(ctx),
@@ -140,6 +168,7 @@ export const executionsRouter = router({
 	}),
 
 	decidePlan: operatorProcedure.input(decidePlanInput).mutation(async ({ input, ctx }) => {
+		await mayActOnPlan(input.planId, ctx.user);
 		const plan = await allowed(() =>
 			decidePlanAsOperator(input.planId, { decision: input.decision, operatorId: ctx.user.id, reason: input.reason ?? null, credential: credential(ctx) })
 		);
@@ -148,9 +177,18 @@ export const executionsRouter = router({
 	}),
 
 	/** Stop on a running plan: its current step is cancelled, the rest are not run. */
-	stopPlan: operatorProcedure.input(planIdInput).mutation(({ input, ctx }) => stopRunningPlan(input.planId, byOf(ctx))),
+	stopPlan: operatorProcedure.input(planIdInput).mutation(async ({ input, ctx }) => {
+		await mayActOnPlan(input.planId, ctx.user);
+		return stopRunningPlan(input.planId, byOf(ctx));
+	}),
 
-	window: operatorProcedure.input(sessionIdInput).query(({ input }) => activeWindow(sql(), input.sessionId)),
+	window: operatorProcedure.input(sessionIdInput).query(async ({ input, ctx }) => {
+		await requireRead(sql(), input.sessionId, ctx.user);
+		return activeWindow(sql(), input.sessionId);
+	}),
 
-	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => ({ revoked: await revokeAssentWindow(input.sessionId, byOf(ctx)) }))
+	revokeWindow: operatorProcedure.input(sessionIdInput).mutation(async ({ input, ctx }) => {
+		await requireWrite(sql(), input.sessionId, ctx.user);
+		return { revoked: await revokeAssentWindow(input.sessionId, byOf(ctx)) };
+	})
 });

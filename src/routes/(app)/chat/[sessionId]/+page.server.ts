@@ -11,9 +11,10 @@ import { listSessionQuestions } from '$lib/server/db/queries/questions';
 import { env } from '$lib/server/env';
 import { configuredModels } from '$lib/server/agent/provider';
 import { groupMutedUntil } from '$lib/server/db/queries/watches';
+import { sessionAccess } from '$lib/server/sessions/access';
 import type { PageServerLoad } from './$types';
 
-export const load: PageServerLoad = async ({ params }) => {
+export const load: PageServerLoad = async ({ params, locals }) => {
 	const id = z.uuid().safeParse(params.sessionId);
 	if (!id.success) error(404, 'No such chat session.');
 	// The cursor is read before the state: anything that changes afterwards is replayed over SSE.
@@ -21,6 +22,9 @@ export const load: PageServerLoad = async ({ params }) => {
 	const session = await getSession(sql(), id.data);
 	// A deleted session is gone for operators (the admin review still shows it).
 	if (!session || session.deletedAt) error(404, 'No such chat session.');
+	// Another operator's session, not shared: the same 404 as one that does not exist (sessions/access.ts).
+	const access = await sessionAccess(sql(), id.data, locals.user!);
+	if (!access) error(404, 'This chat is not yours: it belongs to another operator and is not shared with you.');
 	const [messages, executions, plans, window, questions, alertMutedUntil] = await Promise.all([
 		listMessages(sql(), id.data),
 		listSessionExecutions(sql(), id.data),
@@ -29,5 +33,17 @@ export const load: PageServerLoad = async ({ params }) => {
 		listSessionQuestions(sql(), id.data),
 		groupMutedUntil(sql(), id.data)
 	]);
-	return { session, messages, executions, plans, window, questions, alertMutedUntil, cursor, prices: env().NOMOS_PRICES ?? null, models: configuredModels() };
+	return {
+		session,
+		access,
+		messages,
+		executions,
+		plans,
+		window,
+		questions,
+		alertMutedUntil,
+		cursor,
+		prices: env().NOMOS_PRICES ?? null,
+		models: configuredModels()
+	};
 };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { answerBody } from '$lib/schemas/questions';
 import { describeZodError } from '$lib/schemas/zod-error';
 import { answerFromPanel } from '$lib/server/questions/answer';
+import { Refusal } from '$lib/server/refusal';
 import type { RequestHandler } from './$types';
 
 /** Answers an open question: 202 at once; the agent resumes in the background. Audited as route `rest`. */
@@ -17,7 +18,13 @@ export const POST: RequestHandler = async ({ request, params, locals }) => {
 	}
 	const parsed = answerBody.safeParse(body);
 	if (!parsed.success) return json({ message: describeZodError(parsed.error) }, { status: 400 });
-	const r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!.id, locals.apiToken, 'rest');
+	let r;
+	try {
+		r = await answerFromPanel(ids.data.id, ids.data.qid, parsed.data.answer, locals.user!, locals.apiToken, 'rest');
+	} catch (e) {
+		if (e instanceof Refusal) return json({ message: e.message }, { status: 403 });
+		throw e;
+	}
 	if (!r.ok) {
 		return r.reason === 'not_found'
 			? json({ message: 'No such question.' }, { status: 404 })
