@@ -1,18 +1,25 @@
 // More than a thousand malformed request_execution calls: every one is refused with an error the
 // model can act on, and none of them writes an execution, a link or an execution event.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { requestExecutionInput } from '../../src/lib/server/agent/tools/request-execution';
 import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { ACTION_NAMES, ACTIONS } from '../../src/lib/server/proxmox/actions';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, newOperator, newSession, useHub } from '../helpers/executions';
+import { DEBIAN, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
+const { pve } = useStage({
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped' }
+			]
+		}
+	]
+});
 
 type Case = { name: string; input: unknown; mention: RegExp } | { name: string; json: string; mention: RegExp };
 
@@ -507,25 +514,10 @@ function describeIssues(e: z.ZodError): string {
 	return e.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
 }
 
-let pve: ProxmoxDouble;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	sessionId = await newSession(await newOperator());
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 describe('malformed request_execution calls', () => {

@@ -6,7 +6,7 @@
 // is audited as `rest`.
 import type { RequestEvent } from '@sveltejs/kit';
 import { isHttpError, isRedirect } from '@sveltejs/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
@@ -20,42 +20,33 @@ import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { openEventStream } from '../../src/lib/server/realtime/sse';
 import { ownerScope } from '../../src/lib/server/realtime/sse';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { actions as loginActions } from '../../src/routes/login/+page.server';
 import { POST as restAnswer } from '../../src/routes/sessions/[id]/questions/[qid]/answer/+server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, newSession, useHub, waitUntil } from '../helpers/executions';
+import { newSession, waitUntil } from '../helpers/executions';
 import type { MessagePart } from '../../src/lib/types/messages';
-
-useTestDatabase();
-const theHub = useHub();
+import { useStage } from '../helpers/stage';
 
 const BASE = 'http://127.0.0.1:3000';
 const PASSWORD = 'correct horse battery';
 type Who = { id: string; username: string; role: 'admin' | 'operator' };
-let pve: ProxmoxDouble;
+const { pve, hub: theHub } = useStage({
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+				{ vmid: 101, hostname: 'db', status: 'running' }
+			]
+		}
+	]
+});
 let admin: Who;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
-			{ vmid: 101, hostname: 'db', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	const op = await createOperator(sql(), 'root-admin', PASSWORD, 'admin');
 	admin = { ...op, role: 'admin' };
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 /** A signed-in browser tab of `who`, its cookie session last verified `minutesAgo`, clicking on `page`. */
