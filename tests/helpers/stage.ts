@@ -5,13 +5,22 @@
 // what beforeAll starts, so a file can write `const { llm, pve } = useStage({ … })` at its top.
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetEnvCache } from '../../src/lib/server/env';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { syncAllHosts, type HostSyncResult } from '../../src/lib/server/inventory/sync';
 import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker';
 import type { Hub } from '../../src/lib/server/realtime/hub';
 import { startScriptedLlm, type Dialect, type ScriptedLlm } from '../doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble, type ProxmoxDoubleOptions } from '../doubles/proxmox/server';
 import { useTestDatabase } from './db';
 import { addHost, useHub } from './executions';
+
+/** The host most files need: `strong` with CT 100 caddy running and CT 101 db stopped. */
+export const STRONG: ProxmoxDoubleOptions = {
+	nodeName: 'strong',
+	seed: [
+		{ vmid: 100, hostname: 'caddy', status: 'running' },
+		{ vmid: 101, hostname: 'db', status: 'stopped' }
+	]
+};
 
 type TaskList = Parameters<typeof startWorker>[0]['taskList'];
 
@@ -45,6 +54,8 @@ export interface Stage {
 	/** The superuser's URL of the file's database. */
 	dbUrl: () => string;
 	hub: () => Hub;
+	/** What the inventory sync in beforeAll answered, one a host (empty without a sync). */
+	synced: () => HostSyncResult[];
 	/** The in-process worker, once started (use only with `worker`). */
 	worker: () => WorkerHandle;
 }
@@ -76,6 +87,7 @@ export function useStage(opts: StageOptions = {}): Stage {
 	const hub = opts.hub === false ? () => undefined as unknown as Hub : useHub();
 	let llm: ScriptedLlm | undefined;
 	let worker: WorkerHandle | undefined;
+	let synced: HostSyncResult[] = [];
 	const doubles: (ProxmoxDouble | undefined)[] = [];
 	const envBefore = new Map<string, string | undefined>();
 	const setEnv = (vars: Record<string, string>) => {
@@ -97,7 +109,8 @@ export function useStage(opts: StageOptions = {}): Stage {
 			await addHost(doubles[i]!);
 		}
 		if (opts.hosts?.length && opts.sync !== false) {
-			for (const r of await syncAllHosts()) if (!r.ok) throw new Error(`inventory sync of ${r.host} failed: ${JSON.stringify(r)}`);
+			synced = await syncAllHosts();
+			for (const r of synced) if (!r.ok) throw new Error(`inventory sync of ${r.host} failed: ${JSON.stringify(r)}`);
 		}
 		if (opts.worker) worker = await startWorker({ url: dbUrl(), concurrency: opts.worker.concurrency ?? 1, taskList: opts.worker.taskList });
 	});
@@ -120,6 +133,7 @@ export function useStage(opts: StageOptions = {}): Stage {
 		hosts,
 		dbUrl,
 		hub,
+		synced: () => synced,
 		worker: () => {
 			if (!worker) throw new Error('no worker (pass `worker`, and use it inside a test)');
 			return worker;

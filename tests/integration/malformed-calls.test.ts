@@ -7,19 +7,9 @@ import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { ACTION_NAMES, ACTIONS } from '../../src/lib/server/proxmox/actions';
 import { DEBIAN, newOperator, newSession } from '../helpers/executions';
-import { useStage } from '../helpers/stage';
+import { STRONG, useStage } from '../helpers/stage';
 
-const { pve } = useStage({
-	hosts: [
-		{
-			nodeName: 'strong',
-			seed: [
-				{ vmid: 100, hostname: 'caddy', status: 'running' },
-				{ vmid: 101, hostname: 'db', status: 'stopped' }
-			]
-		}
-	]
-});
+const { pve } = useStage({ hosts: [STRONG] });
 
 type Case = { name: string; input: unknown; mention: RegExp } | { name: string; json: string; mention: RegExp };
 

@@ -2,7 +2,7 @@
 // 2 s even when the remote command hangs, a cancel mid-step is "interrupted" (it may have partly
 // run) with what it left behind read back, a cancel during the pre-check is only a cancel, and a
 // plan step runs at most once per (unexpired) decision.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession, executionNote } from '../../src/lib/server/agent/continuation';
 import { decidePlan, getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
@@ -13,38 +13,20 @@ import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, alive, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { DEBIAN, alive, decide, newOperator, newSession, waitUntil } from '../helpers/executions';
+import { STRONG, useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
+const { pve } = useStage({ hosts: [STRONG] });
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	operatorId = await newOperator('truth-admin');
 	sessionId = await newSession(operatorId, 'truth');
 });
 beforeEach(async () => {
 	await pve.setFault('create', null);
 	await pve.setFault('hang', null);
-});
-afterAll(async () => {
-	await pve?.close();
 });
 
 async function approved(input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> {
