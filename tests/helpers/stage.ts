@@ -36,8 +36,8 @@ export interface StageOptions {
 	model?: boolean | { dialect?: Dialect; keep?: boolean };
 	/** Env for the file, set after the model's (so it may override NOMOS_MODEL) and put back afterwards. */
 	env?: Record<string, string>;
-	/** SSH doubles to start and register as hosts, in order (delayMs 1 unless given). */
-	hosts?: ProxmoxDoubleOptions[];
+	/** SSH doubles to start and register as hosts, in order (delayMs 1 unless given; `hostName`: the host row's name, else the node's). */
+	hosts?: (ProxmoxDoubleOptions & { hostName?: string })[];
 	/** Sync the inventory from the hosts once they are registered; default on when there are hosts. */
 	sync?: boolean;
 	/** An in-process graphile worker on the file's database with these tasks. */
@@ -105,8 +105,9 @@ export function useStage(opts: StageOptions = {}): Stage {
 		setEnv(opts.env ?? {});
 		resetEnvCache();
 		for (const [i, o] of (opts.hosts ?? []).entries()) {
-			doubles[i] = await startProxmoxDouble({ delayMs: 1, ...o });
-			await addHost(doubles[i]!);
+			const { hostName, ...double } = o;
+			doubles[i] = await startProxmoxDouble({ delayMs: 1, ...double });
+			await addHost(doubles[i]!, { name: hostName });
 		}
 		if (opts.hosts?.length && opts.sync !== false) {
 			synced = await syncAllHosts();

@@ -15,6 +15,7 @@ import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';
 import { DEBIAN, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, waitUntil } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 // As the app's role, as Nomos connects: the whole path works with the rights it is granted.
 const {
@@ -490,29 +491,33 @@ describe('cancellation', () => {
 });
 
 describe('a lease taken away', () => {
-	it('a run that the sweeper declared lost stops its command at the next heartbeat', async () => {
-		await pve.setFault('create', 'hang');
-		try {
-			const hangsBefore = (await pve.hangs()).length;
-			const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'stalled', template: DEBIAN }, reason: 'r' });
-			const id = r.execution.id;
-			expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
-			const run = runExecution(id);
-			const hung = await waitUntil(async () => (await pve.hangs()).slice(hangsBefore)[0], 'the fake pct create to hang');
-			// As if this worker had not been able to heartbeat for a minute:
-			await sql()`update executions set lease_until = now() - interval '1 second' where id = ${id}`;
-			expect(await sweep(sql())).toMatchObject({ lost: 1 });
-			const t0 = Date.now();
-			await run;
-			expect(Date.now() - t0).toBeLessThan(12_000);
-			const e = await load(id);
-			expect(e.status).toBe('interrupted');
-			expect(e.error).toMatch(/^worker lost/);
-			await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
-		} finally {
-			await pve.setFault('create', null);
-		}
-	}, 20_000);
+	it(
+		'a run that the sweeper declared lost stops its command at the next heartbeat',
+		async () => {
+			await pve.setFault('create', 'hang');
+			try {
+				const hangsBefore = (await pve.hangs()).length;
+				const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'stalled', template: DEBIAN }, reason: 'r' });
+				const id = r.execution.id;
+				expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+				const run = runExecution(id);
+				const hung = await waitUntil(async () => (await pve.hangs()).slice(hangsBefore)[0], 'the fake pct create to hang');
+				// As if this worker had not been able to heartbeat for a minute:
+				await sql()`update executions set lease_until = now() - interval '1 second' where id = ${id}`;
+				expect(await sweep(sql())).toMatchObject({ lost: 1 });
+				const t0 = Date.now();
+				await run;
+				expect(Date.now() - t0).toBeLessThan(12_000);
+				const e = await load(id);
+				expect(e.status).toBe('interrupted');
+				expect(e.error).toMatch(/^worker lost/);
+				await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
+			} finally {
+				await pve.setFault('create', null);
+			}
+		},
+		scaled(20_000)
+	);
 });
 
 describe('a deploy that finishes', () => {

@@ -8,6 +8,7 @@ import { requestExecution } from '../../src/lib/server/executions/request';
 import { ACTION_NAMES, ACTIONS } from '../../src/lib/server/proxmox/actions';
 import { DEBIAN, newOperator, newSession } from '../helpers/executions';
 import { STRONG, useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 const { pve } = useStage({ hosts: [STRONG] });
 
@@ -518,61 +519,65 @@ describe('malformed request_execution calls', () => {
 		}
 	});
 
-	it('rejects every one of 1,000+ malformed calls with a readable error and writes nothing', async () => {
-		const cases = corpus();
-		expect(cases.length).toBeGreaterThanOrEqual(1000);
-		const argvBefore = (await pve.argvLog()).length;
-		const bad: string[] = [];
-		let bySchema = 0;
-		let byJson = 0;
-		let byRequest = 0;
-		for (const c of cases) {
-			let input: unknown;
-			let message: string | null = null;
-			if ('json' in c) {
-				try {
-					input = JSON.parse(c.json);
-				} catch (e) {
-					message = `the tool arguments are not valid JSON: ${(e as Error).message}`;
-					byJson++;
-				}
-			} else input = c.input;
-
-			if (message === null) {
-				const parsed = requestExecutionInput.safeParse(input);
-				if (!parsed.success) {
-					message = describeIssues(parsed.error);
-					bySchema++;
-				} else {
-					const r = await requestExecution(sessionId, parsed.data);
-					if (!('error' in r)) {
-						bad.push(`${c.name}: ACCEPTED as ${r.execution.status} (${r.execution.commandPreview})`);
-						continue;
+	it(
+		'rejects every one of 1,000+ malformed calls with a readable error and writes nothing',
+		async () => {
+			const cases = corpus();
+			expect(cases.length).toBeGreaterThanOrEqual(1000);
+			const argvBefore = (await pve.argvLog()).length;
+			const bad: string[] = [];
+			let bySchema = 0;
+			let byJson = 0;
+			let byRequest = 0;
+			for (const c of cases) {
+				let input: unknown;
+				let message: string | null = null;
+				if ('json' in c) {
+					try {
+						input = JSON.parse(c.json);
+					} catch (e) {
+						message = `the tool arguments are not valid JSON: ${(e as Error).message}`;
+						byJson++;
 					}
-					expect(typeof r.error).toBe('string');
-					message = r.hint ? `${r.error} (${r.hint})` : r.error;
-					byRequest++;
-				}
-			}
-			if (!message || message.length < 10) bad.push(`${c.name}: unreadable error ${JSON.stringify(message)}`);
-			else if (!c.mention.test(message)) bad.push(`${c.name}: error does not mention ${c.mention}: ${message.slice(0, 300)}`);
-			// Bounded, whatever the input: the error goes back into the model's context.
-			else if (message.length > 4000) bad.push(`${c.name}: error is ${message.length} characters`);
-		}
-		expect(bad.slice(0, 20), `${bad.length} cases`).toEqual([]);
-		// All three layers did real work.
-		expect(byJson).toBeGreaterThan(20);
-		expect(bySchema).toBeGreaterThan(200);
-		expect(byRequest).toBeGreaterThan(500);
+				} else input = c.input;
 
-		const count = async (q: Promise<{ n: number }[]>) => (await q)[0].n;
-		expect(await count(sql()`select count(*)::int as n from executions`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from execution_sessions`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from approvals`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from events where type like 'execution%'`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from events where type not in ('session.updated', 'inventory.synced')`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from graphile_worker._private_jobs`)).toBe(0);
-		// Nothing reached the host either (not even a vmid lookup).
-		expect((await pve.argvLog()).slice(argvBefore)).toEqual([]);
-	}, 180_000);
+				if (message === null) {
+					const parsed = requestExecutionInput.safeParse(input);
+					if (!parsed.success) {
+						message = describeIssues(parsed.error);
+						bySchema++;
+					} else {
+						const r = await requestExecution(sessionId, parsed.data);
+						if (!('error' in r)) {
+							bad.push(`${c.name}: ACCEPTED as ${r.execution.status} (${r.execution.commandPreview})`);
+							continue;
+						}
+						expect(typeof r.error).toBe('string');
+						message = r.hint ? `${r.error} (${r.hint})` : r.error;
+						byRequest++;
+					}
+				}
+				if (!message || message.length < 10) bad.push(`${c.name}: unreadable error ${JSON.stringify(message)}`);
+				else if (!c.mention.test(message)) bad.push(`${c.name}: error does not mention ${c.mention}: ${message.slice(0, 300)}`);
+				// Bounded, whatever the input: the error goes back into the model's context.
+				else if (message.length > 4000) bad.push(`${c.name}: error is ${message.length} characters`);
+			}
+			expect(bad.slice(0, 20), `${bad.length} cases`).toEqual([]);
+			// All three layers did real work.
+			expect(byJson).toBeGreaterThan(20);
+			expect(bySchema).toBeGreaterThan(200);
+			expect(byRequest).toBeGreaterThan(500);
+
+			const count = async (q: Promise<{ n: number }[]>) => (await q)[0].n;
+			expect(await count(sql()`select count(*)::int as n from executions`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from execution_sessions`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from approvals`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from events where type like 'execution%'`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from events where type not in ('session.updated', 'inventory.synced')`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from graphile_worker._private_jobs`)).toBe(0);
+			// Nothing reached the host either (not even a vmid lookup).
+			expect((await pve.argvLog()).slice(argvBefore)).toEqual([]);
+		},
+		scaled(180_000)
+	);
 });

@@ -27,6 +27,7 @@ import { POST as restAnswer } from '../../src/routes/sessions/[id]/questions/[qi
 import { newSession, waitUntil } from '../helpers/executions';
 import type { MessagePart } from '../../src/lib/types/messages';
 import { useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 const BASE = 'http://127.0.0.1:3000';
 const PASSWORD = 'correct horse battery';
@@ -217,22 +218,26 @@ describe('sign-in throttling that cannot be turned against the victim', () => {
 		}
 	}
 
-	it('the lockout attack: six wrong passwords from one address do not keep the admin out from another', async () => {
-		const who = await createOperator(sql(), 'victim', PASSWORD, 'admin');
-		const statuses: number[] = [];
-		for (let i = 0; i < 6; i++) statuses.push(await signIn('victim', `guess-${i}`, '203.0.113.5'));
-		expect(statuses.slice(0, 4)).toEqual([400, 400, 400, 400]);
-		expect(statuses.at(-1)).toBe(429);
-		// The real admin, elsewhere: signed in (303), not "Too many failed sign-ins".
-		expect(await signIn('victim', PASSWORD, '198.51.100.7')).toBe(303);
-		// The guesser's own pair stays blocked, even with the right password.
-		expect(await signIn('victim', PASSWORD, '203.0.113.5')).toBe(429);
-		// A botnet: many addresses, a few guesses each (the count as the failures leave it). The
-		// username only slows down (a bounded delay, unit-tested), it never refuses.
-		await sql()`update login_throttle set failures = 400, last_failure_at = now() where key = 'user:victim'`;
-		expect(await signIn('victim', PASSWORD, '192.0.2.99')).toBe(303);
-		expect(who.username).toBe('victim');
-	}, 30_000);
+	it(
+		'the lockout attack: six wrong passwords from one address do not keep the admin out from another',
+		async () => {
+			const who = await createOperator(sql(), 'victim', PASSWORD, 'admin');
+			const statuses: number[] = [];
+			for (let i = 0; i < 6; i++) statuses.push(await signIn('victim', `guess-${i}`, '203.0.113.5'));
+			expect(statuses.slice(0, 4)).toEqual([400, 400, 400, 400]);
+			expect(statuses.at(-1)).toBe(429);
+			// The real admin, elsewhere: signed in (303), not "Too many failed sign-ins".
+			expect(await signIn('victim', PASSWORD, '198.51.100.7')).toBe(303);
+			// The guesser's own pair stays blocked, even with the right password.
+			expect(await signIn('victim', PASSWORD, '203.0.113.5')).toBe(429);
+			// A botnet: many addresses, a few guesses each (the count as the failures leave it). The
+			// username only slows down (a bounded delay, unit-tested), it never refuses.
+			await sql()`update login_throttle set failures = 400, last_failure_at = now() where key = 'user:victim'`;
+			expect(await signIn('victim', PASSWORD, '192.0.2.99')).toBe(303);
+			expect(who.username).toBe('victim');
+		},
+		scaled(30_000)
+	);
 
 	it('a script (no text/html in Accept) is refused with 401, then 429 with Retry-After; an enhanced form keeps fail()', async () => {
 		await createOperator(sql(), 'scripted', PASSWORD, 'operator');
