@@ -106,8 +106,9 @@ export function useStage(opts: StageOptions = {}): Stage {
 		resetEnvCache();
 		for (const [i, o] of (opts.hosts ?? []).entries()) {
 			const { hostName, ...double } = o;
-			doubles[i] = await startProxmoxDouble({ delayMs: 1, ...double });
-			await addHost(doubles[i]!, { name: hostName });
+			const started = await startProxmoxDouble({ delayMs: 1, ...double });
+			doubles[i] = started;
+			await addHost(started, { name: hostName });
 		}
 		if (opts.hosts?.length && opts.sync !== false) {
 			synced = await syncAllHosts();

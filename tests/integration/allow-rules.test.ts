@@ -22,7 +22,7 @@ import { useStage } from '../helpers/stage';
 
 const {
 	llm,
-	hosts: [strong, weak]
+	hosts: [strong]
 } = useStage({
 	model: true,
 	hosts: [

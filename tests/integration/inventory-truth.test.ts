@@ -10,7 +10,7 @@ import { listLxcsTool } from '../../src/lib/server/agent/tools/list-lxcs';
 import { useStage } from '../helpers/stage';
 
 const {
-	hosts: [pve, other]
+	hosts: [pve]
 } = useStage({
 	hub: false,
 	sync: false,

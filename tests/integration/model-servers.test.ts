@@ -15,7 +15,7 @@ import { view } from '../helpers/message-view';
 import type { MessagePart } from '../../src/lib/types/messages';
 import { useStage } from '../helpers/stage';
 
-const { llm, pve } = useStage({
+const { llm } = useStage({
 	model: true,
 	// No summaries here: these sessions test the cut that is left when folding is off or fails
 	// (history-summary.test.ts folds).

@@ -32,7 +32,7 @@ import { scaled } from '../helpers/time';
 const BASE = 'http://127.0.0.1:3000';
 const PASSWORD = 'correct horse battery';
 type Who = { id: string; username: string; role: 'admin' | 'operator' };
-const { pve, hub: theHub } = useStage({
+const { hub: theHub } = useStage({
 	hosts: [
 		{
 			nodeName: 'strong',

@@ -19,7 +19,7 @@ import { agent__continue_session } from '../../tasks/agent__continue_session';
 import { decide, newOperator, newSession, waitUntil } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 
-const { llm, pve, dbUrl } = useStage({
+const { llm, pve } = useStage({
 	model: true,
 	env: {
 		NOMOS_SNAPSHOT_BEFORE: 'off',
