@@ -1,10 +1,9 @@
 // A worker SIGKILLed during step 2 of an approved plan: the step ends `interrupted` (recovery),
 // the plan stops there, steps 3–6 never run, and the agent is told once — never a step twice.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { operatorDecidesPlan } from '../../src/lib/server/executions/decisions';
 import { advancePlan } from '../../src/lib/server/executions/plans';
@@ -12,32 +11,20 @@ import { prepareExecution, type PreparedExecution } from '../../src/lib/server/e
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, freshSession, jobs, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { freshSession, jobs, newOperator, newSession, waitUntil } from '../helpers/executions';
 import { startWorkerChild } from '../helpers/spawn';
 import { scaled } from '../helpers/time';
+import { useStage } from '../helpers/stage';
 
-const dbUrl = useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve, dbUrl } = useStage({
+	model: true,
+	sync: false,
+	hosts: [{ nodeName: 'strong', seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] }]
+});
 const TEMPLATE = 'ubuntu-22.04-standard_22.04-1_amd64.tar.zst';
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
 	await pve.setFault('create', 'hang');
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-});
-
-afterAll(async () => {
-	await llm?.close();
-	await pve?.close();
 });
 
 describe('a plan whose worker dies', () => {
