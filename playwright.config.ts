@@ -1,6 +1,6 @@
 import { defineConfig } from '@playwright/test';
 import { CHROMIUM_ARGS, findBrowser } from './scripts/browser.js';
-import { scaled } from './tests/helpers/time';
+import { scaled } from './tests/helpers/time.js';
 
 const port = Number(process.env.E2E_PORT ?? 41731);
 // A system Chromium where there is one (Debian's on CI and here), else Playwright's own browser

@@ -1,7 +1,7 @@
 import { sveltekit } from '@sveltejs/kit/vite';
 import tailwindcss from '@tailwindcss/vite';
 import { defineConfig } from 'vitest/config';
-import { scaled } from './tests/helpers/time';
+import { scaled } from './tests/helpers/time.js';
 
 export default defineConfig({
 	plugins: [tailwindcss(), sveltekit()],
