@@ -1,5 +1,6 @@
 import { defineConfig } from '@playwright/test';
 import { CHROMIUM_ARGS, findBrowser } from './scripts/browser.js';
+import { scaled } from './tests/helpers/time.js';
 
 const port = Number(process.env.E2E_PORT ?? 41731);
 // A system Chromium where there is one (Debian's on CI and here), else Playwright's own browser
@@ -12,8 +13,8 @@ export default defineConfig({
 	globalSetup: './tests/e2e/harness/global-setup.ts',
 	workers: 1,
 	fullyParallel: false,
-	timeout: 60_000,
-	expect: { timeout: 10_000 },
+	timeout: scaled(60_000),
+	expect: { timeout: scaled(10_000) },
 	reporter: process.env.CI ? [['list']] : [['list']],
 	outputDir: 'test-results',
 	use: {

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const RESOLVED = /^The alert resolved at \d{1,2}:\d{2}( ?[AP]M)? — still needed\?$/;
 
@@ -49,7 +50,9 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 	const opened = await post(group('firing'));
 	expect(opened.outcome).toBe('opened');
 	const sessionId = opened.sessionId;
-	await expect.poll(async () => (await sql`select 1 from plans where session_id = ${sessionId} and status = 'proposed'`).length, { timeout: 20_000 }).toBe(1);
+	await expect
+		.poll(async () => (await sql`select 1 from plans where session_id = ${sessionId} and status = 'proposed'`).length, { timeout: scaled(20_000) })
+		.toBe(1);
 	// And a request that waits too (the chat shows only what the agent's replies asked for; Ops shows every one).
 	const [e] = await sql<{ id: string }[]>`
 		insert into executions (requested_by_session, host_name, target, action, params, classification, hash, command_preview, reason, status, expires_at)
@@ -68,7 +71,7 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 	await llm.push({ text: 'Re-checked: the template list on strong is fresh again, so the plan is no longer needed. You can deny it.' });
 	expect((await post(group('resolved'))).outcome).toBe('resolved');
 	await expect(plan.getByTestId('alert-resolved')).toHaveText(RESOLVED);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('no longer needed', { timeout: 20_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('no longer needed', { timeout: scaled(20_000) });
 	const told = (await llm.requests()).at(-1)!;
 	expect(JSON.stringify(told.body)).toContain('re-check with read-only tools whether it is still needed');
 	await page.screenshot({ path: 'test-results/alert-resolved-chat-1280.png' });
@@ -95,6 +98,6 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 	await sql`update alert_groups set changed_at = now() - interval '2 hours', last_seen_at = now() - interval '2 hours' where hook_id = ${hook.id}`;
 	expect((await post(group('firing'))).outcome).toBe('reinvestigated');
 	await expect(page.getByTestId('alert-resolved')).toHaveCount(0);
-	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+	await expect.poll(async () => (await llm.state()).pending, { timeout: scaled(20_000) }).toBe(0);
 	await sql`update alert_hooks set revoked_at = now() where id = ${hook.id}`;
 });

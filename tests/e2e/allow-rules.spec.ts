@@ -1,5 +1,6 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -35,7 +36,7 @@ test('always allow from a card: listed in Settings, the next match runs by rule,
 	// The rule is for what comes next; this one still waits for its own decision.
 	await expect(first).toHaveAttribute('data-status', 'awaiting_approval');
 	await first.getByTestId('approve').click();
-	await expect(first).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(first).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	const chat = page.url();
 
 	await page.goto('/settings');
@@ -49,7 +50,7 @@ test('always allow from a card: listed in Settings, the next match runs by rule,
 	await page.getByTestId('composer-input').fill('now media');
 	await page.getByTestId('send').click();
 	const second = page.getByTestId('execution-card').filter({ hasText: 'lxc:strong/101' });
-	await expect(second).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(second).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(second.getByTestId('decision')).toContainText(`approved by rule “${words}”`);
 	await expect(second.getByTestId('approve')).toHaveCount(0);
 	await second.screenshot({ path: 'test-results/allow-rules-approved.png' });
@@ -83,7 +84,7 @@ test('always allow from a card: listed in Settings, the next match runs by rule,
 	await page.getByTestId('composer-input').fill('once more');
 	await page.getByTestId('send').click();
 	const third = page.getByTestId('execution-card').filter({ hasText: 'lxc:strong/100' }).last();
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Waiting for your approval.', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Waiting for your approval.', { timeout: scaled(30_000) });
 	await expect(third).toHaveAttribute('data-status', 'awaiting_approval');
 	await expect(page.getByTestId('execution-card').filter({ hasText: 'lxc:strong/100' })).toHaveCount(2);
 	// Leave nothing pending for the specs that follow.
@@ -91,5 +92,7 @@ test('always allow from a card: listed in Settings, the next match runs by rule,
 	await third.getByTestId('deny').click();
 	await third.getByTestId('confirm-deny').click();
 	await expect(third).toHaveAttribute('data-status', 'denied');
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood, not restarting it.', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Understood, not restarting it.', {
+		timeout: scaled(30_000)
+	});
 });

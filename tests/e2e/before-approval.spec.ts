@@ -3,6 +3,7 @@
 // 390 px; Deny and Edit stay.
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -35,7 +36,7 @@ test('a shrink and a destroy of a running CT: "cannot run now", no Approve, in t
 	await page.getByTestId('composer-input').fill('shrink backup and remove caddy');
 	await page.getByTestId('send').click();
 	await expect(page).toHaveURL(/\/chat\/[0-9a-f-]{36}$/);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Neither can run', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('Neither can run', { timeout: scaled(30_000) });
 
 	const cards = page.getByTestId('execution-card');
 	await expect(cards).toHaveCount(2);

@@ -1,5 +1,6 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -9,7 +10,9 @@ const HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1"> caddy TLS n
 
 test('the approval card shows what depends on the CT before a restart: summary, then details with links', async ({ page, env, sql }) => {
 	// CT 100 "caddy" on strong is in the inventory (the double's seed).
-	await expect.poll(async () => (await sql`select 1 from entities where kind = 'lxc' and external_id = 'strong/100'`).length, { timeout: 20_000 }).toBe(1);
+	await expect
+		.poll(async () => (await sql`select 1 from entities where kind = 'lxc' and external_id = 'strong/100'`).length, { timeout: scaled(20_000) })
+		.toBe(1);
 	const notes = await sql<{ id: string; title: string }[]>`
 		insert into knowledge (title, body, source) values
 			('BR runbook: reverse proxy', 'CT 100 terminates TLS for every app; restart it only at night.', 'page'),
@@ -60,7 +63,7 @@ test('the approval card shows what depends on the CT before a restart: summary, 
 		await sql`update entities set notes = 'nightly dumps go to caddy.lan/backups' where kind = 'lxc' and external_id = 'strong/102'`;
 		const sync = await page.request.post('/trpc/hosts.sync', { data: {}, headers: { origin: new URL(page.url()).origin } });
 		expect(sync.ok()).toBe(true);
-		await expect(radius.getByTestId('blast-radius-summary')).toHaveText(/· 2 CTs reference it$/, { timeout: 20_000 });
+		await expect(radius.getByTestId('blast-radius-summary')).toHaveText(/· 2 CTs reference it$/, { timeout: scaled(20_000) });
 		await expect(details.getByTestId('blast-radius-reference').filter({ hasText: 'lxc:strong/102' })).toContainText('backup stopped');
 		await card.screenshot({ path: 'test-results/blast-radius-card.png' });
 

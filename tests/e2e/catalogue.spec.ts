@@ -3,6 +3,7 @@ import path from 'node:path';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
 import type { Page } from '@playwright/test';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -63,11 +64,11 @@ test('pct_push: the card shows the content verbatim; approved, it is written and
 	await card.screenshot({ path: 'test-results/pct-push-card.png' });
 
 	await card.getByTestId('approve').click();
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('step-verified')).toHaveText('verified');
 	const file = path.join(env.proxmox.stateDir, 'guests', '100', 'rootfs', 'etc/systemd/system/typetype-e2e.service');
 	expect(readFileSync(file, 'utf8')).toBe(UNIT);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('checksum verified', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('checksum verified', { timeout: scaled(30_000) });
 });
 
 test('pct_set: the card lists the params; the approval runs it end to end', async ({ page, env }) => {
@@ -92,12 +93,12 @@ test('pct_set: the card lists the params; the approval runs it end to end', asyn
 	await expect(card.getByTestId('param-onboot')).toHaveText('true');
 	await expect(card.getByTestId('param-description')).toHaveText('media server (e2e)');
 	await card.getByTestId('approve').click();
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('execution-step').filter({ hasText: 'pct set' })).toContainText('pct set');
 	const ct = JSON.parse(readFileSync(path.join(env.proxmox.stateDir, 'cts', '101.json'), 'utf8')) as { onboot?: number; description?: string };
 	expect(ct).toMatchObject({ onboot: 1, description: 'media server (e2e)' });
 	await expect(page.getByTestId('system-note').filter({ hasText: 'pct_set on lxc:strong/101' })).toContainText(
 		'succeeded: CT 101 set: onboot=true, description'
 	);
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('now starts at boot', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('now starts at boot', { timeout: scaled(30_000) });
 });

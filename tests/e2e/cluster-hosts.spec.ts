@@ -4,11 +4,12 @@
 // the add form prefilled, which adds it. At 1280 and 390 px.
 import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const MEMBERS = ['pve1', 'pve2', 'pve3'];
 
 test('the cluster as the operator sees it: nodes, a node going down live, a node without a host entry', async ({ page, env, sql }) => {
-	test.setTimeout(120_000);
+	test.setTimeout(scaled(120_000));
 	let cluster: ProxmoxCluster | undefined;
 	try {
 		cluster = await startProxmoxCluster({
@@ -40,11 +41,11 @@ test('the cluster as the operator sees it: nodes, a node going down live, a node
 		// A click before the page is hydrated does nothing: click until the refresh is queued.
 		await expect(async () => {
 			await page.getByTestId('sync-now').click();
-			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: 2_000 });
-		}).toPass({ timeout: 30_000 });
+			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: scaled(2_000) });
+		}).toPass({ timeout: scaled(30_000) });
 
 		const view = page.getByTestId('cluster-view');
-		await expect(view.getByTestId('cluster-name')).toHaveText('homelab', { timeout: 30_000 });
+		await expect(view.getByTestId('cluster-name')).toHaveText('homelab', { timeout: scaled(30_000) });
 		await expect(view.getByTestId('cluster-quorum')).toHaveText('Quorate');
 		const node = (name: string) => view.locator(`[data-testid="cluster-node"][data-node="${name}"]`);
 		await expect(view.getByTestId('cluster-node')).toHaveCount(3);
@@ -61,7 +62,7 @@ test('the cluster as the operator sees it: nodes, a node going down live, a node
 		// pve2 shuts down; the next sync (read from pve1, still quorate with pve3) shows it down, live.
 		await cluster.setDown('pve2', true);
 		await page.getByTestId('sync-now').click();
-		await expect(node('pve2')).toHaveAttribute('data-status', 'offline', { timeout: 30_000 });
+		await expect(node('pve2')).toHaveAttribute('data-status', 'offline', { timeout: scaled(30_000) });
 		await expect(node('pve2').getByTestId('node-standing')).toContainText('Down');
 		await expect(node('pve2').getByTestId('node-down-since')).toHaveText(/^since \d\d:\d\d UTC \(\d+ s ago\)$/);
 		await expect(node('pve2').getByTestId('node-figures')).toContainText('no figures while it is down');

@@ -1,5 +1,6 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -46,12 +47,12 @@ test('edit before approving: a bad value is flagged, the fixed edit runs, the ca
 	await card.screenshot({ path: 'test-results/edit-approve-form.png' });
 	await form.getByTestId('approve-edited').click();
 
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('execution-edited')).toHaveText('edited by admin: memory 2048 → 4096');
 	await expect(card.getByTestId('command-preview')).toContainText("'--memory' '4096'");
 	await expect(card.getByTestId('execution-step').first()).toContainText('pct create 110 (notes)');
 	await expect(card.getByTestId('decision')).toContainText('approved by admin via button');
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 110 is up with 4096 MiB', { timeout: 30_000 });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 110 is up with 4096 MiB', { timeout: scaled(30_000) });
 	await page.screenshot({ path: 'test-results/edit-approve-done.png', fullPage: true });
 
 	// What ran is the edited command; the agent heard the change.
@@ -90,7 +91,7 @@ test('on the Ops page: edit a pct_exec argv list, the edited command runs', asyn
 	await form.getByTestId('approve-edited').click();
 
 	const done = page.getByTestId('ops-recent').getByTestId('execution-card').filter({ hasText: 'say hello' }).first();
-	await expect(done).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(done).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(done.getByTestId('execution-edited')).toHaveText('edited by admin: argv ["echo","hello"] → ["echo","edited","again; id"]');
 	// The command's output (a snapshot step, and pruning, may stand beside it on snapshot-capable storage).
 	await expect(done.getByTestId('step-output').filter({ hasText: 'edited again; id' })).toHaveCount(1);

@@ -1,6 +1,7 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
 import type { Page } from '@playwright/test';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -50,12 +51,12 @@ test('deploy an app from one message and one plan approval: the plan runs itself
 	await expect(page.getByTestId('assent-window')).toBeVisible();
 
 	// One card shows the plan's progress, live, to its end.
-	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: 60_000 });
+	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(60_000) });
 	for (const step of await plan.getByTestId('plan-step').all()) await expect(step).toHaveAttribute('data-state', 'succeeded');
 	await expect(page.getByTestId('stop-plan')).toHaveCount(0);
 
 	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
-	await expect(last).toContainText('TypeType is deployed', { timeout: 30_000 });
+	await expect(last).toContainText('TypeType is deployed', { timeout: scaled(30_000) });
 	await expect(last).toHaveAttribute('data-origin', 'plan');
 	await expect(page.getByTestId('system-note').filter({ hasText: 'ran to the end' })).toHaveCount(1);
 	await page.setViewportSize({ width: 1280, height: 900 });
@@ -84,7 +85,7 @@ test('deploy an app from one message and one plan approval: the plan runs itself
 	// The inventory refreshes after the create (a sync that started before it may land first).
 	await expect
 		.poll(async () => [...(await sql`select name, attributes->>'status' as status from entities where kind = 'lxc' and external_id = 'strong/105'`)], {
-			timeout: 20_000
+			timeout: scaled(20_000)
 		})
 		.toEqual([{ name: 'typetype', status: 'running' }]);
 });
@@ -103,7 +104,7 @@ test('inline Approve in the bubble runs exactly the shown command', async ({ pag
 	await expect(card.getByTestId('classification')).toHaveText('config mutation');
 	await expect(card.getByTestId('execution-reason')).toHaveText('backup must run tonight');
 	await card.getByTestId('approve').click();
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('decision')).toContainText('approved by admin via button');
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup (CT 102) is running now.');
 });
@@ -126,7 +127,7 @@ test('approve on the Ops page; deny with a reason the agent receives', async ({ 
 	const pending = page.getByTestId('ops-pending').locator(`[data-testid="execution-card"][data-execution-id="${id}"]`);
 	await expect(pending).toHaveCount(1);
 	await pending.getByTestId('approve').click();
-	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 
 	await page.goto(chatUrl);
 	await expect(page.getByTestId('execution-card').getByTestId('decision')).toContainText('via ops');
@@ -172,7 +173,7 @@ test('typing "go ahead" approves what is pending; the turn is told', async ({ pa
 	await page.getByTestId('composer-input').fill('go ahead');
 	await page.getByTestId('send').click();
 	const card = page.getByTestId('execution-card');
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('decision')).toContainText('via chat');
 	await expect(page.getByTestId('system-note').filter({ hasText: 'by typing "go ahead"' })).toBeVisible();
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('backup is up.');
@@ -205,11 +206,11 @@ test('a plan that destroys a running CT is refused in the turn; the agent propos
 	await login(page, env.admin);
 	await startChat(page, 'remove the scratch container');
 	const plan = page.getByTestId('plan-card');
-	await expect(plan).toHaveAttribute('data-status', 'proposed', { timeout: 45_000 });
+	await expect(plan).toHaveAttribute('data-status', 'proposed', { timeout: scaled(45_000) });
 	await expect(plan.getByTestId('plan-step')).toHaveCount(2);
 	await page.getByTestId('approve-plan').click();
-	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: 45_000 });
-	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: 45_000 });
+	await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(45_000) });
+	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('scratch (CT 110) is gone.', { timeout: scaled(45_000) });
 
 	const sessionId = page.url().split('/').pop()!;
 	const [{ n }] = await sql`select count(*)::int as n from plans where session_id = ${sessionId}`;

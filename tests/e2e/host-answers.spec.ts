@@ -5,12 +5,13 @@
 import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const MEMBERS = ['px1', 'px2', 'px3'];
 const ALL = [...MEMBERS, 'solo'];
 
 test('a member that never answered and a host that went silent say so', async ({ page, env, sql }) => {
-	test.setTimeout(150_000);
+	test.setTimeout(scaled(150_000));
 	let cluster: ProxmoxCluster | undefined;
 	let solo: ProxmoxDouble | undefined;
 	try {
@@ -35,14 +36,14 @@ test('a member that never answered and a host that went silent say so', async ({
 		await expect(page.getByTestId('settings-page')).toBeVisible();
 		await expect(async () => {
 			await page.getByTestId('sync-now').click();
-			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: 2_000 });
-		}).toPass({ timeout: 30_000 });
+			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: scaled(2_000) });
+		}).toPass({ timeout: scaled(30_000) });
 
 		const view = page.locator('[data-testid="cluster-view"][data-cluster="lab"]');
 		const node = (name: string) => view.locator(`[data-testid="cluster-node"][data-node="${name}"]`);
-		await expect(view.getByTestId('cluster-node')).toHaveCount(3, { timeout: 30_000 });
+		await expect(view.getByTestId('cluster-node')).toHaveCount(3, { timeout: scaled(30_000) });
 		// Live (cluster.updated when it fails to answer): offline, never answered — not "Online".
-		await expect(node('px3').getByTestId('node-standing')).toHaveAttribute('data-standing', 'offline', { timeout: 30_000 });
+		await expect(node('px3').getByTestId('node-standing')).toHaveAttribute('data-standing', 'offline', { timeout: scaled(30_000) });
 		await expect(node('px3').getByTestId('node-standing')).toHaveText(/^\s*Offline\s+— never answered\s*$/);
 		await expect(node('px3').getByTestId('node-figures')).toContainText('no figures: it does not answer Nomos');
 		await expect(node('px3').getByTestId('node-figures')).not.toContainText('GiB free');
@@ -55,8 +56,8 @@ test('a member that never answered and a host that went silent say so', async ({
 		const soloRow = page.getByTestId('host-row').filter({ hasText: 'solo' });
 		await expect(async () => {
 			await page.reload();
-			await expect(soloRow.getByTestId('host-freshness')).toHaveAttribute('data-state', 'fresh', { timeout: 2_000 });
-		}).toPass({ timeout: 30_000 });
+			await expect(soloRow.getByTestId('host-freshness')).toHaveAttribute('data-state', 'fresh', { timeout: scaled(2_000) });
+		}).toPass({ timeout: scaled(30_000) });
 		await expect(soloRow.getByTestId('host-freshness')).toHaveText(/^\s*Inventory read \d+ s ago\.\s*$/);
 		const px3Row = page.getByTestId('host-row').filter({ hasText: 'px3' });
 		await expect(px3Row.getByTestId('host-freshness')).toHaveAttribute('data-state', 'offline');
@@ -68,12 +69,12 @@ test('a member that never answered and a host that went silent say so', async ({
 		solo.setReachable(false);
 		await expect(async () => {
 			await page.getByTestId('sync-now').click();
-			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: 2_000 });
-		}).toPass({ timeout: 30_000 });
+			await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: scaled(2_000) });
+		}).toPass({ timeout: scaled(30_000) });
 		await expect(async () => {
 			await page.reload();
-			await expect(soloRow.getByTestId('host-freshness')).toHaveAttribute('data-state', 'offline', { timeout: 2_000 });
-		}).toPass({ timeout: 30_000 });
+			await expect(soloRow.getByTestId('host-freshness')).toHaveAttribute('data-state', 'offline', { timeout: scaled(2_000) });
+		}).toPass({ timeout: scaled(30_000) });
 		await expect(soloRow.getByTestId('host-freshness')).toHaveText(
 			/Offline\s+—\s+not answering since \d\d:\d\d UTC \(\d+ s ago\)\.\s+Its guests are as last seen \d+ s ago, unknown now\./
 		);

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type postgres from 'postgres';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 /** A token as Settings would make it (the Settings flow itself is api-tokens.spec.ts). */
 async function token(sql: postgres.Sql, username: string, name: string, scope: 'read' | 'operate'): Promise<string> {
@@ -49,7 +50,9 @@ test('an MCP client reads the fleet and requests an execution that waits on Ops;
 	await card.getByTestId('approve').click();
 
 	await expect
-		.poll(async () => JSON.parse(textOf(await client.callTool({ name: 'get_execution', arguments: { id: r.executionId } }))).status, { timeout: 30_000 })
+		.poll(async () => JSON.parse(textOf(await client.callTool({ name: 'get_execution', arguments: { id: r.executionId } }))).status, {
+			timeout: scaled(30_000)
+		})
 		.toBe('succeeded');
 	const done = JSON.parse(textOf(await client.callTool({ name: 'get_execution', arguments: { id: r.executionId } })));
 	expect(done.decision).toMatchObject({ decision: 'approved', route: 'ops' });

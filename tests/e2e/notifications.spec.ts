@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 /** Records every notification a page shows (window.__shown) and every permission request (localStorage). */
 const HOOK = `(() => {
@@ -129,7 +130,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	// The operator switches away: tab A is hidden (on the chat), tab B shows Settings.
 	await a.evaluate(() => ((window as unknown as { __hidden: boolean }).__hidden = true));
 
-	await expect.poll(() => allShown(a, b), { timeout: 15_000 }).toHaveLength(1);
+	await expect.poll(() => allShown(a, b), { timeout: scaled(15_000) }).toHaveLength(1);
 	const [n] = await allShown(a, b);
 	expect(n.title).toBe('Approval waiting: pct_start on lxc:strong/102');
 	expect(n.body).toContain('backup must run tonight');
@@ -137,7 +138,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	const executionId = n.tag.split(':')[1];
 	// Both tabs tried to claim it; the one that got the claim showed it.
 	const claims = async () => (await Promise.all([a, b].map(tabLog))).flat().filter((e) => e.lock === `nomos-notify:${n.tag}`);
-	await expect.poll(claims, { timeout: 15_000 }).toHaveLength(2);
+	await expect.poll(claims, { timeout: scaled(15_000) }).toHaveLength(2);
 	expect((await claims()).map((e) => e.got).sort()).toEqual([false, true]);
 	expect(await allShown(a, b)).toHaveLength(1);
 
@@ -175,7 +176,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 			claimed: log.findIndex((e) => e.lock === `nomos-notify:${key}`)
 		};
 	};
-	await expect.poll(async () => (await second()).heard, { timeout: 15_000 }).toBeGreaterThanOrEqual(0);
+	await expect.poll(async () => (await second()).heard, { timeout: scaled(15_000) }).toBeGreaterThanOrEqual(0);
 	const { heard, claimed } = await second();
 	expect(
 		claimed,
@@ -193,7 +194,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect(a.locator('[data-testid="message"][data-role="user"]').last()).toContainText('set up the backup');
 	await a.goto('/knowledge');
 	await expect
-		.poll(async () => (await allShown(a, b)).filter((x) => x.tag.startsWith('question:')), { timeout: 15_000 })
+		.poll(async () => (await allShown(a, b)).filter((x) => x.tag.startsWith('question:')), { timeout: scaled(15_000) })
 		.toEqual([expect.objectContaining({ title: 'Nomos asks you', body: 'Which backup target should 102 use?' })]);
 
 	// Leave nothing waiting for the specs after this one: answer the question, deny both requests.

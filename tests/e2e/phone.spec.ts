@@ -3,6 +3,7 @@ import type { Page, TestInfo } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { insertFailedSessionFixture, insertHealthySessionFixture, insertNudgedSessionFixture } from '../helpers/review-fixture';
 import { test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const PHONE = { width: 390, height: 844 };
 test.use({ viewport: PHONE, hasTouch: true, isMobile: true });
@@ -215,7 +216,7 @@ test('chat on a phone: the reply, its code block and the approval card fit; appr
 	await card.getByTestId('edit-cancel').click();
 
 	await card.getByTestId('approve').click();
-	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(card).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(card.getByTestId('decision')).toContainText('approved by admin via button');
 	await expect(page.getByTestId('message').last()).toContainText('Done: the long echo ran on caddy.');
 	// The approval opened the assent window: its banner fits in the header.
@@ -293,11 +294,11 @@ test('Ops on a phone: the pending card fits and approves; questions are listed',
 	await expectFits(page);
 	await shoot(page, test.info(), 'ops-pending');
 	await pending.getByTestId('approve').click();
-	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(page.getByTestId('ops-recent').getByTestId('execution-card').first()).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expectFits(page);
 	await shoot(page, test.info(), 'ops-done');
 	// The agent hears of it by itself (the approval opened the session's window); let that turn end here.
-	await expect.poll(async () => (await llm.requests()).length, { timeout: 20_000 }).toBe(3);
+	await expect.poll(async () => (await llm.requests()).length, { timeout: scaled(20_000) }).toBe(3);
 });
 
 test('a question on a phone: the panel fits above the composer and its option answers', async ({ page, env }) => {

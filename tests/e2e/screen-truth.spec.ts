@@ -7,6 +7,7 @@ import type { Page, TestInfo } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { writeSeed } from '../doubles/proxmox/state';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const SIZES = [
 	{ name: '1280', width: 1280, height: 800 },
@@ -79,7 +80,7 @@ for (const size of SIZES) {
 		// The banner is up while the plan runs (watched every frame: a one-step plan is quick).
 		const bannerShown = page.waitForFunction(() => document.querySelector('[data-testid="assent-window"]') !== null, undefined, {
 			polling: 'raf',
-			timeout: 30_000
+			timeout: scaled(30_000)
 		});
 		await plan.getByTestId('approve-plan').click();
 		await bannerShown;
@@ -88,8 +89,10 @@ for (const size of SIZES) {
 		await expect(mine).toHaveCount(0);
 		if (before === 0) await expect(pending).toContainText('Nothing waits for your approval');
 
-		await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: 45_000 });
-		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText(`CT ${vmid} is running now.`, { timeout: 30_000 });
+		await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(45_000) });
+		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText(`CT ${vmid} is running now.`, {
+			timeout: scaled(30_000)
+		});
 		// The plan has ended: "continues by itself" no longer holds, now and after a reload.
 		await expect(page.getByTestId('assent-window')).toHaveCount(0);
 		await expect(page.getByTestId('session-state')).toHaveText('Idle');
@@ -113,7 +116,7 @@ for (const size of SIZES) {
 
 		const plan = page.getByTestId('plan-card');
 		await plan.getByTestId('approve-plan').click();
-		await expect(plan).toHaveAttribute('data-status', 'failed', { timeout: 45_000 });
+		await expect(plan).toHaveAttribute('data-status', 'failed', { timeout: scaled(45_000) });
 		const step = plan.getByTestId('plan-step');
 		await expect(step).toHaveAttribute('data-state', 'not_run');
 		await expect(step.getByTestId('step-not-run')).toHaveText('not run');
@@ -121,7 +124,7 @@ for (const size of SIZES) {
 		await expect(step.getByTestId('status-pill')).toHaveCount(0);
 		// Nothing of the plan ran: the plan itself is not run either, not failed.
 		await expect(plan.getByTestId('status-pill')).toHaveText('not run');
-		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('nothing was started', { timeout: 30_000 });
+		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('nothing was started', { timeout: scaled(30_000) });
 		await expect(page.getByTestId('assent-window')).toHaveCount(0);
 		await shoot(page, info, `not-run-chat-${size.name}`);
 		await page.reload();
@@ -161,7 +164,7 @@ for (const size of SIZES) {
 		await page.waitForFunction(
 			() => [...document.querySelectorAll('[data-kind="retry"][data-pending="true"]')].some((n) => n.textContent?.includes('…')),
 			undefined,
-			{ polling: 'raf', timeout: 20_000 }
+			{ polling: 'raf', timeout: scaled(20_000) }
 		);
 		await expect(notes.nth(1)).toBeVisible();
 		await expect(notes.nth(0)).toHaveAttribute('data-pending', 'false');

@@ -3,6 +3,7 @@ import type { Page, TestInfo } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { insertHealthySessionFixture } from '../helpers/review-fixture';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const DESKTOP = { width: 1280, height: 800 };
 const LAPTOP = { width: 1024, height: 768 };
@@ -105,10 +106,10 @@ test("stderr is not failure: a succeeded step's stderr (vzdump logs there) is no
 	await page.getByTestId('send').click();
 	const cards = page.getByTestId('execution-card');
 	await cards.first().getByTestId('approve').click();
-	await expect(cards.first()).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
-	await expect(cards.nth(1)).toHaveAttribute('data-status', 'awaiting_approval', { timeout: 30_000 });
+	await expect(cards.first()).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
+	await expect(cards.nth(1)).toHaveAttribute('data-status', 'awaiting_approval', { timeout: scaled(30_000) });
 	await cards.nth(1).getByTestId('approve').click();
-	await expect(cards.nth(1)).toHaveAttribute('data-status', 'failed', { timeout: 30_000 });
+	await expect(cards.nth(1)).toHaveAttribute('data-status', 'failed', { timeout: scaled(30_000) });
 	const red = await page.evaluate(() => {
 		const probe = document.createElement('span');
 		probe.className = 'text-red-600';
@@ -125,7 +126,7 @@ test("stderr is not failure: a succeeded step's stderr (vzdump logs there) is no
 	expect(await badErr.evaluate((el) => getComputedStyle(el).color)).toBe(red);
 	await cards.first().scrollIntoViewIfNeeded();
 	await shoot(page, test.info(), 'stderr-by-outcome-1280');
-	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+	await expect.poll(async () => (await llm.state()).pending, { timeout: scaled(20_000) }).toBe(0);
 });
 
 test('the reply after an approved plan says the plan ended (not "after your answer")', async ({ page, env, sql }) => {
@@ -147,7 +148,7 @@ test('the reply after an approved plan says the plan ended (not "after your answ
 	await page.getByTestId('send').click();
 	await page.getByTestId('approve-plan').click();
 	const last = page.locator('[data-testid="message"][data-role="assistant"]').last();
-	await expect(last).toContainText('The plan ran', { timeout: 60_000 });
+	await expect(last).toContainText('The plan ran', { timeout: scaled(60_000) });
 	await expect(last).toHaveAttribute('data-origin', 'plan');
 	await expect(last.getByTestId('origin-label')).toHaveText('continued after the approved plan ended');
 	const sessionId = page.url().split('/').pop()!;
@@ -178,7 +179,7 @@ async function checkModel(page: Page, env: { llmURL: string }) {
 	await llmControl(env.llmURL).push(...PROBES);
 	await page.goto('/settings');
 	await page.getByTestId('check-model').click();
-	await expect(page.locator('[data-testid="model-probe"]')).toHaveCount(4, { timeout: 30_000 });
+	await expect(page.locator('[data-testid="model-probe"]')).toHaveCount(4, { timeout: scaled(30_000) });
 }
 
 test('a cut context is said once per session, names the configured server, links to Settings and is short on a phone', async ({ page, env }) => {

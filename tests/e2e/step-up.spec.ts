@@ -7,6 +7,7 @@ import http from 'node:http';
 import type postgres from 'postgres';
 import type { Page } from '@playwright/test';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 async function token(sql: postgres.Sql, username: string, name: string, scope: 'read' | 'operate' | 'approve'): Promise<string> {
 	const t = `nomos_pat_${randomBytes(32).toString('base64url')}`;
@@ -127,7 +128,7 @@ for (const viewport of [
 		await dialog.getByTestId('step-up-confirm').click();
 		await expect(dialog).toBeHidden();
 		await expect
-			.poll(async () => (await sql<{ status: string }[]>`select status from executions where id = ${id}`)[0].status, { timeout: 30_000 })
+			.poll(async () => (await sql<{ status: string }[]>`select status from executions where id = ${id}`)[0].status, { timeout: scaled(30_000) })
 			.not.toBe('awaiting_approval');
 		const [a] = await sql<{ route: string }[]>`select route from audit_log where action = 'execution.approved' and subject_id = ${id}`;
 		expect(a.route).toBe('ops');

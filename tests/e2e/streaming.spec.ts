@@ -1,5 +1,6 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -36,7 +37,7 @@ test('a long reply streams in; a reload mid-turn shows the text so far and goes 
 	expect(atLoad.startsWith(seen.slice(0, -20))).toBe(true);
 	expect(atLoad.length).toBeGreaterThanOrEqual(seen.length - 20);
 	// …and it goes on over the live stream to the end.
-	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: 30_000 });
+	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: scaled(30_000) });
 	await expect(text).toContainText('That is all of it.');
 
 	const [row] = await sql<{ parts: Array<{ type: string; text?: string }> }[]>`

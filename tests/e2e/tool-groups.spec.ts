@@ -1,5 +1,6 @@
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -7,7 +8,9 @@ test.beforeEach(async ({ env }) => {
 
 test('five tool calls: live header counts up, stays collapsed, expands smoothly, reload shows it collapsed', async ({ page, env, sql }) => {
 	// The inventory sync runs at start; wait until the double's containers are in.
-	await expect.poll(async () => (await sql`select count(*)::int as n from entities where kind = 'lxc'`)[0].n, { timeout: 30_000 }).toBeGreaterThanOrEqual(3);
+	await expect
+		.poll(async () => (await sql`select count(*)::int as n from entities where kind = 'lxc'`)[0].n, { timeout: scaled(30_000) })
+		.toBeGreaterThanOrEqual(3);
 	const llm = llmControl(env.llmURL);
 	const calls: Array<[string, Record<string, unknown>]> = [
 		['list_lxcs', {}],
@@ -41,7 +44,7 @@ test('five tool calls: live header counts up, stays collapsed, expands smoothly,
 				if (st) statuses.add(st.trim());
 				return seen.size;
 			},
-			{ timeout: 30_000, intervals: [50] }
+			{ timeout: scaled(30_000), intervals: [50] }
 		)
 		.toBeGreaterThanOrEqual(3);
 	await expect(group.getByTestId('tool-group-body')).toHaveAttribute('data-open', 'false');
@@ -57,7 +60,7 @@ test('five tool calls: live header counts up, stays collapsed, expands smoothly,
 	).toEqual([]);
 
 	const reply = page.locator('[data-testid="message"][data-role="assistant"]');
-	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: 30_000 });
+	await expect(reply).toHaveAttribute('data-status', 'complete', { timeout: scaled(30_000) });
 	await expect(reply).toContainText('backup is stopped');
 	await expect(group.getByTestId('tool-group-status')).toHaveText('5 tools');
 
@@ -88,7 +91,9 @@ test('five tool calls: live header counts up, stays collapsed, expands smoothly,
 });
 
 test('a finished call flashes ✓ in the header, and the flash goes while the turn is still live', async ({ page, env, sql }) => {
-	await expect.poll(async () => (await sql`select count(*)::int as n from entities where kind = 'lxc'`)[0].n, { timeout: 30_000 }).toBeGreaterThanOrEqual(3);
+	await expect
+		.poll(async () => (await sql`select count(*)::int as n from entities where kind = 'lxc'`)[0].n, { timeout: scaled(30_000) })
+		.toBeGreaterThanOrEqual(3);
 	const llm = llmControl(env.llmURL);
 	// One call, then a model that never answers until the reset at the end: the turn stays live.
 	await llm.push({ toolCalls: [{ name: 'get_lxc_state', args: { name: 'caddy' } }] }, { fault: 'hang' });
@@ -111,7 +116,7 @@ test('a finished call flashes ✓ in the header, and the flash goes while the tu
 	const status = page.getByTestId('tool-group').first().getByTestId('tool-group-status');
 	const reply = page.locator('[data-testid="message"][data-role="assistant"]').last();
 	// The flash went (the model has not answered: nothing runs, the header sums up) …
-	await expect(status).toHaveText('1 tool', { timeout: 30_000 });
+	await expect(status).toHaveText('1 tool', { timeout: scaled(30_000) });
 	await expect(reply).toHaveAttribute('data-status', 'streaming');
 	// … after it was there: ✓ and the call, then the summary, the turn live throughout.
 	const seen = await statuses();
@@ -121,5 +126,5 @@ test('a finished call flashes ✓ in the header, and the flash goes while the tu
 
 	// Let the turn end (the hanging request is cut) so no later spec meets it.
 	await llm.reset();
-	await expect(reply).not.toHaveAttribute('data-status', 'streaming', { timeout: 30_000 });
+	await expect(reply).not.toHaveAttribute('data-status', 'streaming', { timeout: scaled(30_000) });
 });

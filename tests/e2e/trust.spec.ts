@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { APIRequestContext, Page } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test.beforeEach(async ({ env }) => {
 	await llmControl(env.llmURL).reset();
@@ -17,7 +18,7 @@ const assistant = (page: Page) => page.locator('[data-testid="message"][data-rol
 
 /** Waits until the scripted model has answered everything pushed (so nothing leaks into the next test). */
 async function settle(env: { llmURL: string }) {
-	await expect.poll(async () => (await llmControl(env.llmURL).state()).pending, { timeout: 30_000 }).toBe(0);
+	await expect.poll(async () => (await llmControl(env.llmURL).state()).pending, { timeout: scaled(30_000) }).toBe(0);
 }
 
 test('an injected page and a yes/no question cannot get a destroy approved by typing', async ({ page, env, sql }) => {
@@ -112,7 +113,7 @@ test('typed "yes" with two cards on screen approves nothing and the agent asks w
 	await page.getByTestId('composer-input').fill('yes, stop 101');
 	await page.getByTestId('send').click();
 	const stop = page.locator('[data-testid="execution-card"]').filter({ hasText: 'pct_stop' });
-	await expect(stop).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+	await expect(stop).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(30_000) });
 	await expect(stop.getByTestId('decision')).toContainText('via chat (typed)');
 	await expect(
 		page.getByTestId('system-note').filter({ hasText: /approved execution \S+ \(pct_stop on lxc:strong\/101\) by typing "yes, stop 101"/ })

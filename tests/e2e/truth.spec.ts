@@ -3,6 +3,7 @@
 import { llmControl } from '../doubles/llm/client';
 import { setFaultIn } from '../doubles/proxmox/state';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 
@@ -24,7 +25,7 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 		const card = page.getByTestId('execution-card');
 		await expect(page.getByTestId('session-state')).toHaveText('Waiting for your approval (1)');
 		await card.getByTestId('approve').click();
-		await expect(card).toHaveAttribute('data-status', 'running', { timeout: 20_000 });
+		await expect(card).toHaveAttribute('data-status', 'running', { timeout: scaled(20_000) });
 		await expect(card.getByTestId('execution-step').first()).toContainText('pct create 151');
 		await expect(page.getByTestId('session-state')).toHaveText('Running pct_create on host:strong…');
 		// The create is under way on the host (its first line: the volume exists) before Cancel.
@@ -32,11 +33,13 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 		await card.getByTestId('cancel-execution').click();
 		// At once: "cancelling" while the runner stops the command, or already "interrupted" when it
 		// stopped it before the page looked (the pill's intermediate state can be shorter than a poll).
-		await expect(card.getByTestId('status-pill')).toHaveText(/^(cancelling|interrupted)$/, { timeout: 1_000 });
-		await expect(card).toHaveAttribute('data-status', 'interrupted', { timeout: 3_000 });
+		await expect(card.getByTestId('status-pill')).toHaveText(/^(cancelling|interrupted)$/, { timeout: scaled(1_000) });
+		await expect(card).toHaveAttribute('data-status', 'interrupted', { timeout: scaled(3_000) });
 		await expect(card.getByTestId('execution-interrupted')).toContainText('may have partly run');
 		await expect(card.getByTestId('execution-leftovers')).toHaveText('Left behind: CT 151 exists on strong, stopped, locked: create');
-		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 151 exists, stopped and locked', { timeout: 20_000 });
+		await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('CT 151 exists, stopped and locked', {
+			timeout: scaled(20_000)
+		});
 		await expect(page.getByTestId('session-state')).toHaveText('Idle');
 		await page.screenshot({ path: 'test-results/truth-interrupted.png', fullPage: true });
 		const reqs = await llm.requests();
@@ -46,7 +49,7 @@ test('Cancel during a hung pct create: cancelling at once, interrupted in second
 	} finally {
 		await setFaultIn(env.proxmox.stateDir, 'create', null);
 	}
-	await expect.poll(async () => (await llm.state()).pending, { timeout: 20_000 }).toBe(0);
+	await expect.poll(async () => (await llm.state()).pending, { timeout: scaled(20_000) }).toBe(0);
 });
 
 test('when no worker is alive the chat and Ops pages say so, live, and stop saying it when one is back', async ({ page, env, sql }) => {
@@ -58,8 +61,8 @@ test('when no worker is alive the chat and Ops pages say so, live, and stop sayi
 	// said so (it emits workers.changed). The in-process worker's next beat (every 10 s) revives it.
 	await sql`update worker_processes set beat_at = now() - interval '1 hour'`;
 	await sql`insert into events (type, payload) values ('workers.changed', '{"alive":0}'::jsonb)`;
-	await expect(page.getByTestId('no-worker')).toBeVisible({ timeout: 20_000 });
+	await expect(page.getByTestId('no-worker')).toBeVisible({ timeout: scaled(20_000) });
 	await expect(page.getByTestId('no-worker')).toContainText('npm run worker');
 	await page.screenshot({ path: 'test-results/truth-no-worker.png', fullPage: true });
-	await expect(page.getByTestId('no-worker')).toHaveCount(0, { timeout: 40_000 });
+	await expect(page.getByTestId('no-worker')).toHaveCount(0, { timeout: scaled(40_000) });
 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { connectDb, disconnectDb, sql } from '../../src/lib/server/db/index';
 import { APP_ROLE, roleUrl } from '../../src/lib/server/db/roles';
 import { TEMPLATE_DB, withDatabase } from './global-setup';
+import { scaled } from './time';
 
 /** Creates a fresh database: a clone of the migrated template, or empty. Returns its URL. */
 export async function createTestDatabase(opts: { empty?: boolean } = {}): Promise<string> {
@@ -47,6 +48,7 @@ export function useTestDatabase(opts: { as?: 'superuser' | 'app' } = {}): () => 
  * guesses how long getting there takes. Throws after `timeoutMs`.
  */
 export async function waitForLockWaiter(queryLike: string, timeoutMs = 15_000): Promise<void> {
+	timeoutMs = scaled(timeoutMs);
 	for (const until = Date.now() + timeoutMs; ;) {
 		const [{ n }] = await sql()<{ n: number }[]>`
 			select count(*)::int as n from pg_stat_activity

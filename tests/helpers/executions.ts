@@ -10,6 +10,7 @@ import type { Credential } from '../../src/lib/server/executions/authority';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
+import { scaled } from './time';
 
 /** Registers a double as a host row (pinned to its own fingerprint unless told otherwise). */
 export async function addHost(pve: ProxmoxDouble, opts: { name?: string; fingerprint?: string | null } = {}): Promise<string> {
@@ -82,7 +83,7 @@ export async function waitUntil<T>(
 	what: string,
 	opts: { timeoutMs?: number; intervalMs?: number } = {}
 ): Promise<T> {
-	const until = Date.now() + (opts.timeoutMs ?? 15_000);
+	const until = Date.now() + scaled(opts.timeoutMs ?? 15_000);
 	for (;;) {
 		const v = await probe();
 		if (v) return v;

@@ -3,32 +3,42 @@
 // agent is told the rules and that its request runs; destructive actions, violated constraints,
 // revoked rules, other hosts and non-admins never get through.
 import type { RequestEvent } from '@sveltejs/kit';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { listAudit } from '../../src/lib/server/db/queries/audit';
 import { revokeAllowRule } from '../../src/lib/server/db/queries/allow-rules';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { approveEdited, checkEdit } from '../../src/lib/server/executions/edit';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { allowRulesRouter } from '../../src/lib/server/trpc/routers/allow-rules';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { parsePattern, type RuleFields } from '../../src/lib/schemas/allow-rules';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase, waitForLockWaiter } from '../helpers/db';
-import { DEBIAN, addHost, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
+import { waitForLockWaiter } from '../helpers/db';
+import { DEBIAN, freshSession, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let strong: ProxmoxDouble;
-let weak: ProxmoxDouble;
-let llm: ScriptedLlm;
+const {
+	llm,
+	hosts: [strong]
+} = useStage({
+	model: true,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped' },
+				{ vmid: 102, hostname: 'web-1', status: 'stopped' },
+				{ vmid: 103, hostname: 'mail', status: 'stopped' },
+				{ vmid: 104, hostname: 'web-2', status: 'stopped' }
+			]
+		},
+		{ nodeName: 'weak', seed: [{ vmid: 200, hostname: 'web-3', status: 'stopped' }] }
+	]
+});
 let admin: { id: string; username: string; role: 'admin' };
 let plain: { id: string; username: string; role: 'operator' };
 let sessionId: string;
@@ -37,24 +47,6 @@ const caller = (user: { id: string; username: string; role: 'admin' | 'operator'
 	createCallerFactory(allowRulesRouter)({ user, event: {} as RequestEvent });
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-	strong = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' },
-			{ vmid: 102, hostname: 'web-1', status: 'stopped' },
-			{ vmid: 103, hostname: 'mail', status: 'stopped' },
-			{ vmid: 104, hostname: 'web-2', status: 'stopped' }
-		]
-	});
-	weak = await startProxmoxDouble({ nodeName: 'weak', delayMs: 1, seed: [{ vmid: 200, hostname: 'web-3', status: 'stopped' }] });
-	await addHost(strong);
-	await addHost(weak);
-	await syncAllHosts();
 	admin = { id: await newOperator('root-admin'), username: 'root-admin', role: 'admin' };
 	const opId = await newOperator('plain-op');
 	await sql()`update operators set role = 'operator' where id = ${opId}`;
@@ -62,16 +54,9 @@ beforeAll(async () => {
 	sessionId = await newSession(admin.id, 'rules');
 });
 
-afterAll(async () => {
-	await strong?.close();
-	await weak?.close();
-	await llm?.close();
-});
-
 // Each test starts with no rule in force.
 beforeEach(async () => {
 	await sql()`update allow_rules set revoked_at = now() where revoked_at is null`;
-	llm.reset();
 });
 
 async function rule(fields: RuleFields): Promise<string> {

@@ -5,7 +5,7 @@
 // token and by a stale session), and each outcome must be what needsPerson() says: approved
 // when no person is needed, refused when one is (a fresh session's click always approves).
 import type { RequestEvent } from '@sveltejs/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
@@ -19,30 +19,21 @@ import { ACTIONS, ACTION_NAMES, needsPerson, sha256, type ActionName } from '../
 import type { PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, newSession, useHub } from '../helpers/executions';
+import { newSession } from '../helpers/executions';
 import type { MessagePart } from '../../src/lib/types/messages';
-
-useTestDatabase();
-useHub();
+import { useStage } from '../helpers/stage';
 
 const BASE = 'http://127.0.0.1:3000';
 type Who = { id: string; username: string; role: 'admin' | 'operator' };
-let pve: ProxmoxDouble;
+useStage({ sync: false, hosts: [{ nodeName: 'strong', seed: [{ vmid: 101, hostname: 'db', status: 'running' }] }] });
 let admin: Who;
 let token: ApiTokenAuth;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 101, hostname: 'db', status: 'running' }] });
-	await addHost(pve);
 	const op = await createOperator(sql(), 'table-admin', 'correct horse battery', 'admin');
 	admin = { ...op, role: 'admin' };
 	const t = await insertApiToken(sql(), admin.id, { name: 'approver', scope: 'approve', days: 7 });
 	token = { id: t.listing.id, name: 'approver', scope: 'approve' };
-});
-afterAll(async () => {
-	await pve?.close();
 });
 
 async function browser(minutesAgo = 0) {

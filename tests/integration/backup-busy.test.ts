@@ -17,6 +17,7 @@ import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { createTestDatabase, useTestDatabase } from '../helpers/db';
 import { newOperator, waitUntil } from '../helpers/executions';
 import { QUIET_WORKER_ENV, startTs, type ChildExit } from '../helpers/spawn';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 const root = path.resolve('tests/.tmp', `backup-busy-${process.pid}`);
@@ -79,7 +80,7 @@ beforeAll(async () => {
 	await s`insert into audit_log (action, route, detail) select 'seed', 'system', jsonb_build_object('i', g, 'pad', repeat('a', 80)) from generate_series(1, 1000) g`;
 	await s`insert into knowledge (title, body) select 'page ' || g, repeat('knowledge ', 30) from generate_series(1, 600) g`;
 	await s`insert into chat_sessions (title, operator_id) select 'chat ' || g, ${op.id} from generate_series(1, 800) g`;
-}, 60_000);
+}, scaled(60_000));
 
 afterAll(async () => {
 	for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -88,80 +89,84 @@ afterAll(async () => {
 });
 
 describe('npm run backup against a busy instance', () => {
-	it('finishes while a worker serves turns and a writer commits, with one consistent snapshot', async () => {
-		const operatorId = await newOperator('busy-admin');
-		const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'busy-admin', role: 'admin' }, event: {} as RequestEvent } as never);
-		const worker = start('tests/helpers/worker-child.ts', [], {
-			...QUIET_WORKER_ENV,
-			OPENAI_BASE_URL: llm.baseURL,
-			OPENAI_API_KEY: 'test',
-			NOMOS_MODEL: 'scripted'
-		});
-		await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
-		const writer = start('tests/helpers/backup-writer-child.ts', [], {});
-		await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
+	it(
+		'finishes while a worker serves turns and a writer commits, with one consistent snapshot',
+		async () => {
+			const operatorId = await newOperator('busy-admin');
+			const chat = createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'busy-admin', role: 'admin' }, event: {} as RequestEvent } as never);
+			const worker = start('tests/helpers/worker-child.ts', [], {
+				...QUIET_WORKER_ENV,
+				OPENAI_BASE_URL: llm.baseURL,
+				OPENAI_API_KEY: 'test',
+				NOMOS_MODEL: 'scripted'
+			});
+			await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
+			const writer = start('tests/helpers/backup-writer-child.ts', [], {});
+			await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
 
-		// Turns one after another until the backup is over.
-		let serving = true;
-		let turns = 0;
-		let sessionId: string | undefined;
-		const answered = async () => {
-			const [{ n }] = await sql()<{ n: number }[]>`
+			// Turns one after another until the backup is over.
+			let serving = true;
+			let turns = 0;
+			let sessionId: string | undefined;
+			const answered = async () => {
+				const [{ n }] = await sql()<{ n: number }[]>`
 				select count(*)::int as n from messages where session_id = ${sessionId!} and role = 'assistant' and status = 'complete'`;
-			return n;
-		};
-		const turnLoop = (async () => {
-			while (serving) {
-				const before = sessionId ? await answered() : 0;
-				sessionId = (await chat.send({ sessionId, text: `when does caddy restart? (${turns})` })).sessionId;
-				await waitUntil(async () => (await answered()) > before, `turn ${turns} to be answered:\n${worker.log.out}`, { timeoutMs: 30_000 });
-				turns++;
+				return n;
+			};
+			const turnLoop = (async () => {
+				while (serving) {
+					const before = sessionId ? await answered() : 0;
+					sessionId = (await chat.send({ sessionId, text: `when does caddy restart? (${turns})` })).sessionId;
+					await waitUntil(async () => (await answered()) > before, `turn ${turns} to be answered:\n${worker.log.out}`, { timeoutMs: 30_000 });
+					turns++;
+				}
+			})();
+			await waitUntil(async () => turns >= 1, `a first turn:\n${worker.log.out}`, { timeoutMs: 60_000 });
+
+			const [{ at: startedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
+			const archive = path.join(out, 'busy.tar.gz');
+			const backup = startBackup(archive);
+			let r: Awaited<ReturnType<typeof exitWithin>>;
+			try {
+				r = await exitWithin(backup, 60_000);
+			} finally {
+				serving = false;
+				await turnLoop;
 			}
-		})();
-		await waitUntil(async () => turns >= 1, `a first turn:\n${worker.log.out}`, { timeoutMs: 60_000 });
+			const [{ at: endedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
+			writer.child.kill('SIGTERM');
+			await writer.exited;
+			worker.child.kill('SIGTERM');
+			await worker.exited;
 
-		const [{ at: startedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
-		const archive = path.join(out, 'busy.tar.gz');
-		const backup = startBackup(archive);
-		let r: Awaited<ReturnType<typeof exitWithin>>;
-		try {
-			r = await exitWithin(backup, 60_000);
-		} finally {
-			serving = false;
-			await turnLoop;
-		}
-		const [{ at: endedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
-		writer.child.kill('SIGTERM');
-		await writer.exited;
-		worker.child.kill('SIGTERM');
-		await worker.exited;
-
-		expect(r, backup.log.out).toEqual({ code: 0, signal: null });
-		expect((await fs.stat(archive)).mode & 0o777).toBe(0o600);
-		expect((await fs.readdir(out)).filter((n) => n.endsWith('.partial'))).toEqual([]);
-		expect(await leftovers(tmp)).toEqual([]);
-		// The instance really was busy: the writer committed while the backup ran.
-		const [{ during }] = await sql()<{ during: number }[]>`
+			expect(r, backup.log.out).toEqual({ code: 0, signal: null });
+			expect((await fs.stat(archive)).mode & 0o777).toBe(0o600);
+			expect((await fs.readdir(out)).filter((n) => n.endsWith('.partial'))).toEqual([]);
+			expect(await leftovers(tmp)).toEqual([]);
+			// The instance really was busy: the writer committed while the backup ran.
+			const [{ during }] = await sql()<{ during: number }[]>`
 			select count(*)::int as during from events where type = 'assent.updated' and created_at between ${startedAt} and ${endedAt}`;
-		expect(during).toBeGreaterThan(0);
+			expect(during).toBeGreaterThan(0);
 
-		// The archive restores, and holds both rows of every writer transaction or neither.
-		const restored = await createTestDatabase({ empty: true });
-		await restoreBackup(archive, { databaseUrl: restored, dataDir: path.join(root, 'unused'), pgPort: 1 });
-		const copy = postgres(restored, { max: 1, onnotice: () => undefined });
-		try {
-			const events = await copy<{ tag: string }[]>`select payload->>'by' as tag from events where type = 'assent.updated' order by 1`;
-			const audits = await copy<{ tag: string }[]>`select detail->>'tag' as tag from audit_log where action = 'backup.test' order by 1`;
-			expect(events.length).toBeGreaterThan(0);
-			expect(audits).toEqual(events);
-			const [{ seeded }] = await copy<{ seeded: number }[]>`select count(*)::int as seeded from events where type = 'seed'`;
-			expect(seeded).toBe(3000);
-		} finally {
-			await copy.end();
-		}
-		const [{ live }] = await sql()<{ live: number }[]>`select count(*)::int as live from events where type = 'assent.updated'`;
-		expect(live).toBeGreaterThan(0);
-	}, 180_000);
+			// The archive restores, and holds both rows of every writer transaction or neither.
+			const restored = await createTestDatabase({ empty: true });
+			await restoreBackup(archive, { databaseUrl: restored, dataDir: path.join(root, 'unused'), pgPort: 1 });
+			const copy = postgres(restored, { max: 1, onnotice: () => undefined });
+			try {
+				const events = await copy<{ tag: string }[]>`select payload->>'by' as tag from events where type = 'assent.updated' order by 1`;
+				const audits = await copy<{ tag: string }[]>`select detail->>'tag' as tag from audit_log where action = 'backup.test' order by 1`;
+				expect(events.length).toBeGreaterThan(0);
+				expect(audits).toEqual(events);
+				const [{ seeded }] = await copy<{ seeded: number }[]>`select count(*)::int as seeded from events where type = 'seed'`;
+				expect(seeded).toBe(3000);
+			} finally {
+				await copy.end();
+			}
+			const [{ live }] = await sql()<{ live: number }[]>`select count(*)::int as live from events where type = 'assent.updated'`;
+			expect(live).toBeGreaterThan(0);
+		},
+		scaled(180_000)
+	);
 
 	it.each([
 		['SIGTERM', 143],
@@ -214,41 +219,45 @@ describe('npm run backup against a busy instance', () => {
 		90_000
 	);
 
-	it('SIGKILL in the middle of a COPY leaves a partial file; the next backup into that folder removes it', async () => {
-		const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
-		try {
-			await gate.unsafe(`create table if not exists zz_backup_gate (token_hash text references auth_sessions(token_hash))`);
-			const dir = path.join(out, 'SIGKILL');
-			await fs.mkdir(dir);
-			let killed: ReturnType<typeof startBackup> | undefined;
-			await gate.begin(async (tx) => {
-				await tx`lock table zz_backup_gate in access exclusive mode`;
-				killed = startBackup(dir);
-				await waitUntil(
-					async () => {
-						const [row] = await sql()<{ n: number }[]>`
+	it(
+		'SIGKILL in the middle of a COPY leaves a partial file; the next backup into that folder removes it',
+		async () => {
+			const gate = postgres(dbUrl(), { max: 1, onnotice: () => undefined });
+			try {
+				await gate.unsafe(`create table if not exists zz_backup_gate (token_hash text references auth_sessions(token_hash))`);
+				const dir = path.join(out, 'SIGKILL');
+				await fs.mkdir(dir);
+				let killed: ReturnType<typeof startBackup> | undefined;
+				await gate.begin(async (tx) => {
+					await tx`lock table zz_backup_gate in access exclusive mode`;
+					killed = startBackup(dir);
+					await waitUntil(
+						async () => {
+							const [row] = await sql()<{ n: number }[]>`
 						select count(*)::int as n from pg_stat_activity
 						where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
-						return row.n === 1;
-					},
-					`the backup to wait on the gate:\n${killed.log.out}`,
-					{ timeoutMs: 30_000 }
-				);
-				killed.child.kill('SIGKILL');
-				expect((await exitWithin(killed, 30_000)).signal).toBe('SIGKILL');
-			});
-			// No handler ran: the partial archive, with the secret tables in it, stays behind.
-			const stale = (await fs.readdir(dir)).filter((n) => n.endsWith('.partial'));
-			expect(stale).toEqual([expect.stringMatching(new RegExp(`\\.${killed!.pid}\\.partial$`))]);
-			const next = startBackup(dir);
-			expect(await exitWithin(next, 60_000), next.log.out).toEqual({ code: 0, signal: null });
-			expect(next.log.out).toContain('a partial archive whose backup was killed');
-			const names = await fs.readdir(dir);
-			expect(names.filter((n) => n.endsWith('.partial'))).toEqual([]);
-			expect(names).toEqual([expect.stringMatching(/^nomos-backup-.+\.tar\.gz$/)]);
-		} finally {
-			await gate.unsafe('drop table if exists zz_backup_gate');
-			await gate.end();
-		}
-	}, 120_000);
+							return row.n === 1;
+						},
+						`the backup to wait on the gate:\n${killed.log.out}`,
+						{ timeoutMs: 30_000 }
+					);
+					killed.child.kill('SIGKILL');
+					expect((await exitWithin(killed, 30_000)).signal).toBe('SIGKILL');
+				});
+				// No handler ran: the partial archive, with the secret tables in it, stays behind.
+				const stale = (await fs.readdir(dir)).filter((n) => n.endsWith('.partial'));
+				expect(stale).toEqual([expect.stringMatching(new RegExp(`\\.${killed!.pid}\\.partial$`))]);
+				const next = startBackup(dir);
+				expect(await exitWithin(next, 60_000), next.log.out).toEqual({ code: 0, signal: null });
+				expect(next.log.out).toContain('a partial archive whose backup was killed');
+				const names = await fs.readdir(dir);
+				expect(names.filter((n) => n.endsWith('.partial'))).toEqual([]);
+				expect(names).toEqual([expect.stringMatching(/^nomos-backup-.+\.tar\.gz$/)]);
+			} finally {
+				await gate.unsafe('drop table if exists zz_backup_gate');
+				await gate.end();
+			}
+		},
+		scaled(120_000)
+	);
 });

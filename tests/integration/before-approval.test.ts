@@ -7,7 +7,7 @@
 // refused at request time. A host that does not answer makes the check unknown: the request is
 // accepted, the card says "could not check before approval" and nothing claims what was not seen.
 import type { RequestEvent } from '@sveltejs/kit';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
@@ -15,7 +15,6 @@ import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queri
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { createOperator } from '../../src/lib/server/auth/accounts';
 import { authenticate } from '../../src/lib/server/auth/session';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { approveEdited } from '../../src/lib/server/executions/edit';
@@ -23,52 +22,37 @@ import { checkBeforeApproval } from '../../src/lib/server/executions/before-appr
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import type { ProxmoxDouble } from '../doubles/proxmox/server';
 import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, freshSession, jobsFor, newSession, useHub } from '../helpers/executions';
+import { addHost, freshSession, jobsFor, newSession } from '../helpers/executions';
 import { freePort } from '../helpers/ports';
-
-useTestDatabase();
-useHub();
+import { useStage } from '../helpers/stage';
 
 const BASE = 'http://127.0.0.1:3000';
 type Who = { id: string; username: string; role: 'admin' };
-let llm: ScriptedLlm;
-let strong: ProxmoxDouble;
-let slow: ProxmoxDouble;
+const {
+	llm,
+	hosts: [strong, slow]
+} = useStage({
+	model: true,
+	env: { NOMOS_BEFORE_APPROVAL_S: '2' },
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 }
+			],
+			vms: [{ vmid: 200, name: 'haos', status: 'running' }]
+		},
+		{ nodeName: 'slow', seed: [{ vmid: 300, hostname: 'files', status: 'running', diskGb: 8 }] }
+	]
+});
 let admin: Who;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_BEFORE_APPROVAL_S: '2' });
-	resetEnvCache();
-	strong = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 }
-		],
-		vms: [{ vmid: 200, name: 'haos', status: 'running' }]
-	});
-	slow = await startProxmoxDouble({ nodeName: 'slow', delayMs: 1, seed: [{ vmid: 300, hostname: 'files', status: 'running', diskGb: 8 }] });
-	await addHost(strong);
-	await addHost(slow);
-	await syncAllHosts();
 	admin = { ...(await createOperator(sql(), 'root-admin', 'correct horse battery', 'admin')), role: 'admin' };
 });
-
-afterAll(async () => {
-	delete process.env.NOMOS_BEFORE_APPROVAL_S;
-	resetEnvCache();
-	await strong?.close();
-	await slow?.close();
-	await llm?.close();
-});
-
-beforeEach(() => llm.reset());
 
 /** A signed-in browser tab whose password was just given (no step-up asked). */
 async function browser(who: Who) {

@@ -11,37 +11,34 @@ import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { approveLabel } from '../../src/lib/execution-labels';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
+import { decide, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
+const { pve } = useStage({
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 },
+				{ vmid: 102, hostname: 'dirstore', status: 'stopped', storage: 'local' },
+				{ vmid: 103, hostname: 'app', status: 'running' }
+			],
+			vms: [{ vmid: 200, name: 'win11', status: 'stopped' }]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 const canaryDir = mkdtempSync(join(tmpdir(), 'nomos-catalogue-canary-'));
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 },
-			{ vmid: 102, hostname: 'dirstore', status: 'stopped', storage: 'local' },
-			{ vmid: 103, hostname: 'app', status: 'running' }
-		],
-		vms: [{ vmid: 200, name: 'win11', status: 'stopped' }]
-	});
-	await addHost(pve);
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'catalogue');
 });
 
-afterAll(async () => {
-	await pve?.close();
+afterAll(() => {
 	rmSync(canaryDir, { recursive: true, force: true });
 });
 

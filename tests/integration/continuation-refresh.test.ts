@@ -2,49 +2,34 @@
 // now — two commands on that container, not a whole-host sync, read while the agent's turn starts
 // (its tools wait for them) — and the host's follow-up syncs collapse into one job, so a burst of
 // finishes does not queue a sync each.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { getEntity } from '../../src/lib/server/db/queries/entities';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, jobs, newOperator, newSession, onDouble, useHub } from '../helpers/executions';
+import { decide, jobs, newOperator, newSession, onDouble } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({
+	model: true,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'running' },
+				{ vmid: 102, hostname: 'media', status: 'running' },
+				{ vmid: 103, hostname: 'cache', status: 'running' }
+			]
+		}
+	]
+});
 let operatorId: string;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'running' },
-			{ vmid: 102, hostname: 'media', status: 'running' },
-			{ vmid: 103, hostname: 'cache', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	operatorId = await newOperator('refresh-admin');
-});
-beforeEach(() => llm.reset());
-afterAll(async () => {
-	await pve?.close();
-	await llm?.close();
 });
 
 async function stopApprovedAndRun(sessionId: string, vmid: number): Promise<string> {

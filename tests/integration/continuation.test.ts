@@ -1,33 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { continueSession } from '../../src/lib/server/agent/continuation';
-import { Hub, setHub } from '../../src/lib/server/realtime/hub';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-let llm: ScriptedLlm;
-let hub: Hub;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_MAX_CONTINUATIONS: '2' });
-	resetEnvCache();
-	hub = new Hub(sql());
-	await hub.start();
-	setHub(hub);
-});
-afterAll(async () => {
-	await hub.stop();
-	await llm.close();
-	delete process.env.NOMOS_MAX_CONTINUATIONS;
-	resetEnvCache();
-});
-beforeEach(() => llm.reset());
+const { llm } = useStage({ model: true, env: { NOMOS_MAX_CONTINUATIONS: '2' } });
 
 async function session(opts: { window: boolean }): Promise<string> {
 	return sql().begin<string>(async (tx) => {

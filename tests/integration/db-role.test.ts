@@ -19,6 +19,7 @@ import { waitUntil } from '../helpers/executions';
 import { freePort } from '../helpers/ports';
 import { spawnTs } from '../helpers/spawn';
 import type { ChildProcess } from 'node:child_process';
+import { scaled } from '../helpers/time';
 
 const root = path.resolve('tests/.tmp', `db-role-${process.pid}`);
 const dataDir = path.join(root, 'data');
@@ -114,7 +115,7 @@ beforeAll(async () => {
 	await su`insert into audit_log (action, route, detail) values ('test.before_upgrade', 'test', '{}')`;
 	await su.end();
 	await old.stop();
-}, 120_000);
+}, scaled(120_000));
 
 afterAll(async () => {
 	for (const c of clients) await c.end({ timeout: 1 }).catch(() => undefined);
@@ -131,133 +132,153 @@ afterAll(async () => {
 });
 
 describe('the embedded data dir', () => {
-	it("an older data dir is upgraded at boot: the app and its worker connect as nomos_app, which owns nothing and cannot touch the audit trail's protection", async () => {
-		const nomos = startNomos(embeddedEnv(dataDir, port));
-		await nomos.ready;
-		expect(nomos.log.out).toContain(`role ${APP_ROLE} created`);
-		expect(nomos.log.out).not.toContain('could switch off');
-		expect(statSync(path.join(dataDir, APP_PASSWORD_FILE)).mode & 0o777).toBe(0o600);
+	it(
+		"an older data dir is upgraded at boot: the app and its worker connect as nomos_app, which owns nothing and cannot touch the audit trail's protection",
+		async () => {
+			const nomos = startNomos(embeddedEnv(dataDir, port));
+			await nomos.ready;
+			expect(nomos.log.out).toContain(`role ${APP_ROLE} created`);
+			expect(nomos.log.out).not.toContain('could switch off');
+			expect(statSync(path.join(dataDir, APP_PASSWORD_FILE)).mode & 0o777).toBe(0o600);
 
-		const su = connect(superuserUrl(dataDir, port));
-		// Every connection of the Nomos process but the owner lock (embedded.js) is the app role's.
-		// A backend still authenticating (a pool opening a connection just now) has no role yet.
-		const conns = await su<Array<{ app: string; role: string }>>`
+			const su = connect(superuserUrl(dataDir, port));
+			// Every connection of the Nomos process but the owner lock (embedded.js) is the app role's.
+			// A backend still authenticating (a pool opening a connection just now) has no role yet.
+			const conns = await su<Array<{ app: string; role: string }>>`
 			select application_name as app, usename as role from pg_stat_activity
 			where backend_type = 'client backend' and pid <> pg_backend_pid() and application_name not in ('nomos-owner', 'db-role-test')
 				and usename is not null`;
-		expect(conns.length).toBeGreaterThan(3);
-		expect(new Set(conns.map((c) => c.role))).toEqual(new Set([APP_ROLE]));
-		expect(conns.map((c) => c.app)).toEqual(expect.arrayContaining(['nomos', 'nomos-worker-life']));
+			expect(conns.length).toBeGreaterThan(3);
+			expect(new Set(conns.map((c) => c.role))).toEqual(new Set([APP_ROLE]));
+			expect(conns.map((c) => c.app)).toEqual(expect.arrayContaining(['nomos', 'nomos-worker-life']));
 
-		const [role] = await su`select rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls from pg_roles where rolname = ${APP_ROLE}`;
-		expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false, rolbypassrls: false });
-		const [owned] = await su`
+			const [role] = await su`select rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls from pg_roles where rolname = ${APP_ROLE}`;
+			expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false, rolbypassrls: false });
+			const [owned] = await su`
 			select (select count(*)::int from pg_class where relowner = r.oid) + (select count(*)::int from pg_namespace where nspowner = r.oid)
 			     + (select count(*)::int from pg_proc where proowner = r.oid) + (select count(*)::int from pg_type where typowner = r.oid) as n
 			from pg_roles r where rolname = ${APP_ROLE}`;
-		expect(owned.n).toBe(0);
+			expect(owned.n).toBe(0);
 
-		const app = connect(appUrl(dataDir, port));
-		await expectAppendOnly(app, 'audit_log');
-		await expectAppendOnly(app, 'approvals');
-		await expect(app`set session_replication_role = replica`).rejects.toThrow(/permission denied/);
-		await expect(app`create table public.mine (x int)`).rejects.toThrow(/permission denied/);
-		await expect(app`insert into graphile_worker.migrations (id) values (999999)`).rejects.toThrow(/permission denied/);
-		// It can add to the trail, and what the older version wrote is still there.
-		await app`insert into audit_log (action, route, detail) values ('test.after_upgrade', 'test', '{}')`;
-		expect((await app<Array<{ action: string }>>`select action from audit_log where route = 'test' order by id`).map((r) => r.action)).toEqual([
-			'test.before_upgrade',
-			'test.after_upgrade'
-		]);
+			const app = connect(appUrl(dataDir, port));
+			await expectAppendOnly(app, 'audit_log');
+			await expectAppendOnly(app, 'approvals');
+			await expect(app`set session_replication_role = replica`).rejects.toThrow(/permission denied/);
+			await expect(app`create table public.mine (x int)`).rejects.toThrow(/permission denied/);
+			await expect(app`insert into graphile_worker.migrations (id) values (999999)`).rejects.toThrow(/permission denied/);
+			// It can add to the trail, and what the older version wrote is still there.
+			await app`insert into audit_log (action, route, detail) values ('test.after_upgrade', 'test', '{}')`;
+			expect((await app<Array<{ action: string }>>`select action from audit_log where route = 'test' order by id`).map((r) => r.action)).toEqual([
+				'test.before_upgrade',
+				'test.after_upgrade'
+			]);
 
-		// LISTEN/NOTIFY as the app role (the event hub's doorbell and graphile-worker's wake-up).
-		let heard!: (payload: string) => void;
-		const got = new Promise<string>((resolve) => (heard = resolve));
-		await app.listen('db_role_test', (payload) => heard(payload));
-		await app`select pg_notify('db_role_test', 'ding')`;
-		expect(await got).toBe('ding');
+			// LISTEN/NOTIFY as the app role (the event hub's doorbell and graphile-worker's wake-up).
+			let heard!: (payload: string) => void;
+			const got = new Promise<string>((resolve) => (heard = resolve));
+			await app.listen('db_role_test', (payload) => heard(payload));
+			await app`select pg_notify('db_role_test', 'ding')`;
+			expect(await got).toBe('ding');
 
-		// A job added as the app role is run by the worker (as the app role) and leaves the queue.
-		await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
-		await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
-		await waitUntil(
-			async () => (await app`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__slow'`)[0].n === 0,
-			'the job to leave the queue'
-		);
-		await nomos.stop();
-	}, 180_000);
+			// A job added as the app role is run by the worker (as the app role) and leaves the queue.
+			await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
+			await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
+			await waitUntil(
+				async () => (await app`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__slow'`)[0].n === 0,
+				'the job to leave the queue'
+			);
+			await nomos.stop();
+		},
+		scaled(180_000)
+	);
 
-	it('a second start changes nothing: the same password, role and grants', async () => {
-		const password = readFileSync(path.join(dataDir, APP_PASSWORD_FILE), 'utf8');
-		const pg = await startEmbeddedPostgres({ dataDir, port });
-		const su = postgres(pg.url, { max: 1, onnotice: () => undefined });
-		const before = await rightsSnapshot(su);
-		await su.end();
-		await pg.stop();
+	it(
+		'a second start changes nothing: the same password, role and grants',
+		async () => {
+			const password = readFileSync(path.join(dataDir, APP_PASSWORD_FILE), 'utf8');
+			const pg = await startEmbeddedPostgres({ dataDir, port });
+			const su = postgres(pg.url, { max: 1, onnotice: () => undefined });
+			const before = await rightsSnapshot(su);
+			await su.end();
+			await pg.stop();
 
-		const nomos = startNomos(embeddedEnv(dataDir, port));
-		await nomos.ready;
-		expect(nomos.log.out).not.toContain(`role ${APP_ROLE} created`);
-		expect(nomos.log.out).not.toContain(`role ${APP_ROLE} updated`);
-		expect(readFileSync(path.join(dataDir, APP_PASSWORD_FILE), 'utf8')).toBe(password);
-		const su2 = connect(superuserUrl(dataDir, port));
-		expect(await rightsSnapshot(su2)).toEqual(before);
-		await expectAppendOnly(connect(appUrl(dataDir, port)), 'audit_log');
-		await nomos.stop();
-	}, 180_000);
+			const nomos = startNomos(embeddedEnv(dataDir, port));
+			await nomos.ready;
+			expect(nomos.log.out).not.toContain(`role ${APP_ROLE} created`);
+			expect(nomos.log.out).not.toContain(`role ${APP_ROLE} updated`);
+			expect(readFileSync(path.join(dataDir, APP_PASSWORD_FILE), 'utf8')).toBe(password);
+			const su2 = connect(superuserUrl(dataDir, port));
+			expect(await rightsSnapshot(su2)).toEqual(before);
+			await expectAppendOnly(connect(appUrl(dataDir, port)), 'audit_log');
+			await nomos.stop();
+		},
+		scaled(180_000)
+	);
 
-	it("a backup leaves the app role's password out; restored into a new data dir, the next start makes the role anew", async () => {
-		const file = path.join(root, 'nomos.tar.gz');
-		const b = await createBackup(backupTarget(dataDir, port), file);
-		expect(b.manifest.dataFiles.map((f) => f.path)).not.toContain(APP_PASSWORD_FILE);
+	it(
+		"a backup leaves the app role's password out; restored into a new data dir, the next start makes the role anew",
+		async () => {
+			const file = path.join(root, 'nomos.tar.gz');
+			const b = await createBackup(backupTarget(dataDir, port), file);
+			expect(b.manifest.dataFiles.map((f) => f.path)).not.toContain(APP_PASSWORD_FILE);
 
-		const port2 = await freePort();
-		await restoreBackup(file, backupTarget(restoredDir, port2));
-		const nomos = startNomos(embeddedEnv(restoredDir, port2));
-		await nomos.ready;
-		expect(nomos.log.out).toContain(`role ${APP_ROLE} created`);
-		const app = connect(appUrl(restoredDir, port2));
-		expect((await app<Array<{ action: string }>>`select action from audit_log where route = 'test' order by id`).map((r) => r.action)).toEqual([
-			'test.before_upgrade',
-			'test.after_upgrade'
-		]);
-		await expectAppendOnly(app, 'audit_log');
-		await nomos.stop();
-	}, 240_000);
+			const port2 = await freePort();
+			await restoreBackup(file, backupTarget(restoredDir, port2));
+			const nomos = startNomos(embeddedEnv(restoredDir, port2));
+			await nomos.ready;
+			expect(nomos.log.out).toContain(`role ${APP_ROLE} created`);
+			const app = connect(appUrl(restoredDir, port2));
+			expect((await app<Array<{ action: string }>>`select action from audit_log where route = 'test' order by id`).map((r) => r.action)).toEqual([
+				'test.before_upgrade',
+				'test.after_upgrade'
+			]);
+			await expectAppendOnly(app, 'audit_log');
+			await nomos.stop();
+		},
+		scaled(240_000)
+	);
 });
 
 describe('DATABASE_URL', () => {
-	it("alone: works as before, and the start-up log says once that its role could switch off the audit trail's triggers", async () => {
-		const url = await createTestDatabase();
-		const nomos = startNomos({ DATABASE_URL: url });
-		await nomos.ready;
-		expect(nomos.log.out.match(/could switch off the audit trail's append-only triggers/g)).toHaveLength(1);
-		expect(nomos.log.out).toContain('NOMOS_OWNER_DATABASE_URL');
-		await nomos.stop();
-	}, 120_000);
+	it(
+		"alone: works as before, and the start-up log says once that its role could switch off the audit trail's triggers",
+		async () => {
+			const url = await createTestDatabase();
+			const nomos = startNomos({ DATABASE_URL: url });
+			await nomos.ready;
+			expect(nomos.log.out.match(/could switch off the audit trail's append-only triggers/g)).toHaveLength(1);
+			expect(nomos.log.out).toContain('NOMOS_OWNER_DATABASE_URL');
+			await nomos.stop();
+		},
+		scaled(120_000)
+	);
 
-	it("with NOMOS_OWNER_DATABASE_URL: migrations run as the owner, DATABASE_URL's role is granted the app's rights and nothing more", async () => {
-		const ownerUrl = await createTestDatabase();
-		const role = `nomos_ext_${randomBytes(4).toString('hex')}`;
-		const password = randomBytes(12).toString('hex');
-		const su = connect(ownerUrl);
-		// What an operator does once: a login role with no rights of its own.
-		await su.unsafe(`create role ${role} login password '${password}'`);
-		const databaseUrl = roleUrl(ownerUrl, role, password);
-		const nomos = startNomos({ DATABASE_URL: databaseUrl, NOMOS_OWNER_DATABASE_URL: ownerUrl });
-		await nomos.ready;
-		expect(nomos.log.out).not.toContain('could switch off');
-		const conns = await su<Array<{ role: string }>>`
+	it(
+		"with NOMOS_OWNER_DATABASE_URL: migrations run as the owner, DATABASE_URL's role is granted the app's rights and nothing more",
+		async () => {
+			const ownerUrl = await createTestDatabase();
+			const role = `nomos_ext_${randomBytes(4).toString('hex')}`;
+			const password = randomBytes(12).toString('hex');
+			const su = connect(ownerUrl);
+			// What an operator does once: a login role with no rights of its own.
+			await su.unsafe(`create role ${role} login password '${password}'`);
+			const databaseUrl = roleUrl(ownerUrl, role, password);
+			const nomos = startNomos({ DATABASE_URL: databaseUrl, NOMOS_OWNER_DATABASE_URL: ownerUrl });
+			await nomos.ready;
+			expect(nomos.log.out).not.toContain('could switch off');
+			const conns = await su<Array<{ role: string }>>`
 			select distinct usename as role from pg_stat_activity
 			where datname = current_database() and backend_type = 'client backend' and application_name in ('nomos', 'nomos-worker-life')`;
-		expect(conns).toEqual([{ role }]);
-		const app = connect(databaseUrl);
-		await expectAppendOnly(app, 'audit_log');
-		await app`insert into audit_log (action, route, detail) values ('test.external', 'test', '{}')`;
-		await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
-		await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
-		await nomos.stop();
-	}, 120_000);
+			expect(conns).toEqual([{ role }]);
+			const app = connect(databaseUrl);
+			await expectAppendOnly(app, 'audit_log');
+			await app`insert into audit_log (action, route, detail) values ('test.external', 'test', '{}')`;
+			await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
+			await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
+			await nomos.stop();
+		},
+		scaled(120_000)
+	);
 });
 
 describe('the role and its grants, stated whole each time', () => {

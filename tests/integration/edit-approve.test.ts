@@ -2,55 +2,29 @@
 // request is re-prepared like a fresh one, the approval names its new hash, the double runs the
 // edited command, the audit keeps both versions, and the agent hears exactly what changed.
 // Stale or crafted approvals and invalid edits write nothing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { listMessages } from '../../src/lib/server/conversation/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { approveEdited, checkEdit, editForm, type EditApproval } from '../../src/lib/server/executions/edit';
 import { executionHash } from '../../src/lib/server/executions/prepare';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { paramErrors } from '../../src/lib/schemas/action-params';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
-import { DEBIAN, addHost, decide, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
+import { DEBIAN, decide, freshSession, newOperator, newSession } from '../helpers/executions';
+import { STRONG, useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({ model: true, hosts: [STRONG] });
 let alice: { id: string; username: string };
 let bob: { id: string; username: string };
 let sessionId: string;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	alice = { id: await newOperator('alice'), username: 'alice' };
 	bob = { id: await newOperator('bob'), username: 'bob' };
 	sessionId = await newSession(alice.id, 'deploy typetype');
-});
-
-afterAll(async () => {
-	await pve?.close();
-	await llm?.close();
 });
 
 async function pending(input: Record<string, unknown>): Promise<ExecutionRow> {

@@ -2,6 +2,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
 import { createTestDatabase } from '../helpers/db';
+import { scaled } from '../helpers/time';
 
 describe('event log NOTIFY', () => {
 	it('notifies committed events with a small payload and nothing for a rollback', async () => {
@@ -32,7 +33,7 @@ describe('event log NOTIFY', () => {
 			await writer.begin(async (tx) => {
 				await emitEvent(tx, { type: 'workers.changed', payload: {} });
 			});
-			const until = Date.now() + 5000;
+			const until = Date.now() + scaled(5000);
 			while (!got.some((p) => p.includes('"workers.changed"')) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
 			const parsed = got.map((p) => JSON.parse(p));
 			expect(parsed.map((p) => p.t)).toEqual(['message.updated', 'question.raised', 'workers.changed']);

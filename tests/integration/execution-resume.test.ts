@@ -22,6 +22,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { useTestDatabase } from '../helpers/db';
 import { addHost, alive, decide, freshSession, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
 import { startWorkerChild, type TsChild } from '../helpers/spawn';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -128,183 +129,207 @@ async function runnerPid(id: string): Promise<number | undefined> {
 }
 
 describe('an execution whose worker is SIGKILLed mid-step', () => {
-	it('pct_destroy (not safe to repeat) still ends interrupted with its leftovers; nothing resumes it', async () => {
-		const a = startWorker();
-		await ready(a);
-		await pve.setFault('slow', { tool: 'pct', match: 'destroy 103', ms: 600_000 });
-		const { id } = await approved('pct_destroy', 103, 'destroy');
-		const { pgid } = await heldMidStep(id, 'pct destroy', ['pct', 'destroy', '103']);
-		a.child.kill('SIGKILL');
-		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
-			timeoutMs: 10_000,
-			intervalMs: 50
-		});
-		const [r] = await recoverDeadProcesses(sql());
-		expect(r.handedOver).toEqual([]);
-		expect(r.interrupted).toEqual([id]);
-		expect(alive(pgid)).toBe(false);
-		const e = (await getExecution(sql(), id))!;
-		expect(e.status).toBe('interrupted');
-		expect(e.resumes).toBe(0);
-		expect(e.leftovers).toBe('CT 103 exists on strong, stopped');
-		expect(await ran('pct', 'destroy', '103')).toBe(1);
-		expect(await audits(id, 'execution.resumed')).toBe(0);
-	}, 150_000);
+	it(
+		'pct_destroy (not safe to repeat) still ends interrupted with its leftovers; nothing resumes it',
+		async () => {
+			const a = startWorker();
+			await ready(a);
+			await pve.setFault('slow', { tool: 'pct', match: 'destroy 103', ms: 600_000 });
+			const { id } = await approved('pct_destroy', 103, 'destroy');
+			const { pgid } = await heldMidStep(id, 'pct destroy', ['pct', 'destroy', '103']);
+			a.child.kill('SIGKILL');
+			await a.exited;
+			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+				timeoutMs: 10_000,
+				intervalMs: 50
+			});
+			const [r] = await recoverDeadProcesses(sql());
+			expect(r.handedOver).toEqual([]);
+			expect(r.interrupted).toEqual([id]);
+			expect(alive(pgid)).toBe(false);
+			const e = (await getExecution(sql(), id))!;
+			expect(e.status).toBe('interrupted');
+			expect(e.resumes).toBe(0);
+			expect(e.leftovers).toBe('CT 103 exists on strong, stopped');
+			expect(await ran('pct', 'destroy', '103')).toBe(1);
+			expect(await audits(id, 'execution.resumed')).toBe(0);
+		},
+		scaled(150_000)
+	);
 
-	it('pct_start: two workers race to resume it, one does; the start runs again because the read-back finds it stopped, and is verified', async () => {
-		const a = startWorker();
-		await ready(a);
-		await pve.setFault('slow', { tool: 'pct', match: 'start 101', ms: 600_000 });
-		const { id, sessionId } = await approved('pct_start', 101, 'start');
-		const { e: before, pgid } = await heldMidStep(id, 'pct start', ['pct', 'start', '101']);
-		a.child.kill('SIGKILL');
-		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
-			timeoutMs: 10_000,
-			intervalMs: 50
-		});
-		const [r] = await recoverDeadProcesses(sql());
-		expect(r.handedOver).toEqual([id]);
-		expect(r.interrupted).toEqual([]);
-		expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1 });
-		// A second copy of the run job: both workers start with a job for it and race for the claim.
-		await enqueueJob(sql(), 'executions__run', { executionId: id }, { jobKey: `race:${id}` });
-		const [b, c] = [startWorker(), startWorker()];
-		await ready(b, c);
+	it(
+		'pct_start: two workers race to resume it, one does; the start runs again because the read-back finds it stopped, and is verified',
+		async () => {
+			const a = startWorker();
+			await ready(a);
+			await pve.setFault('slow', { tool: 'pct', match: 'start 101', ms: 600_000 });
+			const { id, sessionId } = await approved('pct_start', 101, 'start');
+			const { e: before, pgid } = await heldMidStep(id, 'pct start', ['pct', 'start', '101']);
+			a.child.kill('SIGKILL');
+			await a.exited;
+			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+				timeoutMs: 10_000,
+				intervalMs: 50
+			});
+			const [r] = await recoverDeadProcesses(sql());
+			expect(r.handedOver).toEqual([id]);
+			expect(r.interrupted).toEqual([]);
+			expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1 });
+			// A second copy of the run job: both workers start with a job for it and race for the claim.
+			await enqueueJob(sql(), 'executions__run', { executionId: id }, { jobKey: `race:${id}` });
+			const [b, c] = [startWorker(), startWorker()];
+			await ready(b, c);
 
-		const e = await terminal(id);
-		expect(e.status).toBe('succeeded');
-		expect(e.hash).toBe(before.hash);
-		expect(e.result).toMatch(
-			/^CT 101 started \(resumed after the worker stopped — its worker process \(pid \d+ on .+\) died: the read-back found it not done, so it ran again and was verified\)$/
-		);
-		expect(alive(pgid)).toBe(false);
-		expect(e.steps.map((s) => [s.label, s.kind ?? null])).toEqual([
-			['pct start', null],
-			['read back: pct status 101', 'resume'],
-			['pct start', null],
-			['verify: pct status 101', 'resume']
-		]);
-		expect(e.steps[0].stop).toMatch(/^(stopped|gone)$/);
-		expect(e.steps[3].verified).toBe(true);
-		expect((await pve.containers()).find((c) => c.vmid === 101)?.status).toBe('running');
-		// The killed attempt (held before it did anything) and the resume's: two invocations, one start.
-		expect(await ran('pct', 'start', '101')).toBe(2);
-		// One resume, under the one approval that names the hash.
-		expect(await audits(id, 'execution.resumed')).toBe(1);
-		const approvals = await sql()<{ hash: string }[]>`select hash from approvals where execution_id = ${id}`;
-		expect(approvals).toEqual([{ hash: before.hash }]);
-		await waitUntil(async () => {
-			const [j] = await sql()<{ n: number }[]>`
+			const e = await terminal(id);
+			expect(e.status).toBe('succeeded');
+			expect(e.hash).toBe(before.hash);
+			expect(e.result).toMatch(
+				/^CT 101 started \(resumed after the worker stopped — its worker process \(pid \d+ on .+\) died: the read-back found it not done, so it ran again and was verified\)$/
+			);
+			expect(alive(pgid)).toBe(false);
+			expect(e.steps.map((s) => [s.label, s.kind ?? null])).toEqual([
+				['pct start', null],
+				['read back: pct status 101', 'resume'],
+				['pct start', null],
+				['verify: pct status 101', 'resume']
+			]);
+			expect(e.steps[0].stop).toMatch(/^(stopped|gone)$/);
+			expect(e.steps[3].verified).toBe(true);
+			expect((await pve.containers()).find((c) => c.vmid === 101)?.status).toBe('running');
+			// The killed attempt (held before it did anything) and the resume's: two invocations, one start.
+			expect(await ran('pct', 'start', '101')).toBe(2);
+			// One resume, under the one approval that names the hash.
+			expect(await audits(id, 'execution.resumed')).toBe(1);
+			const approvals = await sql()<{ hash: string }[]>`select hash from approvals where execution_id = ${id}`;
+			expect(approvals).toEqual([{ hash: before.hash }]);
+			await waitUntil(async () => {
+				const [j] = await sql()<{ n: number }[]>`
 				select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
 				where t.identifier = 'executions__run' and j.payload ->> 'executionId' = ${id}`;
-			return j.n === 0;
-		}, 'both run jobs to be done');
-		// The agent is told it was resumed.
-		const note = await waitUntil(async () => {
-			const [m] = await sql()<{ text: string }[]>`
+				return j.n === 0;
+			}, 'both run jobs to be done');
+			// The agent is told it was resumed.
+			const note = await waitUntil(async () => {
+				const [m] = await sql()<{ text: string }[]>`
 				select parts::text as text from messages where session_id = ${sessionId} and role = 'system' and parts::text like ${`%execution ${id}%`}`;
-			return m?.text;
-		}, 'the continuation note');
-		expect(note).toContain('resumed after the worker stopped');
-	}, 240_000);
+				return m?.text;
+			}, 'the continuation note');
+			expect(note).toContain('resumed after the worker stopped');
+		},
+		scaled(240_000)
+	);
 
-	it('pct_stop whose effect landed before the kill: a live worker resumes it by itself and runs nothing again', async () => {
-		const [b, c] = [startWorker(), startWorker()];
-		await ready(b, c);
-		await pve.setFault('slow', { tool: 'pct', match: 'stop 102', ms: 600_000 });
-		const { id } = await approved('pct_stop', 102, 'stop');
-		await heldMidStep(id, 'pct stop', ['pct', 'stop', '102']);
-		// The host stopped it (as if the command got that far) before the worker died.
-		await pve.patchCt(102, { status: 'stopped' });
-		const pid = await runnerPid(id);
-		const victim = [b, c].find((w) => w.pid === pid)!;
-		victim.child.kill('SIGKILL');
-		await victim.exited;
+	it(
+		'pct_stop whose effect landed before the kill: a live worker resumes it by itself and runs nothing again',
+		async () => {
+			const [b, c] = [startWorker(), startWorker()];
+			await ready(b, c);
+			await pve.setFault('slow', { tool: 'pct', match: 'stop 102', ms: 600_000 });
+			const { id } = await approved('pct_stop', 102, 'stop');
+			await heldMidStep(id, 'pct stop', ['pct', 'stop', '102']);
+			// The host stopped it (as if the command got that far) before the worker died.
+			await pve.patchCt(102, { status: 'stopped' });
+			const pid = await runnerPid(id);
+			const victim = [b, c].find((w) => w.pid === pid)!;
+			victim.child.kill('SIGKILL');
+			await victim.exited;
 
-		const e = await terminal(id);
-		expect(e.status).toBe('succeeded');
-		expect(e.result).toMatch(/^CT 102 stopped \(resumed after the worker stopped — .*: the read-back found it already done, so nothing ran again\)$/);
-		expect(e.steps.map((s) => s.label)).toEqual(['pct stop', 'read back: pct status 102']);
-		expect(await ran('pct', 'stop', '102')).toBe(1);
-		expect(await audits(id, 'execution.resumed')).toBe(1);
-	}, 240_000);
+			const e = await terminal(id);
+			expect(e.status).toBe('succeeded');
+			expect(e.result).toMatch(/^CT 102 stopped \(resumed after the worker stopped — .*: the read-back found it already done, so nothing ran again\)$/);
+			expect(e.steps.map((s) => s.label)).toEqual(['pct stop', 'read back: pct status 102']);
+			expect(await ran('pct', 'stop', '102')).toBe(1);
+			expect(await audits(id, 'execution.resumed')).toBe(1);
+		},
+		scaled(240_000)
+	);
 
-	it('a plan whose step was resumed goes on to its next step and ends succeeded', async () => {
-		const operatorId = await newOperator('resume-plan');
-		const sessionId = await newSession(operatorId, 'plan');
-		const steps: Array<PreparedExecution & { why: string }> = [];
-		for (const s of [
-			{ target: 'strong/104', action: 'pct_start', params: {}, reason: 'start it' },
-			{ target: 'strong/104', action: 'pct_status', params: {}, reason: 'check it' }
-		]) {
-			const p = await prepareExecution(s);
-			if ('error' in p) throw new Error(p.error);
-			steps.push({ ...p, why: s.reason });
-		}
-		await pve.setFault('slow', { tool: 'pct', match: 'start 104', ms: 600_000 });
-		const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Start 104', steps));
-		await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
-		const a = startWorker();
-		const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', {
-			timeoutMs: 90_000,
-			intervalMs: 100
-		});
-		await heldMidStep(step1, 'pct start', ['pct', 'start', '104']);
-		a.child.kill('SIGKILL');
-		await a.exited;
-		await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
-			timeoutMs: 10_000,
-			intervalMs: 50
-		});
-		expect((await recoverDeadProcesses(sql()))[0].handedOver).toEqual([step1]);
-		startWorker();
+	it(
+		'a plan whose step was resumed goes on to its next step and ends succeeded',
+		async () => {
+			const operatorId = await newOperator('resume-plan');
+			const sessionId = await newSession(operatorId, 'plan');
+			const steps: Array<PreparedExecution & { why: string }> = [];
+			for (const s of [
+				{ target: 'strong/104', action: 'pct_start', params: {}, reason: 'start it' },
+				{ target: 'strong/104', action: 'pct_status', params: {}, reason: 'check it' }
+			]) {
+				const p = await prepareExecution(s);
+				if ('error' in p) throw new Error(p.error);
+				steps.push({ ...p, why: s.reason });
+			}
+			await pve.setFault('slow', { tool: 'pct', match: 'start 104', ms: 600_000 });
+			const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Start 104', steps));
+			await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
+			const a = startWorker();
+			const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', {
+				timeoutMs: 90_000,
+				intervalMs: 100
+			});
+			await heldMidStep(step1, 'pct start', ['pct', 'start', '104']);
+			a.child.kill('SIGKILL');
+			await a.exited;
+			await waitUntil(async () => (await listDeadProcesses(sql())).length === 1, 'Postgres to notice the closed connection', {
+				timeoutMs: 10_000,
+				intervalMs: 50
+			});
+			expect((await recoverDeadProcesses(sql()))[0].handedOver).toEqual([step1]);
+			startWorker();
 
-		const done = await waitUntil(
-			async () => {
-				const p = await getPlan(sql(), plan.id);
-				return p && p.status !== 'approved' ? p : null;
-			},
-			'the plan to end',
-			{ timeoutMs: 90_000, intervalMs: 100 }
-		);
-		expect(done.status).toBe('succeeded');
-		expect((await getExecution(sql(), step1))!).toMatchObject({ status: 'succeeded', resumes: 1 });
-		expect((await getExecution(sql(), done.steps[1].executionId!))!.status).toBe('succeeded');
-		expect((await pve.containers()).find((c) => c.vmid === 104)?.status).toBe('running');
-	}, 240_000);
+			const done = await waitUntil(
+				async () => {
+					const p = await getPlan(sql(), plan.id);
+					return p && p.status !== 'approved' ? p : null;
+				},
+				'the plan to end',
+				{ timeoutMs: 90_000, intervalMs: 100 }
+			);
+			expect(done.status).toBe('succeeded');
+			expect((await getExecution(sql(), step1))!).toMatchObject({ status: 'succeeded', resumes: 1 });
+			expect((await getExecution(sql(), done.steps[1].executionId!))!.status).toBe('succeeded');
+			expect((await pve.containers()).find((c) => c.vmid === 104)?.status).toBe('running');
+		},
+		scaled(240_000)
+	);
 
-	it('SIGTERM mid pct_start: the stopping worker stops its command and hands the run over; another worker resumes it', async () => {
-		const [b, c] = [startWorker(), startWorker()];
-		await ready(b, c);
-		await pve.setFault('slow', { tool: 'pct', match: 'start 105', ms: 600_000 });
-		const { id } = await approved('pct_start', 105, 'sigterm');
-		await heldMidStep(id, 'pct start', ['pct', 'start', '105']);
-		const pid = await runnerPid(id);
-		const victim = [b, c].find((w) => w.pid === pid)!;
-		victim.child.kill('SIGTERM');
-		expect((await victim.exited).signal).toBe(null);
-		const e = await terminal(id);
-		expect(e.status).toBe('succeeded');
-		expect(e.resumedBecause).toBe('its worker process was stopping (a restart or shutdown)');
-		expect(e.steps.map((s) => s.label)).toEqual(['pct start', 'read back: pct status 105', 'pct start', 'verify: pct status 105']);
-		expect(e.steps[0].stop).toMatch(/^(stopped|gone)$/);
-		expect(await ran('pct', 'start', '105')).toBe(2);
-		expect(await audits(id, 'execution.resumed')).toBe(1);
-	}, 240_000);
+	it(
+		'SIGTERM mid pct_start: the stopping worker stops its command and hands the run over; another worker resumes it',
+		async () => {
+			const [b, c] = [startWorker(), startWorker()];
+			await ready(b, c);
+			await pve.setFault('slow', { tool: 'pct', match: 'start 105', ms: 600_000 });
+			const { id } = await approved('pct_start', 105, 'sigterm');
+			await heldMidStep(id, 'pct start', ['pct', 'start', '105']);
+			const pid = await runnerPid(id);
+			const victim = [b, c].find((w) => w.pid === pid)!;
+			victim.child.kill('SIGTERM');
+			expect((await victim.exited).signal).toBe(null);
+			const e = await terminal(id);
+			expect(e.status).toBe('succeeded');
+			expect(e.resumedBecause).toBe('its worker process was stopping (a restart or shutdown)');
+			expect(e.steps.map((s) => s.label)).toEqual(['pct start', 'read back: pct status 105', 'pct start', 'verify: pct status 105']);
+			expect(e.steps[0].stop).toMatch(/^(stopped|gone)$/);
+			expect(await ran('pct', 'start', '105')).toBe(2);
+			expect(await audits(id, 'execution.resumed')).toBe(1);
+		},
+		scaled(240_000)
+	);
 
-	it('the sweep hands over a run whose runner is gone; Cancel while it waits ends it interrupted, and nothing runs again', async () => {
-		const { id } = await approved('pct_start', 106, 'cancel');
-		// Claimed by a process that is not registered (any more): the sweep's case.
-		expect(await claimExecution(sql(), id, 60, randomUUID())).not.toBeNull();
-		await sweep(sql());
-		expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1, resumedBecause: 'the worker process running it is gone' });
-		expect(await sql().begin((tx) => requestCancel(tx, id, 'op'))).toBe('requested');
-		await runExecution(id);
-		const e = (await getExecution(sql(), id))!;
-		expect(e.status).toBe('interrupted');
-		expect(e.error).toBe('cancelled by the operator before it was resumed; its earlier run may have partly run');
-		expect(await ran('pct', 'start', '106')).toBe(0);
-	}, 60_000);
+	it(
+		'the sweep hands over a run whose runner is gone; Cancel while it waits ends it interrupted, and nothing runs again',
+		async () => {
+			const { id } = await approved('pct_start', 106, 'cancel');
+			// Claimed by a process that is not registered (any more): the sweep's case.
+			expect(await claimExecution(sql(), id, 60, randomUUID())).not.toBeNull();
+			await sweep(sql());
+			expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1, resumedBecause: 'the worker process running it is gone' });
+			expect(await sql().begin((tx) => requestCancel(tx, id, 'op'))).toBe('requested');
+			await runExecution(id);
+			const e = (await getExecution(sql(), id))!;
+			expect(e.status).toBe('interrupted');
+			expect(e.error).toBe('cancelled by the operator before it was resumed; its earlier run may have partly run');
+			expect(await ran('pct', 'start', '106')).toBe(0);
+		},
+		scaled(60_000)
+	);
 });

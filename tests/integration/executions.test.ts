@@ -1,7 +1,7 @@
 // Executions end to end against the SSH Proxmox double: request → approval → run, and every way
 // that can go wrong (double decisions, denial, staleness, real command errors, plan drift,
 // expiry, cancellation).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { emitEventNow } from '../../src/lib/server/db/queries/events';
 import { getPlan, decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
@@ -11,42 +11,40 @@ import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { sweep } from '../../src/lib/server/executions/lifecycle';
 import { advancePlan } from '../../src/lib/server/executions/plans';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { setHub } from '../../src/lib/server/realtime/hub';
 import { toCommand } from '../../src/lib/server/ssh/quote';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, useHub, waitUntil } from '../helpers/executions';
+import { DEBIAN, alive, decide, executionStatus, jobs, jobsFor, newOperator, newSession, onDouble, waitUntil } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 // As the app's role, as Nomos connects: the whole path works with the rights it is granted.
-useTestDatabase({ as: 'app' });
-const theHub = useHub();
-
-let pve: ProxmoxDouble;
+const {
+	pve,
+	hub: theHub,
+	synced
+} = useStage({
+	as: 'app',
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped' },
+				{ vmid: 102, hostname: 'web', status: 'running' },
+				{ vmid: 103, hostname: 'scratch', status: 'stopped' },
+				{ vmid: 104, hostname: 'planned', status: 'stopped' },
+				{ vmid: 105, hostname: 'other', status: 'stopped' }
+			]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' },
-			{ vmid: 102, hostname: 'web', status: 'running' },
-			{ vmid: 103, hostname: 'scratch', status: 'stopped' },
-			{ vmid: 104, hostname: 'planned', status: 'stopped' },
-			{ vmid: 105, hostname: 'other', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	expect((await syncAllHosts())[0]).toMatchObject({ ok: true, containers: 6 });
+	expect(synced()[0]).toMatchObject({ ok: true, containers: 6 });
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'deploy typetype');
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 /** requestExecution that must succeed (not a validation error). */
@@ -493,29 +491,33 @@ describe('cancellation', () => {
 });
 
 describe('a lease taken away', () => {
-	it('a run that the sweeper declared lost stops its command at the next heartbeat', async () => {
-		await pve.setFault('create', 'hang');
-		try {
-			const hangsBefore = (await pve.hangs()).length;
-			const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'stalled', template: DEBIAN }, reason: 'r' });
-			const id = r.execution.id;
-			expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
-			const run = runExecution(id);
-			const hung = await waitUntil(async () => (await pve.hangs()).slice(hangsBefore)[0], 'the fake pct create to hang');
-			// As if this worker had not been able to heartbeat for a minute:
-			await sql()`update executions set lease_until = now() - interval '1 second' where id = ${id}`;
-			expect(await sweep(sql())).toMatchObject({ lost: 1 });
-			const t0 = Date.now();
-			await run;
-			expect(Date.now() - t0).toBeLessThan(12_000);
-			const e = await load(id);
-			expect(e.status).toBe('interrupted');
-			expect(e.error).toMatch(/^worker lost/);
-			await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
-		} finally {
-			await pve.setFault('create', null);
-		}
-	}, 20_000);
+	it(
+		'a run that the sweeper declared lost stops its command at the next heartbeat',
+		async () => {
+			await pve.setFault('create', 'hang');
+			try {
+				const hangsBefore = (await pve.hangs()).length;
+				const r = await request({ target: 'strong', action: 'pct_create', params: { hostname: 'stalled', template: DEBIAN }, reason: 'r' });
+				const id = r.execution.id;
+				expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+				const run = runExecution(id);
+				const hung = await waitUntil(async () => (await pve.hangs()).slice(hangsBefore)[0], 'the fake pct create to hang');
+				// As if this worker had not been able to heartbeat for a minute:
+				await sql()`update executions set lease_until = now() - interval '1 second' where id = ${id}`;
+				expect(await sweep(sql())).toMatchObject({ lost: 1 });
+				const t0 = Date.now();
+				await run;
+				expect(Date.now() - t0).toBeLessThan(12_000);
+				const e = await load(id);
+				expect(e.status).toBe('interrupted');
+				expect(e.error).toMatch(/^worker lost/);
+				await waitUntil(async () => !alive(hung.pid), 'the remote command to be stopped', { timeoutMs: 5_000 });
+			} finally {
+				await pve.setFault('create', null);
+			}
+		},
+		scaled(20_000)
+	);
 });
 
 describe('a deploy that finishes', () => {

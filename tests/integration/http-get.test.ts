@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpGetTool } from '../../src/lib/server/agent/tools/http-get';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { fetchReadable } from '../../src/lib/server/web/http-get';
+import { scaled } from '../helpers/time';
 
 const MB = 1024 * 1024;
 let port = 0; // the main test server
@@ -189,7 +190,7 @@ describe('fetchReadable: content', () => {
 		const asked: number[] = [];
 		const deadline = (ms: number) => (asked.push(ms), fire.signal);
 		const pending = ok(`http://127.0.0.1:${port}/slow`, { timeoutMs: 10_000, deadline });
-		await expect.poll(() => slowWrote, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+		await expect.poll(() => slowWrote, { timeout: scaled(10_000) }).toBeGreaterThanOrEqual(5);
 		fire.abort(new DOMException('deadline', 'TimeoutError'));
 		const r = await pending;
 		await slowClosed.promise; // the client hung up at the deadline

@@ -3,42 +3,24 @@
 // is asked for), marks one confirmed and one refuted, and the session's stored parts fold into
 // that state. A check that would change something, evidence that is not a tool call of the
 // session, and a verdict whose evidence never ran the check are refused, and nothing runs.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { hypothesisSets } from '../../src/lib/messages/hypotheses';
 import { callError, getToolName, isToolPart } from '../../src/lib/messages/parts';
 import { reviewSession, reviewSessionMarkdown } from '../../src/lib/server/review';
 import { sendOperatorMessage } from '../../src/lib/server/chat/send';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, freshSession, newOperator, newSession, useHub } from '../helpers/executions';
+import { freshSession, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm } = useStage({ model: true, sync: false, hosts: [{ nodeName: 'strong', seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] }] });
 let operatorId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
 	operatorId = await newOperator('alice');
 });
-afterAll(async () => {
-	await llm?.close();
-	await pve?.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
-beforeEach(() => llm.reset());
 
 async function ask(text: string): Promise<string> {
 	const sessionId = await newSession(operatorId, 'why');

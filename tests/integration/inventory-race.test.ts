@@ -7,29 +7,30 @@ import { sql } from '../../src/lib/server/db/index';
 import { deleteHost, getHostByName } from '../../src/lib/server/db/queries/hosts';
 import { refreshContainer, syncHost } from '../../src/lib/server/inventory/sync';
 import { connectTo, execOn } from '../doubles/proxmox/client';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
+import { startProxmoxDouble } from '../doubles/proxmox/server';
 import { addHost, waitUntil } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-let pve: ProxmoxDouble;
+const { pve } = useStage({
+	hub: false,
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+				{ vmid: 101, hostname: 'media', status: 'running' }
+			]
+		}
+	]
+});
 let ssh: Client;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
-			{ vmid: 101, hostname: 'media', status: 'running' }
-		]
-	});
-	await addHost(pve);
 	ssh = await connectTo(pve);
 });
 afterAll(async () => {
 	ssh?.end();
-	await pve?.close();
 });
 
 const entity = async (vmid: number) =>

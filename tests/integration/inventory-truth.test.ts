@@ -2,36 +2,29 @@
 // fresh their answer is, and the inventory forgets what the hosts no longer have.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { deleteHost, getHostByName } from '../../src/lib/server/db/queries/hosts';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { listLxcsTool } from '../../src/lib/server/agent/tools/list-lxcs';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-let pve: ProxmoxDouble;
-let other: ProxmoxDouble;
-
-beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'media', status: 'running' },
-			{ vmid: 102, hostname: 'backup', status: 'stopped' }
-		]
-	});
-	other = await startProxmoxDouble({ nodeName: 'weak', delayMs: 1, seed: [{ vmid: 200, hostname: 'old', status: 'running' }] });
-	await addHost(pve);
-	await addHost(other);
-});
-afterAll(async () => {
-	await pve?.close();
-	await other?.close();
+const {
+	hosts: [pve]
+} = useStage({
+	hub: false,
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'media', status: 'running' },
+				{ vmid: 102, hostname: 'backup', status: 'stopped' }
+			]
+		},
+		{ nodeName: 'weak', seed: [{ vmid: 200, hostname: 'old', status: 'running' }] }
+	]
 });
 
 const listLxcs = (input: { host?: string } = {}) =>

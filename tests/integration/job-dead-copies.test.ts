@@ -19,6 +19,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { useTestDatabase } from '../helpers/db';
 import { addHost, alive, waitUntil } from '../helpers/executions';
 import { startWorkerChild } from '../helpers/spawn';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 let pve: ProxmoxDouble;
@@ -100,36 +101,44 @@ async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recover
 }
 
 describe('an inventory sync whose worker is SIGKILLed', () => {
-	it('leaves no dead copy at 25/25, and a lost attempt says why', async () => {
-		await cronTick();
-		// Three kills after a tick superseded the running sync: the soak's seven, in small.
-		for (let i = 0; i < 3; i++) await killMidSync({ supersede: true });
-		const afterSuperseded = await syncJobs();
-		expect(
-			afterSuperseded.filter((j) => j.attempts >= j.maxAttempts),
-			'dead copies: superseded by a newer sync, then lost with their worker'
-		).toEqual([]);
-		// The newest tick's job carries on with the key, untouched.
-		expect(afterSuperseded).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
+	it(
+		'leaves no dead copy at 25/25, and a lost attempt says why',
+		async () => {
+			await cronTick();
+			// Three kills after a tick superseded the running sync: the soak's seven, in small.
+			for (let i = 0; i < 3; i++) await killMidSync({ supersede: true });
+			const afterSuperseded = await syncJobs();
+			expect(
+				afterSuperseded.filter((j) => j.attempts >= j.maxAttempts),
+				'dead copies: superseded by a newer sync, then lost with their worker'
+			).toEqual([]);
+			// The newest tick's job carries on with the key, untouched.
+			expect(afterSuperseded).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
 
-		// A kill without a tick in between: the same job comes back, its spent attempt explained.
-		await killMidSync({ supersede: false });
-		const [lost, ...rest] = await syncJobs();
-		expect(rest).toEqual([]);
-		expect(lost).toMatchObject({ key: 'inventory__sync', attempts: 1, locked: false });
-		expect(lost.lastError).toMatch(/worker process .*died/);
-	}, 180_000);
+			// A kill without a tick in between: the same job comes back, its spent attempt explained.
+			await killMidSync({ supersede: false });
+			const [lost, ...rest] = await syncJobs();
+			expect(rest).toEqual([]);
+			expect(lost).toMatchObject({ key: 'inventory__sync', attempts: 1, locked: false });
+			expect(lost.lastError).toMatch(/worker process .*died/);
+		},
+		scaled(180_000)
+	);
 
-	it('leaves no dead copy either when the recovery of a dead process (its life lock gone) accounts for it', async () => {
-		await sql()`delete from graphile_worker._private_jobs`;
-		await cronTick();
-		// The chaos bench's two "gave up" inventory__sync: superseded, then lost with their worker.
-		for (let i = 0; i < 2; i++) await killMidSync({ supersede: true, by: 'recovery' });
-		const jobs = await syncJobs();
-		expect(
-			jobs.filter((j) => j.attempts >= j.maxAttempts),
-			'superseded copies left as "gave up"'
-		).toEqual([]);
-		expect(jobs).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
-	}, 180_000);
+	it(
+		'leaves no dead copy either when the recovery of a dead process (its life lock gone) accounts for it',
+		async () => {
+			await sql()`delete from graphile_worker._private_jobs`;
+			await cronTick();
+			// The chaos bench's two "gave up" inventory__sync: superseded, then lost with their worker.
+			for (let i = 0; i < 2; i++) await killMidSync({ supersede: true, by: 'recovery' });
+			const jobs = await syncJobs();
+			expect(
+				jobs.filter((j) => j.attempts >= j.maxAttempts),
+				'superseded copies left as "gave up"'
+			).toEqual([]);
+			expect(jobs).toEqual([expect.objectContaining({ key: 'inventory__sync', attempts: 0, lastError: null, locked: false })]);
+		},
+		scaled(180_000)
+	);
 });

@@ -13,6 +13,7 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { GET as readyz } from '../../src/routes/readyz/+server';
 import { useTestDatabase } from '../helpers/db';
 import { newOperator, waitUntil } from '../helpers/executions';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 
@@ -54,41 +55,45 @@ function callers() {
 }
 
 describe('jobs that gave up', () => {
-	it('a task that always throws ends in the list with its reason and count, announced, and /readyz is degraded but ready', async () => {
-		expect(await listGaveUpJobs(sql())).toEqual([]);
-		await enqueueJob(sql(), 'test__always_fails', { webhookUrl: SECRET_URL }, { maxAttempts: 2 });
-		const before = Date.now();
-		const [group] = await waitUntil(
-			async () => {
-				const l = await listGaveUpJobs(sql());
-				return l.length ? l : null;
-			},
-			'the job to use up its two attempts',
-			{ timeoutMs: 20_000, intervalMs: 100 }
-		);
-		expect(tries).toBe(2);
-		expect(group).toMatchObject({ task: 'test__always_fails', count: 1, retryable: false });
-		expect(group.reason).toBe('POST https://hooks.example.net/… answered 502 (Authorization: Bearer •••)');
-		// When the last attempt failed, recovered from graphile-worker's backoff arithmetic.
-		expect(Math.abs(Date.parse(group.lastAt) - before)).toBeLessThan(15_000);
-		expect(Date.parse(group.lastAt)).toBeLessThanOrEqual(Date.now());
-		// The fleet stream hears it once, after the failure was written (the first failure is not giving up).
-		await waitUntil(async () => (await jobsEvents()).length === 1, 'the jobs.changed event');
-		expect(await jobsEvents()).toEqual([{ change: 'gave_up', tasks: ['test__always_fails'] }]);
+	it(
+		'a task that always throws ends in the list with its reason and count, announced, and /readyz is degraded but ready',
+		async () => {
+			expect(await listGaveUpJobs(sql())).toEqual([]);
+			await enqueueJob(sql(), 'test__always_fails', { webhookUrl: SECRET_URL }, { maxAttempts: 2 });
+			const before = Date.now();
+			const [group] = await waitUntil(
+				async () => {
+					const l = await listGaveUpJobs(sql());
+					return l.length ? l : null;
+				},
+				'the job to use up its two attempts',
+				{ timeoutMs: 20_000, intervalMs: 100 }
+			);
+			expect(tries).toBe(2);
+			expect(group).toMatchObject({ task: 'test__always_fails', count: 1, retryable: false });
+			expect(group.reason).toBe('POST https://hooks.example.net/… answered 502 (Authorization: Bearer •••)');
+			// When the last attempt failed, recovered from graphile-worker's backoff arithmetic.
+			expect(Math.abs(Date.parse(group.lastAt) - before)).toBeLessThan(15_000);
+			expect(Date.parse(group.lastAt)).toBeLessThanOrEqual(Date.now());
+			// The fleet stream hears it once, after the failure was written (the first failure is not giving up).
+			await waitUntil(async () => (await jobsEvents()).length === 1, 'the jobs.changed event');
+			expect(await jobsEvents()).toEqual([{ change: 'gave_up', tasks: ['test__always_fails'] }]);
 
-		const r = await checkReadiness(sql());
-		expect(r.warnings).toEqual(['jobs']);
-		expect(r.jobs).toMatchObject({ ok: false, gaveUp: 1, tasks: [{ task: 'test__always_fails', count: 1 }] });
-		// The route: ready (200) but "degraded"; the probe is public, so nothing secret is in it.
-		const res = await (readyz as unknown as (e: never) => Promise<Response>)({} as never);
-		const text = await res.text();
-		expect(res.status, text).toBe(200);
-		const body = JSON.parse(text) as { status: string; warnings: string[]; jobs: { tasks: { task: string; reason: string }[] } };
-		expect(body.status).toBe('degraded');
-		expect(body.warnings).toEqual(['jobs']);
-		expect(body.jobs.tasks.map((t) => t.task)).toEqual(['test__always_fails']);
-		for (const secret of ['hunter2', 's3cr3t', 'abc123', 'sk-live-999', 'webhookUrl']) expect(text).not.toContain(secret);
-	}, 30_000);
+			const r = await checkReadiness(sql());
+			expect(r.warnings).toEqual(['jobs']);
+			expect(r.jobs).toMatchObject({ ok: false, gaveUp: 1, tasks: [{ task: 'test__always_fails', count: 1 }] });
+			// The route: ready (200) but "degraded"; the probe is public, so nothing secret is in it.
+			const res = await (readyz as unknown as (e: never) => Promise<Response>)({} as never);
+			const text = await res.text();
+			expect(res.status, text).toBe(200);
+			const body = JSON.parse(text) as { status: string; warnings: string[]; jobs: { tasks: { task: string; reason: string }[] } };
+			expect(body.status).toBe('degraded');
+			expect(body.warnings).toEqual(['jobs']);
+			expect(body.jobs.tasks.map((t) => t.task)).toEqual(['test__always_fails']);
+			for (const secret of ['hunter2', 's3cr3t', 'abc123', 'sk-live-999', 'webhookUrl']) expect(text).not.toContain(secret);
+		},
+		scaled(30_000)
+	);
 
 	it('admins dismiss or re-run a group up to what they saw, audited and announced; operators only look', async () => {
 		const admin = await newOperator('jobs-admin');

@@ -7,44 +7,25 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { GUIDE_PREFIX } from '../../src/lib/server/db/queries/knowledge';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
 import { promptParts } from '../../src/lib/server/agent/prompt-tokens';
 import { seedGuideNotes } from '../../src/lib/server/knowledge/guide';
 import { importKnowledgeDir } from '../../src/lib/server/knowledge/import';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, useHub } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
+const { llm } = useStage({ model: true, sync: false, hosts: [{ nodeName: 'strong', seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] }] });
 const notesDir = mkdtempSync(join(tmpdir(), 'nomos-lean-notes-'));
 
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-});
-afterAll(async () => {
-	await llm.close();
-	await pve?.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
+afterAll(() => {
 	rmSync(notesDir, { recursive: true, force: true });
 });
 beforeEach(() => {
-	llm.reset();
 	forgetContextWindow();
 });
 

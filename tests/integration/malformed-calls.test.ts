@@ -1,18 +1,16 @@
 // More than a thousand malformed request_execution calls: every one is refused with an error the
 // model can act on, and none of them writes an execution, a link or an execution event.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { requestExecutionInput } from '../../src/lib/server/agent/tools/request-execution';
 import { sql } from '../../src/lib/server/db/index';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { ACTION_NAMES, ACTIONS } from '../../src/lib/server/proxmox/actions';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, newOperator, newSession, useHub } from '../helpers/executions';
+import { DEBIAN, newOperator, newSession } from '../helpers/executions';
+import { STRONG, useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
-useTestDatabase();
-useHub();
+const { pve } = useStage({ hosts: [STRONG] });
 
 type Case = { name: string; input: unknown; mention: RegExp } | { name: string; json: string; mention: RegExp };
 
@@ -507,25 +505,10 @@ function describeIssues(e: z.ZodError): string {
 	return e.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
 }
 
-let pve: ProxmoxDouble;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	sessionId = await newSession(await newOperator());
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 describe('malformed request_execution calls', () => {
@@ -536,61 +519,65 @@ describe('malformed request_execution calls', () => {
 		}
 	});
 
-	it('rejects every one of 1,000+ malformed calls with a readable error and writes nothing', async () => {
-		const cases = corpus();
-		expect(cases.length).toBeGreaterThanOrEqual(1000);
-		const argvBefore = (await pve.argvLog()).length;
-		const bad: string[] = [];
-		let bySchema = 0;
-		let byJson = 0;
-		let byRequest = 0;
-		for (const c of cases) {
-			let input: unknown;
-			let message: string | null = null;
-			if ('json' in c) {
-				try {
-					input = JSON.parse(c.json);
-				} catch (e) {
-					message = `the tool arguments are not valid JSON: ${(e as Error).message}`;
-					byJson++;
-				}
-			} else input = c.input;
-
-			if (message === null) {
-				const parsed = requestExecutionInput.safeParse(input);
-				if (!parsed.success) {
-					message = describeIssues(parsed.error);
-					bySchema++;
-				} else {
-					const r = await requestExecution(sessionId, parsed.data);
-					if (!('error' in r)) {
-						bad.push(`${c.name}: ACCEPTED as ${r.execution.status} (${r.execution.commandPreview})`);
-						continue;
+	it(
+		'rejects every one of 1,000+ malformed calls with a readable error and writes nothing',
+		async () => {
+			const cases = corpus();
+			expect(cases.length).toBeGreaterThanOrEqual(1000);
+			const argvBefore = (await pve.argvLog()).length;
+			const bad: string[] = [];
+			let bySchema = 0;
+			let byJson = 0;
+			let byRequest = 0;
+			for (const c of cases) {
+				let input: unknown;
+				let message: string | null = null;
+				if ('json' in c) {
+					try {
+						input = JSON.parse(c.json);
+					} catch (e) {
+						message = `the tool arguments are not valid JSON: ${(e as Error).message}`;
+						byJson++;
 					}
-					expect(typeof r.error).toBe('string');
-					message = r.hint ? `${r.error} (${r.hint})` : r.error;
-					byRequest++;
-				}
-			}
-			if (!message || message.length < 10) bad.push(`${c.name}: unreadable error ${JSON.stringify(message)}`);
-			else if (!c.mention.test(message)) bad.push(`${c.name}: error does not mention ${c.mention}: ${message.slice(0, 300)}`);
-			// Bounded, whatever the input: the error goes back into the model's context.
-			else if (message.length > 4000) bad.push(`${c.name}: error is ${message.length} characters`);
-		}
-		expect(bad.slice(0, 20), `${bad.length} cases`).toEqual([]);
-		// All three layers did real work.
-		expect(byJson).toBeGreaterThan(20);
-		expect(bySchema).toBeGreaterThan(200);
-		expect(byRequest).toBeGreaterThan(500);
+				} else input = c.input;
 
-		const count = async (q: Promise<{ n: number }[]>) => (await q)[0].n;
-		expect(await count(sql()`select count(*)::int as n from executions`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from execution_sessions`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from approvals`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from events where type like 'execution%'`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from events where type not in ('session.updated', 'inventory.synced')`)).toBe(0);
-		expect(await count(sql()`select count(*)::int as n from graphile_worker._private_jobs`)).toBe(0);
-		// Nothing reached the host either (not even a vmid lookup).
-		expect((await pve.argvLog()).slice(argvBefore)).toEqual([]);
-	}, 180_000);
+				if (message === null) {
+					const parsed = requestExecutionInput.safeParse(input);
+					if (!parsed.success) {
+						message = describeIssues(parsed.error);
+						bySchema++;
+					} else {
+						const r = await requestExecution(sessionId, parsed.data);
+						if (!('error' in r)) {
+							bad.push(`${c.name}: ACCEPTED as ${r.execution.status} (${r.execution.commandPreview})`);
+							continue;
+						}
+						expect(typeof r.error).toBe('string');
+						message = r.hint ? `${r.error} (${r.hint})` : r.error;
+						byRequest++;
+					}
+				}
+				if (!message || message.length < 10) bad.push(`${c.name}: unreadable error ${JSON.stringify(message)}`);
+				else if (!c.mention.test(message)) bad.push(`${c.name}: error does not mention ${c.mention}: ${message.slice(0, 300)}`);
+				// Bounded, whatever the input: the error goes back into the model's context.
+				else if (message.length > 4000) bad.push(`${c.name}: error is ${message.length} characters`);
+			}
+			expect(bad.slice(0, 20), `${bad.length} cases`).toEqual([]);
+			// All three layers did real work.
+			expect(byJson).toBeGreaterThan(20);
+			expect(bySchema).toBeGreaterThan(200);
+			expect(byRequest).toBeGreaterThan(500);
+
+			const count = async (q: Promise<{ n: number }[]>) => (await q)[0].n;
+			expect(await count(sql()`select count(*)::int as n from executions`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from execution_sessions`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from approvals`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from events where type like 'execution%'`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from events where type not in ('session.updated', 'inventory.synced')`)).toBe(0);
+			expect(await count(sql()`select count(*)::int as n from graphile_worker._private_jobs`)).toBe(0);
+			// Nothing reached the host either (not even a vmid lookup).
+			expect((await pve.argvLog()).slice(argvBefore)).toEqual([]);
+		},
+		scaled(180_000)
+	);
 });

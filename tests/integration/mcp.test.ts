@@ -7,14 +7,13 @@
 import type { RequestEvent } from '@sveltejs/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken } from '../../src/lib/server/db/queries/api-tokens';
 import { createOperator } from '../../src/lib/server/auth/accounts';
 import { guardRequest } from '../../src/lib/server/auth/request-guard';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { POST } from '../../src/routes/mcp/+server';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { decidePlan, insertPlan } from '../../src/lib/server/db/queries/plans';
@@ -24,15 +23,21 @@ import { authenticate } from '../../src/lib/server/auth/session';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, useHub } from '../helpers/executions';
-
-useTestDatabase();
-useHub();
+import { decide } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
 const URL_MCP = 'http://127.0.0.1:3000/mcp';
-let pve: ProxmoxDouble;
+const { pve } = useStage({
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+				{ vmid: 101, hostname: 'db', status: 'running' }
+			]
+		}
+	]
+});
 let alice: { id: string };
 let operate: { token: string; id: string };
 let read: { token: string };
@@ -72,24 +77,10 @@ const body = (r: Awaited<ReturnType<Client['callTool']>>) => {
 };
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
-			{ vmid: 101, hostname: 'db', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	alice = await createOperator(sql(), 'alice', 'a-long-enough-password', 'operator');
 	const o = await insertApiToken(sql(), alice.id, { name: 'claude', scope: 'operate', days: 30 });
 	operate = { token: o.token, id: o.listing.id };
 	read = { token: (await insertApiToken(sql(), alice.id, { name: 'viewer', scope: 'read', days: null })).token };
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 describe('MCP at /mcp', () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { runMigrations } from '../../src/lib/server/db/migrate';
 import { createTestDatabase } from '../helpers/db';
 import { spawnTs } from '../helpers/spawn';
+import { scaled } from '../helpers/time';
 
 const EXPECTED_TABLES = [
 	'alert_groups',
@@ -121,16 +122,20 @@ describe('migrations', () => {
 		if (after !== before) expect(after).toBe(before + 1);
 	});
 
-	it('serialise when two processes migrate the same empty database at once', async () => {
-		const url = await createTestDatabase({ empty: true });
-		const [a, b] = await Promise.all([migrateInChild(url), migrateInChild(url)]);
-		expect(a.code, a.out).toBe(0);
-		expect(b.code, b.out).toBe(0);
-		expect(await tables(url)).toEqual(EXPECTED_TABLES);
-		const count = await appliedCount(url);
-		const sql = postgres(url, { max: 1 });
-		const [{ n }] = await sql<{ n: number }[]>`select count(distinct hash)::int as n from drizzle.__drizzle_migrations`;
-		await sql.end();
-		expect(count).toBe(n);
-	}, 60_000);
+	it(
+		'serialise when two processes migrate the same empty database at once',
+		async () => {
+			const url = await createTestDatabase({ empty: true });
+			const [a, b] = await Promise.all([migrateInChild(url), migrateInChild(url)]);
+			expect(a.code, a.out).toBe(0);
+			expect(b.code, b.out).toBe(0);
+			expect(await tables(url)).toEqual(EXPECTED_TABLES);
+			const count = await appliedCount(url);
+			const sql = postgres(url, { max: 1 });
+			const [{ n }] = await sql<{ n: number }[]>`select count(distinct hash)::int as n from drizzle.__drizzle_migrations`;
+			await sql.end();
+			expect(count).toBe(n);
+		},
+		scaled(60_000)
+	);
 });

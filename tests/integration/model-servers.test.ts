@@ -1,7 +1,7 @@
 // The model servers homelabs run, emulated by the scripted server's dialects (Ollama, llama.cpp,
 // vLLM): parallel tool calls that all say index 0, streamed tool calls that get dropped, models
 // without tools, silent context truncation, and the chat / execution / question flows on each.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
@@ -10,54 +10,31 @@ import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
 import { ToolIndexFixer } from '../../src/lib/server/agent/compat-fetch';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import type { Dialect } from '../doubles/llm/types';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost } from '../helpers/executions';
 import { view } from '../helpers/message-view';
 import type { MessagePart } from '../../src/lib/types/messages';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	process.env.OPENAI_BASE_URL = llm.baseURL;
-	process.env.OPENAI_API_KEY = 'test';
-	process.env.NOMOS_MODEL = 'qwen2.5:7b';
+const { llm } = useStage({
+	model: true,
 	// No summaries here: these sessions test the cut that is left when folding is off or fails
 	// (history-summary.test.ts folds).
-	process.env.NOMOS_HISTORY_TOKENS = '0';
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 102, hostname: 'backup', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
-});
-afterAll(async () => {
-	await llm.close();
-	await pve?.close();
-	delete process.env.OPENAI_BASE_URL;
-	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
-	delete process.env.NOMOS_HISTORY_TOKENS;
-	resetEnvCache();
+	env: { NOMOS_MODEL: 'qwen2.5:7b', NOMOS_HISTORY_TOKENS: '0' },
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 102, hostname: 'backup', status: 'stopped' }
+			]
+		}
+	]
 });
 beforeEach(() => {
-	llm.reset();
 	forgetContextWindow();
 	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
 	resetEnvCache();
 });
-
 async function session(text: string): Promise<string> {
 	return sql().begin<string>(async (tx) => {
 		const id = await createSession(tx, null, 'model servers');

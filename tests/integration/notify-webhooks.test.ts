@@ -22,6 +22,7 @@ import { headerText } from '../../src/lib/server/notify/deliver';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, decide, jobs, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 const until = <T>(probe: () => T | null | Promise<T | null>, timeoutMs: number) =>
@@ -305,41 +306,45 @@ describe('webhook notices', () => {
 		rx.reset();
 	});
 
-	it('Send test: a redirect is not followed, a silent receiver times out after 5 s, a closed port is refused; each shown', async () => {
-		const other = await startReceiver();
-		try {
-			rx.script((res) => res.writeHead(302, { location: `${other.base}/elsewhere` }).end());
-			const hook = await caller(admin).createWebhook({ name: 'redirect', kind: 'ntfy', url: `${rx.base}/topic` });
-			expect(await caller(admin).sendTest({ id: hook.id })).toEqual({
-				ok: false,
-				httpStatus: 302,
-				error: `redirected to ${new URL(other.base).host}; redirects are not followed`
-			});
-			expect(other.received).toHaveLength(0);
+	it(
+		'Send test: a redirect is not followed, a silent receiver times out after 5 s, a closed port is refused; each shown',
+		async () => {
+			const other = await startReceiver();
+			try {
+				rx.script((res) => res.writeHead(302, { location: `${other.base}/elsewhere` }).end());
+				const hook = await caller(admin).createWebhook({ name: 'redirect', kind: 'ntfy', url: `${rx.base}/topic` });
+				expect(await caller(admin).sendTest({ id: hook.id })).toEqual({
+					ok: false,
+					httpStatus: 302,
+					error: `redirected to ${new URL(other.base).host}; redirects are not followed`
+				});
+				expect(other.received).toHaveLength(0);
 
-			rx.script(() => undefined);
-			const t0 = Date.now();
-			expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: false, httpStatus: null, error: 'no answer within 5 s' });
-			expect(Date.now() - t0).toBeLessThan(7000);
+				rx.script(() => undefined);
+				const t0 = Date.now();
+				expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: false, httpStatus: null, error: 'no answer within 5 s' });
+				expect(Date.now() - t0).toBeLessThan(7000);
 
-			const gone = await startReceiver();
-			await gone.close();
-			const closed = await caller(admin).createWebhook({ name: 'closed', kind: 'json', url: `${gone.base}/x` });
-			expect(await caller(admin).sendTest({ id: closed.id })).toMatchObject({ ok: false, httpStatus: null, error: expect.stringContaining('ECONNREFUSED') });
+				const gone = await startReceiver();
+				await gone.close();
+				const closed = await caller(admin).createWebhook({ name: 'closed', kind: 'json', url: `${gone.base}/x` });
+				expect(await caller(admin).sendTest({ id: closed.id })).toMatchObject({ ok: false, httpStatus: null, error: expect.stringContaining('ECONNREFUSED') });
 
-			rx.reset();
-			expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: true, httpStatus: 200 });
-			expect(rx.received[0].headers.title).toBe('Nomos test notification');
+				rx.reset();
+				expect(await caller(admin).sendTest({ id: hook.id })).toEqual({ ok: true, httpStatus: 200 });
+				expect(rx.received[0].headers.title).toBe('Nomos test notification');
 
-			const views = (await caller(admin).settings()).webhooks;
-			const r = views.find((v) => v.id === hook.id)!;
-			expect(r.failures.map((f) => f.error)).toEqual(['no answer within 5 s', `redirected to ${new URL(other.base).host}; redirects are not followed`]);
-			expect(r.lastOkAt).not.toBeNull();
-			expect(views.find((v) => v.id === closed.id)!.failures).toHaveLength(1);
-		} finally {
-			await other.close();
-		}
-	}, 20_000);
+				const views = (await caller(admin).settings()).webhooks;
+				const r = views.find((v) => v.id === hook.id)!;
+				expect(r.failures.map((f) => f.error)).toEqual(['no answer within 5 s', `redirected to ${new URL(other.base).host}; redirects are not followed`]);
+				expect(r.lastOkAt).not.toBeNull();
+				expect(views.find((v) => v.id === closed.id)!.failures).toHaveLength(1);
+			} finally {
+				await other.close();
+			}
+		},
+		scaled(20_000)
+	);
 
 	it('URL secrets and header values are masked; admins only; bad input is refused by field', async () => {
 		const hook = await caller(admin).createWebhook({

@@ -8,6 +8,7 @@ import type { Client } from 'ssh2';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collect, connectTo, execOn, openExec, shQuote } from '../doubles/proxmox/client';
 import { generateHostKey, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { scaled } from '../helpers/time';
 
 const run = promisify(execFile);
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
@@ -19,7 +20,7 @@ async function isAlive(pid: number): Promise<boolean> {
 }
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-	const until = Date.now() + timeoutMs;
+	const until = Date.now() + scaled(timeoutMs);
 	for (;;) {
 		const v = await probe();
 		if (v !== undefined) return v;

@@ -15,6 +15,7 @@ import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/serve
 import { useTestDatabase } from '../helpers/db';
 import { addHost } from '../helpers/executions';
 import { hostileValues } from '../helpers/hostile';
+import { scaled } from '../helpers/time';
 
 useTestDatabase();
 
@@ -134,60 +135,64 @@ describe('toCommand (local shells)', () => {
 });
 
 describe('pct exec over SSH', () => {
-	it('delivers every word to the container program exactly, over one connection, running nothing else', async () => {
-		// `printf '%s\0' …` inside the CT echoes each word back NUL-terminated (pct exec runs argv without a shell).
-		const head = ['printf', '%s\\0'];
-		// ssh2's server refuses packets over 35,000 bytes: keep each command well below.
-		const batches = chunk(values, 40, 28_000, 64);
-		expect(batches.length).toBeGreaterThanOrEqual(250);
-		const client: Client = await connect(target);
-		const argvs: string[][] = [];
-		const failures: string[] = [];
-		try {
-			let next = 0;
-			const worker = async () => {
-				while (next < batches.length) {
-					const i = next++;
-					const params = ACTIONS.pct_exec.params.parse({ argv: [...head, ...batches[i]] });
-					const [step] = ACTIONS.pct_exec.steps(params, { vmid: '100' });
-					expect(step.argv).toEqual(['pct', 'exec', '100', '--', ...head, ...batches[i]]);
-					argvs[i] = step.argv;
-					const r = await execArgv(client, step.argv, { timeoutMs: 30_000, maxOutput: 1 << 20 });
-					if (r.exitCode !== 0 || r.stderr) failures.push(`batch ${i}: exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
-					const want = nulJoined(batches[i]).toString('utf8');
-					if (r.stdout !== want) {
-						const got = r.stdout.split('\0');
-						const k = batches[i].findIndex((w, j) => got[j] !== w);
-						failures.push(`batch ${i} word ${k}: ${firstDiff(batches[i][k], got[k])}`);
+	it(
+		'delivers every word to the container program exactly, over one connection, running nothing else',
+		async () => {
+			// `printf '%s\0' …` inside the CT echoes each word back NUL-terminated (pct exec runs argv without a shell).
+			const head = ['printf', '%s\\0'];
+			// ssh2's server refuses packets over 35,000 bytes: keep each command well below.
+			const batches = chunk(values, 40, 28_000, 64);
+			expect(batches.length).toBeGreaterThanOrEqual(250);
+			const client: Client = await connect(target);
+			const argvs: string[][] = [];
+			const failures: string[] = [];
+			try {
+				let next = 0;
+				const worker = async () => {
+					while (next < batches.length) {
+						const i = next++;
+						const params = ACTIONS.pct_exec.params.parse({ argv: [...head, ...batches[i]] });
+						const [step] = ACTIONS.pct_exec.steps(params, { vmid: '100' });
+						expect(step.argv).toEqual(['pct', 'exec', '100', '--', ...head, ...batches[i]]);
+						argvs[i] = step.argv;
+						const r = await execArgv(client, step.argv, { timeoutMs: 30_000, maxOutput: 1 << 20 });
+						if (r.exitCode !== 0 || r.stderr) failures.push(`batch ${i}: exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
+						const want = nulJoined(batches[i]).toString('utf8');
+						if (r.stdout !== want) {
+							const got = r.stdout.split('\0');
+							const k = batches[i].findIndex((w, j) => got[j] !== w);
+							failures.push(`batch ${i} word ${k}: ${firstDiff(batches[i][k], got[k])}`);
+						}
 					}
-				}
-			};
-			await Promise.all(Array.from({ length: 6 }, worker));
-		} finally {
-			client.end();
-		}
-		expect(failures.slice(0, 5)).toEqual([]);
+				};
+				await Promise.all(Array.from({ length: 6 }, worker));
+			} finally {
+				client.end();
+			}
+			expect(failures.slice(0, 5)).toEqual([]);
 
-		// The same batches through the whole request path (validation, target resolution, preview).
-		for (let i = 0; i < batches.length; i += 10) {
-			const p = await prepareExecution({ target: 'lxc:strong/100', action: 'pct_exec', params: { argv: [...head, ...batches[i]] }, reason: 'fuzz' });
-			if ('error' in p) expect.fail(`batch ${i}: ${p.error}`);
-			expect(p.steps[0].argv).toEqual(argvs[i]);
-			expect(p.commandPreview).toBe(toCommand(argvs[i]));
-		}
+			// The same batches through the whole request path (validation, target resolution, preview).
+			for (let i = 0; i < batches.length; i += 10) {
+				const p = await prepareExecution({ target: 'lxc:strong/100', action: 'pct_exec', params: { argv: [...head, ...batches[i]] }, reason: 'fuzz' });
+				if ('error' in p) expect.fail(`batch ${i}: ${p.error}`);
+				expect(p.steps[0].argv).toEqual(argvs[i]);
+				expect(p.commandPreview).toBe(toCommand(argvs[i]));
+			}
 
-		const execs = (await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'exec');
-		expect(execs).toHaveLength(batches.length);
-		// Runs were concurrent: match each logged argv to its batch by content.
-		const byKey = new Map(execs.map((a) => [JSON.stringify(a), a]));
-		for (const argv of argvs) expect(byKey.get(JSON.stringify(argv)), 'logged exactly as sent').toEqual(argv);
-		expect(execs.reduce((n, a) => n + a.length - 6, 0)).toBe(COUNT);
-		// Nothing but `pct exec` ran: no other fake binary was invoked and no payload created its canary.
-		expect((await pve.argvLog()).filter((a) => !(a[0] === 'pct' && a[1] === 'exec'))).toEqual([]);
-		expect(canaries()).toEqual([]);
-		// The double saw one SSH exec per command, each the single-quoted argv.
-		expect(pve.execLog()).toHaveLength(batches.length);
-	}, 60_000);
+			const execs = (await pve.argvLog()).filter((a) => a[0] === 'pct' && a[1] === 'exec');
+			expect(execs).toHaveLength(batches.length);
+			// Runs were concurrent: match each logged argv to its batch by content.
+			const byKey = new Map(execs.map((a) => [JSON.stringify(a), a]));
+			for (const argv of argvs) expect(byKey.get(JSON.stringify(argv)), 'logged exactly as sent').toEqual(argv);
+			expect(execs.reduce((n, a) => n + a.length - 6, 0)).toBe(COUNT);
+			// Nothing but `pct exec` ran: no other fake binary was invoked and no payload created its canary.
+			expect((await pve.argvLog()).filter((a) => !(a[0] === 'pct' && a[1] === 'exec'))).toEqual([]);
+			expect(canaries()).toEqual([]);
+			// The double saw one SSH exec per command, each the single-quoted argv.
+			expect(pve.execLog()).toHaveLength(batches.length);
+		},
+		scaled(60_000)
+	);
 });
 
 describe("the catalogue's text params", () => {
@@ -208,136 +213,148 @@ describe("the catalogue's text params", () => {
 		{ action: 'vzdump', field: 'storage', base: {} }
 	];
 
-	it('an accepted value is one whole argv word (or stdin), never spliced into a shell string', () => {
-		const accepted: Record<string, number> = {};
-		// 13 fields × 10,000 values: mismatches are collected and asserted once (an expect per value is most of the time).
-		const wrong: string[] = [];
-		for (const { action, field, base } of fields) {
-			const def = ACTIONS[action];
-			const plain =
-				field === 'content' ? JSON.stringify(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv)) : '';
-			for (const v of values) {
-				const parsed = def.params.safeParse({ ...base, [field]: v });
-				if (!parsed.success) continue;
-				accepted[`${action}.${field}`] = (accepted[`${action}.${field}`] ?? 0) + 1;
-				const steps = def.steps(parsed.data as never, { vmid: '100' });
-				const words = steps.flatMap((s) => s.argv);
-				const what = `${action}.${field} ${JSON.stringify(v).slice(0, 60)}`;
-				if (field === 'content') {
-					// The content travels only on stdin: the commands are the same whatever it is.
-					if (steps[0].stdin !== v) wrong.push(`${what}: not on stdin`);
-					if (JSON.stringify(steps.map((s) => s.argv)) !== plain) wrong.push(`${what}: changed the commands`);
-				} else if (action === 'ct_http_check') {
-					if (!words.includes(`http://127.0.0.1:8080${v}`)) wrong.push(`${what}: not one whole word`);
-				} else if (!words.includes(v)) wrong.push(`${what}: not one whole word`);
-				for (const s of steps) {
-					try {
-						toCommand(s.argv);
-					} catch (e) {
-						wrong.push(`${what}: ${(e as Error).message}`);
+	it(
+		'an accepted value is one whole argv word (or stdin), never spliced into a shell string',
+		() => {
+			const accepted: Record<string, number> = {};
+			// 13 fields × 10,000 values: mismatches are collected and asserted once (an expect per value is most of the time).
+			const wrong: string[] = [];
+			for (const { action, field, base } of fields) {
+				const def = ACTIONS[action];
+				const plain =
+					field === 'content' ? JSON.stringify(def.steps(def.params.parse({ ...base, [field]: 'x' }) as never, { vmid: '100' }).map((s) => s.argv)) : '';
+				for (const v of values) {
+					const parsed = def.params.safeParse({ ...base, [field]: v });
+					if (!parsed.success) continue;
+					accepted[`${action}.${field}`] = (accepted[`${action}.${field}`] ?? 0) + 1;
+					const steps = def.steps(parsed.data as never, { vmid: '100' });
+					const words = steps.flatMap((s) => s.argv);
+					const what = `${action}.${field} ${JSON.stringify(v).slice(0, 60)}`;
+					if (field === 'content') {
+						// The content travels only on stdin: the commands are the same whatever it is.
+						if (steps[0].stdin !== v) wrong.push(`${what}: not on stdin`);
+						if (JSON.stringify(steps.map((s) => s.argv)) !== plain) wrong.push(`${what}: changed the commands`);
+					} else if (action === 'ct_http_check') {
+						if (!words.includes(`http://127.0.0.1:8080${v}`)) wrong.push(`${what}: not one whole word`);
+					} else if (!words.includes(v)) wrong.push(`${what}: not one whole word`);
+					for (const s of steps) {
+						try {
+							toCommand(s.argv);
+						} catch (e) {
+							wrong.push(`${what}: ${(e as Error).message}`);
+						}
 					}
 				}
 			}
-		}
-		expect(wrong.slice(0, 5)).toEqual([]);
-		// Free text really was exercised: most hostile words are valid descriptions, contents and paths.
-		expect(accepted['pct_set.description']).toBeGreaterThan(COUNT * 0.9);
-		expect(accepted['pct_push.content']).toBeGreaterThan(COUNT * 0.9);
-		expect(accepted['pct_push.path'] ?? 0).toBeGreaterThan(100);
-		// The narrow ones let nothing shell-ish through.
-		for (const k of [
-			'pct_snapshot.name',
-			'pct_rollback.name',
-			'pct_push.mode',
-			'ct_service_active.unit',
-			'pveam_download.template',
-			'pveam_download.storage',
-			'pct_resize.size',
-			'vzdump.storage'
-		]) {
-			for (const v of values.filter((v) => /[;$`'"\\|&<>\s*?]/.test(v))) {
-				const [action, field] = k.split('.') as [keyof typeof ACTIONS, string];
-				const base = fields.find((f) => f.action === action && f.field === field)!.base;
-				expect(ACTIONS[action].params.safeParse({ ...base, [field]: v }).success, `${k} ${JSON.stringify(v).slice(0, 60)}`).toBe(false);
-			}
-		}
-	}, 90_000);
-
-	it('pct set descriptions reach the host byte-exact over SSH', async () => {
-		const sample = values.filter((v) => ACTIONS.pct_set.params.safeParse({ description: v }).success).slice(0, 150);
-		const client: Client = await connect(target);
-		const before = (await pve.argvLog()).length;
-		try {
-			let next = 0;
-			const worker = async () => {
-				while (next < sample.length) {
-					const v = sample[next++];
-					const [step] = ACTIONS.pct_set.steps(ACTIONS.pct_set.params.parse({ description: v }), { vmid: '100' });
-					const r = await execArgv(client, step.argv, { timeoutMs: 30_000 });
-					expect(r.exitCode, r.stderr).toBe(0);
+			expect(wrong.slice(0, 5)).toEqual([]);
+			// Free text really was exercised: most hostile words are valid descriptions, contents and paths.
+			expect(accepted['pct_set.description']).toBeGreaterThan(COUNT * 0.9);
+			expect(accepted['pct_push.content']).toBeGreaterThan(COUNT * 0.9);
+			expect(accepted['pct_push.path'] ?? 0).toBeGreaterThan(100);
+			// The narrow ones let nothing shell-ish through.
+			for (const k of [
+				'pct_snapshot.name',
+				'pct_rollback.name',
+				'pct_push.mode',
+				'ct_service_active.unit',
+				'pveam_download.template',
+				'pveam_download.storage',
+				'pct_resize.size',
+				'vzdump.storage'
+			]) {
+				for (const v of values.filter((v) => /[;$`'"\\|&<>\s*?]/.test(v))) {
+					const [action, field] = k.split('.') as [keyof typeof ACTIONS, string];
+					const base = fields.find((f) => f.action === action && f.field === field)!.base;
+					expect(ACTIONS[action].params.safeParse({ ...base, [field]: v }).success, `${k} ${JSON.stringify(v).slice(0, 60)}`).toBe(false);
 				}
-			};
-			await Promise.all(Array.from({ length: 6 }, worker));
-		} finally {
-			client.end();
-		}
-		const sets = (await pve.argvLog()).slice(before).filter((a) => a[0] === 'pct' && a[1] === 'set');
-		expect(sets).toHaveLength(sample.length);
-		expect(new Set(sets.map((a) => a[4]))).toEqual(new Set(sample));
-		expect(sets.every((a) => a.length === 5 && a[3] === '--description')).toBe(true);
-		expect(canaries()).toEqual([]);
-	}, 60_000);
-
-	it('pct_push: hostile contents and paths land byte-exact and pass the sha256 read-back', async () => {
-		const { verified } = await import('../../src/lib/server/executions/runner');
-		// Contents: the hostile words joined into files of up to 32 KiB.
-		const contents: string[] = [];
-		let cur = '';
-		for (const v of values.slice(0, 3000)) {
-			if (Buffer.byteLength(cur + v + '\n') > 32 * 1024) {
-				contents.push(cur);
-				cur = '';
 			}
-			cur += v + '\n';
-		}
-		contents.push(cur);
-		// Paths: hostile words as file names (no '/', at most 200 bytes, never '.' or '..').
-		const names = values
-			.map((v) => v.replace(/\//g, '_').slice(0, 60))
-			.filter((n) => n && n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200)
-			.slice(0, 40);
-		const cases = [
-			...contents.map((content, i) => ({ path: `/fuzz/content-${i}`, content })),
-			...names.map((n, i) => ({ path: `/fuzz/${i}-${n}`, content: `file ${i}\n` }))
-		];
-		const client: Client = await connect(target);
-		const failures: string[] = [];
-		const execsBefore = pve.execLog().length;
-		try {
-			let next = 0;
-			const worker = async () => {
-				while (next < cases.length) {
-					const c = cases[next++];
-					const params = ACTIONS.pct_push.params.parse(c);
-					const [push, check] = ACTIONS.pct_push.steps(params, { vmid: '100' });
-					const r = await execArgv(client, push.argv, { timeoutMs: 30_000, stdin: Buffer.from(push.stdin!, 'utf8') });
-					if (r.exitCode !== 0) failures.push(`${JSON.stringify(c.path)}: push exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
-					const v = await execArgv(client, check.argv, { timeoutMs: 30_000 });
-					if (v.exitCode !== 0 || !verified(check.verify!, v.stdout))
-						failures.push(`${JSON.stringify(c.path)}: verify ${v.exitCode} ${v.stdout.slice(0, 200)} ${v.stderr.slice(0, 200)}`);
-					const onDisk = await pve.guestFile(100, c.path);
-					if (!onDisk?.equals(Buffer.from(c.content, 'utf8'))) failures.push(`${JSON.stringify(c.path)}: content differs`);
+		},
+		scaled(90_000)
+	);
+
+	it(
+		'pct set descriptions reach the host byte-exact over SSH',
+		async () => {
+			const sample = values.filter((v) => ACTIONS.pct_set.params.safeParse({ description: v }).success).slice(0, 150);
+			const client: Client = await connect(target);
+			const before = (await pve.argvLog()).length;
+			try {
+				let next = 0;
+				const worker = async () => {
+					while (next < sample.length) {
+						const v = sample[next++];
+						const [step] = ACTIONS.pct_set.steps(ACTIONS.pct_set.params.parse({ description: v }), { vmid: '100' });
+						const r = await execArgv(client, step.argv, { timeoutMs: 30_000 });
+						expect(r.exitCode, r.stderr).toBe(0);
+					}
+				};
+				await Promise.all(Array.from({ length: 6 }, worker));
+			} finally {
+				client.end();
+			}
+			const sets = (await pve.argvLog()).slice(before).filter((a) => a[0] === 'pct' && a[1] === 'set');
+			expect(sets).toHaveLength(sample.length);
+			expect(new Set(sets.map((a) => a[4]))).toEqual(new Set(sample));
+			expect(sets.every((a) => a.length === 5 && a[3] === '--description')).toBe(true);
+			expect(canaries()).toEqual([]);
+		},
+		scaled(60_000)
+	);
+
+	it(
+		'pct_push: hostile contents and paths land byte-exact and pass the sha256 read-back',
+		async () => {
+			const { verified } = await import('../../src/lib/server/executions/runner');
+			// Contents: the hostile words joined into files of up to 32 KiB.
+			const contents: string[] = [];
+			let cur = '';
+			for (const v of values.slice(0, 3000)) {
+				if (Buffer.byteLength(cur + v + '\n') > 32 * 1024) {
+					contents.push(cur);
+					cur = '';
 				}
-			};
-			await Promise.all(Array.from({ length: 4 }, worker));
-		} finally {
-			client.end();
-		}
-		expect(failures.slice(0, 5)).toEqual([]);
-		expect(contents.length).toBeGreaterThan(5);
-		// The content never travelled on a command line.
-		const log = pve.execLog().slice(execsBefore).join('\n');
-		for (const c of contents) expect(log.includes(c.slice(0, 200))).toBe(false);
-		expect(canaries()).toEqual([]);
-	}, 120_000);
+				cur += v + '\n';
+			}
+			contents.push(cur);
+			// Paths: hostile words as file names (no '/', at most 200 bytes, never '.' or '..').
+			const names = values
+				.map((v) => v.replace(/\//g, '_').slice(0, 60))
+				.filter((n) => n && n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200)
+				.slice(0, 40);
+			const cases = [
+				...contents.map((content, i) => ({ path: `/fuzz/content-${i}`, content })),
+				...names.map((n, i) => ({ path: `/fuzz/${i}-${n}`, content: `file ${i}\n` }))
+			];
+			const client: Client = await connect(target);
+			const failures: string[] = [];
+			const execsBefore = pve.execLog().length;
+			try {
+				let next = 0;
+				const worker = async () => {
+					while (next < cases.length) {
+						const c = cases[next++];
+						const params = ACTIONS.pct_push.params.parse(c);
+						const [push, check] = ACTIONS.pct_push.steps(params, { vmid: '100' });
+						const r = await execArgv(client, push.argv, { timeoutMs: 30_000, stdin: Buffer.from(push.stdin!, 'utf8') });
+						if (r.exitCode !== 0) failures.push(`${JSON.stringify(c.path)}: push exit ${r.exitCode} ${r.stderr.slice(0, 200)}`);
+						const v = await execArgv(client, check.argv, { timeoutMs: 30_000 });
+						if (v.exitCode !== 0 || !verified(check.verify!, v.stdout))
+							failures.push(`${JSON.stringify(c.path)}: verify ${v.exitCode} ${v.stdout.slice(0, 200)} ${v.stderr.slice(0, 200)}`);
+						const onDisk = await pve.guestFile(100, c.path);
+						if (!onDisk?.equals(Buffer.from(c.content, 'utf8'))) failures.push(`${JSON.stringify(c.path)}: content differs`);
+					}
+				};
+				await Promise.all(Array.from({ length: 4 }, worker));
+			} finally {
+				client.end();
+			}
+			expect(failures.slice(0, 5)).toEqual([]);
+			expect(contents.length).toBeGreaterThan(5);
+			// The content never travelled on a command line.
+			const log = pve.execLog().slice(execsBefore).join('\n');
+			for (const c of contents) expect(log.includes(c.slice(0, 200))).toBe(false);
+			expect(canaries()).toEqual([]);
+		},
+		scaled(120_000)
+	);
 });

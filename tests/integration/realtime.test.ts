@@ -5,6 +5,7 @@ import { Hub } from '../../src/lib/server/realtime/hub';
 import { eventStreamResponse } from '../../src/lib/server/realtime/sse';
 import { useTestDatabase } from '../helpers/db';
 import { readSse } from '../helpers/sse-client';
+import { scaled } from '../helpers/time';
 
 useTestDatabase();
 let hub: Hub;
@@ -82,48 +83,52 @@ describe('realtime: LISTEN/NOTIFY → hub → SSE', () => {
 		expect(fromGlobal.slice(0, 2)).toEqual(['session.updated', 'question.raised']);
 	});
 
-	it('chaos: 20 clients, 2,000 events, random disconnects and a killed LISTEN: every event once, in order', async () => {
-		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
-		const TOTAL = 2000;
-		const CLIENTS = 20;
-		const received: number[][] = Array.from({ length: CLIENTS }, () => []);
-		let producing = true;
+	it(
+		'chaos: 20 clients, 2,000 events, random disconnects and a killed LISTEN: every event once, in order',
+		async () => {
+			const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
+			const TOTAL = 2000;
+			const CLIENTS = 20;
+			const received: number[][] = Array.from({ length: CLIENTS }, () => []);
+			let producing = true;
 
-		async function client(i: number) {
-			let cursor = start;
-			while (received[i].length < TOTAL) {
-				const c = open(cursor);
-				const dropAfter = Math.floor(Math.random() * 300) + 1;
-				let n = 0;
-				for await (const e of c.events) {
-					if (e.type !== 'inventory.synced') continue;
-					received[i].push((e.data.payload as { containers: number }).containers);
-					cursor = e.id;
-					if (received[i].length >= TOTAL) break;
-					if (producing && ++n >= dropAfter) break; // drop the connection, reconnect with Last-Event-ID
-				}
-				c.abort();
-			}
-		}
-
-		async function produce() {
-			for (let n = 0; n < TOTAL; n += 20) {
-				await sql().begin(async (tx) => {
-					for (let j = 0; j < 20; j++) await emitEvent(tx, { type: 'inventory.synced', payload: { host: 'chaos', containers: n + j } });
-				});
-				if (n === 1000) {
-					const before = hub.listenCount;
-					await sql()`select pg_terminate_backend(pid) from pg_stat_activity where query like 'listen %' and pid <> pg_backend_pid()`;
-					const until = Date.now() + 10_000;
-					while (hub.listenCount === before && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-					expect(hub.listenCount).toBeGreaterThan(before);
+			async function client(i: number) {
+				let cursor = start;
+				while (received[i].length < TOTAL) {
+					const c = open(cursor);
+					const dropAfter = Math.floor(Math.random() * 300) + 1;
+					let n = 0;
+					for await (const e of c.events) {
+						if (e.type !== 'inventory.synced') continue;
+						received[i].push((e.data.payload as { containers: number }).containers);
+						cursor = e.id;
+						if (received[i].length >= TOTAL) break;
+						if (producing && ++n >= dropAfter) break; // drop the connection, reconnect with Last-Event-ID
+					}
+					c.abort();
 				}
 			}
-			producing = false;
-		}
 
-		await Promise.all([produce(), ...Array.from({ length: CLIENTS }, (_, i) => client(i))]);
-		const expected = Array.from({ length: TOTAL }, (_, i) => i);
-		for (const r of received) expect(r).toEqual(expected);
-	}, 120_000);
+			async function produce() {
+				for (let n = 0; n < TOTAL; n += 20) {
+					await sql().begin(async (tx) => {
+						for (let j = 0; j < 20; j++) await emitEvent(tx, { type: 'inventory.synced', payload: { host: 'chaos', containers: n + j } });
+					});
+					if (n === 1000) {
+						const before = hub.listenCount;
+						await sql()`select pg_terminate_backend(pid) from pg_stat_activity where query like 'listen %' and pid <> pg_backend_pid()`;
+						const until = Date.now() + scaled(10_000);
+						while (hub.listenCount === before && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+						expect(hub.listenCount).toBeGreaterThan(before);
+					}
+				}
+				producing = false;
+			}
+
+			await Promise.all([produce(), ...Array.from({ length: CLIENTS }, (_, i) => client(i))]);
+			const expected = Array.from({ length: TOTAL }, (_, i) => i);
+			for (const r of received) expect(r).toEqual(expected);
+		},
+		scaled(120_000)
+	);
 });

@@ -30,6 +30,7 @@ import { listMessages } from '../../src/lib/server/conversation/messages';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
 import { DEBIAN, addHost, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { scaled } from '../helpers/time';
 
 useTestDatabase();
 useHub();
@@ -99,71 +100,79 @@ describe('cancel stops the command on the host', () => {
 });
 
 describe('a host that cannot be reached', () => {
-	it('cancel: the outcome says the command may still run; when the host answers again, the sweep reads it back and the session hears what was found', async () => {
-		await pve.setFault('create', { slow: 1_500 });
-		const e = await approved(createOf('106'));
-		const run = runExecution(e.id);
-		const task = await taskFor('106');
-		await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
-		pve.setReachable(false);
-		expect(await cancel(e.id)).toBe('requested');
-		await run;
-		const done = await load(e.id);
-		expect(done.status).toBe('interrupted');
-		expect(done.error).toMatch(
-			/^cancelled by the operator while pct create .* was running; the host could not be reached to stop it: the command may still be running$/
-		);
-		expect(done.steps[0].stop).toBe('unreachable');
-		expect(done.leftovers).toMatch(/^could not read CT 106 back from strong: /);
-		expect(await recheckAt(e.id)).not.toBeNull();
-		// The create nobody could stop finishes on the host (the fake's own record says so).
-		await waitUntil(async () => (await pve.tasks()).find((t) => t.worker === task.worker)?.done, 'the create to finish on the host');
-		// A sweep while the host is still away reads nothing and tells nobody.
-		await executions__sweep({}, {} as never);
-		expect(await notes(e.id)).toEqual([]);
-		expect((await load(e.id)).leftovers).toMatch(/^could not read CT 106 back/);
+	it(
+		'cancel: the outcome says the command may still run; when the host answers again, the sweep reads it back and the session hears what was found',
+		async () => {
+			await pve.setFault('create', { slow: 1_500 });
+			const e = await approved(createOf('106'));
+			const run = runExecution(e.id);
+			const task = await taskFor('106');
+			await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
+			pve.setReachable(false);
+			expect(await cancel(e.id)).toBe('requested');
+			await run;
+			const done = await load(e.id);
+			expect(done.status).toBe('interrupted');
+			expect(done.error).toMatch(
+				/^cancelled by the operator while pct create .* was running; the host could not be reached to stop it: the command may still be running$/
+			);
+			expect(done.steps[0].stop).toBe('unreachable');
+			expect(done.leftovers).toMatch(/^could not read CT 106 back from strong: /);
+			expect(await recheckAt(e.id)).not.toBeNull();
+			// The create nobody could stop finishes on the host (the fake's own record says so).
+			await waitUntil(async () => (await pve.tasks()).find((t) => t.worker === task.worker)?.done, 'the create to finish on the host');
+			// A sweep while the host is still away reads nothing and tells nobody.
+			await executions__sweep({}, {} as never);
+			expect(await notes(e.id)).toEqual([]);
+			expect((await load(e.id)).leftovers).toMatch(/^could not read CT 106 back/);
 
-		pve.setReachable(true);
-		await sql()`update executions set leftovers_recheck_at = now() where id = ${e.id}`; // as if its retry were due
-		const [{ last }] = await sql()<{ last: string }[]>`select coalesce(max(id), 0)::text as last from events`;
-		await executions__sweep({}, {} as never);
-		const late = await load(e.id);
-		expect(late.leftovers).toBe('CT 106 exists on strong, running');
-		expect(await recheckAt(e.id)).toBeNull();
-		const [note] = await notes(e.id);
-		expect(note.text).toBe(`Late read-back of execution ${e.id} (pct_create on host:strong): CT 106 exists on strong, running.`);
-		// Announced: the chat shows it live, and the card its new leftovers.
-		const events = await sql()<{ type: string; payload: Record<string, string> }[]>`select type, payload from events where id > ${last}::bigint order by id`;
-		expect(events).toContainEqual(expect.objectContaining({ type: 'message.updated', payload: { messageId: note.messageId } }));
-		expect(events.some((ev) => ev.type === 'execution.updated' && ev.payload.executionId === e.id)).toBe(true);
-		// Once read, never again.
-		await executions__sweep({}, {} as never);
-		expect(await notes(e.id)).toHaveLength(1);
-	}, 60_000);
+			pve.setReachable(true);
+			await sql()`update executions set leftovers_recheck_at = now() where id = ${e.id}`; // as if its retry were due
+			const [{ last }] = await sql()<{ last: string }[]>`select coalesce(max(id), 0)::text as last from events`;
+			await executions__sweep({}, {} as never);
+			const late = await load(e.id);
+			expect(late.leftovers).toBe('CT 106 exists on strong, running');
+			expect(await recheckAt(e.id)).toBeNull();
+			const [note] = await notes(e.id);
+			expect(note.text).toBe(`Late read-back of execution ${e.id} (pct_create on host:strong): CT 106 exists on strong, running.`);
+			// Announced: the chat shows it live, and the card its new leftovers.
+			const events = await sql()<{ type: string; payload: Record<string, string> }[]>`select type, payload from events where id > ${last}::bigint order by id`;
+			expect(events).toContainEqual(expect.objectContaining({ type: 'message.updated', payload: { messageId: note.messageId } }));
+			expect(events.some((ev) => ev.type === 'execution.updated' && ev.payload.executionId === e.id)).toBe(true);
+			// Once read, never again.
+			await executions__sweep({}, {} as never);
+			expect(await notes(e.id)).toHaveLength(1);
+		},
+		scaled(60_000)
+	);
 
-	it('a late read-back stops the command first when it still runs on the host', async () => {
-		await pve.setFault('create', { slow: 120_000 });
-		const e = await approved(createOf('107'));
-		const run = runExecution(e.id);
-		const task = await taskFor('107');
-		await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
-		pve.setReachable(false);
-		await cancel(e.id);
-		await run;
-		expect((await load(e.id)).error).toMatch(/the command may still be running$/);
-		// The ghost: what the cancel could not stop still runs on the host.
-		expect(await processRunning(task.worker)).toBe(true);
-		pve.setReachable(true);
-		expect(await recheckLeftovers()).toBe(1);
-		expect(await processRunning(task.worker)).toBe(false);
-		expect(await processRunning(task.pid)).toBe(false);
-		expect((await pve.tasks()).find((t) => t.worker === task.worker)?.done).toBe(false);
-		expect((await load(e.id)).leftovers).toBe('CT 107 exists on strong, stopped, locked: create');
-		const [note] = await notes(e.id);
-		expect(note.text).toBe(
-			`Late read-back of execution ${e.id} (pct_create on host:strong): its command was still running on the host and was stopped now; CT 107 exists on strong, stopped, locked: create.`
-		);
-	}, 60_000);
+	it(
+		'a late read-back stops the command first when it still runs on the host',
+		async () => {
+			await pve.setFault('create', { slow: 120_000 });
+			const e = await approved(createOf('107'));
+			const run = runExecution(e.id);
+			const task = await taskFor('107');
+			await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
+			pve.setReachable(false);
+			await cancel(e.id);
+			await run;
+			expect((await load(e.id)).error).toMatch(/the command may still be running$/);
+			// The ghost: what the cancel could not stop still runs on the host.
+			expect(await processRunning(task.worker)).toBe(true);
+			pve.setReachable(true);
+			expect(await recheckLeftovers()).toBe(1);
+			expect(await processRunning(task.worker)).toBe(false);
+			expect(await processRunning(task.pid)).toBe(false);
+			expect((await pve.tasks()).find((t) => t.worker === task.worker)?.done).toBe(false);
+			expect((await load(e.id)).leftovers).toBe('CT 107 exists on strong, stopped, locked: create');
+			const [note] = await notes(e.id);
+			expect(note.text).toBe(
+				`Late read-back of execution ${e.id} (pct_create on host:strong): its command was still running on the host and was stopped now; CT 107 exists on strong, stopped, locked: create.`
+			);
+		},
+		scaled(60_000)
+	);
 });
 
 describe('a late read-back re-invokes the agent', () => {
@@ -177,76 +186,84 @@ describe('a late read-back re-invokes the agent', () => {
 		await llm?.close();
 	});
 
-	it('once, through the continuation: no "continue" from the operator, no second run when the job is retried', async () => {
-		const late = await newSession(operatorId, 'late read-back');
-		await pve.setFault('create', { slow: 1_500 });
-		const e = await approved(createOf('108'), late);
-		const run = runExecution(e.id);
-		const task = await taskFor('108');
-		await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
-		pve.setReachable(false);
-		await cancel(e.id);
-		await run;
-		expect((await load(e.id)).leftovers).toMatch(/^could not read CT 108 back from strong: /);
-		// The outcome's continuation runs as usual: the agent hears "could not read it back". A
-		// worker deletes a job it ran; so does this test (no worker runs here).
-		const [outcome] = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
-		llm.push({ text: 'The host is away; CT 108 could not be read back yet.' });
-		await agent__continue_session(outcome.payload, {} as never);
-		expect(llm.requests).toHaveLength(1);
-		await sql()`delete from graphile_worker._private_jobs where payload->>'executionId' = ${e.id}`;
-		await waitUntil(async () => (await pve.tasks()).find((t) => t.worker === task.worker)?.done, 'the create to finish on the host');
+	it(
+		'once, through the continuation: no "continue" from the operator, no second run when the job is retried',
+		async () => {
+			const late = await newSession(operatorId, 'late read-back');
+			await pve.setFault('create', { slow: 1_500 });
+			const e = await approved(createOf('108'), late);
+			const run = runExecution(e.id);
+			const task = await taskFor('108');
+			await waitUntil(async () => (await load(e.id)).steps[0]?.pgid, 'the group to be recorded');
+			pve.setReachable(false);
+			await cancel(e.id);
+			await run;
+			expect((await load(e.id)).leftovers).toMatch(/^could not read CT 108 back from strong: /);
+			// The outcome's continuation runs as usual: the agent hears "could not read it back". A
+			// worker deletes a job it ran; so does this test (no worker runs here).
+			const [outcome] = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
+			llm.push({ text: 'The host is away; CT 108 could not be read back yet.' });
+			await agent__continue_session(outcome.payload, {} as never);
+			expect(llm.requests).toHaveLength(1);
+			await sql()`delete from graphile_worker._private_jobs where payload->>'executionId' = ${e.id}`;
+			await waitUntil(async () => (await pve.tasks()).find((t) => t.worker === task.worker)?.done, 'the create to finish on the host');
 
-		pve.setReachable(true);
-		await sql()`update executions set leftovers_recheck_at = now() where id = ${e.id}`;
-		await executions__sweep({}, {} as never);
-		const queued = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
-		expect(queued).toHaveLength(1);
-		llm.push({ text: 'CT 108 was created after all: it exists and runs.' });
-		await agent__continue_session(queued[0].payload, {} as never);
-		expect(llm.requests).toHaveLength(2);
-		const sent = JSON.stringify(llm.requests[1].body);
-		const said = `Late read-back of execution ${e.id} (pct_create on host:strong): CT 108 exists on strong, running.`;
-		expect(sent.split(said)).toHaveLength(2); // told once, in the turn of its own
-		const msgs = await listMessages(sql(), late);
-		expect(msgs.filter((m) => m.role === 'user')).toHaveLength(0);
-		expect(msgs.filter((m) => m.role === 'assistant' && m.origin === 'continuation').map((m) => m.status)).toEqual(['complete', 'complete']);
-		// The outcome note is not written again: the late note says what is new.
-		const outcomeNotes = msgs.flatMap((m) => (m.role === 'system' ? view(m.parts) : [])).filter((p) => p.type === 'note' && p.kind === 'execution');
-		expect(outcomeNotes).toHaveLength(1);
-		// A retried job (or a second worker) finds it claimed: the agent is not invoked again.
-		expect(await continueSession(late)).toBe('nothing');
-		await agent__continue_session(queued[0].payload, {} as never);
-		expect(llm.requests).toHaveLength(2);
-	}, 60_000);
+			pve.setReachable(true);
+			await sql()`update executions set leftovers_recheck_at = now() where id = ${e.id}`;
+			await executions__sweep({}, {} as never);
+			const queued = (await jobsFor(e.id)).filter((j) => j.task === 'agent__continue_session' && j.payload.sessionId === late);
+			expect(queued).toHaveLength(1);
+			llm.push({ text: 'CT 108 was created after all: it exists and runs.' });
+			await agent__continue_session(queued[0].payload, {} as never);
+			expect(llm.requests).toHaveLength(2);
+			const sent = JSON.stringify(llm.requests[1].body);
+			const said = `Late read-back of execution ${e.id} (pct_create on host:strong): CT 108 exists on strong, running.`;
+			expect(sent.split(said)).toHaveLength(2); // told once, in the turn of its own
+			const msgs = await listMessages(sql(), late);
+			expect(msgs.filter((m) => m.role === 'user')).toHaveLength(0);
+			expect(msgs.filter((m) => m.role === 'assistant' && m.origin === 'continuation').map((m) => m.status)).toEqual(['complete', 'complete']);
+			// The outcome note is not written again: the late note says what is new.
+			const outcomeNotes = msgs.flatMap((m) => (m.role === 'system' ? view(m.parts) : [])).filter((p) => p.type === 'note' && p.kind === 'execution');
+			expect(outcomeNotes).toHaveLength(1);
+			// A retried job (or a second worker) finds it claimed: the agent is not invoked again.
+			expect(await continueSession(late)).toBe('nothing');
+			await agent__continue_session(queued[0].payload, {} as never);
+			expect(llm.requests).toHaveLength(2);
+		},
+		scaled(60_000)
+	);
 });
 
 describe('grouped commands', () => {
-	it('carry hostile words byte-exact through setsid and sh, hide the marker, and still feed stdin', async () => {
-		const canaryDir = mkdtempSync(join(tmpdir(), 'nomos-canary-'));
-		try {
-			const words = hostileValues(1_500, 0x27_0005, canaryDir);
-			const host = (await getHostByName(sql(), 'strong'))!;
-			const groups: number[] = [];
-			await withHost(host, async (client) => {
-				// Batches under ssh2's packet limit (~32 KB per exec request).
-				for (let i = 0; i < words.length; i += 30) {
-					const batch = words.slice(i, i + 30);
-					const r = await execArgv(client, ['printf', '%s\\0', ...batch], { timeoutMs: 30_000, onGroup: (g) => groups.push(g.pgid) });
-					expect(r.exitCode).toBe(0);
-					expect(r.stdout.split('\0').slice(0, -1)).toEqual(batch);
-					expect(r.group?.pgid).toBe(groups.at(-1));
-				}
-				const cat = await execArgv(client, ['cat'], { group: true, timeoutMs: 10_000, stdin: 'nomos-pgid 12\nfed through\n' });
-				expect(cat).toMatchObject({ exitCode: 0, stdout: 'nomos-pgid 12\nfed through\n' });
-				expect((await execArgv(client, ['sh', '-c', 'exit 7'], { group: true, timeoutMs: 10_000 })).exitCode).toBe(7);
-			});
-			expect(groups).toHaveLength(50);
-			expect(readdirSync(canaryDir)).toEqual([]);
-		} finally {
-			rmSync(canaryDir, { recursive: true, force: true });
-		}
-	}, 60_000);
+	it(
+		'carry hostile words byte-exact through setsid and sh, hide the marker, and still feed stdin',
+		async () => {
+			const canaryDir = mkdtempSync(join(tmpdir(), 'nomos-canary-'));
+			try {
+				const words = hostileValues(1_500, 0x27_0005, canaryDir);
+				const host = (await getHostByName(sql(), 'strong'))!;
+				const groups: number[] = [];
+				await withHost(host, async (client) => {
+					// Batches under ssh2's packet limit (~32 KB per exec request).
+					for (let i = 0; i < words.length; i += 30) {
+						const batch = words.slice(i, i + 30);
+						const r = await execArgv(client, ['printf', '%s\\0', ...batch], { timeoutMs: 30_000, onGroup: (g) => groups.push(g.pgid) });
+						expect(r.exitCode).toBe(0);
+						expect(r.stdout.split('\0').slice(0, -1)).toEqual(batch);
+						expect(r.group?.pgid).toBe(groups.at(-1));
+					}
+					const cat = await execArgv(client, ['cat'], { group: true, timeoutMs: 10_000, stdin: 'nomos-pgid 12\nfed through\n' });
+					expect(cat).toMatchObject({ exitCode: 0, stdout: 'nomos-pgid 12\nfed through\n' });
+					expect((await execArgv(client, ['sh', '-c', 'exit 7'], { group: true, timeoutMs: 10_000 })).exitCode).toBe(7);
+				});
+				expect(groups).toHaveLength(50);
+				expect(readdirSync(canaryDir)).toEqual([]);
+			} finally {
+				rmSync(canaryDir, { recursive: true, force: true });
+			}
+		},
+		scaled(60_000)
+	);
 
 	it('refuse a pgid kill would read as "every process", and malformed tags', () => {
 		expect(() => stopGroupArgv({ pgid: 1, tag: 'abcdef0123456789' })).toThrow();

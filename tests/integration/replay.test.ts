@@ -1,30 +1,23 @@
 // Replay (#33): a recorded session re-run through the one turn runner in replay mode, with the
 // scripted model and the Proxmox double. Nothing reaches the host in a replay; the same model
 // reproduces the original; a changed one shows the difference and fails the saved case.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { listMessages } from '../../src/lib/server/conversation/messages';
 import { startReplay, runReplay } from '../../src/lib/server/replay/run';
 import { sessionFigures, comparisonRows } from '../../src/lib/server/replay/compare';
 import { saveReplayCase, runReplayCase } from '../../src/lib/server/replay/cases';
 import { reviewOverview } from '../../src/lib/server/review';
 import { getToolName, isToolPart } from '../../src/lib/messages/parts';
-import { startScriptedLlm, fallbackFromRules, type FallbackRule, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, jobs, newOperator, newSession, useHub } from '../helpers/executions';
+import { fallbackFromRules, type FallbackRule } from '../doubles/llm/server';
+import { decide, jobs, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({ model: true, hosts: [{ nodeName: 'strong', seed: [{ vmid: 100, hostname: 'caddy', status: 'stopped' }] }] });
 let operatorId: string;
 
 const DONE = 'Caddy is started and is running now.';
@@ -42,18 +35,7 @@ const MODEL: FallbackRule[] = [
 ];
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'stopped' }] });
-	await addHost(pve);
-	await syncAllHosts();
 	operatorId = await newOperator('replayer');
-});
-beforeEach(() => llm.reset());
-afterAll(async () => {
-	await pve?.close();
-	await llm?.close();
 });
 
 /** The original: the operator asks, the agent lists and requests a start, it is approved and runs on the double, the agent reports. */

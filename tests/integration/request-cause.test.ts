@@ -14,8 +14,6 @@ import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { createOperator } from '../../src/lib/server/auth/accounts';
 import { authenticate } from '../../src/lib/server/auth/session';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { receiveDelivery } from '../../src/lib/server/watches/intake';
 import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
@@ -29,36 +27,29 @@ import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import type { RequestCause } from '../../src/lib/types/executions';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { executions__run } from '../../tasks/executions__run';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, jobs, useHub } from '../helpers/executions';
-
-useTestDatabase();
-useHub();
+import { jobs } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
 const BASE = 'http://127.0.0.1:3000';
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
+const { llm, pve } = useStage({
+	model: true,
+	env: { NOMOS_HTTP_ALLOW: '127.0.0.1' },
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 101, hostname: 'db', status: 'running' },
+				{ vmid: 102, hostname: 'web', status: 'running' }
+			]
+		}
+	]
+});
 let page: http.Server;
 let pagePort: number;
 let admin: { id: string; username: string; role: 'admin' };
 let token: ApiTokenAuth;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted', NOMOS_HTTP_ALLOW: '127.0.0.1' });
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 101, hostname: 'db', status: 'running' },
-			{ vmid: 102, hostname: 'web', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	const op = await createOperator(sql(), 'cause-admin', 'correct horse battery', 'admin');
 	admin = { ...op, role: 'admin' };
 	const t = await insertApiToken(sql(), admin.id, { name: 'ci-bot', scope: 'approve', days: 7 });
@@ -71,15 +62,9 @@ beforeAll(async () => {
 	await sql()`insert into webhooks (name, kind, url) values ('ops', 'generic', 'http://127.0.0.1:9/hook')`;
 });
 afterAll(async () => {
-	await llm?.close();
-	await pve?.close();
 	await new Promise((done) => page?.close(done));
-	delete process.env.OPENAI_BASE_URL;
-	delete process.env.NOMOS_HTTP_ALLOW;
-	resetEnvCache();
 });
 beforeEach(async () => {
-	llm.reset();
 	await sql()`delete from graphile_worker._private_jobs`;
 });
 

@@ -2,40 +2,17 @@
 // sent over HTTP lists each action's signature (pct_create's `disk?=8 GiB`) and params is a plain
 // object, for OpenAI's and Ollama's dialects at any window; a guessed field (`disk_gb`) comes back
 // as the error that names it and lists the allowed fields, and the corrected call goes through.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, useHub } from '../helpers/executions';
+import { DEBIAN } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1 });
-	await addHost(pve);
-	process.env.OPENAI_BASE_URL = llm.baseURL;
-	process.env.OPENAI_API_KEY = 'test';
-	process.env.NOMOS_MODEL = 'scripted';
-	resetEnvCache();
-});
-afterAll(async () => {
-	await llm.close();
-	await pve?.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
+const { llm } = useStage({ model: true, sync: false, hosts: [{ nodeName: 'strong' }] });
 beforeEach(() => {
-	llm.reset();
 	forgetContextWindow();
 });
 

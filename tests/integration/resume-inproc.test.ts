@@ -1,7 +1,7 @@
 // Issue #27 in one process: a resumed reply never asks twice for what it already parked; work
 // whose job is gone is queued again after a worker died; a continuation's claim commits with its reply.
 import postgres from 'postgres';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
@@ -9,35 +9,17 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { registerWorkerProcess } from '../../src/lib/server/db/queries/workers';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
 import type { MessageChunk } from '../../src/lib/types/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { requeueStranded } from '../../src/lib/server/executions/lifecycle';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { openWindow } from '../../src/lib/server/db/queries/assent-windows';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { jobs, useHub } from '../helpers/executions';
+import { jobs } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-const dbUrl = useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	process.env.OPENAI_BASE_URL = llm.baseURL;
-	process.env.OPENAI_API_KEY = 'test';
-	process.env.NOMOS_MODEL = 'scripted';
-	resetEnvCache();
-});
-afterAll(async () => {
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
+const { llm, dbUrl } = useStage({ model: true });
 beforeEach(async () => {
-	llm.reset();
 	await sql()`delete from graphile_worker._private_jobs`;
 });
 

@@ -23,6 +23,7 @@ import { taskList } from '../../tasks/index';
 import { prng } from '../helpers/hostile';
 import { useTestDatabase } from '../helpers/db';
 import { insertFailedSessionFixture, insertHealthySessionFixture, insertNudgedSessionFixture, insertSilentSessionFixture } from '../helpers/review-fixture';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 
@@ -227,7 +228,7 @@ describe('stored review facts', () => {
 		for (const id of ids) await sql()`update chat_sessions set created_at = now() - make_interval(days => ${Math.floor(rand() * 60)}) where id = ${id}`;
 		// (the app never moves a session's creation; the facts' copy of it follows: a trigger)
 		sample = ids.filter(() => chance(0.5));
-	}, 120_000);
+	}, scaled(120_000));
 
 	it('written by the app as it writes each message, they equal a rebuild from scratch', async () => {
 		const incremental = await storedFacts(sample);

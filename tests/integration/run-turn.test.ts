@@ -1,34 +1,17 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession, getSession } from '../../src/lib/server/db/queries/sessions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
 import { applyDelta, type HeldMessage } from '../../src/lib/messages/apply';
 import { canonicalJson } from '../../src/lib/messages/fold';
 import type { MessageDelta } from '../../src/lib/types/messages';
+import { useStage } from '../helpers/stage';
 
 // As the app's role, as Nomos connects: the whole path works with the rights it is granted.
-useTestDatabase({ as: 'app' });
-let llm: ScriptedLlm;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	process.env.OPENAI_BASE_URL = llm.baseURL;
-	process.env.OPENAI_API_KEY = 'test';
-	process.env.NOMOS_MODEL = 'scripted';
-	resetEnvCache();
-});
-afterAll(async () => {
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
-beforeEach(() => llm.reset());
+const { llm } = useStage({ as: 'app', hub: false, model: true });
 
 async function newSession(userText: string) {
 	return sql().begin<string>(async (tx) => {

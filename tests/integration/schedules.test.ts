@@ -15,6 +15,7 @@ import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { freshSession, jobs, newOperator, useHub, waitUntil } from '../helpers/executions';
 import { startWorkerChild, type TsChild } from '../helpers/spawn';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -118,7 +119,7 @@ describe('a schedule', () => {
 });
 
 describe('a slot with two workers up', () => {
-	it('runs exactly once when the worker running it is SIGKILLed mid-run, and a re-run of its job changes nothing', { timeout: 180_000 }, async () => {
+	it('runs exactly once when the worker running it is SIGKILLed mid-run, and a re-run of its job changes nothing', { timeout: scaled(180_000) }, async () => {
 		const env = { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' };
 		const workers: TsChild[] = [startWorkerChild(dbUrl(), env), startWorkerChild(dbUrl(), env)];
 		const held = await sql().reserve();

@@ -11,6 +11,7 @@ import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { FACTS_VERSION, markFactsBuilt } from '../../src/lib/server/db/queries/review-facts';
 import { reviewOverview } from '../../src/lib/server/review';
 import { useTestDatabase } from '../helpers/db';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 
@@ -55,7 +56,7 @@ const canonical = (x: unknown) =>
 
 /** Polls pg_stat_activity until `n` other backends wait on a lock in a statement like `queryLike` (lower-cased). */
 async function lockWaiters(n: number, queryLike: string): Promise<void> {
-	for (const until = Date.now() + 15_000; ;) {
+	for (const until = Date.now() + scaled(15_000); ;) {
 		const [{ k }] = await sql()<{ k: number }[]>`
 			select count(*)::int as k from pg_stat_activity
 			where datname = current_database() and wait_event_type = 'Lock' and lower(query) like ${queryLike} and pid <> pg_backend_pid()`;

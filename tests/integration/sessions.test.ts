@@ -1,7 +1,7 @@
 // Sessions an operator lives with (#33): rename, pin, archive, delete (soft, audited, refused while
 // something is under way), full-text search over messages, tool calls and results, export, the
 // agent's title from the scripted model, and the per-session model choice.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { createSession, getSession, listSessions, searchSessions } from '../../src/lib/server/db/queries/sessions';
@@ -11,36 +11,22 @@ import { cleanTitle, offerAgentTitle, writeAgentTitle } from '../../src/lib/serv
 import { exportSession } from '../../src/lib/server/sessions/export';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { Refusal } from '../../src/lib/server/refusal';
 import { renameSessionInput } from '../../src/lib/schemas/sessions';
 import type { MessagePart } from '../../src/lib/types/messages';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { jobs, newOperator, useHub, waitUntil } from '../helpers/executions';
+import { jobs, newOperator, waitUntil } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
+const { llm } = useStage({ model: true, env: { NOMOS_MODELS: 'scripted,scripted-large' } });
 let operatorId: string;
 /** The operator whose sessions these are (sessions/access.ts). */
 let me: { id: string; role: 'operator' };
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted', NOMOS_MODELS: 'scripted,scripted-large' });
-	resetEnvCache();
 	operatorId = await newOperator('sessions-op');
 	me = { id: operatorId, role: 'operator' };
 });
-afterAll(async () => {
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	delete process.env.NOMOS_MODELS;
-	resetEnvCache();
-});
 beforeEach(() => {
-	llm.reset();
 	forgetContextWindow();
 });
 

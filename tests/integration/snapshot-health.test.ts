@@ -1,50 +1,36 @@
 // Snapshot before, health check after, Roll back: end to end against the SSH Proxmox double.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { executionNote } from '../../src/lib/server/agent/continuation';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { requestRollback } from '../../src/lib/server/executions/rollback';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { nomosSnapshotName } from '../../src/lib/server/executions/safeguards';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
+import { decide, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
+const { pve } = useStage({
+	env: { NOMOS_SNAPSHOT_BEFORE: 'on', NOMOS_SNAPSHOT_KEEP: '2', NOMOS_HEALTH_AFTER: 'on' },
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'app', status: 'running', cores: 1 },
+				{ vmid: 101, hostname: 'dirstore', status: 'running', storage: 'local' },
+				{ vmid: 102, hostname: 'web', status: 'running' },
+				{ vmid: 103, hostname: 'db', status: 'running' }
+			]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	process.env.NOMOS_SNAPSHOT_BEFORE = 'on';
-	process.env.NOMOS_SNAPSHOT_KEEP = '2';
-	process.env.NOMOS_HEALTH_AFTER = 'on';
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'app', status: 'running', cores: 1 },
-			{ vmid: 101, hostname: 'dirstore', status: 'running', storage: 'local' },
-			{ vmid: 102, hostname: 'web', status: 'running' },
-			{ vmid: 103, hostname: 'db', status: 'running' }
-		]
-	});
-	await addHost(pve);
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'snapshots');
-});
-
-afterAll(async () => {
-	delete process.env.NOMOS_SNAPSHOT_BEFORE;
-	delete process.env.NOMOS_SNAPSHOT_KEEP;
-	delete process.env.NOMOS_HEALTH_AFTER;
-	resetEnvCache();
-	await pve?.close();
 });
 
 const load = async (id: string): Promise<ExecutionRow> => (await getExecution(sql(), id))!;

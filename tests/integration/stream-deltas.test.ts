@@ -21,6 +21,7 @@ import { useTestDatabase } from '../helpers/db';
 import { readSse } from '../helpers/sse-client';
 import { prng } from '../helpers/hostile';
 import { view } from '../helpers/message-view';
+import { scaled } from '../helpers/time';
 
 useTestDatabase();
 let llm: ScriptedLlm;
@@ -114,79 +115,87 @@ async function tab(sessionId: string, rand: () => number, opts: { joinMs: number
 }
 
 describe('streaming deltas', () => {
-	it('every tab ends with exactly the stored message, whenever it joined or dropped (50 tabs, random points)', async () => {
-		const seed = Number(process.env.NOMOS_PROPERTY_SEED ?? Date.now() % 1_000_000);
-		const rand = prng(seed);
-		const sessionId = await newSession('what runs on strong?');
-		// Three model steps: text and calls (one with arguments that do not fit), text and a call, a long text.
-		llm.push({
-			text: prose(3000, 'a'),
-			toolCalls: [
-				{ name: 'search_knowledge', args: { query: 'nginx' } },
-				{ name: 'list_entities', args: { kind: 'NOT A KIND' } }
-			],
-			delayMs: 4
-		});
-		llm.push({ text: prose(2000, 'b'), toolCalls: [{ name: 'search_knowledge', args: { query: 'caddy' } }], delayMs: 4 });
-		llm.push({ text: prose(6000, 'c'), chunkSize: 16, delayMs: 4 });
+	it(
+		'every tab ends with exactly the stored message, whenever it joined or dropped (50 tabs, random points)',
+		async () => {
+			const seed = Number(process.env.NOMOS_PROPERTY_SEED ?? Date.now() % 1_000_000);
+			const rand = prng(seed);
+			const sessionId = await newSession('what runs on strong?');
+			// Three model steps: text and calls (one with arguments that do not fit), text and a call, a long text.
+			llm.push({
+				text: prose(3000, 'a'),
+				toolCalls: [
+					{ name: 'search_knowledge', args: { query: 'nginx' } },
+					{ name: 'list_entities', args: { kind: 'NOT A KIND' } }
+				],
+				delayMs: 4
+			});
+			llm.push({ text: prose(2000, 'b'), toolCalls: [{ name: 'search_knowledge', args: { query: 'caddy' } }], delayMs: 4 });
+			llm.push({ text: prose(6000, 'c'), chunkSize: 16, delayMs: 4 });
 
-		const started = Date.now();
-		const turn = runTurn({ sessionId, origin: 'chat' });
-		const TURN_MS = 2500;
-		const tabs = Array.from({ length: 50 }, () => {
-			const joinMs = Math.floor(rand() * TURN_MS * 0.6);
-			const drops = [Math.floor(rand() * TURN_MS * 0.4) + 1, ...(rand() < 0.5 ? [Math.floor(rand() * 400) + 1] : [])];
-			return tab(sessionId, rand, { joinMs, drops });
-		});
-		const r = await turn;
-		const turnMs = Date.now() - started;
-		const results = await Promise.all(tabs);
-		expect(r.status).toBe('complete');
+			const started = Date.now();
+			const turn = runTurn({ sessionId, origin: 'chat' });
+			const TURN_MS = 2500;
+			const tabs = Array.from({ length: 50 }, () => {
+				const joinMs = Math.floor(rand() * TURN_MS * 0.6);
+				const drops = [Math.floor(rand() * TURN_MS * 0.4) + 1, ...(rand() < 0.5 ? [Math.floor(rand() * 400) + 1] : [])];
+				return tab(sessionId, rand, { joinMs, drops });
+			});
+			const r = await turn;
+			const turnMs = Date.now() - started;
+			const results = await Promise.all(tabs);
+			expect(r.status).toBe('complete');
 
-		const stored = (await getMessage(sql(), r.messageId))!;
-		expect(stored.status).toBe('complete');
-		// The stored message is the whole turn: three steps, the texts in full, every call with its result.
-		const v = view(stored.parts);
-		expect(v.filter((p) => p.type === 'tool-call').map((p) => p.type === 'tool-call' && [p.toolName, p.state])).toEqual([
-			['search_knowledge', 'done'],
-			['list_entities', 'error'],
-			['search_knowledge', 'done']
-		]);
-		expect(stored.parts.filter((p) => p.type === 'step-start')).toHaveLength(3);
-		const text = v.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-		expect(text).toBe(prose(3000, 'a') + prose(2000, 'b') + prose(6000, 'c'));
+			const stored = (await getMessage(sql(), r.messageId))!;
+			expect(stored.status).toBe('complete');
+			// The stored message is the whole turn: three steps, the texts in full, every call with its result.
+			const v = view(stored.parts);
+			expect(v.filter((p) => p.type === 'tool-call').map((p) => p.type === 'tool-call' && [p.toolName, p.state])).toEqual([
+				['search_knowledge', 'done'],
+				['list_entities', 'error'],
+				['search_knowledge', 'done']
+			]);
+			expect(stored.parts.filter((p) => p.type === 'step-start')).toHaveLength(3);
+			const text = v.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+			expect(text).toBe(prose(3000, 'a') + prose(2000, 'b') + prose(6000, 'c'));
 
-		const want = canonicalJson({ parts: stored.parts, status: stored.status, rev: stored.rev });
-		let drops = 0;
-		for (const [i, t] of results.entries()) {
-			expect(t.gaps, `tab ${i} (seed ${seed})`).toEqual([]);
-			const mine = t.held.get(r.messageId)!;
-			expect(canonicalJson({ parts: mine.parts, status: mine.status, rev: mine.rev }), `tab ${i} (seed ${seed})`).toBe(want);
-			drops += t.midTurnDrops;
-		}
-		console.log(`[stream-deltas] seed ${seed}: turn ${turnMs} ms, ${stored.rev} deltas, ${drops} reconnects mid-turn over 50 tabs`);
-		expect(drops).toBeGreaterThanOrEqual(50);
-	}, 120_000);
+			const want = canonicalJson({ parts: stored.parts, status: stored.status, rev: stored.rev });
+			let drops = 0;
+			for (const [i, t] of results.entries()) {
+				expect(t.gaps, `tab ${i} (seed ${seed})`).toEqual([]);
+				const mine = t.held.get(r.messageId)!;
+				expect(canonicalJson({ parts: mine.parts, status: mine.status, rev: mine.rev }), `tab ${i} (seed ${seed})`).toBe(want);
+				drops += t.midTurnDrops;
+			}
+			console.log(`[stream-deltas] seed ${seed}: turn ${turnMs} ms, ${stored.rev} deltas, ${drops} reconnects mid-turn over 50 tabs`);
+			expect(drops).toBeGreaterThanOrEqual(50);
+		},
+		scaled(120_000)
+	);
 
-	it('a reader that loads a streaming message gets it as far as its deltas go', async () => {
-		const sessionId = await newSession('talk');
-		llm.push({ text: prose(4000, 'd'), chunkSize: 16, delayMs: 5 });
-		const turn = runTurn({ sessionId, origin: 'chat' });
-		let mid: MessageRow | undefined;
-		for (let i = 0; i < 200 && !mid; i++) {
-			await sleep(20);
-			const m = (await listMessages(sql(), sessionId)).find((x) => x.role === 'assistant');
-			if (m && m.status === 'streaming' && m.rev >= 3) mid = m;
-		}
-		expect(mid, 'a streaming message with deltas').toBeDefined();
-		// The row itself is not rewritten while streaming: the text comes from the deltas.
-		const [row] = await sql()<{ parts: unknown[]; rev: number }[]>`select parts, rev from messages where id = ${mid!.id}`;
-		expect(row.parts).toEqual([]);
-		const sofar = view(mid!.parts)
-			.flatMap((p) => (p.type === 'text' ? [p.text] : []))
-			.join('');
-		expect(sofar.length).toBeGreaterThan(0);
-		expect(prose(4000, 'd').startsWith(sofar)).toBe(true);
-		await turn;
-	}, 60_000);
+	it(
+		'a reader that loads a streaming message gets it as far as its deltas go',
+		async () => {
+			const sessionId = await newSession('talk');
+			llm.push({ text: prose(4000, 'd'), chunkSize: 16, delayMs: 5 });
+			const turn = runTurn({ sessionId, origin: 'chat' });
+			let mid: MessageRow | undefined;
+			for (let i = 0; i < 200 && !mid; i++) {
+				await sleep(20);
+				const m = (await listMessages(sql(), sessionId)).find((x) => x.role === 'assistant');
+				if (m && m.status === 'streaming' && m.rev >= 3) mid = m;
+			}
+			expect(mid, 'a streaming message with deltas').toBeDefined();
+			// The row itself is not rewritten while streaming: the text comes from the deltas.
+			const [row] = await sql()<{ parts: unknown[]; rev: number }[]>`select parts, rev from messages where id = ${mid!.id}`;
+			expect(row.parts).toEqual([]);
+			const sofar = view(mid!.parts)
+				.flatMap((p) => (p.type === 'text' ? [p.text] : []))
+				.join('');
+			expect(sofar.length).toBeGreaterThan(0);
+			expect(prose(4000, 'd').startsWith(sofar)).toBe(true);
+			await turn;
+		},
+		scaled(60_000)
+	);
 });

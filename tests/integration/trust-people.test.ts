@@ -6,7 +6,7 @@
 // is audited as `rest`.
 import type { RequestEvent } from '@sveltejs/kit';
 import { isHttpError, isRedirect } from '@sveltejs/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
@@ -20,42 +20,34 @@ import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { openEventStream } from '../../src/lib/server/realtime/sse';
 import { ownerScope } from '../../src/lib/server/realtime/sse';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { actions as loginActions } from '../../src/routes/login/+page.server';
 import { POST as restAnswer } from '../../src/routes/sessions/[id]/questions/[qid]/answer/+server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, newSession, useHub, waitUntil } from '../helpers/executions';
+import { newSession, waitUntil } from '../helpers/executions';
 import type { MessagePart } from '../../src/lib/types/messages';
-
-useTestDatabase();
-const theHub = useHub();
+import { useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 const BASE = 'http://127.0.0.1:3000';
 const PASSWORD = 'correct horse battery';
 type Who = { id: string; username: string; role: 'admin' | 'operator' };
-let pve: ProxmoxDouble;
+const { hub: theHub } = useStage({
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+				{ vmid: 101, hostname: 'db', status: 'running' }
+			]
+		}
+	]
+});
 let admin: Who;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
-			{ vmid: 101, hostname: 'db', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	const op = await createOperator(sql(), 'root-admin', PASSWORD, 'admin');
 	admin = { ...op, role: 'admin' };
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 /** A signed-in browser tab of `who`, its cookie session last verified `minutesAgo`, clicking on `page`. */
@@ -226,22 +218,26 @@ describe('sign-in throttling that cannot be turned against the victim', () => {
 		}
 	}
 
-	it('the lockout attack: six wrong passwords from one address do not keep the admin out from another', async () => {
-		const who = await createOperator(sql(), 'victim', PASSWORD, 'admin');
-		const statuses: number[] = [];
-		for (let i = 0; i < 6; i++) statuses.push(await signIn('victim', `guess-${i}`, '203.0.113.5'));
-		expect(statuses.slice(0, 4)).toEqual([400, 400, 400, 400]);
-		expect(statuses.at(-1)).toBe(429);
-		// The real admin, elsewhere: signed in (303), not "Too many failed sign-ins".
-		expect(await signIn('victim', PASSWORD, '198.51.100.7')).toBe(303);
-		// The guesser's own pair stays blocked, even with the right password.
-		expect(await signIn('victim', PASSWORD, '203.0.113.5')).toBe(429);
-		// A botnet: many addresses, a few guesses each (the count as the failures leave it). The
-		// username only slows down (a bounded delay, unit-tested), it never refuses.
-		await sql()`update login_throttle set failures = 400, last_failure_at = now() where key = 'user:victim'`;
-		expect(await signIn('victim', PASSWORD, '192.0.2.99')).toBe(303);
-		expect(who.username).toBe('victim');
-	}, 30_000);
+	it(
+		'the lockout attack: six wrong passwords from one address do not keep the admin out from another',
+		async () => {
+			const who = await createOperator(sql(), 'victim', PASSWORD, 'admin');
+			const statuses: number[] = [];
+			for (let i = 0; i < 6; i++) statuses.push(await signIn('victim', `guess-${i}`, '203.0.113.5'));
+			expect(statuses.slice(0, 4)).toEqual([400, 400, 400, 400]);
+			expect(statuses.at(-1)).toBe(429);
+			// The real admin, elsewhere: signed in (303), not "Too many failed sign-ins".
+			expect(await signIn('victim', PASSWORD, '198.51.100.7')).toBe(303);
+			// The guesser's own pair stays blocked, even with the right password.
+			expect(await signIn('victim', PASSWORD, '203.0.113.5')).toBe(429);
+			// A botnet: many addresses, a few guesses each (the count as the failures leave it). The
+			// username only slows down (a bounded delay, unit-tested), it never refuses.
+			await sql()`update login_throttle set failures = 400, last_failure_at = now() where key = 'user:victim'`;
+			expect(await signIn('victim', PASSWORD, '192.0.2.99')).toBe(303);
+			expect(who.username).toBe('victim');
+		},
+		scaled(30_000)
+	);
 
 	it('a script (no text/html in Accept) is refused with 401, then 429 with Retry-After; an enhanced form keeps fail()', async () => {
 		await createOperator(sql(), 'scripted', PASSWORD, 'operator');

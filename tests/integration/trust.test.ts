@@ -2,7 +2,7 @@
 // to what is on screen and named, destructive never by typing, the append-only audit trail,
 // accounts (last admin, disabled sessions), login backoff and bounded argon2 work.
 import type { RequestEvent } from '@sveltejs/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import type { MessagePart } from '../../src/lib/server/db/schema';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
@@ -17,41 +17,32 @@ import { executions__run } from '../../tasks/executions__run';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
 import { answerFromPanel } from '../../src/lib/server/questions/answer';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { chatRouter } from '../../src/lib/server/trpc/routers/chat';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, newSession, useHub, waitUntil } from '../helpers/executions';
+import { newSession, waitUntil } from '../helpers/executions';
 import { openEventStream } from '../../src/lib/server/realtime/sse';
 import { emitEventNow } from '../../src/lib/server/db/queries/events';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-const theHub = useHub();
-
-let pve: ProxmoxDouble;
+const { hub: theHub, pve } = useStage({
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				// Stopped: a running one could not be approved at all (before-approval.test.ts), and these tests are about typing.
+				{ vmid: 100, hostname: 'caddy', status: 'stopped' },
+				{ vmid: 102, hostname: 'backup', status: 'stopped' },
+				{ vmid: 103, hostname: 'media', status: 'stopped' }
+			]
+		}
+	]
+});
 let admin: { id: string; username: string; role: 'admin' };
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			// Stopped: a running one could not be approved at all (before-approval.test.ts), and these tests are about typing.
-			{ vmid: 100, hostname: 'caddy', status: 'stopped' },
-			{ vmid: 102, hostname: 'backup', status: 'stopped' },
-			{ vmid: 103, hostname: 'media', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	const [row] = await sql()<{ id: string }[]>`
 		insert into operators (username, password_hash, role) values ('root-admin', ${await hashPassword('correct horse battery')}, 'admin') returning id`;
 	admin = { id: row.id, username: 'root-admin', role: 'admin' };
-});
-
-afterAll(async () => {
-	await pve?.close();
 });
 
 const chat = () => createCallerFactory(chatRouter)({ user: admin, event: {} as RequestEvent });

@@ -2,7 +2,7 @@
 // 2 s even when the remote command hangs, a cancel mid-step is "interrupted" (it may have partly
 // run) with what it left behind read back, a cancel during the pre-check is only a cancel, and a
 // plan step runs at most once per (unexpired) decision.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { continueSession, executionNote } from '../../src/lib/server/agent/continuation';
 import { decidePlan, getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
@@ -13,39 +13,22 @@ import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { readBack } from '../../src/lib/server/executions/leftovers';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, alive, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { DEBIAN, alive, decide, newOperator, newSession, waitUntil } from '../helpers/executions';
+import { STRONG, useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
+const { pve } = useStage({ hosts: [STRONG] });
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 100, hostname: 'caddy', status: 'running' },
-			{ vmid: 101, hostname: 'db', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
-	await syncAllHosts();
 	operatorId = await newOperator('truth-admin');
 	sessionId = await newSession(operatorId, 'truth');
 });
 beforeEach(async () => {
 	await pve.setFault('create', null);
 	await pve.setFault('hang', null);
-});
-afterAll(async () => {
-	await pve?.close();
 });
 
 async function approved(input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> {
@@ -121,28 +104,32 @@ describe('clean-up of what an interrupted create left', () => {
 });
 
 describe('worker lost', () => {
-	it('an execution whose worker died is interrupted; the continuation reads its target back and says so', async () => {
-		const s = await newSession(operatorId, 'lost');
-		const e = await approved({ target: 'strong', action: 'pct_create', params: { vmid: '150', hostname: 'half', template: DEBIAN }, reason: 'r' }, s);
-		// As the dead worker left it: running, a step started, the CT half-made, the lease gone.
-		await pve.setFault('create', 'hang');
-		const hangsBefore = (await pve.hangs()).length;
-		const run = runExecution(e.id);
-		await waitUntil(async () => ((await pve.hangs()).length > hangsBefore ? true : null), 'pct create to start');
-		await sql()`update executions set lease_until = now() - interval '1 second' where id = ${e.id}`;
-		expect((await sweep(sql())).lost).toBe(1);
-		await run; // this runner notices its lease is gone within a heartbeat and stops
-		const lost = await load(e.id);
-		expect(lost.status).toBe('interrupted');
-		expect(lost.error).toMatch(/^worker lost: .*it may have partly run/);
-		await sql()`update assent_windows set revoked_at = now() where session_id = ${s}`;
-		expect(await continueSession(s)).toBe('window-closed');
-		expect((await load(e.id)).leftovers).toBe('CT 150 exists on strong, stopped, locked: create');
-		const [note] = await sql()<{ text: string }[]>`
+	it(
+		'an execution whose worker died is interrupted; the continuation reads its target back and says so',
+		async () => {
+			const s = await newSession(operatorId, 'lost');
+			const e = await approved({ target: 'strong', action: 'pct_create', params: { vmid: '150', hostname: 'half', template: DEBIAN }, reason: 'r' }, s);
+			// As the dead worker left it: running, a step started, the CT half-made, the lease gone.
+			await pve.setFault('create', 'hang');
+			const hangsBefore = (await pve.hangs()).length;
+			const run = runExecution(e.id);
+			await waitUntil(async () => ((await pve.hangs()).length > hangsBefore ? true : null), 'pct create to start');
+			await sql()`update executions set lease_until = now() - interval '1 second' where id = ${e.id}`;
+			expect((await sweep(sql())).lost).toBe(1);
+			await run; // this runner notices its lease is gone within a heartbeat and stops
+			const lost = await load(e.id);
+			expect(lost.status).toBe('interrupted');
+			expect(lost.error).toMatch(/^worker lost: .*it may have partly run/);
+			await sql()`update assent_windows set revoked_at = now() where session_id = ${s}`;
+			expect(await continueSession(s)).toBe('window-closed');
+			expect((await load(e.id)).leftovers).toBe('CT 150 exists on strong, stopped, locked: create');
+			const [note] = await sql()<{ text: string }[]>`
 			select p->'data'->>'text' as text from messages, jsonb_array_elements(parts) p where session_id = ${s} and role = 'system' and p->'data'->>'kind' = 'execution'`;
-		expect(note.text).toContain('Left behind: CT 150 exists on strong, stopped, locked: create');
-		expect(note.text).toContain("check the target's state");
-	}, 40_000);
+			expect(note.text).toContain('Left behind: CT 150 exists on strong, stopped, locked: create');
+			expect(note.text).toContain("check the target's state");
+		},
+		scaled(40_000)
+	);
 });
 
 describe('plan approvals', () => {

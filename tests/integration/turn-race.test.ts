@@ -14,6 +14,7 @@ import { taskList } from '../../tasks/index';
 import { startScriptedLlm, type ChatMessage, type RecordedRequest, type ScriptedLlm } from '../doubles/llm/server';
 import { useTestDatabase } from '../helpers/db';
 import { freshSession, newOperator, useHub, waitUntil } from '../helpers/executions';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 useHub();
@@ -135,23 +136,31 @@ function problems(run: Awaited<ReturnType<typeof race>>): string[] {
 }
 
 describe('the operator’s latest message is what the next request answers', () => {
-	it('a message sent 0–200 ms after an execution finished, while an earlier reply still holds the session’s queue', async () => {
-		const found: string[] = [];
-		for (const offset of [0, 20, 50, 100, 140, 200]) {
-			const run = await race(true, offset);
-			found.push(...problems(run));
-			// The race this covers: the message was stored before the continuation wrote its note.
-			const [{ before }] = await sql()<{ before: boolean }[]>`
+	it(
+		'a message sent 0–200 ms after an execution finished, while an earlier reply still holds the session’s queue',
+		async () => {
+			const found: string[] = [];
+			for (const offset of [0, 20, 50, 100, 140, 200]) {
+				const run = await race(true, offset);
+				found.push(...problems(run));
+				// The race this covers: the message was stored before the continuation wrote its note.
+				const [{ before }] = await sql()<{ before: boolean }[]>`
 				select (select created_at from messages where id = ${run.messageId}) < min(created_at) as before
 				from messages where session_id = (select session_id from messages where id = ${run.messageId}) and role = 'system'`;
-			if (!before) found.push(`${run.label}: the message did not land before the continuation's note`);
-		}
-		expect(found).toEqual([]);
-	}, 120_000);
+				if (!before) found.push(`${run.label}: the message did not land before the continuation's note`);
+			}
+			expect(found).toEqual([]);
+		},
+		scaled(120_000)
+	);
 
-	it('a message sent 0–200 ms after an execution finished, as its continuation starts and streams', async () => {
-		const found: string[] = [];
-		for (const offset of [0, 20, 50, 100, 140, 200]) found.push(...problems(await race(false, offset)));
-		expect(found).toEqual([]);
-	}, 120_000);
+	it(
+		'a message sent 0–200 ms after an execution finished, as its continuation starts and streams',
+		async () => {
+			const found: string[] = [];
+			for (const offset of [0, 20, 50, 100, 140, 200]) found.push(...problems(await race(false, offset)));
+			expect(found).toEqual([]);
+		},
+		scaled(120_000)
+	);
 });

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
@@ -11,30 +11,10 @@ import { reviewSession } from '../../src/lib/server/review/session';
 import { reviewOverview } from '../../src/lib/server/review/overview';
 import { usageOf } from '../../src/lib/messages/usage';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
-import { Hub, setHub } from '../../src/lib/server/realtime/hub';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
 import { view } from '../helpers/message-view';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-let llm: ScriptedLlm;
-let hub: Hub;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-	hub = new Hub(sql());
-	await hub.start();
-	setHub(hub);
-});
-afterAll(async () => {
-	await hub.stop();
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
-beforeEach(() => llm.reset());
+const { llm } = useStage({ model: true });
 afterEach(() => {
 	delete process.env.NOMOS_TURN_TOKEN_BUDGET;
 	delete process.env.NOMOS_PRICES;

@@ -4,70 +4,49 @@
 // failing; a read-back the host does not answer in time is inconclusive — stored, told to the agent
 // as not done, and listed by the review. And a hypothesis cannot be settled by a check that got
 // no answer (#42 item 4).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
-import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker';
 import { reviewSession } from '../../src/lib/server/review';
 import { verdictLabel } from '../../src/lib/execution-labels';
 import { callError, getToolName, isToolPart } from '../../src/lib/messages/parts';
 import { executions__run } from '../../tasks/executions__run';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { decide, newOperator, newSession, waitUntil } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-const dbUrl = useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
-let worker: WorkerHandle | undefined;
-let operatorId: string;
-
-beforeAll(async () => {
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 101, hostname: 'ok', status: 'stopped' },
-			{ vmid: 102, hostname: 'dies', status: 'stopped' },
-			{ vmid: 103, hostname: 'slow', status: 'stopped' },
-			{ vmid: 104, hostname: 'web', status: 'running' }
-		]
-	});
-	await addHost(pve);
-	llm = await startScriptedLlm();
-	Object.assign(process.env, {
-		OPENAI_BASE_URL: llm.baseURL,
-		OPENAI_API_KEY: 't',
-		NOMOS_MODEL: 'scripted',
+const { llm, pve } = useStage({
+	model: true,
+	env: {
 		NOMOS_SNAPSHOT_BEFORE: 'off',
 		NOMOS_HEALTH_AFTER: 'on',
 		NOMOS_READBACK_TIMEOUT_S: '2',
 		// A read-back the host does not answer is asked again for 3 s at most (a real host: minutes).
 		NOMOS_HOST_WAIT_MIN: '0.05'
-	});
-	resetEnvCache();
+	},
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 101, hostname: 'ok', status: 'stopped' },
+				{ vmid: 102, hostname: 'dies', status: 'stopped' },
+				{ vmid: 103, hostname: 'slow', status: 'stopped' },
+				{ vmid: 104, hostname: 'web', status: 'running' }
+			]
+		}
+	],
+	worker: { concurrency: 2, taskList: { executions__run, agent__continue_session } }
+});
+let operatorId: string;
+
+beforeAll(async () => {
 	operatorId = await newOperator('alice');
-	worker = await startWorker({ url: dbUrl(), concurrency: 2, taskList: { executions__run, agent__continue_session } });
 });
-
-afterAll(async () => {
-	await worker?.stop();
-	await llm?.close();
-	await pve?.close();
-	for (const k of ['NOMOS_SNAPSHOT_BEFORE', 'NOMOS_HEALTH_AFTER', 'NOMOS_READBACK_TIMEOUT_S', 'NOMOS_HOST_WAIT_MIN', 'OPENAI_BASE_URL']) delete process.env[k];
-	resetEnvCache();
-});
-
-beforeEach(() => llm.reset());
 
 /** Requests a mutation in a fresh session, approves it, and waits until the worker ran it and the agent was told. */
 async function approvedRun(title: string, input: Record<string, unknown>): Promise<{ e: ExecutionRow; note: string; told: string }> {

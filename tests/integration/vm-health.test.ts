@@ -6,61 +6,41 @@
 // As the health after a start it waits as the agent's ping does: for the address (a DHCP lease
 // some reads after the agent answers) and for the service (up some GETs later), one step counting
 // its attempts; the window is shortened here (healthWait), the double counts reads and GETs.
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
-
-useTestDatabase();
-useHub();
+import { decide, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
 const IMAGE = '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2';
 // The double's DHCP lease for a VM: 192.168.1.(100 + vmid % 150).
 const leaseOf = (vmid: number) => `192.168.1.${100 + (vmid % 150)}`;
 
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({
+	model: true,
+	env: { NOMOS_SNAPSHOT_BEFORE: 'on', NOMOS_HEALTH_AFTER: 'on' },
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			vms: [
+				{ vmid: 310, name: 'web', status: 'running', agent: 'enabled=1', diskGb: 8 },
+				{ vmid: 311, name: 'win11', status: 'running', diskGb: 64 },
+				{ vmid: 312, name: 'quiet', status: 'running', agent: 'enabled=1', agentDown: true, diskGb: 8 }
+			]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, {
-		OPENAI_BASE_URL: llm.baseURL,
-		OPENAI_API_KEY: 't',
-		NOMOS_MODEL: 'scripted',
-		NOMOS_SNAPSHOT_BEFORE: 'on',
-		NOMOS_HEALTH_AFTER: 'on'
-	});
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		vms: [
-			{ vmid: 310, name: 'web', status: 'running', agent: 'enabled=1', diskGb: 8 },
-			{ vmid: 311, name: 'win11', status: 'running', diskGb: 64 },
-			{ vmid: 312, name: 'quiet', status: 'running', agent: 'enabled=1', agentDown: true, diskGb: 8 }
-		]
-	});
-	await addHost(pve);
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'vm health');
-});
-beforeEach(() => llm.reset());
-afterAll(async () => {
-	delete process.env.NOMOS_SNAPSHOT_BEFORE;
-	delete process.env.NOMOS_HEALTH_AFTER;
-	resetEnvCache();
-	await pve?.close();
-	await llm?.close();
 });
 
 /** The health wait, shortened: 4 attempts, no pause (the default is AGENT_WAIT, 24 × 5 s). */

@@ -2,7 +2,7 @@
 // them from `/cluster/resources` (one command beside the CT reads), files them under the host
 // entry by the PVE node's name (here the entry "homelab" is node "pve"), and the tools and the
 // blast radius see them; a VM Nomos creates, clones or destroys is read back at once.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { getEntityTool } from '../../src/lib/server/agent/tools/get-entity';
 import { listEntitiesTool } from '../../src/lib/server/agent/tools/list-entities';
@@ -10,56 +10,38 @@ import { sql } from '../../src/lib/server/db/index';
 import { blastRadius } from '../../src/lib/server/db/queries/blast-radius';
 import { getEntity } from '../../src/lib/server/db/queries/entities';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
-
-useTestDatabase();
-useHub();
+import { decide, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
+import { scaled } from '../helpers/time';
 
 const IMAGE = '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2';
 const call = { toolCallId: 't', messages: [] };
 
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({
+	model: true,
+	env: { NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'off' },
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'pve',
+			hostName: 'homelab',
+			seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }],
+			vms: [
+				{ vmid: 9000, name: 'debian-12-tmpl', status: 'stopped', template: 1, diskGb: 2 },
+				{ vmid: 300, name: 'hass', status: 'running', memory: 4096, diskGb: 32, tags: 'ha' }
+			]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, {
-		OPENAI_BASE_URL: llm.baseURL,
-		OPENAI_API_KEY: 't',
-		NOMOS_MODEL: 'scripted',
-		NOMOS_SNAPSHOT_BEFORE: 'off',
-		NOMOS_HEALTH_AFTER: 'off'
-	});
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'pve',
-		delayMs: 1,
-		seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }],
-		vms: [
-			{ vmid: 9000, name: 'debian-12-tmpl', status: 'stopped', template: 1, diskGb: 2 },
-			{ vmid: 300, name: 'hass', status: 'running', memory: 4096, diskGb: 32, tags: 'ha' }
-		]
-	});
-	await addHost(pve, { name: 'homelab' });
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'vm inventory');
-});
-beforeEach(() => llm.reset());
-afterAll(async () => {
-	delete process.env.NOMOS_SNAPSHOT_BEFORE;
-	delete process.env.NOMOS_HEALTH_AFTER;
-	resetEnvCache();
-	await pve?.close();
-	await llm?.close();
 });
 
 const vmRefs = async () =>
@@ -127,16 +109,20 @@ describe("a standalone host's VMs", () => {
 		expect((await getEntity(sql(), 'qemu:homelab/151'))?.name).toBe('web-1');
 	});
 
-	it('a start shows at once; a destroyed VM disappears at once, and the next sync does not bring it back', async () => {
-		await runAndContinue({ target: 'homelab', action: 'qm_start', params: { vmid: 150 }, reason: 'r' });
-		expect((await getEntity(sql(), 'qemu:homelab/150'))?.attributes.status).toBe('running');
-		await runAndContinue({ target: 'homelab', action: 'qm_stop', params: { vmid: 150 }, reason: 'r' });
-		await runAndContinue({ target: 'homelab', action: 'vm_destroy', params: { vmid: 150 }, reason: 'gone' });
-		expect(await getEntity(sql(), 'qemu:homelab/150')).toBeNull();
-		expect(await vmRefs()).toEqual(['qemu:homelab/151', 'qemu:homelab/300', 'qemu:homelab/9000']);
-		await syncAllHosts();
-		expect(await vmRefs()).toEqual(['qemu:homelab/151', 'qemu:homelab/300', 'qemu:homelab/9000']);
-	}, 90_000);
+	it(
+		'a start shows at once; a destroyed VM disappears at once, and the next sync does not bring it back',
+		async () => {
+			await runAndContinue({ target: 'homelab', action: 'qm_start', params: { vmid: 150 }, reason: 'r' });
+			expect((await getEntity(sql(), 'qemu:homelab/150'))?.attributes.status).toBe('running');
+			await runAndContinue({ target: 'homelab', action: 'qm_stop', params: { vmid: 150 }, reason: 'r' });
+			await runAndContinue({ target: 'homelab', action: 'vm_destroy', params: { vmid: 150 }, reason: 'gone' });
+			expect(await getEntity(sql(), 'qemu:homelab/150')).toBeNull();
+			expect(await vmRefs()).toEqual(['qemu:homelab/151', 'qemu:homelab/300', 'qemu:homelab/9000']);
+			await syncAllHosts();
+			expect(await vmRefs()).toEqual(['qemu:homelab/151', 'qemu:homelab/300', 'qemu:homelab/9000']);
+		},
+		scaled(90_000)
+	);
 
 	it('a host whose /cluster/resources fails keeps its VMs as they were (with the reason on the host) and its CTs still sync', async () => {
 		await pve.setFault('fail', { tool: 'pvesh', match: 'get /cluster/resources', exitCode: 255, stderr: 'ipcc_send_rec[1] failed: Connection refused' });

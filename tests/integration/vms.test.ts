@@ -3,65 +3,45 @@
 // IP, a clone of a template, snapshot before / health after, grow-only resize, a shutdown that
 // times out, and destroy behind the destructive approval path.
 import { NotAllowed } from '../../src/lib/server/executions/authority';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { operatorDecides } from '../../src/lib/server/executions/decisions';
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { requestRollback } from '../../src/lib/server/executions/rollback';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { nomosSnapshotName } from '../../src/lib/server/executions/safeguards';
 import { approveLabel } from '../../src/lib/execution-labels';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, decide, newOperator, newSession, useHub } from '../helpers/executions';
-
-useTestDatabase();
-useHub();
+import { decide, newOperator, newSession } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
 const IMAGE = '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2';
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr6cNHM0ZrnRRVpdVoQmBEqxDj0cGgCq6GNkcRVZrXo alice@laptop';
 
-let pve: ProxmoxDouble;
-let llm: ScriptedLlm;
+const { llm, pve } = useStage({
+	model: true,
+	env: { NOMOS_SNAPSHOT_BEFORE: 'on', NOMOS_HEALTH_AFTER: 'on' },
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }],
+			vms: [
+				{ vmid: 9000, name: 'debian-12-tmpl', status: 'stopped', template: 1, agent: 'enabled=1', diskGb: 2 },
+				{ vmid: 300, name: 'hass', status: 'running', agent: 'enabled=1', diskGb: 32 },
+				{ vmid: 301, name: 'win11', status: 'running', ignoresAcpi: true }
+			]
+		}
+	]
+});
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, {
-		OPENAI_BASE_URL: llm.baseURL,
-		OPENAI_API_KEY: 't',
-		NOMOS_MODEL: 'scripted',
-		NOMOS_SNAPSHOT_BEFORE: 'on',
-		NOMOS_HEALTH_AFTER: 'on'
-	});
-	resetEnvCache();
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }],
-		vms: [
-			{ vmid: 9000, name: 'debian-12-tmpl', status: 'stopped', template: 1, agent: 'enabled=1', diskGb: 2 },
-			{ vmid: 300, name: 'hass', status: 'running', agent: 'enabled=1', diskGb: 32 },
-			{ vmid: 301, name: 'win11', status: 'running', ignoresAcpi: true }
-		]
-	});
-	await addHost(pve);
 	operatorId = await newOperator('alice');
 	sessionId = await newSession(operatorId, 'vms');
-});
-beforeEach(() => llm.reset());
-afterAll(async () => {
-	delete process.env.NOMOS_SNAPSHOT_BEFORE;
-	delete process.env.NOMOS_HEALTH_AFTER;
-	resetEnvCache();
-	await pve?.close();
-	await llm?.close();
 });
 
 const load = async (id: string): Promise<ExecutionRow> => (await getExecution(sql(), id))!;

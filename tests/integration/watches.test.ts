@@ -2,7 +2,7 @@
 // with the alert as untrusted data; replays, floods, bad secrets and flapping change nothing more.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { listMessages } from '../../src/lib/server/conversation/messages';
@@ -16,26 +16,11 @@ import { HookSecretUnsealable, openHookSecret, sealPlainHookSecrets } from '../.
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
-import { freshSession, jobs, newOperator, useHub } from '../helpers/executions';
+import { freshSession, jobs, newOperator } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 
-useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
-	resetEnvCache();
-});
-afterAll(async () => {
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
+const { llm } = useStage({ model: true });
 beforeEach(async () => {
-	llm.reset();
 	await sql()`delete from graphile_worker._private_jobs`;
 });
 

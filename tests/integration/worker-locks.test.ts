@@ -12,6 +12,7 @@ import { useTestDatabase } from '../helpers/db';
 import { waitUntil } from '../helpers/executions';
 import { startWorkerChild } from '../helpers/spawn';
 import type { ChildProcess } from 'node:child_process';
+import { scaled } from '../helpers/time';
 
 const dbUrl = useTestDatabase();
 let worker: WorkerHandle | undefined;
@@ -92,34 +93,38 @@ describe('a worker whose life-lock connection drops', () => {
 		expect(still.lockedBy).toBe(job.lockedBy);
 	});
 
-	it('exits when another process recovered it first (no second identity, none of its work done twice)', async () => {
-		finish();
-		await worker?.stop();
-		worker = undefined;
-		await sql()`delete from worker_processes`;
-		const w = startWorkerChild(dbUrl());
-		children.push(w.child);
-		const [me] = await waitUntil(async () => (w.log.out.includes('worker ready') ? registered() : null), `the worker to be ready:\n${w.log.out}`, {
-			timeoutMs: 60_000,
-			intervalMs: 100
-		});
-		const before = (await lifeHolder(me.lockId))!;
-		// A recovering process queues for the lock before the connection drops, so it is first
-		// to get it when the backend is gone (as when its 2-s check wins the race), and claims.
-		const claim = sql().begin(async (tx) => {
-			await tx`select pg_advisory_xact_lock(${LIFE_LOCK_SPACE}, ${me.lockId})`;
-			return claimDeadProcess(tx, me);
-		});
-		await waitUntil(async () => {
-			const [row] = await sql()<{ n: number }[]>`
+	it(
+		'exits when another process recovered it first (no second identity, none of its work done twice)',
+		async () => {
+			finish();
+			await worker?.stop();
+			worker = undefined;
+			await sql()`delete from worker_processes`;
+			const w = startWorkerChild(dbUrl());
+			children.push(w.child);
+			const [me] = await waitUntil(async () => (w.log.out.includes('worker ready') ? registered() : null), `the worker to be ready:\n${w.log.out}`, {
+				timeoutMs: 60_000,
+				intervalMs: 100
+			});
+			const before = (await lifeHolder(me.lockId))!;
+			// A recovering process queues for the lock before the connection drops, so it is first
+			// to get it when the backend is gone (as when its 2-s check wins the race), and claims.
+			const claim = sql().begin(async (tx) => {
+				await tx`select pg_advisory_xact_lock(${LIFE_LOCK_SPACE}, ${me.lockId})`;
+				return claimDeadProcess(tx, me);
+			});
+			await waitUntil(async () => {
+				const [row] = await sql()<{ n: number }[]>`
 				select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted and classid = ${LIFE_LOCK_SPACE}::int::oid and objid = ${me.lockId}::bigint::oid`;
-			return row.n === 1;
-		}, 'the recovery to wait for the lock');
-		await sql()`select pg_terminate_backend(${before})`;
-		expect(await claim).toMatchObject({ id: me.id });
-		expect(await w.exited, w.log.out).toEqual({ code: 1, signal: null });
-		expect(w.log.out).toContain('another process recovered its work: exiting');
-		expect(await registered()).toEqual([]);
-		expect(await lifeHolder(me.lockId)).toBeNull();
-	}, 90_000);
+				return row.n === 1;
+			}, 'the recovery to wait for the lock');
+			await sql()`select pg_terminate_backend(${before})`;
+			expect(await claim).toMatchObject({ id: me.id });
+			expect(await w.exited, w.log.out).toEqual({ code: 1, signal: null });
+			expect(w.log.out).toContain('another process recovered its work: exiting');
+			expect(await registered()).toEqual([]);
+			expect(await lifeHolder(me.lockId)).toBeNull();
+		},
+		scaled(90_000)
+	);
 });

@@ -8,6 +8,7 @@ import { startScriptedLlm } from '../../doubles/llm/server';
 import { startProxmoxDouble } from '../../doubles/proxmox/server';
 import { hashPassword } from '../../../src/lib/server/auth/password';
 import { freePort } from '../../helpers/ports';
+import { scaled } from '../../helpers/time';
 import { E2E_ENV_FILE, type E2eEnv } from './env';
 
 /**
@@ -76,7 +77,7 @@ export default async function globalSetup(config: FullConfig) {
 	app.stdout.on('data', (d) => (output += d));
 	app.stderr.on('data', (d) => (output += d));
 	await new Promise<void>((resolve, reject) => {
-		const timer = setTimeout(() => reject(new Error(`app did not start in 60 s:\n${output}`)), 60_000);
+		const timer = setTimeout(() => reject(new Error(`app did not start in ${scaled(60_000) / 1000} s:\n${output}`)), scaled(60_000));
 		app.once('exit', (code) => reject(new Error(`app exited (${code}) while starting:\n${output}`)));
 		const check = () => {
 			if (output.includes('listening on')) {
