@@ -7,7 +7,7 @@ import { recordAudit } from '../db/queries/audit';
 import { logger } from '../log';
 import { getHostByName } from '../db/queries/hosts';
 import type { ExecutionStep } from '../db/schema';
-import { ACTIONS, AGENT_WAIT, isActionName, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
+import { ACTIONS, AGENT_WAIT, isActionName, type ActionDef, type Precondition, type Step, type StepContext, type Verify } from '../proxmox/actions';
 import { readAgentAddress } from '../proxmox/guest-agent';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { hub } from '../realtime/hub';
@@ -83,6 +83,15 @@ export function failureText(r: { stdout: string; stderr: string }): string {
 /** Why a command exited non-zero, as a failure message says it. */
 const exitReason = (r: { stdout: string; stderr: string }) => storable(failureText(r).slice(0, 500)) || 'no output';
 const tail = (s: string) => (s.length > TAIL ? '…' + storable(s.slice(-TAIL)) : storable(s));
+
+/** A read's digest of its output; output that does not parse fails the read (unknown, never "none"). */
+function digested(def: ActionDef, params: unknown, stdouts: string[]): string {
+	try {
+		return def.digest!(params, stdouts);
+	} catch (err) {
+		throw new Failure(`the output did not parse: ${(err as Error).message}`);
+	}
+}
 
 /** Why a command that had to be stopped may still run on its host. */
 const stillRunning = (stop: StopOutcome) =>
@@ -442,12 +451,15 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			return step;
 		};
 		/** Runs one step over SSH, recording it live; throws on failure unless `soft` (then returns false). */
+		/** The full stdout of each of the action's own steps, in order, for its `digest`. */
+		const stdouts: string[] = [];
 		const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 			const step = await openStep(s, kind);
 			const r = !mutation || kind === 'health' || s.verify ? await readInto(step, s) : await execInto(step, s);
 			if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 			if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 			if (r.exitCode !== 0) throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
+			if (kind === undefined) stdouts.push(r.stdout);
 			// A read-back: the tool before it may exit 0 although its task failed.
 			if (s.verify) {
 				step.verified = verified(s.verify, r.stdout);
@@ -709,7 +721,9 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 			}
 		}
 		const last = steps.filter((s) => s.kind === undefined).at(-1);
-		const summary = def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
+		const summary = def.digest
+			? digested(def as ActionDef, e.params, stdouts)
+			: (def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n'));
 		const healthy = verdict?.verdict === 'verified' && steps.some((s) => s.kind === 'health');
 		await finishExecution(sql(), id, {
 			status: 'succeeded',

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { urlHost } from './guest-agent';
 // Each action's params live with the schemas the browser shares (its edit form checks with them).
 import { ACTION_PARAMS, type ParamsAction } from '../../schemas/action-params';
+import { HEALTH_READS } from './health-reads';
 
 /** Where an action runs: on the host itself, or in/on one container of that host. */
 export type Scope = 'host' | 'ct' | 'host-or-ct';
@@ -101,6 +102,11 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	 * params): only the exit status is known, and the verdict is inconclusive.
 	 */
 	readBack?(p: z.output<P>, ctx: StepContext): Step[];
+	/**
+	 * A read's result for the model from its steps' full stdout (in order): a few lines instead of
+	 * raw output. Throws when the output does not parse: the read then fails (unknown, with why).
+	 */
+	digest?(p: z.output<P>, stdout: string[]): string;
 }
 
 const MIN = 60_000;
@@ -843,7 +849,8 @@ export const ACTIONS = {
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} destroyed`,
 		readBack: (_p, { vmid }) => [isGone('CT', vmid!)]
-	})
+	}),
+	...HEALTH_READS
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;
