@@ -61,7 +61,7 @@ describe('node-health reads', () => {
 		await pve.fill('local', 0.92, 100 * GiB);
 		const r = await read('storage_status');
 		expect(r.status).toBe('succeeded');
-		expect(r.output).toMatch(/^local: 92% used \(92\.0\/100\.0 GiB, 8\.0 free\) dir backup,iso,vztmpl$/m);
+		expect(r.output).toMatch(/^local: 92% used \(92\.0\/100\.0 GiB, 8\.0 free\); dir backup,iso,vztmpl$/m);
 		expect(r.output).toMatch(/^local-lvm: \d+% used/m);
 		expect(r.command).toBe("'pvesh' 'get' '/nodes/localhost/storage' '--output-format' 'json'");
 	});

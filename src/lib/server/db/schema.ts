@@ -361,6 +361,23 @@ export const entityGone = pgTable(
 	(t) => [primaryKey({ columns: [t.kind, t.externalId] })]
 );
 
+/**
+ * A few samples of each storage's use per host, for its trend ("+3.1 GiB/day"): the inventory
+ * sync adds one when the newest is an hour old or more and keeps the last STORAGE_SAMPLES_KEPT
+ * (inventory/storage-trend.ts). Bytes.
+ */
+export const storageSamples = pgTable(
+	'storage_samples',
+	{
+		hostName: text('host_name').notNull(),
+		storage: text('storage').notNull(),
+		at: ts('at').notNull().defaultNow(),
+		used: bigint('used', { mode: 'number' }).notNull(),
+		total: bigint('total', { mode: 'number' }).notNull()
+	},
+	(t) => [primaryKey({ columns: [t.hostName, t.storage, t.at] })]
+);
+
 export const knowledge = pgTable(
 	'knowledge',
 	{

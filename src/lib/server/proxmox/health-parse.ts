@@ -49,19 +49,21 @@ const storageRow = z.looseObject({
 	avail: num.optional()
 });
 export type StorageRow = z.output<typeof storageRow>;
+/** What a storage line needs of a row (the inventory keeps these on the host entity). */
+export type StorageFigures = { storage: string; type?: string; content?: string; active?: boolean; enabled?: boolean; shared?: boolean; total?: number; used?: number; avail?: number };
 
 export function parseStorage(text: string): StorageRow[] {
 	return parseJson(text, z.array(storageRow), 'pvesh get /nodes/<node>/storage');
 }
 
-/** `local: 92% used (85.1/92.5 GiB, 7.4 free) dir backup,iso,vztmpl` — unknown (not zero) when the storage is not active. */
-export function storageLine(s: StorageRow, trend?: string): string {
+/** `local: 92% used (85.1/92.5 GiB, 7.4 free), +3.1 GiB/day over 5 h; dir backup,iso,vztmpl` — unknown (not zero) when the storage is not active. */
+export function storageLine(s: StorageFigures, trend?: string): string {
 	const kind = [s.type, s.content, s.shared ? 'shared' : ''].filter(Boolean).join(' ');
 	if (s.enabled === false) return `${s.storage}: disabled (${kind})`;
 	if (s.active === false || s.total === undefined || s.used === undefined || !s.total) return `${s.storage}: not active, usage unknown (${kind})`;
 	const pct = Math.round((s.used / s.total) * 100);
 	const free = s.avail ?? s.total - s.used;
-	return `${s.storage}: ${pct}% used (${gib(s.used)}/${gib(s.total)} GiB, ${gib(free)} free)${trend ? ` ${trend}` : ''} ${kind}`;
+	return `${s.storage}: ${pct}% used (${gib(s.used)}/${gib(s.total)} GiB, ${gib(free)} free)${trend ? `, ${trend}` : ''}; ${kind}`;
 }
 
 export function storageSummary(text: string): string {
