@@ -34,6 +34,7 @@ const EXPECTED_TABLES = [
 	'session_facts',
 	'session_questions',
 	'settings',
+	'storage_samples',
 	'tasks',
 	'webhook_deliveries',
 	'webhooks',

@@ -238,6 +238,9 @@ const onNode = (type: 'lxc' | 'qemu', vmid: string, node: string): Step => ({
 	}
 });
 
+/** The node-health reads (health-reads.ts), typed as every action is. */
+const healthReads: { [K in keyof typeof HEALTH_READS]: ActionDef<(typeof ACTION_PARAMS)[K]> } = HEALTH_READS;
+
 /** Actions that exist only in a cluster: left out of the agent's catalogue when no host is a cluster member. */
 export const CLUSTER_ACTIONS: readonly string[] = ['pct_migrate', 'qm_migrate'];
 
@@ -850,7 +853,7 @@ export const ACTIONS = {
 		summary: (_p, { vmid }) => `CT ${vmid} destroyed`,
 		readBack: (_p, { vmid }) => [isGone('CT', vmid!)]
 	}),
-	...HEALTH_READS
+	...healthReads
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;

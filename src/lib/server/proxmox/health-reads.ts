@@ -6,7 +6,6 @@
 // The family is described on demand (describe_action "health"), not in every first request.
 import type { z } from 'zod';
 import { HEALTH_PARAMS, UPID_RE } from '../../schemas/health-params';
-import type { ActionDef } from './actions';
 import {
 	backupJobsSummary,
 	backupSummary,
@@ -21,7 +20,19 @@ import {
 
 // A read of the API answers in a second or two; one cut at 30 s is asked again within NOMOS_HOST_WAIT_MIN (runner.ts readInto).
 const READ_MS = 30_000;
-const def = <P extends z.ZodType>(d: ActionDef<P>) => d;
+/**
+ * A read of this family as actions.ts's ActionDef has it (checked there, where the catalogue
+ * spreads them in; not imported from there, which would make a cycle of the two files).
+ */
+type ReadDef<P extends z.ZodType> = {
+	classification: 'read_only';
+	description: string;
+	scope: 'host';
+	params: P;
+	steps(p: z.output<P>): { label: string; argv: string[]; timeoutMs: number }[];
+	digest(p: z.output<P>, stdout: string[]): string;
+};
+const def = <P extends z.ZodType>(d: ReadDef<P>) => d;
 const JSON_OUT = ['--output-format', 'json'];
 /** The API path's node: the target host itself (`localhost`, as pvesh resolves it) unless a member is named. */
 const at = (node: string | undefined) => `/nodes/${node ?? 'localhost'}`;
