@@ -113,14 +113,24 @@ describe('node-health reads', () => {
 	it('backup_jobs: schedule, storage, guests and retention', async () => {
 		await pve.setHealth({
 			jobs: [
-				{ id: 'backup-0c1a', schedule: '02:00', storage: 'local', all: 1, mode: 'snapshot', enabled: 1, 'prune-backups': 'keep-last=3,keep-weekly=2', 'next-run': day('2026-12-07T02:00:00Z'), type: 'vzdump' },
+				{
+					id: 'backup-0c1a',
+					schedule: '02:00',
+					storage: 'local',
+					all: 1,
+					mode: 'snapshot',
+					enabled: 1,
+					'prune-backups': 'keep-last=3,keep-weekly=2',
+					'next-run': day('2026-12-07T02:00:00Z'),
+					type: 'vzdump'
+				},
 				{ id: 'backup-9f2e', schedule: 'sat 04:00', storage: 'local', vmid: '102', enabled: 0, 'prune-backups': { 'keep-daily': 7 }, type: 'vzdump' }
 			]
 		});
 		const r = await read('backup_jobs');
 		expect(r.output.split('\n')).toEqual([
 			'backup-0c1a: enabled, 02:00 → local; all guests; mode snapshot; keep keep-last=3, keep-weekly=2; next 2026-12-07 02:00',
-			"backup-9f2e: DISABLED, sat 04:00 → local; guests 102; keep keep-daily=7"
+			'backup-9f2e: DISABLED, sat 04:00 → local; guests 102; keep keep-daily=7'
 		]);
 		await pve.setHealth({ jobs: null });
 		expect((await read('backup_jobs')).output).toBe('no backup jobs configured');
@@ -151,7 +161,11 @@ describe('node-health reads', () => {
 
 	it('task_log refuses what is not a UPID before anything runs', async () => {
 		const before = (await pve.argvLog()).length;
-		for (const upid of ['UPID:strong:x', 'UPID:strong:00001F40:0012D687:6752A1C0:vzdump:101:root@pam:/../../x', "UPID:strong:00001F40:0012D687:6752A1C0:vzdump:1;rm -rf /:root@pam:"]) {
+		for (const upid of [
+			'UPID:strong:x',
+			'UPID:strong:00001F40:0012D687:6752A1C0:vzdump:101:root@pam:/../../x',
+			'UPID:strong:00001F40:0012D687:6752A1C0:vzdump:1;rm -rf /:root@pam:'
+		]) {
 			const r = await read('task_log', { upid });
 			expect(r.error, upid).toMatch(/upid/i);
 		}
@@ -194,7 +208,12 @@ describe('node-health reads', () => {
 			'',
 			'errors: No known data errors'
 		].join('\n');
-		await pve.setHealth({ zpools: [{ name: 'rpool', size: 1000 * GiB, alloc: 450 * GiB, health: 'ONLINE' }, { name: 'tank', size: 4000 * GiB, alloc: 3700 * GiB, health: 'DEGRADED', status }] });
+		await pve.setHealth({
+			zpools: [
+				{ name: 'rpool', size: 1000 * GiB, alloc: 450 * GiB, health: 'ONLINE' },
+				{ name: 'tank', size: 4000 * GiB, alloc: 3700 * GiB, health: 'DEGRADED', status }
+			]
+		});
 		const lines = (await read('zfs_status')).output.split('\n');
 		expect(lines).toContain('tank: DEGRADED, 92% used (3700.0/4000.0 GiB, 300.0 free), frag 0%');
 		expect(lines).toContain('state: DEGRADED');
@@ -247,7 +266,9 @@ describe('the family is described on demand', () => {
 		for (const a of ['storage_status(', 'backup_list(', 'task_log(', 'zfs_status(']) expect(desc).not.toContain(a);
 		const d: Loose = await describeActionTool(ctx).execute!({ action: 'health' }, call);
 		expect(d.actions).toHaveLength(9);
-		expect(d.actions).toContain('backup_list(storage, vmid?, node?): the backups on a storage: per guest count, size, newest and oldest; with vmid each volume (volid, size, time, protected, notes)');
+		expect(d.actions).toContain(
+			'backup_list(storage, vmid?, node?): the backups on a storage: per guest count, size, newest and oldest; with vmid each volume (volid, size, time, protected, notes)'
+		);
 		expect(d.actions.find((a: string) => a.startsWith('task_log('))).toMatch(/^task_log\(upid, lines\?=40\)/);
 	});
 });

@@ -48,9 +48,7 @@ describe('storage in the inventory', () => {
 		await cluster.member('pve2').fill('local-lvm', 0.91, 400 * GiB);
 		expect((await syncAllHosts()).every((r) => r.ok)).toBe(true);
 		const [host] = await sql()<{ attributes: { storage: unknown[] } }[]>`select attributes from entities where kind = 'host' and external_id = 'strong'`;
-		expect(host.attributes.storage).toContainEqual(
-			expect.objectContaining({ storage: 'local', total: 100 * GiB, used: 50 * GiB, active: true })
-		);
+		expect(host.attributes.storage).toContainEqual(expect.objectContaining({ storage: 'local', total: 100 * GiB, used: 50 * GiB, active: true }));
 		expect(await storageOf('strong')).toContain('local: 50% used (50.0/100.0 GiB, 50.0 free); dir backup,iso,vztmpl');
 		expect(await storageOf('pve2')).toContain('local-lvm: 91% used (364.0/400.0 GiB, 36.0 free); lvmthin images,rootdir');
 		expect((await storageOf('pve1')).some((l) => l.startsWith('local-lvm: '))).toBe(true);
@@ -91,8 +89,24 @@ describe('storage in the inventory', () => {
 
 	it('trendText: steady, shrinking, and nothing under two hours', () => {
 		const at = (h: number) => new Date(Date.UTC(2026, 11, 6, h)).toISOString();
-		expect(trendText([{ at: at(0), used: 10 * GiB }, { at: at(1), used: 20 * GiB }])).toBeUndefined();
-		expect(trendText([{ at: at(0), used: 10 * GiB }, { at: at(12), used: 10 * GiB }])).toBe('steady over 12 h');
-		expect(trendText([{ at: at(0), used: 10 * GiB }, { at: at(3), used: 11 * GiB }, { at: at(12), used: 9 * GiB }])).toBe('−2.0 GiB/day over 12 h');
+		expect(
+			trendText([
+				{ at: at(0), used: 10 * GiB },
+				{ at: at(1), used: 20 * GiB }
+			])
+		).toBeUndefined();
+		expect(
+			trendText([
+				{ at: at(0), used: 10 * GiB },
+				{ at: at(12), used: 10 * GiB }
+			])
+		).toBe('steady over 12 h');
+		expect(
+			trendText([
+				{ at: at(0), used: 10 * GiB },
+				{ at: at(3), used: 11 * GiB },
+				{ at: at(12), used: 9 * GiB }
+			])
+		).toBe('−2.0 GiB/day over 12 h');
 	});
 });

@@ -10,7 +10,8 @@ import { nodeName, storage, vmid } from './param-fields';
  * what its free fields hold (no `/`, which would leave the API path, and no shell or control
  * characters): `UPID:pve1:0002A1B3:01C2D3E4:675A1B2C:vzdump:101:root@pam:`.
  */
-export const UPID_RE = /^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?):[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9_.@-]{0,64}:[A-Za-z0-9_.@!-]{1,128}:$/;
+export const UPID_RE =
+	/^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?):[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9_.@-]{0,64}:[A-Za-z0-9_.@!-]{1,128}:$/;
 export const upid = z.string().max(300).regex(UPID_RE, 'a Proxmox task id (UPID:<node>:…:), as a failed-tasks read lists it').describe('a task id (UPID)');
 
 /** The node whose API path is read: the target host's own by default (`localhost`), or another cluster member by name. */

@@ -178,7 +178,11 @@ export async function setServiceIn(stateDir: string, name: string, state: { acti
 	const stored =
 		(JSON.parse(await readFile(path, 'utf8').catch(() => 'null')) as Record<string, Record<string, unknown>> | null) ??
 		Object.fromEntries(HOST_UNITS.map((u, i) => [u, { description: u, active: true, enabled: true, since: Date.parse('2025-01-06T08:14:03Z'), pid: 700 + i }]));
-	stored[name] = { ...(stored[name] ?? { description: name, since: Date.now(), pid: 900 }), active: state.active, enabled: state.enabled ?? stored[name]?.enabled ?? true };
+	stored[name] = {
+		...(stored[name] ?? { description: name, since: Date.now(), pid: 900 }),
+		active: state.active,
+		enabled: state.enabled ?? stored[name]?.enabled ?? true
+	};
 	const tmp = `${path}.${process.pid}.tmp`;
 	await writeFile(tmp, JSON.stringify(stored, null, 2) + '\n');
 	await rename(tmp, path);

@@ -722,7 +722,7 @@ export async function runExecution(id: string, opts: RunOptions = {}): Promise<v
 		}
 		const last = steps.filter((s) => s.kind === undefined).at(-1);
 		const summary = def.digest
-			? digested(def as ActionDef, e.params, stdouts)
+			? digested(def, e.params, stdouts)
 			: (def.summary?.(e.params as never, { vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n'));
 		const healthy = verdict?.verdict === 'verified' && steps.some((s) => s.kind === 'health');
 		await finishExecution(sql(), id, {

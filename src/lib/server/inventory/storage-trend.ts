@@ -15,7 +15,6 @@ export const TREND_MIN_SPAN_MS = 2 * 60 * 60_000;
 
 const GiB = 1024 ** 3;
 
-
 /** The rows as the host entity keeps them, or why they are unknown. */
 export function storageAttributes(read: { text: string } | { error: string }): { storage: StorageFigures[] } | { storageError: string } {
 	if ('error' in read) return { storageError: read.error };

@@ -7,7 +7,13 @@ import { ProxmoxError } from './inventory';
 
 const GiB = 1024 ** 3;
 /** A number pvesh may print as a JSON number or a numeric string. */
-const num = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+const num = z.union([
+	z.number(),
+	z
+		.string()
+		.regex(/^-?\d+(\.\d+)?$/)
+		.transform(Number)
+]);
 /** A boolean PVE prints as 0/1 (or a string of them). */
 const flag = z.union([z.number(), z.boolean(), z.string()]).transform((v) => v === true || v === 1 || v === '1');
 
@@ -50,7 +56,17 @@ const storageRow = z.looseObject({
 });
 export type StorageRow = z.output<typeof storageRow>;
 /** What a storage line needs of a row (the inventory keeps these on the host entity). */
-export type StorageFigures = { storage: string; type?: string; content?: string; active?: boolean; enabled?: boolean; shared?: boolean; total?: number; used?: number; avail?: number };
+export type StorageFigures = {
+	storage: string;
+	type?: string;
+	content?: string;
+	active?: boolean;
+	enabled?: boolean;
+	shared?: boolean;
+	total?: number;
+	used?: number;
+	avail?: number;
+};
 
 export function parseStorage(text: string): StorageRow[] {
 	return parseJson(text, z.array(storageRow), 'pvesh get /nodes/<node>/storage');
@@ -143,7 +159,9 @@ const jobRow = z.looseObject({
 /** `keep-last=3, keep-weekly=2` from a property string or an object. */
 export function retentionOf(r: string | Record<string, string | number> | undefined, maxfiles?: number): string {
 	const o: Record<string, string> =
-		typeof r === 'string' ? Object.fromEntries(r.split(',').map((kv) => kv.split('=') as [string, string])) : Object.fromEntries(Object.entries(r ?? {}).map(([k, v]) => [k, String(v)]));
+		typeof r === 'string'
+			? Object.fromEntries(r.split(',').map((kv) => kv.split('=') as [string, string]))
+			: Object.fromEntries(Object.entries(r ?? {}).map(([k, v]) => [k, String(v)]));
 	const parts = KEEPS.filter((k) => o[k] !== undefined).map((k) => `${k}=${o[k]}`);
 	if (parts.length) return parts.join(', ');
 	if (maxfiles !== undefined) return `maxfiles=${maxfiles}`;
@@ -187,10 +205,12 @@ export function failedTasksSummary(text: string, limit: number): string {
 	const tasks = parseJson(text, z.array(taskRow), 'pvesh get /nodes/<node>/tasks');
 	if (!tasks.length) return `no failed tasks among the node's recent tasks`;
 	const lines = tasks.map(
-		(t) =>
-			`${t.starttime !== undefined ? when(t.starttime) : '?'} ${t.type ?? '?'}${t.id ? ` ${t.id}` : ''}: ${t.status ?? 'status unknown'} — ${t.upid}`
+		(t) => `${t.starttime !== undefined ? when(t.starttime) : '?'} ${t.type ?? '?'}${t.id ? ` ${t.id}` : ''}: ${t.status ?? 'status unknown'} — ${t.upid}`
 	);
-	return [`${tasks.length} failed task${tasks.length === 1 ? '' : 's'} (newest first${tasks.length >= limit ? `, the last ${limit}` : ''}; task_log reads one):`, ...lines].join('\n');
+	return [
+		`${tasks.length} failed task${tasks.length === 1 ? '' : 's'} (newest first${tasks.length >= limit ? `, the last ${limit}` : ''}; task_log reads one):`,
+		...lines
+	].join('\n');
 }
 
 // GET /nodes/{node}/tasks/{upid}/status and …/log ([{ n, t }], from line `start`, `limit` lines).
@@ -204,12 +224,26 @@ export function taskLogSummary(statusText: string, logText: string, lines: numbe
 	const head = `${st.type ?? 'task'}${st.id ? ` ${st.id}` : ''}: ${st.status === 'running' ? 'still running' : `ended: ${st.exitstatus ?? 'exit status unknown'}`}; ${log.length} log lines`;
 	const tail = log.slice(-lines);
 	// Error lines earlier than the tail are the likeliest cause: shown first (at most 10).
-	const earlier = log.slice(0, -lines).filter((l) => ERRORISH.test(l)).slice(-10);
-	return [head, ...(earlier.length ? ['errors earlier in the log:', ...earlier, '…'] : []), ...(tail.length < log.length ? [`last ${tail.length} lines:`] : []), ...tail].join('\n');
+	const earlier = log
+		.slice(0, -lines)
+		.filter((l) => ERRORISH.test(l))
+		.slice(-10);
+	return [
+		head,
+		...(earlier.length ? ['errors earlier in the log:', ...earlier, '…'] : []),
+		...(tail.length < log.length ? [`last ${tail.length} lines:`] : []),
+		...tail
+	].join('\n');
 }
 
 // GET /nodes/{node}/apt/update (pve-manager PVE/API2/APT.pm list_updates): the packages the last `apt update` found upgradable.
-const aptRow = z.looseObject({ Package: z.string().min(1), Version: z.string().optional(), OldVersion: z.string().optional(), Origin: z.string().optional(), Priority: z.string().optional() });
+const aptRow = z.looseObject({
+	Package: z.string().min(1),
+	Version: z.string().optional(),
+	OldVersion: z.string().optional(),
+	Origin: z.string().optional(),
+	Priority: z.string().optional()
+});
 const KERNEL = /^(proxmox-kernel-|pve-kernel-|linux-image-)/;
 
 export function updatesSummary(text: string): string {
@@ -275,7 +309,10 @@ export function disksSummary(text: string): string {
 			.filter(Boolean)
 			.join(', ')
 	);
-	return [`${disks.length} disk${disks.length === 1 ? '' : 's'}, ${bad.length ? `${bad.length} not healthy (${bad.map((d) => `${d.devpath} ${d.health}`).join(', ')})` : 'SMART healthy'}:`, ...lines].join('\n');
+	return [
+		`${disks.length} disk${disks.length === 1 ? '' : 's'}, ${bad.length ? `${bad.length} not healthy (${bad.map((d) => `${d.devpath} ${d.health}`).join(', ')})` : 'SMART healthy'}:`,
+		...lines
+	].join('\n');
 }
 
 // GET /nodes/{node}/services (pve-manager PVE/API2/Services.pm index): state running|dead|…, unit-state enabled|disabled|masked|not-found.
@@ -291,6 +328,7 @@ export function servicesSummary(text: string): string {
 	const rows = parseJson(text, z.array(serviceRow), 'pvesh get /nodes/<node>/services');
 	const running = rows.filter((s) => s.state === 'running');
 	const other = rows.filter((s) => s.state !== 'running');
-	const line = (s: z.output<typeof serviceRow>) => `${s.service} ${s.state ?? 'state unknown'}${s['active-state'] ? ` (${s['active-state']}/${s['sub-state'] ?? '?'}, ${s['unit-state'] ?? '?'})` : ''}`;
+	const line = (s: z.output<typeof serviceRow>) =>
+		`${s.service} ${s.state ?? 'state unknown'}${s['active-state'] ? ` (${s['active-state']}/${s['sub-state'] ?? '?'}, ${s['unit-state'] ?? '?'})` : ''}`;
 	return [`${running.length} of ${rows.length} PVE services running${other.length ? '; not running:' : ''}`, ...other.map(line)].join('\n');
 }

@@ -52,7 +52,9 @@ export const HEALTH_READS = {
 		description: 'the backups on a storage: per guest count, size, newest and oldest; with vmid each volume (volid, size, time, protected, notes)',
 		scope: 'host',
 		params: HEALTH_PARAMS.backup_list,
-		steps: (p) => [pvesh(`backups on ${p.storage}`, `${at(p.node)}/storage/${p.storage}/content`, '--content', 'backup', ...(p.vmid ? ['--vmid', p.vmid] : []))],
+		steps: (p) => [
+			pvesh(`backups on ${p.storage}`, `${at(p.node)}/storage/${p.storage}/content`, '--content', 'backup', ...(p.vmid ? ['--vmid', p.vmid] : []))
+		],
 		digest: (p, [out]) => backupSummary(out, p.storage, p.vmid)
 	}),
 	backup_jobs: def({

@@ -91,8 +91,28 @@ export function aptUpdates(ctx) {
 }
 
 const DEFAULT_DISKS = [
-	{ devpath: '/dev/nvme0n1', type: 'nvme', model: 'Samsung SSD 980 PRO 1TB', serial: 'S5GXNF0R123456', size: 1_000_204_886_016, health: 'PASSED', wearout: 3, used: 'LVM', gpt: 1 },
-	{ devpath: '/dev/sda', type: 'hdd', model: 'WDC WD40EFRX-68N32N0', serial: 'WD-WCC7K1234567', size: 4_000_787_030_016, health: 'PASSED', wearout: 'N/A', used: 'ZFS', gpt: 1 }
+	{
+		devpath: '/dev/nvme0n1',
+		type: 'nvme',
+		model: 'Samsung SSD 980 PRO 1TB',
+		serial: 'S5GXNF0R123456',
+		size: 1_000_204_886_016,
+		health: 'PASSED',
+		wearout: 3,
+		used: 'LVM',
+		gpt: 1
+	},
+	{
+		devpath: '/dev/sda',
+		type: 'hdd',
+		model: 'WDC WD40EFRX-68N32N0',
+		serial: 'WD-WCC7K1234567',
+		size: 4_000_787_030_016,
+		health: 'PASSED',
+		wearout: 'N/A',
+		used: 'ZFS',
+		gpt: 1
+	}
 ];
 
 /** GET /nodes/{node}/disks/list */

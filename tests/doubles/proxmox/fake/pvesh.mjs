@@ -180,7 +180,13 @@ function resolve(ctx, path, opts) {
 	if (sub === '/disks/list') return disks(ctx);
 	if (sub === '/services') return services(ctx);
 	const content = /^\/storage\/([^/]+)\/content$/.exec(sub);
-	if (content) return storageContent(ctx, content[1], storages(ctx).map((s) => s.storage), opts);
+	if (content)
+		return storageContent(
+			ctx,
+			content[1],
+			storages(ctx).map((s) => s.storage),
+			opts
+		);
 	const task = /^\/tasks\/([^/]+)\/(status|log)$/.exec(sub);
 	if (task) return task[2] === 'status' ? taskStatus(ctx, task[1]) : taskLog(ctx, task[1], opts);
 	const ctm = /^\/lxc\/(\d+)(\/config|\/status\/current)$/.exec(sub);

@@ -62,6 +62,13 @@ export async function vzdump(ctx, args) {
 	writeFileSync(join(ctx.state, 'dump', name), `fake backup of CT ${vmid}\n`);
 	// …and a backup volume of the storage, as `pvesh get …/storage/local/content --content backup` lists it.
 	const h = loadHealth(ctx);
-	const vol = { volid: `${storage}:backup/${name}`, vmid: Number(vmid), subtype: 'lxc', size: Math.round(bytes / 3), ctime: Math.floor(started.getTime() / 1000), format: `tar${EXT[compress] ? `.${EXT[compress].slice(1)}` : ''}` };
+	const vol = {
+		volid: `${storage}:backup/${name}`,
+		vmid: Number(vmid),
+		subtype: 'lxc',
+		size: Math.round(bytes / 3),
+		ctime: Math.floor(started.getTime() / 1000),
+		format: `tar${EXT[compress] ? `.${EXT[compress].slice(1)}` : ''}`
+	};
 	saveHealth(ctx, { ...h, backups: { ...h.backups, [storage]: [...(h.backups?.[storage] ?? []), vol] } });
 }

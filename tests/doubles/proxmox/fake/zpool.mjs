@@ -7,7 +7,16 @@ const human = (b) => `${(b / 1024 ** 3).toFixed(0)}G`;
 
 function statusOf(p) {
 	if (p.status) return p.status.trimEnd();
-	return [`  pool: ${p.name}`, ` state: ${p.health}`, 'config:', '', `\tNAME        STATE     READ WRITE CKSUM`, `\t${p.name.padEnd(11)} ${p.health.padEnd(9)} 0     0     0`, '', 'errors: No known data errors'].join('\n');
+	return [
+		`  pool: ${p.name}`,
+		` state: ${p.health}`,
+		'config:',
+		'',
+		`\tNAME        STATE     READ WRITE CKSUM`,
+		`\t${p.name.padEnd(11)} ${p.health.padEnd(9)} 0     0     0`,
+		'',
+		'errors: No known data errors'
+	].join('\n');
 }
 
 /** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
