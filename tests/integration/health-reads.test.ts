@@ -262,7 +262,7 @@ describe('node-health reads', () => {
 describe('the family is described on demand', () => {
 	it('request_execution names the family and lists none of it; describe_action health lists each read', async () => {
 		const desc = requestExecutionTool(ctx).description!;
-		expect(desc).toContain('describe_action explains one action, or the family health (host reads: storage, backups');
+		expect(desc).toContain('describe_action explains one action or the family health (storage, backups and jobs');
 		for (const a of ['storage_status(', 'backup_list(', 'task_log(', 'zfs_status(']) expect(desc).not.toContain(a);
 		const d: Loose = await describeActionTool(ctx).execute!({ action: 'health' }, call);
 		expect(d.actions).toHaveLength(9);

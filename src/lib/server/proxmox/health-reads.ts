@@ -125,5 +125,5 @@ export const HEALTH_READS = {
 /** The family's name for describe_action, and its members (left out of request_execution's own catalogue lines). */
 export const HEALTH_FAMILY = 'health';
 /** What the family reads, in the catalogue's one phrase (tokens: every first request carries it). */
-export const HEALTH_GIST = 'host reads: storage, backups, backup jobs, failed tasks, updates, ZFS, disks, services';
+export const HEALTH_GIST = 'storage, backups and jobs, failed tasks, updates, ZFS, disks, services';
 export const HEALTH_ACTIONS: readonly string[] = Object.keys(HEALTH_READS);

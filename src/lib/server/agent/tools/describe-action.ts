@@ -13,7 +13,7 @@ import { toolError, type ToolContext } from './context';
  */
 export function describeActionTool(_ctx: ToolContext) {
 	return tool({
-		description: "One action of request_execution's catalogue in full: what it does, its approval, and each field's type, bounds and meaning.",
+		description: "One catalogued action in full: what it does, its approval, and each field's type, bounds and meaning.",
 		inputSchema: z.object({ action: z.string().max(64) }).strict(),
 		execute: ({ action }) => {
 			if (action === HEALTH_FAMILY) {

@@ -89,7 +89,7 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 // How a turn goes on after a request is the instructions' to say (an MCP client is not re-invoked at all).
 const DESCRIPTION = (cluster: boolean) =>
 	'Run one catalogued action. params: in parentheses (? optional); ' +
-	`describe_action explains one action, or the family ${HEALTH_FAMILY} (${HEALTH_GIST}).\n` +
+	`describe_action explains one action or the family ${HEALTH_FAMILY} (${HEALTH_GIST}).\n` +
 	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
