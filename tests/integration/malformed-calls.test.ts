@@ -57,7 +57,16 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	vm_config: { target: 'strong', params: { vmid: 200 } },
 	vm_guest: { target: 'strong', params: { vmid: 200 } },
 	pct_migrate: { target: 'strong/100', params: { node: 'pve2' } },
-	qm_migrate: { target: 'strong', params: { vmid: 200, node: 'pve2' } }
+	qm_migrate: { target: 'strong', params: { vmid: 200, node: 'pve2' } },
+	storage_status: { target: 'strong', params: {} },
+	backup_list: { target: 'strong', params: { storage: 'local', vmid: 101 } },
+	backup_jobs: { target: 'strong', params: {} },
+	tasks_failed: { target: 'strong', params: { limit: 5 } },
+	task_log: { target: 'strong', params: { upid: 'UPID:strong:00001F40:0012D687:6752A1C0:vzdump:101:root@pam:' } },
+	node_updates: { target: 'strong', params: {} },
+	zfs_status: { target: 'strong', params: {} },
+	disks_smart: { target: 'strong', params: {} },
+	pve_services: { target: 'strong', params: {} }
 };
 
 const base = (action: string) => ({ target: VALID[action].target, action, params: { ...VALID[action].params }, reason: 'because' });

@@ -35,6 +35,7 @@ const EXPECTED_TABLES = [
 	'session_facts',
 	'session_questions',
 	'settings',
+	'storage_samples',
 	'tasks',
 	'webhook_deliveries',
 	'webhooks',

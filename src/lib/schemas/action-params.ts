@@ -29,6 +29,7 @@ import {
 	vmTag,
 	nodeName
 } from './param-fields';
+import { HEALTH_PARAMS } from './health-params';
 
 const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const vmParams = z.object({ vmid }).strict();
@@ -153,7 +154,8 @@ export const ACTION_PARAMS = {
 	pct_migrate: z.object({ vmid: vmid.optional(), node: nodeName, timeoutS: z.number().int().min(1).max(3600).default(180) }).strict(),
 	qm_migrate: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
 	pct_stop: ctParams,
-	pct_destroy: ctParams
+	pct_destroy: ctParams,
+	...HEALTH_PARAMS
 } satisfies Record<string, z.ZodType>;
 
 export type ParamsAction = keyof typeof ACTION_PARAMS;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
 import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
+import { addTaskIn, fillIn, readHealth, setHealthIn, setServiceIn, type HealthState, type SeedTask } from './health';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
 	patchCtIn,
@@ -38,6 +39,7 @@ import {
 export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
 export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, TaskRecord, ToolName, VmImage, VmState } from './state';
 export { processRunning } from './state';
+export type { AptPackage, BackupJob, BackupVolume, Disk, HealthState, PveTask, SeedTask, StorageKnobs, ZPool } from './health';
 
 const { Server, utils } = ssh2;
 const BIN_DIR = fileURLToPath(new URL('./bin', import.meta.url));
@@ -95,6 +97,16 @@ export interface ProxmoxDouble {
 	hangs(): Promise<{ pid: number; tool: string }[]>;
 	/** tasks forked by `create: { slow }`: the pct pid, its worker's pid, and whether the worker finished */
 	tasks(): Promise<TaskRecord[]>;
+	/** the node's health state (health.json): storage knobs, backups, jobs, tasks, apt, zpools, disks */
+	health(): Promise<HealthState>;
+	/** replaces the given parts of the health state (null: back to the default) */
+	setHealth(patch: { [K in keyof HealthState]?: HealthState[K] | null }): Promise<void>;
+	/** the storage is `fraction` (0–1) full now, its backups included (a later deleted backup frees its space); `total` in bytes */
+	fill(storage: string, fraction: number, total?: number): Promise<void>;
+	/** adds a task on this node (ended `OK` unless `status` says its error, or `running`) and returns its UPID */
+	addTask(task: SeedTask & { running?: boolean }): Promise<string>;
+	/** a host service's state as systemctl and `/nodes/<n>/services` see it (`pveproxy`, `ssh`…) */
+	setService(name: string, state: { active: boolean; enabled?: boolean }): Promise<void>;
 	/** authenticated connections so far (each one a full handshake) */
 	handshakes(): number;
 	/** the most sessions (channels) one connection had open at once */
@@ -253,6 +265,11 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
 		hangs: () => readHangs(stateDir),
 		tasks: () => readTasks(stateDir),
+		health: () => readHealth(stateDir),
+		setHealth: (patch) => setHealthIn(stateDir, patch),
+		fill: (storage, fraction, total) => fillIn(stateDir, storage, fraction, total),
+		addTask: (task) => addTaskIn(stateDir, nodeName, task),
+		setService: (name, state) => setServiceIn(stateDir, name, state),
 		handshakes: () => handshakes,
 		maxOpenSessions: () => maxOpen,
 		dropConnections: () => {

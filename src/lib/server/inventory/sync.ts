@@ -19,6 +19,7 @@ import { parseClusterResources, readClusterView, RESOURCES_ARGV, type ClusterGue
 import { readContainer, readInventory, runChecked, type Inventory } from '../proxmox/inventory';
 import { HostKeyError } from '../ssh/client';
 import { lease } from '../ssh/pool';
+import { recordStorageSamples, STORAGE_ARGV, storageAttributes } from './storage-trend';
 
 export type HostSyncResult =
 	| { host: string; ok: true; containers: number; removed: number; durationMs: number }
@@ -105,7 +106,13 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 			// 1 + N), and a member's cluster view (who holds which guest, which nodes are up) reuses it.
 			const resources = runChecked(client, RESOURCES_ARGV, run);
 			resources.catch(() => undefined); // awaited below; unobserved when the inventory read fails first
+			// The node's storage use likewise (issue #45): a failed read leaves it unknown with why, the rest syncs.
+			const storage = runChecked(client, STORAGE_ARGV, run).then(
+				(text) => ({ text }),
+				(e: Error) => ({ error: e.message })
+			);
 			inv = await readInventory(client, host.name, run);
+			Object.assign(inv.host.attributes, storageAttributes(await storage));
 			if ((inv.nodeCount ?? 1) > 1) cluster = await readClusterView(client, host.name, run, resources);
 			else {
 				// A standalone host's VMs are an addition: when they cannot be read, its CTs still sync and
@@ -128,6 +135,8 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 	let removed: number;
 	try {
 		({ removed } = await writeInventory(host.name, inv, readAt, cluster, vms));
+		const rows = inv.host.attributes.storage;
+		if (Array.isArray(rows)) await recordStorageSamples(sql(), host.name, rows, readAt);
 	} catch (e) {
 		const error = `saving the inventory failed: ${(e as Error).message}`;
 		await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, error, true).catch(() => undefined);

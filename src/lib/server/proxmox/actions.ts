@@ -15,12 +15,16 @@ import { FILES } from './actions/files';
 import { HEALTH_CHECKS } from './actions/health-checks';
 import { VM_LIFECYCLE } from './actions/vm-lifecycle';
 import { MIGRATION } from './actions/migration';
+import { HEALTH_READS } from './health-reads';
 
 export type { ActionDef, Precondition, Resume, Scope, Step, StepContext, Verify } from './actions/def';
 export { sha256 } from './actions/def';
 export { PUSH_SCRIPT } from './actions/files';
 export { SSHKEYS_SCRIPT } from './actions/vm-lifecycle';
 export { AGENT_ADDRESS, AGENT_WAIT, AGENT_WAIT_SCRIPT } from './actions/health-checks';
+
+/** The node-health reads (health-reads.ts), typed as every action is. */
+const healthReads: { [K in keyof typeof HEALTH_READS]: ActionDef<(typeof ACTION_PARAMS)[K]> } = HEALTH_READS;
 
 /** Actions that exist only in a cluster: left out of the agent's catalogue when no host is a cluster member. */
 export const CLUSTER_ACTIONS: readonly string[] = ['pct_migrate', 'qm_migrate'];
@@ -72,7 +76,8 @@ export const ACTIONS = {
 	pct_migrate: MIGRATION.pct_migrate,
 	qm_migrate: MIGRATION.qm_migrate,
 	pct_stop: CT_LIFECYCLE.pct_stop,
-	pct_destroy: CT_LIFECYCLE.pct_destroy
+	pct_destroy: CT_LIFECYCLE.pct_destroy,
+	...healthReads
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;

@@ -1,6 +1,7 @@
 // Derived views of the fake node: API status objects, storages, templates, JSON printing.
 import { join } from 'node:path';
 import { diskGb, listCts, listGuests, readJson } from './common.mjs';
+import { loadHealth, withHealth } from './health.mjs';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -138,17 +139,19 @@ export function storages(ctx) {
 	const local = { total: 100_861_726_720, used: 9_663_676_416 };
 	const lvm = { total: 374_538_764_288, used: Math.floor(4 * GiB + lvmBytes) };
 	const only = nodeKnobs(ctx).storages;
+	const health = loadHealth(ctx);
 	return [
 		{ storage: 'local', type: 'dir', content: 'backup,iso,vztmpl', ...local },
 		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm },
 		...(only?.includes('ceph') ? [{ storage: 'ceph', type: 'rbd', content: 'images,rootdir', shared: 1, total: 2000 * GiB, used: 300 * GiB }] : [])
 	]
 		.filter((s) => !only || only.includes(s.storage))
+		.map((s) => withHealth(health, s))
 		.map((s) => ({
-			active: 1,
+			active: s.active ?? 1,
 			avail: s.total - s.used,
 			content: s.content,
-			enabled: 1,
+			enabled: s.enabled ?? 1,
 			shared: s.shared ?? 0,
 			storage: s.storage,
 			total: s.total,

@@ -2,6 +2,7 @@
 import { fail, listCts, loadCt, out, parseOpts } from './common.mjs';
 import { clusterGuests, clusterOf, memberCtx, partitionOf } from './cluster.mjs';
 import { lxcCurrent, lxcStatus, nodeEntry, qemuStatus, storages, toJson } from './model.mjs';
+import { aptUpdates, backupJobs, disks, services, storageContent, taskList, taskLog, taskStatus } from './health.mjs';
 
 const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
 
@@ -142,6 +143,7 @@ function ctConfig(ct) {
 /** Resolve a GET path to its data, or undefined when no handler matches. */
 function resolve(ctx, path, opts) {
 	if (path === '/cluster/nextid') return nextId(ctx);
+	if (path === '/cluster/backup') return backupJobs(ctx);
 	if (path === '/cluster/resources') {
 		const type = opts.get('type');
 		if (type !== undefined && !['vm', 'storage', 'node', 'sdn'].includes(type)) {
@@ -173,6 +175,20 @@ function resolve(ctx, path, opts) {
 	if (sub === '/lxc') return listCts(ctx).map((ct) => lxcStatus(ct));
 	if (sub === '/storage') return storages(ctx);
 	if (sub === '/status') return nodeStatus(ctx);
+	if (sub === '/tasks') return taskList(ctx, opts);
+	if (sub === '/apt/update') return aptUpdates(ctx);
+	if (sub === '/disks/list') return disks(ctx);
+	if (sub === '/services') return services(ctx);
+	const content = /^\/storage\/([^/]+)\/content$/.exec(sub);
+	if (content)
+		return storageContent(
+			ctx,
+			content[1],
+			storages(ctx).map((s) => s.storage),
+			opts
+		);
+	const task = /^\/tasks\/([^/]+)\/(status|log)$/.exec(sub);
+	if (task) return task[2] === 'status' ? taskStatus(ctx, task[1]) : taskLog(ctx, task[1], opts);
 	const ctm = /^\/lxc\/(\d+)(\/config|\/status\/current)$/.exec(sub);
 	if (!ctm) return undefined;
 	const ct = loadCt(ctx, Number(ctm[1]));

@@ -2,6 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ctExists, diskGb, fail, parseOpts, readJson, sleep } from './common.mjs';
+import { loadHealth, saveHealth } from './health.mjs';
 
 const EXT = { zstd: '.zst', gzip: '.gz', lzo: '.lzo', 0: '' };
 const log = (s) => process.stderr.write(s + '\n');
@@ -59,4 +60,15 @@ export async function vzdump(ctx, args) {
 	log('INFO: Backup job finished successfully');
 	mkdirSync(join(ctx.state, 'dump'), { recursive: true });
 	writeFileSync(join(ctx.state, 'dump', name), `fake backup of CT ${vmid}\n`);
+	// …and a backup volume of the storage, as `pvesh get …/storage/local/content --content backup` lists it.
+	const h = loadHealth(ctx);
+	const vol = {
+		volid: `${storage}:backup/${name}`,
+		vmid: Number(vmid),
+		subtype: 'lxc',
+		size: Math.round(bytes / 3),
+		ctime: Math.floor(started.getTime() / 1000),
+		format: `tar${EXT[compress] ? `.${EXT[compress].slice(1)}` : ''}`
+	};
+	saveHealth(ctx, { ...h, backups: { ...h.backups, [storage]: [...(h.backups?.[storage] ?? []), vol] } });
 }

@@ -10,6 +10,7 @@ import type { ToolContext } from './context';
 import { lxcRow } from './list-lxcs';
 import { fleetTruth, guestStale, type HostTruth } from './fleet-truth';
 import { clockTime } from '../../hosts/reachability';
+import { storageLines, storageTrends } from '../../inventory/storage-trend';
 
 export const getStateSnapshotInput = z.object({}).strict();
 
@@ -40,7 +41,7 @@ function hostStatus(h: FleetHost, truth?: HostTruth): string {
 }
 
 /** The per-host summary get_state_snapshot returns. */
-export function hostSummary(h: FleetHost, truth?: HostTruth) {
+export function hostSummary(h: FleetHost, truth?: HostTruth, trends: Map<string, string> = new Map()) {
 	const a = h.entity?.attributes ?? {};
 	const count = (s: string) => h.containers.filter((c) => c.attributes.status === s).length;
 	const running = count('running');
@@ -56,6 +57,8 @@ export function hostSummary(h: FleetHost, truth?: HostTruth) {
 		memUsedMb: a.memUsedMb ?? null,
 		memLimitMb: a.memLimitMb ?? null,
 		uptime: typeof a.uptimeSec === 'number' ? formatUptime(a.uptimeSec) : null,
+		// Per storage: use, free and trend (a host that did not answer: as last read, see status).
+		...(h.entity ? { storage: storageLines(a, trends) } : {}),
 		containers: { total: h.containers.length, running, stopped, other: h.containers.length - running - stopped },
 		cts: h.containers.map((c) => ctLine(c, truth))
 	};
@@ -90,13 +93,14 @@ function clusterGuestLine(g: { type: string; vmid: number; node: string; name: s
 /** `get_state_snapshot()`: the whole fleet summarised in one call. */
 export function getStateSnapshotTool(_ctx: ToolContext) {
 	return tool({
-		description: 'The whole fleet in one call: per host its status, CPU/memory and one line per container (synced each minute). Start here.',
+		description: 'The whole fleet in one call: per host status, CPU, memory, storage and one line per container. Start here.',
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();
 			const { hosts } = await fleetSnapshot(sql());
 			const truth = await fleetTruth(inventoryAsOf);
-			const summaries = hosts.map((h) => hostSummary(h, truth.get(h.name)));
+			const trends = await Promise.all(hosts.map((h) => storageTrends(sql(), h.name)));
+			const summaries = hosts.map((h, i) => hostSummary(h, truth.get(h.name), trends[i]));
 			// Only with a cluster configured: its nodes (down ones, ones without a host entry) and which node holds which guest.
 			const clusters = (await listEntities(sql(), { kind: 'cluster' })).map((c) => {
 				const nodes = (c.attributes.nodes ?? []) as { node: string; status: string; offlineSince?: string }[];

@@ -1,6 +1,7 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
-import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, isActionName, needsPerson, type ActionName } from '../../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, isActionName, needsPerson, type ActionDef, type ActionName } from '../../proxmox/actions';
+import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from '../../proxmox/health-reads';
 import { requestCauseOf } from '../../executions/cause';
 import { actionSignature } from '../../proxmox/tool-schema';
 import { requestExecution } from '../../executions/request';
@@ -66,7 +67,9 @@ const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
  * a host. The migrate actions only when a host is a cluster member (tokens: they cannot apply).
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
-	const names = ACTION_NAMES.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
+	// A family described on demand (describe_action "health") is named, not listed (issue #45: the first request's budget).
+	const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
+	const names = listed.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
 	const lines = GROUPS.map(
 		([label, has]) =>
 			`${label}: ${names
@@ -76,16 +79,17 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 	);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
 	const vm = (n: string) => /^(qm|vm)_/.test(n);
-	const on = (scope: string) => ACTION_NAMES.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
+	const on = (scope: string) => listed.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
 	lines.push(
 		`Target a host for ${on('host')} and every qm_/vm_ action (the VM in vmid); a host or a container for ${on('host-or-ct')}; a container for the rest.`
 	);
 	return lines.join('\n');
 }
 
+// How a turn goes on after a request is the instructions' to say (an MCP client is not re-invoked at all).
 const DESCRIPTION = (cluster: boolean) =>
-	'Run one catalogued action; one that waits for approval re-invokes you with its result. ' +
-	'params: the fields in parentheses (? optional); describe_action explains one action.\n' +
+	'Run one catalogued action. params: in parentheses (? optional); ' +
+	`describe_action explains one action or the family ${HEALTH_FAMILY} (${HEALTH_GIST}).\n` +
 	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
@@ -116,6 +120,11 @@ export function requestExecutionTool(ctx: ToolContext) {
 			const e = r.execution;
 			const base = { executionId: e.id, action: e.action, target: e.target, classification: e.classification, command: e.commandPreview };
 			if (r.via === 'read_only') {
+				// A read with a digest answers in its few lines; one that failed is unknown, never "none".
+				if ((ACTIONS[e.action as ActionName] as ActionDef | undefined)?.digest) {
+					const output = e.status === 'succeeded' ? (e.result ?? '') : `unknown: ${e.error ?? 'the read did not finish'}`;
+					return { ...base, status: e.status, output, ...(e.error ? { error: e.error } : {}) };
+				}
 				const out = e.steps.map((s) => s.stdoutTail || s.stderrTail).join('\n');
 				return { ...base, status: e.status, output: out.slice(-6000), ...(e.error ? { error: e.error } : {}) };
 			}

@@ -1,6 +1,6 @@
 // Hosts reached over SSH and the inventory read from them.
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, ts, tsvector } from './columns';
 
 export const entities = pgTable(
@@ -60,3 +60,20 @@ export const hosts = pgTable('hosts', {
 	createdAt: createdAt(),
 	updatedAt: ts('updated_at').notNull().defaultNow()
 });
+
+/**
+ * A few samples of each storage's use per host, for its trend ("+3.1 GiB/day"): the inventory
+ * sync adds one when the newest is an hour old or more and keeps the last STORAGE_SAMPLES_KEPT
+ * (inventory/storage-trend.ts). Bytes.
+ */
+export const storageSamples = pgTable(
+	'storage_samples',
+	{
+		hostName: text('host_name').notNull(),
+		storage: text('storage').notNull(),
+		at: ts('at').notNull().defaultNow(),
+		used: bigint('used', { mode: 'number' }).notNull(),
+		total: bigint('total', { mode: 'number' }).notNull()
+	},
+	(t) => [primaryKey({ columns: [t.hostName, t.storage, t.at] })]
+);

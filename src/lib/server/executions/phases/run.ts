@@ -43,6 +43,8 @@ export interface Run {
 	unsettled: boolean;
 	/** Past the snapshot: the approved command may have touched the target. */
 	mutationStarted: boolean;
+	/** The full stdout of each of the action's own steps, in order, for its `digest`. */
+	stdouts: string[];
 	/** The snapshot taken before, named for this execution. */
 	snapshot: string | null;
 	/** The read-back's verdict once the approved command ran (verdict.ts); stored with the outcome. */
@@ -79,6 +81,7 @@ export function openRun(e: ExecutionRow, opts: RunOptions, events: Hub): Run {
 		cancelledByOperator: false,
 		unsettled: false,
 		mutationStarted: false,
+		stdouts: [],
 		snapshot: null,
 		verdict: null,
 		held: undefined,

@@ -9,8 +9,18 @@ import { Cancelled, Failure, Interrupted, Tampered } from './outcomes';
 import type { Target } from './pre-check';
 import type { Ran } from './run-steps';
 import type { Run } from './run';
+import type { ActionDef } from '../../proxmox/actions';
 
 const log = logger('runner');
+
+/** A read's digest of its output; output that does not parse fails the read (unknown, never "none"). */
+function digested(def: ActionDef, params: unknown, stdouts: string[]): string {
+	try {
+		return def.digest!(params, stdouts);
+	} catch (err) {
+		throw new Failure(`the output did not parse: ${(err as Error).message}`);
+	}
+}
 
 /**
  * Phase 6, after the steps and their verdict: `succeeded`, with a summary, the verdict, and in
@@ -20,7 +30,9 @@ const log = logger('runner');
 export async function settleSucceeded(run: Run, t: Target, ran: Ran): Promise<void> {
 	const { e, steps, verdict } = run;
 	const last = steps.filter((s) => s.kind === undefined).at(-1);
-	const summary = t.def.summary?.(e.params as never, { vmid: t.vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n');
+	const summary = t.def.digest
+		? digested(t.def, e.params, run.stdouts)
+		: (t.def.summary?.(e.params as never, { vmid: t.vmid }) ?? (last?.stdoutTail ?? '').trim().split('\n').slice(-5).join('\n'));
 	const healthy = verdict?.verdict === 'verified' && steps.some((s) => s.kind === 'health');
 	await finishExecution(sql(), e.id, {
 		status: 'succeeded',

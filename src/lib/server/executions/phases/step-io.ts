@@ -84,6 +84,7 @@ export function stepIo(run: Run, link: Link): StepIo {
 		if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 		if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 		if (r.exitCode !== 0) throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
+		if (kind === undefined) run.stdouts.push(r.stdout);
 		// A read-back: the tool before it may exit 0 although its task failed.
 		if (s.verify) {
 			step.verified = verified(s.verify, r.stdout);

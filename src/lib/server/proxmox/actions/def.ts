@@ -99,6 +99,11 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	 * params): only the exit status is known, and the verdict is inconclusive.
 	 */
 	readBack?(p: z.output<P>, ctx: StepContext): Step[];
+	/**
+	 * A read's result for the model from its steps' full stdout (in order): a few lines instead of
+	 * raw output. Throws when the output does not parse: the read then fails (unknown, with why).
+	 */
+	digest?(p: z.output<P>, stdout: string[]): string;
 }
 
 export const MIN = 60_000;

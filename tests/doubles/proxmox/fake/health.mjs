@@ -1,0 +1,144 @@
+// The fake node's health state (health.json, written by tests through health.ts and by vzdump):
+// storage fill, backup volumes per storage, backup jobs, tasks with their logs, pending apt
+// updates, ZFS pools, disks with SMART; and the API views pvesh and zpool print from it.
+import { join } from 'node:path';
+import { fail, readJson, writeJson } from './common.mjs';
+import { loadUnits } from './systemctl.mjs';
+
+const GiB = 1024 ** 3;
+
+/** @param {import('./common.mjs').Ctx} ctx */
+export function loadHealth(ctx) {
+	return readJson(join(ctx.state, 'health.json'), {});
+}
+
+/** @param {import('./common.mjs').Ctx} ctx */
+export function saveHealth(ctx, h) {
+	writeJson(join(ctx.state, 'health.json'), h);
+}
+
+/** Bytes the backups on a storage take. */
+export function backupBytes(h, storage) {
+	return (h.backups?.[storage] ?? []).reduce((a, v) => a + (v.size ?? 0), 0);
+}
+
+/**
+ * A storage row with the test's overrides: `total`, `other` (bytes used by everything but
+ * backups), `active`, `enabled`; `fill` (a fraction set by fill()) with `fillBackups` (the
+ * backups' bytes then): deleting backups afterwards frees their space. Backups always count.
+ */
+export function withHealth(h, s) {
+	const o = h.storages?.[s.storage] ?? {};
+	const total = o.total ?? s.total;
+	const other = o.fill !== undefined ? Math.max(0, Math.floor(o.fill * total) - (o.fillBackups ?? 0)) : (o.other ?? s.used);
+	const used = Math.min(total, other + backupBytes(h, s.storage));
+	return { ...s, total, used, ...(o.active !== undefined ? { active: o.active } : {}), ...(o.enabled !== undefined ? { enabled: o.enabled } : {}) };
+}
+
+/** GET /nodes/{node}/storage/{storage}/content [--content backup] [--vmid N] */
+export function storageContent(ctx, storage, known, opts) {
+	if (!known.includes(storage)) fail(`storage '${storage}' does not exist`);
+	const content = opts.get('content');
+	if (content !== undefined && content !== 'backup') return [];
+	const vmid = opts.get('vmid');
+	return (loadHealth(ctx).backups?.[storage] ?? [])
+		.filter((v) => vmid === undefined || String(v.vmid) === vmid)
+		.map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
+}
+
+/** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N]: newest first, without their logs. */
+export function taskList(ctx, opts) {
+	const errors = opts.get('errors') === '1';
+	const limit = Number(opts.get('limit') ?? 50);
+	const vmid = opts.get('vmid');
+	return (loadHealth(ctx).tasks ?? [])
+		.filter((t) => t.node === ctx.node && (!errors || (t.status !== undefined && t.status !== 'OK')) && (vmid === undefined || t.id === vmid))
+		.sort((a, b) => b.starttime - a.starttime)
+		.slice(0, limit)
+		.map(({ log: _l, ...t }) => t);
+}
+
+function findTask(ctx, upid) {
+	const t = (loadHealth(ctx).tasks ?? []).find((x) => x.upid === upid);
+	// PVE::Tools::upid_decode dies "unable to parse worker upid" on a malformed one; an unknown one has no log file.
+	if (!/^UPID:[^:]+:[0-9A-F]{8}:[0-9A-F]{8,9}:[0-9A-F]{8}:[^:\s]+:[^:\s]*:[^:\s]+:$/i.test(upid)) fail(`unable to parse worker upid '${upid}'`);
+	if (!t) fail(`no such task`);
+	return t;
+}
+
+/** GET /nodes/{node}/tasks/{upid}/status */
+export function taskStatus(ctx, upid) {
+	const { log: _l, status, ...t } = findTask(ctx, upid);
+	return status === undefined ? { ...t, status: 'running' } : { ...t, status: 'stopped', exitstatus: status };
+}
+
+/** GET /nodes/{node}/tasks/{upid}/log [--start N] [--limit N] (PVE's default limit is 50) */
+export function taskLog(ctx, upid, opts) {
+	const start = Number(opts.get('start') ?? 0);
+	const limit = Number(opts.get('limit') ?? 50);
+	const lines = findTask(ctx, upid).log ?? [];
+	return lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
+}
+
+/** GET /cluster/backup */
+export function backupJobs(ctx) {
+	return loadHealth(ctx).jobs ?? [];
+}
+
+/** GET /nodes/{node}/apt/update */
+export function aptUpdates(ctx) {
+	return (loadHealth(ctx).apt ?? []).map((p) => ({ Arch: 'amd64', Priority: 'optional', Section: 'admin', Title: p.Package, ...p }));
+}
+
+const DEFAULT_DISKS = [
+	{
+		devpath: '/dev/nvme0n1',
+		type: 'nvme',
+		model: 'Samsung SSD 980 PRO 1TB',
+		serial: 'S5GXNF0R123456',
+		size: 1_000_204_886_016,
+		health: 'PASSED',
+		wearout: 3,
+		used: 'LVM',
+		gpt: 1
+	},
+	{
+		devpath: '/dev/sda',
+		type: 'hdd',
+		model: 'WDC WD40EFRX-68N32N0',
+		serial: 'WD-WCC7K1234567',
+		size: 4_000_787_030_016,
+		health: 'PASSED',
+		wearout: 'N/A',
+		used: 'ZFS',
+		gpt: 1
+	}
+];
+
+/** GET /nodes/{node}/disks/list */
+export function disks(ctx) {
+	return loadHealth(ctx).disks ?? DEFAULT_DISKS;
+}
+
+/** GET /nodes/{node}/services: the host's units as systemctl keeps them (ssh is listed as sshd). */
+export function services(ctx) {
+	const units = loadUnits({ ...ctx, ct: undefined, scopeDir: ctx.state });
+	return Object.entries(units)
+		.map(([name, u]) => ({
+			service: name === 'ssh' ? 'sshd' : name,
+			name,
+			desc: u.description,
+			state: u.active ? 'running' : 'dead',
+			'active-state': u.active ? 'active' : 'inactive',
+			'sub-state': u.active ? 'running' : 'dead',
+			'unit-state': u.enabled ? 'enabled' : 'disabled'
+		}))
+		.sort((a, b) => a.service.localeCompare(b.service));
+}
+
+/** The pools of `zpool`: { name, size, alloc, health, frag?, status? } (status: `zpool status` text of an unhealthy pool). */
+export function zpools(ctx) {
+	return loadHealth(ctx).zpools ?? [];
+}
+
+export const GIB = GiB;
