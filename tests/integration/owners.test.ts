@@ -11,7 +11,7 @@ import { raiseQuestion } from '../../src/lib/server/db/queries/questions';
 import { createSession, getSession } from '../../src/lib/server/db/queries/sessions';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { NOT_YOURS, READ_ONLY } from '../../src/lib/server/sessions/access';
+import { NOT_YOURS, READ_ONLY } from '../../src/lib/server/access/sessions';
 import { openEventStream, ownerScope } from '../../src/lib/server/realtime/sse';
 import { appRouter } from '../../src/lib/server/trpc/router';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';

@@ -20,7 +20,7 @@ afterAll(async () => {
 
 function open(after: number, scope: { sessionId?: string } = {}) {
 	const ctrl = new AbortController();
-	// An admin reads every session's events (sessions/access.ts); owners are tested in owners.test.ts.
+	// An admin reads every session's events (access/sessions.ts); owners are tested in owners.test.ts.
 	const res = eventStreamResponse({
 		sql: sql(),
 		hub,

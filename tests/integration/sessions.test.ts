@@ -19,7 +19,7 @@ import { useStage } from '../helpers/stage';
 
 const { llm } = useStage({ model: true, env: { NOMOS_MODELS: 'scripted,scripted-large' } });
 let operatorId: string;
-/** The operator whose sessions these are (sessions/access.ts). */
+/** The operator whose sessions these are (access/sessions.ts). */
 let me: { id: string; role: 'operator' };
 
 beforeAll(async () => {

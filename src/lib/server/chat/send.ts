@@ -8,7 +8,7 @@ import type { Credential } from '../executions/authority';
 import { approveByTyping } from '../executions/decisions';
 import { causeOfCredential } from '../executions/cause';
 import { Refusal } from '../refusal';
-import { requireWrite, type Viewer } from '../sessions/access';
+import { requireWrite, type Viewer } from '../access/sessions';
 import { listMessages } from '../conversation/messages';
 import { hypothesisSets, pursueText } from '../../messages/hypotheses';
 import type { MessagePart, PursueData } from '../../types/messages';
@@ -26,7 +26,7 @@ export async function sendOperatorMessage(m: {
 	text: string;
 	shownExecutionIds: string[];
 	operatorId: string;
-	/** Who sends: they must be able to write the session (sessions/access.ts). */
+	/** Who sends: they must be able to write the session (access/sessions.ts). */
 	viewer: Viewer;
 	credential: Credential;
 	token: { id: string; name: string } | null;

@@ -2,7 +2,7 @@ import { sql } from '../db/index';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { answerQuestion, type AnswerResult } from '../db/queries/questions';
-import { requireWrite, sessionAccess, type Viewer } from '../sessions/access';
+import { requireWrite, sessionAccess, type Viewer } from '../access/sessions';
 
 /**
  * An answer from outside the chat box: the panel in a browser (recorded and audited as `panel`),
@@ -18,7 +18,7 @@ export async function answerFromPanel(
 	route: 'panel' | 'rest' = token ? 'rest' : 'panel'
 ): Promise<AnswerResult> {
 	return sql().begin(async (tx) => {
-		// Only in a session the operator may write (sessions/access.ts): another's question is "no such question".
+		// Only in a session the operator may write (access/sessions.ts): another's question is "no such question".
 		const [q] = await tx<{ sessionId: string }[]>`
 			select session_id as "sessionId" from session_questions where id = ${questionId} ${sessionId ? tx`and session_id = ${sessionId}` : tx``}`;
 		if (!q || !(await sessionAccess(tx, q.sessionId, operator))) return { ok: false, reason: 'not_found' } as const;

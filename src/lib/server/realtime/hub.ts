@@ -14,7 +14,7 @@ const log = logger('realtime');
 
 /**
  * An event as sent to browsers: the row, plus snapshots of the message/execution/plan it names,
- * and (never sent) who may see its session (`audience`: sessions/access.ts; absent for fleet events).
+ * and (never sent) who may see its session (`audience`: access/sessions.ts; absent for fleet events).
  */
 export type OutEvent = EventRow & { message?: MessageRow; execution?: ExecutionRow; plan?: PlanRow; audience?: SessionAudience };
 

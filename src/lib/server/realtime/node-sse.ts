@@ -4,7 +4,7 @@ import { sql } from '../db/index';
 import { hub } from './hub';
 import { openEventStream, ownerScope, parseCursor, SSE_HEADERS } from './sse';
 import { matchSseRoute, type SseRoute } from './sse-routes';
-import { NOT_YOURS, sessionAccess } from '../sessions/access';
+import { NOT_YOURS, sessionAccess } from '../access/sessions';
 
 /**
  * Serves the SSE endpoints straight on node's ServerResponse, below SvelteKit (called by
@@ -31,7 +31,7 @@ async function stream(req: IncomingMessage, res: ServerResponse, route: SseRoute
 		res.writeHead(401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 		return;
 	}
-	// Another operator's session (not shared): the same 404 as one that does not exist (sessions/access.ts).
+	// Another operator's session (not shared): the same 404 as one that does not exist (access/sessions.ts).
 	if (route.sessionId && !(await sessionAccess(sql(), route.sessionId, auth.user))) {
 		if (gone) return;
 		const body = JSON.stringify({ message: NOT_YOURS });

@@ -2,7 +2,7 @@ import type { Sql } from '../db/index';
 import { listEventsAfter, prunedThrough, type EventRow } from '../db/queries/events';
 import { sessionTokenHash } from '../db/queries/operators';
 import { enrich, type Hub, type OutEvent } from './hub';
-import { accessOf, type Viewer } from '../sessions/access';
+import { accessOf, type Viewer } from '../access/sessions';
 import { logger } from '../log';
 import { isEventType, type EventType } from '../../schemas/events';
 
@@ -14,7 +14,7 @@ export const SESSION_ONLY_TYPES: EventType[] = ['message.updated', 'message.delt
 export interface StreamScope {
 	sessionId?: string;
 	/**
-	 * Who reads the stream: it carries only the events of sessions they may read (sessions/access.ts),
+	 * Who reads the stream: it carries only the events of sessions they may read (access/sessions.ts),
 	 * and fleet events. Without one (a stream no operator opened) it carries no session's events.
 	 */
 	viewer?: Viewer;

@@ -4,7 +4,7 @@ import { recordAudit } from '../db/queries/audit';
 import { changeSession, lockLiveSession, sessionBusyWith, type SessionChange } from '../db/queries/sessions';
 import { configuredModels } from '../agent/provider';
 import { Refusal } from '../refusal';
-import { requireWrite, type Viewer } from './access';
+import { requireWrite, type Viewer } from '../access/sessions';
 import type { SessionSharing } from '../db/schema';
 
 // What an operator does to a session as a whole: rename, pin, archive, choose its model, delete.
@@ -13,7 +13,7 @@ import type { SessionSharing } from '../db/schema';
 
 type Actor = Viewer & { username?: string };
 
-/** Locks the live session and checks the actor may write it (sessions/access.ts) before `f` changes it. */
+/** Locks the live session and checks the actor may write it (access/sessions.ts) before `f` changes it. */
 async function withLiveSession(sessionId: string, actor: Viewer, f: (tx: TransactionSql, title: string) => Promise<void>): Promise<void> {
 	await sql().begin(async (tx) => {
 		const row = await lockLiveSession(tx, sessionId);

@@ -4,11 +4,11 @@ import { listRecentExecutions } from '$lib/server/db/queries/executions';
 import { listRecentPlans } from '$lib/server/db/queries/plans';
 import { listOpenQuestions } from '$lib/server/db/queries/questions';
 import { listGaveUpJobs } from '$lib/server/db/queries/jobs';
-import { keepListed } from '$lib/server/sessions/access';
+import { keepListed } from '$lib/server/access/sessions';
 import type { PageServerLoad } from './$types';
 
 // An operator's Ops shows what their own and shared sessions asked for (and what no session did);
-// an admin's shows everything (sessions/access.ts keepListed).
+// an admin's shows everything (access/sessions.ts keepListed).
 export const load: PageServerLoad = async ({ parent, locals }) => {
 	// After the layout's load: on a first visit its cursor starts the tab's fleet stream, and the
 	// page's must not be older (events between the two would reach neither).

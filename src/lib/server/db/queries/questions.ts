@@ -1,5 +1,5 @@
 import type { TransactionSql } from 'postgres';
-import { listedFor, type Viewer } from '../../sessions/access';
+import { listedFor, type Viewer } from './sessions';
 import type { Sql } from '../index';
 import type { RequestCause } from '../../../types/executions';
 import type { OpenQuestion, QuestionRow } from '../../../types/questions';

@@ -335,7 +335,7 @@ export async function sessionReviewFacts(
 	messages: ReviewMessageRow[];
 } | null> {
 	const [[session], version] = await Promise.all([
-		// `owner`: whose session it is (sessions/access.ts); the admin reads it here, read-only.
+		// `owner`: whose session it is (access/sessions.ts); the admin reads it here, read-only.
 		sql<{ id: string; title: string; createdAt: string; owner: string | null }[]>`
 			select c.id, c.title, to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "createdAt", o.username as owner
 			from chat_sessions c left join operators o on o.id = c.operator_id where c.id = ${sessionId}`,

@@ -1,8 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { SessionSharing, SessionTitledBy, TaskState } from '../schema';
+import type { OperatorRole, SessionSharing, SessionTitledBy, TaskState } from '../schema';
 import { emitEvent } from './events';
-import { listedFor, type Viewer } from '../../sessions/access';
 
 export type SessionSummary = {
 	id: string;
@@ -102,7 +101,7 @@ export type SessionRow = {
 	archived: boolean;
 	/** ISO 8601 when deleted (operators no longer see it; the admin review does). */
 	deletedAt: string | null;
-	/** Its owner (sessions/access.ts): id and name; null: the admins'. */
+	/** Its owner (access/sessions.ts): id and name; null: the admins'. */
 	ownerId: string | null;
 	owner: string | null;
 	shared: SessionSharing | null;
@@ -236,4 +235,18 @@ export async function countWaits(tx: TransactionSql, sessionId: string): Promise
 			(select count(*)::int from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval')
 				+ (select count(*)::int from plans where session_id = ${sessionId} and status = 'proposed') as approvals`;
 	return row;
+}
+
+/** Who looks at sessions (access/sessions.ts decides what they may do). */
+export type Viewer = { id: string; role: OperatorRole };
+
+/**
+ * The sessions a viewer's lists show (sidebar, search, Ops): their own and the shared ones; an
+ * admin's also those without an owner and every alert's or schedule's (an admin reads the rest in the review).
+ * `s` is the chat_sessions alias of the query.
+ */
+export function listedFor(sql: Sql | TransactionSql, viewer: Viewer) {
+	return viewer.role === 'admin'
+		? sql`(s.operator_id = ${viewer.id} or s.shared is not null or s.operator_id is null or s.started_by_hook is not null or s.started_by_schedule is not null)`
+		: sql`(s.operator_id = ${viewer.id} or s.shared is not null)`;
 }

@@ -19,7 +19,7 @@ export const chatSessions = pgTable(
 	{
 		id: uuid('id').primaryKey().defaultRandom(),
 		title: text('title').notNull().default('New chat'),
-		/** Its owner (sessions/access.ts): only they (and admins, read-only) see it unless it is shared; null: the admins'. */
+		/** Its owner (access/sessions.ts): only they (and admins, read-only) see it unless it is shared; null: the admins'. */
 		operatorId: uuid('operator_id').references(() => operators.id, { onDelete: 'set null' }),
 		/** Shared with every operator: `read` (they read it) or `write` (they also send, rename, approve in it); null: not shared. */
 		shared: text('shared', { enum: sessionSharing }),

@@ -12,13 +12,13 @@ import {
 	shareSessionInput
 } from '$lib/schemas/sessions';
 import { archiveSession, chooseSessionModel, deleteSession, pinSession, renameSession, shareSession } from '$lib/server/sessions/manage';
-import { requireRead, requireWrite } from '$lib/server/sessions/access';
+import { requireRead, requireWrite } from '$lib/server/access/sessions';
 import { sendOperatorMessage, stopSession } from '$lib/server/chat/send';
 import { operatorProcedure, router } from '../t';
 import { credential } from '../credential';
 
 // Every procedure here acts on the caller's own sessions or those shared with them
-// (sessions/access.ts): another operator's session answers "no such chat".
+// (access/sessions.ts): another operator's session answers "no such chat".
 
 export const chatRouter = router({
 	/**

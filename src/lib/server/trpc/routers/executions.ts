@@ -13,7 +13,7 @@ import { requestRollback } from '$lib/server/executions/rollback';
 import { getExecution, listRecentExecutions } from '$lib/server/db/queries/executions';
 import { blastRadius } from '$lib/server/db/queries/blast-radius';
 import { getPlan } from '$lib/server/db/queries/plans';
-import { keepListed, requireRead, requireWrite, requireWriteOf, type Viewer } from '$lib/server/sessions/access';
+import { keepListed, requireRead, requireWrite, requireWriteOf, type Viewer } from '$lib/server/access/sessions';
 import { operatorProcedure, router } from '../t';
 import { credential, surfaceOf } from '../credential';
 import type { Context } from '../context';
@@ -32,7 +32,7 @@ function refusedDecision(r: { reason: keyof typeof conflictMessages } | { reason
 }
 
 /**
- * Refuses unless the caller may act on what this execution's session asked for (sessions/access.ts):
+ * Refuses unless the caller may act on what this execution's session asked for (access/sessions.ts):
  * its owner or a read-write share; an admin, anything. Another operator's is "no such execution".
  */
 async function mayActOn(executionId: string, viewer: Viewer): Promise<void> {

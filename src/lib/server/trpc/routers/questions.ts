@@ -4,11 +4,11 @@ import { sessionIdInput } from '$lib/schemas/chat';
 import { sql } from '$lib/server/db/index';
 import { answerFromPanel } from '$lib/server/questions/answer';
 import { listOpenQuestions, listSessionQuestions } from '$lib/server/db/queries/questions';
-import { requireRead } from '$lib/server/sessions/access';
+import { requireRead } from '$lib/server/access/sessions';
 import { operatorProcedure, router } from '../t';
 
 export const questionsRouter = router({
-	/** Open questions of the sessions the caller's sidebar lists (sessions/access.ts). */
+	/** Open questions of the sessions the caller's sidebar lists (access/sessions.ts). */
 	open: operatorProcedure.query(({ ctx }) => listOpenQuestions(sql(), ctx.user)),
 	ofSession: operatorProcedure.input(sessionIdInput).query(async ({ input, ctx }) => {
 		await requireRead(sql(), input.sessionId, ctx.user);

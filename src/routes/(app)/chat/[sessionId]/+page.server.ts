@@ -11,7 +11,7 @@ import { listSessionQuestions } from '$lib/server/db/queries/questions';
 import { env } from '$lib/server/env';
 import { configuredModels } from '$lib/server/agent/provider';
 import { groupMutedUntil } from '$lib/server/db/queries/watches';
-import { sessionAccess } from '$lib/server/sessions/access';
+import { sessionAccess } from '$lib/server/access/sessions';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ params, locals }) => {
@@ -22,7 +22,7 @@ export const load: PageServerLoad = async ({ params, locals }) => {
 	const session = await getSession(sql(), id.data);
 	// A deleted session is gone for operators (the admin review still shows it).
 	if (!session || session.deletedAt) error(404, 'No such chat session.');
-	// Another operator's session, not shared: the same 404 as one that does not exist (sessions/access.ts).
+	// Another operator's session, not shared: the same 404 as one that does not exist (access/sessions.ts).
 	const access = await sessionAccess(sql(), id.data, locals.user!);
 	if (!access) error(404, 'This chat is not yours: it belongs to another operator and is not shared with you.');
 	const [messages, executions, plans, window, questions, alertMutedUntil] = await Promise.all([

@@ -1,7 +1,10 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
-import type { OperatorRole, SessionSharing } from '../db/schema';
+import type { SessionSharing } from '../db/schema';
 import { Refusal } from '../refusal';
+import { listedFor, type Viewer } from '../db/queries/sessions';
+
+export { listedFor, type Viewer } from '../db/queries/sessions';
 
 // Who may do what in a session (issue #43 item 3). A session belongs to its owner
 // (chat_sessions.operator_id): they read and write it. Shared with every operator, the others read
@@ -9,7 +12,6 @@ import { Refusal } from '../refusal';
 // (the review), read-only; a session without an owner (an alert or schedule whose maker is gone, a
 // replay) is the admins' to write. Nobody else learns that it exists: refusals say "no such chat".
 
-export type Viewer = { id: string; role: OperatorRole };
 export type SessionAccess = 'write' | 'read';
 /** The refusal a session someone may not see gets: the same words as one that does not exist. */
 export const NOT_YOURS = 'No such chat session (or it is not yours).';
@@ -42,17 +44,6 @@ export async function requireRead(sql: Sql | TransactionSql, sessionId: string, 
 /** Refuses unless the viewer may write the session: NOT_FOUND when they do not see it, FORBIDDEN when read-only. */
 export async function requireWrite(sql: Sql | TransactionSql, sessionId: string, viewer: Viewer): Promise<void> {
 	if ((await requireRead(sql, sessionId, viewer)) !== 'write') throw new Refusal('FORBIDDEN', READ_ONLY);
-}
-
-/**
- * The sessions a viewer's lists show (sidebar, search, Ops): their own and the shared ones; an
- * admin's also those without an owner and every alert's or schedule's (an admin reads the rest in the review).
- * `s` is the chat_sessions alias of the query.
- */
-export function listedFor(sql: Sql | TransactionSql, viewer: Viewer) {
-	return viewer.role === 'admin'
-		? sql`(s.operator_id = ${viewer.id} or s.shared is not null or s.operator_id is null or s.started_by_hook is not null or s.started_by_schedule is not null)`
-		: sql`(s.operator_id = ${viewer.id} or s.shared is not null)`;
 }
 
 /** Refuses unless the viewer may act on what a session asked for (an execution's or plan's); none: the fleet's, anyone. */
