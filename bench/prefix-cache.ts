@@ -37,9 +37,19 @@ function renderMessage(m: Message): string {
 /** A request as a chat template lays it out: the system messages, the tool definitions, then each other message. */
 function render(body: PromptBody): string {
 	const all = body.messages ?? [];
-	const system = all.filter((m) => m.role === 'system').map(renderMessage).join('');
+	const system = all
+		.filter((m) => m.role === 'system')
+		.map(renderMessage)
+		.join('');
 	const tools = body.tools?.length ? `<tools>\n${JSON.stringify(body.tools)}\n` : '';
-	return system + tools + all.filter((m) => m.role !== 'system').map(renderMessage).join('');
+	return (
+		system +
+		tools +
+		all
+			.filter((m) => m.role !== 'system')
+			.map(renderMessage)
+			.join('')
+	);
 }
 
 function sharedPrefix(a: number[], b: number[]): number {

@@ -516,7 +516,10 @@ async function fromDump(dir: string): Promise<number> {
 		names.map(async (name) => ({ scenario: name, prefix: prefixCosts(JSON.parse(await fs.readFile(path.join(dir, `${name}.json`), 'utf8')) as PromptBody[]) }))
 	);
 	const short = sessions.filter((x) => SCENARIOS.some((sc) => sc.name === x.scenario));
-	printPrefix(short, sessions.filter((x) => !short.includes(x)));
+	printPrefix(
+		short,
+		sessions.filter((x) => !short.includes(x))
+	);
 	return 0;
 }
 

@@ -38,7 +38,13 @@ beforeAll(async () => {
 	await addHost(pve);
 	llm = await startScriptedLlm();
 	// A small history budget, so that the session folds after a few turns.
-	Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted', NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HISTORY_TOKENS: '2500' });
+	Object.assign(process.env, {
+		OPENAI_BASE_URL: llm.baseURL,
+		OPENAI_API_KEY: 't',
+		NOMOS_MODEL: 'scripted',
+		NOMOS_SNAPSHOT_BEFORE: 'off',
+		NOMOS_HISTORY_TOKENS: '2500'
+	});
 	resetEnvCache();
 	forgetContextWindow();
 	operatorId = await newOperator('alice');
@@ -71,7 +77,10 @@ async function quiet(sessionId: string): Promise<boolean> {
 async function settled(sessionId: string): Promise<void> {
 	// Quiet twice in a row: a finished execution enqueues its continuation in the same transaction.
 	let times = 0;
-	await waitUntil(async () => ((await quiet(sessionId)) ? ++times >= 2 : ((times = 0), false)), 'the session to be quiet', { timeoutMs: 60_000, intervalMs: 50 });
+	await waitUntil(async () => ((await quiet(sessionId)) ? ++times >= 2 : ((times = 0), false)), 'the session to be quiet', {
+		timeoutMs: 60_000,
+		intervalMs: 50
+	});
 }
 
 async function say(sessionId: string, text: string): Promise<void> {
@@ -87,7 +96,8 @@ describe('a prompt a prefix cache can reuse', () => {
 		const script: ScriptedResponse[] = [];
 		let summaries = 0;
 		llm.setFallback((req) => {
-			if (isSummaryRequest(req)) return { text: `Summary ${++summaries}: the operator restarted nginx on caddy (CT 100), ran a plan and is creating a container named web.` };
+			if (isSummaryRequest(req))
+				return { text: `Summary ${++summaries}: the operator restarted nginx on caddy (CT 100), ran a plan and is creating a container named web.` };
 			const next = script.shift();
 			if (next) return next;
 			// The fleet turns: one read, then a paragraph.
@@ -145,7 +155,9 @@ describe('a prompt a prefix cache can reuse', () => {
 
 		const all = chats();
 		for (const r of all) expect(r.error, `request ${r.seq}`).toBeUndefined();
-		const origins = (await sql()<{ origin: string }[]>`select distinct origin from messages where session_id = ${sessionId} and role = 'assistant'`).map((r) => r.origin);
+		const origins = (await sql()<{ origin: string }[]>`select distinct origin from messages where session_id = ${sessionId} and role = 'assistant'`).map(
+			(r) => r.origin
+		);
 		expect(origins.sort()).toEqual(['answer', 'chat', 'continuation', 'plan'].sort());
 
 		let compared = 0;

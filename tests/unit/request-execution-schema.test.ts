@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
 import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
 import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
-import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS } from '../../src/lib/server/proxmox/actions';
+import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, type ActionName } from '../../src/lib/server/proxmox/actions';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
 
@@ -104,11 +104,14 @@ describe('request_execution input schema', () => {
 		const t = requestExecutionTool(ctx);
 		expect((schema.properties!.params as JSONSchema7).anyOf).toBeUndefined();
 		// Every action; the migrate ones only where a cluster is known (they would only cost tokens elsewhere).
-		for (const name of ACTION_NAMES.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(actionSignature(name));
+		// Without defaults there (every request carries the catalogue); describe_action gives them.
+		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
+		for (const name of ACTION_NAMES.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
 		for (const name of CLUSTER_ACTIONS) expect(t.description).not.toContain(`${name}(`);
 		const inCluster = requestExecutionTool({ ...ctx, cluster: true });
-		for (const name of ACTION_NAMES) expect(inCluster.description).toContain(actionSignature(name));
+		for (const name of ACTION_NAMES) expect(inCluster.description).toContain(brief(name));
 		expect(actionSignature('pct_push')).toBe('pct_push(path, content, mode?=0644)');
+		expect(brief('pct_push')).toBe('pct_push(path, content, mode?)');
 		expect(actionSignature('systemctl')).toBe('systemctl(unit, op: start|stop|restart|reload|enable|disable)');
 		expect(t.description).toMatch(/Destructive, a person approves: [^\n]*pct_destroy\(\)/);
 		// The same for every window: instructions and tools stay byte-identical (prefix caches).

@@ -169,17 +169,7 @@ async function converse(
 		const ownParts = await writer.parts();
 		const sofar = await assistantMessages(ownParts);
 		const sent = [...messages, ...sofar];
-		const r = await attemptStream(
-			writer,
-			model,
-			modelId,
-			system,
-			sent,
-			tools,
-			signal,
-			spend,
-			unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined
-		);
+		const r = await attemptStream(writer, model, modelId, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
@@ -244,7 +234,6 @@ function stepUsage(u: LanguageModelUsage | undefined, model: string): StepUsage 
 	const input = tokens(u.inputTokens);
 	return { model, input, output: tokens(u.outputTokens), cached: Math.min(tokens(u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens), input) };
 }
-
 
 /** Attempts per turn: the first and two retries. */
 const MAX_ATTEMPTS = 3;

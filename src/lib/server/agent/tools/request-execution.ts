@@ -71,7 +71,7 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 		([label, has]) =>
 			`${label}: ${names
 				.filter((n) => has(n))
-				.map(actionSignature)
+				.map((n) => actionSignature(n, { defaults: false }))
 				.join(', ')}.`
 	);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
@@ -84,8 +84,8 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 }
 
 const DESCRIPTION = (cluster: boolean) =>
-	'Run one catalogued action; one that waits for approval re-invokes you with its result. ' +
-	'params: the fields in parentheses (? optional); describe_action explains one action.\n' +
+	'Run one catalogued action (params: the fields in parentheses, ? optional; describe_action explains one); ' +
+	'one that waits for approval re-invokes you with its result.\n' +
 	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
