@@ -20,7 +20,14 @@
 // Exits non-zero when a scenario went off its script (an exhausted script, an execution that did not
 // end as expected), so the figures are of the intended conversation.
 //
+//   5. with a prefix cache (issue #46; bench/prefix-cache.ts): per request, the tokens a local server
+//      re-processes (all after the longest token prefix shared with the previous request of the
+//      session) beside the request's total and the tokens new since the previous request, and the
+//      seconds they cost at 50 and 1,000 prompt tokens/s. Goal: re-processed ≤ 1.15 × new, except
+//      right after a fold (the previous request's messages are not all there).
+//
 //   npm run bench:tokens [-- --only create|recover|deploy|answer|long] [--json]
+//   npm run bench:tokens -- --from-dump <dir>   (only the prefix-cache figures, from a BENCH_DUMP of any commit)
 // Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -41,9 +48,10 @@ import { taskList } from '../tasks/index';
 import { startScriptedLlm, type RecordedRequest, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../tests/doubles/proxmox/server';
 import { benchPostgres, ROOT, sleep } from './harness';
+import { PREFIX_GOAL, prefixCosts, prefixRatio, secondsAt, SPEEDS, type PrefixCost } from './prefix-cache';
 
 process.chdir(ROOT);
-const { values: opts } = parseArgs({ options: { only: { type: 'string' }, json: { type: 'boolean', default: false } } });
+const { values: opts } = parseArgs({ options: { only: { type: 'string' }, json: { type: 'boolean', default: false }, 'from-dump': { type: 'string' } } });
 const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
 const DEBIAN = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 const log = (s: string) => console.log(`[bench] ${s}`);
@@ -147,6 +155,7 @@ type Row = {
 	operatorActions: number;
 	first: { instructions: number; tools: number; history: number; total: number };
 	largest: number;
+	prefix: PrefixCost[];
 };
 
 let tmp: string | undefined;
@@ -250,7 +259,17 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 	}
 	const first = promptParts(chats[0]?.body ?? {});
 	return {
-		row: { scenario: s.name, requests: chats.length, prompt, completion, toolShare: prompt ? tools / prompt : 0, operatorActions: actions, first, largest },
+		row: {
+			scenario: s.name,
+			requests: chats.length,
+			prompt,
+			completion,
+			toolShare: prompt ? tools / prompt : 0,
+			operatorActions: actions,
+			first,
+			largest,
+			prefix: prefixCosts(chats.map((r) => r.body ?? {}))
+		},
 		errors
 	};
 }
@@ -266,6 +285,7 @@ type LongRow = {
 	prompt: number;
 	largest: number;
 	last: { instructions: number; tools: number; summary: number; history: number; total: number };
+	prefix: PrefixCost[];
 };
 
 const isSummaryRequest = (r: RecordedRequest) => JSON.stringify(r.body?.messages?.[0]?.content ?? '').includes(SUMMARY_SYSTEM.slice(0, 40));
@@ -356,7 +376,8 @@ async function runLongSession(name: string, fold: number, operatorId: string): P
 			summaryRequests: chats.length - turns.length,
 			prompt: sizes.reduce((a, b) => a + b, 0),
 			largest: Math.max(0, ...sizes),
-			last
+			last,
+			prefix: prefixCosts(chats.map((r) => r.body ?? {}))
 		},
 		errors
 	};
@@ -428,9 +449,42 @@ async function main(): Promise<number> {
 	return errors.length ? 1 : 0;
 }
 
+const n = (x: number) => x.toLocaleString('en-GB');
+const secs = (tokens: number) => SPEEDS.map((v) => `${secondsAt(tokens, v).toFixed(1)} s`.padStart(8)).join(' ');
+
+/** One session's prefix-cache figures: its sums, and the requests over the goal (folds apart). */
+function prefixSummary(name: string, costs: PrefixCost[]): string {
+	const sum = (f: (c: PrefixCost) => number) => costs.reduce((a, c) => a + f(c), 0);
+	const total = sum((c) => c.total);
+	const process = sum((c) => c.process);
+	const over = costs.flatMap((c, i) => (i > 0 && !c.afterFold && prefixRatio(c) > PREFIX_GOAL ? [i + 1] : []));
+	const folds = costs.filter((c) => c.afterFold).length;
+	const worst = Math.max(0, ...costs.flatMap((c, i) => (i > 0 && !c.afterFold ? [prefixRatio(c)] : [])));
+	return (
+		`${name.padEnd(10)} ${n(total).padStart(8)}   ${n(process).padStart(10)} (${String(Math.round((100 * process) / Math.max(1, total))).padStart(3)} %)   ${secs(process)}` +
+		`   worst ${worst.toFixed(2)}×, over ${PREFIX_GOAL}×: ${over.length ? `${over.length} (#${over.slice(0, 6).join(', #')}${over.length > 6 ? ', …' : ''})` : 'none'}${folds ? ` (${folds} after a fold, apart)` : ''}`
+	);
+}
+
+function printPrefix(rows: Pick<Row, 'scenario' | 'prefix'>[], long: Pick<LongRow, 'scenario' | 'prefix'>[]) {
+	console.log(`
+with a prefix cache (o200k): tokens to process = all after the prefix shared with the session's previous request`);
+	console.log(`scenario      total   to process         at ${SPEEDS.join(' / ')} tok/s   (goal: to process ≤ ${PREFIX_GOAL} × new, per request)`);
+	for (const r of [...rows, ...long]) console.log(prefixSummary(r.scenario, r.prefix));
+	for (const r of rows) {
+		console.log(`
+${r.scenario}: request   total   new   to process   ratio   at ${SPEEDS.join(' / ')} tok/s`);
+		r.prefix.forEach((c, i) =>
+			console.log(
+				`${String(i + 1).padStart(17)} ${n(c.total).padStart(7)} ${n(c.fresh).padStart(5)}   ${n(c.process).padStart(10)}   ${(i ? `${prefixRatio(c).toFixed(2)}×` : '—').padStart(5)}   ${secs(c.process)}${c.afterFold ? '   (after a fold)' : ''}`
+			)
+		);
+	}
+}
+
 function print(rows: Row[], long: LongRow[]) {
 	if (opts.json) return console.log(JSON.stringify({ scenarios: rows, long }, null, 2));
-	const n = (x: number) => x.toLocaleString('en-GB');
+	printPrefix(rows, long);
 	if (long.length) {
 		console.log(
 			`\n${LONG_TURNS}-turn session   requests   summary requests   prompt tokens   largest request   last request: instructions + tools + summary + history = total`
@@ -453,9 +507,25 @@ function print(rows: Row[], long: LongRow[]) {
 	for (const r of rows) console.log(`${r.scenario.padEnd(10)} ${n(r.first.instructions)} + ${n(r.first.tools)} + ${n(r.first.history)} = ${n(r.first.total)}`);
 }
 
+/** The prefix-cache figures of request bodies dumped earlier (BENCH_DUMP), e.g. by an older commit. */
+async function fromDump(dir: string): Promise<number> {
+	const names = (await fs.readdir(dir)).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5));
+	const order = [...SCENARIOS.map((x) => x.name), 'long', 'unfolded'];
+	names.sort((a, b) => order.indexOf(a) - order.indexOf(b));
+	const sessions = await Promise.all(
+		names.map(async (name) => ({ scenario: name, prefix: prefixCosts(JSON.parse(await fs.readFile(path.join(dir, `${name}.json`), 'utf8')) as PromptBody[]) }))
+	);
+	const short = sessions.filter((x) => SCENARIOS.some((sc) => sc.name === x.scenario));
+	printPrefix(
+		short,
+		sessions.filter((x) => !short.includes(x))
+	);
+	return 0;
+}
+
 let code = 1;
 try {
-	code = await main();
+	code = opts['from-dump'] ? await fromDump(opts['from-dump']) : await main();
 } catch (e) {
 	log(`failed: ${(e as Error).stack ?? String(e)}`);
 } finally {

@@ -296,7 +296,7 @@ describe('ids and placement across the cluster', () => {
 		llm.push({ toolCalls: [{ name: 'get_state_snapshot', args: {} }] }, { text: 'pve2.' });
 		expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
 		const first = llm.requests.at(-2)!.body as { tools: { function: { name: string; description: string } }[] };
-		expect(first.tools.find((t) => t.function.name === 'request_execution')!.function.description).toContain('pct_migrate(node, timeoutS?=180)');
+		expect(first.tools.find((t) => t.function.name === 'request_execution')!.function.description).toContain('pct_migrate(node, timeoutS?)');
 		const messages = (llm.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
 		const snapshot = JSON.parse(messages.filter((m) => m.role === 'tool').at(-1)!.content) as { placement: { node: string; reason: string; nodes: string[] } };
 		// pve2 holds the running 4 GiB VM now (and caddy): pve1 has more free.

@@ -1,5 +1,5 @@
 // request_execution as a model sees it, through the real @ai-sdk/openai client: the tool definition
-// sent over HTTP lists each action's signature (pct_create's `disk?=8 GiB`) and params is a plain
+// sent over HTTP lists each action's signature (pct_create's `disk? GiB`; describe_action gives the defaults) and params is a plain
 // object, for OpenAI's and Ollama's dialects at any window; a guessed field (`disk_gb`) comes back
 // as the error that names it and lists the allowed fields, and the corrected call goes through.
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -46,8 +46,8 @@ describe('request_execution over HTTP', () => {
 			const parameters = tool.function.parameters as Json;
 			expect(parameters.type).toBe('object');
 			expect(parameters.properties.params).toEqual({ type: 'object' });
-			expect(tool.function.description).toContain('pct_create(hostname, template, vmid?, cores?=1, memory?=512 MiB, swap?=512 MiB, disk?=8 GiB,');
-			expect(tool.function.description).toContain('pct_push(path, content, mode?=0644)');
+			expect(tool.function.description).toContain('pct_create(hostname, template, vmid?, cores?, memory? MiB, swap? MiB, disk? GiB,');
+			expect(tool.function.description).toContain('pct_push(path, content, mode?)');
 			expect((chats[0].body!.tools as Json[]).map((t) => t.function.name)).toContain('describe_action');
 
 			const firstResult = chats[1].body!.messages!.findLast((m) => m.role === 'tool')!;

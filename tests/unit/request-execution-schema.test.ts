@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
 import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
 import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
-import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS } from '../../src/lib/server/proxmox/actions';
+import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, type ActionName } from '../../src/lib/server/proxmox/actions';
 import { HEALTH_ACTIONS } from '../../src/lib/server/proxmox/health-reads';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
@@ -106,13 +106,16 @@ describe('request_execution input schema', () => {
 		expect((schema.properties!.params as JSONSchema7).anyOf).toBeUndefined();
 		// Every action; the migrate ones only where a cluster is known (they would only cost tokens elsewhere);
 		// a family described on demand (health) by its name only, its members by describe_action.
+		// Without defaults there (every request carries the catalogue); describe_action gives them.
+		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
 		const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
-		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(actionSignature(name));
+		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
 		for (const name of [...CLUSTER_ACTIONS, ...HEALTH_ACTIONS]) expect(t.description).not.toContain(`${name}(`);
 		expect(t.description).toContain('or the family health (');
 		const inCluster = requestExecutionTool({ ...ctx, cluster: true });
-		for (const name of listed) expect(inCluster.description).toContain(actionSignature(name));
+		for (const name of listed) expect(inCluster.description).toContain(brief(name));
 		expect(actionSignature('pct_push')).toBe('pct_push(path, content, mode?=0644)');
+		expect(brief('pct_push')).toBe('pct_push(path, content, mode?)');
 		expect(actionSignature('systemctl')).toBe('systemctl(unit, op: start|stop|restart|reload|enable|disable)');
 		expect(t.description).toMatch(/Destructive, a person approves: [^\n]*pct_destroy\(\)/);
 		// The same for every window: instructions and tools stay byte-identical (prefix caches).

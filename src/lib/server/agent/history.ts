@@ -90,19 +90,22 @@ function callInputs(messages: ModelMessage[]): Map<string, unknown> {
 }
 
 /**
- * The stored transcript as the model sees it. Long tool results of every reply but the latest
- * are handles (resultHandle): the model saw them whole when they came, and can read them again.
+ * The stored transcript as the model sees it. With `handles`, long tool results of every reply
+ * but the latest are handles (resultHandle): the model saw them whole when they came, and can
+ * read them again. Without, every reply is replayed as it was sent, so each request starts with
+ * the one before it (a model server's prefix cache holds); the turn runner does that whenever
+ * older turns fold into a summary instead (summary.ts: the prefix then changes at folds only).
  */
-export async function toModelMessages(rows: MessageRow[]): Promise<ModelMessage[]> {
-	return (await toModelMessagesByRow(rows)).flat();
+export async function toModelMessages(rows: MessageRow[], opts: { handles: boolean } = { handles: true }): Promise<ModelMessage[]> {
+	return (await toModelMessagesByRow(rows, opts)).flat();
 }
 
 /** toModelMessages, kept apart per stored message (what each one costs; where a fold may cut). */
-export async function toModelMessagesByRow(rows: MessageRow[]): Promise<ModelMessage[][]> {
+export async function toModelMessagesByRow(rows: MessageRow[], opts: { handles: boolean } = { handles: true }): Promise<ModelMessage[][]> {
 	const out: ModelMessage[][] = [];
 	let latest = -1;
 	rows.forEach((m, i) => {
-		if (m.role === 'assistant') latest = i;
+		if (m.role === 'assistant' && opts.handles) latest = i;
 	});
 	for (const [i, m] of rows.entries()) {
 		const own: ModelMessage[] = [];
@@ -114,7 +117,7 @@ export async function toModelMessagesByRow(rows: MessageRow[]): Promise<ModelMes
 			for (const p of m.parts) if (isNotePart(p)) own.push(noteForModel(p.data.text));
 		} else {
 			const replayed = await assistantMessages(m.parts);
-			if (i === latest) own.push(...replayed);
+			if (i >= latest) own.push(...replayed);
 			else {
 				const inputs = callInputs(replayed);
 				own.push(...replayed.map((x) => withHandles(x, inputs)));

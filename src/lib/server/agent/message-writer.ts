@@ -231,7 +231,7 @@ export class MessageWriter {
 		const parts = chunks.length ? await foldChunks(this.#parts, chunks) : this.#parts;
 		const delta: MessageDelta = { messageId: this.id, rev: this.#rev + 1, chunks, ...(end ? { status: end.status, error: end.error } : {}) };
 		await sql().begin(async (tx) => {
-			if (end) await writeFinalMessage(tx, this.id, { parts, status: end.status, error: end.error, rev: delta.rev });
+			if (end) await writeFinalMessage(tx, this.id, { parts, status: end.status, error: end.error, rev: delta.rev, sent: true });
 			await emitEvent(tx, { sessionId: this.sessionId, type: 'message.delta', payload: delta });
 		});
 		this.#parts = parts;

@@ -1,7 +1,7 @@
 import { asSchema, generateText, streamText, tool, type LanguageModel } from 'ai';
 import { promptParts } from './prompt-tokens';
 import { turnInstructions } from './soul';
-import { buildTools, firstRequestTools } from './tools/index';
+import { buildTools } from './tools/index';
 import { z } from 'zod';
 import { env } from '../env';
 import { forgetContextWindow, readContextWindow } from './context-budget';
@@ -33,8 +33,7 @@ export async function promptFit(window: number | null): Promise<PromptFit> {
 		contextTokens: window ?? undefined
 	});
 	const definitions = await Promise.all(
-		// As a session's first request carries them (activeToolsFor).
-		firstRequestTools(tools).map(async (name) => ({
+		Object.keys(tools).map(async (name) => ({
 			type: 'function',
 			function: { name, description: tools[name].description, parameters: await asSchema(tools[name].inputSchema).jsonSchema }
 		}))

@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, encode } from 'gpt-tokenizer/encoding/o200k_base';
 
 /**
  * Tokens of a text in o200k (GPT-4o's encoding; local models' tokenizers land within ~15 % of it
@@ -9,6 +9,8 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
  */
 export const tokensOf = (text: string): number => countTokens(text.replace(LONG_RUN, '$& '));
 const LONG_RUN = /[\p{L}\p{N}]{64}|[^\s\p{L}\p{N}]{64}/gu;
+/** The o200k tokens themselves (cut as tokensOf does), for comparing two prompts token by token. */
+export const encodeTokens = (text: string): number[] => encode(text.replace(LONG_RUN, '$& '));
 
 /** Per message, the chat template's framing (role markers, separators), as OpenAI counts it. */
 const PER_MESSAGE = 4;

@@ -1,12 +1,13 @@
-import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type PrepareStepFunction, type StopCondition, type ToolSet } from 'ai';
+import { stepCountIs, streamText, type LanguageModelUsage, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
 import { sql } from '../db/index';
 import { listMessages } from '../conversation/messages';
 import { getSession, setTaskState } from '../db/queries/sessions';
+import { sentPartsOf } from '../db/queries/messages';
 import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
-import { isNotePart, isToolPart } from '../../messages/parts';
+import { isNotePart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
-import type { MessagePart, StepUsage, UsageData } from '../../types/messages';
+import type { StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel } from './history';
 import { foldedHistory } from './summary';
@@ -16,7 +17,7 @@ import { getModel, modelIdFor, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
 import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
-import { activeToolsFor, buildTools, parkedForOperator } from './tools/index';
+import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
 import type { ToolContext } from './tools/context';
 import { afterTurnState } from '../conversation/task-state';
@@ -123,7 +124,6 @@ async function converse(
 		replyParts: () => writer.parts()
 	};
 	const tools = buildTools(ctx);
-	const hadResults = stored.some((m) => m.id !== writer.id && hasToolResult(m.parts));
 	const fixedChars = system.length + toolsChars(tools);
 	const e = env();
 	const spend: Spend = watch
@@ -136,10 +136,16 @@ async function converse(
 		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
 	// Operator messages still queued are answered by their own turn, next. Older turns may be
 	// folded into the stored summary first (one request, once per fold point; see summary.ts).
+	const history = stored.filter((m) => m.id !== writer.id && m.status !== 'queued');
+	// Earlier replies as their model was sent them (key order and all), so this request starts with the last one.
+	const sentParts = await sentPartsOf(
+		sql(),
+		history.filter((m) => m.role === 'assistant').map((m) => m.id)
+	);
 	const folded = await foldedHistory({
 		sql: sql(),
 		sessionId: opts.sessionId,
-		rows: stored.filter((m) => m.id !== writer.id && m.status !== 'queued'),
+		rows: history.map((m) => ({ ...m, parts: sentParts.get(m.id) ?? m.parts })),
 		budget: historyBudgetTokens(window.tokens, fixedChars, e.NOMOS_HISTORY_TOKENS),
 		model,
 		modelId,
@@ -163,18 +169,7 @@ async function converse(
 		const ownParts = await writer.parts();
 		const sofar = await assistantMessages(ownParts);
 		const sent = [...messages, ...sofar];
-		const prepareStep = activeToolsFor(tools, hadResults || hasToolResult(ownParts));
-		const r = await attemptStream(
-			writer,
-			model,
-			modelId,
-			system,
-			sent,
-			{ tools, prepareStep },
-			signal,
-			spend,
-			unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined
-		);
+		const r = await attemptStream(writer, model, modelId, system, sent, tools, signal, spend, unstreamed ? { [NO_STREAM_HEADER]: '1' } : undefined);
 		if (r.aborted) return stopped(writer, signal);
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
@@ -240,8 +235,6 @@ function stepUsage(u: LanguageModelUsage | undefined, model: string): StepUsage 
 	return { model, input, output: tokens(u.outputTokens), cached: Math.min(tokens(u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens), input) };
 }
 
-const hasToolResult = (parts: MessagePart[]) => parts.some((p) => isToolPart(p) && p.state === 'output-available');
-
 /** Attempts per turn: the first and two retries. */
 const MAX_ATTEMPTS = 3;
 
@@ -287,7 +280,7 @@ async function attemptStream(
 	modelId: string,
 	system: string,
 	messages: ModelMessage[],
-	{ tools, prepareStep }: { tools: ToolSet; prepareStep: PrepareStepFunction<ToolSet> },
+	tools: ToolSet,
 	signal: AbortSignal,
 	spend: Spend,
 	headers?: Record<string, string>
@@ -319,7 +312,6 @@ async function attemptStream(
 			system,
 			messages,
 			tools,
-			prepareStep,
 			maxRetries: 0,
 			stopWhen,
 			abortSignal: AbortSignal.any([signal, idle.signal]),

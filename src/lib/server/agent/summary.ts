@@ -68,7 +68,8 @@ export async function foldedHistory(opts: {
 }): Promise<FoldedHistory> {
 	const prev = await latestHistorySummary(opts.sql, opts.sessionId);
 	const recent = prev ? opts.rows.filter((r) => r.seq > prev.throughSeq) : opts.rows;
-	const byRow = await toModelMessagesByRow(recent);
+	// Folding on: replies go as they were sent, no handles (they would move the cached prefix every turn).
+	const byRow = await toModelMessagesByRow(recent, { handles: opts.budget === null });
 	const head = prev ? [summaryNote(prev.text)] : [];
 	const unfolded = { messages: [...head, ...byRow.flat()], summary: prev, request: null };
 	if (opts.budget === null) return unfolded;

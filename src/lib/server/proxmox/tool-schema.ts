@@ -65,25 +65,26 @@ export function actionParamsSchema(name: ActionName): JSONSchema7 {
 }
 
 /** One field of a signature: `name`, `name?` (optional or defaulted), with a default, an enum or a short unit. */
-function fieldSignature(name: string, s: JSONSchema7, required: boolean): string {
+function fieldSignature(name: string, s: JSONSchema7, required: boolean, defaults: boolean): string {
 	let out = required ? name : `${name}?`;
 	// An enum of three or more with a default shows only its default (vzdump's mode?=snapshot); describe_action lists the rest.
 	if (s.enum && !(s.default !== undefined && s.enum.length >= 3)) out += `: ${s.enum.map((x) => JSON.stringify(x).replace(/^"|"$/g, '')).join('|')}`;
 	else if (s.type === 'array') out += '[]';
 	else if (s.type === 'object' && s.properties) out += `: {${Object.keys(s.properties).join(', ')}}`;
-	else if (s.default !== undefined && typeof s.default !== 'object') out += `=${String(s.default)}`;
+	else if (defaults && s.default !== undefined && typeof s.default !== 'object') out += `=${String(s.default)}`;
 	if (s.description && s.description.length <= 4) out += ` ${s.description}`;
 	return out;
 }
 
 /**
  * An action as one line for a tool description: `pct_push(path, content, mode?=0644)`, required
- * fields first. describe_action gives the whole schema (types, bounds, descriptions).
+ * fields first; without `defaults`, `pct_push(path, content, mode?)` (request_execution's
+ * catalogue: every request carries it). describe_action gives the whole schema (types, bounds, descriptions).
  */
-export function actionSignature(name: ActionName): string {
+export function actionSignature(name: ActionName, { defaults = true }: { defaults?: boolean } = {}): string {
 	const v = actionParamsSchema(name);
 	const props = Object.entries(v.properties ?? {}) as Array<[string, JSONSchema7]>;
 	const req = new Set(v.required ?? []);
-	const fields = [...props.filter(([k]) => req.has(k)), ...props.filter(([k]) => !req.has(k))].map(([k, s]) => fieldSignature(k, s, req.has(k)));
+	const fields = [...props.filter(([k]) => req.has(k)), ...props.filter(([k]) => !req.has(k))].map(([k, s]) => fieldSignature(k, s, req.has(k), defaults));
 	return `${name}(${fields.join(', ')})`;
 }

@@ -55,7 +55,7 @@ export function entityDetail(e: Entity, stale: string | null = null) {
 /** `get_entity(id)`: one entity with all stored attributes and notes. */
 export function getEntityTool(_ctx: ToolContext) {
 	return tool({
-		description: 'One inventory entity with all its attributes and notes (as of syncedAt), by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
+		description: 'One inventory entity with all its attributes and notes, by uuid or ref (lxc:strong/101, host:strong, lxc:<name>).',
 		inputSchema: getEntityInput,
 		execute: async ({ id }) => {
 			const truth = await fleetTruth(await ensureFreshInventory());

@@ -92,8 +92,7 @@ async function readLive(hostName: string, vmid: number, signal: AbortSignal): Pr
 export function getLxcStateTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'One container read live from its host: status, resources, network, features, raw config. Give vmid ("101") ' +
-			'or name ("caddy", "strong/101"). An unreachable host gives the last synced data with stale: true.',
+			'One container read live from its host: status, resources, network, features, raw config. Give vmid ("101") ' + 'or name ("caddy", "strong/101").',
 		inputSchema: getLxcStateInput,
 		execute: async ({ vmid, name }) => {
 			if ((vmid === undefined) === (name === undefined)) {

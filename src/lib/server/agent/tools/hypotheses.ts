@@ -1,4 +1,5 @@
-import { tool } from 'ai';
+import { jsonSchema, tool } from 'ai';
+import type { z } from 'zod';
 import { sql } from '../../db/index';
 import { listMessages } from '../../conversation/messages';
 import { prepareExecution } from '../../executions/prepare';
@@ -73,12 +74,27 @@ async function unanswered(ran: FinishedCall[]): Promise<string | null> {
 	return reasons.length && reasons.every(Boolean) ? reasons.join('; ') : null;
 }
 
+/**
+ * What the model is shown of present_hypotheses' input: one field, the hypothesis's shape in the
+ * description (every request offers the tool: tokens); the arguments are checked by the strict
+ * zod schema, whose error names the wrong field (as request_execution does).
+ */
+const presentHypothesesShown = jsonSchema<z.output<typeof presentHypothesesInput>>(
+	{ type: 'object', properties: { hypotheses: { type: 'array', items: { type: 'object' } } }, required: ['hypotheses'] },
+	{
+		validate: (value) => {
+			const r = presentHypothesesInput.safeParse(value);
+			return r.success ? { success: true, value: r.data } : { success: false, error: r.error };
+		}
+	}
+);
+
 /** present_hypotheses: 2–3 candidate causes as cards, each with its evidence, a read-only check and a confidence. */
 export function presentHypothesesTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Diagnosing: show 2-3 hypotheses as cards. evidence: ids of earlier tool calls; check: a read-only action or tool that settles it. Run the checks, then mark_hypothesis each.',
-		inputSchema: presentHypothesesInput,
+			'Diagnosing: 2-3 hypotheses as cards, each {id, statement, evidence: ids of earlier tool calls, check: {action, target?, params?} (a read-only action or tool that settles it), confidence: low|medium|high}. Run the checks, then mark_hypothesis each.',
+		inputSchema: presentHypothesesShown,
 		execute: async (input, { toolCallId }) => {
 			const calls = finishedCalls(await sessionMessages(ctx));
 			for (const h of input.hypotheses) {

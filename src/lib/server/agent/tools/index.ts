@@ -1,4 +1,4 @@
-import type { InferUITools, PrepareStepFunction, StopCondition, Tool, ToolSet } from 'ai';
+import type { InferUITools, StopCondition, Tool, ToolSet } from 'ai';
 import { largestField, MAX_TOOL_INPUT_BYTES, toolError, type ToolContext } from './context';
 import { fleetTools } from './fleet';
 import { httpGetTool } from './http-get';
@@ -11,28 +11,6 @@ import { askOperatorTool } from './ask-operator';
 import { markHypothesisTool, presentHypothesesTool } from './hypotheses';
 import { lean } from './lean-schema';
 import { isReplayAnswer, replayed } from './replay';
-
-/**
- * Tools that apply only once the session has a tool result: a hypothesis cites earlier results
- * as its evidence, so in a session's first request (none yet) they are left out, and the first
- * request stays within its token budget (tests/integration/lean-prompt.test.ts). They are the
- * last tools, so the prefix a model server caches (instructions, the other tools) is unchanged.
- */
-export const HYPOTHESIS_TOOLS: string[] = ['present_hypotheses', 'mark_hypothesis'];
-
-/** The names of the tools a session's first request carries (Settings → Check the model counts these too). */
-export function firstRequestTools(tools: ToolSet): string[] {
-	return Object.keys(tools).filter((n) => !HYPOTHESIS_TOOLS.includes(n));
-}
-
-/**
- * The tools the model is offered in a step: all of them once the session has a tool result
- * (before this turn, or in an earlier step of it), else all but HYPOTHESIS_TOOLS.
- */
-export function activeToolsFor(tools: ToolSet, sessionHasResults: boolean): PrepareStepFunction<ToolSet> {
-	const early = firstRequestTools(tools);
-	return ({ steps }) => (sessionHasResults || steps.some((s) => s.toolResults.length > 0) ? undefined : { activeTools: early });
-}
 
 /** Tools after which the turn ends at once (the operator has to act first). */
 export const TURN_ENDING_TOOLS: string[] = ['propose_plan', 'ask_operator'];
@@ -107,7 +85,10 @@ declare module '../../../types/messages' {
 	interface NomosToolRegistry extends InferUITools<NomosTools> {}
 }
 
-/** Every tool the agent has in one turn. */
+/**
+ * Every tool the agent has in one turn: the same list in every request of a session (a model
+ * server caches the prompt's prefix, and the tool definitions are near its start).
+ */
 export function buildTools(ctx: ToolContext): ToolSet {
 	const tools: ToolSet = nomosTools(ctx);
 	// Alert text is attacker-reachable: an investigation never fetches URLs (read the fleet instead).

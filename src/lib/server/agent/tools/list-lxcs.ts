@@ -35,8 +35,7 @@ export function lxcRow(e: Entity) {
 export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
 		description:
-			"Every container (or one host's) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory " +
-			'synced each minute (see inventoryAsOf). ipMode "dhcp": the address is not in the config.',
+			"Every container (or one host's) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory " + 'synced each minute (see inventoryAsOf).',
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
 			const inventoryAsOf = await ensureFreshInventory();

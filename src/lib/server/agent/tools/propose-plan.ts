@@ -17,10 +17,7 @@ export const proposePlanInput = z
 			.array(
 				z
 					.object({
-						action: z
-							.string()
-							.max(64)
-							.describe('a catalogued action; read-only ones (…_http_check, pct_status, …) are checks needing no approval of their own'),
+						action: z.string().max(64).describe('a catalogued action; read-only ones are checks needing no approval'),
 						target: z.string().max(200),
 						params: actionParams,
 						why: z.string().max(500).default('')
@@ -36,8 +33,8 @@ export const proposePlanInput = z
 export function proposePlanTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Propose a plan of executions for the operator to approve once; each step is checked now (an error comes back to you: fix the plan and call again). ' +
-			'Once approved, the steps run by themselves in order, read-only checks included; the first that fails stops the plan. You are re-invoked once, when it ends. An accepted plan ends your turn.',
+			'Several executions for the operator to approve at once; each step is checked now (on an error, fix the plan and call again). ' +
+			'Once approved they run by themselves in order, read-only checks included, stopping at the first failure; you are re-invoked once, at the end. An accepted plan ends your turn.',
 		inputSchema: proposePlanInput,
 		execute: async (input, { toolCallId }) => {
 			const prepared: Array<PreparedExecution & { why: string }> = [];

@@ -74,7 +74,7 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 		([label, has]) =>
 			`${label}: ${names
 				.filter((n) => has(n))
-				.map(actionSignature)
+				.map((n) => actionSignature(n, { defaults: false }))
 				.join(', ')}.`
 	);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).

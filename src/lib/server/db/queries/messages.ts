@@ -85,12 +85,26 @@ export async function latestRequestingReplyRows(tx: TransactionSql, sessionId: s
 export async function writeFinalMessage(
 	tx: TransactionSql,
 	id: string,
-	m: { parts: MessagePart[]; status: MessageStatus; error: string | null; rev: number }
+	m: { parts: MessagePart[]; status: MessageStatus; error: string | null; rev: number; sent?: boolean }
 ): Promise<void> {
+	const text = JSON.stringify(m.parts);
+	// `sent`: these parts are the ones the model was sent (its turn's writer), kept as written beside them.
 	await tx`
-		update messages set parts = ${JSON.stringify(m.parts)}::text::jsonb, status = ${m.status}, error = ${m.error}, rev = ${m.rev}, updated_at = now()
+		update messages set parts = ${text}::text::jsonb, sent_parts = case when ${m.sent ?? false} then ${text}::text::json else sent_parts end,
+			status = ${m.status}, error = ${m.error}, rev = ${m.rev}, updated_at = now()
 		where id = ${id}`;
 	await refreshMessageFacts(tx, [id]);
+}
+
+/**
+ * The parts of these replies as their model was sent them (sent_parts: `json`, so object keys
+ * come back in the order they were written), by message id; replies without them are left out.
+ */
+export async function sentPartsOf(sql: Sql, ids: string[]): Promise<Map<string, MessagePart[]>> {
+	if (ids.length === 0) return new Map();
+	const rows = await sql<{ id: string; sent: string }[]>`
+		select id, sent_parts::text as sent from messages where id = any(${ids}::uuid[]) and sent_parts is not null`;
+	return new Map(rows.map((r) => [r.id, JSON.parse(r.sent) as MessagePart[]]));
 }
 
 /** Keeps a streaming message fresh, so the sweeper does not take its turn for dead. */

@@ -1,6 +1,6 @@
 // Chat sessions and what hangs off one: messages, its task, the event log, assent windows, questions and folded history.
 import { sql } from 'drizzle-orm';
-import { type AnyPgColumn, bigint, bigserial, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, bigint, bigserial, index, integer, json, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, ts, tsvector } from './columns';
 import { operators, apiTokens } from './operators-auth';
 import { alertHooks, schedules } from './alert-hooks-schedules';
@@ -69,6 +69,12 @@ export const messages = pgTable(
 		seq: bigserial('seq', { mode: 'number' }).notNull(),
 		role: text('role', { enum: messageRoles }).notNull(),
 		parts: jsonb('parts').$type<MessagePart[]>().notNull().default([]),
+		/**
+		 * An assistant reply's parts as the model was sent them, for its later requests: `json` keeps
+		 * the text as written (jsonb reorders object keys), so the history is replayed byte for byte
+		 * and a model server's prefix cache holds (agent/history.ts). `parts` stays the UI's source.
+		 */
+		sentParts: json('sent_parts').$type<MessagePart[]>(),
 		status: text('status', { enum: messageStatuses }).notNull().default('complete'),
 		origin: text('origin', { enum: messageOrigins }).notNull().default('chat'),
 		error: text('error'),
