@@ -81,7 +81,9 @@ export function perlPattern(re: RegExp): string {
 
 /** Literal text as a Perl pattern: every character but [A-Za-z0-9_] escaped, newline and tab by name. */
 export function perlLiteral(s: string): string {
-	return s.replace(/[^A-Za-z0-9_]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c.charCodeAt(0) < 128 ? `\\${c}` : `\\x{${c.codePointAt(0)!.toString(16)}}`));
+	return s.replace(/[^A-Za-z0-9_]/g, (c) =>
+		c === '\n' ? '\\n' : c === '\t' ? '\\t' : c.charCodeAt(0) < 128 ? `\\${c}` : `\\x{${c.codePointAt(0)!.toString(16)}}`
+	);
 }
 
 /** The pattern of one scalar schema: its regexes, enum values or literals; free text when it has none. */
@@ -274,7 +276,10 @@ function wrapperLines(): string[] {
 	const tag = '[0-9a-f]{8,64}';
 	const group = ['-w', 'sh', '-c', GROUP_SCRIPT, 'nomos'].map((w) => `\\A${perlLiteral(w)}\\z`);
 	const stop = ['-c', STOP_SCRIPT, 'nomos-stop'].map((w) => `\\A${perlLiteral(w)}\\z`);
-	return [['group', 'process group', 'setsid', ...group, `\\A${tag}\\z`].join('\t'), ['stop', 'remote stop', 'sh', ...stop, '\\A[0-9]+\\z', `\\A${tag}\\z`].join('\t')];
+	return [
+		['group', 'process group', 'setsid', ...group, `\\A${tag}\\z`].join('\t'),
+		['stop', 'remote stop', 'sh', ...stop, '\\A[0-9]+\\z', `\\A${tag}\\z`].join('\t')
+	];
 }
 
 const lineOf = (s: GateShape) => [s.repeatLast ? `${s.role}+` : s.role, s.name, s.argv0, ...s.words].join('\t');
