@@ -86,8 +86,8 @@ function argvsOf(name: string): { argv: string[]; stdin?: string; read: boolean 
 	for (const raw of SAMPLE_PARAMS[name] ?? []) {
 		const p = (ACTION_PARAMS[name as keyof typeof ACTION_PARAMS] as { parse(x: unknown): unknown }).parse(raw);
 		const ctx = { vmid: def.scope === 'host' ? undefined : '100', address: '192.0.2.10' };
-		const steps: Step[] = [...def.steps(p as never, ctx), ...(def.readBack?.(p as never, ctx) ?? [])];
-		const r = def.resume?.(p as never, ctx);
+		const steps: Step[] = [...def.steps(p, ctx), ...(def.readBack?.(p, ctx) ?? [])];
+		const r = def.resume?.(p, ctx);
 		if (r) steps.push(r.state, { label: 'config', argv: r.config, timeoutMs: 60_000 });
 		for (const s of steps)
 			out.push({ argv: s.argv, stdin: s.stdin, read: def.classification === 'read_only' || s.verify !== undefined || s.label === 'config' });
@@ -131,7 +131,7 @@ describe('nomos-gate lets the catalogue through', () => {
 	}, 60_000);
 
 	it('reads the inventory and the cluster through the read key', async () => {
-		const inv = await readInventory(clients.read, { timeoutMs: 20_000 });
+		const inv = await readInventory(clients.read, pve.nodeName, { timeoutMs: 20_000 });
 		expect(inv.containers.map((c) => c.vmid).sort()).toEqual((await pve.containers()).map((c) => c.vmid).sort());
 		expect(inv.containers.length).toBeGreaterThan(0);
 		// a standalone double has no cluster to report: only that the gate let both reads through

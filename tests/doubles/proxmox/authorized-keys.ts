@@ -38,7 +38,7 @@ export function parseAuthorizedKeys(text: string): AuthorizedKey[] {
 	for (const raw of text.split('\n')) {
 		const line = raw.trim();
 		if (!line || line.startsWith('#')) continue;
-		const first = line.split(/\s+/)[0]!;
+		const first = line.split(/\s+/)[0];
 		const { options, rest } = KEY_TYPES.test(first) ? { options: new Map<string, string | true>(), rest: line } : parseOptions(line);
 		const parsed = ssh2.utils.parseKey(rest.split(/\s+/).slice(0, 2).join(' '));
 		const key = Array.isArray(parsed) ? parsed[0] : parsed;

@@ -62,7 +62,7 @@ export function perlPattern(re: RegExp): string {
 	let inClass = false;
 	const src = re.source;
 	for (let i = 0; i < src.length; i++) {
-		const c = src[i]!;
+		const c = src[i];
 		if (c === '\\') {
 			out += c + (src[i + 1] ?? '');
 			i++;
@@ -153,6 +153,7 @@ function variants(schema: unknown, t: Tracer): unknown[] {
 	}
 }
 
+// eslint-disable-next-line no-control-regex -- the sentinels are control characters no param holds
 const SENTINEL = /\u0001\d+\u0002|98765\d{4}/g;
 
 /** One argv as gate words, the sentinels replaced by their patterns. */
@@ -162,7 +163,7 @@ function shapeOf(argv: readonly string[], t: Tracer, role: GateRole, name: strin
 	const words: string[] = [];
 	let repeatLast = false;
 	for (let i = 0; i < rest.length; i++) {
-		const w = rest[i]!;
+		const w = rest[i];
 		const whole = t.slots.get(w);
 		if (whole?.array !== undefined) {
 			const next = t.slots.get(rest[i + 1] ?? '');
@@ -232,10 +233,13 @@ function actionShapes(name: string, action: ActionDef): GateShape[] {
 	const add = (argv: string[], role: GateRole) => out.push(shapeOf(traced(argv), t, role, name));
 	for (const p of params) {
 		for (const ctx of ctxs) {
-			for (const s of action.steps(p as never, ctx)) add(s.argv, readOnly || isRead(s) ? 'read' : 'mutate');
-			for (const s of action.readBack?.(p as never, ctx) ?? []) add(s.argv, 'read');
-			const r = action.resume?.(p as never, ctx);
-			if (r) (add(r.state.argv, 'read'), add(r.config, 'read'));
+			for (const s of action.steps(p, ctx)) add(s.argv, readOnly || isRead(s) ? 'read' : 'mutate');
+			for (const s of action.readBack?.(p, ctx) ?? []) add(s.argv, 'read');
+			const r = action.resume?.(p, ctx);
+			if (r) {
+				add(r.state.argv, 'read');
+				add(r.config, 'read');
+			}
 		}
 	}
 	return out;

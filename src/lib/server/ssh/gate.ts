@@ -21,7 +21,7 @@ export async function readGate(client: Client, timeoutMs = 10_000): Promise<Gate
 		const m = v.exitCode === 0 ? VERSION.exec(v.stdout) : null;
 		if (m) {
 			const probe = await execArgv(client, GATE_PROBE_ARGV, { timeoutMs });
-			if (probe.exitCode === 126 && /nomos-gate: refused/.test(probe.stderr)) return { state: 'gated', version: m[1]!, role: m[2]! };
+			if (probe.exitCode === 126 && /nomos-gate: refused/.test(probe.stderr)) return { state: 'gated', version: m[1], role: m[2] };
 			return { state: 'unknown', detail: `the gate answered its version but did not refuse \`${GATE_PROBE_ARGV.join(' ')}\`` };
 		}
 		const probe = await execArgv(client, GATE_PROBE_ARGV, { timeoutMs });
