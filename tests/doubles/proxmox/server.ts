@@ -9,6 +9,7 @@ import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
+import { parseAuthorizedKeys, type AuthorizedKey } from './authorized-keys';
 import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
 import { addTaskIn, fillIn, readHealth, setHealthIn, setServiceIn, type HealthState, type SeedTask } from './health';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
@@ -36,7 +37,7 @@ import {
 	type VmState
 } from './state';
 
-export { generateHostKey, fingerprintOf, type KeyPair } from './keys';
+export { generateHostKey, generateKeyPair, fingerprintOf, type KeyPair } from './keys';
 export type { CtState, FailFault, FaultName, FaultValue, Faults, HttpSite, SeedCt, SeedVm, TaskRecord, ToolName, VmImage, VmState } from './state';
 export { processRunning } from './state';
 export type { AptPackage, BackupJob, BackupVolume, Disk, HealthState, PveTask, SeedTask, StorageKnobs, ZPool } from './health';
@@ -64,6 +65,13 @@ export interface ProxmoxDoubleOptions {
 	images?: VmImage[];
 	/** the folder of a cluster's shared state (cluster.json): set by startProxmoxCluster (cluster.ts) */
 	clusterDir?: string;
+	/**
+	 * More keys the double accepts for root, as authorized_keys lines: a key with a
+	 * `command="…"` option runs that command (through bash -c, as sshd runs it through the
+	 * user's shell) for every exec instead of the client's, which it finds in
+	 * SSH_ORIGINAL_COMMAND. The double's own client key keeps its full shell.
+	 */
+	authorizedKeys?: string;
 }
 
 export interface ProxmoxDouble {
@@ -141,13 +149,19 @@ function sameBytes(a: Buffer, b: Buffer): boolean {
 	return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** Publickey only, user root, only `allowed`; signatures really verified. Everything else is rejected. */
-function authenticate(ctx: AuthContext, allowed: ParsedKey): void {
-	if (ctx.method !== 'publickey' || ctx.username !== 'root') return ctx.reject(['publickey']);
-	if (ctx.key.algo !== allowed.type || !sameBytes(ctx.key.data, allowed.getPublicSSH())) return ctx.reject(['publickey']);
-	if (!ctx.signature || !ctx.blob) return ctx.accept(); // key probe -> PK_OK, client then signs
-	if (allowed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(['publickey']);
+/**
+ * Publickey only, user root, only the `allowed` keys; signatures really verified. Everything
+ * else is rejected. Returns the key that signed in (null for a probe or a rejection).
+ */
+function authenticate(ctx: AuthContext, allowed: AuthorizedKey[]): AuthorizedKey | null {
+	if (ctx.method !== 'publickey' || ctx.username !== 'root') return (ctx.reject(['publickey']), null);
+	const ctxKey = ctx.key;
+	const k = allowed.find((a) => ctxKey.algo === a.key.type && sameBytes(ctxKey.data, a.key.getPublicSSH()));
+	if (!k) return (ctx.reject(['publickey']), null);
+	if (!ctx.signature || !ctx.blob) return (ctx.accept(), null); // key probe -> PK_OK, client then signs
+	if (k.key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return (ctx.reject(['publickey']), null);
 	ctx.accept();
+	return k;
 }
 
 function parsePublicKey(data: Buffer): ParsedKey {
@@ -170,7 +184,10 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	const client = await generateKeyPair(keyDir, 'id_ed25519', 'nomos@proxmox-double');
 	const hostKeyPath = opts.hostKeyPath ?? (await generateKeyPair(keyDir, 'ssh_host_ed25519_key', `root@${nodeName}`)).privateKeyPath;
 	const hostKeyFingerprint = await fingerprintOfPrivateKey(hostKeyPath);
-	const allowedKey = parsePublicKey(await readFile(client.publicKeyPath));
+	const allowedKeys: AuthorizedKey[] = [
+		{ key: parsePublicKey(await readFile(client.publicKeyPath)), command: null },
+		...parseAuthorizedKeys(opts.authorizedKeys ?? '')
+	];
 
 	// bash sources ~/.bashrc when stdin is a socket (it assumes sshd), so give it an empty HOME.
 	const home = join(stateDir, 'home');
@@ -202,10 +219,11 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 	const onConnection = (conn: Connection): void => {
 		if (!reachable) return void socketOf(conn).destroy();
 		let open = 0;
+		let signedIn: AuthorizedKey | null = null;
 		connections.add(conn);
 		conn.on('close', () => connections.delete(conn));
 		conn.on('error', () => {}); // client resets are expected in tests
-		conn.on('authentication', (ctx) => authenticate(ctx, allowedKey));
+		conn.on('authentication', (ctx) => void (signedIn = authenticate(ctx, allowedKeys) ?? signedIn));
 		conn.on('ready', () => {
 			handshakes++;
 			conn.on('session', (acceptSession, rejectSession) => {
@@ -220,7 +238,10 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 					const time: ExecTime = { command: info.command, at: Date.now(), endedAt: null };
 					execLog.push(info.command);
 					execTimes.push(time);
-					const cmd = runOverChannel(accept(), info.command, env);
+					// A forced command runs instead of the client's, which it reads from SSH_ORIGINAL_COMMAND.
+					const forced = signedIn?.command ?? null;
+					const cmd =
+						forced === null ? runOverChannel(accept(), info.command, env) : runOverChannel(accept(), forced, { ...env, SSH_ORIGINAL_COMMAND: info.command });
 					running = cmd;
 					active.add(cmd);
 					void cmd.done.then(() => {

@@ -24,7 +24,7 @@ const MARKER = /^nomos-pgid ([0-9]+)$/;
 // does; -w makes it wait for that child and pass on its exit code. The child leads a new session
 // and group ($$ is its pid), exports the tag, prints the marker, then execs the argv in place:
 // same pid, same stdin (pct push still reads it), the argv's own exit code.
-const GROUP_SCRIPT = 'NOMOS_RUN=$1; export NOMOS_RUN; shift; echo "nomos-pgid $$"; exec "$@"';
+export const GROUP_SCRIPT = 'NOMOS_RUN=$1; export NOMOS_RUN; shift; echo "nomos-pgid $$"; exec "$@"';
 
 /**
  * The argv wrapped to run in its own session and process group on the host, so that all of it
@@ -48,7 +48,7 @@ export function groupFromMarker(line: string): number | null {
 // environment left and a reused pgid belongs to someone else, so neither is ever signalled and
 // neither keeps the wait going. Plain sh and /proc only (read is a builtin: no fork per process).
 // Exit 0: nothing of it was left; 2: it was running and is gone now; 3: still there after KILL.
-const STOP_SCRIPT = `g=$1 t=$2
+export const STOP_SCRIPT = `g=$1 t=$2
 ours() {
 	for d in /proc/[0-9]*; do
 		read -r s 2>/dev/null <"$d/stat" || continue
