@@ -73,5 +73,14 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 	pct_migrate: [{ node: 'pve2' }],
 	qm_migrate: [{ vmid: 200, node: 'pve2', online: true, withLocalDisks: true }],
 	pct_stop: [{}],
-	pct_destroy: [{}]
+	pct_destroy: [{}],
+	storage_status: [{}, { node: 'pve2' }],
+	backup_list: [{ storage: 'local' }, { storage: 'local', vmid: 101, node: 'pve2' }],
+	backup_jobs: [{}],
+	tasks_failed: [{}, { limit: 5, node: 'pve2' }],
+	task_log: [{ upid: 'UPID:pve1:0002A1B3:01C2D3E4:675A1B2C:vzdump:101:root@pam:' }],
+	node_updates: [{}],
+	zfs_status: [{}],
+	disks_smart: [{}],
+	pve_services: [{}]
 };

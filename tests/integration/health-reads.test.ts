@@ -156,7 +156,9 @@ describe('node-health reads', () => {
 		expect(lines[0]).toBe('vzdump 101: ended: job errors; 66 log lines');
 		expect(lines).toContain('ERROR: Backup of VM 101 failed - vma_queue_write: write error - No space left on device');
 		expect(lines.slice(-2)).toEqual(['INFO: Backup job finished with errors', 'TASK ERROR: job errors']);
-		expect(t.command).toContain(`'pvesh' 'get' '/nodes/strong/tasks/${upid}/log' '--start' '0' '--limit' '1000'`);
+		expect(t.command).toContain(`'pvesh' 'get' '/nodes/localhost/tasks/${upid}/log' '--start' '0' '--limit' '1000'`);
+		// Another member's task is read through its node, which must be the one the UPID names.
+		expect((await read('task_log', { upid, node: 'pve2' })).error).toMatch(/node must be the member the UPID names/);
 	});
 
 	it('task_log refuses what is not a UPID before anything runs', async () => {
@@ -269,6 +271,6 @@ describe('the family is described on demand', () => {
 		expect(d.actions).toContain(
 			'backup_list(storage, vmid?, node?): the backups on a storage: per guest count, size, newest and oldest; with vmid each volume (volid, size, time, protected, notes)'
 		);
-		expect(d.actions.find((a: string) => a.startsWith('task_log('))).toMatch(/^task_log\(upid, lines\?=40\)/);
+		expect(d.actions.find((a: string) => a.startsWith('task_log('))).toMatch(/^task_log\(upid, lines\?=40, node\?\)/);
 	});
 });

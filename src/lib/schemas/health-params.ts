@@ -22,7 +22,14 @@ export const HEALTH_PARAMS = {
 	backup_list: z.object({ storage, vmid: vmid.optional(), node }).strict(),
 	backup_jobs: z.object({}).strict(),
 	tasks_failed: z.object({ limit: z.number().int().min(1).max(50).default(10), node }).strict(),
-	task_log: z.object({ upid, lines: z.number().int().min(5).max(200).default(40) }).strict(),
+	// The task's node is read by its path: a task another member ran is read with node = the member its UPID names.
+	task_log: z
+		.object({ upid, lines: z.number().int().min(5).max(200).default(40), node })
+		.strict()
+		.refine((p) => p.node === undefined || UPID_RE.exec(p.upid)?.[1] === p.node, {
+			message: 'node must be the member the UPID names (or left out for the target host)',
+			path: ['node']
+		}),
 	node_updates: z.object({ node }).strict(),
 	zfs_status: z.object({}).strict(),
 	disks_smart: z.object({ node }).strict(),

@@ -5,7 +5,7 @@
 // (proxmox/health-parse.ts); output that does not parse fails the read (unknown, with the reason).
 // The family is described on demand (describe_action "health"), not in every first request.
 import type { z } from 'zod';
-import { HEALTH_PARAMS, UPID_RE } from '../../schemas/health-params';
+import { HEALTH_PARAMS } from '../../schemas/health-params';
 import {
 	backupJobsSummary,
 	backupSummary,
@@ -75,12 +75,13 @@ export const HEALTH_READS = {
 	}),
 	task_log: def({
 		classification: 'read_only',
-		description: "one task's end status and log (its error lines and last lines), by the UPID tasks_failed lists",
+		description:
+			"one task's end status and log (its error lines and last lines), by the UPID tasks_failed lists (node: the member the UPID names, if not the target)",
 		scope: 'host',
 		params: HEALTH_PARAMS.task_log,
 		steps: (p) => {
-			// The task's own node (its UPID names it): pvesh forwards to that member.
-			const base = `/nodes/${UPID_RE.exec(p.upid)![1]}/tasks/${p.upid}`;
+			// The target host's own tasks, or another member's (`node`, the one its UPID names): pvesh forwards there.
+			const base = `${at(p.node)}/tasks/${p.upid}`;
 			return [pvesh('task status', `${base}/status`), pvesh('task log', `${base}/log`, '--start', '0', '--limit', '1000')];
 		},
 		digest: (p, [status, log]) => taskLogSummary(status, log, p.lines)
