@@ -14,6 +14,7 @@
  *   { text, chunkSize?=8, delayMs?=0, usage? }     text in chunkSize-char deltas, delayMs apart
  *   { toolCalls: [{ name, args?, id? }], text?, delayMs?, usage? }   args: JSON value, or a string sent raw
  *       usage: { promptTokens?, completionTokens?, cachedTokens? } reported instead of the estimate
+ *       asText: 'tag' | 'json': the calls written in `content` (qwen3's <tool_call> or bare JSON)
  *   { fault: 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang' }
  *       http500/http429: OpenAI error JSON (429 has retry-after: 0); empty: no content, finish 'stop';
  *       malformed-tool-json: call to the request's first tool with invalid JSON arguments;

@@ -58,6 +58,12 @@ export interface ToolCallsResponse {
 	delayMs?: number;
 	/** Characters of arguments per streamed delta (default 8); large for huge arguments. */
 	argsChunkSize?: number;
+	/**
+	 * Write the calls as text in `content` instead of `tool_calls`, as qwen3 on some Ollama builds
+	 * does: `tag` is its template's `<tool_call>{"name":…,"arguments":{…}}</tool_call>` per call,
+	 * `json` a bare `{"name":…,"arguments":{…}}` (an array for several).
+	 */
+	asText?: 'tag' | 'json';
 	usage?: ScriptedUsage;
 }
 
@@ -149,6 +155,7 @@ export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
 		text: z.string().optional(),
 		delayMs,
 		argsChunkSize: z.number().int().min(1).optional(),
+		asText: z.enum(['tag', 'json']).optional(),
 		usage
 	}),
 	z.strictObject({ fault: z.enum(faultKinds), retryAfter: z.number().min(0).max(3600).optional() })

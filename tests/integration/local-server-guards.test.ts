@@ -1,0 +1,130 @@
+// Guards for what local model servers do wrong, each with the scripted server emitting the fault
+// and the real @ai-sdk/openai client reading it: tool calls written as text, a prompt the server
+// cut at its default window, a cold model load, and a model that repeats the same call.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
+import { insertMessage } from '../../src/lib/server/db/queries/messages';
+import { listMessages } from '../../src/lib/server/conversation/messages';
+import { createSession } from '../../src/lib/server/db/queries/sessions';
+import { resetEnvCache } from '../../src/lib/server/env';
+import { runTurn } from '../../src/lib/server/agent/run-turn';
+import { forgetContextWindow } from '../../src/lib/server/agent/context-budget';
+import { syncAllHosts } from '../../src/lib/server/inventory/sync';
+import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
+import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
+import { useTestDatabase } from '../helpers/db';
+import { addHost } from '../helpers/executions';
+import { view } from '../helpers/message-view';
+import type { MessagePart } from '../../src/lib/types/messages';
+
+useTestDatabase();
+let llm: ScriptedLlm;
+let pve: ProxmoxDouble;
+
+beforeAll(async () => {
+	llm = await startScriptedLlm();
+	process.env.OPENAI_BASE_URL = llm.baseURL;
+	process.env.OPENAI_API_KEY = 'test';
+	process.env.NOMOS_MODEL = 'qwen3:8b';
+	process.env.NOMOS_HISTORY_TOKENS = '0';
+	resetEnvCache();
+	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
+	await addHost(pve);
+	await syncAllHosts();
+});
+afterAll(async () => {
+	await llm.close();
+	await pve?.close();
+	delete process.env.OPENAI_BASE_URL;
+	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
+	delete process.env.NOMOS_HISTORY_TOKENS;
+	resetEnvCache();
+});
+beforeEach(() => {
+	llm.reset();
+	forgetContextWindow();
+	delete process.env.NOMOS_MODEL_STREAM_TOOLS;
+	resetEnvCache();
+});
+
+async function session(text: string): Promise<string> {
+	return sql().begin<string>(async (tx) => {
+		const id = await createSession(tx, null, 'local guards');
+		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' });
+		return id;
+	});
+}
+const reply = async (sessionId: string) => (await listMessages(sql(), sessionId)).filter((m) => m.role === 'assistant').at(-1)!;
+const calls = (parts: MessagePart[]) => view(parts).flatMap((p) => (p.type === 'tool-call' ? [p] : []));
+const texts = (parts: MessagePart[]) => view(parts).flatMap((p) => (p.type === 'text' ? [p.text] : []));
+
+describe('tool calls that arrive as text', () => {
+	it.each([
+		['ollama', 'tag', true],
+		['ollama', 'json', true],
+		['llamacpp', 'tag', true],
+		['ollama', 'tag', false]
+	] as const)('%s, written as %s (streamed: %s), run as real calls', async (dialect, asText, streamed) => {
+		llm.setDialect(dialect);
+		if (!streamed) process.env.NOMOS_MODEL_STREAM_TOOLS = 'off';
+		resetEnvCache();
+		llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }], asText }, { text: 'One container: caddy.' });
+		const s = await session('which containers run?');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts)).toMatchObject([{ toolName: 'list_lxcs', state: 'done' }]);
+		expect(texts(m.parts).join('')).toBe('One container: caddy.');
+		// The model's next request carries the call and its result, as for any call.
+		const next = llm.requests[1].body!.messages!;
+		expect(next.some((x) => x.role === 'assistant' && x.tool_calls?.[0]?.function.name === 'list_lxcs')).toBe(true);
+		expect(next.some((x) => x.role === 'tool')).toBe(true);
+	});
+
+	it('words before the calls stay words; two calls in one reply both run', async () => {
+		llm.setDialect('ollama');
+		llm.push(
+			{
+				text: 'Let me look.',
+				toolCalls: [
+					{ name: 'list_lxcs', args: {} },
+					{ name: 'search_knowledge', args: { query: 'caddy' } }
+				],
+				asText: 'tag'
+			},
+			{ text: 'Done.' }
+		);
+		const s = await session('look around');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts).map((c) => [c.toolName, c.state])).toEqual([
+			['list_lxcs', 'done'],
+			['search_knowledge', 'done']
+		]);
+		expect(texts(m.parts).join('')).toMatch(/^Let me look\.\s*Done\.$/);
+	});
+
+	it("a call whose arguments fail the tool's schema is refused like any call, and runs nothing", async () => {
+		llm.setDialect('ollama');
+		llm.push({ toolCalls: [{ name: 'search_knowledge', args: { query: 42 } }], asText: 'json' }, { text: 'Sorry.' });
+		const s = await session('search');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const [c] = calls((await reply(s)).parts);
+		expect(c).toMatchObject({ toolName: 'search_knowledge', state: 'error' });
+		expect(c.output).toBeUndefined();
+	});
+
+	it('JSON that names no offered tool, or is not a call, is shown as the text it was', async () => {
+		llm.setDialect('ollama');
+		llm.push({ toolCalls: [{ name: 'format_disk', args: { disk: '/dev/sda' } }], asText: 'tag' });
+		const s = await session('format it');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts)).toEqual([]);
+		expect(texts(m.parts).join('')).toBe('<tool_call>\n{"name":"format_disk","arguments":{"disk":"/dev/sda"}}\n</tool_call>');
+
+		llm.push({ text: '{"status": "ok", "note": "plain JSON the operator asked for"}' });
+		const s2 = await session('answer in JSON');
+		expect((await runTurn({ sessionId: s2, origin: 'chat' })).status).toBe('complete');
+		expect(texts((await reply(s2)).parts).join('')).toBe('{"status": "ok", "note": "plain JSON the operator asked for"}');
+	});
+});
