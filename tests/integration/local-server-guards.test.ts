@@ -128,3 +128,41 @@ describe('tool calls that arrive as text', () => {
 		expect(texts((await reply(s2)).parts).join('')).toBe('{"status": "ok", "note": "plain JSON the operator asked for"}');
 	});
 });
+
+describe('the same call over and over', () => {
+	it('the third identical call (same tool, same arguments in any key order) ends the turn with a note', async () => {
+		llm.setDialect('ollama');
+		const again = (args: object) => ({ toolCalls: [{ name: 'list_entities', args }] });
+		llm.push(
+			again({ kind: 'lxc', query: 'caddy' }),
+			again({ query: 'caddy', kind: 'lxc' }),
+			again({ kind: 'lxc', query: 'caddy' }),
+			again({ kind: 'lxc', query: 'caddy' }),
+			{
+				text: 'never asked for'
+			}
+		);
+		const s = await session('find caddy notes');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts).map((c) => c.state)).toEqual(['done', 'done', 'done']);
+		const note = view(m.parts).find((p) => p.type === 'note' && p.kind === 'repeat');
+		expect(note).toMatchObject({ data: { tool: 'list_entities', times: 3 } });
+		expect((note as { text: string }).text).toContain('called list_entities with the same arguments 3 times in this turn');
+		// No fourth request: the turn stopped, the model was not asked again.
+		expect(llm.requests).toHaveLength(3);
+		expect(llm.state().pending).toBe(2);
+	});
+
+	it('the same tool with other arguments, or a call made twice, goes on', async () => {
+		llm.setDialect('ollama');
+		const call = (query: string) => ({ toolCalls: [{ name: 'search_knowledge', args: { query } }] });
+		llm.push(call('caddy'), call('backup'), call('caddy'), call('dns'), { text: 'Found what there is.' });
+		const s = await session('search around');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		const m = await reply(s);
+		expect(calls(m.parts)).toHaveLength(4);
+		expect(view(m.parts).some((p) => p.type === 'note')).toBe(false);
+		expect(texts(m.parts).join('')).toBe('Found what there is.');
+	});
+});

@@ -6,6 +6,7 @@ import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart, isToolPart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
+import { canonicalJson } from '../../messages/fold';
 import type { MessagePart, StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel } from './history';
@@ -52,10 +53,28 @@ export interface TurnResult {
 /** No stream part for this long means the model server stalled. */
 const IDLE_MS = 120_000;
 
-type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number; overBudget: boolean };
+type Attempt = {
+	produced: boolean;
+	error?: unknown;
+	aborted: boolean;
+	promptTokens?: number;
+	overBudget: boolean;
+	/** The call the model repeated REPEAT_LIMIT times with the same arguments, when it did. */
+	repeated?: string;
+};
+
+/** The same tool call with the same arguments this many times in one turn ends it: the model is going round in circles. */
+export const REPEAT_LIMIT = 3;
 
 /** What the turn's model calls used so far (every attempt), and the turn's token budget (null: none). */
-type Spend = { usage: UsageData | null; budget: number | null; steps: number; budgetName: string };
+type Spend = {
+	usage: UsageData | null;
+	budget: number | null;
+	steps: number;
+	budgetName: string;
+	/** Valid tool calls made so far in the turn (every attempt), by name and canonical arguments. */
+	calls: Map<string, number>;
+};
 
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
@@ -131,9 +150,10 @@ async function converse(
 				usage: null,
 				budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET),
 				steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS),
-				budgetName: 'NOMOS_WATCH_TOKEN_BUDGET'
+				budgetName: 'NOMOS_WATCH_TOKEN_BUDGET',
+				calls: new Map()
 			}
-		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
+		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET', calls: new Map() };
 	// Operator messages still queued are answered by their own turn, next. Older turns may be
 	// folded into the stored summary first (one request, once per fold point; see summary.ts).
 	const folded = await foldedHistory({
@@ -179,6 +199,15 @@ async function converse(
 		if (r.overBudget) {
 			// Stopped between steps: every call of the last step has its result, nothing is half-written.
 			writer.addNote('budget', budgetNote(spend));
+			return finish(writer, 'complete', null);
+		}
+		if (r.repeated) {
+			// Stopped between steps, like the budget: every call has its result.
+			writer.addNote(
+				'repeat',
+				`Stopped: the model called ${r.repeated} with the same arguments ${REPEAT_LIMIT} times in this turn, so it is going round in circles. Send a message to go on (a larger model may do better).`,
+				{ tool: r.repeated, times: REPEAT_LIMIT }
+			);
 			return finish(writer, 'complete', null);
 		}
 		// Said once per session: the same cut under every reply tells nothing new.
@@ -305,7 +334,9 @@ async function attemptStream(
 	const ends: StopCondition<ToolSet>[] = [stepCountIs(spend.steps), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
 	const before = totalTokens(spend.usage);
+	let repeated: string | undefined;
 	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {
+		if (repeated) return true;
 		for (const end of ends) if (await end({ steps })) return true;
 		if (spend.budget === null) return false;
 		const used = before + steps.reduce((n, st) => n + tokens(st.usage.inputTokens) + tokens(st.usage.outputTokens), 0);
@@ -341,7 +372,13 @@ async function attemptStream(
 				case 'tool-call':
 					if ('invalid' in part && part.invalid) {
 						writer.rejectToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
-					} else writer.setToolInput(part.toolCallId, part.toolName, part.input);
+					} else {
+						writer.setToolInput(part.toolCallId, part.toolName, part.input);
+						const key = `${part.toolName} ${canonicalJson(part.input)}`;
+						const times = (spend.calls.get(key) ?? 0) + 1;
+						spend.calls.set(key, times);
+						if (times >= REPEAT_LIMIT) repeated ??= part.toolName;
+					}
 					break;
 				case 'tool-result':
 					writer.finishToolCall(part.toolCallId, part.output);
@@ -377,7 +414,8 @@ async function attemptStream(
 	} finally {
 		clearTimeout(idleTimer);
 	}
-	return { produced: await writer.hasContent(), error, aborted, promptTokens, overBudget: overBudget && !error && !aborted };
+	const clean = !error && !aborted;
+	return { produced: await writer.hasContent(), error, aborted, promptTokens, overBudget: overBudget && clean, repeated: clean ? repeated : undefined };
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {
