@@ -166,3 +166,125 @@ describe('the same call over and over', () => {
 		expect(texts(m.parts).join('')).toBe('Found what there is.');
 	});
 });
+
+describe('a prompt the server cut at a default window', () => {
+	/** A session whose history, with the instructions and tools, is about 5,000–6,000 o200k tokens. */
+	async function longSession(): Promise<string> {
+		const s = await session('first question');
+		const words = 'the backup of container caddy finished and the disk on strong is at sixty percent '.repeat(30);
+		await sql().begin(async (tx) => {
+			for (let i = 0; i < 7; i++) {
+				await insertMessage(tx, {
+					sessionId: s,
+					role: 'assistant',
+					parts: [{ type: 'text', text: `answer ${i}: ${words}` }],
+					status: 'complete',
+					origin: 'chat'
+				});
+				await insertMessage(tx, { sessionId: s, role: 'user', parts: [{ type: 'text', text: `follow-up ${i}` }], status: 'complete', origin: 'chat' });
+			}
+		});
+		return s;
+	}
+	const contextNotes = async (s: string) =>
+		(await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as Array<{
+			text: string;
+			data: { read: number; sent: number; server: string };
+		}>;
+
+	it("usage at exactly Ollama's 4096 while ~5,000 were sent: said in the chat and on Settings, with num_ctx", async () => {
+		// The operator believes the model's 32k; Ollama runs it at 4096 and drops the front.
+		process.env.NOMOS_CONTEXT_TOKENS = '32768';
+		resetEnvCache();
+		try {
+			llm.setDialect('ollama', 4096);
+			const s = await longSession();
+			llm.push({ text: 'Short answer.' });
+			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+			const [note] = await contextNotes(s);
+			expect(note.data).toMatchObject({ server: 'ollama', read: 4096 });
+			// Beyond the tokenizers' spread, but within what "far fewer than sent" (60 %) would catch:
+			// only the known cap tells.
+			expect(note.data.sent).toBeGreaterThan(4096 * 1.15);
+			expect(note.data.sent).toBeLessThan(4096 / 0.6);
+			expect(note.text).toContain('PARAMETER num_ctx 16384 in a Modelfile');
+			expect(note.text).toContain('OLLAMA_CONTEXT_LENGTH');
+
+			const { checkModel } = await import('../../src/lib/server/agent/model-check');
+			const c = await checkModel({ probe: false });
+			expect(c.cut).toMatchObject({ sessionId: s, text: note.text, data: { read: 4096 } });
+		} finally {
+			delete process.env.NOMOS_CONTEXT_TOKENS;
+			resetEnvCache();
+		}
+	});
+
+	it('the same prompt read whole is not reported', async () => {
+		process.env.NOMOS_CONTEXT_TOKENS = '32768';
+		resetEnvCache();
+		try {
+			llm.setDialect('ollama', 32768);
+			const s = await longSession();
+			llm.push({ text: 'Short answer.' });
+			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+			expect(await contextNotes(s)).toEqual([]);
+		} finally {
+			delete process.env.NOMOS_CONTEXT_TOKENS;
+			resetEnvCache();
+		}
+	});
+
+	it("llama.cpp's note says -c", async () => {
+		process.env.NOMOS_CONTEXT_TOKENS = '32768';
+		resetEnvCache();
+		try {
+			llm.setDialect('llamacpp', 4096);
+			const s = await longSession();
+			llm.push({ text: 'Short answer.' });
+			expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+			const [note] = await contextNotes(s);
+			expect(note.data).toMatchObject({ server: 'llamacpp', read: 4096 });
+			expect(note.text).toContain('llama-server with -c 16384');
+		} finally {
+			delete process.env.NOMOS_CONTEXT_TOKENS;
+			resetEnvCache();
+		}
+	});
+});
+
+describe("Settings → Check the model: the server's window and whether it caches", () => {
+	const check = async () => (await import('../../src/lib/server/agent/model-check')).checkModel({ probe: false });
+
+	it('Ollama: num_ctx it runs at, the trained window, and a KV cache per loaded model', async () => {
+		llm.setDialect('ollama', 8192);
+		const c = await check();
+		expect(c).toMatchObject({ server: 'ollama', context: { tokens: 8192, source: "Ollama (the model's num_ctx)" }, trained: 32768, cache: { caches: true } });
+	});
+
+	it('llama.cpp: n_ctx and cache_prompt from /props', async () => {
+		llm.setDialect('llamacpp', 6144);
+		const c = await check();
+		expect(c).toMatchObject({ server: 'llamacpp', context: { tokens: 6144, source: 'llama.cpp (/props n_ctx, per slot)' }, cache: { caches: true } });
+		expect(c.cache.detail).toContain('cache_prompt on');
+	});
+
+	it('vLLM: max_model_len, and caching unknown (not discoverable)', async () => {
+		llm.setDialect('vllm', 16384);
+		process.env.NOMOS_MODEL = 'scripted';
+		resetEnvCache();
+		try {
+			const c = await check();
+			expect(c).toMatchObject({ server: 'vllm', context: { tokens: 16384 }, cache: { caches: null } });
+			expect(c.cache.detail).toMatch(/^unknown: .*--enable-prefix-caching/);
+		} finally {
+			process.env.NOMOS_MODEL = 'qwen3:8b';
+			resetEnvCache();
+		}
+	});
+
+	it('a server that says nothing: window and caching unknown, never guessed', async () => {
+		llm.setDialect('openai');
+		const c = await check();
+		expect(c).toMatchObject({ server: 'other', context: { tokens: null, source: 'unknown' }, trained: null, cache: { caches: null } });
+	});
+});

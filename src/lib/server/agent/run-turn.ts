@@ -15,7 +15,8 @@ import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, modelIdFor, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
-import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
+import { promptParts, type PromptBody } from './prompt-tokens';
+import { contextWindow, estimateTokens, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { activeToolsFor, buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
@@ -58,6 +59,8 @@ type Attempt = {
 	error?: unknown;
 	aborted: boolean;
 	promptTokens?: number;
+	/** The first request of the attempt as sent, in o200k tokens (null when the SDK did not say). */
+	sentTokens?: number;
 	overBudget: boolean;
 	/** The call the model repeated REPEAT_LIMIT times with the same arguments, when it did. */
 	repeated?: string;
@@ -211,10 +214,10 @@ async function converse(
 			return finish(writer, 'complete', null);
 		}
 		// Said once per session: the same cut under every reply tells nothing new.
-		const sentChars = JSON.stringify(sent).length + fixedChars;
-		if (!contextNoted && truncationWarning(sentChars, r.promptTokens, window.tokens)) {
+		const sentTokens = r.sentTokens ?? estimateTokens(JSON.stringify(sent).length + fixedChars);
+		if (!contextNoted && truncationWarning(sentTokens, r.promptTokens, window.tokens)) {
 			// The server's kind is asked only now (the note says how to raise the limit there).
-			const cut = truncationWarning(sentChars, r.promptTokens, window.tokens, await serverKind())!;
+			const cut = truncationWarning(sentTokens, r.promptTokens, window.tokens, await serverKind())!;
 			writer.addNote('context', cut.text, cut.data);
 			contextNoted = true;
 		}
@@ -330,6 +333,7 @@ async function attemptStream(
 	let error: unknown;
 	let aborted = false;
 	let promptTokens: number | undefined;
+	let sentTokens: number | undefined;
 	let overBudget = false;
 	const ends: StopCondition<ToolSet>[] = [stepCountIs(spend.steps), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
@@ -362,6 +366,10 @@ async function attemptStream(
 			switch (part.type) {
 				case 'start-step':
 					writer.startStep();
+					// The request body as sent: what a server that reports fewer prompt tokens cut.
+					if (sentTokens === undefined && part.request.body && typeof part.request.body === 'object') {
+						sentTokens = promptParts(part.request.body as PromptBody).total;
+					}
 					break;
 				case 'text-delta':
 					if (part.text) writer.appendText(part.text);
@@ -415,7 +423,15 @@ async function attemptStream(
 		clearTimeout(idleTimer);
 	}
 	const clean = !error && !aborted;
-	return { produced: await writer.hasContent(), error, aborted, promptTokens, overBudget: overBudget && clean, repeated: clean ? repeated : undefined };
+	return {
+		produced: await writer.hasContent(),
+		error,
+		aborted,
+		promptTokens,
+		sentTokens,
+		overBudget: overBudget && clean,
+		repeated: clean ? repeated : undefined
+	};
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {
