@@ -187,7 +187,7 @@ describe('a prompt the server cut at a default window', () => {
 		return s;
 	}
 	const contextNotes = async (s: string) =>
-		(await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as Array<{
+		(await listMessages(sql(), s)).flatMap((m) => view(m.parts)).filter((p) => p.type === 'note' && p.kind === 'context') as unknown as Array<{
 			text: string;
 			data: { read: number; sent: number; server: string };
 		}>;
@@ -286,5 +286,50 @@ describe("Settings → Check the model: the server's window and whether it cache
 		llm.setDialect('openai');
 		const c = await check();
 		expect(c).toMatchObject({ server: 'other', context: { tokens: null, source: 'unknown' }, trained: null, cache: { caches: null } });
+	});
+});
+
+describe('a cold model load', () => {
+	beforeEach(() => {
+		// 15 s in production; a test waits a fraction of that (the rule is the same).
+		process.env.NOMOS_MODEL_LOADING_SECONDS = '0.3';
+		resetEnvCache();
+	});
+	afterAll(() => {
+		delete process.env.NOMOS_MODEL_LOADING_SECONDS;
+		resetEnvCache();
+	});
+
+	it('no byte for a while: the chat says the model is loading, and the one request is waited for, not retried', async () => {
+		llm.setDialect('ollama');
+		llm.push({ text: 'Ready now.', loadMs: 2500 }, { text: 'a retry would get this' });
+		const s = await session('hello?');
+		const turn = runTurn({ sessionId: s, origin: 'chat' });
+		// Read as every browser reads it: the streaming reply folded from its events.
+		let seen: MessagePart[] = [];
+		for (let i = 0; i < 100; i++) {
+			seen = (await reply(s).catch(() => null))?.parts ?? [];
+			if (view(seen).some((p) => p.type === 'note' && p.kind === 'loading')) break;
+			await new Promise((r) => setTimeout(r, 20));
+		}
+		expect(view(seen)).toMatchObject([{ type: 'note', kind: 'loading' }]);
+		expect((view(seen)[0] as { text: string }).text).toMatch(/^The model is loading \(no answer for 0 s\); waiting for it rather than asking again…$/);
+		// While the row shows, the server is still loading: one request, nothing answered yet.
+		expect(llm.requests).toHaveLength(1);
+
+		expect((await turn).status).toBe('complete');
+		const m = await reply(s);
+		expect(view(m.parts).map((p) => (p.type === 'note' ? `note:${p.kind}` : p.type))).toEqual(['note:loading', 'text']);
+		expect(texts(m.parts).join('')).toBe('Ready now.');
+		expect(llm.requests).toHaveLength(1);
+		expect(llm.state().pending).toBe(1);
+	});
+
+	it('a slow stream after its first byte is not a load', async () => {
+		llm.setDialect('ollama');
+		llm.push({ text: 'one two three', chunkSize: 4, delayMs: 400 });
+		const s = await session('slowly');
+		expect((await runTurn({ sessionId: s, origin: 'chat' })).status).toBe('complete');
+		expect(view((await reply(s)).parts)).toEqual([{ type: 'text', text: 'one two three' }]);
 	});
 });

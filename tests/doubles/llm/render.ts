@@ -77,6 +77,9 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 				return emit({ text: CUT_TEXT, chunkSize: 16, toolCalls: [], delayMs: 0, cutAfterChunks: 3 }, ctx);
 		}
 	}
+	// A cold model load: the server says nothing until the model is in memory.
+	if (response.loadMs) await sleep(response.loadMs, ctx.signal);
+	if (ctx.res.destroyed) return;
 	if ('toolCalls' in response && response.asText) {
 		const written = response.toolCalls.map((call) => ({
 			name: call.name,

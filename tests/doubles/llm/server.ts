@@ -14,6 +14,7 @@
  *   POST /api/show             Ollama dialects: model_info.*.context_length and parameters' num_ctx.
  * ScriptedResponse (see types.ts):
  *   { text, chunkSize?=8, delayMs?=0, usage? }     text in chunkSize-char deltas, delayMs apart
+ *       loadMs (text and toolCalls): a cold model load, nothing at all (no headers) for that long first
  *   { toolCalls: [{ name, args?, id? }], text?, delayMs?, usage? }   args: JSON value, or a string sent raw
  *       usage: { promptTokens?, completionTokens?, cachedTokens? } reported instead of the estimate
  *       asText: 'tag' | 'json': the calls written in `content` (qwen3's <tool_call> or bare JSON)

@@ -15,7 +15,7 @@ import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, modelIdFor, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
-import { promptParts, type PromptBody } from './prompt-tokens';
+import { promptParts } from './prompt-tokens';
 import { contextWindow, estimateTokens, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { activeToolsFor, buildTools, parkedForOperator } from './tools/index';
@@ -325,10 +325,25 @@ async function attemptStream(
 	headers?: Record<string, string>
 ): Promise<Attempt> {
 	const idle = new AbortController();
-	let idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
-	const bump = () => {
+	const config = env();
+	// Before the first byte the model may still be loading (15–60 s on a cold start): the chat
+	// says so and the call waits up to the load timeout, instead of giving up and asking again
+	// (which would queue behind the same load). After it, silence is a stall.
+	const stall = (ms: number) => setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), ms);
+	let idleTimer = stall(Math.max(IDLE_MS, config.NOMOS_MODEL_LOAD_TIMEOUT_SECONDS * 1000));
+	let loadingTimer: NodeJS.Timeout | undefined = setTimeout(() => {
+		const seconds = Math.round(config.NOMOS_MODEL_LOADING_SECONDS);
+		writer.addNote('loading', `The model is loading (no answer for ${seconds} s); waiting for it rather than asking again…`, {
+			since: new Date().toISOString()
+		});
+	}, config.NOMOS_MODEL_LOADING_SECONDS * 1000);
+	const bump = (type: string) => {
+		// 'start' and 'start-step' come from the SDK before the server has sent anything.
+		if (type === 'start' || type === 'start-step') return;
+		clearTimeout(loadingTimer);
+		loadingTimer = undefined;
 		clearTimeout(idleTimer);
-		idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
+		idleTimer = stall(IDLE_MS);
 	};
 	let error: unknown;
 	let aborted = false;
@@ -362,13 +377,13 @@ async function attemptStream(
 			onError: () => undefined
 		});
 		for await (const part of result.fullStream) {
-			bump();
+			bump(part.type);
 			switch (part.type) {
 				case 'start-step':
 					writer.startStep();
 					// The request body as sent: what a server that reports fewer prompt tokens cut.
 					if (sentTokens === undefined && part.request.body && typeof part.request.body === 'object') {
-						sentTokens = promptParts(part.request.body as PromptBody).total;
+						sentTokens = promptParts(part.request.body).total;
 					}
 					break;
 				case 'text-delta':
@@ -421,6 +436,7 @@ async function attemptStream(
 		else error = e;
 	} finally {
 		clearTimeout(idleTimer);
+		clearTimeout(loadingTimer);
 	}
 	const clean = !error && !aborted;
 	return {
