@@ -177,7 +177,7 @@ describe('a cut context is said once per session, for the server that is configu
 
 	it.each<[Dialect, string, string, RegExp]>([
 		['ollama', 'ollama', 'The model server (Ollama) read only 2048', /OLLAMA_CONTEXT_LENGTH=16384/],
-		['llamacpp', 'llamacpp', 'The model server (llama.cpp) read only 2048', /llama-server with --ctx-size 16384/],
+		['llamacpp', 'llamacpp', 'The model server (llama.cpp) read only 2048', /llama-server with -c 16384 \(--ctx-size/],
 		['vllm', 'vllm', 'The model server (vLLM) read only 2048', /vLLM with --max-model-len 16384/],
 		['openai', 'other', 'The model server read only 2048', /raise the context length in the model server's settings/]
 	])('%s', async (dialect, server, starts, how) => {

@@ -1,5 +1,5 @@
 /**
- * A retry note as shown: "…" while the retry is still under way (the reply is streaming and
+ * A retry (or model-loading) note as shown: "…" while it is still under way (the reply is streaming and
  * nothing came after the note), without it once settled (the answer, another note or the
  * reply's end came after it). The stored note keeps its text.
  */

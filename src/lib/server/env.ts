@@ -108,6 +108,10 @@ export const envSchema = z.object({
 	/** The model's context window in tokens, when the server does not say (Ollama's OpenAI endpoint runs at 4096 unless told). */
 	NOMOS_CONTEXT_TOKENS: z.preprocess(empty, z.coerce.number().int().min(1024).optional()),
 	NOMOS_MAX_STEPS: z.preprocess(empty, z.coerce.number().int().min(1).max(500).default(40)),
+	/** Seconds without a byte from the model server before the chat says the model is loading (a cold load takes 15–60 s). */
+	NOMOS_MODEL_LOADING_SECONDS: z.preprocess(empty, z.coerce.number().min(0.1).max(600).default(15)),
+	/** Seconds a model call may wait for its first byte (a cold model load) before it counts as stalled. */
+	NOMOS_MODEL_LOAD_TIMEOUT_SECONDS: z.preprocess(empty, z.coerce.number().min(1).max(3600).default(300)),
 	NOMOS_HTTP_ALLOW: z.preprocess(
 		empty,
 		z

@@ -77,6 +77,23 @@ export async function render(response: ScriptedResponse, ctx: RenderContext): Pr
 				return emit({ text: CUT_TEXT, chunkSize: 16, toolCalls: [], delayMs: 0, cutAfterChunks: 3 }, ctx);
 		}
 	}
+	// A cold model load: the server says nothing until the model is in memory.
+	if (response.loadMs) await sleep(response.loadMs, ctx.signal);
+	if (ctx.res.destroyed) return;
+	if ('toolCalls' in response && response.asText) {
+		const written = response.toolCalls.map((call) => ({
+			name: call.name,
+			arguments: typeof call.args === 'string' ? JSON.parse(call.args) : (call.args ?? {})
+		}));
+		const text =
+			response.asText === 'tag'
+				? written.map((w) => `<tool_call>\n${JSON.stringify(w)}\n</tool_call>`).join('\n')
+				: JSON.stringify(written.length === 1 ? written[0] : written);
+		return emit(
+			{ text: (response.text ? `${response.text}\n\n` : '') + text, chunkSize: 8, toolCalls: [], delayMs: response.delayMs ?? 0, usage: response.usage },
+			ctx
+		);
+	}
 	if ('toolCalls' in response) {
 		const toolCalls = response.toolCalls.map((call, i) => ({
 			id: call.id ?? `call_scripted_${ctx.seq}_${i}`,

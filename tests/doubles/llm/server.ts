@@ -9,11 +9,15 @@
  *                              Honours `stream` (SSE chat.completion.chunk ... [DONE]) and
  *                              `stream_options.include_usage` (final usage chunk, with
  *                              `prompt_tokens_details.cached_tokens`; @ai-sdk/openai always asks).
- *   GET  /v1/models            a models list.
+ *   GET  /v1/models            a models list (vLLM: with max_model_len; llama.cpp/vLLM: named in owned_by).
+ *   GET  /props                llama.cpp dialect: default_generation_settings.n_ctx and params.cache_prompt.
+ *   POST /api/show             Ollama dialects: model_info.*.context_length and parameters' num_ctx.
  * ScriptedResponse (see types.ts):
  *   { text, chunkSize?=8, delayMs?=0, usage? }     text in chunkSize-char deltas, delayMs apart
+ *       loadMs (text and toolCalls): a cold model load, nothing at all (no headers) for that long first
  *   { toolCalls: [{ name, args?, id? }], text?, delayMs?, usage? }   args: JSON value, or a string sent raw
  *       usage: { promptTokens?, completionTokens?, cachedTokens? } reported instead of the estimate
+ *       asText: 'tag' | 'json': the calls written in `content` (qwen3's <tool_call> or bare JSON)
  *   { fault: 'http500' | 'http429' | 'empty' | 'malformed-tool-json' | 'cut-midway' | 'hang' }
  *       http500/http429: OpenAI error JSON (429 has retry-after: 0); empty: no content, finish 'stop';
  *       malformed-tool-json: call to the request's first tool with invalid JSON arguments;
@@ -209,6 +213,21 @@ export async function startScriptedLlm(opts: { port?: number; dialect?: Dialect;
 			const owner = dialect === 'vllm' ? 'vllm' : dialect === 'llamacpp' ? 'llamacpp' : 'nomos-tests';
 			const model = { id: 'scripted', object: 'model', created: 0, owned_by: owner, ...(dialect === 'vllm' ? { max_model_len: contextTokens ?? 32768 } : {}) };
 			return sendJson(res, 200, { object: 'list', data: [model] });
+		}
+		if (req.method === 'GET' && path === '/props') {
+			if (dialect !== 'llamacpp') return sendJson(res, 404, openAiError('Unknown route GET /props', 'invalid_request_error'));
+			// llama-server's global properties: the per-slot window (-c / --parallel) and its sampling defaults.
+			return sendJson(res, 200, {
+				default_generation_settings: {
+					id: 0,
+					n_ctx: contextTokens ?? 4096,
+					is_processing: false,
+					params: { n_predict: -1, temperature: 0.8, cache_prompt: true }
+				},
+				total_slots: 1,
+				model_path: '/models/scripted.gguf',
+				build_info: 'b0-scripted'
+			});
 		}
 		if (req.method === 'POST' && path === '/api/show') {
 			if (!dialect.startsWith('ollama')) return sendJson(res, 404, openAiError('Unknown route POST /api/show', 'invalid_request_error'));

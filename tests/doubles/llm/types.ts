@@ -41,6 +41,8 @@ export interface TextResponse {
 	text: string;
 	chunkSize?: number;
 	delayMs?: number;
+	/** A cold model load: nothing at all (not even headers) for this long before the answer. */
+	loadMs?: number;
 	usage?: ScriptedUsage;
 }
 
@@ -56,8 +58,16 @@ export interface ToolCallsResponse {
 	toolCalls: ScriptedToolCall[];
 	text?: string;
 	delayMs?: number;
+	/** As TextResponse.loadMs. */
+	loadMs?: number;
 	/** Characters of arguments per streamed delta (default 8); large for huge arguments. */
 	argsChunkSize?: number;
+	/**
+	 * Write the calls as text in `content` instead of `tool_calls`, as qwen3 on some Ollama builds
+	 * does: `tag` is its template's `<tool_call>{"name":…,"arguments":{…}}</tool_call>` per call,
+	 * `json` a bare `{"name":…,"arguments":{…}}` (an array for several).
+	 */
+	asText?: 'tag' | 'json';
 	usage?: ScriptedUsage;
 }
 
@@ -143,12 +153,14 @@ const tokens = z.number().int().min(0).optional();
 const usage = z.strictObject({ promptTokens: tokens, completionTokens: tokens, cachedTokens: tokens }).optional();
 
 export const scriptedResponseSchema: z.ZodType<ScriptedResponse> = z.union([
-	z.strictObject({ text: z.string(), chunkSize: z.number().int().min(1).optional(), delayMs, usage }),
+	z.strictObject({ text: z.string(), chunkSize: z.number().int().min(1).optional(), delayMs, loadMs: delayMs, usage }),
 	z.strictObject({
 		toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.unknown(), id: z.string().optional() })),
 		text: z.string().optional(),
 		delayMs,
+		loadMs: delayMs,
 		argsChunkSize: z.number().int().min(1).optional(),
+		asText: z.enum(['tag', 'json']).optional(),
 		usage
 	}),
 	z.strictObject({ fault: z.enum(faultKinds), retryAfter: z.number().min(0).max(3600).optional() })

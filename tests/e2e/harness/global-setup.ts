@@ -55,6 +55,8 @@ export default async function globalSetup(config: FullConfig) {
 			NOMOS_PRICES: JSON.stringify({ scripted: { input: 2, output: 8, cached: 0.5 } }),
 			// A per-turn budget no other spec comes near (their scripted turns use under 100k tokens).
 			NOMOS_TURN_TOKEN_BUDGET: '1000000',
+			// "The model is loading" after 2 s of silence (15 s in production), so model-loading.spec waits little.
+			NOMOS_MODEL_LOADING_SECONDS: '2',
 			// Short sign-in backoff so the brute-force test can wait it out; the injected page is served on loopback.
 			NOMOS_LOGIN_BACKOFF_MAX_S: '2',
 			NOMOS_HTTP_ALLOW: '127.0.0.1',

@@ -9,7 +9,11 @@
  *   choice): when the request carries the NO_STREAM_HEADER, or the model is configured not to
  *   stream with tools, it is sent with `stream: false` and the JSON answer is replayed to the
  *   SDK as an equivalent SSE stream.
+ * - **Tool calls written as text** (`<tool_call>{…}</tool_call>` or bare JSON in `content`): sent
+ *   on as `tool_calls` when they name offered tools (text-tool-calls.ts), else left as text.
  */
+
+import { parseTextToolCalls, TextToolCallBuffer } from './text-tool-calls';
 
 /** A per-call request header (set by the turn runner) asking for a non-streamed answer. */
 export const NO_STREAM_HEADER = 'x-nomos-no-stream';
@@ -83,19 +87,97 @@ export class ToolIndexFixer {
 	}
 }
 
+/**
+ * Turns tool calls written as text in a streamed reply into `tool_calls` deltas (see
+ * text-tool-calls.ts); one instance per response. Content that may be such calls is held back
+ * until the reply's finish chunk, then sent as calls or, when it is not, as the text it was.
+ */
+export class TextToolCallRewriter {
+	#buffer = new TextToolCallBuffer();
+	#realCalls = false;
+	#count = 0;
+	constructor(private readonly offered: ReadonlySet<string>) {}
+
+	/** The chunks to send for this one (none, it, or calls made from held text before it). */
+	rewrite(chunk: Chunk): Chunk[] {
+		const choice = chunk.choices?.[0];
+		if (!choice || this.offered.size === 0 || this.#realCalls) return [chunk];
+		const delta = choice.delta;
+		if (delta?.tool_calls?.length) {
+			// The server sends proper calls: whatever was held is text, and nothing more is held.
+			this.#realCalls = true;
+			const held = this.#buffer.end(new Set());
+			if (held.text) delta.content = held.text + (typeof delta.content === 'string' ? delta.content : '');
+			return [chunk];
+		}
+		if (delta && typeof delta.content === 'string' && delta.content) delta.content = this.#buffer.push(delta.content);
+		const finish = (choice as { finish_reason?: string | null }).finish_reason;
+		if (!finish || !this.#buffer.holding) return [chunk];
+		const { text, calls } = this.#buffer.end(this.offered);
+		if (!calls.length) {
+			choice.delta = { ...delta, content: (typeof delta?.content === 'string' ? delta.content : '') + text };
+			return [chunk];
+		}
+		const index = choice.index ?? 0;
+		const base = { ...chunk, choices: undefined, usage: undefined };
+		const out: Chunk[] = [];
+		if (text) out.push({ ...base, choices: [{ index, delta: { content: text } }] });
+		out.push({
+			...base,
+			choices: [
+				{
+					index,
+					delta: {
+						tool_calls: calls.map((c, i) => ({
+							index: i,
+							id: `call_text_${this.#count++}`,
+							type: 'function',
+							function: { name: c.name, arguments: c.arguments }
+						}))
+					}
+				}
+			]
+		});
+		(choice as { finish_reason?: string }).finish_reason = 'tool_calls';
+		out.push(chunk);
+		return out;
+	}
+
+	/** At the end of the stream without a finish chunk: what is still held, as text. */
+	flush(): Chunk[] {
+		if (!this.#buffer.holding) return [];
+		const { text } = this.#buffer.end(new Set());
+		return [{ choices: [{ index: 0, delta: { content: text } }] }];
+	}
+}
+
+/** The tool names a Chat Completions request offers. */
+function offeredTools(json: { tools?: unknown[] }): Set<string> {
+	const names = (json.tools ?? []).map((t) => (t as { function?: { name?: unknown } })?.function?.name);
+	return new Set(names.filter((n): n is string => typeof n === 'string'));
+}
+
 /** Rewrites an SSE body chunk by chunk, passing through anything that is not a JSON data line. */
-function fixSseStream(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+function fixSseStream(body: ReadableStream<Uint8Array>, offered: ReadonlySet<string>): ReadableStream<Uint8Array> {
 	const fixer = new ToolIndexFixer();
+	const texts = new TextToolCallRewriter(offered);
 	const decoder = new TextDecoder();
 	const encoder = new TextEncoder();
 	let buffer = '';
+	const lines = (chunks: Chunk[]) => chunks.map((c) => `data: ${JSON.stringify(c)}`).join('\n\n');
 	const rewrite = (line: string): string | null => {
 		if (!line.startsWith('data:')) return line;
 		const data = line.slice(5).trim();
-		if (!data || data === '[DONE]') return line;
+		if (!data) return line;
+		if (data === '[DONE]') {
+			const rest = texts.flush();
+			return rest.length ? `${lines(rest)}\n\n${line}` : line;
+		}
 		try {
 			const fixed = fixer.fixOrDrop(JSON.parse(data) as Chunk);
-			return fixed ? `data: ${JSON.stringify(fixed)}` : null;
+			if (!fixed) return null;
+			const out = texts.rewrite(fixed);
+			return out.length ? lines(out) : null;
 		} catch {
 			return line;
 		}
@@ -191,9 +273,11 @@ export function compatFetch(opts: { streamWithTools?: boolean; inner?: typeof fe
 		headers.delete(NO_STREAM_HEADER);
 		let body = init?.body;
 		let unstreamed = false;
+		let offered = new Set<string>();
 		if (typeof body === 'string' && requestUrl(input).endsWith('/chat/completions')) {
 			try {
 				const json = JSON.parse(body) as { stream?: boolean; tools?: unknown[]; stream_options?: unknown };
+				offered = offeredTools(json);
 				if (json.stream && (forceNoStream || (opts.streamWithTools === false && Array.isArray(json.tools) && json.tools.length))) {
 					json.stream = false;
 					delete json.stream_options;
@@ -207,12 +291,30 @@ export function compatFetch(opts: { streamWithTools?: boolean; inner?: typeof fe
 		const res = await inner(input, { ...init, headers, body });
 		if (!res.ok || !res.body) return res;
 		if (unstreamed) {
-			const completion = (await res.json()) as Completion;
+			const completion = callsFromText((await res.json()) as Completion, offered);
 			return new Response(completionAsSse(completion), { status: 200, headers: { 'content-type': 'text/event-stream' } });
 		}
-		if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
-		return new Response(fixSseStream(res.body), { status: res.status, statusText: res.statusText, headers: res.headers });
+		if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+			if (!offered.size || !(res.headers.get('content-type') ?? '').includes('json')) return res;
+			const completion = callsFromText((await res.json()) as Completion, offered);
+			return new Response(JSON.stringify(completion), { status: res.status, statusText: res.statusText, headers: { 'content-type': 'application/json' } });
+		}
+		return new Response(fixSseStream(res.body, offered), { status: res.status, statusText: res.statusText, headers: res.headers });
 	};
+}
+
+/** A non-streamed answer whose calls came as text, with them as `tool_calls`. */
+function callsFromText(c: Completion, offered: ReadonlySet<string>): Completion {
+	for (const choice of c.choices ?? []) {
+		const m = choice.message;
+		if (!m || m.tool_calls?.length || typeof m.content !== 'string') continue;
+		const parsed = parseTextToolCalls(m.content, offered);
+		if (!parsed) continue;
+		m.content = parsed.text || null;
+		m.tool_calls = parsed.calls.map((call, i) => ({ id: `call_text_${i}`, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+		choice.finish_reason = 'tool_calls';
+	}
+	return c;
 }
 
 function requestUrl(input: string | URL | Request): string {

@@ -42,7 +42,15 @@ function schemaChars(inputSchema: unknown): number {
 export type ServerKind = 'ollama' | 'llamacpp' | 'vllm' | 'other';
 export const SERVER_NAMES: Record<ServerKind, string> = { ollama: 'Ollama', llamacpp: 'llama.cpp', vllm: 'vLLM', other: 'the model server' };
 
-type Asked = { tokens: number | null; source: string; server: ServerKind };
+type Asked = {
+	tokens: number | null;
+	source: string;
+	server: ServerKind;
+	/** The window the model was trained for (Ollama's model_info `*.context_length`), when said. */
+	trained?: number | null;
+	/** llama.cpp's `cache_prompt` default as /props lists it (undefined: not listed or not llama.cpp). */
+	cachePrompt?: boolean;
+};
 type Known = Asked & { at: number; key: string };
 let cached: Known | undefined;
 
@@ -67,10 +75,18 @@ export function forgetContextWindow(): void {
 
 /** The context window as the server says it now (not cached; for the model check). */
 export async function readContextWindow(): Promise<{ tokens: number | null; source: string }> {
-	const config = env();
-	if (config.NOMOS_CONTEXT_TOKENS) return { tokens: config.NOMOS_CONTEXT_TOKENS, source: 'NOMOS_CONTEXT_TOKENS' };
-	const { tokens, source } = await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
+	const { tokens, source } = await readServerFacts();
 	return { tokens, source };
+}
+
+/**
+ * What the server says of itself now (not cached; for the model check): its kind, the window (as
+ * NOMOS_CONTEXT_TOKENS overrides it), the trained window and llama.cpp's `cache_prompt`.
+ */
+export async function readServerFacts(): Promise<Asked> {
+	const config = env();
+	const asked = await askServer(config.OPENAI_BASE_URL, config.NOMOS_MODEL, config.OPENAI_API_KEY);
+	return config.NOMOS_CONTEXT_TOKENS ? { ...asked, tokens: config.NOMOS_CONTEXT_TOKENS, source: 'NOMOS_CONTEXT_TOKENS' } : asked;
 }
 
 async function askServer(baseURL: string | undefined, model: string | undefined, apiKey: string | undefined): Promise<Asked> {
@@ -92,21 +108,47 @@ async function askServer(baseURL: string | undefined, model: string | undefined,
 	} catch {
 		/* no answer: try the next */
 	}
+	if (server === 'llamacpp') {
+		const props = await llamaProps(baseURL, apiKey);
+		const nCtx = props?.default_generation_settings?.n_ctx;
+		const cachePrompt = props?.default_generation_settings?.params?.cache_prompt;
+		const facts = typeof cachePrompt === 'boolean' ? { cachePrompt } : {};
+		return typeof nCtx === 'number' && nCtx > 0
+			? { tokens: nCtx, source: 'llama.cpp (/props n_ctx, per slot)', server, ...facts }
+			: { tokens: null, source: 'unknown', server, ...facts };
+	}
 	if (server !== 'other') return { tokens: null, source: 'unknown', server };
 	try {
 		const root = baseURL.replace(/\/v1\/?$/, '');
 		const r = await fetch(`${root}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }), signal });
 		if (r.ok) {
-			const show = (await r.json()) as { parameters?: string };
+			const show = (await r.json()) as { parameters?: string; model_info?: Record<string, unknown> };
 			const numCtx = /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters ?? '')?.[1];
+			const trainedAt = Object.entries(show.model_info ?? {}).find(([k, v]) => k.endsWith('.context_length') && typeof v === 'number')?.[1];
+			const trained = typeof trainedAt === 'number' ? trainedAt : null;
 			return numCtx
-				? { tokens: Number(numCtx), source: "Ollama (the model's num_ctx)", server: 'ollama' }
-				: { tokens: OLLAMA_DEFAULT_CTX, source: "Ollama's default for its OpenAI endpoint", server: 'ollama' };
+				? { tokens: Number(numCtx), source: "Ollama (the model's num_ctx)", server: 'ollama', trained }
+				: { tokens: OLLAMA_DEFAULT_CTX, source: "Ollama's default for its OpenAI endpoint", server: 'ollama', trained };
 		}
 	} catch {
 		/* not Ollama */
 	}
 	return { tokens: null, source: 'unknown', server: 'other' };
+}
+
+/** What llama.cpp's server says of itself (`GET /props` at its root), as far as Nomos reads it; null when it did not answer. */
+export type LlamaProps = { default_generation_settings?: { n_ctx?: number; params?: { cache_prompt?: boolean } } };
+
+export async function llamaProps(baseURL: string, apiKey: string | undefined): Promise<LlamaProps | null> {
+	try {
+		const r = await fetch(`${baseURL.replace(/\/v1\/?$/, '').replace(/\/$/, '')}/props`, {
+			headers: apiKey ? { authorization: `Bearer ${apiKey}` } : undefined,
+			signal: AbortSignal.timeout(3000)
+		});
+		return r.ok ? ((await r.json()) as LlamaProps) : null;
+	} catch {
+		return null;
+	}
 }
 
 /**
@@ -143,29 +185,41 @@ export function historyBudgetTokens(windowTokens: number | null, fixedChars: num
 /** How to give each kind of server a larger context (16384 tokens as the example). */
 const RAISE: Record<ServerKind, string> = {
 	ollama: 'start Ollama with OLLAMA_CONTEXT_LENGTH=16384 (or PARAMETER num_ctx 16384 in a Modelfile), then set NOMOS_CONTEXT_TOKENS to the same number',
-	llamacpp: 'start llama-server with --ctx-size 16384 (per slot: divide by --parallel), then set NOMOS_CONTEXT_TOKENS to the same number',
+	llamacpp: 'start llama-server with -c 16384 (--ctx-size; per slot: divide by --parallel), then set NOMOS_CONTEXT_TOKENS to the same number',
 	vllm: 'start vLLM with --max-model-len 16384 (Nomos reads it from the server)',
 	other: "raise the context length in the model server's settings, then set NOMOS_CONTEXT_TOKENS to the same number"
 };
+
+/**
+ * Windows servers run at unless told otherwise (Ollama's 2048/4096/8192 defaults across versions
+ * and memory sizes, llama.cpp builds and model cards' 2048/4096): a prompt reported at exactly one
+ * of them, while more was sent, was cut there.
+ */
+export const KNOWN_CAPS = [2048, 4096, 8192];
 
 /** The note: its full text, and for the chat's one-line form a summary (`data.summary`). */
 export type TruncationNote = { text: string; data: { server: ServerKind; read: number; sent: number; summary: string } };
 
 /**
- * When the server reports far fewer prompt tokens than were sent (or exactly its window), it cut
- * the conversation from the front, usually with the system prompt and tools: say so, for the
- * kind of server that is configured, and how to raise the limit there. Null when it looks fine.
+ * When the server reports far fewer prompt tokens than were sent, or exactly a known cap (or its
+ * window) while clearly more was sent, it cut the conversation from the front, usually with the
+ * system prompt and tools: say so, for the kind of server that is configured, and how to raise
+ * the limit there. `sentTokens`: the request as sent, in o200k tokens (prompt-tokens.ts). Null
+ * when it looks fine.
  */
 export function truncationWarning(
-	sentChars: number,
+	sentTokens: number,
 	reportedTokens: number | undefined,
 	windowTokens: number | null,
 	server: ServerKind = 'other'
 ): TruncationNote | null {
 	if (!reportedTokens) return null;
-	const sent = estimateTokens(sentChars);
-	const atCap = windowTokens !== null && reportedTokens >= windowTokens && sent > windowTokens;
-	if (!atCap && reportedTokens > sent * 0.6) return null;
+	const sent = Math.round(sentTokens);
+	// Local tokenizers land within ~15 % of o200k: "clearly longer" is beyond that.
+	const caps = windowTokens ? [...KNOWN_CAPS, windowTokens] : KNOWN_CAPS;
+	const atCap = caps.includes(reportedTokens) && sent > reportedTokens * 1.15;
+	const overWindow = windowTokens !== null && reportedTokens >= windowTokens && sent > windowTokens;
+	if (!atCap && !overWindow && reportedTokens > sent * 0.6) return null;
 	const who = server === 'other' ? 'The model server' : `The model server (${SERVER_NAMES[server]})`;
 	return {
 		text:

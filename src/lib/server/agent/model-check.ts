@@ -4,7 +4,9 @@ import { turnInstructions } from './soul';
 import { buildTools } from './tools/index';
 import { z } from 'zod';
 import { env } from '../env';
-import { forgetContextWindow, readContextWindow } from './context-budget';
+import { forgetContextWindow, readServerFacts, SERVER_NAMES, type ServerKind } from './context-budget';
+import { sql } from '../db/index';
+import { latestContextCut, type ContextCutNote } from '../db/queries/messages';
 import { describeModelError } from './model-errors';
 import { getModel } from './provider';
 
@@ -16,6 +18,14 @@ export type ModelCheck = {
 	models: string[] | null;
 	listed: boolean | null;
 	context: { tokens: number | null; source: string };
+	/** Which server answers, as its metadata tells ('other' when it does not say). */
+	server: ServerKind;
+	/** The window the model was trained for, when the server says (Ollama's model_info). */
+	trained: number | null;
+	/** Whether the server reuses the shared start of consecutive prompts (null: unknown). */
+	cache: { caches: boolean | null; detail: string };
+	/** The newest note of a turn whose prompt the server cut, with how to fix it (null: none seen). */
+	cut: ContextCutNote | null;
 	/** The first request of a turn (instructions and tools, before any words), in o200k tokens, and the room a conversation has in the window. */
 	prompt: PromptFit;
 	probes: ProbeResult[];
@@ -123,7 +133,8 @@ export async function checkModel(opts: { probe: boolean }): Promise<ModelCheck> 
 	const config = env();
 	// Turns re-read the window after a check (the operator may just have changed the server).
 	forgetContextWindow();
-	const [models, context] = await Promise.all([listServerModels(), readContextWindow()]);
+	const [models, facts, cut] = await Promise.all([listServerModels(), readServerFacts(), latestContextCut(sql())]);
+	const context = { tokens: facts.tokens, source: facts.source };
 	const model = getModel();
 	const out: ModelCheck = {
 		baseURL: config.OPENAI_BASE_URL ?? null,
@@ -131,6 +142,10 @@ export async function checkModel(opts: { probe: boolean }): Promise<ModelCheck> 
 		models,
 		listed: models && config.NOMOS_MODEL ? models.includes(config.NOMOS_MODEL) : null,
 		context,
+		server: facts.server,
+		trained: facts.trained ?? null,
+		cache: promptCache(facts.server, facts.cachePrompt),
+		cut,
 		prompt: await promptFit(context.tokens),
 		probes: []
 	};
@@ -140,6 +155,29 @@ export async function checkModel(opts: { probe: boolean }): Promise<ModelCheck> 
 	out.probes.push(await probe('one tool call, not streamed', model, 1, false));
 	out.probes.push(await probe('two parallel tool calls, not streamed', model, 2, false));
 	return out;
+}
+
+/**
+ * Whether the server reuses the shared start of consecutive prompts (so a turn re-reads only
+ * what is new): Ollama keeps the loaded model's KV cache; llama.cpp does per slot unless
+ * `cache_prompt` is off; vLLM only with --enable-prefix-caching, which it does not report.
+ */
+function promptCache(server: ServerKind, cachePrompt: boolean | undefined): { caches: boolean | null; detail: string } {
+	switch (server) {
+		case 'ollama':
+			return {
+				caches: true,
+				detail: "Ollama keeps the loaded model's KV cache and reuses the shared start of the prompt while the model stays loaded (OLLAMA_KEEP_ALIVE)"
+			};
+		case 'llamacpp':
+			if (cachePrompt === false) return { caches: false, detail: 'llama.cpp lists cache_prompt off: every request re-reads the whole prompt' };
+			if (cachePrompt === true) return { caches: true, detail: 'llama.cpp lists cache_prompt on: each slot reuses the shared start of the prompt' };
+			return { caches: null, detail: 'unknown: llama.cpp did not list cache_prompt in /props' };
+		case 'vllm':
+			return { caches: null, detail: 'unknown: vLLM caches prefixes only with --enable-prefix-caching, which it does not report' };
+		default:
+			return { caches: null, detail: `unknown: ${SERVER_NAMES[server]} does not say` };
+	}
 }
 
 /** One line for the start-up log. */
@@ -152,5 +190,6 @@ export function describeCheck(c: ModelCheck): string {
 				? `"${c.model}" is among the ${c.models.length} it serves`
 				: `"${c.model}" is NOT among the ${c.models.length} it serves (${c.models.slice(0, 5).join(', ')})`;
 	const ctx = c.context.tokens ? `context ${c.context.tokens} tokens (${c.context.source})` : 'context window unknown (set NOMOS_CONTEXT_TOKENS)';
-	return `model: ${c.baseURL}, ${list}; ${ctx}`;
+	const cache = c.cache.caches === null ? 'prompt cache unknown' : c.cache.caches ? 'caches prompts' : 'does not cache prompts';
+	return `model: ${c.baseURL}, ${list}; ${ctx}; ${cache}`;
 }

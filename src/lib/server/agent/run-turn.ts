@@ -7,6 +7,7 @@ import { clusterKnown } from '../db/queries/placement';
 import type { MessageOrigin, MessageStatus } from '../db/schema';
 import { isNotePart } from '../../messages/parts';
 import { addStep, formatTokens, totalTokens } from '../../messages/usage';
+import { canonicalJson } from '../../messages/fold';
 import type { StepUsage, UsageData } from '../../types/messages';
 import { env } from '../env';
 import { assistantMessages, fitHistory, noteForModel } from './history';
@@ -15,7 +16,8 @@ import { MessageWriter } from './message-writer';
 import { classifyModelError, describeModelError } from './model-errors';
 import { getModel, modelIdFor, MODEL_SETUP_HELP } from './provider';
 import { NO_STREAM_HEADER } from './compat-fetch';
-import { contextWindow, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
+import { promptParts } from './prompt-tokens';
+import { contextWindow, estimateTokens, historyBudgetChars, historyBudgetTokens, serverKind, toolsChars, truncationWarning } from './context-budget';
 import { turnInstructions } from './soul';
 import { buildTools, parkedForOperator } from './tools/index';
 import { parkedOutputs } from './tools/parked';
@@ -53,10 +55,30 @@ export interface TurnResult {
 /** No stream part for this long means the model server stalled. */
 const IDLE_MS = 120_000;
 
-type Attempt = { produced: boolean; error?: unknown; aborted: boolean; promptTokens?: number; overBudget: boolean };
+type Attempt = {
+	produced: boolean;
+	error?: unknown;
+	aborted: boolean;
+	promptTokens?: number;
+	/** The first request of the attempt as sent, in o200k tokens (null when the SDK did not say). */
+	sentTokens?: number;
+	overBudget: boolean;
+	/** The call the model repeated REPEAT_LIMIT times with the same arguments, when it did. */
+	repeated?: string;
+};
+
+/** The same tool call with the same arguments this many times in one turn ends it: the model is going round in circles. */
+export const REPEAT_LIMIT = 3;
 
 /** What the turn's model calls used so far (every attempt), and the turn's token budget (null: none). */
-type Spend = { usage: UsageData | null; budget: number | null; steps: number; budgetName: string };
+type Spend = {
+	usage: UsageData | null;
+	budget: number | null;
+	steps: number;
+	budgetName: string;
+	/** Valid tool calls made so far in the turn (every attempt), by name and canonical arguments. */
+	calls: Map<string, number>;
+};
 
 /**
  * The one turn runner: chat, question resumes and execution continuations all come here.
@@ -131,9 +153,10 @@ async function converse(
 				usage: null,
 				budget: Math.min(e.NOMOS_TURN_TOKEN_BUDGET ?? Infinity, e.NOMOS_WATCH_TOKEN_BUDGET),
 				steps: Math.min(e.NOMOS_MAX_STEPS, e.NOMOS_WATCH_MAX_STEPS),
-				budgetName: 'NOMOS_WATCH_TOKEN_BUDGET'
+				budgetName: 'NOMOS_WATCH_TOKEN_BUDGET',
+				calls: new Map()
 			}
-		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET' };
+		: { usage: null, budget: e.NOMOS_TURN_TOKEN_BUDGET ?? null, steps: e.NOMOS_MAX_STEPS, budgetName: 'NOMOS_TURN_TOKEN_BUDGET', calls: new Map() };
 	// Operator messages still queued are answered by their own turn, next. Older turns may be
 	// folded into the stored summary first (one request, once per fold point; see summary.ts).
 	const history = stored.filter((m) => m.id !== writer.id && m.status !== 'queued');
@@ -176,11 +199,20 @@ async function converse(
 			writer.addNote('budget', budgetNote(spend));
 			return finish(writer, 'complete', null);
 		}
+		if (r.repeated) {
+			// Stopped between steps, like the budget: every call has its result.
+			writer.addNote(
+				'repeat',
+				`Stopped: the model called ${r.repeated} with the same arguments ${REPEAT_LIMIT} times in this turn, so it is going round in circles. Send a message to go on (a larger model may do better).`,
+				{ tool: r.repeated, times: REPEAT_LIMIT }
+			);
+			return finish(writer, 'complete', null);
+		}
 		// Said once per session: the same cut under every reply tells nothing new.
-		const sentChars = JSON.stringify(sent).length + fixedChars;
-		if (!contextNoted && truncationWarning(sentChars, r.promptTokens, window.tokens)) {
+		const sentTokens = r.sentTokens ?? estimateTokens(JSON.stringify(sent).length + fixedChars);
+		if (!contextNoted && truncationWarning(sentTokens, r.promptTokens, window.tokens)) {
 			// The server's kind is asked only now (the note says how to raise the limit there).
-			const cut = truncationWarning(sentChars, r.promptTokens, window.tokens, await serverKind())!;
+			const cut = truncationWarning(sentTokens, r.promptTokens, window.tokens, await serverKind())!;
 			writer.addNote('context', cut.text, cut.data);
 			contextNoted = true;
 		}
@@ -286,19 +318,37 @@ async function attemptStream(
 	headers?: Record<string, string>
 ): Promise<Attempt> {
 	const idle = new AbortController();
-	let idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
-	const bump = () => {
+	const config = env();
+	// Before the first byte the model may still be loading (15–60 s on a cold start): the chat
+	// says so and the call waits up to the load timeout, instead of giving up and asking again
+	// (which would queue behind the same load). After it, silence is a stall.
+	const stall = (ms: number) => setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), ms);
+	let idleTimer = stall(Math.max(IDLE_MS, config.NOMOS_MODEL_LOAD_TIMEOUT_SECONDS * 1000));
+	let loadingTimer: NodeJS.Timeout | undefined = setTimeout(() => {
+		const seconds = Math.round(config.NOMOS_MODEL_LOADING_SECONDS);
+		writer.addNote('loading', `The model is loading (no answer for ${seconds} s); waiting for it rather than asking again…`, {
+			since: new Date().toISOString()
+		});
+	}, config.NOMOS_MODEL_LOADING_SECONDS * 1000);
+	const bump = (type: string) => {
+		// 'start' and 'start-step' come from the SDK before the server has sent anything.
+		if (type === 'start' || type === 'start-step') return;
+		clearTimeout(loadingTimer);
+		loadingTimer = undefined;
 		clearTimeout(idleTimer);
-		idleTimer = setTimeout(() => idle.abort(new DOMException('model stalled', 'TimeoutError')), IDLE_MS);
+		idleTimer = stall(IDLE_MS);
 	};
 	let error: unknown;
 	let aborted = false;
 	let promptTokens: number | undefined;
+	let sentTokens: number | undefined;
 	let overBudget = false;
 	const ends: StopCondition<ToolSet>[] = [stepCountIs(spend.steps), parkedForOperator];
 	// Judged from the SDK's own steps (not from the parts read below, which may lag behind).
 	const before = totalTokens(spend.usage);
+	let repeated: string | undefined;
 	const stopWhen: StopCondition<ToolSet> = async ({ steps }) => {
+		if (repeated) return true;
 		for (const end of ends) if (await end({ steps })) return true;
 		if (spend.budget === null) return false;
 		const used = before + steps.reduce((n, st) => n + tokens(st.usage.inputTokens) + tokens(st.usage.outputTokens), 0);
@@ -319,10 +369,14 @@ async function attemptStream(
 			onError: () => undefined
 		});
 		for await (const part of result.fullStream) {
-			bump();
+			bump(part.type);
 			switch (part.type) {
 				case 'start-step':
 					writer.startStep();
+					// The request body as sent: what a server that reports fewer prompt tokens cut.
+					if (sentTokens === undefined && part.request.body && typeof part.request.body === 'object') {
+						sentTokens = promptParts(part.request.body).total;
+					}
 					break;
 				case 'text-delta':
 					if (part.text) writer.appendText(part.text);
@@ -333,7 +387,13 @@ async function attemptStream(
 				case 'tool-call':
 					if ('invalid' in part && part.invalid) {
 						writer.rejectToolCall(part.toolCallId, part.toolName, errorText(part.error), part.input);
-					} else writer.setToolInput(part.toolCallId, part.toolName, part.input);
+					} else {
+						writer.setToolInput(part.toolCallId, part.toolName, part.input);
+						const key = `${part.toolName} ${canonicalJson(part.input)}`;
+						const times = (spend.calls.get(key) ?? 0) + 1;
+						spend.calls.set(key, times);
+						if (times >= REPEAT_LIMIT) repeated ??= part.toolName;
+					}
 					break;
 				case 'tool-result':
 					writer.finishToolCall(part.toolCallId, part.output);
@@ -368,8 +428,18 @@ async function attemptStream(
 		else error = e;
 	} finally {
 		clearTimeout(idleTimer);
+		clearTimeout(loadingTimer);
 	}
-	return { produced: await writer.hasContent(), error, aborted, promptTokens, overBudget: overBudget && !error && !aborted };
+	const clean = !error && !aborted;
+	return {
+		produced: await writer.hasContent(),
+		error,
+		aborted,
+		promptTokens,
+		sentTokens,
+		overBudget: overBudget && clean,
+		repeated: clean ? repeated : undefined
+	};
 }
 
 function isQuestion(o: unknown): o is { prompt: string; questionId: string } {

@@ -172,3 +172,20 @@ export async function claimHandedOver(sql: Sql, id: string, runner: string | nul
 		where id = ${id} and status = 'streaming' and runner is null returning id`;
 	return rows.length > 0;
 }
+
+/** A note a turn left about the model server cutting its prompt (run-turn.ts, kind 'context'). */
+export type ContextCutNote = { sessionId: string; at: Date; text: string; data: Record<string, unknown> | null };
+
+/** The newest cut-prompt note of any session, or null when no turn has met one. */
+export async function latestContextCut(sql: Sql): Promise<ContextCutNote | null> {
+	const [row] = await sql<{ sessionId: string; at: Date; note: { text?: unknown; data?: unknown } }[]>`
+		select m.session_id as "sessionId", m.updated_at as at, p.part->'data' as note
+		from messages m, jsonb_array_elements(m.parts) as p(part)
+		where m.parts @> ${JSON.stringify([{ type: 'data-note', data: { kind: 'context' } }])}::text::jsonb
+			and p.part->>'type' = 'data-note' and p.part->'data'->>'kind' = 'context'
+		order by m.updated_at desc
+		limit 1`;
+	if (!row) return null;
+	const data = row.note.data && typeof row.note.data === 'object' ? (row.note.data as Record<string, unknown>) : null;
+	return { sessionId: row.sessionId, at: row.at, text: typeof row.note.text === 'string' ? row.note.text : '', data };
+}
