@@ -11,7 +11,14 @@ test('B does not see A’s chat until A shares it read-only; then B reads it and
 	const bob = { username: `bea${Date.now().toString(36)}`, password: 'beas long password' };
 	await sql`insert into operators (username, password_hash, role) values (${bob.username}, ${await hashPassword(bob.password)}, 'operator')`;
 	const marker = `own${Date.now().toString(36)}`;
-	await llm.push({ text: `Noted: ${marker}.` });
+	await llm.push(
+		{
+			toolCalls: [
+				{ name: 'request_execution', args: { target: 'lxc:strong/100', action: 'systemctl', params: { unit: 'nginx', op: 'reload' }, reason: marker } }
+			]
+		},
+		{ text: `Noted: ${marker}.` }
+	);
 
 	// A (the harness's plain operator) starts a chat.
 	await login(page, env.operator);
@@ -21,6 +28,8 @@ test('B does not see A’s chat until A shares it read-only; then B reads it and
 	await expect(page).toHaveURL(/\/chat\/[0-9a-f-]{36}$/);
 	const url = new URL(page.url()).pathname;
 	await expect(page.getByTestId('messages')).toContainText(`Noted: ${marker}.`);
+	const card = (p: typeof page) => p.getByTestId('execution-card').filter({ hasText: marker });
+	await expect(card(page).getByTestId('deny')).toBeVisible();
 
 	// B, in a second browser: not in the sidebar, and the URL is "not yours".
 	const other = await browser.newContext();
@@ -49,6 +58,11 @@ test('B does not see A’s chat until A shares it read-only; then B reads it and
 	await expect(b.getByTestId('messages')).toContainText(`Noted: ${marker}.`);
 	await expect(b.getByTestId('read-only-notice')).toBeVisible();
 	await expect(b.getByTestId('composer-input')).toHaveCount(0);
+	// The agent's request is shown, and nothing on it acts: it is its owner's to decide.
+	await expect(card(b).getByTestId('read-only-card')).toBeVisible();
+	await expect(card(b).getByTestId('approve')).toHaveCount(0);
+	await expect(card(b).getByTestId('deny')).toHaveCount(0);
+	await expect(card(b).getByTestId('edit')).toHaveCount(0);
 	await expect(b.getByTestId('chat-page').getByTestId('session-owner')).toHaveText(`${env.operator.username}’s · read-only`);
 	await b.getByTestId('chat-page').getByTestId('session-menu').click();
 	await expect(b.getByTestId('session-rename')).toHaveCount(0);
@@ -64,4 +78,8 @@ test('B does not see A’s chat until A shares it read-only; then B reads it and
 	});
 	expect(send.status()).toBe(403);
 	await other.close();
+	// A, the owner, still decides it (and leaves nothing pending for the next spec).
+	await card(page).getByTestId('deny').click();
+	await card(page).getByTestId('confirm-deny').click();
+	await expect(card(page)).toHaveAttribute('data-status', 'denied');
 });

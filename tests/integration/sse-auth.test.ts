@@ -38,6 +38,8 @@ beforeAll(async () => {
 	setHub(hub);
 	alice = await signedIn('alice');
 	bob = await signedIn('bob');
+	// Alice's chat, shared read-only: every operator's streams may carry its events (access/sessions.ts).
+	await sql()`insert into chat_sessions (id, operator_id, shared) values (${SESSION}, ${alice.id}, 'read')`;
 	// As server.js: the fast path first, SvelteKit (here a marker) for whatever it does not take.
 	server = http.createServer((req, res) => {
 		const streaming = serveNodeSse(req, res);
