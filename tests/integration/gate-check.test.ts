@@ -20,7 +20,7 @@ const GATE = resolve('deploy/nomos-gate');
 const ALLOW = resolve('deploy/nomos-gate.allow');
 const dir = mkdtempSync(join(tmpdir(), 'nomos-gate-check-'));
 const caller = (role: 'operator' | 'admin') =>
-	createCallerFactory(hostsRouter)({ user: { id: '00000000-0000-0000-0000-000000000001', username: 'root', role } as never, event: {} as RequestEvent });
+	createCallerFactory(hostsRouter)({ user: { id: '00000000-0000-0000-0000-000000000001', username: 'root', role }, event: {} as RequestEvent });
 const admin = caller('admin');
 
 let pve: ProxmoxDouble;
