@@ -4,6 +4,7 @@ import { listHosts } from '$lib/server/db/queries/hosts';
 import { sql } from '$lib/server/db/index';
 import { listClusterOverviews } from '$lib/server/cluster/overview';
 import { addHost, changeHost, hostsFor, pinHostKey, removeHost, scanHostKey, testHost } from '$lib/server/hosts/manage';
+import { checkGate, gateInstall } from '$lib/server/hosts/gate';
 import { enqueueJob, PRIORITY } from '$lib/server/jobs/enqueue';
 import { adminProcedure, operatorProcedure, router } from '../t';
 
@@ -25,5 +26,9 @@ export const hostsRouter = router({
 	scanKey: adminProcedure.input(id).mutation(({ input }) => scanHostKey(input.id)),
 	pin: adminProcedure.input(id.extend({ fingerprint })).mutation(({ input, ctx }) => pinHostKey(ctx.user, input.id, input.fingerprint)),
 	/** Connects with the pinned key and the configured private key and runs `true`. */
-	test: adminProcedure.input(id).mutation(({ input }) => testHost(input.id))
+	test: adminProcedure.input(id).mutation(({ input }) => testHost(input.id)),
+	/** What to install on a node: the gate files with their sha256 and each host's authorized_keys line. */
+	gate: adminProcedure.query(() => gateInstall()),
+	/** Asks the host what Nomos's key reaches there: the gate (and whether it fits), a full shell, or unknown. */
+	checkGate: adminProcedure.input(id).mutation(({ input }) => checkGate(input.id))
 });
