@@ -130,6 +130,8 @@ test('the node SSE fast path and the SvelteKit routes authenticate the same way'
 		(${hash(disabled)}, ${off.id}, now() + interval '1 hour'),
 		(${hash(revoked)}, ${revokee.id}, now() + interval '1 hour')`;
 	await sql`update operators set disabled_at = now() where id = ${off.id}`;
+	// A session stream opens only on a session its viewer may read (access/sessions.ts): the admin's, shared read-only.
+	await sql`insert into chat_sessions (id, title, operator_id, shared) values (${session}, 'sse auth', ${admin.id}, 'read') on conflict (id) do nothing`;
 
 	try {
 		const encoded = [...valid].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
@@ -161,6 +163,7 @@ test('the node SSE fast path and the SvelteKit routes authenticate the same way'
 	} finally {
 		await sql`delete from operators where id in (${off.id}, ${revokee.id})`;
 		await sql`delete from auth_sessions where token_hash in (${hash(valid)}, ${hash(expired)})`;
+		await sql`delete from chat_sessions where id = ${session}`;
 	}
 });
 

@@ -188,7 +188,7 @@ test('a cut context is said once per session, names the configured server, links
 	try {
 		await signIn(page, env.admin);
 		await checkModel(page, env);
-		await expect(page.getByTestId('model-context')).toHaveText("Context: 1024 tokens (Ollama (the model's num_ctx))");
+		await expect(page.getByTestId('model-context')).toHaveText("Context: 1024 tokens (Ollama (the model's num_ctx)); the model was trained for 32768.");
 		await llm.push({ text: 'First answer.' }, { text: 'Second answer.' });
 		await page.goto('/');
 		await page.getByTestId('composer-input').fill('hello');
