@@ -284,7 +284,9 @@ class Tab {
 
 	constructor(sessionId: string, after: number, observer: { sent: Sent[] } | null) {
 		this.observer = observer;
-		const res = eventStreamResponse({ sql: sql(), hub: hub!, after, scope: { sessionId }, signal: this.#ctrl.signal });
+		// An admin's tab: the bench's sessions have no owner (they are the admins', access/sessions.ts).
+		const viewer = { id: '00000000-0000-4000-8000-00000000b0b0', role: 'admin' as const };
+		const res = eventStreamResponse({ sql: sql(), hub: hub!, after, scope: { sessionId, viewer }, signal: this.#ctrl.signal });
 		const reader = res.body!.getReader();
 		this.#reader = reader;
 		let onLive!: () => void;
