@@ -167,6 +167,8 @@ describe('the migration pre-check', () => {
 		]);
 		expect(migrationProblems(facts({ config: null }), ct)).toEqual(['the config of CT 101 could not be read']);
 		expect(migrationProblems(facts({ unreadable: ['the memory of weak could not be read (x)'] }), ct)).toEqual(['the memory of weak could not be read (x)']);
+		// Storages not read: never "does not exist" about them, whatever else the facts say.
+		expect(migrationProblems(facts({ targetStorages: null }), ct).join('; ')).not.toMatch(/does not exist/);
 	});
 
 	it('memory counts only for a running guest (a stopped one does not start there)', () => {

@@ -31,6 +31,10 @@ describe('judgeRead', () => {
 		expect(judgeRead(gone, ok('', 2, "Configuration file 'nodes/pve/lxc/105.conf' does not exist")).verdict).toBe('verified');
 		expect(judgeRead(gone, ok('status: stopped\n')).verdict).toBe('still_failing');
 		expect(judgeRead(gone, ok('', 1, 'something else')).verdict).toBe('inconclusive');
+		// Only pct's own words about this CT: another "does not exist" or "no such" is no answer about it.
+		expect(judgeRead(gone, ok('', 255, 'ssh: connect to host: no such host')).verdict).toBe('inconclusive');
+		expect(judgeRead(gone, ok('', 2, "storage 'local-lvm' does not exist")).verdict).toBe('inconclusive');
+		expect(judgeRead(gone, ok('', 2, "Configuration file 'nodes/pve/lxc/106.conf' does not exist")).verdict).toBe('inconclusive');
 		expect(judgeRead(unlocked, ok('arch: amd64\ncores: 1\n')).verdict).toBe('verified');
 		expect(judgeRead(unlocked, ok('arch: amd64\nlock: create\n'))).toEqual({
 			verdict: 'still_failing',

@@ -1,6 +1,7 @@
 import { ACTIONS, isActionName, type ActionDef, type Step, type StepContext, type Verify } from '../proxmox/actions';
 import type { ExecutionStep, Verdict } from '../../types/executions';
 import { healthSteps } from './safeguards';
+import { saysAbsent } from './host-reads';
 
 // Every mutation ends with a verdict from an independent read of its target after its command
 // exited 0: the wanted state is there (verified), a definite other state is (still failing), or
@@ -102,6 +103,17 @@ export function judgeOutput(v: Verify, stdout: string): Output {
 	return { pass: hit, showed: hit ? v.expect : firstLine(stdout) };
 }
 
+/**
+ * Whether the host itself said the guest a `pct|qm status <vmid>` read asked about is absent: only
+ * pct/qm's own "Configuration file … does not exist" does. Any other failure (an SSH error, "no
+ * such file" from a broken node, a lock) says nothing about the guest: the read is inconclusive.
+ */
+function saysGone(s: Step, stderr: string): boolean {
+	const [tool, , vmid] = s.argv;
+	if (tool !== 'pct' && tool !== 'qm') return false;
+	return saysAbsent(tool === 'pct' ? 'ct' : 'vm', vmid ?? '', stderr);
+}
+
 /** One read's verdict. */
 export function judgeRead(s: Step, r: ReadResult): Judged {
 	const by = `${s.argv.slice(0, 2).join(' ')}`;
@@ -120,7 +132,7 @@ export function judgeRead(s: Step, r: ReadResult): Judged {
 	}
 	if (v.gone) {
 		if (r.exitCode === 0) return { verdict: 'still_failing', detail: `${v.failure}; read back: ${firstLine(r.stdout) || 'exit 0'}` };
-		return /does not exist|no such/i.test(`${r.stderr}\n${r.stdout}`)
+		return saysGone(s, r.stderr)
 			? { verdict: 'verified', detail: `${what(s)} (read back: ${said})` }
 			: { verdict: 'inconclusive', detail: `could not read ${what(s)}: ${by} exited with ${r.exitCode}: ${said || 'no output'}` };
 	}

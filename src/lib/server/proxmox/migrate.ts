@@ -133,8 +133,9 @@ export function migrationProblems(f: MigrationFacts, p: MigratePre): string[] {
 	}
 	const disks = guestStorages(p.guest, f.config!);
 	const local: string[] = [];
-	for (const [storage, keys] of disks) {
-		const s = f.targetStorages?.get(storage);
+	// Storages that could not be read are already a problem (unreadable): nothing is said about them here.
+	for (const [storage, keys] of f.targetStorages ? disks : []) {
+		const s = f.targetStorages!.get(storage);
 		if (!s) problems.push(`storage ${storage} (${keys.join(', ')}) does not exist on ${p.node}`);
 		else if (!s.active) problems.push(`storage ${storage} (${keys.join(', ')}) is not active on ${p.node}`);
 		else if (!s.shared) local.push(`${keys.join(', ')} on ${storage}`);

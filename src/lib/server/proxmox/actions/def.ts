@@ -28,7 +28,7 @@ export type Verify = {
 	 * `size=16G`); null: the config has no such line (`lock` after an unlock). `expect` names it.
 	 */
 	fields?: Record<string, string | null>;
-	/** The guest must be gone: the host's own "does not exist" (exit ≠ 0) verifies it, an exit 0 is still failing. */
+	/** The guest must be gone: only pct/qm's own "Configuration file … does not exist" verifies it, an exit 0 is still failing, any other failure is inconclusive. */
 	gone?: true;
 	/** Judged by its output whatever its exit status (`systemctl is-active` exits 3 when inactive). */
 	anyExit?: true;
