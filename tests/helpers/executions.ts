@@ -7,6 +7,8 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { operatorDecides } from '../../src/lib/server/executions/decisions';
 import type { DecideResult } from '../../src/lib/server/executions/lifecycle';
 import type { Credential } from '../../src/lib/server/executions/authority';
+import { requestExecution } from '../../src/lib/server/executions/request';
+import type { ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { Hub, setHub } from '../../src/lib/server/realtime/hub';
 import { connectTo, execOn, type ExecResult } from '../doubles/proxmox/client';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
@@ -53,6 +55,15 @@ export const freshSession = (): Credential => ({ kind: 'session', verifiedAt: ne
 /** An operator decision in its own transaction, as the approve/deny routes do (a click in a fresh browser session). */
 export function decide(id: string, operatorId: string, decision: 'approved' | 'denied', reason?: string): Promise<DecideResult> {
 	return sql().begin<DecideResult>((tx) => operatorDecides(tx, id, { decision, route: 'button', operatorId, reason, credential: freshSession() }));
+}
+
+/** Requests an execution in the session and approves it as the operator (from a button); throws when either is refused. */
+export async function requestApproved(sessionId: string, operatorId: string, input: Record<string, unknown>): Promise<ExecutionRow> {
+	const r = await requestExecution(sessionId, input);
+	if ('error' in r) throw new Error(r.error);
+	const d = await decide(r.execution.id, operatorId, 'approved');
+	if (!d.ok) throw new Error(`approving ${r.execution.id} was refused: ${JSON.stringify(d)}`);
+	return r.execution;
 }
 
 export type JobRow = { task: string; payload: Record<string, unknown>; key: string | null; queue: string | null };

@@ -1,9 +1,11 @@
 // The set-up most integration files share, in one call: a database of the file's own, the
 // realtime hub, the scripted OpenAI-compatible model with the env pointed at it, SSH Proxmox
-// doubles registered as hosts (and synced), extra env for the file, and an in-process worker.
+// doubles registered as hosts (and synced), extra env for the file, and an in-process worker or
+// worker processes (`npm run worker` as a child, for the files that kill one mid-work).
 // `useStage` registers the vitest beforeAll/afterAll hooks and returns handles that stand for
 // what beforeAll starts, so a file can write `const { llm, pve } = useStage({ … })` at its top.
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { sql } from '../../src/lib/server/db/index';
 import { resetEnvCache } from '../../src/lib/server/env';
 import { syncAllHosts, type HostSyncResult } from '../../src/lib/server/inventory/sync';
 import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker';
@@ -11,7 +13,8 @@ import type { Hub } from '../../src/lib/server/realtime/hub';
 import { startScriptedLlm, type Dialect, type ScriptedLlm } from '../doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble, type ProxmoxDoubleOptions } from '../doubles/proxmox/server';
 import { useTestDatabase } from './db';
-import { addHost, useHub } from './executions';
+import { addHost, useHub, waitUntil } from './executions';
+import { startWorkerChild, type TsChild } from './spawn';
 
 /** The host most files need: `strong` with CT 100 caddy running and CT 101 db stopped. */
 export const STRONG: ProxmoxDoubleOptions = {
@@ -21,6 +24,9 @@ export const STRONG: ProxmoxDoubleOptions = {
 		{ vmid: 101, hostname: 'db', status: 'stopped' }
 	]
 };
+
+/** `strong` with only CT 100 caddy running (files that count or create guests beside it). */
+export const STRONG_CADDY: ProxmoxDoubleOptions = { nodeName: 'strong', seed: STRONG.seed!.slice(0, 1) };
 
 type TaskList = Parameters<typeof startWorker>[0]['taskList'];
 
@@ -42,6 +48,11 @@ export interface StageOptions {
 	sync?: boolean;
 	/** An in-process graphile worker on the file's database with these tasks. */
 	worker?: { taskList: TaskList; concurrency?: number };
+	/**
+	 * Worker processes (`spawnWorker`): each runs as `npm run worker` does on the file's database,
+	 * with the file's env (the scripted model's too), and is killed with SIGKILL after each test.
+	 */
+	spawned?: boolean;
 }
 
 export interface Stage {
@@ -58,6 +69,10 @@ export interface Stage {
 	synced: () => HostSyncResult[];
 	/** The in-process worker, once started (use only with `worker`). */
 	worker: () => WorkerHandle;
+	/** Starts a worker process (use only with `spawned`), `env` over the file's. */
+	spawnWorker: (env?: NodeJS.ProcessEnv) => TsChild;
+	/** Waits until each worker process has registered itself and says it is ready (its output in the error). */
+	workersReady: (...ws: TsChild[]) => Promise<void>;
 }
 
 /**
@@ -117,6 +132,14 @@ export function useStage(opts: StageOptions = {}): Stage {
 		if (opts.worker) worker = await startWorker({ url: dbUrl(), concurrency: opts.worker.concurrency ?? 1, taskList: opts.worker.taskList });
 	});
 	if (opts.model && !(typeof opts.model === 'object' && opts.model.keep)) beforeEach(() => llm?.reset());
+	const children: TsChild[] = [];
+	if (opts.spawned)
+		afterEach(async () => {
+			for (const c of children.splice(0)) {
+				c.child.kill('SIGKILL');
+				await c.exited;
+			}
+		});
 	afterAll(async () => {
 		await worker?.stop();
 		await llm?.close();
@@ -139,6 +162,23 @@ export function useStage(opts: StageOptions = {}): Stage {
 		worker: () => {
 			if (!worker) throw new Error('no worker (pass `worker`, and use it inside a test)');
 			return worker;
+		},
+		spawnWorker: (env = {}) => {
+			if (!opts.spawned) throw new Error('no worker processes (pass `spawned`)');
+			const w = startWorkerChild(dbUrl(), env);
+			children.push(w);
+			return w;
+		},
+		workersReady: async (...ws) => {
+			for (const w of ws)
+				await waitUntil(
+					async () => {
+						const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
+						return row.n === 1 && w.log.out.includes('worker ready');
+					},
+					`worker ${w.pid} to be ready:\n${w.log.out}`,
+					{ timeoutMs: 90_000, intervalMs: 100 }
+				);
 		}
 	};
 }

@@ -4,7 +4,7 @@
 // command run again only when the effect is missing, then verified. A destroy still ends
 // interrupted. Real worker processes, the SSH double (its `slow` fault holds the command mid-step),
 // the scripted model, a real Postgres.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { claimExecution, getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { getPlan, insertPlan } from '../../src/lib/server/db/queries/plans';
@@ -12,79 +12,40 @@ import { operatorDecidesPlan } from '../../src/lib/server/executions/decisions';
 import { prepareExecution, type PreparedExecution } from '../../src/lib/server/executions/prepare';
 import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
 import { enqueueJob } from '../../src/lib/server/jobs/enqueue';
-import { requestExecution } from '../../src/lib/server/executions/request';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
 import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { randomUUID } from 'node:crypto';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, alive, decide, freshSession, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { startWorkerChild, type TsChild } from '../helpers/spawn';
+import { alive, requestApproved, freshSession, newOperator, newSession, waitUntil } from '../helpers/executions';
+import { useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
-const dbUrl = useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
-const children: TsChild[] = [];
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	llm.setFallback(() => ({ text: 'Noted.' }));
-	pve = await startProxmoxDouble({
-		nodeName: 'strong',
-		delayMs: 1,
-		seed: [
-			{ vmid: 101, hostname: 'start-me', status: 'stopped' },
-			{ vmid: 102, hostname: 'stop-me', status: 'running' },
-			{ vmid: 103, hostname: 'destroy-me', status: 'stopped' },
-			{ vmid: 104, hostname: 'plan-me', status: 'stopped' },
-			{ vmid: 105, hostname: 'term-me', status: 'stopped' },
-			{ vmid: 106, hostname: 'cancel-me', status: 'stopped' }
-		]
-	});
-	await addHost(pve);
+const { llm, pve, spawnWorker, workersReady } = useStage({
+	model: { keep: true },
+	spawned: true,
+	sync: false,
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 101, hostname: 'start-me', status: 'stopped' },
+				{ vmid: 102, hostname: 'stop-me', status: 'running' },
+				{ vmid: 103, hostname: 'destroy-me', status: 'stopped' },
+				{ vmid: 104, hostname: 'plan-me', status: 'stopped' },
+				{ vmid: 105, hostname: 'term-me', status: 'stopped' },
+				{ vmid: 106, hostname: 'cancel-me', status: 'stopped' }
+			]
+		}
+	]
 });
-afterEach(async () => {
-	for (const c of children.splice(0)) {
-		c.child.kill('SIGKILL');
-		await c.exited;
-	}
-});
-afterAll(async () => {
-	await llm?.close();
-	await pve?.close();
-});
-
-function startWorker(): TsChild {
-	const w = startWorkerChild(dbUrl(), { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted' });
-	children.push(w);
-	return w;
-}
-
-async function ready(...ws: TsChild[]) {
-	for (const w of ws) {
-		await waitUntil(
-			async () => {
-				const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
-				return row.n === 1 && w.log.out.includes('worker ready');
-			},
-			`worker ${w.pid} to be ready:\n${w.log.out}`,
-			{ timeoutMs: 90_000, intervalMs: 100 }
-		);
-	}
-}
+beforeAll(() => llm.setFallback(() => ({ text: 'Noted.' })));
 
 /** Requests and approves `action` on CT `vmid`; returns the execution's id. */
 async function approved(action: string, vmid: number, tag: string): Promise<{ id: string; sessionId: string }> {
 	const operatorId = await newOperator(`resume-${tag}`);
 	const sessionId = await newSession(operatorId);
-	const r = await requestExecution(sessionId, { target: `lxc:strong/${vmid}`, action, params: {}, reason: tag });
-	if ('error' in r) throw new Error(r.error);
-	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
-	return { id: r.execution.id, sessionId };
+	const { id } = await requestApproved(sessionId, operatorId, { target: `lxc:strong/${vmid}`, action, params: {}, reason: tag });
+	return { id, sessionId };
 }
 
 /**
@@ -132,8 +93,8 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 	it(
 		'pct_destroy (not safe to repeat) still ends interrupted with its leftovers; nothing resumes it',
 		async () => {
-			const a = startWorker();
-			await ready(a);
+			const a = spawnWorker();
+			await workersReady(a);
 			await pve.setFault('slow', { tool: 'pct', match: 'destroy 103', ms: 600_000 });
 			const { id } = await approved('pct_destroy', 103, 'destroy');
 			const { pgid } = await heldMidStep(id, 'pct destroy', ['pct', 'destroy', '103']);
@@ -160,8 +121,8 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 	it(
 		'pct_start: two workers race to resume it, one does; the start runs again because the read-back finds it stopped, and is verified',
 		async () => {
-			const a = startWorker();
-			await ready(a);
+			const a = spawnWorker();
+			await workersReady(a);
 			await pve.setFault('slow', { tool: 'pct', match: 'start 101', ms: 600_000 });
 			const { id, sessionId } = await approved('pct_start', 101, 'start');
 			const { e: before, pgid } = await heldMidStep(id, 'pct start', ['pct', 'start', '101']);
@@ -177,8 +138,8 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 			expect((await getExecution(sql(), id))!).toMatchObject({ status: 'approved', resumes: 1 });
 			// A second copy of the run job: both workers start with a job for it and race for the claim.
 			await enqueueJob(sql(), 'executions__run', { executionId: id }, { jobKey: `race:${id}` });
-			const [b, c] = [startWorker(), startWorker()];
-			await ready(b, c);
+			const [b, c] = [spawnWorker(), spawnWorker()];
+			await workersReady(b, c);
 
 			const e = await terminal(id);
 			expect(e.status).toBe('succeeded');
@@ -222,8 +183,8 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 	it(
 		'pct_stop whose effect landed before the kill: a live worker resumes it by itself and runs nothing again',
 		async () => {
-			const [b, c] = [startWorker(), startWorker()];
-			await ready(b, c);
+			const [b, c] = [spawnWorker(), spawnWorker()];
+			await workersReady(b, c);
 			await pve.setFault('slow', { tool: 'pct', match: 'stop 102', ms: 600_000 });
 			const { id } = await approved('pct_stop', 102, 'stop');
 			await heldMidStep(id, 'pct stop', ['pct', 'stop', '102']);
@@ -261,7 +222,7 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 			await pve.setFault('slow', { tool: 'pct', match: 'start 104', ms: 600_000 });
 			const plan = await sql().begin((tx) => insertPlan(tx, sessionId, 'Start 104', steps));
 			await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
-			const a = startWorker();
+			const a = spawnWorker();
 			const step1 = await waitUntil(async () => (await getPlan(sql(), plan.id))?.steps[0].executionId, 'step 1 to be made', {
 				timeoutMs: 90_000,
 				intervalMs: 100
@@ -274,7 +235,7 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 				intervalMs: 50
 			});
 			expect((await recoverDeadProcesses(sql()))[0].handedOver).toEqual([step1]);
-			startWorker();
+			spawnWorker();
 
 			const done = await waitUntil(
 				async () => {
@@ -295,8 +256,8 @@ describe('an execution whose worker is SIGKILLed mid-step', () => {
 	it(
 		'SIGTERM mid pct_start: the stopping worker stops its command and hands the run over; another worker resumes it',
 		async () => {
-			const [b, c] = [startWorker(), startWorker()];
-			await ready(b, c);
+			const [b, c] = [spawnWorker(), spawnWorker()];
+			await workersReady(b, c);
 			await pve.setFault('slow', { tool: 'pct', match: 'start 105', ms: 600_000 });
 			const { id } = await approved('pct_start', 105, 'sigterm');
 			await heldMidStep(id, 'pct start', ['pct', 'start', '105']);

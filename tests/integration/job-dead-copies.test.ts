@@ -10,28 +10,17 @@
 // executions__sweep task, for locks that went stale) or the recovery of a process whose life
 // lock is gone (recovery/dead-processes.ts, every 2 s in every process).
 import type { JobHelpers } from 'graphile-worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { PRIORITY } from '../../src/lib/server/jobs/enqueue';
 import { executions__sweep } from '../../tasks/executions__sweep';
 import { recoverDeadProcesses } from '../../src/lib/server/recovery/dead-processes';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { addHost, alive, waitUntil } from '../helpers/executions';
-import { startWorkerChild } from '../helpers/spawn';
+import { alive, waitUntil } from '../helpers/executions';
+import { STRONG_CADDY, useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
-const dbUrl = useTestDatabase();
-let pve: ProxmoxDouble;
-
-beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
-	await pve.setFault('hang', 'pvesh');
-});
-afterAll(async () => {
-	await pve?.close();
-});
+const { pve, spawnWorker } = useStage({ hub: false, spawned: true, sync: false, hosts: [STRONG_CADDY] });
+beforeAll(() => pve.setFault('hang', 'pvesh'));
 
 type SyncJob = { id: string; key: string | null; attempts: number; maxAttempts: number; locked: boolean; lastError: string | null };
 
@@ -47,35 +36,27 @@ async function cronTick(): Promise<void> {
 		queue_name => 'inventory', job_key => 'inventory__sync', priority => ${PRIORITY.background}::int)`;
 }
 
-function startWorker() {
-	return startWorkerChild(dbUrl());
-}
-
 /**
  * Kills a worker process mid-sync (the fake pvesh hangs), optionally after the next cron tick
  * superseded the running copy, then lets the sweeper find the dead worker. The kill's minute is
  * simulated by ageing the locks and the heartbeat instead of waiting for it.
  */
 async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recovery' }): Promise<void> {
-	const w = startWorker();
-	try {
-		await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
-		await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch(
-			(e: Error) => {
-				throw new Error(`${e.message}:\n${w.log.out}`);
-			}
-		);
-		if (opts.supersede) {
-			await cronTick();
-			const [running] = (await syncJobs()).filter((j) => j.locked);
-			// graphile-worker's own doing: the running copy lost its key and its remaining attempts.
-			expect(running).toMatchObject({ key: null, attempts: 25, maxAttempts: 25 });
+	const w = spawnWorker();
+	await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
+	await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch(
+		(e: Error) => {
+			throw new Error(`${e.message}:\n${w.log.out}`);
 		}
-		w.child.kill('SIGKILL');
-		expect((await w.exited).signal).toBe('SIGKILL');
-	} finally {
-		w.child.kill('SIGKILL');
+	);
+	if (opts.supersede) {
+		await cronTick();
+		const [running] = (await syncJobs()).filter((j) => j.locked);
+		// graphile-worker's own doing: the running copy lost its key and its remaining attempts.
+		expect(running).toMatchObject({ key: null, attempts: 25, maxAttempts: 25 });
 	}
+	w.child.kill('SIGKILL');
+	expect((await w.exited).signal).toBe('SIGKILL');
 	// As under sshd, the hung reads outlive the dead worker's connection: end them, as a host would time
 	// them out. The sync reads on two channels at once (the nodes' CTs and /cluster/resources), so a
 	// second pvesh may still be starting when the worker dies: each look kills what hangs by then,

@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getHostByName } from '../../src/lib/server/db/queries/hosts';
 import { recheckLeftovers } from '../../src/lib/server/executions/remote-stop';
@@ -15,50 +15,33 @@ import { withHost } from '../../src/lib/server/ssh/pool';
 import { groupedArgv, stopGroupArgv } from '../../src/lib/server/ssh/quote';
 import { executions__sweep } from '../../tasks/executions__sweep';
 import { hostileValues } from '../helpers/hostile';
-import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { requestCancel } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
-import { syncAllHosts } from '../../src/lib/server/inventory/sync';
-import { processRunning, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
+import { processRunning } from '../doubles/proxmox/server';
 import { view } from '../helpers/message-view';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { listMessages } from '../../src/lib/server/conversation/messages';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
-import { DEBIAN, addHost, decide, jobsFor, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
+import { DEBIAN, jobsFor, newOperator, newSession, requestApproved, waitUntil } from '../helpers/executions';
+import { STRONG_CADDY, useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
-useTestDatabase();
-useHub();
-
-let pve: ProxmoxDouble;
+// The scripted model answers the late read-back's continuation (the last describe).
+const { llm, pve } = useStage({ model: { keep: true }, hosts: [STRONG_CADDY] });
 let operatorId: string;
 let sessionId: string;
 
 beforeAll(async () => {
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
-	await syncAllHosts();
 	operatorId = await newOperator('stop-admin');
 	sessionId = await newSession(operatorId, 'remote stop');
 });
 beforeEach(async () => {
 	await pve.setFault('create', null);
 });
-afterAll(async () => {
-	await pve?.close();
-});
 
-async function approved(input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> {
-	const r = await requestExecution(session, input);
-	if ('error' in r) throw new Error(r.error);
-	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
-	return r.execution;
-}
+const approved = (input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> => requestApproved(session, operatorId, input);
 const load = async (id: string) => (await getExecution(sql(), id))!;
 const cancel = (id: string) => sql().begin((tx) => requestCancel(tx, id, operatorId));
 const createOf = (vmid: string) => ({ target: 'strong', action: 'pct_create', params: { vmid, hostname: `ct${vmid}`, template: DEBIAN }, reason: 'r' });
@@ -176,16 +159,6 @@ describe('a host that cannot be reached', () => {
 });
 
 describe('a late read-back re-invokes the agent', () => {
-	let llm: ScriptedLlm;
-	beforeAll(async () => {
-		llm = await startScriptedLlm();
-		Object.assign(process.env, { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 't', NOMOS_MODEL: 'scripted' });
-		resetEnvCache();
-	});
-	afterAll(async () => {
-		await llm?.close();
-	});
-
 	it(
 		'once, through the continuation: no "continue" from the operator, no second run when the job is retried',
 		async () => {

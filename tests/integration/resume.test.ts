@@ -2,60 +2,19 @@
 // stops (SIGTERM) is taken up by another process — no resend, no "continue", nothing run twice.
 // Real worker processes, a real Postgres, the SSH double and the scripted model.
 import type { RequestEvent } from '@sveltejs/kit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { listDeadProcesses } from '../../src/lib/server/db/queries/workers';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
-import { requestExecution } from '../../src/lib/server/executions/request';
 import { chatRouter } from '../../src/lib/server/trpc/routers/chat';
 import { createCallerFactory } from '../../src/lib/server/trpc/t';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
-import { useTestDatabase } from '../helpers/db';
-import { DEBIAN, addHost, decide, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
-import { startWorkerChild, type TsChild } from '../helpers/spawn';
+import { DEBIAN, requestApproved, newOperator, newSession, waitUntil } from '../helpers/executions';
+import type { TsChild } from '../helpers/spawn';
+import { STRONG_CADDY, useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
-const dbUrl = useTestDatabase();
-useHub();
-let llm: ScriptedLlm;
-let pve: ProxmoxDouble;
+const { llm, pve, spawnWorker: startWorker, workersReady: ready } = useStage({ model: { keep: true }, spawned: true, sync: false, hosts: [STRONG_CADDY] });
 type Worker = TsChild;
-const children: Worker[] = [];
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	pve = await startProxmoxDouble({ nodeName: 'strong', delayMs: 1, seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] });
-	await addHost(pve);
-});
-afterEach(async () => {
-	for (const c of children.splice(0)) {
-		c.child.kill('SIGKILL');
-		await c.exited;
-	}
-});
-afterAll(async () => {
-	llm?.reset();
-	await llm?.close();
-	await pve?.close();
-});
-
-function startWorker(extra: NodeJS.ProcessEnv = {}): Worker {
-	const w = startWorkerChild(dbUrl(), { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test', NOMOS_MODEL: 'scripted', ...extra });
-	children.push(w);
-	return w;
-}
-
-async function ready(w: Worker) {
-	await waitUntil(
-		async () => {
-			const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
-			return row.n === 1 && w.log.out.includes('worker ready');
-		},
-		`worker ${w.pid} to be ready:\n${w.log.out}`,
-		{ timeoutMs: 60_000, intervalMs: 100 }
-	);
-}
 
 function chatAs(operatorId: string) {
 	return createCallerFactory(chatRouter)({ user: { id: operatorId, username: 'resume-admin', role: 'admin' }, event: {} as RequestEvent } as never);
@@ -168,10 +127,12 @@ describe('an approved execution whose worker dies before starting it', () => {
 			llm.setFallback(() => ({ text: 'Noted.' }));
 			const slow = startWorker({ SLOW_RUN_START_MS: '600000', NOMOS_EXECUTION_CONCURRENCY: '1' });
 			await ready(slow);
-			const r = await requestExecution(sessionId, { target: 'strong', action: 'pct_create', params: { hostname: 'stranded', template: DEBIAN }, reason: 'r' });
-			if ('error' in r) throw new Error(r.error);
-			const id = r.execution.id;
-			expect((await decide(id, operatorId, 'approved')).ok).toBe(true);
+			const { id } = await requestApproved(sessionId, operatorId, {
+				target: 'strong',
+				action: 'pct_create',
+				params: { hostname: 'stranded', template: DEBIAN },
+				reason: 'r'
+			});
 			await waitUntil(async () => slow.log.out.includes(`run job taken {"executionId":"${id}"}`), `the slow worker to take the job:\n${slow.log.out}`, {
 				timeoutMs: 30_000
 			});

@@ -3,46 +3,24 @@
 // drops and comes back (Last-Event-ID), folding what it receives must end at exactly the stored
 // message. Property test: 50 clients, each joining and disconnecting at random points of real
 // turns (scripted model, real Postgres, LISTEN/NOTIFY hub, SSE streams).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { latestEventId } from '../../src/lib/server/db/queries/events';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { getMessage, listMessages } from '../../src/lib/server/conversation/messages';
 import { createSession } from '../../src/lib/server/db/queries/sessions';
-import { resetEnvCache } from '../../src/lib/server/env';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
-import { Hub } from '../../src/lib/server/realtime/hub';
 import { eventStreamResponse } from '../../src/lib/server/realtime/sse';
 import { applyDelta, newerSnapshot } from '../../src/lib/messages/apply';
 import { canonicalJson } from '../../src/lib/messages/fold';
 import type { MessageDelta, MessageRow } from '../../src/lib/types/messages';
-import { startScriptedLlm, type ScriptedLlm } from '../doubles/llm/server';
-import { useTestDatabase } from '../helpers/db';
 import { readSse } from '../helpers/sse-client';
 import { prng } from '../helpers/hostile';
 import { view } from '../helpers/message-view';
+import { useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
-useTestDatabase();
-let llm: ScriptedLlm;
-let hub: Hub;
-
-beforeAll(async () => {
-	llm = await startScriptedLlm();
-	process.env.OPENAI_BASE_URL = llm.baseURL;
-	process.env.OPENAI_API_KEY = 'test';
-	process.env.NOMOS_MODEL = 'scripted';
-	resetEnvCache();
-	hub = new Hub(sql());
-	await hub.start();
-});
-afterAll(async () => {
-	await hub.stop();
-	await llm.close();
-	delete process.env.OPENAI_BASE_URL;
-	resetEnvCache();
-});
-beforeEach(() => llm.reset());
+const { llm, hub } = useStage({ model: true });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -79,7 +57,7 @@ async function tab(sessionId: string, rand: () => number, opts: { joinMs: number
 		const ctrl = new AbortController();
 		const res = eventStreamResponse({
 			sql: sql(),
-			hub,
+			hub: hub(),
 			after: cursor,
 			scope: { sessionId, viewer: { id: '00000000-0000-4000-8000-00000000000a', role: 'admin' as const } },
 			signal: ctrl.signal

@@ -14,7 +14,7 @@ import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries
 import { requestCancel, sweep } from '../../src/lib/server/executions/lifecycle';
 import { TERMINAL } from '../../src/lib/types/executions';
 import { readBack } from '../../src/lib/server/executions/leftovers';
-import { DEBIAN, alive, decide, newOperator, newSession, waitUntil } from '../helpers/executions';
+import { DEBIAN, alive, requestApproved, newOperator, newSession, waitUntil } from '../helpers/executions';
 import { STRONG, useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 
@@ -31,12 +31,7 @@ beforeEach(async () => {
 	await pve.setFault('hang', null);
 });
 
-async function approved(input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> {
-	const r = await requestExecution(session, input);
-	if ('error' in r) throw new Error(r.error);
-	expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
-	return r.execution;
-}
+const approved = (input: Record<string, unknown>, session = sessionId): Promise<ExecutionRow> => requestApproved(session, operatorId, input);
 const load = async (id: string) => (await getExecution(sql(), id))!;
 const cancel = (id: string) => sql().begin((tx) => requestCancel(tx, id, operatorId));
 

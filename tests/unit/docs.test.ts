@@ -118,7 +118,7 @@ describe('README and docs/', () => {
 
 	it('names only repository paths that exist', () => {
 		const missing: string[] = [];
-		for (const f of [...files, CONTRIBUTING]) {
+		for (const f of [...files, CONTRIBUTING, CHANGELOG]) {
 			for (const code of prose(readFileSync(f, 'utf8')).matchAll(/`([^`\n]+)`/g)) {
 				for (const m of code[1].matchAll(/(?:^|[\s(])((?:src|tests|bench|scripts|deploy|drizzle|tasks|static)\/[^\s`),;:]*)/g)) {
 					const p = m[1].replace(/\.$/, '');
@@ -146,9 +146,9 @@ describe('README and docs/', () => {
 		]);
 	});
 
-	it('names only identifiers, settings and files the code has', () => {
+	it('names only identifiers, settings and files the code has (CONTRIBUTING.md and CHANGELOG.md too)', () => {
 		const index = codeIndex(ROOT, [THIS_FILE]);
-		const missing = files.flatMap((f) => missingIdentifiers(f, prose(readFileSync(f, 'utf8')), ROOT, index));
+		const missing = [...files, CONTRIBUTING, CHANGELOG].flatMap((f) => missingIdentifiers(f, prose(readFileSync(f, 'utf8')), ROOT, index));
 		expect(missing).toEqual([]);
 	});
 

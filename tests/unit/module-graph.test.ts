@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 // Every file of src/ (and the repo-root tasks/) belongs to one layer, and a layer imports only the
@@ -199,6 +200,43 @@ export function splitViolations(imports: Named[]): string[] {
 	});
 }
 
+/** Where SQL is written: the db layer (its verb-named queries, the client, the schema). */
+export const SQL_HOME = 'src/lib/server/db/';
+
+/**
+ * Files outside db/ that still write SQL, each with why; the list only shrinks (a file here that no
+ * longer holds SQL fails the test too). A new file with SQL outside db/ fails: give it a query.
+ */
+export const SQL_ELSEWHERE: Record<string, string> = {
+	'src/lib/server/access/sessions.ts': 'reads a session row for the access decision (to move into db/queries/sessions.ts)',
+	'src/lib/server/agent/tools/parked.ts': 'looks up a plan or question by its call key (to move into db/queries)',
+	'src/lib/server/executions/cause.ts': "reads an execution's cause (to move into db/queries/executions.ts)",
+	'src/lib/server/executions/lifecycle.ts': "reads an execution's plan id (to move into db/queries/executions.ts)",
+	'src/lib/server/jobs/enqueue.ts': "graphile-worker's add_job: the queue's own API, one call",
+	'src/lib/server/realtime/hub.ts': "reads sessions' owners for the stream's audience (to move into db/queries/sessions.ts)",
+	'src/lib/server/replay/run.ts': "reads a replay's original (to move into db/queries/replays.ts)",
+	'src/lib/server/review/rebuild.ts': 'an advisory lock held on one reserved connection across transactions',
+	'src/lib/server/sessions/manage.ts': "reads a session's owner (to move into db/queries/sessions.ts)"
+};
+
+/**
+ * The SQL templates of a source file, as `file:line`: every tagged template (postgres.js's `sql`,
+ * `tx`, `sql()`, a reserved connection …) except String.raw, the one other tag the code uses.
+ */
+export function sqlTemplates(rel: string, source: string): string[] {
+	const sf = ts.createSourceFile(rel, source, ts.ScriptTarget.Latest, true);
+	const out: string[] = [];
+	const walk = (n: ts.Node) => {
+		if (ts.isTaggedTemplateExpression(n) && n.tag.getText(sf) !== 'String.raw') {
+			out.push(`${rel}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`);
+			return;
+		}
+		n.forEachChild(walk);
+	};
+	walk(sf);
+	return out;
+}
+
 describe('module graph', () => {
 	it('the rules catch a leak in a synthetic graph (the checks themselves can fail)', () => {
 		const e = (from: string, to: string, typeOnly = false): Edge => ({ from, to, typeOnly });
@@ -320,6 +358,17 @@ describe('module graph', () => {
 			importsOf(readFileSync(path.join(ROOT, from), 'utf8')).map(({ spec }) => ({ from, spec, to: resolve(from, spec, exists) }))
 		);
 		expect(splitViolations(named)).toEqual([]);
+	});
+
+	it('keeps SQL in db/: a tagged template elsewhere in src/ or tasks/ fails, but for the listed files', () => {
+		expect(sqlTemplates('x.ts', 'const r = await tx<{ id: string }[]>`select id from hosts`; const s = String.raw`a\\b`;')).toEqual(['x.ts:1']);
+		expect(sqlTemplates('x.ts', 'const [p] = await sql()<Row[]>`select 1`;\nawait lock`select pg_advisory_unlock(1)`;')).toEqual(['x.ts:1', 'x.ts:2']);
+		const all = [...files_(SRC), ...files_(path.join(ROOT, 'tasks'))].filter((f) => /\.(ts|js)$/.test(f) && !f.startsWith(SQL_HOME));
+		const found = all.flatMap((f) => sqlTemplates(f, readFileSync(path.join(ROOT, f), 'utf8')));
+		const files = new Set(found.map((at) => at.replace(/:\d+$/, '')));
+		expect(found.filter((at) => !(at.replace(/:\d+$/, '') in SQL_ELSEWHERE))).toEqual([]);
+		// moved into db/queries: the list shrinks with them
+		expect(Object.keys(SQL_ELSEWHERE).filter((f) => !files.has(f))).toEqual([]);
 	});
 
 	it('leaves transactions to the domain: no tRPC router opens one (routers validate, check authority, call one domain function)', () => {

@@ -4,6 +4,7 @@
 // samples per storage (storage_samples) to say a trend: "+3.1 GiB/day over 5 h".
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
+import { addStorageSample, listStorageSamples } from '../db/queries/storage-samples';
 import { parseStorage, storageLine, type StorageFigures } from '../proxmox/health-parse';
 
 export const STORAGE_ARGV = ['pvesh', 'get', '/nodes/localhost/storage', '--output-format', 'json'];
@@ -40,19 +41,8 @@ export function storageAttributes(read: { text: string } | { error: string }): {
 /** Adds a sample per active storage whose newest is SAMPLE_EVERY_MS old (or none), then keeps the last few. */
 export async function recordStorageSamples(sql: Sql | TransactionSql, hostName: string, rows: StorageFigures[], at: string): Promise<void> {
 	const figures = rows.filter((r) => r.active !== false && r.enabled !== false && typeof r.total === 'number' && r.total > 0 && typeof r.used === 'number');
-	for (const r of figures) {
-		await sql`
-			insert into storage_samples (host_name, storage, at, used, total)
-			select ${hostName}, ${r.storage}, ${at}, ${r.used!}, ${r.total!}
-			where not exists (
-				select 1 from storage_samples
-				where host_name = ${hostName} and storage = ${r.storage} and at > ${at}::timestamptz - ${`${SAMPLE_EVERY_MS} milliseconds`}::interval)`;
-		await sql`
-			delete from storage_samples s
-			where host_name = ${hostName} and storage = ${r.storage}
-				and at < (select min(at) from (select at from storage_samples where host_name = ${hostName} and storage = ${r.storage}
-					order by at desc limit ${STORAGE_SAMPLES_KEPT}) kept)`;
-	}
+	for (const r of figures)
+		await addStorageSample(sql, { hostName, storage: r.storage, at, used: r.used!, total: r.total! }, { everyMs: SAMPLE_EVERY_MS, keep: STORAGE_SAMPLES_KEPT });
 }
 
 /** `+3.1 GiB/day over 5 h` from the oldest and newest samples, when they are TREND_MIN_SPAN_MS apart or more. */
@@ -70,10 +60,9 @@ export function trendText(samples: { at: string; used: number }[]): string | und
 
 /** Each storage's trend on a host, by storage id. */
 export async function storageTrends(sql: Sql | TransactionSql, hostName: string): Promise<Map<string, string>> {
-	const rows = await sql<{ storage: string; at: string; used: number }[]>`
-		select storage, at, used from storage_samples where host_name = ${hostName} order by storage, at`;
+	const rows = await listStorageSamples(sql, hostName);
 	const by = new Map<string, { at: string; used: number }[]>();
-	for (const r of rows) by.set(r.storage, [...(by.get(r.storage) ?? []), { at: r.at, used: Number(r.used) }]);
+	for (const r of rows) by.set(r.storage, [...(by.get(r.storage) ?? []), { at: r.at, used: r.used }]);
 	const out = new Map<string, string>();
 	for (const [s, samples] of by) {
 		const t = trendText(samples);

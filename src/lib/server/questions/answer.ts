@@ -1,7 +1,7 @@
 import { sql } from '../db/index';
 import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
-import { answerQuestion, type AnswerResult } from '../db/queries/questions';
+import { answerQuestion, questionSession, type AnswerResult } from '../db/queries/questions';
 import { requireWrite, sessionAccess, type Viewer } from '../access/sessions';
 
 /**
@@ -19,10 +19,9 @@ export async function answerFromPanel(
 ): Promise<AnswerResult> {
 	return sql().begin(async (tx) => {
 		// Only in a session the operator may write (access/sessions.ts): another's question is "no such question".
-		const [q] = await tx<{ sessionId: string }[]>`
-			select session_id as "sessionId" from session_questions where id = ${questionId} ${sessionId ? tx`and session_id = ${sessionId}` : tx``}`;
-		if (!q || !(await sessionAccess(tx, q.sessionId, operator))) return { ok: false, reason: 'not_found' } as const;
-		await requireWrite(tx, q.sessionId, operator);
+		const inSession = await questionSession(tx, questionId, sessionId);
+		if (!inSession || !(await sessionAccess(tx, inSession, operator))) return { ok: false, reason: 'not_found' } as const;
+		await requireWrite(tx, inSession, operator);
 		const r = await answerQuestion(tx, questionId, { answer, via: route, operatorId: operator.id, sessionId, token });
 		if (!r.ok) return r;
 		await addSystemNote(tx, r.question.sessionId, 'answer', `The operator answered your question "${r.question.prompt}": ${answer}`, { questionId });

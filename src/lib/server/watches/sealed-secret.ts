@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Sql, TransactionSql } from '../db/index';
+import { listKeptHookSecrets, storeSealedHookSecret, type KeptHookSecret } from '../db/queries/watches';
 import { sealKeys } from '../db/seal';
 
 /*
@@ -71,18 +72,14 @@ export async function openHookSecret(hookId: string, sealed: string): Promise<{ 
  * with the current key when the previous one opened it), or, for a hook from before 0033 that
  * boot has not reached yet, taken from `secret` and sealed now. Null for a bearer-only hook.
  */
-export async function hookSigningSecret(
-	sql: Sql | TransactionSql,
-	hook: { id: string; secret: string | null; secretSealed: string | null }
-): Promise<string | null> {
+export async function hookSigningSecret(sql: Sql | TransactionSql, hook: KeptHookSecret): Promise<string | null> {
 	if (hook.secretSealed !== null) {
 		const { secret, stale } = await openHookSecret(hook.id, hook.secretSealed);
-		if (stale)
-			await sql`update alert_hooks set secret_sealed = ${await sealHookSecret(hook.id, secret)} where id = ${hook.id} and secret_sealed = ${hook.secretSealed}`;
+		if (stale) await storeSealedHookSecret(sql, hook.id, await sealHookSecret(hook.id, secret), { secretSealed: hook.secretSealed });
 		return secret;
 	}
 	if (hook.secret === null) return null;
-	await sql`update alert_hooks set secret_sealed = ${await sealHookSecret(hook.id, hook.secret)}, secret = null where id = ${hook.id} and secret = ${hook.secret}`;
+	await storeSealedHookSecret(sql, hook.id, await sealHookSecret(hook.id, hook.secret), { secret: hook.secret });
 	return hook.secret;
 }
 
@@ -93,22 +90,17 @@ export async function hookSigningSecret(
  * with neither key is left as it is (signed deliveries to it are refused) and reported.
  */
 export async function sealPlainHookSecrets(sql: Sql): Promise<{ sealed: number; resealed: number; unsealable: string[] }> {
-	const rows = await sql<{ id: string; secret: string | null; secretSealed: string | null }[]>`
-		select id, secret, secret_sealed as "secretSealed" from alert_hooks where secret is not null or secret_sealed is not null`;
+	const rows = await listKeptHookSecrets(sql);
 	const out = { sealed: 0, resealed: 0, unsealable: [] as string[] };
 	for (const r of rows) {
 		if (r.secret !== null) {
-			const [done] = await sql`update alert_hooks set secret_sealed = ${await sealHookSecret(r.id, r.secret)}, secret = null
-				where id = ${r.id} and secret = ${r.secret} returning id`;
-			if (done) out.sealed++;
+			if (await storeSealedHookSecret(sql, r.id, await sealHookSecret(r.id, r.secret), { secret: r.secret })) out.sealed++;
 			continue;
 		}
 		try {
 			const { secret, stale } = await openHookSecret(r.id, r.secretSealed!);
 			if (!stale) continue;
-			const [done] = await sql`update alert_hooks set secret_sealed = ${await sealHookSecret(r.id, secret)}
-				where id = ${r.id} and secret_sealed = ${r.secretSealed} returning id`;
-			if (done) out.resealed++;
+			if (await storeSealedHookSecret(sql, r.id, await sealHookSecret(r.id, secret), { secretSealed: r.secretSealed! })) out.resealed++;
 		} catch (e) {
 			if (!(e instanceof HookSecretUnsealable)) throw e;
 			out.unsealable.push(r.id);

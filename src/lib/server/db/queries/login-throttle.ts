@@ -1,10 +1,14 @@
 import type { Sql } from '../index';
+import type { loginThrottle } from '../schema';
+
+/** Seconds a key is blocked for, computed from its `blocked_until` (null or 0: not blocked). */
+type Wait = { wait: number | null };
 
 export type ThrottleRule = { key: string; threshold: number };
 
 /** Seconds until every one of these keys may try again (0 when none is blocked). */
 export async function loginBlockedFor(sql: Sql, keys: string[]): Promise<number> {
-	const [row] = await sql<{ wait: number | null }[]>`
+	const [row] = await sql<Wait[]>`
 		select ceil(extract(epoch from max(blocked_until) - now()))::int as wait
 		from login_throttle where key = any(${keys}) and blocked_until > now()`;
 	return Math.max(0, row?.wait ?? 0);
@@ -37,7 +41,7 @@ export async function recordLoginFailure(sql: Sql, rules: ThrottleRule[], o: { m
 
 /** Failures counted against a key within the window (0 when none). */
 export async function userFailures(sql: Sql, key: string, windowSeconds: number): Promise<number> {
-	const [row] = await sql<{ failures: number }[]>`
+	const [row] = await sql<Pick<typeof loginThrottle.$inferSelect, 'failures'>[]>`
 		select failures from login_throttle where key = ${key} and last_failure_at > now() - make_interval(secs => ${windowSeconds})`;
 	return row?.failures ?? 0;
 }

@@ -4,8 +4,16 @@ import type { RequestCause } from '../../../types/executions';
 import type { MessageDelta, MessageOrigin, MessagePart, MessageRow, MessageStatus } from '../../../types/messages';
 import { emitEvent } from './events';
 import { refreshMessageFacts } from './review-facts';
+import type { messages } from '../schema';
+import type { Expect, SameColumns } from '../same-type';
 
 export type { MessageRow };
+
+type MessageColumns = typeof messages.$inferSelect;
+type MessageId = Pick<MessageColumns, 'id'>;
+
+// MessageRow (src/lib/types, what the browser gets) copies the table's columns: held to them.
+type _MessageRowColumns = Expect<SameColumns<MessageRow, MessageColumns>>;
 
 const columns = (sql: Sql | TransactionSql) =>
 	sql`id, session_id as "sessionId", seq::float8 as seq, role, parts, status, origin, error, rev, created_at as "createdAt", updated_at as "updatedAt"`;
@@ -102,7 +110,8 @@ export async function writeFinalMessage(
  */
 export async function sentPartsOf(sql: Sql, ids: string[]): Promise<Map<string, MessagePart[]>> {
 	if (ids.length === 0) return new Map();
-	const rows = await sql<{ id: string; sent: string }[]>`
+	// sent: the json column as its text (JSON.parse keeps the keys in the order written)
+	const rows = await sql<(MessageId & { sent: string })[]>`
 		select id, sent_parts::text as sent from messages where id = any(${ids}::uuid[]) and sent_parts is not null`;
 	return new Map(rows.map((r) => [r.id, JSON.parse(r.sent) as MessagePart[]]));
 }
@@ -120,7 +129,7 @@ export async function touchStreaming(sql: Sql, id: string): Promise<void> {
  * model's history, the page and later turns all follow `seq`). The caller inserts its reply next.
  */
 export async function claimQueued(tx: TransactionSql, sessionId: string): Promise<number> {
-	const rows = await tx<{ id: string }[]>`
+	const rows = await tx<MessageId[]>`
 		select id from messages where session_id = ${sessionId} and role = 'user' and status = 'queued' order by seq for update`;
 	for (const r of rows) {
 		await tx`
@@ -174,11 +183,16 @@ export async function claimHandedOver(sql: Sql, id: string, runner: string | nul
 }
 
 /** A note a turn left about the model server cutting its prompt (run-turn.ts, kind 'context'). */
-export type ContextCutNote = { sessionId: string; at: Date; text: string; data: Record<string, unknown> | null };
+export type ContextCutNote = Pick<MessageColumns, 'sessionId'> & {
+	/** When the turn last wrote the message (ISO 8601). */
+	at: MessageColumns['updatedAt'];
+	text: string;
+	data: Record<string, unknown> | null;
+};
 
 /** The newest cut-prompt note of any session, or null when no turn has met one. */
 export async function latestContextCut(sql: Sql): Promise<ContextCutNote | null> {
-	const [row] = await sql<{ sessionId: string; at: Date; note: { text?: unknown; data?: unknown } }[]>`
+	const [row] = await sql<(Omit<ContextCutNote, 'text' | 'data'> & { note: { text?: unknown; data?: unknown } })[]>`
 		select m.session_id as "sessionId", m.updated_at as at, p.part->'data' as note
 		from messages m, jsonb_array_elements(m.parts) as p(part)
 		where m.parts @> ${JSON.stringify([{ type: 'data-note', data: { kind: 'context' } }])}::text::jsonb

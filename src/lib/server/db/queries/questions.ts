@@ -30,6 +30,13 @@ export async function listOpenQuestions(sql: Sql, viewer: Viewer): Promise<OpenQ
 		where q.status = 'open' and ${listedFor(sql, viewer)} order by q.created_at`;
 }
 
+/** The session of a question (only if it is this session's, when one is given); null: no such question. */
+export async function questionSession(tx: TransactionSql, questionId: string, sessionId?: string): Promise<string | null> {
+	const [q] = await tx<Pick<QuestionRow, 'sessionId'>[]>`
+		select session_id as "sessionId" from session_questions where id = ${questionId} ${sessionId ? tx`and session_id = ${sessionId}` : tx``}`;
+	return q?.sessionId ?? null;
+}
+
 /** Records a question, moves the task to awaiting_input and announces it. */
 export async function raiseQuestion(
 	tx: TransactionSql,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PendingQuery, Row, TransactionSql } from 'postgres';
 import type { Sql as PoolSql } from '../index';
 import * as rules from '../review-rules';
+import type { chatSessions, messageFacts } from '../schema';
 import {
 	CANNOT_LIKE,
 	CANNOT_RE,
@@ -309,7 +310,7 @@ export function storedSessionFacts(sql: Sql, where: Fragment | null, opts: { ses
  * then those of their sessions (and of `sessionIds`, whatever messages they have).
  */
 async function storeFacts(tx: Sql, where: Fragment, sessionIds: string[] = []): Promise<number> {
-	const rows = await tx<{ sid: string }[]>`
+	const rows = await tx<{ sid: (typeof messageFacts.$inferSelect)['sessionId'] }[]>`
 		insert into message_facts as t (message_id, session_id, seq, role, status, origin, created_at, calls, tool_counts, fail_counts, cap_errs,
 			retries, tbits, hex_runs, summary, text, other_tools, lxc_refs, input_tokens, output_tokens, cached_tokens, model)
 		select f.id, f.sid, f.seq, f.role, f.status, f.origin, f.created_at, f.calls, f.tool_counts, f.fail_counts, f.cap_errs,
@@ -372,7 +373,7 @@ export async function rebuildFactsBatch(
 	after: string | null,
 	limit: number
 ): Promise<{ last: string | null; sessions: number; messages: number }> {
-	const sessions = await tx<{ id: string }[]>`
+	const sessions = await tx<Pick<typeof chatSessions.$inferSelect, 'id'>[]>`
 		select id from chat_sessions where ${after}::uuid is null or id > ${after}::uuid order by id limit ${limit}`;
 	const ids = sessions.map((s) => s.id);
 	if (!ids.length) return { last: null, sessions: 0, messages: 0 };
@@ -385,6 +386,7 @@ const STATE_KEY = 'review.facts';
 
 /** The version of the stored facts (null: never built); see FACTS_VERSION. */
 export async function storedFactsVersion(sql: Sql): Promise<string | null> {
+	// a field of the setting's jsonb value
 	const [row] = await sql<{ version: string | null }[]>`select value->>'version' as version from settings where key = ${STATE_KEY}`;
 	return row?.version ?? null;
 }

@@ -1,24 +1,26 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { OperatorRole, SessionSharing, SessionTitledBy, TaskState } from '../schema';
+import type { chatSessions, messages, OperatorRole, SessionSharing, SessionTitledBy, tasks, TaskState } from '../schema';
 import { emitEvent } from './events';
 
-export type SessionSummary = {
-	id: string;
-	title: string;
-	/** ISO 8601 */
-	updatedAt: string;
-	taskState: string | null;
-	openQuestions: number;
-	/** The alert hook or schedule that opened it (an investigation, a scheduled run), else null. */
-	startedBy: string | null;
-	startedByKind: 'alert' | 'schedule' | null;
-	pinned: boolean;
-	archived: boolean;
-	/** Its owner's name when it is not the viewer's (shared with them, or an admin's view); null: theirs. */
-	owner: string | null;
-	shared: SessionSharing | null;
-};
+type SessionColumns = typeof chatSessions.$inferSelect;
+type MessageColumns = typeof messages.$inferSelect;
+/** A session's task state, from its `tasks` row (null: it has none). */
+type TaskStateColumn = { taskState: (typeof tasks.$inferSelect)['state'] | null };
+type SessionId = Pick<SessionColumns, 'id'>;
+
+/** `updatedAt`: ISO 8601. */
+export type SessionSummary = Pick<SessionColumns, 'id' | 'title' | 'updatedAt' | 'shared'> &
+	TaskStateColumn & {
+		openQuestions: number;
+		/** The alert hook or schedule that opened it (an investigation, a scheduled run), else null. */
+		startedBy: string | null;
+		startedByKind: 'alert' | 'schedule' | null;
+		pinned: boolean;
+		archived: boolean;
+		/** Its owner's name when it is not the viewer's (shared with them, or an admin's view); null: theirs. */
+		owner: string | null;
+	};
 
 /**
  * The sidebar list: pinned first, then newest first, with the task state and open-question
@@ -54,7 +56,7 @@ export async function createSession(
 	title: string,
 	opts: { startedByHook?: string; startedBySchedule?: string } = {}
 ): Promise<string> {
-	const [row] = await tx<{ id: string }[]>`
+	const [row] = await tx<SessionId[]>`
 		insert into chat_sessions (operator_id, title, started_by_hook, started_by_schedule, titled_by)
 		values (
 			coalesce(${operatorId}::uuid, (select created_by from alert_hooks where id = ${opts.startedByHook ?? null}),
@@ -71,13 +73,13 @@ export async function createSession(
  * one per token, owned by the token's operator. Concurrent first calls end with the same row.
  */
 export async function ensureMcpSession(tx: TransactionSql, tokenId: string, operatorId: string, tokenName: string): Promise<string> {
-	const [found] = await tx<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`;
+	const [found] = await tx<SessionId[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`;
 	if (found) return found.id;
 	const title = `MCP · ${tokenName}`.slice(0, 60);
-	const [row] = await tx<{ id: string }[]>`
+	const [row] = await tx<SessionId[]>`
 		insert into chat_sessions (operator_id, title, mcp_token_id, titled_by) values (${operatorId}, ${title}, ${tokenId}, 'system')
 		on conflict (mcp_token_id) do nothing returning id`;
-	if (!row) return (await tx<{ id: string }[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`)[0].id;
+	if (!row) return (await tx<SessionId[]>`select id from chat_sessions where mcp_token_id = ${tokenId}`)[0].id;
 	await tx`insert into tasks (session_id, goal, state) values (${row.id}, ${title}, 'executing')`;
 	await emitEvent(tx, { sessionId: row.id, type: 'session.updated', payload: { created: true } });
 	return row.id;
@@ -89,23 +91,18 @@ export async function isMcpSession(sql: Sql | TransactionSql, id: string): Promi
 	return row?.mcp ?? false;
 }
 
-export type SessionRow = {
-	id: string;
-	title: string;
-	taskState: TaskState | null;
-	createdAt: string;
-	titledBy: SessionTitledBy;
-	/** The model chosen for it (null: the default). */
-	model: string | null;
-	pinned: boolean;
-	archived: boolean;
-	/** ISO 8601 when deleted (operators no longer see it; the admin review does). */
-	deletedAt: string | null;
-	/** Its owner (access/sessions.ts): id and name; null: the admins'. */
-	ownerId: string | null;
-	owner: string | null;
-	shared: SessionSharing | null;
-};
+/**
+ * `model`: the one chosen for it (null: the default); `deletedAt`: ISO 8601 when deleted (operators
+ * no longer see it; the admin review does).
+ */
+export type SessionRow = Pick<SessionColumns, 'id' | 'title' | 'createdAt' | 'titledBy' | 'model' | 'deletedAt' | 'shared'> &
+	TaskStateColumn & {
+		pinned: boolean;
+		archived: boolean;
+		/** Its owner (access/sessions.ts): id and name; null: the admins'. */
+		ownerId: SessionColumns['operatorId'];
+		owner: string | null;
+	};
 
 /** One session, deleted or not (callers that serve operators treat a deleted one as absent). */
 export async function getSession(sql: Sql | TransactionSql, id: string): Promise<SessionRow | null> {
@@ -117,9 +114,11 @@ export async function getSession(sql: Sql | TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
+type LiveSession = Pick<SessionColumns, 'id' | 'title' | 'titledBy'>;
+
 /** Locks a session's row for a change; null when it does not exist or is deleted. */
-export async function lockLiveSession(tx: TransactionSql, id: string): Promise<{ id: string; title: string; titledBy: SessionTitledBy } | null> {
-	const [row] = await tx<{ id: string; title: string; titledBy: SessionTitledBy }[]>`
+export async function lockLiveSession(tx: TransactionSql, id: string): Promise<LiveSession | null> {
+	const [row] = await tx<LiveSession[]>`
 		select id, title, titled_by as "titledBy" from chat_sessions where id = ${id} and deleted_at is null for update`;
 	return row ?? null;
 }
@@ -185,17 +184,15 @@ export async function storeAgentTitle(tx: TransactionSql, id: string, title: str
 	return rows.length > 0;
 }
 
-export type SessionHit = {
-	sessionId: string;
-	messageId: string;
-	title: string;
-	archived: boolean;
-	role: string;
-	/** ISO 8601 */
-	at: string;
-	/** The matching words between \u0002 and \u0003 (the browser marks them; never HTML). */
-	snippet: string;
-};
+/** A matching message (`at`: when it was written, ISO 8601) in its session. */
+export type SessionHit = Pick<MessageColumns, 'sessionId' | 'role'> &
+	Pick<SessionColumns, 'title'> & {
+		messageId: MessageColumns['id'];
+		at: MessageColumns['createdAt'];
+		archived: boolean;
+		/** The matching words between \u0002 and \u0003 (the browser marks them; never HTML). */
+		snippet: string;
+	};
 
 /**
  * Full-text search over every message of the sessions the viewer's sidebar lists (archived included, marked;

@@ -57,6 +57,32 @@ export async function dropHookSignature(tx: TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
+/** A hook's kept secret as stored: plain (`secret`, a hook from before 0033) or sealed (watches/sealed-secret.ts). */
+export type KeptHookSecret = Pick<AlertHook, 'id' | 'secret' | 'secretSealed'>;
+
+/** Every hook that keeps a secret, plain or sealed (boot seals the plain ones). */
+export async function listKeptHookSecrets(sql: Sql | TransactionSql): Promise<KeptHookSecret[]> {
+	return sql<KeptHookSecret[]>`
+		select id, secret, secret_sealed as "secretSealed" from alert_hooks where secret is not null or secret_sealed is not null`;
+}
+
+/**
+ * Keeps a hook's secret sealed anew, only while its row still holds what was read (`was`: its plain
+ * secret, then emptied; or its previous sealed value); false when the row changed meanwhile.
+ */
+export async function storeSealedHookSecret(
+	sql: Sql | TransactionSql,
+	id: string,
+	sealed: string,
+	was: { secret: string } | { secretSealed: string }
+): Promise<boolean> {
+	const rows =
+		'secret' in was
+			? await sql`update alert_hooks set secret_sealed = ${sealed}, secret = null where id = ${id} and secret = ${was.secret} returning id`
+			: await sql`update alert_hooks set secret_sealed = ${sealed} where id = ${id} and secret_sealed = ${was.secretSealed} returning id`;
+	return rows.length > 0;
+}
+
 export async function revokeHook(tx: TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await tx<AlertHookRow[]>`update alert_hooks set revoked_at = now() where id = ${id} and revoked_at is null returning ${HOOK_COLUMNS(tx)}`;
 	return row ?? null;
