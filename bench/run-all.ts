@@ -7,7 +7,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BENCHES = ['bench/realtime.ts', 'bench/review.ts', 'bench/loop.ts', 'bench/stream.ts', 'bench/coldstart.ts', 'bench/blast-radius.ts', 'bench/tokens.ts', 'bench/gate.ts'];
+const BENCHES = [
+	'bench/realtime.ts',
+	'bench/review.ts',
+	'bench/loop.ts',
+	'bench/stream.ts',
+	'bench/coldstart.ts',
+	'bench/blast-radius.ts',
+	'bench/tokens.ts',
+	'bench/gate.ts'
+];
 
 let current: ChildProcess | undefined;
 let stopping = false;
