@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDelivery } from '../../src/lib/server/watches/parse';
 import { carriesSecret, hashHookSecret, signatureOf } from '../../src/lib/server/watches/secret';
-import { investigationBrief } from '../../src/lib/server/watches/intake';
+import { investigationBrief } from '../../src/lib/server/watches/apply';
 
 describe('alert parsers', () => {
 	it('read a Proxmox VE notification (the docs/watches.md template) and group it by type, node and job', () => {

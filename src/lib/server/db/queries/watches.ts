@@ -8,7 +8,10 @@ type AlertGroup = typeof alertGroups.$inferSelect;
 /** An alert hook as the queries return it (not its rate-limit counter nor who made it). */
 export type AlertHookRow = Omit<AlertHook, 'windowStart' | 'windowCount' | 'createdBy'>;
 
-export type AlertGroupRow = Pick<AlertGroup, 'id' | 'hookId' | 'groupKey' | 'status' | 'title' | 'severity' | 'sessionId' | 'deliveries' | 'firings'> & {
+export type AlertGroupRow = Pick<
+	AlertGroup,
+	'id' | 'hookId' | 'groupKey' | 'status' | 'title' | 'severity' | 'sessionId' | 'deliveries' | 'firings' | 'incidentId'
+> & {
 	/** Seconds since the last delivery and since the status last changed. */
 	sinceSeen: number;
 	sinceChanged: number;
@@ -20,6 +23,12 @@ const HOOK_COLUMNS = (sql: Sql | TransactionSql) =>
 
 export async function getLiveHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id} and revoked_at is null`;
+	return row ?? null;
+}
+
+/** A hook whether or not it was revoked since (a delivery it accepted is still applied). */
+export async function getHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
+	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id}`;
 	return row ?? null;
 }
 
@@ -87,6 +96,7 @@ export async function countDelivery(tx: TransactionSql, id: string): Promise<num
 export async function lockGroup(tx: TransactionSql, hookId: string, groupKey: string): Promise<AlertGroupRow | null> {
 	const [row] = await tx<AlertGroupRow[]>`
 		select id, hook_id as "hookId", group_key as "groupKey", status, title, severity, session_id as "sessionId", deliveries, firings,
+			incident_id as "incidentId",
 			extract(epoch from now() - last_seen_at)::float8 as "sinceSeen",
 			extract(epoch from now() - changed_at)::float8 as "sinceChanged",
 			coalesce(muted_until > now(), false) as muted
