@@ -166,6 +166,13 @@ async function main(): Promise<number> {
 	const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
 	db = postgres(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres`, { max: 2, onnotice: () => undefined });
 
+	// The worker installs its schema as it starts: the sampler reads its tables.
+	for (const until = Date.now() + 60_000; ;) {
+		const [r] = await db<{ ok: boolean }[]>`select to_regclass('graphile_worker._private_jobs') is not null as ok`;
+		if (r.ok) break;
+		if (Date.now() > until) throw new Error('the worker did not start');
+		await sleep(200);
+	}
 	const hooks = {} as Record<Kind, Hook>;
 	for (const kind of ['proxmox', 'alertmanager', 'generic'] as const) {
 		const secret = `nomos_hook_${randomUUID()}`;
@@ -212,7 +219,12 @@ async function main(): Promise<number> {
 		const wait = start + at - performance.now();
 		if (wait > 0) await sleep(wait);
 		const roll = (i * 7919) % 100;
-		const pick = sent.length > 0 && roll < 25 ? sent[sent.length - 1 - (i % Math.min(5, sent.length))] : sent.length > 0 && roll < 40 ? sent[(i * 31) % sent.length] : null;
+		const pick =
+			sent.length > 0 && roll < 25
+				? sent[sent.length - 1 - (i % Math.min(5, sent.length))]
+				: sent.length > 0 && roll < 40
+					? sent[(i * 31) % sent.length]
+					: null;
 		const a = pick ?? newAlert(fresh++);
 		if (!pick) sent.push(a);
 		results.push(post(hooks[a.kind], a.body));

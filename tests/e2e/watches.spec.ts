@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { login, test, expect } from './harness/fixtures';
 import { llmControl } from '../doubles/llm/client';
+import { waitForAlertOutcome } from '../helpers/alerts';
 
 test('an alert hook made in Settings takes a Proxmox alert from outside: an investigation appears, started by the hook, the alert shown as untrusted text, findings written', async ({
 	page,
@@ -51,10 +52,13 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	await llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { text: 'Findings: the backup storage of pve1 is full, so 102 was not backed up.' });
 	const taken = await post(alert, { authorization: `Bearer ${secret}` });
 	expect(taken.status).toBe(202);
-	const [opened] = (await taken.json()).alerts;
+	// Stored and answered at once; the app's worker opens the investigation.
+	const [opened] = await waitForAlertOutcome(sql, (await taken.json()).deliveryId);
 	expect(opened.outcome).toBe('opened');
-	// Sent again (Proxmox retries): it joins, nothing new.
-	expect((await (await post(alert, { authorization: `Bearer ${secret}` })).json()).alerts[0].outcome).toBe('duplicate');
+	// Sent again (Proxmox retries): recognised at once as the same delivery; it joins, nothing new.
+	const retried = await (await post(alert, { authorization: `Bearer ${secret}` })).json();
+	expect(retried.duplicate).toBe(true);
+	expect((await waitForAlertOutcome(sql, retried.deliveryId))[0].outcome).toBe('duplicate');
 
 	const link = page.getByTestId('session-link').filter({ hasText: 'vzdump backup status' });
 	await expect(link).toHaveCount(1);
@@ -64,6 +68,8 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const note = page.getByTestId('alert-note');
 	await expect(note).toContainText('from pve-main');
 	await expect(note.getByTestId('alert-title')).toHaveText('vzdump backup status (pve1): backup failed');
+	// The line that says what went wrong comes first, above the whole message.
+	await expect(note.getByTestId('alert-decisive')).toHaveText('102: FAILED - No space left on device');
 	await expect(page.getByTestId('message-text').last()).toContainText('the backup storage of pve1 is full');
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('investigating an alert');
 	await page.screenshot({ path: 'test-results/alert-investigation-1280.png' });

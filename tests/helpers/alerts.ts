@@ -34,7 +34,9 @@ export async function deliverAlert(hookId: string, headers: Headers | Record<str
 export async function waitForAlertOutcome(sql: postgres.Sql, deliveryId: string, timeoutMs = 20_000): Promise<AlertOutcomeRow[]> {
 	const until = Date.now() + scaled(timeoutMs);
 	for (;;) {
-		const [row] = await sql<{ outcome: AlertOutcomeRow[] | null }[]>`select outcome from alert_deliveries where id = ${deliveryId} and processed_at is not null`;
+		const [row] = await sql<
+			{ outcome: AlertOutcomeRow[] | null }[]
+		>`select outcome from alert_deliveries where id = ${deliveryId} and processed_at is not null`;
 		if (row?.outcome) return row.outcome;
 		if (Date.now() > until) throw new Error(`timed out waiting for alert delivery ${deliveryId} to be applied`);
 		await new Promise((r) => setTimeout(r, 25));

@@ -58,7 +58,9 @@ describe('the intake', () => {
 		const r = await receiveDelivery(h.id, new Headers(bearer(h)), Buffer.from(JSON.stringify(vzdump('pve1', 'nightly'))));
 		expect(r).toMatchObject({ status: 202, body: { accepted: 1, deliveryId: expect.any(String), duplicate: false } });
 		const deliveryId = r.body.deliveryId as string;
-		const [stored] = await sql()<{ body: string; processedAt: string | null }[]>`select body, processed_at as "processedAt" from alert_deliveries where id = ${deliveryId}`;
+		const [stored] = await sql()<
+			{ body: string; processedAt: string | null }[]
+		>`select body, processed_at as "processedAt" from alert_deliveries where id = ${deliveryId}`;
 		expect(JSON.parse(stored.body)).toEqual(vzdump('pve1', 'nightly'));
 		expect(stored.processedAt).toBeNull();
 		// Answered with nothing done yet: no session, no turn; only the intake job.
@@ -71,7 +73,9 @@ describe('the intake', () => {
 		const sessions = await sql()<{ id: string; title: string }[]>`select id, title from chat_sessions where started_by_hook = ${h.id}`;
 		expect(sessions).toHaveLength(1);
 		expect(await turnJobs()).toEqual([sessions[0].id]);
-		const [row] = await sql()<{ outcome: { outcome: string; sessionId: string; incidentId: string }[] }[]>`select outcome from alert_deliveries where id = ${deliveryId}`;
+		const [row] = await sql()<
+			{ outcome: { outcome: string; sessionId: string; incidentId: string }[] }[]
+		>`select outcome from alert_deliveries where id = ${deliveryId}`;
 		expect(row.outcome).toEqual([{ groupKey: 'pve:vzdump:pve1:nightly', outcome: 'opened', sessionId: sessions[0].id, incidentId: expect.any(String) }]);
 
 		// A job that runs again (a retry after its process died at the end) finds it applied.
@@ -93,7 +97,9 @@ describe('the intake', () => {
 		const first = await post(h, vzdump('pve7', 'weekly'));
 		const again = await post(h, vzdump('pve7', 'weekly'));
 		expect(again.body).toMatchObject({ duplicate: true, alerts: [{ outcome: 'duplicate', incidentId: first.body.alerts![0].incidentId }] });
-		const [dup] = await sql()<{ duplicateOf: string }[]>`select duplicate_of as "duplicateOf" from alert_deliveries where id = ${again.body.deliveryId as string}`;
+		const [dup] = await sql()<
+			{ duplicateOf: string }[]
+		>`select duplicate_of as "duplicateOf" from alert_deliveries where id = ${again.body.deliveryId as string}`;
 		expect(dup.duplicateOf).toBe(first.body.deliveryId);
 		const [inc] = await incidentsOf([first.body.alerts![0].incidentId!]);
 		expect(inc.alertCount).toBe(1);
@@ -126,7 +132,7 @@ describe('grouping', () => {
 		expect(d.body.alerts![0].incidentId).not.toBe(pve2.id);
 	});
 
-	it("one Alertmanager groupKey is one incident, even from two Alertmanagers and about different nodes", async () => {
+	it('one Alertmanager groupKey is one incident, even from two Alertmanagers and about different nodes', async () => {
 		const am1 = await hook('alertmanager', 'am-1');
 		const am2 = await hook('alertmanager', 'am-2');
 		const key = '{}:{alertname="GuestDown"}';
@@ -191,7 +197,11 @@ describe('titles and cards', () => {
 		const h = await hook('alertmanager');
 		const r = await post(
 			h,
-			amGroup('{}:{alertname="GuestDown",id="lxc/105"}', { alertname: 'GuestDown', job: 'pve-exporter', instance: 'pve-exporter:9221', node: 'pve8', id: 'lxc/105' }, 'CT 105 does not answer')
+			amGroup(
+				'{}:{alertname="GuestDown",id="lxc/105"}',
+				{ alertname: 'GuestDown', job: 'pve-exporter', instance: 'pve-exporter:9221', node: 'pve8', id: 'lxc/105' },
+				'CT 105 does not answer'
+			)
 		);
 		const [s] = await sql()<{ title: string }[]>`select title from chat_sessions where id = ${r.body.alerts![0].sessionId!}`;
 		expect(s.title).toBe('GuestDown on CT 105 on pve8 — CT 105 does not answer');
@@ -215,7 +225,7 @@ describe('titles and cards', () => {
 		const [s] = await sql()<{ title: string }[]>`select title from chat_sessions where id = ${sessionId}`;
 		expect(s.title).toBe('pve9: vzdump backup status: backup failed');
 		const [card] = (await listMessages(sql(), sessionId)).filter((m) => m.role === 'system');
-		const data = (card.parts[0] as { data: { data: { decisive: string; node: string } } }).data.data;
+		const data = (card.parts[0] as unknown as { data: { data: { decisive: string; node: string } } }).data.data;
 		expect(data.decisive).toBe('ERROR: Backup of VM 102 failed - vma_queue_write: write error - No space left on device');
 		expect(data.node).toBe('pve9');
 		const [job] = await jobs('agent__run_turn');

@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
-import { lockUnprocessedDelivery, markDeliveryProcessed, type AlertOutcomeRow } from '../db/queries/alert-deliveries';
+import { lockUnprocessedDelivery, markDeliveryProcessed, touchHookReceived, type AlertOutcomeRow } from '../db/queries/alert-deliveries';
 import { countIncidentAlert, lockIncidentPlacement, resolveIncidentIfQuiet } from '../db/queries/incidents';
 import { getHook, insertGroup, lockGroup, markPendingFix, updateGroup, type AlertGroupRow, type AlertHookRow, type PendingFix } from '../db/queries/watches';
 import { announceExecution } from '../db/queries/executions';
@@ -9,7 +9,7 @@ import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { env } from '../env';
 import { decisiveLine, parseDelivery, type Alert } from './parse';
-import { placeAlert } from './incidents';
+import { mayInvestigate, placeAlert } from './incidents';
 
 /** A delivery that repeats a group's status within this long changes nothing (Alertmanager re-sends every repeat_interval). */
 export const DEDUPE_S = 10 * 60;
@@ -32,6 +32,7 @@ export async function applyDelivery(deliveryId: string): Promise<AlertOutcomeRow
 		if (!d) return null;
 		const hook = await getHook(tx, d.hookId);
 		if (!hook) return null;
+		await touchHookReceived(tx, hook.id, d.receivedAt);
 		let parsed: ReturnType<typeof parseDelivery>;
 		try {
 			parsed = parseDelivery(hook.kind, JSON.parse(d.body));
@@ -84,7 +85,7 @@ async function open(tx: TransactionSql, hook: AlertHookRow, g: AlertGroupRow, a:
 	const why =
 		p.how === 'storm'
 			? `${p.running} investigations are running (at most ${env().NOMOS_MAX_INVESTIGATIONS}), so this alert joined this incident instead of opening its own; nothing was dropped, ask here to look at it.`
-			: 'It joined this incident while its investigation runs.';
+			: `It joined this incident; no new investigation now (one runs here already, or ${env().NOMOS_MAX_INVESTIGATIONS} run elsewhere).`;
 	await alertNote(tx, hook, a, p.sessionId, `${hook.name} (${hook.kind}) raised: ${a.title}. ${why}`, { joined: p.how });
 	return { outcome: 'joined', ...ids };
 }
@@ -114,8 +115,15 @@ async function joinGroup(tx: TransactionSql, hook: AlertHookRow, g: AlertGroupRo
 	await updateGroup(tx, g.id, { status: 'firing', title: a.title, severity: a.severity, refired });
 	if (g.incidentId) await countIncidentAlert(tx, g.incidentId);
 	const flapping = refired && g.sinceChanged < FLAP_S;
-	if (quiet || flapping || !refired) {
-		const why = quiet ? ' (muted: no new investigation)' : flapping ? ` (fired ${g.firings + 1} times; flapping, so no new investigation)` : ' (still firing)';
+	const bounded = refired && !quiet && !flapping && !(await mayInvestigate(tx, g.sessionId));
+	if (quiet || flapping || !refired || bounded) {
+		const why = quiet
+			? ' (muted: no new investigation)'
+			: flapping
+				? ` (fired ${g.firings + 1} times; flapping, so no new investigation)`
+				: bounded
+					? ` (an investigation runs here already, or ${env().NOMOS_MAX_INVESTIGATIONS} run elsewhere: no new one now)`
+					: ' (still firing)';
 		await addSystemNote(tx, g.sessionId, 'alert', `${hook.name}: "${a.title}" fired again${why}.`, {
 			hookId: hook.id,
 			status: 'firing',
@@ -173,7 +181,14 @@ export function recheckBrief(hook: Pick<AlertHookRow, 'name' | 'kind'>, a: Pick<
 const fenced = (s: string) => s.replace(/<<<\s*ALERT|ALERT\s*>>>/gi, '[marker removed]');
 
 /** The alert as a labelled, untrusted card in the session (its decisive line first). */
-async function alertNote(tx: TransactionSql, hook: AlertHookRow, a: Alert, sessionId: string, text: string, extra: Record<string, unknown> = {}): Promise<void> {
+async function alertNote(
+	tx: TransactionSql,
+	hook: AlertHookRow,
+	a: Alert,
+	sessionId: string,
+	text: string,
+	extra: Record<string, unknown> = {}
+): Promise<void> {
 	await addSystemNote(tx, sessionId, 'alert', text, {
 		hookId: hook.id,
 		hookName: hook.name,

@@ -1,7 +1,15 @@
 import type { TransactionSql } from 'postgres';
 import { env } from '../env';
 import { createSession } from '../db/queries/sessions';
-import { countIncidentAlert, countRunningInvestigations, findOpenIncident, insertIncident, pickIncidentToJoin, setGroupIncident, turnPending } from '../db/queries/incidents';
+import {
+	countIncidentAlert,
+	countRunningInvestigations,
+	findOpenIncident,
+	insertIncident,
+	pickIncidentToJoin,
+	setGroupIncident,
+	turnPending
+} from '../db/queries/incidents';
 import type { AlertGroupRow, AlertHookRow } from '../db/queries/watches';
 import { sessionTitleOf, type Alert } from './parse';
 
@@ -10,7 +18,7 @@ export const INCIDENT_WINDOW_S = 30 * 60;
 
 export type Placement =
 	| { how: 'opened'; incidentId: string; sessionId: string }
-	/** Joined the open incident of its key (or Alertmanager group); `investigate`: its session has no turn pending, so one runs for it. */
+	/** Joined the open incident of its key (or Alertmanager group); `investigate`: a turn may run for it (mayInvestigate). */
 	| { how: 'joined'; incidentId: string; sessionId: string; investigate: boolean }
 	/** NOMOS_MAX_INVESTIGATIONS run already: joined an open incident of another key, noted there, not investigated. */
 	| { how: 'storm'; incidentId: string; sessionId: string; running: number };
@@ -32,7 +40,7 @@ export async function placeAlert(tx: TransactionSql, hook: AlertHookRow, g: Aler
 	if (open?.sessionId) {
 		await setGroupIncident(tx, g.id, open.id, open.sessionId);
 		await countIncidentAlert(tx, open.id);
-		return { how: 'joined', incidentId: open.id, sessionId: open.sessionId, investigate: !(await turnPending(tx, open.sessionId)) };
+		return { how: 'joined', incidentId: open.id, sessionId: open.sessionId, investigate: await mayInvestigate(tx, open.sessionId) };
 	}
 	const running = await countRunningInvestigations(tx);
 	if (running >= env().NOMOS_MAX_INVESTIGATIONS) {
@@ -48,4 +56,14 @@ export async function placeAlert(tx: TransactionSql, hook: AlertHookRow, g: Aler
 	const inc = await insertIncident(tx, { key, node: a.node, guest: a.guest, kind: a.kind, groupKey: amGroup, title, sessionId });
 	await setGroupIncident(tx, g.id, inc.id, sessionId);
 	return { how: 'opened', incidentId: inc.id, sessionId };
+}
+
+/**
+ * Whether an alert may start a turn in an incident's existing session: not while one is queued or
+ * running there (that investigation goes on; the alert is a card in it), and not when
+ * NOMOS_MAX_INVESTIGATIONS others run (the session would become one more).
+ */
+export async function mayInvestigate(tx: TransactionSql, sessionId: string): Promise<boolean> {
+	if (await turnPending(tx, sessionId)) return false;
+	return (await countRunningInvestigations(tx)) < env().NOMOS_MAX_INVESTIGATIONS;
 }

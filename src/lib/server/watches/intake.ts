@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from '../db/index';
-import { countDelivery, getLiveHook } from '../db/queries/watches';
-import { insertDelivery } from '../db/queries/alert-deliveries';
-import { enqueueJob, PRIORITY } from '../jobs/enqueue';
+import { getLiveHook } from '../db/queries/watches';
+import { storeDelivery } from '../db/queries/alert-deliveries';
+import { jobsReady, PRIORITY } from '../jobs/enqueue';
+import { parseJobPayload } from '../jobs/payloads';
 import { logger } from '../log';
 import { DEDUPE_S } from './apply';
 import { MAX_BODY_BYTES, parseDelivery } from './parse';
@@ -12,7 +13,7 @@ import { hookSigningSecret, HookSecretUnsealable } from './sealed-secret';
 /** Authenticated deliveries one hook may make per minute; beyond that 429 (a storm is grouped into incidents, not refused). */
 export const HOOK_DELIVERIES_PER_MINUTE = 600;
 /** The job that applies a stored delivery (watches/apply.ts). */
-export const INTAKE_TASK = 'alerts__intake';
+export const INTAKE_TASK = 'alerts__intake' as const;
 
 export type IntakeAnswer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 
@@ -57,17 +58,26 @@ export async function receiveDelivery(hookId: string, headers: Headers, body: Bu
 	const parsed = parseDelivery(hook.kind, json);
 	if (!parsed.ok) return { status: 400, body: { message: `Not a ${hook.kind} alert: ${parsed.error}` } };
 
-	return sql().begin(async (tx) => {
-		if ((await countDelivery(tx, hook.id)) > HOOK_DELIVERIES_PER_MINUTE) {
-			return {
-				status: 429,
-				body: { message: `More than ${HOOK_DELIVERIES_PER_MINUTE} deliveries this minute; try again later.` },
-				headers: { 'retry-after': '60' }
-			};
-		}
-		const text = body.toString('utf8');
-		const d = await insertDelivery(tx, { hookId: hook.id, body: text, bodySha: createHash('sha256').update(body).digest('hex'), dedupeS: DEDUPE_S });
-		await enqueueJob(tx, INTAKE_TASK, { deliveryId: d.id }, { priority: PRIORITY.reply });
-		return { status: 202, body: { accepted: parsed.alerts.length, deliveryId: d.id, duplicate: !!d.duplicateOf } };
+	const id = randomUUID();
+	const payload = parseJobPayload(INTAKE_TASK, { deliveryId: id });
+	await jobsReady();
+	const d = await storeDelivery(sql(), {
+		id,
+		hookId: hook.id,
+		body: body.toString('utf8'),
+		bodySha: createHash('sha256').update(body).digest('hex'),
+		dedupeS: DEDUPE_S,
+		perMinute: HOOK_DELIVERIES_PER_MINUTE,
+		task: INTAKE_TASK,
+		payload,
+		priority: PRIORITY.reply
 	});
+	if (!d) {
+		return {
+			status: 429,
+			body: { message: `More than ${HOOK_DELIVERIES_PER_MINUTE} deliveries this minute; try again later.` },
+			headers: { 'retry-after': '60' }
+		};
+	}
+	return { status: 202, body: { accepted: parsed.alerts.length, deliveryId: d.id, duplicate: !!d.duplicateOf } };
 }

@@ -5,8 +5,7 @@ import type { incidents } from '../schema';
 type Incident = typeof incidents.$inferSelect;
 export type IncidentRow = Pick<Incident, 'id' | 'key' | 'node' | 'title' | 'status' | 'sessionId' | 'alertCount'>;
 
-const COLUMNS = (sql: Sql | TransactionSql) =>
-	sql`id, key, node, title, status, session_id as "sessionId", alert_count as "alertCount"`;
+const COLUMNS = (sql: Sql | TransactionSql) => sql`id, key, node, title, status, session_id as "sessionId", alert_count as "alertCount"`;
 
 /**
  * Serialises the placing of alerts into incidents (one transaction at a time, in every process):

@@ -79,20 +79,6 @@ export async function muteHook(tx: TransactionSql, id: string, minutes: number):
 	return row ?? null;
 }
 
-/**
- * Counts one authenticated delivery in the hook's one-minute window and returns the count so far
- * (every process shares the row, so the limit holds across them).
- */
-export async function countDelivery(tx: TransactionSql, id: string): Promise<number> {
-	const [row] = await tx<{ n: number }[]>`
-		update alert_hooks set
-			window_count = case when window_start is null or window_start < now() - interval '1 minute' then 1 else window_count + 1 end,
-			window_start = case when window_start is null or window_start < now() - interval '1 minute' then now() else window_start end,
-			last_received_at = now()
-		where id = ${id} returning window_count as n`;
-	return row?.n ?? 0;
-}
-
 export async function lockGroup(tx: TransactionSql, hookId: string, groupKey: string): Promise<AlertGroupRow | null> {
 	const [row] = await tx<AlertGroupRow[]>`
 		select id, hook_id as "hookId", group_key as "groupKey", status, title, severity, session_id as "sessionId", deliveries, firings,

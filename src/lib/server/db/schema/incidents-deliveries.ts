@@ -1,5 +1,6 @@
 // What an alert hook received (each delivery's body, kept before anything else is done with it) and
 // the incidents its alerts were grouped into.
+import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, ts } from './columns';
 import { alertHooks } from './alert-hooks-schedules';
@@ -56,5 +57,10 @@ export const alertDeliveries = pgTable(
 		/** What became of each alert in it: [{ groupKey, outcome, sessionId, incidentId }]. */
 		outcome: jsonb('outcome')
 	},
-	(t) => [index('alert_deliveries_hook_sha_idx').on(t.hookId, t.bodySha, t.receivedAt)]
+	(t) => [
+		index('alert_deliveries_hook_received_idx').on(t.hookId, t.receivedAt),
+		index('alert_deliveries_unprocessed_idx')
+			.on(t.receivedAt)
+			.where(sql`processed_at is null`)
+	]
 );
