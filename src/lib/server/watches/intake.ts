@@ -14,6 +14,13 @@ import { hookSigningSecret, HookSecretUnsealable } from './sealed-secret';
 export const HOOK_DELIVERIES_PER_MINUTE = 600;
 /** The job that applies a stored delivery (watches/apply.ts). */
 export const INTAKE_TASK = 'alerts__intake' as const;
+/**
+ * Its queue: graphile-worker runs one job of a named queue at a time, in every process. Deliveries
+ * are applied one after another anyway (lockIncidentPlacement), so they wait in the queue instead
+ * of each holding a database connection while it waits for the lock (connections the intake and the
+ * turns need).
+ */
+export const INTAKE_QUEUE = 'alerts:intake';
 
 export type IntakeAnswer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 
@@ -69,6 +76,7 @@ export async function receiveDelivery(hookId: string, headers: Headers, body: Bu
 		dedupeS: DEDUPE_S,
 		perMinute: HOOK_DELIVERIES_PER_MINUTE,
 		task: INTAKE_TASK,
+		queue: INTAKE_QUEUE,
 		payload,
 		priority: PRIORITY.reply
 	});

@@ -19,7 +19,18 @@ export type AlertOutcomeRow = { groupKey: string; outcome: string; sessionId: st
  */
 export async function storeDelivery(
 	sql: Sql | TransactionSql,
-	d: { id: string; hookId: string; body: string; bodySha: string; dedupeS: number; perMinute: number; task: string; payload: unknown; priority: number }
+	d: {
+		id: string;
+		hookId: string;
+		body: string;
+		bodySha: string;
+		dedupeS: number;
+		perMinute: number;
+		task: string;
+		queue: string;
+		payload: unknown;
+		priority: number;
+	}
 ): Promise<Pick<Delivery, 'id' | 'duplicateOf'> | null> {
 	const [row] = await sql<Pick<Delivery, 'id' | 'duplicateOf'>[]>`
 		with recent as (
@@ -34,7 +45,8 @@ export async function storeDelivery(
 			from recent where recent.n < ${d.perMinute}
 			returning id, duplicate_of
 		), queued as (
-			select graphile_worker.add_job(${d.task}, ${JSON.stringify(d.payload)}::text::json, priority => ${d.priority}::int) as job from stored
+			select graphile_worker.add_job(${d.task}, ${JSON.stringify(d.payload)}::text::json, queue_name => ${d.queue}::text, priority => ${d.priority}::int) as job
+			from stored
 		)
 		select stored.id, stored.duplicate_of as "duplicateOf", (select count(*) from queued) as jobs from stored`;
 	return row ?? null;
