@@ -10,6 +10,8 @@
 //      about 60 % new alerts over --nodes nodes (vzdump failures, Alertmanager groups, generic
 //      keys), 25 % exact re-sends of an earlier body (a sender's retry), 15 % the same alert
 //      again later (a repeat of a known group);
+//      Before the storm, 30 POSTs one at a time to a muted hook give the floor on this machine now
+//      (the load average is printed too: other work on the machine shows in every figure);
 //   3. samples the investigations running (open incidents whose session has a turn queued or
 //      running) every 100 ms, waits until every stored delivery is applied, and prints:
 //      POST p50/p99/max, incidents opened, investigations running at most (≤ NOMOS_MAX_INVESTIGATIONS),
@@ -193,6 +195,16 @@ async function main(): Promise<number> {
 	};
 	// Warm-up, not measured: the first request loads the route's modules (a wrong secret: nothing stored).
 	for (const h of Object.values(hooks)) await post({ ...h, secret: 'wrong' }, newAlert(0).body);
+	// The floor on this machine now: one POST at a time to an idle app, to a muted hook (stored and
+	// applied, opens nothing), before the storm.
+	const floorSecret = `nomos_hook_${randomUUID()}`;
+	const [floorHook] = await db<{ id: string }[]>`
+		insert into alert_hooks (name, kind, secret_hash, muted_until) values ('bench-floor', 'generic', ${createHash('sha256').update(floorSecret).digest('hex')}, now() + interval '1 day') returning id`;
+	const floor: number[] = [];
+	for (let i = 0; i < 30; i++)
+		floor.push((await post({ id: floorHook.id, secret: floorSecret, kind: 'generic' }, JSON.stringify({ title: `floor ${i}`, key: `floor-${i}` }))).ms);
+	const idle = quantiles(floor);
+	await sleep(1000);
 
 	// The schedule: bursts of RATE per second, spread evenly over SECONDS.
 	const perBurst = Math.min(RATE, ALERTS);
@@ -260,6 +272,7 @@ async function main(): Promise<number> {
 	const lost = not202 + (ids.length - stored.n) + (stored.n - stored.applied) + unattached.n + errored.n;
 
 	log(`POST /api/hooks/<id>: n ${lat.n}, p50 ${fmt(lat.p50)} ms, p99 ${fmt(lat.p99)} ms, max ${fmt(lat.max)} ms (goal p99 ≤ 50 ms at ${RATE}/s)`);
+	log(`floor, one POST at a time to the idle app: n ${idle.n}, p50 ${fmt(idle.p50)} ms, max ${fmt(idle.max)} ms`);
 	log(`applied: all stored deliveries ${appliedIn.toFixed(1)} s after the first POST`);
 	log(`incidents opened: ${inc.n} (${inc.sessions} sessions), holding ${inc.alerts} alerts; investigations running at most: ${running} (bound ${MAX})`);
 	log(`outcomes: ${outcomes.map((o) => `${o.outcome} ${o.n}`).join(', ')}; retries recognised by body: ${dups.n}`);

@@ -19,6 +19,16 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const secret = (await section.getByTestId('hook-secret').textContent())!.trim();
 	expect(url).toMatch(/\/api\/hooks\/[0-9a-f-]{36}$/);
 	expect(secret).toMatch(/^nomos_hook_/);
+	// Issue #48 item 6: the Proxmox commands for this hook, with its URL and the secret shown once.
+	const created = section.getByTestId('hook-created');
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(`NOMOS_SECRET='${secret}'`);
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(
+		`pvesh create /cluster/notifications/endpoints/webhook --name nomos-pve-main --method post --url '${url}'`
+	);
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(
+		'pvesh create /cluster/notifications/matchers --name nomos-pve-main --target nomos-pve-main'
+	);
+	await expect(created.getByTestId('pve-setup-note')).toContainText('start, stop and migrate send no notification');
 	// Issue #43: a bearer hook's row keeps only the SHA-256 of the secret shown once here.
 	const [row] = await sql<{ secret: string | null; hash: string; whole: string }[]>`
 		select secret, secret_hash as hash, row_to_json(h)::text as whole from alert_hooks h where id = ${url.split('/').at(-1)!}`;
