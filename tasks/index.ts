@@ -23,7 +23,8 @@ export const taskList: TaskList = {
 	notify__webhook: lazy(async () => (await import('./notify__webhook')).notify__webhook),
 	schedules__tick: lazy(async () => (await import('./schedules__tick')).schedules__tick),
 	replay__run: lazy(async () => (await import('./replay__run')).replay__run),
-	sessions__title: lazy(async () => (await import('./sessions__title')).sessions__title)
+	sessions__title: lazy(async () => (await import('./sessions__title')).sessions__title),
+	alerts__intake: lazy(async () => (await import('./alerts__intake')).alerts__intake)
 };
 
 /** Loads every task's module now (boot runs it shortly after the worker started). */

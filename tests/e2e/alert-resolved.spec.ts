@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { llmControl } from '../doubles/llm/client';
 import { login, test, expect } from './harness/fixtures';
 import { scaled } from '../helpers/time';
+import { waitForAlertOutcome } from '../helpers/alerts';
 
 const RESOLVED = /^The alert resolved at \d{1,2}:\d{2}( ?[AP]M)? — still needed\?$/;
 
@@ -35,7 +36,9 @@ test('a resolved alert marks the plan and the request that wait for approval, in
 			body
 		});
 		expect(r.status).toBe(202);
-		return (await r.json()).alerts[0] as { outcome: string; sessionId: string };
+		// Stored and answered at once; the app's worker then applies it.
+		const [outcome] = await waitForAlertOutcome(sql, (await r.json()).deliveryId);
+		return outcome as { outcome: string; sessionId: string };
 	};
 
 	// The investigation proposes a plan, as a fix does (the turn ends there: the plan waits).

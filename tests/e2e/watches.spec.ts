@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { login, test, expect } from './harness/fixtures';
 import { llmControl } from '../doubles/llm/client';
+import { waitForAlertOutcome } from '../helpers/alerts';
 
 test('an alert hook made in Settings takes a Proxmox alert from outside: an investigation appears, started by the hook, the alert shown as untrusted text, findings written', async ({
 	page,
@@ -18,6 +19,16 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const secret = (await section.getByTestId('hook-secret').textContent())!.trim();
 	expect(url).toMatch(/\/api\/hooks\/[0-9a-f-]{36}$/);
 	expect(secret).toMatch(/^nomos_hook_/);
+	// Issue #48 item 6: the Proxmox commands for this hook, with its URL and the secret shown once.
+	const created = section.getByTestId('hook-created');
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(`NOMOS_SECRET='${secret}'`);
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(
+		`pvesh create /cluster/notifications/endpoints/webhook --name nomos-pve-main --method post --url '${url}'`
+	);
+	await expect(created.getByTestId('pve-setup-commands')).toContainText(
+		'pvesh create /cluster/notifications/matchers --name nomos-pve-main --target nomos-pve-main'
+	);
+	await expect(created.getByTestId('pve-setup-note')).toContainText('start, stop and migrate send no notification');
 	// Issue #43: a bearer hook's row keeps only the SHA-256 of the secret shown once here.
 	const [row] = await sql<{ secret: string | null; hash: string; whole: string }[]>`
 		select secret, secret_hash as hash, row_to_json(h)::text as whole from alert_hooks h where id = ${url.split('/').at(-1)!}`;
@@ -51,10 +62,13 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	await llm.push({ toolCalls: [{ name: 'list_lxcs', args: {} }] }, { text: 'Findings: the backup storage of pve1 is full, so 102 was not backed up.' });
 	const taken = await post(alert, { authorization: `Bearer ${secret}` });
 	expect(taken.status).toBe(202);
-	const [opened] = (await taken.json()).alerts;
+	// Stored and answered at once; the app's worker opens the investigation.
+	const [opened] = await waitForAlertOutcome(sql, (await taken.json()).deliveryId);
 	expect(opened.outcome).toBe('opened');
-	// Sent again (Proxmox retries): it joins, nothing new.
-	expect((await (await post(alert, { authorization: `Bearer ${secret}` })).json()).alerts[0].outcome).toBe('duplicate');
+	// Sent again (Proxmox retries): recognised at once as the same delivery; it joins, nothing new.
+	const retried = await (await post(alert, { authorization: `Bearer ${secret}` })).json();
+	expect(retried.duplicate).toBe(true);
+	expect((await waitForAlertOutcome(sql, retried.deliveryId))[0].outcome).toBe('duplicate');
 
 	const link = page.getByTestId('session-link').filter({ hasText: 'vzdump backup status' });
 	await expect(link).toHaveCount(1);
@@ -64,6 +78,8 @@ test('an alert hook made in Settings takes a Proxmox alert from outside: an inve
 	const note = page.getByTestId('alert-note');
 	await expect(note).toContainText('from pve-main');
 	await expect(note.getByTestId('alert-title')).toHaveText('vzdump backup status (pve1): backup failed');
+	// The line that says what went wrong comes first, above the whole message.
+	await expect(note.getByTestId('alert-decisive')).toHaveText('102: FAILED - No space left on device');
 	await expect(page.getByTestId('message-text').last()).toContainText('the backup storage of pve1 is full');
 	await expect(page.locator('[data-testid="message"][data-role="assistant"]').last()).toContainText('investigating an alert');
 	await page.screenshot({ path: 'test-results/alert-investigation-1280.png' });

@@ -17,6 +17,7 @@ import type { WorkerHandle } from './jobs/worker';
 import { enqueueJob, gateJobsOn, PRIORITY } from './jobs/enqueue';
 import { RUN_TASK } from './executions/lifecycle';
 import { NOTIFY_TASK } from './notify/notices';
+import { INTAKE_TASK } from './watches/intake';
 import { watchWorkerPresence } from './jobs/presence';
 import { watchForDeadProcesses } from './recovery/dead-processes';
 import { crontab, scheduleSweep } from './jobs/schedule';
@@ -229,8 +230,9 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				taskList,
 				concurrency: config.NOMOS_WORKER_CONCURRENCY,
 				crontab: crontab({ inventorySync: config.NOMOS_INVENTORY_SYNC }),
-				// Notices (a few seconds at most) share the executions' slots: a long turn never holds them up.
-				lane: { tasks: [RUN_TASK, NOTIFY_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY },
+				// Notices (a few seconds at most) and alert deliveries (milliseconds, one at a time) share the
+				// executions' slots: a long turn never holds them up.
+				lane: { tasks: [RUN_TASK, NOTIFY_TASK, INTAKE_TASK], concurrency: config.NOMOS_EXECUTION_CONCURRENCY },
 				beforeStop: handOverTurns
 			});
 			log.info(`worker: running in this process (concurrency ${config.NOMOS_WORKER_CONCURRENCY}, executions ${config.NOMOS_EXECUTION_CONCURRENCY})`);

@@ -179,7 +179,9 @@ export const envSchema = z.object({
 	NOMOS_TURN_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).optional()),
 	/** An alert's investigation (no operator watching): its steps and tokens per turn. */
 	NOMOS_WATCH_MAX_STEPS: z.preprocess(empty, z.coerce.number().int().min(1).max(500).default(12)),
-	NOMOS_WATCH_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).default(120000))
+	NOMOS_WATCH_TOKEN_BUDGET: z.preprocess(empty, z.coerce.number().int().min(1).default(120000)),
+	/** Alert investigations that may run at once; in a storm the rest join open incidents (watches/incidents.ts). */
+	NOMOS_MAX_INVESTIGATIONS: z.preprocess(empty, z.coerce.number().int().min(1).max(100).default(3))
 });
 export type Env = z.infer<typeof envSchema>;
 

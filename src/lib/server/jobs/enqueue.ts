@@ -34,6 +34,9 @@ export function gateJobsOn(schemaChecked: Promise<unknown>): void {
 	workerSchema = schemaChecked;
 }
 
+/** Resolves once jobs may be added (for a producer that adds its job in its own SQL, as the alert intake does). */
+export const jobsReady = (): Promise<unknown> => workerSchema;
+
 /**
  * Adds a graphile-worker job with SQL, so it commits (or rolls back) with the caller's
  * transaction. Workers in any process wake on graphile-worker's own LISTEN. A task of

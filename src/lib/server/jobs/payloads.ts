@@ -44,6 +44,8 @@ export const jobPayloads = {
 	agent__continue_session: z
 		.object({ sessionId: id, executionId: id.optional(), planId: id.optional() })
 		.refine((p) => p.executionId !== undefined || p.planId !== undefined, { message: 'executionId or planId is required', path: ['executionId'] }),
+	/** Applies one stored alert delivery (watches/apply.ts); `receiveDelivery` adds it in the transaction that stored it. */
+	alerts__intake: z.object({ deliveryId: id }),
 	/** Runs one approved execution. */
 	executions__run: z.object({ executionId: id }),
 	/** Moves an approved plan on (after its approval and after each step ends). */

@@ -10,6 +10,12 @@ export interface Alert {
 	message: string;
 	severity: 'critical' | 'error' | 'warning' | 'info' | 'unknown';
 	labels: Record<string, string>;
+	/** What it is about, as far as the sender said (null: it did not): the incident key's parts. */
+	node: string | null;
+	guest: string | null;
+	kind: string;
+	/** A one-line summary beside the title (Alertmanager's summary annotation), or ''. */
+	summary: string;
 }
 
 /** Bounds on what one delivery may carry (the body itself is capped at MAX_BODY_BYTES before parsing). */
@@ -96,7 +102,11 @@ const PARSERS: Record<AlertHookKind, (body: unknown) => ParseResult> = {
 					title: p.data.title || `Proxmox ${type}`,
 					message: p.data.message,
 					severity: severityOf(p.data.severity),
-					labels: f
+					labels: f,
+					node: f.hostname || null,
+					guest: f.vmid || null,
+					kind: type,
+					summary: ''
 				}
 			]
 		};
@@ -106,7 +116,11 @@ const PARSERS: Record<AlertHookKind, (body: unknown) => ParseResult> = {
 		if (!p.success) return refused(p.error);
 		const d = p.data;
 		const name = d.commonLabels.alertname ?? d.groupLabels.alertname ?? 'Alertmanager alert';
-		const where = d.commonLabels.instance ?? d.commonLabels.job ?? '';
+		// What it is about: the common labels, else the first alert's (never the exporter's `job`).
+		const about = { ...(d.alerts[0]?.labels ?? {}), ...d.groupLabels, ...d.commonLabels };
+		const { node, guest } = subjectOf(about);
+		const where = guest ? `${guest}${node ? ` on ${node}` : ''}` : (node ?? '');
+		const summary = d.commonAnnotations.summary ?? (d.alerts.length === 1 ? (d.alerts[0].annotations.summary ?? '') : '');
 		const lines = d.alerts.slice(0, MAX_ALERTS).map((a) => {
 			const what = a.annotations.summary ?? a.annotations.description ?? a.labels.alertname ?? '';
 			const at = a.labels.instance ?? '';
@@ -122,7 +136,11 @@ const PARSERS: Record<AlertHookKind, (body: unknown) => ParseResult> = {
 					title: clip(`${name}${where ? ` on ${where}` : ''}`, TITLE),
 					message: clip([d.commonAnnotations.summary, d.commonAnnotations.description, ...lines].filter(Boolean).join('\n') + more, MESSAGE),
 					severity: severityOf(d.commonLabels.severity),
-					labels: { ...d.groupLabels, ...d.commonLabels }
+					labels: { ...d.groupLabels, ...d.commonLabels },
+					node,
+					guest,
+					kind: name,
+					summary: clip(summary, TITLE)
 				}
 			]
 		};
@@ -139,11 +157,53 @@ const PARSERS: Record<AlertHookKind, (body: unknown) => ParseResult> = {
 				title: a.title,
 				message: a.message,
 				severity: severityOf(a.severity),
-				labels: a.labels
+				labels: a.labels,
+				...subjectOf(a.labels),
+				kind: a.labels.kind || a.labels.alertname || a.key || a.title,
+				summary: ''
 			}))
 		};
 	}
 };
+
+/**
+ * The node and guest an alert's labels name: `node`/`nodename` (or pve-exporter's `id="node/pve1"`,
+ * else the `instance`/`host` without its port) and `vmid`/`guest` (or `id="lxc/105"` → "CT 105").
+ */
+export function subjectOf(l: Record<string, string>): { node: string | null; guest: string | null } {
+	const id = /^(node|lxc|qemu)\/(.+)$/.exec(l.id ?? '');
+	const node = l.node || l.nodename || (id?.[1] === 'node' ? id[2] : '') || (l.instance || l.host || l.hostname || '').replace(/:\d+$/, '');
+	const guestId = l.vmid || l.guest || (id && id[1] !== 'node' ? `${id[1] === 'lxc' ? 'CT' : 'VM'} ${id[2]}` : '');
+	const guest = guestId && l.name && !guestId.includes(l.name) ? `${guestId} (${l.name})` : guestId;
+	return { node: node || null, guest: guest || null };
+}
+
+/** The session title of an alert's investigation: its title, the node when the title does not name it, and the summary. */
+export function sessionTitleOf(a: Pick<Alert, 'title' | 'node' | 'summary'>): string {
+	const where = a.node && !a.title.includes(a.node) ? `${a.node}: ` : '';
+	const title = `${where}${a.title}${a.summary && !a.title.includes(a.summary) ? ` — ${a.summary}` : ''}`;
+	return clip(title, 80) || 'Alert';
+}
+
+/** Ranked signals of the line that says what went wrong (the first best-ranked line wins). */
+const DECISIVE: [RegExp, number][] = [
+	[/no space left|out of memory|\boom\b|read-only file system|i\/o error|permission denied|quota exceeded/i, 4],
+	[/\b(ERROR|FAILED|FATAL|CRITICAL|PANIC)\b/, 3],
+	[/\berror:|\bfailed\b|\bfailure\b|timed? ?out|unreachable|refused|not responding|\bdown\b/i, 2],
+	[/\bwarn(ing)?\b|degraded|unable to/i, 1]
+];
+
+/** The message's line that says what went wrong, for the top of the alert card; null when no line says so. */
+export function decisiveLine(message: string): string | null {
+	let best: { line: string; score: number } | null = null;
+	for (const raw of message.split('\n').slice(0, 500)) {
+		const line = raw.trim();
+		if (!line) continue;
+		const score = DECISIVE.reduce((n, [re, w]) => (re.test(line) ? n + w : n), 0);
+		if (score > 0 && (!best || score > best.score)) best = { line, score };
+	}
+	return best ? clip(best.line, 300) : null;
+}
 
 function severityOf(s: string | undefined): Alert['severity'] {
 	const v = (s ?? '').toLowerCase();

@@ -8,7 +8,10 @@ type AlertGroup = typeof alertGroups.$inferSelect;
 /** An alert hook as the queries return it (not its rate-limit counter nor who made it). */
 export type AlertHookRow = Omit<AlertHook, 'windowStart' | 'windowCount' | 'createdBy'>;
 
-export type AlertGroupRow = Pick<AlertGroup, 'id' | 'hookId' | 'groupKey' | 'status' | 'title' | 'severity' | 'sessionId' | 'deliveries' | 'firings'> & {
+export type AlertGroupRow = Pick<
+	AlertGroup,
+	'id' | 'hookId' | 'groupKey' | 'status' | 'title' | 'severity' | 'sessionId' | 'deliveries' | 'firings' | 'incidentId'
+> & {
 	/** Seconds since the last delivery and since the status last changed. */
 	sinceSeen: number;
 	sinceChanged: number;
@@ -20,6 +23,12 @@ const HOOK_COLUMNS = (sql: Sql | TransactionSql) =>
 
 export async function getLiveHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
 	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id} and revoked_at is null`;
+	return row ?? null;
+}
+
+/** A hook whether or not it was revoked since (a delivery it accepted is still applied). */
+export async function getHook(sql: Sql | TransactionSql, id: string): Promise<AlertHookRow | null> {
+	const [row] = await sql<AlertHookRow[]>`select ${HOOK_COLUMNS(sql)} from alert_hooks where id = ${id}`;
 	return row ?? null;
 }
 
@@ -96,23 +105,10 @@ export async function muteHook(tx: TransactionSql, id: string, minutes: number):
 	return row ?? null;
 }
 
-/**
- * Counts one authenticated delivery in the hook's one-minute window and returns the count so far
- * (every process shares the row, so the limit holds across them).
- */
-export async function countDelivery(tx: TransactionSql, id: string): Promise<number> {
-	const [row] = await tx<{ n: number }[]>`
-		update alert_hooks set
-			window_count = case when window_start is null or window_start < now() - interval '1 minute' then 1 else window_count + 1 end,
-			window_start = case when window_start is null or window_start < now() - interval '1 minute' then now() else window_start end,
-			last_received_at = now()
-		where id = ${id} returning window_count as n`;
-	return row?.n ?? 0;
-}
-
 export async function lockGroup(tx: TransactionSql, hookId: string, groupKey: string): Promise<AlertGroupRow | null> {
 	const [row] = await tx<AlertGroupRow[]>`
 		select id, hook_id as "hookId", group_key as "groupKey", status, title, severity, session_id as "sessionId", deliveries, firings,
+			incident_id as "incidentId",
 			extract(epoch from now() - last_seen_at)::float8 as "sinceSeen",
 			extract(epoch from now() - changed_at)::float8 as "sinceChanged",
 			coalesce(muted_until > now(), false) as muted

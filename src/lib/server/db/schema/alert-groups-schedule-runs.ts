@@ -3,6 +3,7 @@ import { integer, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, ts } from './columns';
 import { alertHooks, schedules } from './alert-hooks-schedules';
 import { chatSessions } from './sessions-messages';
+import { incidents } from './incidents-deliveries';
 
 /**
  * One alert group of a hook (Alertmanager's group key, a Proxmox event's type + node + job, a
@@ -27,6 +28,8 @@ export const alertGroups = pgTable(
 		lastSeenAt: ts('last_seen_at').notNull().defaultNow(),
 		changedAt: ts('changed_at').notNull().defaultNow(),
 		mutedUntil: ts('muted_until'),
+		/** The incident the group's alerts belong to (its session is the group's session). */
+		incidentId: uuid('incident_id').references(() => incidents.id, { onDelete: 'set null' }),
 		createdAt: createdAt()
 	},
 	(t) => [uniqueIndex('alert_groups_hook_key_idx').on(t.hookId, t.groupKey)]

@@ -1,0 +1,92 @@
+import type { TransactionSql } from 'postgres';
+import type { Sql } from '../index';
+import type { incidents } from '../schema';
+
+type Incident = typeof incidents.$inferSelect;
+export type IncidentRow = Pick<Incident, 'id' | 'key' | 'node' | 'title' | 'status' | 'sessionId' | 'alertCount'>;
+
+const COLUMNS = (sql: Sql | TransactionSql) => sql`id, key, node, title, status, session_id as "sessionId", alert_count as "alertCount"`;
+
+/**
+ * Serialises the placing of alerts into incidents (one transaction at a time, in every process):
+ * "is there an open incident for this key" and "how many investigations run" are then answered
+ * for the one alert being placed, so a storm cannot race past the bound.
+ */
+export async function lockIncidentPlacement(tx: TransactionSql): Promise<void> {
+	await tx`select pg_advisory_xact_lock(hashtext('nomos:incident-placement'))`;
+}
+
+/** The open incident an alert joins: the one of its Alertmanager group, else the one of its key seen within `windowS`. */
+export async function findOpenIncident(tx: TransactionSql, m: { key: string; groupKey: string | null; windowS: number }): Promise<IncidentRow | null> {
+	const [row] = await tx<IncidentRow[]>`
+		select ${COLUMNS(tx)} from incidents
+		where status = 'open' and session_id is not null
+			and ((${m.groupKey}::text is not null and group_key = ${m.groupKey}) or (key = ${m.key} and last_seen_at > now() - make_interval(secs => ${m.windowS})))
+		order by (group_key is not distinct from ${m.groupKey}) desc, last_seen_at desc limit 1`;
+	return row ?? null;
+}
+
+/**
+ * Open incidents whose investigation runs: a turn of their session is queued or running (its
+ * graphile-worker job exists and has attempts left).
+ */
+export async function countRunningInvestigations(tx: TransactionSql): Promise<number> {
+	const [row] = await tx<{ n: number }[]>`
+		select count(*)::int as n from incidents i
+		where i.status = 'open' and i.session_id is not null and exists (
+			select 1 from graphile_worker._private_jobs j
+			join graphile_worker._private_job_queues q on q.id = j.job_queue_id
+			where q.queue_name = 'session:' || i.session_id::text and j.attempts < j.max_attempts)`;
+	return row.n;
+}
+
+/** Where an alert goes when no investigation may start: an open incident of its node, else the latest open one. */
+export async function pickIncidentToJoin(tx: TransactionSql, node: string | null): Promise<IncidentRow | null> {
+	const [row] = await tx<IncidentRow[]>`
+		select ${COLUMNS(tx)} from incidents where status = 'open' and session_id is not null
+		order by (node is not distinct from ${node}) desc, last_seen_at desc limit 1`;
+	return row ?? null;
+}
+
+export async function insertIncident(
+	tx: TransactionSql,
+	i: Pick<Incident, 'key' | 'node' | 'guest' | 'kind' | 'groupKey' | 'title' | 'sessionId'>
+): Promise<IncidentRow> {
+	const [row] = await tx<IncidentRow[]>`
+		insert into incidents (key, node, guest, kind, group_key, title, session_id)
+		values (${i.key}, ${i.node}, ${i.guest}, ${i.kind}, ${i.groupKey}, ${i.title}, ${i.sessionId})
+		returning ${COLUMNS(tx)}`;
+	return row;
+}
+
+/** One more alert joined the incident (it opens again if it had resolved). */
+export async function countIncidentAlert(tx: TransactionSql, id: string): Promise<void> {
+	await tx`update incidents set alert_count = alert_count + 1, last_seen_at = now(), status = 'open', resolved_at = null where id = ${id}`;
+}
+
+/** The incident resolves once none of its alert groups fires any more. */
+export async function resolveIncidentIfQuiet(tx: TransactionSql, id: string): Promise<boolean> {
+	const rows = await tx`
+		update incidents i set status = 'resolved', resolved_at = now(), last_seen_at = now()
+		where i.id = ${id} and i.status = 'open' and not exists (select 1 from alert_groups g where g.incident_id = i.id and g.status = 'firing')
+		returning id`;
+	return rows.length > 0;
+}
+
+export async function setGroupIncident(tx: TransactionSql, groupId: string, incidentId: string, sessionId: string | null): Promise<void> {
+	await tx`update alert_groups set incident_id = ${incidentId}, session_id = coalesce(${sessionId}::uuid, session_id) where id = ${groupId}`;
+}
+
+export async function getIncident(sql: Sql | TransactionSql, id: string): Promise<IncidentRow | null> {
+	const [row] = await sql<IncidentRow[]>`select ${COLUMNS(sql)} from incidents where id = ${id}`;
+	return row ?? null;
+}
+
+/** Whether a turn of the session is queued or running (its job exists with attempts left). */
+export async function turnPending(tx: TransactionSql, sessionId: string): Promise<boolean> {
+	const [row] = await tx<{ pending: boolean }[]>`
+		select exists (
+			select 1 from graphile_worker._private_jobs j join graphile_worker._private_job_queues q on q.id = j.job_queue_id
+			where q.queue_name = ${'session:' + sessionId} and j.attempts < j.max_attempts) as pending`;
+	return row.pending;
+}
