@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
-import { lockUnprocessedDelivery, markDeliveryProcessed, touchHookReceived, type AlertOutcomeRow } from '../db/queries/alert-deliveries';
+import { lockUnprocessedDelivery, deliveryApplied, markDeliveryProcessed, touchHookReceived, type AlertOutcomeRow } from '../db/queries/alert-deliveries';
 import { countIncidentAlert, lockIncidentPlacement, resolveIncidentIfQuiet } from '../db/queries/incidents';
 import { getHook, insertGroup, lockGroup, markPendingFix, updateGroup, type AlertGroupRow, type AlertHookRow, type PendingFix } from '../db/queries/watches';
 import { announceExecution } from '../db/queries/executions';
@@ -45,9 +45,9 @@ export async function applyDelivery(deliveryId: string): Promise<AlertOutcomeRow
 		}
 		await lockIncidentPlacement(tx);
 		// A sender's retry of a delivery already applied only counts (its alerts are the same alerts).
-		const [orig] = d.duplicateOf ? await tx`select 1 from alert_deliveries where id = ${d.duplicateOf} and processed_at is not null` : [];
+		const orig = d.duplicateOf ? await deliveryApplied(tx, d.duplicateOf) : false;
 		const outcomes: AlertOutcomeRow[] = [];
-		for (const a of parsed.alerts) outcomes.push({ groupKey: a.groupKey, ...(await takeAlert(tx, hook, a, !!orig)) });
+		for (const a of parsed.alerts) outcomes.push({ groupKey: a.groupKey, ...(await takeAlert(tx, hook, a, orig)) });
 		await markDeliveryProcessed(tx, d.id, outcomes);
 		return outcomes;
 	});

@@ -77,3 +77,9 @@ export async function getDeliveryOutcome(
 		select processed_at as "processedAt", outcome from alert_deliveries where id = ${id}`;
 	return row ?? null;
 }
+
+/** Whether the delivery `id` (the one a sender's retry repeats) has been applied. */
+export async function deliveryApplied(tx: TransactionSql, id: string): Promise<boolean> {
+	const [row] = await tx`select 1 from alert_deliveries where id = ${id} and processed_at is not null`;
+	return !!row;
+}
