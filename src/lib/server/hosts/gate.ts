@@ -52,9 +52,17 @@ export const gateCommand = (role: KeyRole) => `/usr/local/sbin/nomos-gate --role
  * with two, the first key reads (`--role read`) and the mutation key changes (`--role mutate`).
  */
 export async function keyLines(h: Pick<Host, 'keyPath' | 'mutationKeyPath'>): Promise<{ role: KeyRole; line: string }[]> {
-	const keys: [KeyRole, string][] = hasTwoKeys(h) ? [['read', h.keyPath], ['mutate', h.mutationKeyPath!]] : [['mutate', h.keyPath]];
+	const keys: [KeyRole, string][] = hasTwoKeys(h)
+		? [
+				['read', h.keyPath],
+				['mutate', h.mutationKeyPath!]
+			]
+		: [['mutate', h.keyPath]];
 	return Promise.all(
-		keys.map(async ([role, path]) => ({ role, line: `restrict,command="${gateCommand(role)}" ${(await publicKeyOf(path)) ?? `<the Nomos public key of ${path}>`}` }))
+		keys.map(async ([role, path]) => ({
+			role,
+			line: `restrict,command="${gateCommand(role)}" ${(await publicKeyOf(path)) ?? `<the Nomos public key of ${path}>`}`
+		}))
 	);
 }
 
@@ -78,7 +86,6 @@ export interface GateCheck {
 	needed: string;
 	checkedAt: string;
 }
-
 
 function stateOf(a: GateAnswer, role: KeyRole, needed: string): GateState {
 	if (a.state !== 'gated') return a.state;

@@ -52,7 +52,13 @@ function retire(name: string, e: Entry): void {
 }
 
 function open(host: SshTarget, timeoutMs?: number): Entry {
-	const entry: Entry = { key: keyOf(host), place: placeOf(host), leases: 0, dead: false, client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 }) };
+	const entry: Entry = {
+		key: keyOf(host),
+		place: placeOf(host),
+		leases: 0,
+		dead: false,
+		client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 })
+	};
 	pool.set(host.name, [...(pool.get(host.name) ?? []), entry]);
 	entry.client.then(
 		(c) => {
