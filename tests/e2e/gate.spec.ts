@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
 
 test('settings → hosts: the node gate panel and a plain key warned as a full shell', async ({ page, env }) => {
 	await login(page, env.admin);
@@ -15,5 +16,25 @@ test('settings → hosts: the node gate panel and a plain key warned as a full s
 
 	const row = page.getByTestId('host-row').filter({ hasText: env.proxmox.nodeName });
 	await row.getByTestId('check-gate').click();
-	await expect(row.getByTestId('host-status')).toContainText('this key still reaches a full shell');
+	await expect(row.getByTestId('host-status')).toContainText('Warning: a key still reaches a full shell');
+});
+
+test('settings → hosts: the card warns of a full-shell key without a click, from the check a sync stores', async ({ page, env, sql }) => {
+	// Never checked (as after its keys changed): no gate line on the card until a sync asks.
+	await sql`update hosts set gate_state = null, gate_problem = null, gate_checked_at = null where name = ${env.proxmox.nodeName}`;
+	await login(page, env.admin);
+	await page.goto('/settings');
+	const row = page.getByTestId('host-row').filter({ hasText: env.proxmox.nodeName });
+	await expect(row.getByTestId('host-fingerprint')).toBeVisible();
+	await expect(row.getByTestId('host-gate')).toHaveCount(0);
+	await expect(async () => {
+		await page.getByTestId('sync-now').click();
+		await expect(page.getByTestId('sync-note')).toHaveText(/queued/, { timeout: scaled(2_000) });
+	}).toPass({ timeout: scaled(30_000) });
+	await expect(async () => {
+		await page.reload();
+		await expect(row.getByTestId('host-gate')).toContainText('Warning: a key still reaches a full shell', { timeout: scaled(2_000) });
+	}).toPass({ timeout: scaled(30_000) });
+	await expect(row.getByTestId('host-gate')).toContainText(`the mutate key of ${env.proxmox.nodeName} reaches a full shell`);
+	await expect(row.getByTestId('host-status')).toHaveCount(0);
 });
