@@ -38,3 +38,29 @@ test('settings → hosts: the card warns of a full-shell key without a click, fr
 	await expect(row.getByTestId('host-gate')).toContainText(`the mutate key of ${env.proxmox.nodeName} reaches a full shell`);
 	await expect(row.getByTestId('host-status')).toHaveCount(0);
 });
+
+test('settings → hosts: a mutation key gives the host two gate lines, read and mutate', async ({ page, env, sql }) => {
+	await login(page, env.admin);
+	await page.goto('/settings');
+	const row = page.getByTestId('host-row').filter({ hasText: env.proxmox.nodeName });
+	try {
+		await row.getByRole('button', { name: 'Edit' }).click();
+		// In edit mode the card holds a form (the name is an input's value, not text).
+		const form = page.getByTestId('host-form');
+		await form.getByTestId('host-mutation-key').fill(env.proxmox.clientKeyPath);
+		await form.getByRole('button', { name: 'Save' }).click();
+		await expect(row).toContainText('two keys');
+		const panel = page.getByTestId('gate-install');
+		await page.reload();
+		await panel.locator('summary').click();
+		const pub = execFileSync('ssh-keygen', ['-y', '-f', env.proxmox.clientKeyPath], { encoding: 'utf8' }).trim().split(/\s+/).slice(0, 2).join(' ');
+		await expect(panel.locator(`[data-testid="gate-key"][data-host="${env.proxmox.nodeName}"]`).getByTestId('gate-line')).toHaveText([
+			`restrict,command="/usr/local/sbin/nomos-gate --role read" ${pub}`,
+			`restrict,command="/usr/local/sbin/nomos-gate --role mutate" ${pub}`
+		]);
+		const [saved] = await sql<{ mutation_key_path: string | null }[]>`select mutation_key_path from hosts where name = ${env.proxmox.nodeName}`;
+		expect(saved.mutation_key_path).toBe(env.proxmox.clientKeyPath);
+	} finally {
+		await sql`update hosts set mutation_key_path = null where name = ${env.proxmox.nodeName}`;
+	}
+});
