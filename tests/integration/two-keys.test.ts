@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
-import { getHostByName, updateHost } from '../../src/lib/server/db/queries/hosts';
+import { getHostByName, recordGateCheck, updateHost, upsertConfiguredHosts } from '../../src/lib/server/db/queries/hosts';
 import { requestExecution } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { syncHost } from '../../src/lib/server/inventory/sync';
@@ -179,4 +179,24 @@ describe('two keys per host', () => {
 			await useKeys(keys.read.privateKeyPath, keys.mutate.privateKeyPath);
 		}
 	}, 60_000);
+
+	it('NOMOS_HOSTS may name a mutation key; a restart with the same keys keeps the last check, other keys forget it', async () => {
+		const cfg = {
+			name: 'cfg',
+			address: pve.host,
+			port: pve.port,
+			user: 'root',
+			keyPath: keys.read.privateKeyPath,
+			mutationKeyPath: keys.mutate.privateKeyPath
+		};
+		await upsertConfiguredHosts(sql(), [cfg]);
+		const row = (await getHostByName(sql(), 'cfg'))!;
+		expect([row.keyPath, row.mutationKeyPath]).toEqual([keys.read.privateKeyPath, keys.mutate.privateKeyPath]);
+		await recordGateCheck(sql(), row.id, 'gated', null);
+		await upsertConfiguredHosts(sql(), [cfg]);
+		expect((await getHostByName(sql(), 'cfg'))!.gateState).toBe('gated');
+		await upsertConfiguredHosts(sql(), [{ ...cfg, mutationKeyPath: undefined }]);
+		const after = (await getHostByName(sql(), 'cfg'))!;
+		expect([after.mutationKeyPath, after.gateState, after.gateCheckedAt]).toEqual([null, null, null]);
+	});
 });
