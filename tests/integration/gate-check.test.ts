@@ -48,15 +48,33 @@ afterAll(async () => {
 });
 
 describe('hosts.checkGate', () => {
-	it('warns that a plain key still reaches a full shell', async () => {
+	it('warns that a plain key still reaches a full shell, and stores it on the host', async () => {
 		const r = await admin.checkGate({ id: ids.plain });
 		expect(r.state).toBe('shell');
 		expect(r.problem).toMatch(/the mutate key of plain reaches a full shell/);
+		const [row] = await sql()<{ gate_state: string; gate_problem: string; gate_checked_at: string | null }[]>`
+			select gate_state, gate_problem, gate_checked_at from hosts where id = ${ids.plain}`;
+		expect([row.gate_state, row.gate_problem]).toEqual(['shell', r.problem]);
+		expect(row.gate_checked_at).not.toBeNull();
 	}, 30_000);
 
 	it('reports a command= gate key as gated with the catalogue version this Nomos needs', async () => {
 		const r = await admin.checkGate({ id: ids.gated });
-		expect(r).toEqual({ state: 'gated', version: catalogueVersion(), role: 'mutate', needed: catalogueVersion(), problem: null });
+		expect(r).toMatchObject({ state: 'gated', version: catalogueVersion(), needed: catalogueVersion(), problem: null });
+	}, 30_000);
+
+	it('with two keys checks each in its role: a read key gated as mutate is named', async () => {
+		// The gated key as the read key and the plain one as the mutation key: both findings, the worst (a full shell) first.
+		await sql()`update hosts set mutation_key_path = ${pve.clientKeyPath} where id = ${ids.gated}`;
+		try {
+			const r = await admin.checkGate({ id: ids.gated });
+			expect(r.state).toBe('shell');
+			expect(r.problem).toBe(
+				'the read key of gated is gated as a mutate key: fix its --role in authorized_keys; the mutate key of gated reaches a full shell: install nomos-gate as its forced command (Settings → Hosts)'
+			);
+		} finally {
+			await sql()`update hosts set mutation_key_path = null where id = ${ids.gated}`;
+		}
 	}, 30_000);
 
 	it('is for admins only, and validates the host id', async () => {
@@ -73,8 +91,22 @@ describe('hosts.gate', () => {
 			{ path: 'deploy/nomos-gate', sha256: sha(GATE) },
 			{ path: 'deploy/nomos-gate.allow', sha256: sha(ALLOW) }
 		]);
-		const line = r.lines.find((l) => l.hostId === ids.gated)!.line;
+		const lines = r.lines.filter((l) => l.hostId === ids.gated);
 		const [type, b64] = readFileSync(gateKey.publicKeyPath, 'utf8').trim().split(/\s+/);
-		expect(line).toBe(`restrict,command="/usr/local/sbin/nomos-gate --role mutate" ${type} ${b64}`);
+		expect(lines.map((l) => [l.role, l.line])).toEqual([['mutate', `restrict,command="/usr/local/sbin/nomos-gate --role mutate" ${type} ${b64}`]]);
+	});
+
+	it('with a second key, gives the read key `--role read` and the mutation key `--role mutate`', async () => {
+		await sql()`update hosts set mutation_key_path = ${pve.clientKeyPath} where id = ${ids.gated}`;
+		try {
+			const r = await admin.gate();
+			const pub = (p: string) => readFileSync(p, 'utf8').trim().split(/\s+/).slice(0, 2).join(' ');
+			expect(r.lines.filter((l) => l.hostId === ids.gated).map((l) => [l.role, l.line])).toEqual([
+				['read', `restrict,command="/usr/local/sbin/nomos-gate --role read" ${pub(gateKey.publicKeyPath)}`],
+				['mutate', `restrict,command="/usr/local/sbin/nomos-gate --role mutate" ${pub(`${pve.clientKeyPath}.pub`)}`]
+			]);
+		} finally {
+			await sql()`update hosts set mutation_key_path = null where id = ${ids.gated}`;
+		}
 	});
 });

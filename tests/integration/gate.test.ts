@@ -232,7 +232,7 @@ describe('the gate version', () => {
 	it('names a gate whose catalogue is older than this Nomos', async () => {
 		const a = await readGate(clients.stale);
 		expect(gateProblem('strong', a, catalogueVersion(), 'read')).toBe(
-			`the gate on strong carries catalogue 0000000000000000, this Nomos needs ${catalogueVersion()}: copy deploy/nomos-gate.allow of this version to the host`
+			`nomos-gate on strong has catalogue 0000000000000000, Nomos needs ${catalogueVersion()}: copy deploy/nomos-gate.allow of this Nomos to /usr/local/etc/nomos-gate.allow on strong`
 		);
 	});
 

@@ -17,7 +17,13 @@ export const hostInput = z.object({
 		.trim()
 		.regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'a Unix user name')
 		.default('root'),
-	keyPath: z.string().trim().min(1, 'path to the private key file on the Nomos server')
+	keyPath: z.string().trim().min(1, 'path to the private key file on the Nomos server'),
+	/** Optional second key, used only by approved executions' mutating steps; empty: the key above does all. */
+	mutationKeyPath: z
+		.string()
+		.trim()
+		.nullish()
+		.transform((v) => v || null)
 });
 export type HostInputValue = z.infer<typeof hostInput>;
 

@@ -10,6 +10,8 @@ const hostSchema = z.object({
 	port: z.number().int().min(1).max(65535).default(22),
 	user: z.string().min(1).default('root'),
 	keyPath: z.string().min(1),
+	/** A second key for approved mutations only (docs/security.md "Two keys"); keyPath then reads. */
+	mutationKeyPath: z.string().min(1).optional(),
 	hostKeyFingerprint: z
 		.string()
 		.regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'hostKeyFingerprint must look like SHA256:<43 base64 chars>')

@@ -88,7 +88,7 @@ export interface ProxmoxDouble {
 	argvLog(): Promise<string[][]>;
 	/** raw command strings received over SSH, in order */
 	execLog(): string[];
-	/** the same commands with when each arrived and ended (epoch ms; `endedAt` null while running) */
+	/** the same commands with when each arrived and ended (epoch ms; `endedAt` null while running) and the key's forced command */
 	execTimes(): ExecTime[];
 	setFault<K extends FaultName>(name: K, value: Faults[K] | null): Promise<void>;
 	containers(): Promise<CtState[]>;
@@ -140,6 +140,8 @@ export interface ExecTime {
 	command: string;
 	at: number;
 	endedAt: number | null;
+	/** the forced command of the key it came through (`command="…"` in authorizedKeys); null: a key with a full shell */
+	forced: string | null;
 }
 
 /** Sessions one connection may have open at once, as OpenSSH's MaxSessions default. */
@@ -235,11 +237,11 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 				session.once('close', () => open--);
 				let running: RunningCommand | undefined;
 				session.on('exec', (accept, _reject, info) => {
-					const time: ExecTime = { command: info.command, at: Date.now(), endedAt: null };
-					execLog.push(info.command);
-					execTimes.push(time);
 					// A forced command runs instead of the client's, which it reads from SSH_ORIGINAL_COMMAND.
 					const forced = signedIn?.command ?? null;
+					const time: ExecTime = { command: info.command, at: Date.now(), endedAt: null, forced };
+					execLog.push(info.command);
+					execTimes.push(time);
 					const cmd =
 						forced === null ? runOverChannel(accept(), info.command, env) : runOverChannel(accept(), forced, { ...env, SSH_ORIGINAL_COMMAND: info.command });
 					running = cmd;

@@ -1,12 +1,19 @@
-/** A hosts.checkGate answer in words for the host card; `ok` only when the gate fits this Nomos. */
-export function gateStatus(r: { state: 'gated'; version: string; role: string; problem: string | null } | { state: 'shell' | 'unknown'; problem: string }): {
-	ok: boolean;
-	text: string;
-} {
-	if (r.state === 'gated')
-		return r.problem
-			? { ok: false, text: `Gated (catalogue ${r.version}, role ${r.role}), but ${r.problem}.` }
-			: { ok: true, text: `Gated: catalogue ${r.version} matches this Nomos, role ${r.role}.` };
-	if (r.state === 'shell') return { ok: false, text: `Warning: this key still reaches a full shell — ${r.problem}.` };
-	return { ok: false, text: `Gate unknown: ${r.problem}.` };
+import type { GateState } from '$lib/types/gate';
+
+/** A host's gate check (hosts.checkGate, or as stored on the host) in words for its card; `ok` only when every key is gated as it should be. */
+export function gateStatus(r: { state: GateState; problem: string | null; version?: string | null }): { ok: boolean; text: string } {
+	switch (r.state) {
+		case 'gated':
+			return r.problem
+				? { ok: false, text: `Gated, but ${r.problem}.` }
+				: { ok: true, text: r.version ? `Gated: catalogue ${r.version} matches this Nomos.` : 'Gated: its keys run only the catalogue.' };
+		case 'shell':
+			return { ok: false, text: `Warning: a key still reaches a full shell — ${r.problem}.` };
+		case 'old_version':
+			return { ok: false, text: `Gate out of date: ${r.problem}.` };
+		case 'wrong_role':
+			return { ok: false, text: `Gate set up for the wrong key: ${r.problem}.` };
+		default:
+			return { ok: false, text: `Gate unknown: ${r.problem ?? 'no answer'}.` };
+	}
 }

@@ -11,15 +11,19 @@ import { describeRule } from '../../schemas/allow-rules';
 import { getExecution, insertExecution, liveFollowUpOf, lockForFollowUp, setRequester, type ExecutionRow } from '../db/queries/executions';
 import { runExecution } from './runner';
 import { getHostByName } from '../db/queries/hosts';
+import { hasTwoKeys, keyTarget, type KeyRole } from '../proxmox/key-role';
 import { lease } from '../ssh/pool';
 import { approvalNotice, queueNotice } from '../notify/notices';
 import type { RequestCause } from '../../types/executions';
 import { checkBeforeApproval } from './before-approval';
 
+/** Opens (or keeps) the host's pooled connections a mutation will use: the read key's, and its mutation key's when it has one. */
 async function warmHost(name: string): Promise<void> {
 	const host = await getHostByName(sql(), name).catch(() => null);
-	if (host?.hostKeyFingerprint)
-		await lease(host).then(
+	if (!host?.hostKeyFingerprint) return;
+	const roles: KeyRole[] = hasTwoKeys(host) ? ['read', 'mutate'] : ['read'];
+	for (const role of roles)
+		await lease(keyTarget(host, role)).then(
 			(l) => l.release(),
 			() => undefined
 		);

@@ -33,11 +33,12 @@ function audit(tx: TransactionSql, actor: Actor, action: string, host: { id: str
 	});
 }
 
-const hostDetail = (h: { address: string; port: number; username: string; keyPath: string }) => ({
+const hostDetail = (h: { address: string; port: number; username: string; keyPath: string; mutationKeyPath: string | null }) => ({
 	address: h.address,
 	port: h.port,
 	user: h.username,
-	keyPath: h.keyPath
+	keyPath: h.keyPath,
+	mutationKeyPath: h.mutationKeyPath
 });
 
 function uniqueViolation(e: unknown): never {
@@ -54,7 +55,7 @@ async function mustGet(hostId: string): Promise<Host> {
 
 /** Everyone sees the hosts; only admins see where the private keys live. */
 export function hostsFor(role: string, hosts: Awaited<ReturnType<typeof listHosts>>) {
-	return role === 'admin' ? hosts : hosts.map((h) => ({ ...h, keyPath: '' }));
+	return role === 'admin' ? hosts : hosts.map((h) => ({ ...h, keyPath: '', mutationKeyPath: h.mutationKeyPath === null ? null : '' }));
 }
 
 /** Adds a host (its name unique), audited. */

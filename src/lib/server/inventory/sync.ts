@@ -14,6 +14,7 @@ import {
 	replaceHostInventory,
 	type InventoryRow
 } from '../db/queries/entities';
+import { checkGateOf, gateCheckDue } from '../hosts/gate';
 import { ageText, answeredBy, clockTime, reachabilityOf } from '../hosts/reachability';
 import { parseClusterResources, readClusterView, RESOURCES_ARGV, type ClusterGuest, type ClusterView } from '../proxmox/cluster';
 import { readContainer, readInventory, runChecked, type Inventory } from '../proxmox/inventory';
@@ -143,6 +144,9 @@ export async function syncHost(host: Host, opts: { signal?: AbortSignal; timeout
 		return { host: host.name, ok: false, error, durationMs: Date.now() - started };
 	}
 	if ((await recordHostCheck(sql(), host.id, host.hostKeyFingerprint, null)).flipped) await noteAnswerChange(host.name);
+	// What the host's keys reach, asked again every few hours (or after they changed): the host
+	// card then warns of a key that still reaches a full shell without anyone pressing a button.
+	if (gateCheckDue(host)) await checkGateOf(host).catch(() => undefined);
 	return { host: host.name, ok: true, containers: inv.containers.length, removed, durationMs: Date.now() - started };
 }
 

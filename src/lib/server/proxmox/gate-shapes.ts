@@ -5,12 +5,13 @@
 // cluster and migration facts) come from their own modules' argv. `npm run gate:allowlist`
 // writes the result to deploy/nomos-gate.allow; tests/integration/gate.test.ts checks both agree.
 import { createHash } from 'node:crypto';
-import { ACTIONS, ACTION_NAMES, AGENT_WAIT_SCRIPT, type ActionDef, type Step, type StepContext } from './actions';
+import { ACTIONS, ACTION_NAMES, AGENT_WAIT_SCRIPT, type ActionDef, type StepContext } from './actions';
 import { RESOURCES_ARGV } from './cluster';
 import { nodeName, storage, vmid as vmidField } from '../../schemas/param-fields';
 import { GROUP_SCRIPT, STOP_SCRIPT } from '../ssh/quote';
+import { keyRole, type KeyRole } from './key-role';
 
-export type GateRole = 'read' | 'mutate';
+export type GateRole = KeyRole;
 
 /** One allowed argv: its first word literally, then one Perl regex per further word (the last one may repeat). */
 export interface GateShape {
@@ -208,8 +209,6 @@ function shapeOf(argv: readonly string[], t: Tracer, role: GateRole, name: strin
 	return { role, name, argv0, words, repeatLast };
 }
 
-const isRead = (s: Step) => s.verify !== undefined;
-
 /** Every argv an action can run (its steps, read-backs and resume reads) over all param variants. */
 function actionShapes(name: string, action: ActionDef): GateShape[] {
 	const t = new Tracer();
@@ -233,7 +232,7 @@ function actionShapes(name: string, action: ActionDef): GateShape[] {
 	const add = (argv: string[], role: GateRole) => out.push(shapeOf(traced(argv), t, role, name));
 	for (const p of params) {
 		for (const ctx of ctxs) {
-			for (const s of action.steps(p, ctx)) add(s.argv, readOnly || isRead(s) ? 'read' : 'mutate');
+			for (const s of action.steps(p, ctx)) add(s.argv, keyRole(readOnly, s));
 			for (const s of action.readBack?.(p, ctx) ?? []) add(s.argv, 'read');
 			const r = action.resume?.(p, ctx);
 			if (r) {

@@ -1,5 +1,5 @@
 import type { Client } from 'ssh2';
-import { execArgv } from './client';
+import { execArgv, type ExecResult } from './client';
 
 /** What a host's key reaches: the gate (with its catalogue version and role), a full shell, or no answer. */
 export type GateAnswer = { state: 'gated'; version: string; role: string } | { state: 'shell' } | { state: 'unknown'; detail: string };
@@ -11,6 +11,30 @@ export const GATE_PROBE_ARGV: readonly string[] = ['id', '-u'];
 
 const VERSION = /^nomos-gate catalogue ([0-9a-f]+) role (read|mutate)$/m;
 
+/** The gate's answer to GATE_VERSION_ARGV, or null: no gate answered (a full shell says "command not found"). */
+export function gateVersionOf(r: Pick<ExecResult, 'exitCode' | 'stdout'>): { version: string; role: 'read' | 'mutate' } | null {
+	const m = r.exitCode === 0 ? VERSION.exec(r.stdout) : null;
+	return m ? { version: m[1], role: m[2] as 'read' | 'mutate' } : null;
+}
+
+/** An older (or newer) gate by name, with what to do; null when it carries the catalogue this Nomos needs. */
+export function versionProblem(host: string, version: string, needed: string): string | null {
+	return version === needed
+		? null
+		: `nomos-gate on ${host} has catalogue ${version}, Nomos needs ${needed}: copy deploy/nomos-gate.allow of this Nomos to /usr/local/etc/nomos-gate.allow on ${host}`;
+}
+
+/**
+ * What keeps the key of `role` from running what Nomos sends with it: a mutation key gated as a
+ * read key (every change would be refused), or a gate of another catalogue. Null: it fits, or
+ * no gate answered (an ungated key works as before; the host card warns, hosts/gate.ts).
+ */
+export function runProblem(host: string, gate: { version: string; role: string } | null, needed: string, role: 'read' | 'mutate'): string | null {
+	if (!gate) return null;
+	if (role === 'mutate' && gate.role !== 'mutate') return `the mutation key of ${host} is gated as a ${gate.role} key: fix its --role in authorized_keys`;
+	return versionProblem(host, gate.version, needed);
+}
+
 /**
  * Asks what the key behind `client` reaches: its gate's version line, else whether an
  * off-catalogue command runs (a full shell) or is refused. No clear answer is `unknown`.
@@ -18,10 +42,10 @@ const VERSION = /^nomos-gate catalogue ([0-9a-f]+) role (read|mutate)$/m;
 export async function readGate(client: Client, timeoutMs = 10_000): Promise<GateAnswer> {
 	try {
 		const v = await execArgv(client, GATE_VERSION_ARGV, { timeoutMs });
-		const m = v.exitCode === 0 ? VERSION.exec(v.stdout) : null;
-		if (m) {
+		const gate = gateVersionOf(v);
+		if (gate) {
 			const probe = await execArgv(client, GATE_PROBE_ARGV, { timeoutMs });
-			if (probe.exitCode === 126 && /nomos-gate: refused/.test(probe.stderr)) return { state: 'gated', version: m[1], role: m[2] };
+			if (probe.exitCode === 126 && /nomos-gate: refused/.test(probe.stderr)) return { state: 'gated', ...gate };
 			return { state: 'unknown', detail: `the gate answered its version but did not refuse \`${GATE_PROBE_ARGV.join(' ')}\`` };
 		}
 		const probe = await execArgv(client, GATE_PROBE_ARGV, { timeoutMs });
@@ -37,7 +61,5 @@ export function gateProblem(host: string, a: GateAnswer, needed: string, role: '
 	if (a.state === 'shell') return `the ${role} key of ${host} reaches a full shell: install nomos-gate as its forced command (Settings → Hosts)`;
 	if (a.state === 'unknown') return `could not tell whether the ${role} key of ${host} is gated: ${a.detail}`;
 	if (a.role !== role) return `the ${role} key of ${host} is gated as a ${a.role} key: fix its --role in authorized_keys`;
-	if (a.version !== needed)
-		return `the gate on ${host} carries catalogue ${a.version}, this Nomos needs ${needed}: copy deploy/nomos-gate.allow of this version to the host`;
-	return null;
+	return versionProblem(host, a.version, needed);
 }

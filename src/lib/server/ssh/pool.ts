@@ -6,7 +6,7 @@ import { connect, type SshTarget } from './client';
 /** Channels open at once on one connection: below sshd's MaxSessions (default 10). */
 export const MAX_CHANNELS = 8;
 /**
- * Connections per host: a second one opens when every open one already has MAX_CHANNELS users,
+ * Connections per host and key: a second one opens when every open one already has MAX_CHANNELS users,
  * so a batch of approved executions on one host starts at once instead of queueing for channels
  * (sshd's MaxStartups only limits handshakes in progress).
  */
@@ -17,6 +17,8 @@ const IDLE_MS = 300_000;
 type Entry = {
 	/** What the connection was opened and verified for: a changed address, key or pinned fingerprint needs a new one. */
 	key: string;
+	/** The address, account and pin alone: a host's other key's connections share it. */
+	place: string;
 	client: Promise<Client>;
 	leases: number;
 	dead: boolean;
@@ -27,6 +29,8 @@ const g = globalThis as unknown as { __nomosSshPool2?: Map<string, Entry[]> };
 const pool = (g.__nomosSshPool2 ??= new Map<string, Entry[]>());
 
 const keyOf = (h: SshTarget) => JSON.stringify([h.address, h.port, h.username, h.keyPath, h.hostKeyFingerprint]);
+/** The same machine and account, whatever the key. */
+const placeOf = (h: SshTarget) => JSON.stringify([h.address, h.port, h.username, h.hostKeyFingerprint]);
 
 /** The TCP socket under an ssh2 client, to let an idle pooled connection not hold the process open. */
 const socketOf = (c: Client) => (c as unknown as { _sock?: Socket })._sock;
@@ -48,7 +52,13 @@ function retire(name: string, e: Entry): void {
 }
 
 function open(host: SshTarget, timeoutMs?: number): Entry {
-	const entry: Entry = { key: keyOf(host), leases: 0, dead: false, client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 }) };
+	const entry: Entry = {
+		key: keyOf(host),
+		place: placeOf(host),
+		leases: 0,
+		dead: false,
+		client: connect(host, timeoutMs, { keepaliveInterval: 10_000, keepaliveCountMax: 3 })
+	};
 	pool.set(host.name, [...(pool.get(host.name) ?? []), entry]);
 	entry.client.then(
 		(c) => {
@@ -73,8 +83,12 @@ function open(host: SshTarget, timeoutMs?: number): Entry {
  * not used again.
  */
 export async function lease(host: SshTarget, timeoutMs?: number): Promise<{ client: Client; release: (discard?: boolean) => void }> {
-	for (const stale of (pool.get(host.name) ?? []).filter((x) => x.dead || x.key !== keyOf(host))) retire(host.name, stale);
-	const live = pool.get(host.name) ?? [];
+	// A host with two keys has connections for each (proxmox/key-role.ts): one key's lease neither
+	// retires nor borrows the other's. A changed address, account or pin retires both; a replaced
+	// key's idle connections are never lent again and close after IDLE_MS.
+	const key = keyOf(host);
+	for (const stale of (pool.get(host.name) ?? []).filter((x) => x.dead || x.place !== placeOf(host))) retire(host.name, stale);
+	const live = (pool.get(host.name) ?? []).filter((x) => x.key === key);
 	let e = live.reduce<Entry | undefined>((best, x) => (!best || x.leases < best.leases ? x : best), undefined);
 	if (!e || (e.leases >= MAX_CHANNELS && live.length < MAX_CONNECTIONS)) e = open(host, timeoutMs);
 	const entry = e;

@@ -125,8 +125,11 @@ export async function skipTriggersForLoad(tx: TransactionSql): Promise<boolean> 
 	}
 }
 
-/** The SSH private keys the hosts use (files named by path; the rows themselves are in the dump). */
+/** The SSH private keys the hosts use, mutation keys included (files named by path; the rows themselves are in the dump). */
 export async function listHostKeyPaths(tx: Sql | TransactionSql): Promise<string[]> {
-	const rows = await tx<Pick<typeof hosts.$inferSelect, 'keyPath'>[]>`select distinct key_path as "keyPath" from hosts order by key_path`;
+	const rows = await tx<Pick<typeof hosts.$inferSelect, 'keyPath'>[]>`
+		select key_path as "keyPath" from hosts
+		union select mutation_key_path from hosts where mutation_key_path is not null
+		order by 1`;
 	return rows.map((r) => r.keyPath);
 }

@@ -3,14 +3,16 @@ import { lockHostInventory } from './entities';
 import type { Sql } from '../index';
 import type { HostConfig } from '../../env';
 import type { hosts } from '../schema';
+import type { GateState } from '../../../types/gate';
 
 /** A configured Proxmox host, as its table has it. Timestamps are ISO 8601 text. */
 export type Host = typeof hosts.$inferSelect;
 
 const columns = (sql: Sql | TransactionSql) =>
-	sql`id, name, address, port, username, key_path as "keyPath", host_key_fingerprint as "hostKeyFingerprint",
+	sql`id, name, address, port, username, key_path as "keyPath", mutation_key_path as "mutationKeyPath", host_key_fingerprint as "hostKeyFingerprint",
 		seen_fingerprint as "seenFingerprint", source, last_checked_at as "lastCheckedAt", last_error as "lastError",
-		last_answer_at as "lastAnswerAt", unanswered_since as "unansweredSince", created_at as "createdAt", updated_at as "updatedAt"`;
+		last_answer_at as "lastAnswerAt", unanswered_since as "unansweredSince", gate_state as "gateState", gate_problem as "gateProblem",
+		gate_checked_at as "gateCheckedAt", created_at as "createdAt", updated_at as "updatedAt"`;
 
 export async function listHosts(sql: Sql | TransactionSql): Promise<Host[]> {
 	return sql<Host[]>`select ${columns(sql)} from hosts order by name`;
@@ -26,25 +28,40 @@ export async function getHostById(sql: Sql | TransactionSql, id: string): Promis
 	return row ?? null;
 }
 
+/**
+ * Whether a host's row still names what its last gate check asked (address, port, user and both
+ * keys): when not, that check is forgotten, so the host card never vouches for keys it did not
+ * ask about (the next sync asks again, hosts/gate.ts).
+ */
+function sameKeys(sql: Sql | TransactionSql, to: 'excluded' | Pick<Host, 'address' | 'port' | 'username' | 'keyPath' | 'mutationKeyPath'>) {
+	const now = sql`(hosts.address, hosts.port, hosts.username, hosts.key_path, hosts.mutation_key_path)`;
+	return to === 'excluded'
+		? sql`${now} is not distinct from (excluded.address, excluded.port, excluded.username, excluded.key_path, excluded.mutation_key_path)`
+		: sql`${now} is not distinct from (${to.address}::text, ${to.port}::int, ${to.username}::text, ${to.keyPath}::text, ${to.mutationKeyPath}::text)`;
+}
+
 /** Upserts the hosts from NOMOS_HOSTS; a configured fingerprint pins the host (none keeps the pin). */
 export async function upsertConfiguredHosts(sql: Sql | TransactionSql, list: HostConfig[]): Promise<void> {
 	for (const h of list) {
 		await sql`
-			insert into hosts (name, address, port, username, key_path, source, host_key_fingerprint)
-			values (${h.name}, ${h.address}, ${h.port}, ${h.user}, ${h.keyPath}, 'config', ${h.hostKeyFingerprint ?? null})
+			insert into hosts (name, address, port, username, key_path, mutation_key_path, source, host_key_fingerprint)
+			values (${h.name}, ${h.address}, ${h.port}, ${h.user}, ${h.keyPath}, ${h.mutationKeyPath ?? null}, 'config', ${h.hostKeyFingerprint ?? null})
 			on conflict (name) do update set
 				address = excluded.address, port = excluded.port, username = excluded.username,
-				key_path = excluded.key_path, source = excluded.source, updated_at = now(),
+				key_path = excluded.key_path, mutation_key_path = excluded.mutation_key_path, source = excluded.source, updated_at = now(),
+				gate_checked_at = case when ${sameKeys(sql, 'excluded')} then hosts.gate_checked_at end,
+				gate_state = case when ${sameKeys(sql, 'excluded')} then hosts.gate_state end,
+				gate_problem = case when ${sameKeys(sql, 'excluded')} then hosts.gate_problem end,
 				host_key_fingerprint = coalesce(excluded.host_key_fingerprint, hosts.host_key_fingerprint)`;
 	}
 }
 
-export type HostInput = Pick<Host, 'name' | 'address' | 'port' | 'username' | 'keyPath'>;
+export type HostInput = Pick<Host, 'name' | 'address' | 'port' | 'username' | 'keyPath' | 'mutationKeyPath'>;
 
 export async function createHost(sql: Sql | TransactionSql, input: HostInput): Promise<Host> {
 	const [row] = await sql<Host[]>`
-		insert into hosts (name, address, port, username, key_path, source)
-		values (${input.name}, ${input.address}, ${input.port}, ${input.username}, ${input.keyPath}, 'ui')
+		insert into hosts (name, address, port, username, key_path, mutation_key_path, source)
+		values (${input.name}, ${input.address}, ${input.port}, ${input.username}, ${input.keyPath}, ${input.mutationKeyPath}, 'ui')
 		returning ${columns(sql)}`;
 	return row;
 }
@@ -54,7 +71,10 @@ export async function updateHost(sql: Sql | TransactionSql, id: string, input: H
 	const [row] = await sql<Host[]>`
 		update hosts set
 			name = ${input.name}, address = ${input.address}, port = ${input.port}, username = ${input.username},
-			key_path = ${input.keyPath}, updated_at = now(),
+			key_path = ${input.keyPath}, mutation_key_path = ${input.mutationKeyPath}, updated_at = now(),
+			gate_checked_at = case when ${sameKeys(sql, input)} then gate_checked_at end,
+			gate_state = case when ${sameKeys(sql, input)} then gate_state end,
+			gate_problem = case when ${sameKeys(sql, input)} then gate_problem end,
 			host_key_fingerprint = case when address = ${input.address} and port = ${input.port} then host_key_fingerprint end
 		where id = ${id}
 		returning ${columns(sql)}`;
@@ -112,4 +132,9 @@ export async function pinHostFingerprint(sql: Sql | TransactionSql, id: string, 
 		where id = ${id} and seen_fingerprint = ${fingerprint}
 		returning ${columns(sql)}`;
 	return row ?? null;
+}
+
+/** Stores the last gate check of a host's keys (hosts/gate.ts): the host card warns from it without a click. */
+export async function recordGateCheck(sql: Sql | TransactionSql, id: string, state: GateState, problem: string | null): Promise<void> {
+	await sql`update hosts set gate_state = ${state}, gate_problem = ${problem}, gate_checked_at = now() where id = ${id}`;
 }

@@ -1,6 +1,7 @@
 // Hosts reached over SSH and the inventory read from them.
 import { sql } from 'drizzle-orm';
 import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { GATE_STATES } from '../../../types/gate';
 import { createdAt, ts, tsvector } from './columns';
 
 export const entities = pgTable(
@@ -43,7 +44,10 @@ export const hosts = pgTable('hosts', {
 	address: text('address').notNull(),
 	port: integer('port').notNull().default(22),
 	username: text('username').notNull().default('root'),
+	/** The key everything but an approved mutation's changing steps runs with (the only key when there is no second). */
 	keyPath: text('key_path').notNull(),
+	/** The mutation key: only an approved execution's mutating steps run with it (proxmox/key-role.ts); null: keyPath does all. */
+	mutationKeyPath: text('mutation_key_path'),
 	/** Pinned sha256 host-key fingerprint; a host without one is never used. */
 	hostKeyFingerprint: text('host_key_fingerprint'),
 	/** The fingerprint last presented by the host, shown to the operator for pinning. */
@@ -57,6 +61,10 @@ export const hosts = pgTable('hosts', {
 	lastAnswerAt: ts('last_answer_at'),
 	/** Set by the first check that got no answer (refused, timed out, dropped) after the last answer; null while it answers. */
 	unansweredSince: ts('unanswered_since'),
+	/** The last gate check of the host's keys (hosts/gate.ts): what they reach, why it is not right, when; null: never checked since the keys changed. */
+	gateState: text('gate_state', { enum: GATE_STATES }),
+	gateProblem: text('gate_problem'),
+	gateCheckedAt: ts('gate_checked_at'),
 	createdAt: createdAt(),
 	updatedAt: ts('updated_at').notNull().defaultNow()
 });

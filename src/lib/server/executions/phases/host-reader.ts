@@ -1,3 +1,4 @@
+import type { KeyRole } from '../../proxmox/key-role';
 import { execArgv, type ExecResult } from '../../ssh/client';
 import { toCommand } from '../../ssh/quote';
 import type { ExecutionStep } from '../../../types/executions';
@@ -33,20 +34,30 @@ export interface HostReader {
 
 const BEFORE_RUN = 'cancelled by the operator before anything ran (while checking the target)';
 
-/** One attempt of a read: the host's exit status, or why there was none (the connection is dropped when it may be dead). */
-async function attemptRead(run: Run, link: Link, argv: string[], timeoutMs: number): Promise<Attempt<ExecResult>> {
-	const c = await link.connected();
+/**
+ * One attempt of a read: the host's exit status, or why there was none (the connection is dropped
+ * when it may be dead). With the read key in its own process group unless told otherwise (the
+ * gate's `--version` is asked of a key as it is, ssh/gate.ts).
+ */
+export async function attemptRead(
+	run: Run,
+	link: Link,
+	argv: readonly string[],
+	timeoutMs: number,
+	{ role = 'read', group = true }: { role?: KeyRole; group?: boolean } = {}
+): Promise<Attempt<ExecResult>> {
+	const c = await link.connected(role);
 	if ('unknown' in c) return c;
 	let r: ExecResult;
 	try {
-		r = await execArgv(c.answer, argv, { timeoutMs, signal: run.cancel.signal, group: true });
+		r = await execArgv(c.answer, argv, { timeoutMs, signal: run.cancel.signal, group });
 	} catch (err) {
-		link.drop();
+		link.drop(role);
 		return { unknown: `${link.host.name} did not run the read (${(err as Error).message})` };
 	}
 	if (r.aborted) throw new Cancelled(BEFORE_RUN);
 	const why = noAnswer(r, link.host.name);
-	if (why && (r.exitCode === null && !r.timedOut ? true : r.stopped === 'unreachable')) link.drop();
+	if (why && (r.exitCode === null && !r.timedOut ? true : r.stopped === 'unreachable')) link.drop(role);
 	return why ? { unknown: why } : { answer: r };
 }
 

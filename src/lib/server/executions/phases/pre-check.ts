@@ -4,6 +4,7 @@ import { getHostByName } from '../../db/queries/hosts';
 import { env } from '../../env';
 import { ACTIONS, type Step, type StepContext } from '../../proxmox/actions';
 import { guestOf, wantsSnapshot, type Guest } from '../safeguards';
+import { checkGates } from './gate-fit';
 import { hostReader, waitFor, type HostReader } from './host-reader';
 import { linkTo, type Link } from './link';
 import { Failure } from './outcomes';
@@ -34,6 +35,7 @@ export interface Target {
  * every precondition re-read on the host right before running (the world may have changed since
  * approval). A host that does not answer within NOMOS_HOST_WAIT_MIN is unknown, never a fact: the
  * run ends "not run: could not check …". A resume reads its effect back instead (run-steps.ts).
+ * Each key's gate, if any, must carry this Nomos's catalogue (gate-fit.ts).
  */
 export async function preCheck(run: Run, vmid: string | undefined): Promise<Target> {
 	const { e } = run;
@@ -48,6 +50,8 @@ export async function preCheck(run: Run, vmid: string | undefined): Promise<Targ
 	// A pooled connection: usually open already, so the first command starts at once. A host
 	// that refuses or does not answer is waited for like any read before the run.
 	run.client = await waitFor(run, link, { subject, label: `connect to ${host.name}`, command: '' }, () => link.connected());
+	// Nothing is sent to the target with a key whose gate would refuse it halfway (an older catalogue).
+	await checkGates(run, link);
 	// Two independent reads at once, on two channels of the one connection: is the target still
 	// as approved (the preconditions), and can its storage take the snapshot before (`pct config`
 	// then `pvesm status`). Nothing runs on the target until both have answered.

@@ -49,8 +49,10 @@ export interface Run {
 	snapshot: string | null;
 	/** The read-back's verdict once the approved command ran (verdict.ts); stored with the outcome. */
 	verdict: Judged | null;
-	/** The leased connection, released (discarded on failure) when the run ends. */
+	/** The leased connection of the read key, released (discarded on failure) when the run ends. */
 	held: Awaited<ReturnType<typeof lease>> | undefined;
+	/** The mutation key's, when the host has a second key and a mutating step needed it (link.ts). */
+	mutator: Awaited<ReturnType<typeof lease>> | undefined;
 	/** The leased connection's client (a new one after a read found the old one dropped). */
 	client: Client;
 	/** Stops the heartbeat and the listeners (runner.ts, when the run ends). */
@@ -85,6 +87,7 @@ export function openRun(e: ExecutionRow, opts: RunOptions, events: Hub): Run {
 		snapshot: null,
 		verdict: null,
 		held: undefined,
+		mutator: undefined,
 		client: undefined as unknown as Client,
 		close: () => undefined
 	};
@@ -111,6 +114,7 @@ export function openRun(e: ExecutionRow, opts: RunOptions, events: Hub): Run {
 		opts.signal?.removeEventListener('abort', onShutdown);
 		off();
 		run.held?.release();
+		run.mutator?.release();
 	};
 	return run;
 }

@@ -61,6 +61,8 @@ export async function settleFailed(run: Run, err: unknown): Promise<void> {
 	// Whatever went wrong may have been the connection: the next execution opens a new one.
 	run.held?.release(true);
 	run.held = undefined;
+	run.mutator?.release(true);
+	run.mutator = undefined;
 	// A stopping worker: a repeatable action whose command was confirmed stopped on the host
 	// goes to a live worker to resume (executions/resume.ts) instead of ending interrupted.
 	if (run.shuttingDown && !run.cancelledByOperator && !run.unsettled && mutation) {

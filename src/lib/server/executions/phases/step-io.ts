@@ -1,5 +1,6 @@
 import type { Step, Verify } from '../../proxmox/actions';
 import { execArgv, isGone, type ExecResult, type StopOutcome } from '../../ssh/client';
+import { keyRole } from '../../proxmox/key-role';
 import { toCommand } from '../../ssh/quote';
 import type { ExecutionStep } from '../../../types/executions';
 import { HostUnknown, noAnswer, untilAnswered, waited, waitingLine } from '../host-reads';
@@ -57,6 +58,12 @@ export function stepIo(run: Run, link: Link): StepIo {
 		if (!isGone(stop)) run.unsettled = true;
 		return stop;
 	};
+	/** The mutation key's connection; one that cannot be had fails the step before anything is sent. */
+	const mutationClient = async () => {
+		const c = await link.connected('mutate');
+		if ('unknown' in c) throw new Failure(`not run: could not connect to ${host.name} with its mutation key: ${c.unknown}`);
+		return c.answer;
+	};
 	const stopIfCancelled = () => {
 		if (!cancel.signal.aborted) return;
 		if (!steps.some((x) => x.kind !== 'check')) throw new Cancelled('cancelled by the operator before anything ran');
@@ -80,7 +87,7 @@ export function stepIo(run: Run, link: Link): StepIo {
 	};
 	const runStep = async (s: Step, kind?: ExecutionStep['kind'], soft = false): Promise<boolean> => {
 		const step = await openStep(s, kind);
-		const r = !mutation || kind === 'health' || s.verify ? await readInto(step, s) : await execInto(step, s);
+		const r = keyRole(!mutation, s, kind) === 'read' ? await readInto(step, s) : await execInto(step, s);
 		if (soft && (r.timedOut || r.exitCode !== 0)) return false;
 		if (r.timedOut) throw new Failure(`${s.label} timed out after ${Math.round(s.timeoutMs / 1000)} s and was stopped on the host`);
 		if (r.exitCode !== 0) throw new Failure(`${s.label} exited with ${r.exitCode ?? r.signal}: ${exitReason(r)}`);
@@ -166,9 +173,12 @@ export function stepIo(run: Run, link: Link): StepIo {
 				void persistSteps().catch(() => undefined);
 			}, STEP_FLUSH_MS);
 		};
+		// A read with the read key; a mutating step with the mutation key (the same one when the host has one key).
+		const role = read ? 'read' : keyRole(!mutation, s, step.kind);
+		const client = role === 'read' ? run.client : await mutationClient();
 		// In its own process group on the host, recorded at once: whoever ends this run — a
 		// cancel, a timeout, or another process after this worker died — stops all of it there.
-		const r = await execArgv(run.client, s.argv, {
+		const r = await execArgv(client, s.argv, {
 			timeoutMs: s.timeoutMs,
 			signal: cancel.signal,
 			onGroup: (g) => {
