@@ -11,3 +11,4 @@ export * from './schema/worker-processes';
 export * from './schema/webhooks';
 export * from './schema/alert-hooks-schedules';
 export * from './schema/alert-groups-schedule-runs';
+export * from './schema/qualifications';
