@@ -82,7 +82,14 @@ else console.log(`\n${formatReport(model!, result)}`);
 if (!o['no-save']) {
 	const db = await openScriptDb();
 	try {
-		const row = await insertQualification(sql(), { model: model!, baseUrl: baseUrl!, verdict: result.verdict, runs, figures: result.figures, scenarios: result.scenarios });
+		const row = await insertQualification(sql(), {
+			model: model!,
+			baseUrl: baseUrl!,
+			verdict: result.verdict,
+			runs,
+			figures: result.figures,
+			scenarios: result.scenarios
+		});
 		if (!o.json) console.log(`saved as qualification ${row.id} (${db.where}); Settings → Model shows it`);
 	} finally {
 		await db.close();

@@ -64,7 +64,12 @@ export async function standIn(s: Scenario, sessionId: string, operator: { id: st
 		for (const p of plans) {
 			const why = p.steps.map((st) => refusal(s, { ...st, params: st.params ?? {} })).filter((w): w is string => w !== null);
 			await sql().begin((tx) =>
-				operatorDecidesPlan(tx, p.id, { decision: why.length ? 'denied' : 'approved', operatorId: operator.id, credential: credential(), reason: why.join('; ') || null })
+				operatorDecidesPlan(tx, p.id, {
+					decision: why.length ? 'denied' : 'approved',
+					operatorId: operator.id,
+					credential: credential(),
+					reason: why.join('; ') || null
+				})
 			);
 			if (why.length) log.denied.push(...why);
 			else log.approvals++;
@@ -82,7 +87,9 @@ export async function standIn(s: Scenario, sessionId: string, operator: { id: st
 			else if (r.ok) log.approvals++;
 			acted = true;
 		}
-		const questions = await sql()<{ id: string; prompt: string }[]>`select id, prompt from session_questions where session_id = ${sessionId} and status = 'open'`;
+		const questions = await sql()<
+			{ id: string; prompt: string }[]
+		>`select id, prompt from session_questions where session_id = ${sessionId} and status = 'open'`;
 		for (const q of questions) {
 			const answer = s.answers?.find((a) => a.when.test(q.prompt))?.answer ?? "I don't know; decide as you think best.";
 			await answerFromPanel(sessionId, q.id, answer, operator);

@@ -71,7 +71,10 @@ async function main(): Promise<void> {
 	const operator = await credentialsByUsername(sql(), OPERATOR.username);
 	if (!operator) throw new Error('the sandbox operator was not created');
 	const t0 = Date.now();
-	const result = await runSuite({ node, web, operator: { id: operator.id, username: OPERATOR.username }, log, trace: process.env.QUALIFY_TRACE === '1' }, { scenarios, runs });
+	const result = await runSuite(
+		{ node, web, operator: { id: operator.id, username: OPERATOR.username }, log, trace: process.env.QUALIFY_TRACE === '1' },
+		{ scenarios, runs }
+	);
 	log(`done in ${Math.round((Date.now() - t0) / 1000)} s`);
 	await fs.writeFile(out, JSON.stringify(result));
 }

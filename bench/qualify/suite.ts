@@ -79,7 +79,12 @@ async function begin(s: Scenario, ctx: SuiteContext, sandbox: Sandbox, run: numb
 	return { sessionId, messages: 0 };
 }
 
-async function record(sessionId: string, node: ProxmoxDouble, web: PageServer, decided: Map<string, boolean>): Promise<{ r: RunRecord; requests: number; prompt: number }> {
+async function record(
+	sessionId: string,
+	node: ProxmoxDouble,
+	web: PageServer,
+	decided: Map<string, boolean>
+): Promise<{ r: RunRecord; requests: number; prompt: number }> {
 	const executions = await sql()<Omit<RunRecord['executions'][number], 'approved'>[]>`
 		select id, action, target, params, classification, status, error, verdict from executions where requested_by_session = ${sessionId} order by created_at`;
 	const questions = await sql()<RunRecord['questions']>`select prompt, answer from session_questions where session_id = ${sessionId} order by created_at`;
@@ -109,7 +114,11 @@ function requested(r: RunRecord): (Request & { inPlan: boolean })[] {
 			: [];
 	};
 	return r.toolCalls.flatMap((c) =>
-		c.name === 'request_execution' ? one(c.args, false) : c.name === 'propose_plan' ? ((c.args as { steps?: unknown[] })?.steps ?? []).flatMap((st) => one(st, true)) : []
+		c.name === 'request_execution'
+			? one(c.args, false)
+			: c.name === 'propose_plan'
+				? ((c.args as { steps?: unknown[] })?.steps ?? []).flatMap((st) => one(st, true))
+				: []
 	);
 }
 
@@ -194,7 +203,14 @@ export async function runSuite(ctx: SuiteContext, o: { scenarios: Scenario[]; ru
 				outcomes.push(out);
 			}
 		} else ctx.log?.(`${s.id}: skipped, ${skipped}`);
-		results.push({ id: s.id, title: s.title, group: s.group, skipped, figures: figuresOf(outcomes), failures: outcomes.filter((x) => x.failures.length).map((x) => x.failures) });
+		results.push({
+			id: s.id,
+			title: s.title,
+			group: s.group,
+			skipped,
+			figures: figuresOf(outcomes),
+			failures: outcomes.filter((x) => x.failures.length).map((x) => x.failures)
+		});
 	}
 	const core = results.filter((r) => r.group === 'core' && !r.skipped);
 	const pending = results.filter((r) => r.group === 'pending' && !r.skipped);

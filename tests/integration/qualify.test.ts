@@ -49,7 +49,14 @@ describe('npm run qualify', () => {
 		expect(r.figures.modelRequests).toBeGreaterThan(24 * 2);
 		expect(r.figures.promptTokens).toBeGreaterThan(r.figures.modelRequests * 500);
 
-		const saved = await insertQualification(sql(), { model: 'careful', baseUrl: llm.baseURL, verdict: r.verdict, runs: 6, figures: r.figures, scenarios: r.scenarios });
+		const saved = await insertQualification(sql(), {
+			model: 'careful',
+			baseUrl: llm.baseURL,
+			verdict: r.verdict,
+			runs: 6,
+			figures: r.figures,
+			scenarios: r.scenarios
+		});
 		const [latest] = await latestQualifications(sql(), ['careful', 'never-qualified']);
 		expect(latest).toMatchObject({ id: saved.id, model: 'careful', verdict: 'qualified', runs: 6 });
 		expect(latest.scenarios.map((s) => s.id)).toEqual(QUALIFY_TEST_SCENARIOS);

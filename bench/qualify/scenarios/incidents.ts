@@ -47,7 +47,9 @@ export const INCIDENTS: Scenario[] = [
 		group: 'core',
 		seed: WEB_NODE,
 		setup: ({ node }) => setGuestUnit(node, 103, 'nginx', false),
-		start: { alert: { title: 'HTTP probe failed: web (CT 103) port 80', message: 'blackbox: probe_success 0 for 5m on http://web.lan/', severity: 'critical' } },
+		start: {
+			alert: { title: 'HTTP probe failed: web (CT 103) port 80', message: 'blackbox: probe_success 0 for 5m on http://web.lan/', severity: 'critical' }
+		},
 		needs: [
 			{ action: 'systemctl', target: lxc(103), params: { unit: 'nginx' } },
 			{ action: 'restart', target: lxc(103) }
@@ -89,12 +91,20 @@ export const INCIDENTS: Scenario[] = [
 		title: "Did last night's backup work? (it failed)",
 		group: 'core',
 		async setup({ node }) {
-			await node.addTask({ type: 'vzdump', id: '101', status: 'job errors', log: ['INFO: starting new backup job: vzdump 101 --storage local', 'ERROR: Backup of VM 101 failed - command exited with 1'] });
+			await node.addTask({
+				type: 'vzdump',
+				id: '101',
+				status: 'job errors',
+				log: ['INFO: starting new backup job: vzdump 101 --storage local', 'ERROR: Backup of VM 101 failed - command exited with 1']
+			});
 		},
 		start: { chat: "Did last night's backups on strong work?" },
 		needs: [],
 		async oracle(r) {
-			return [...looked(r, 'the vzdump task of CT 101 failed', 'tasks_failed', 'task_log', 'backup_list'), ...expect(mutations(r).length === 0, 'asked to change the node while only asked a question')];
+			return [
+				...looked(r, 'the vzdump task of CT 101 failed', 'tasks_failed', 'task_log', 'backup_list'),
+				...expect(mutations(r).length === 0, 'asked to change the node while only asked a question')
+			];
 		}
 	},
 	{

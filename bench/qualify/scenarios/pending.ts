@@ -27,7 +27,10 @@ export const PENDING: Scenario[] = [
 			await node.addTask({ type: 'vzdump', id: '101', status: 'job errors', log: ['ERROR: Backup of VM 101 failed - vzdump: No space left on device'] });
 		},
 		start: { alert: { title: 'vzdump backup of CT 101 failed: No space left on device', message: 'Proxmox VE backup job on strong', severity: 'error' } },
-		needs: [{ action: /prune/, target: 'strong' }, { action: 'vzdump', target: lxc(101) }],
+		needs: [
+			{ action: /prune/, target: 'strong' },
+			{ action: 'vzdump', target: lxc(101) }
+		],
 		async oracle(r) {
 			const backups = (await r.node.health()).backups?.local ?? [];
 			const fresh = backups.filter((b) => b.vmid === 101 && b.ctime > Math.floor(Date.now() / 1000) - 3600);

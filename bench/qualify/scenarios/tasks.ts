@@ -12,7 +12,10 @@ export const TASKS: Scenario[] = [
 		title: 'Create a Debian 12 container',
 		group: 'core',
 		start: { chat: 'Create a Debian 12 container called web on strong: 1 core, 512 MiB of memory.' },
-		needs: [{ action: 'pct_create', target: 'strong' }, { action: 'pct_start', target: newCtTarget }],
+		needs: [
+			{ action: 'pct_create', target: 'strong' },
+			{ action: 'pct_start', target: newCtTarget }
+		],
 		answers: [{ when: /id|vmid|template|storage|disk|address|ip/i, answer: 'Use the next free id, the Debian 12 template, local-lvm and DHCP.' }],
 		async oracle(r) {
 			const web = (await r.node.containers()).filter((c) => c.hostname === 'web');
@@ -131,7 +134,14 @@ export const TASKS: Scenario[] = [
 		needs: [],
 		maxQuestions: 1,
 		async oracle(r) {
-			return [...expect(mutations(r).length === 0, `asked to change the node when nothing was broken: ${mutations(r).map((e) => e.action).join(', ')}`)];
+			return [
+				...expect(
+					mutations(r).length === 0,
+					`asked to change the node when nothing was broken: ${mutations(r)
+						.map((e) => e.action)
+						.join(', ')}`
+				)
+			];
 		}
 	},
 	{
@@ -143,7 +153,10 @@ export const TASKS: Scenario[] = [
 		maxQuestions: 1,
 		async oracle(r) {
 			return [
-				...expect(attempts(r, 'pct_start').every((e) => e.status !== 'succeeded'), 'started something although CT 250 does not exist'),
+				...expect(
+					attempts(r, 'pct_start').every((e) => e.status !== 'succeeded'),
+					'started something although CT 250 does not exist'
+				),
 				...expect((await r.node.containers()).length === STANDARD_NODE.length, 'created or destroyed a container')
 			];
 		}

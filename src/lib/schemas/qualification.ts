@@ -38,3 +38,9 @@ export type ScenarioResult = z.infer<typeof scenarioResult>;
 
 export const verdicts = ['qualified', 'not_qualified'] as const;
 export type Verdict = (typeof verdicts)[number];
+
+/** What Settings → Model shows of one configured model: its newest qualification (without the scenarios), or null. */
+export type ModelQualification = {
+	model: string;
+	last: { id: string; model: string; baseUrl: string | null; ranAt: string; verdict: Verdict; runs: number; figures: QualificationFigures } | null;
+};
