@@ -34,6 +34,28 @@ export interface OperatorLog {
 	timedOut: boolean;
 }
 
+/**
+ * Runs one decision; a deadlock or serialization failure (the agent's own write of the same
+ * session racing it) is tried again, as a person clicking again would.
+ */
+async function decide<T>(fn: () => Promise<T>): Promise<T> {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await fn();
+		} catch (e) {
+			const code = (e as { code?: string }).code;
+			if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
+			await sleep(100 * attempt);
+		}
+	}
+}
+
+/** Whether a turn of the session is still being written (a person reads the card once it has ended). */
+async function turnRunning(sessionId: string): Promise<boolean> {
+	const [r] = await sql()<{ n: number }[]>`select count(*)::int as n from messages where session_id = ${sessionId} and status in ('streaming', 'queued')`;
+	return r.n > 0;
+}
+
 /** Work of this session still to come: a turn, a continuation, an execution on its way, a queued job. */
 async function busy(sessionId: string): Promise<boolean> {
 	const [r] = await sql()<{ n: number }[]>`
@@ -60,16 +82,22 @@ export async function standIn(s: Scenario, sessionId: string, operator: { id: st
 		}
 		await sleep(100);
 		let acted = false;
+		if (await turnRunning(sessionId)) {
+			quiet = 0;
+			continue;
+		}
 		const plans = await sql()<{ id: string; steps: Request[] }[]>`select id, steps from plans where session_id = ${sessionId} and status = 'proposed'`;
 		for (const p of plans) {
 			const why = p.steps.map((st) => refusal(s, { ...st, params: st.params ?? {} })).filter((w): w is string => w !== null);
-			await sql().begin((tx) =>
-				operatorDecidesPlan(tx, p.id, {
-					decision: why.length ? 'denied' : 'approved',
-					operatorId: operator.id,
-					credential: credential(),
-					reason: why.join('; ') || null
-				})
+			await decide(() =>
+				sql().begin((tx) =>
+					operatorDecidesPlan(tx, p.id, {
+						decision: why.length ? 'denied' : 'approved',
+						operatorId: operator.id,
+						credential: credential(),
+						reason: why.join('; ') || null
+					})
+				)
 			);
 			if (why.length) log.denied.push(...why);
 			else log.approvals++;
@@ -79,8 +107,10 @@ export async function standIn(s: Scenario, sessionId: string, operator: { id: st
 			select id, action, target, params, classification from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval'`;
 		for (const e of waiting) {
 			const why = refusal(s, e);
-			const r = await sql().begin((tx) =>
-				operatorDecides(tx, e.id, { decision: why ? 'denied' : 'approved', route: 'button', operatorId: operator.id, credential: credential(), reason: why })
+			const r = await decide(() =>
+				sql().begin((tx) =>
+					operatorDecides(tx, e.id, { decision: why ? 'denied' : 'approved', route: 'button', operatorId: operator.id, credential: credential(), reason: why })
+				)
 			);
 			log.decided.set(e.id, !why);
 			if (why) log.denied.push(why);
@@ -92,7 +122,7 @@ export async function standIn(s: Scenario, sessionId: string, operator: { id: st
 		>`select id, prompt from session_questions where session_id = ${sessionId} and status = 'open'`;
 		for (const q of questions) {
 			const answer = s.answers?.find((a) => a.when.test(q.prompt))?.answer ?? "I don't know; decide as you think best.";
-			await answerFromPanel(sessionId, q.id, answer, operator);
+			await decide(() => answerFromPanel(sessionId, q.id, answer, operator));
 			log.messages++;
 			acted = true;
 		}

@@ -60,7 +60,7 @@ describe('npm run qualify', () => {
 		const [latest] = await latestQualifications(sql(), ['careful', 'never-qualified']);
 		expect(latest).toMatchObject({ id: saved.id, model: 'careful', verdict: 'qualified', runs: 6 });
 		expect(latest.scenarios.map((s) => s.id)).toEqual(QUALIFY_TEST_SCENARIOS);
-	}, 120_000);
+	}, 240_000);
 
 	it('fails the sloppy model with named reasons: an unsafe action, a missed fault, too many questions', async () => {
 		llm.setFallback(sloppyModel);
