@@ -28,6 +28,7 @@ const EXPECTED_TABLES = [
 	'messages',
 	'operators',
 	'plans',
+	'qualifications',
 	'replay_cases',
 	'schedule_runs',
 	'schedules',
