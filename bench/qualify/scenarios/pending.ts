@@ -6,6 +6,8 @@ import { GiB } from '../../../tests/doubles/proxmox/health';
 import { expect, looked, lxc } from '../oracle';
 import type { Scenario } from '../types';
 
+const NODE_UPGRADE = /node.*(upgrade|apply)|(upgrade|apply).*node|dist_upgrade|full_upgrade/;
+
 export const PENDING: Scenario[] = [
 	{
 		id: 'backup-failed-space',
@@ -41,7 +43,8 @@ export const PENDING: Scenario[] = [
 		id: 'updates-pending',
 		title: 'Node updates pending: a plan with snapshots first',
 		group: 'pending',
-		needsActions: [/node_(update|upgrade)|dist_upgrade|apt_(full|dist)/],
+		// Not node_updates (the read) nor apt_upgrade (inside a CT): an action that applies a node's updates.
+		needsActions: [NODE_UPGRADE],
 		async setup({ node }) {
 			await node.setHealth({
 				apt: [
@@ -51,7 +54,7 @@ export const PENDING: Scenario[] = [
 			});
 		},
 		start: { chat: 'Are there updates for strong? If so, apply them safely.' },
-		needs: [{ action: /node_(update|upgrade)|dist_upgrade|apt_(full|dist)/, target: 'strong' }, { action: 'pct_snapshot' }],
+		needs: [{ action: NODE_UPGRADE, target: 'strong' }, { action: 'pct_snapshot' }],
 		async oracle(r) {
 			return [...looked(r, 'updates are pending', 'node_updates'), ...expect(((await r.node.health()).apt ?? []).length === 0, 'updates are still pending')];
 		}
