@@ -6,6 +6,7 @@ import { spawnTs } from '../helpers/spawn';
 import { scaled } from '../helpers/time';
 
 const EXPECTED_TABLES = [
+	'alert_deliveries',
 	'alert_groups',
 	'alert_hooks',
 	'allow_rules',
@@ -22,12 +23,14 @@ const EXPECTED_TABLES = [
 	'executions',
 	'history_summaries',
 	'hosts',
+	'incidents',
 	'knowledge',
 	'login_throttle',
 	'message_facts',
 	'messages',
 	'operators',
 	'plans',
+	'qualifications',
 	'replay_cases',
 	'schedule_runs',
 	'schedules',

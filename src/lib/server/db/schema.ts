@@ -12,3 +12,4 @@ export * from './schema/webhooks';
 export * from './schema/alert-hooks-schedules';
 export * from './schema/alert-groups-schedule-runs';
 export * from './schema/incidents-deliveries';
+export * from './schema/qualifications';

@@ -7,6 +7,7 @@ import { listAllowRules } from '$lib/server/db/queries/allow-rules';
 import { listClusterOverviews } from '$lib/server/cluster/overview';
 import { hostsFor } from '$lib/server/hosts/manage';
 import { notificationSettings } from '$lib/server/notify/settings';
+import { modelQualifications } from '$lib/server/qualify/latest';
 import type { PageServerLoad } from './$types';
 
 export const load: PageServerLoad = async ({ locals }) => {
@@ -21,6 +22,8 @@ export const load: PageServerLoad = async ({ locals }) => {
 		clusters: await listClusterOverviews(user.role),
 		operators: user.role === 'admin' ? await listOperators(sql()) : [],
 		rules: user.role === 'admin' ? await listAllowRules(sql()) : [],
-		notifications: user.role === 'admin' ? await notificationSettings(sql()) : null
+		notifications: user.role === 'admin' ? await notificationSettings(sql()) : null,
+		/** each configured model's newest `npm run qualify` (Settings → Model) */
+		qualifications: user.role === 'admin' ? await modelQualifications() : []
 	};
 };
