@@ -42,10 +42,10 @@ export type ExecutionStep = {
 	verified?: boolean;
 	/**
 	 * What the runner added around the approved command: the snapshot before, pruning old ones, a
-	 * health check or a read-back after, a resume's reads (executions/resume.ts), or a pre-run check it had to wait
-	 * for (shown only when its host was slow).
+	 * health check or a read-back after, a resume's reads (executions/resume.ts), a pre-run check it had to wait
+	 * for (shown only when its host was slow), or the reads of a failed start's task log (`cause`).
 	 */
-	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check' | 'verify';
+	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check' | 'verify' | 'cause';
 	/** While the step's host is being waited for (a slow or unreachable host): "waiting for strong to answer — 45 s". */
 	waiting?: string;
 	/**

@@ -46,13 +46,22 @@ export function storageContent(ctx, storage, known, opts) {
 		.map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
 }
 
-/** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N]: newest first, without their logs. */
+/** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N] [--typefilter T] [--since EPOCH]: newest first, without their logs. */
 export function taskList(ctx, opts) {
 	const errors = opts.get('errors') === '1';
 	const limit = Number(opts.get('limit') ?? 50);
 	const vmid = opts.get('vmid');
+	const type = opts.get('typefilter');
+	const since = opts.get('since') === undefined ? undefined : Number(opts.get('since'));
 	return (loadHealth(ctx).tasks ?? [])
-		.filter((t) => t.node === ctx.node && (!errors || (t.status !== undefined && t.status !== 'OK')) && (vmid === undefined || t.id === vmid))
+		.filter(
+			(t) =>
+				t.node === ctx.node &&
+				(!errors || (t.status !== undefined && t.status !== 'OK')) &&
+				(vmid === undefined || t.id === vmid) &&
+				(type === undefined || t.type === type) &&
+				(since === undefined || t.starttime >= since)
+		)
 		.sort((a, b) => b.starttime - a.starttime)
 		.slice(0, limit)
 		.map(({ log: _l, ...t }) => t);
@@ -80,9 +89,37 @@ export function taskLog(ctx, upid, opts) {
 	return lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
 }
 
+const hex = (n, w = 8) => (n >>> 0).toString(16).toUpperCase().padStart(w, '0');
+
+/**
+ * Records a task this node ran (a start that failed, as the real node keeps it in its task index):
+ * `status` is its end (`OK` or the error its worker died with), `log` its lines; returns its UPID.
+ */
+export function recordTask(ctx, type, id, status, log) {
+	const h = loadHealth(ctx);
+	const starttime = Math.floor(Date.now() / 1000);
+	const pid = 5000 + (h.tasks?.length ?? 0);
+	const upid = `UPID:${ctx.node}:${hex(pid)}:${hex(1_234_567)}:${hex(starttime)}:${type}:${id}:root@pam:`;
+	const task = { upid, node: ctx.node, type, id: String(id), user: 'root@pam', pid, pstart: 1_234_567, starttime, endtime: starttime, status, log };
+	saveHealth(ctx, { ...h, tasks: [...(h.tasks ?? []), task] });
+	return upid;
+}
+
 /** GET /cluster/backup */
 export function backupJobs(ctx) {
 	return loadHealth(ctx).jobs ?? [];
+}
+
+/**
+ * A package-list refresh (`apt-get update`, POST /nodes/{node}/apt/update): what the mirror offers
+ * (`aptRepo`, set by a test) becomes pending (`apt`), a package already pending taking the newer entry.
+ */
+export function refreshApt(ctx) {
+	const h = loadHealth(ctx);
+	if (!h.aptRepo) return;
+	const offered = new Map([...(h.apt ?? []), ...h.aptRepo].map((p) => [p.Package, p]));
+	const { aptRepo: _r, ...rest } = h;
+	saveHealth(ctx, { ...rest, apt: [...offered.values()] });
 }
 
 /** GET /nodes/{node}/apt/update */
