@@ -121,12 +121,18 @@ describe('PVE services and journals', () => {
 		expect(none.result).toBe('no journal entries for nothing');
 	});
 
-	it('describe_action node lists the family, each with its classification', async () => {
-		const d = (await describeActionTool({} as never).execute!({ action: 'node' }, { toolCallId: 'd', messages: [] })) as { actions: string[] };
-		expect(d.actions).toEqual([
-			expect.stringMatching(/^node_apt_refresh\(node\?\) \[read_only\]: /),
+	it('describe_action health lists them after the reads, a change marked as one', async () => {
+		const d = (await describeActionTool({} as never).execute!({ action: 'health' }, { toolCallId: 'd', messages: [] })) as {
+			actions: string[];
+			classification: string;
+		};
+		expect(d.classification).toBe('read_only unless marked');
+		expect(d.actions[0]).toMatch(/^storage_status\(node\?\): /);
+		expect(d.actions.slice(-4)).toEqual([
+			expect.stringMatching(/^node_apt_refresh\(node\?\): refresh a node's package lists/),
 			expect.stringMatching(/^pve_service\(service: pveproxy\|pvedaemon\|.*\|systemd-timesyncd, op\?=restart\) \[config_mutation\]: /),
-			expect.stringMatching(/^journal_tail\(unit, lines\?=50\) \[read_only\]: /)
+			expect.stringMatching(/^storage_content\(storage, limit\?=15, node\?\): what takes a storage's space/),
+			expect.stringMatching(/^journal_tail\(unit, lines\?=50\): /)
 		]);
 	});
 });

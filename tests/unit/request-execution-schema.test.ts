@@ -105,14 +105,14 @@ describe('request_execution input schema', () => {
 		const t = requestExecutionTool(ctx);
 		expect((schema.properties!.params as JSONSchema7).anyOf).toBeUndefined();
 		// Every action; the migrate ones only where a cluster is known (they would only cost tokens elsewhere);
-		// a family described on demand (health, node) by its name only, its members by describe_action.
+		// a family described on demand (health) by its name only, its members by describe_action.
 		// Without defaults there (every request carries the catalogue); describe_action gives them.
 		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
 		const listed = ACTION_NAMES.filter((n) => !ON_DEMAND.includes(n));
 		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
 		for (const name of [...CLUSTER_ACTIONS, ...ON_DEMAND]) expect(t.description).not.toContain(`${name}(`);
 		expect(t.description).toContain('or the family health (');
-		expect(t.description).toContain('or node (package refresh');
+		expect(t.description).toContain('disks, services, journals).');
 		const inCluster = requestExecutionTool({ ...ctx, cluster: true });
 		for (const name of listed) expect(inCluster.description).toContain(brief(name));
 		expect(actionSignature('pct_push')).toBe('pct_push(path, content, mode?=0644)');

@@ -2,7 +2,7 @@
 // a PVE service's restart, a unit's journal tail. Browser-safe zod, spread into ACTION_PARAMS
 // (action-params.ts) as every action's are; proxmox/actions/node-ops.ts pairs each with its argv.
 import { z } from 'zod';
-import { nodeName, unit, vmid } from './param-fields';
+import { nodeName, storage, unit, vmid } from './param-fields';
 
 /**
  * The Proxmox VE services a node runs, as `/nodes/<n>/services` names them (pve-manager
@@ -42,6 +42,13 @@ export const NODE_OPS_PARAMS = {
 			vmid: vmid.optional(),
 			unit,
 			lines: z.number().int().min(5).max(200).default(50).describe('the last N lines')
+		})
+		.strict(),
+	storage_content: z
+		.object({
+			storage,
+			limit: z.number().int().min(1).max(50).default(15),
+			node: nodeName.optional().describe('a cluster member (default: the target host)')
 		})
 		.strict()
 };

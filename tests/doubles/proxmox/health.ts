@@ -3,6 +3,7 @@
 // logs, pending apt updates, ZFS pools, disks with SMART — and the host's service states.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readContainers } from './state';
 
 export const GiB = 1024 ** 3;
 
@@ -14,6 +15,8 @@ export interface StorageKnobs {
 	/** set by fill(): used = fill × total, of which `fillBackups` were the backups then (deleting them frees it) */
 	fill?: number;
 	fillBackups?: number;
+	/** the guest disks' bytes on it when fill() was called (destroying a guest frees its share) */
+	fillGuests?: number;
 	active?: 0 | 1;
 	enabled?: 0 | 1;
 }
@@ -133,12 +136,27 @@ export async function setHealthIn(stateDir: string, patch: { [K in keyof HealthS
 	await writeHealth(stateDir, h);
 }
 
-/** The storage is `fraction` full now (0–1), its backups included; later deletions of backups free their space. */
+/**
+ * The bytes the CTs' disks on a storage hold (local-lvm: a thin volume holds 18 % of its size;
+ * keep in step with fake/model.mjs storages()).
+ */
+async function guestBytes(stateDir: string, storage: string): Promise<number> {
+	if (storage !== 'local-lvm') return 0;
+	const cts = await readContainers(stateDir);
+	const gb = (rootfs: string) => Number(/size=(\d+(?:\.\d+)?)G/.exec(rootfs)?.[1] ?? 8);
+	return Math.floor(cts.filter((c) => String(c.rootfs).startsWith('local-lvm:')).reduce((a, c) => a + gb(String(c.rootfs)) * GiB * 0.18, 0));
+}
+
+/** The storage is `fraction` full now (0–1), its backups and guest disks included; later deletions of backups or guests free their space. */
 export async function fillIn(stateDir: string, storage: string, fraction: number, total?: number): Promise<void> {
 	const h = await readHealth(stateDir);
 	const backups = (h.backups?.[storage] ?? []).reduce((a, v) => a + v.size, 0);
 	const was = h.storages?.[storage] ?? {};
-	h.storages = { ...h.storages, [storage]: { ...was, ...(total !== undefined ? { total } : {}), fill: fraction, fillBackups: backups } };
+	const guests = await guestBytes(stateDir, storage);
+	h.storages = {
+		...h.storages,
+		[storage]: { ...was, ...(total !== undefined ? { total } : {}), fill: fraction, fillBackups: backups, fillGuests: guests }
+	};
 	await writeHealth(stateDir, h);
 }
 

@@ -81,6 +81,7 @@ export const ACTIONS = {
 	...healthReads,
 	node_apt_refresh: NODE_OPS.node_apt_refresh,
 	pve_service: NODE_OPS.pve_service,
+	storage_content: NODE_OPS.storage_content,
 	journal_tail: NODE_OPS.journal_tail
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 

@@ -2,7 +2,7 @@
 // storage fill, backup volumes per storage, backup jobs, tasks with their logs, pending apt
 // updates, ZFS pools, disks with SMART; and the API views pvesh and zpool print from it.
 import { join } from 'node:path';
-import { fail, readJson, writeJson } from './common.mjs';
+import { diskGb, fail, listCts, readJson, writeJson } from './common.mjs';
 import { loadUnits } from './systemctl.mjs';
 
 const GiB = 1024 ** 3;
@@ -24,26 +24,46 @@ export function backupBytes(h, storage) {
 
 /**
  * A storage row with the test's overrides: `total`, `other` (bytes used by everything but
- * backups), `active`, `enabled`; `fill` (a fraction set by fill()) with `fillBackups` (the
- * backups' bytes then): deleting backups afterwards frees their space. Backups always count.
+ * backups), `active`, `enabled`; `fill` (a fraction set by fill()) with `fillBackups` and
+ * `fillGuests` (the backups' and the guest disks' bytes then, `s.guests` now): deleting backups
+ * or destroying a guest afterwards frees their space. Backups always count.
  */
 export function withHealth(h, s) {
 	const o = h.storages?.[s.storage] ?? {};
 	const total = o.total ?? s.total;
-	const other = o.fill !== undefined ? Math.max(0, Math.floor(o.fill * total) - (o.fillBackups ?? 0)) : (o.other ?? s.used);
-	const used = Math.min(total, other + backupBytes(h, s.storage));
+	const filled = o.fill !== undefined;
+	const other = filled ? Math.max(0, Math.floor(o.fill * total) - (o.fillBackups ?? 0) - (o.fillGuests ?? 0)) : (o.other ?? s.used);
+	const used = Math.min(total, other + backupBytes(h, s.storage) + (filled ? (s.guests ?? 0) : 0));
 	return { ...s, total, used, ...(o.active !== undefined ? { active: o.active } : {}), ...(o.enabled !== undefined ? { enabled: o.enabled } : {}) };
 }
 
-/** GET /nodes/{node}/storage/{storage}/content [--content backup] [--vmid N] */
+/**
+ * GET /nodes/{node}/storage/{storage}/content [--content backup|rootdir] [--vmid N]: the CTs' root
+ * disks on it (a thin volume's `used` is what it holds: 18 % of its size, as storages() counts it)
+ * and its backups.
+ */
 export function storageContent(ctx, storage, known, opts) {
 	if (!known.includes(storage)) fail(`storage '${storage}' does not exist`);
 	const content = opts.get('content');
-	if (content !== undefined && content !== 'backup') return [];
 	const vmid = opts.get('vmid');
-	return (loadHealth(ctx).backups?.[storage] ?? [])
-		.filter((v) => vmid === undefined || String(v.vmid) === vmid)
-		.map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
+	const disks = listCts(ctx)
+		.filter((ct) => String(ct.rootfs ?? '').startsWith(`${storage}:`))
+		.map((ct) => {
+			const size = Math.round(diskGb(ct) * GiB);
+			return {
+				content: 'rootdir',
+				ctime: 1_733_000_000,
+				format: 'raw',
+				size,
+				...(storage === 'local-lvm' ? { used: Math.floor(size * 0.18) } : {}),
+				vmid: ct.vmid,
+				volid: String(ct.rootfs).split(',')[0]
+			};
+		});
+	const backups = (loadHealth(ctx).backups?.[storage] ?? []).map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
+	return [...(content === undefined || content === 'rootdir' ? disks : []), ...(content === undefined || content === 'backup' ? backups : [])].filter(
+		(v) => vmid === undefined || String(v.vmid) === vmid
+	);
 }
 
 /** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N] [--typefilter T] [--since EPOCH]: newest first, without their logs. */

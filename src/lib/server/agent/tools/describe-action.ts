@@ -19,13 +19,13 @@ export function describeActionTool(_ctx: ToolContext) {
 			const family = familyNamed(action);
 			if (family) {
 				const members = family.actions as ActionName[];
-				const kinds = new Set(members.map((n) => ACTIONS[n].classification));
-				// One classification for the family when its members share it; else each line says its own.
-				const mark = (n: ActionName) => (kinds.size > 1 ? ` [${ACTIONS[n].classification}]` : '');
+				// The family's classification is its first member's; a member of another says its own.
+				const usual = ACTIONS[members[0]].classification;
+				const mark = (n: ActionName) => (ACTIONS[n].classification === usual ? '' : ` [${ACTIONS[n].classification}]`);
 				return {
 					family: family.name,
 					does: family.gist,
-					...(kinds.size === 1 ? { classification: [...kinds][0] } : {}),
+					classification: members.some((n) => mark(n)) ? `${usual} unless marked` : usual,
 					target: family.target,
 					actions: members.map((n) => `${actionSignature(n)}${mark(n)}: ${ACTIONS[n].description}`)
 				};

@@ -67,7 +67,7 @@ const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
  * a host. The migrate actions only when a host is a cluster member (tokens: they cannot apply).
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
-	// A family described on demand (describe_action "health", "node") is named, not listed (issue #45: the first request's budget).
+	// A family described on demand (describe_action "health") is named, not listed (issue #45: the first request's budget).
 	const listed = ACTION_NAMES.filter((n) => !ON_DEMAND.includes(n));
 	const names = listed.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
 	const lines = GROUPS.map(
@@ -88,8 +88,8 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 
 // How a turn goes on after a request is the instructions' to say (an MCP client is not re-invoked at all).
 const DESCRIPTION = (cluster: boolean) =>
-	'Run one catalogued action. params: in parentheses (? optional); ' +
-	`describe_action explains one action or the family ${FAMILIES.map((f) => `${f.name} (${f.gist})`).join(', or ')}.\n` +
+	'Run one catalogued action, params in parentheses (? optional); ' +
+	`describe_action explains one action or the family ${FAMILIES.map((f) => `${f.name} (${f.gist})`).join(' or ')}.\n` +
 	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */

@@ -1,9 +1,10 @@
 // Operations on a node itself (issue #45 item 2, the node half): refresh its package lists, restart
-// one of its Proxmox services, read a unit's journal on it or in a container. Applying the updates
-// is apt_upgrade (exec-packages.ts) on the host, in a plan after snapshots of the guests that
-// matter. The family is described on demand (describe_action "node"), as the health reads are.
+// one of its Proxmox services, read a unit's journal on it or in a container, list what takes a
+// storage's space. Applying the updates is apt_upgrade (exec-packages.ts) on the host, in a plan
+// after snapshots of the guests that matter. Described on demand with the health reads (describe_action "health", families.ts).
 import { ACTION_PARAMS } from '../../../schemas/action-params';
 import { updatesSummary } from '../health-parse';
+import { contentSummary } from '../content-parse';
 import { MIN, def, inCt, running } from './def';
 import { unitIs } from './read-backs';
 
@@ -38,6 +39,20 @@ export const NODE_OPS = {
 		summary: (p) => `${p.service} ${p.op === 'start' ? 'started' : `${p.op}ed`}`,
 		readBack: (p) => unitIs(undefined, p.op, p.service)
 	}),
+	storage_content: def({
+		classification: 'read_only',
+		description: "what takes a storage's space: its volumes (guest disks, backups, ISOs, templates) largest first, with whose they are",
+		scope: 'host',
+		params: ACTION_PARAMS.storage_content,
+		steps: (p) => [
+			{
+				label: `volumes on ${p.storage}`,
+				argv: ['pvesh', 'get', `${at(p.node)}/storage/${p.storage}/content`, '--output-format', 'json'],
+				timeoutMs: MIN
+			}
+		],
+		digest: (p, [out]) => contentSummary(out, p.storage, p.limit)
+	}),
 	journal_tail: def({
 		classification: 'read_only',
 		description: "the last lines of a systemd unit's journal on the host or inside a running container (journalctl -u <unit> -n <lines>)",
@@ -51,7 +66,5 @@ export const NODE_OPS = {
 	})
 };
 
-/** The family's name for describe_action, what it does in the catalogue's one phrase, and its members. */
-export const NODE_FAMILY = 'node';
-export const NODE_GIST = 'package refresh, PVE service restart, journal';
+/** The node's operations, described on demand with the health reads (families.ts). */
 export const NODE_ACTIONS: readonly string[] = Object.keys(NODE_OPS);
