@@ -209,6 +209,12 @@ describe('incidents on the node, end to end', () => {
 			});
 			// The refresh found the kernel the daily list did not show yet, and flagged it.
 			expect(sentToModel()).toMatch(/3 pending updates .*a new kernel \(proxmox-kernel-6\.8\): reboot needed/);
+			// The plan's card says it before approval, on the upgrade's step.
+			const [proposed] = await sql()<{ id: string }[]>`select id from plans where session_id = ${sessionId}`;
+			expect((await getPlan(sql(), proposed.id))!.steps.map((s) => s.beforeApproval?.outcome ?? null)).toEqual([null, null, 'note']);
+			expect((await getPlan(sql(), proposed.id))!.steps[2].beforeApproval?.why).toBe(
+				'reboot needed afterwards: a new kernel (proxmox-kernel-6.8) is among the 3 pending updates'
+			);
 
 			const { planId, runs } = await approveAndFinish(sessionId);
 			expect(runs.map((e) => [e.action, e.status])).toEqual([

@@ -68,9 +68,16 @@ describe('node updates', () => {
 		expect((await pve.health()).apt?.map((p) => p.Package)).toEqual(['proxmox-kernel-6.8', 'pve-manager']);
 	});
 
-	it('apt_upgrade on the node: dist-upgrade, read back nothing pending, reboot needed for the kernel', async () => {
+	it('apt_upgrade on the node: the card says reboot before approval; dist-upgrade, read back nothing pending, reboot needed', async () => {
 		await pve.setHealth({ apt: [pkg('proxmox-kernel-6.8', '6.8.12-5', '6.8.12-6'), pkg('libpve-common-perl', '8.2.9', '8.3.0')] });
-		const e = await approveAndRun({ target: 'strong', action: 'apt_upgrade', params: {} });
+		const r = await request({ target: 'strong', action: 'apt_upgrade', params: {} });
+		expect(r.execution.beforeApproval).toMatchObject({
+			outcome: 'note',
+			why: 'reboot needed afterwards: a new kernel (proxmox-kernel-6.8) is among the 2 pending updates'
+		});
+		expect((await decide(r.execution.id, operatorId, 'approved')).ok).toBe(true);
+		await runExecution(r.execution.id);
+		const e = await load(r.execution.id);
 		expect(e.status).toBe('succeeded');
 		expect(e.steps.map((s) => s.command)).toContain(
 			"'env' 'DEBIAN_FRONTEND=noninteractive' 'apt-get' '-y' '-o' 'Dpkg::Options::=--force-confold' 'dist-upgrade'"
@@ -85,6 +92,7 @@ describe('node updates', () => {
 
 	it('without a kernel among them, no reboot is said', async () => {
 		await pve.setHealth({ apt: [pkg('pve-manager', '8.3.2', '8.3.3')] });
+		expect((await request({ target: 'strong', action: 'apt_upgrade', params: {} })).execution.beforeApproval).toBeNull();
 		const e = await approveAndRun({ target: 'strong', action: 'apt_upgrade', params: {} });
 		expect(e.status).toBe('succeeded');
 		expect(e.result).toContain('pve-manager 8.3.3');

@@ -78,7 +78,12 @@ export type ExecutionEdit = {
  * `unknown` means the host did not answer in time, so approval stays possible (the runner checks
  * again right before it runs).
  */
-export type BeforeApproval = { outcome: 'cannot_run' | 'unknown'; why: string; checkedAt: string };
+/**
+ * What the host said of a request before approval (executions/before-approval.ts): it cannot run as
+ * asked, it could not be checked, or a fact the approver should see (`note`: a node upgrade that
+ * installs a new kernel needs a reboot afterwards).
+ */
+export type BeforeApproval = { outcome: 'cannot_run' | 'unknown' | 'note'; why: string; checkedAt: string };
 
 /** Timestamps are ISO 8601 text (see db/index.ts). */
 /** Outside text a turn had read before it asked for something: an alert's body, an http_get page. */

@@ -143,7 +143,11 @@ export function requestExecutionTool(ctx: ToolContext) {
 				};
 			}
 			const unchecked =
-				e.beforeApproval?.outcome === 'unknown' ? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` } : {};
+				e.beforeApproval?.outcome === 'unknown'
+					? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` }
+					: e.beforeApproval?.outcome === 'note'
+						? { beforeApproval: beforeApprovalText(e.beforeApproval) }
+						: {};
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {
