@@ -233,7 +233,7 @@ describe('incidents on the node, end to end', () => {
 			for (const vmid of [100, 105]) expect(Object.keys(cts.find((c) => c.vmid === vmid)!.snapshots ?? {})).toContain('preupgrade');
 			const ran = (await pve.argvLog()).slice(before).map((a) => a.join(' '));
 			const upgradeAt = ran.findIndex((l) => l.includes('apt-get -y -o Dpkg::Options::=--force-confold dist-upgrade'));
-			expect(upgradeAt).toBeGreaterThan(ran.findLastIndex((l) => l.startsWith('pct snapshot')));
+			expect(upgradeAt).toBeGreaterThan(ran.map((l) => l.startsWith('pct snapshot')).lastIndexOf(true));
 			expect(await operatorFootprint(sessionId, planId)).toEqual({ users: 0, outsideThePlan: 0 });
 		},
 		scaled(120_000)

@@ -63,6 +63,7 @@ const CAUSES = [
 	/timeout|timed out/i
 ];
 const ERRORISH = /\b(error|failed|failure|unable|cannot|can't)\b/i;
+const lastOf = (lines: string[], test: (l: string) => boolean) => [...lines].reverse().find(test);
 
 /** The decisive line of a task's log (`[{ n, t }]` JSON), or null when it has none or does not parse. */
 export function decisiveLine(logOut: string): string | null {
@@ -77,9 +78,9 @@ export function decisiveLine(logOut: string): string | null {
 		return null;
 	}
 	for (const re of CAUSES) {
-		const hit = lines.findLast((l) => re.test(l));
+		const hit = lastOf(lines, (l) => re.test(l));
 		if (hit) return hit.slice(0, 300);
 	}
-	const end = lines.findLast((l) => l.startsWith('TASK ERROR:')) ?? lines.findLast((l) => ERRORISH.test(l));
+	const end = lastOf(lines, (l) => l.startsWith('TASK ERROR:')) ?? lastOf(lines, (l) => ERRORISH.test(l));
 	return end ? end.slice(0, 300) : null;
 }
