@@ -21,6 +21,7 @@ import { GiB } from '../doubles/proxmox/health';
 import { freshSession, jobs, newOperator, newSession, onDouble, waitUntil } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
+import { promptParts } from '../../src/lib/server/agent/prompt-tokens';
 
 const { llm, pve } = useStage({
 	model: true,
@@ -111,6 +112,13 @@ async function operatorFootprint(sessionId: string, planId: string) {
 	return { users, outsideThePlan: n };
 }
 
+/** What an incident cost in model requests and prompt tokens (o200k, as a server counts them), printed for the report. */
+function tokensSince(label: string, from: number): void {
+	const reqs = llm.requests.slice(from).map((r) => promptParts(r.body as never));
+	const total = reqs.reduce((n, p) => n + p.total, 0);
+	console.log(`[incidents] ${label}: ${reqs.length} model requests, first ${reqs[0]?.total ?? 0} tokens, ${total} prompt tokens in all`);
+}
+
 /** Everything the model was sent, as one string. */
 const sentToModel = () => llm.requests.map((r) => JSON.stringify(r.body)).join('\n');
 const vzdumpLog = [
@@ -129,6 +137,7 @@ describe('incidents on the node, end to end', () => {
 	it(
 		'(c) a CT that does not start: the failed task, its log, the lock it left → unlock + start in one plan → running, no lock',
 		async () => {
+			const from = llm.requests.length;
 			const upid = await pve.addTask({ type: 'vzdump', id: '101', starttime: day('2026-12-06T02:00:00Z'), status: 'job errors', log: vzdumpLog });
 			llm.push(
 				{ toolCalls: [rx('strong/101', 'pct_status')] },
@@ -168,6 +177,7 @@ describe('incidents on the node, end to end', () => {
 			expect(ct.status).toBe('running');
 			expect(ct.lock).toBeUndefined();
 			expect(await operatorFootprint(sessionId, planId)).toEqual({ users: 1, outsideThePlan: 0 });
+			tokensSince('(c) CT does not start', from);
 		},
 		scaled(120_000)
 	);
@@ -181,6 +191,7 @@ describe('incidents on the node, end to end', () => {
 				aptRepo: [pkg('pve-manager', '8.3.2', '8.3.3'), pkg('proxmox-kernel-6.8', '6.8.12-5', '6.8.12-6'), pkg('libpve-common-perl', '8.2.9', '8.3.0')]
 			});
 			const before = (await pve.argvLog()).length;
+			const from = llm.requests.length;
 			llm.push(
 				{ toolCalls: [rx('strong', 'node_apt_refresh')] },
 				{
@@ -235,6 +246,7 @@ describe('incidents on the node, end to end', () => {
 			const upgradeAt = ran.findIndex((l) => l.includes('apt-get -y -o Dpkg::Options::=--force-confold dist-upgrade'));
 			expect(upgradeAt).toBeGreaterThan(ran.map((l) => l.startsWith('pct snapshot')).lastIndexOf(true));
 			expect(await operatorFootprint(sessionId, planId)).toEqual({ users: 0, outsideThePlan: 0 });
+			tokensSince('(d) updates pending', from);
 		},
 		scaled(120_000)
 	);
@@ -242,6 +254,7 @@ describe('incidents on the node, end to end', () => {
 	it(
 		'(e) a service in a CT down (Alertmanager): status and journal → restart + a check in one plan → active again',
 		async () => {
+			const from = llm.requests.length;
 			await pve.setService('caddy', { active: false }, 105);
 			await pve.addJournal(
 				'caddy',
@@ -305,6 +318,7 @@ describe('incidents on the node, end to end', () => {
 			const journal = await onDouble(pve, 'pct exec 105 -- journalctl -u caddy -n 5 --no-pager');
 			expect(journal.stdout).toMatch(/systemd\[1\]: Started caddy\.service/);
 			expect(await operatorFootprint(sessionId, planId)).toEqual({ users: 0, outsideThePlan: 0 });
+			tokensSince('(e) service in a CT down', from);
 		},
 		scaled(120_000)
 	);
@@ -312,6 +326,7 @@ describe('incidents on the node, end to end', () => {
 	it(
 		'(b) a storage over 90 % (Alertmanager): its use, its largest volumes → a backup then the stale CT destroyed, one plan → under 90 %',
 		async () => {
+			const from = llm.requests.length;
 			await pve.fill('local-lvm', 0.93, 400 * GiB);
 			llm.push(
 				{ toolCalls: [rx('strong', 'storage_status')] },
@@ -371,6 +386,7 @@ describe('incidents on the node, end to end', () => {
 			expect((await pve.containers()).map((c) => c.vmid)).toEqual([100, 101, 102, 103, 105]);
 			expect((await pve.health()).backups?.local?.some((v) => v.vmid === 104)).toBe(true);
 			expect(await operatorFootprint(sessionId, planId)).toEqual({ users: 0, outsideThePlan: 0 });
+			tokensSince('(b) storage over 90 %', from);
 		},
 		scaled(120_000)
 	);
