@@ -82,5 +82,9 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 	node_updates: [{}],
 	zfs_status: [{}],
 	disks_smart: [{}],
-	pve_services: [{}]
+	pve_services: [{}],
+	node_apt_refresh: [{}, { node: 'pve2' }],
+	pve_service: [{ service: 'pveproxy' }, { service: 'corosync', op: 'reload' }],
+	storage_content: [{ storage: 'local-lvm' }, { storage: 'local', limit: 5, node: 'pve2' }],
+	journal_tail: [{ unit: 'caddy.service' }, { unit: 'nginx', lines: 100 }]
 };

@@ -66,7 +66,11 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	node_updates: { target: 'strong', params: {} },
 	zfs_status: { target: 'strong', params: {} },
 	disks_smart: { target: 'strong', params: {} },
-	pve_services: { target: 'strong', params: {} }
+	pve_services: { target: 'strong', params: {} },
+	node_apt_refresh: { target: 'strong', params: {} },
+	pve_service: { target: 'strong', params: { service: 'pveproxy' } },
+	storage_content: { target: 'strong', params: { storage: 'local-lvm' } },
+	journal_tail: { target: 'strong/100', params: { unit: 'nginx.service' } }
 };
 
 const base = (action: string) => ({ target: VALID[action].target, action, params: { ...VALID[action].params }, reason: 'because' });

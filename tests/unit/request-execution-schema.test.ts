@@ -9,7 +9,7 @@ import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/
 import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
 import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
 import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, type ActionName } from '../../src/lib/server/proxmox/actions';
-import { HEALTH_ACTIONS } from '../../src/lib/server/proxmox/health-reads';
+import { ON_DEMAND } from '../../src/lib/server/proxmox/families';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
 
@@ -108,10 +108,11 @@ describe('request_execution input schema', () => {
 		// a family described on demand (health) by its name only, its members by describe_action.
 		// Without defaults there (every request carries the catalogue); describe_action gives them.
 		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
-		const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
+		const listed = ACTION_NAMES.filter((n) => !ON_DEMAND.includes(n));
 		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
-		for (const name of [...CLUSTER_ACTIONS, ...HEALTH_ACTIONS]) expect(t.description).not.toContain(`${name}(`);
+		for (const name of [...CLUSTER_ACTIONS, ...ON_DEMAND]) expect(t.description).not.toContain(`${name}(`);
 		expect(t.description).toContain('or the family health (');
+		expect(t.description).toContain('disks, services, journals).');
 		const inCluster = requestExecutionTool({ ...ctx, cluster: true });
 		for (const name of listed) expect(inCluster.description).toContain(brief(name));
 		expect(actionSignature('pct_push')).toBe('pct_push(path, content, mode?=0644)');

@@ -30,6 +30,7 @@ import {
 	nodeName
 } from './param-fields';
 import { HEALTH_PARAMS } from './health-params';
+import { NODE_OPS_PARAMS } from './node-ops-params';
 
 const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const vmParams = z.object({ vmid }).strict();
@@ -155,7 +156,8 @@ export const ACTION_PARAMS = {
 	qm_migrate: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
 	pct_stop: ctParams,
 	pct_destroy: ctParams,
-	...HEALTH_PARAMS
+	...HEALTH_PARAMS,
+	...NODE_OPS_PARAMS
 } satisfies Record<string, z.ZodType>;
 
 export type ParamsAction = keyof typeof ACTION_PARAMS;

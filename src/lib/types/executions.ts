@@ -42,10 +42,10 @@ export type ExecutionStep = {
 	verified?: boolean;
 	/**
 	 * What the runner added around the approved command: the snapshot before, pruning old ones, a
-	 * health check or a read-back after, a resume's reads (executions/resume.ts), or a pre-run check it had to wait
-	 * for (shown only when its host was slow).
+	 * health check or a read-back after, a resume's reads (executions/resume.ts), a pre-run check it had to wait
+	 * for (shown only when its host was slow), or the reads of a failed start's task log (`cause`).
 	 */
-	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check' | 'verify';
+	kind?: 'snapshot' | 'prune' | 'health' | 'resume' | 'check' | 'verify' | 'cause';
 	/** While the step's host is being waited for (a slow or unreachable host): "waiting for strong to answer — 45 s". */
 	waiting?: string;
 	/**
@@ -78,7 +78,12 @@ export type ExecutionEdit = {
  * `unknown` means the host did not answer in time, so approval stays possible (the runner checks
  * again right before it runs).
  */
-export type BeforeApproval = { outcome: 'cannot_run' | 'unknown'; why: string; checkedAt: string };
+/**
+ * What the host said of a request before approval (executions/before-approval.ts): it cannot run as
+ * asked, it could not be checked, or a fact the approver should see (`note`: a node upgrade that
+ * installs a new kernel needs a reboot afterwards).
+ */
+export type BeforeApproval = { outcome: 'cannot_run' | 'unknown' | 'note'; why: string; checkedAt: string };
 
 /** Timestamps are ISO 8601 text (see db/index.ts). */
 /** Outside text a turn had read before it asked for something: an alert's body, an http_get page. */

@@ -3,6 +3,7 @@
 // logs, pending apt updates, ZFS pools, disks with SMART — and the host's service states.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readContainers } from './state';
 
 export const GiB = 1024 ** 3;
 
@@ -14,6 +15,8 @@ export interface StorageKnobs {
 	/** set by fill(): used = fill × total, of which `fillBackups` were the backups then (deleting them frees it) */
 	fill?: number;
 	fillBackups?: number;
+	/** the guest disks' bytes on it when fill() was called (destroying a guest frees its share) */
+	fillGuests?: number;
 	active?: 0 | 1;
 	enabled?: 0 | 1;
 }
@@ -102,7 +105,10 @@ export interface HealthState {
 	backups?: Record<string, BackupVolume[]>;
 	jobs?: BackupJob[];
 	tasks?: PveTask[];
+	/** pending updates as of the last package-list refresh (`/nodes/<n>/apt/update`); the host's dist-upgrade installs them */
 	apt?: AptPackage[];
+	/** what the mirror offers that the node has not seen yet: a refresh (apt-get update, POST apt/update) makes it pending */
+	aptRepo?: AptPackage[];
 	zpools?: ZPool[];
 	disks?: Disk[];
 }
@@ -130,12 +136,27 @@ export async function setHealthIn(stateDir: string, patch: { [K in keyof HealthS
 	await writeHealth(stateDir, h);
 }
 
-/** The storage is `fraction` full now (0–1), its backups included; later deletions of backups free their space. */
+/**
+ * The bytes the CTs' disks on a storage hold (local-lvm: a thin volume holds 18 % of its size;
+ * keep in step with fake/model.mjs storages()).
+ */
+async function guestBytes(stateDir: string, storage: string): Promise<number> {
+	if (storage !== 'local-lvm') return 0;
+	const cts = await readContainers(stateDir);
+	const gb = (rootfs: string) => Number(/size=(\d+(?:\.\d+)?)G/.exec(rootfs)?.[1] ?? 8);
+	return Math.floor(cts.filter((c) => String(c.rootfs).startsWith('local-lvm:')).reduce((a, c) => a + gb(String(c.rootfs)) * GiB * 0.18, 0));
+}
+
+/** The storage is `fraction` full now (0–1), its backups and guest disks included; later deletions of backups or guests free their space. */
 export async function fillIn(stateDir: string, storage: string, fraction: number, total?: number): Promise<void> {
 	const h = await readHealth(stateDir);
 	const backups = (h.backups?.[storage] ?? []).reduce((a, v) => a + v.size, 0);
 	const was = h.storages?.[storage] ?? {};
-	h.storages = { ...h.storages, [storage]: { ...was, ...(total !== undefined ? { total } : {}), fill: fraction, fillBackups: backups } };
+	const guests = await guestBytes(stateDir, storage);
+	h.storages = {
+		...h.storages,
+		[storage]: { ...was, ...(total !== undefined ? { total } : {}), fill: fraction, fillBackups: backups, fillGuests: guests }
+	};
 	await writeHealth(stateDir, h);
 }
 
@@ -169,15 +190,25 @@ export async function addTaskIn(stateDir: string, node: string, seed: SeedTask &
 	return upid;
 }
 
-/** The host's units before any change (keep in step with fake/systemctl.mjs HOST_UNITS). */
+/** The host's and a guest's units before any change (keep in step with fake/systemctl.mjs HOST_UNITS, GUEST_UNITS). */
 const HOST_UNITS = ['pve-cluster', 'pvedaemon', 'pveproxy', 'pvestatd', 'pve-firewall', 'ssh', 'cron', 'chrony'];
+const GUEST_UNITS = ['ssh', 'cron', 'postfix', 'systemd-networkd'];
 
-/** A host service's state as systemctl keeps it (units.json), for `/nodes/<n>/services` and `systemctl`. */
-export async function setServiceIn(stateDir: string, name: string, state: { active: boolean; enabled?: boolean }): Promise<void> {
-	const path = join(stateDir, 'units.json');
+/** Where a scope keeps its units and journal: the host's state dir, or a CT's. */
+const scopeDir = (stateDir: string, vmid?: number) => (vmid === undefined ? stateDir : join(stateDir, 'guests', String(vmid)));
+
+/**
+ * A service's state as systemctl keeps it (units.json) on the host (`/nodes/<n>/services` lists
+ * those) or, with `vmid`, inside that CT (a unit not there yet is added, e.g. `caddy`).
+ */
+export async function setServiceIn(stateDir: string, name: string, state: { active: boolean; enabled?: boolean }, vmid?: number): Promise<void> {
+	const dir = scopeDir(stateDir, vmid);
+	await mkdir(dir, { recursive: true });
+	const path = join(dir, 'units.json');
+	const defaults = vmid === undefined ? HOST_UNITS : GUEST_UNITS;
 	const stored =
 		(JSON.parse(await readFile(path, 'utf8').catch(() => 'null')) as Record<string, Record<string, unknown>> | null) ??
-		Object.fromEntries(HOST_UNITS.map((u, i) => [u, { description: u, active: true, enabled: true, since: Date.parse('2025-01-06T08:14:03Z'), pid: 700 + i }]));
+		Object.fromEntries(defaults.map((u, i) => [u, { description: u, active: true, enabled: true, since: Date.parse('2025-01-06T08:14:03Z'), pid: 700 + i }]));
 	stored[name] = {
 		...(stored[name] ?? { description: name, since: Date.now(), pid: 900 }),
 		active: state.active,
@@ -186,4 +217,27 @@ export async function setServiceIn(stateDir: string, name: string, state: { acti
 	const tmp = `${path}.${process.pid}.tmp`;
 	await writeFile(tmp, JSON.stringify(stored, null, 2) + '\n');
 	await rename(tmp, path);
+}
+
+/** Lines of a unit's journal on the host or in a CT (journal.json, what `journalctl -u` prints), appended as given. */
+export async function addJournalIn(stateDir: string, unit: string, lines: string[], vmid?: number): Promise<void> {
+	const dir = scopeDir(stateDir, vmid);
+	await mkdir(dir, { recursive: true });
+	const path = join(dir, 'journal.json');
+	const j = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Record<string, string[]>;
+	const key = unit.replace(/\.service$/, '');
+	j[key] = [...(j[key] ?? []), ...lines];
+	const tmp = `${path}.${process.pid}.tmp`;
+	await writeFile(tmp, JSON.stringify(j, null, 2) + '\n');
+	await rename(tmp, path);
+}
+
+/** A unit's state on the host or in a CT as systemctl keeps it, or null when it has none. */
+export async function serviceIn(stateDir: string, name: string, vmid?: number): Promise<{ active: boolean; enabled: boolean } | null> {
+	const units = JSON.parse(await readFile(join(scopeDir(stateDir, vmid), 'units.json'), 'utf8').catch(() => 'null')) as Record<
+		string,
+		{ active: boolean; enabled: boolean }
+	> | null;
+	const u = units?.[name.replace(/\.service$/, '')];
+	return u ? { active: u.active, enabled: u.enabled } : null;
 }

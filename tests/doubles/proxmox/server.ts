@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import ssh2, { type AuthContext, type Connection, type ParsedKey } from 'ssh2';
 import { parseAuthorizedKeys, type AuthorizedKey } from './authorized-keys';
 import { killEverythingOf, runOverChannel, type RunningCommand } from './exec';
-import { addTaskIn, fillIn, readHealth, setHealthIn, setServiceIn, type HealthState, type SeedTask } from './health';
+import { addJournalIn, addTaskIn, fillIn, readHealth, serviceIn, setHealthIn, setServiceIn, type HealthState, type SeedTask } from './health';
 import { fingerprintOfPrivateKey, generateKeyPair } from './keys';
 import {
 	patchCtIn,
@@ -113,8 +113,12 @@ export interface ProxmoxDouble {
 	fill(storage: string, fraction: number, total?: number): Promise<void>;
 	/** adds a task on this node (ended `OK` unless `status` says its error, or `running`) and returns its UPID */
 	addTask(task: SeedTask & { running?: boolean }): Promise<string>;
-	/** a host service's state as systemctl and `/nodes/<n>/services` see it (`pveproxy`, `ssh`…) */
-	setService(name: string, state: { active: boolean; enabled?: boolean }): Promise<void>;
+	/** a host service's state as systemctl and `/nodes/<n>/services` see it (`pveproxy`, `ssh`…); with `vmid`, a unit inside that CT */
+	setService(name: string, state: { active: boolean; enabled?: boolean }, vmid?: number): Promise<void>;
+	/** a unit's state on the host or (`vmid`) in a CT, as systemctl keeps it; null: no such unit there */
+	service(name: string, vmid?: number): Promise<{ active: boolean; enabled: boolean } | null>;
+	/** appends lines to a unit's journal on the host or (`vmid`) in a CT: what `journalctl -u <unit>` prints */
+	addJournal(unit: string, lines: string[], vmid?: number): Promise<void>;
 	/** authenticated connections so far (each one a full handshake) */
 	handshakes(): number;
 	/** the most sessions (channels) one connection had open at once */
@@ -292,7 +296,9 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		setHealth: (patch) => setHealthIn(stateDir, patch),
 		fill: (storage, fraction, total) => fillIn(stateDir, storage, fraction, total),
 		addTask: (task) => addTaskIn(stateDir, nodeName, task),
-		setService: (name, state) => setServiceIn(stateDir, name, state),
+		setService: (name, state, vmid) => setServiceIn(stateDir, name, state, vmid),
+		service: (name, vmid) => serviceIn(stateDir, name, vmid),
+		addJournal: (unit, lines, vmid) => addJournalIn(stateDir, unit, lines, vmid),
 		handshakes: () => handshakes,
 		maxOpenSessions: () => maxOpen,
 		dropConnections: () => {

@@ -3,7 +3,8 @@
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export type ToolName = 'pct' | 'pvesh' | 'pvecm' | 'pvesm' | 'systemctl' | 'apt-get' | 'pveam' | 'qm' | 'vzdump' | 'sha256sum' | 'curl' | 'zpool';
+export type ToolName =
+	'pct' | 'pvesh' | 'pvecm' | 'pvesm' | 'systemctl' | 'apt-get' | 'pveam' | 'qm' | 'vzdump' | 'sha256sum' | 'curl' | 'zpool' | 'journalctl';
 
 export interface CtState {
 	vmid: number;

@@ -14,14 +14,31 @@ import { execArgv, type ExecResult } from '../ssh/client';
 import { lease } from '../ssh/pool';
 import type { BeforeApproval } from '../../types/executions';
 import type { Precondition } from '../proxmox/actions';
+import { KERNEL } from '../proxmox/health-parse';
 
 /** What the checks need of a prepared request. */
 export type Checkable = { action: string; hostName: string; vmid?: string; params: Record<string, unknown>; preconditions: Precondition[] };
 
-/** One read on the host and how its answer is judged: a reason it cannot run, null when it can, or `unknown`. */
+/** One read on the host and how its answer is judged: a reason it cannot run, null when it can, `unknown`, or a fact for the approver. */
+type Judged = { cannot: string } | { unknown: string } | { note: string } | null;
 interface Check {
 	argv: string[];
-	judge: (r: ExecResult) => { cannot: string } | { unknown: string } | null;
+	judge: (r: ExecResult) => Judged;
+}
+
+/**
+ * apt_upgrade on a node: a kernel among the pending updates (as of the node's last refresh) means
+ * a reboot afterwards, said on the card before approval. Says nothing when the list cannot be read.
+ */
+export function rebootNote(r: ExecResult): { note: string } | null {
+	if (r.exitCode !== 0 || r.timedOut) return null;
+	try {
+		const pkgs = (JSON.parse(r.stdout) as unknown[]).map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).Package : undefined));
+		const kernels = pkgs.filter((p): p is string => typeof p === 'string' && KERNEL.test(p));
+		return kernels.length ? { note: `reboot needed afterwards: a new kernel (${kernels.join(', ')}) is among the ${pkgs.length} pending updates` } : null;
+	} catch {
+		return null;
+	}
 }
 
 const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
@@ -83,6 +100,8 @@ export function checksFor(p: Checkable): Check[] {
 			: p.action === 'vm_destroy'
 				? { what: 'VM', tool: 'qm', stop: 'vm_shutdown or qm_stop', vmid: vmVmid }
 				: null;
+	if (p.action === 'apt_upgrade' && !p.vmid)
+		checks.push({ argv: ['pvesh', 'get', '/nodes/localhost/apt/update', '--output-format', 'json'], judge: rebootNote });
 	if (destroyed?.vmid) {
 		const { what, tool, stop, vmid } = destroyed;
 		checks.push({
@@ -102,16 +121,18 @@ export function checksFor(p: Checkable): Check[] {
 	return checks;
 }
 
-/** Runs `checks` on one connection, within `ms` in all; the first definite refusal wins, else the first unknown. */
-async function runChecks(client: Client, checks: Check[], signal: AbortSignal, ms: number): Promise<{ cannot: string } | { unknown: string } | null> {
+/** Runs `checks` on one connection, within `ms` in all; the first definite refusal wins, else the first unknown, else the first note. */
+async function runChecks(client: Client, checks: Check[], signal: AbortSignal, ms: number): Promise<Judged> {
 	let unknown: { unknown: string } | null = null;
+	let note: { note: string } | null = null;
 	for (const c of checks) {
 		const r = await execArgv(client, c.argv, { timeoutMs: ms, signal, group: true });
 		const v = c.judge(r);
 		if (v && 'cannot' in v) return v;
-		unknown ??= v;
+		if (v && 'unknown' in v) unknown ??= v;
+		if (v && 'note' in v) note ??= v;
 	}
-	return unknown;
+	return unknown ?? note;
 }
 
 /**
@@ -142,6 +163,7 @@ export async function checkBeforeApproval(p: Checkable, opts: { budgetMs?: numbe
 			return { outcome: 'unknown', why: `${host.name} did not answer within ${Math.round(budgetMs / 1000)} s`, checkedAt: at() };
 		}
 		if (!v) return null;
+		if ('note' in v) return { outcome: 'note', why: v.note, checkedAt: at() };
 		return 'cannot' in v ? { outcome: 'cannot_run', why: v.cannot, checkedAt: at() } : { outcome: 'unknown', why: v.unknown, checkedAt: at() };
 	} catch (e) {
 		return { outcome: 'unknown', why: `${host.name} could not be reached: ${(e as Error).message}`, checkedAt: at() };
@@ -180,6 +202,7 @@ export async function checkPlanBeforeApproval(steps: Array<Checkable & { classif
 
 /** How the card, the agent and a refused approval say it. */
 export function beforeApprovalText(b: BeforeApproval): string {
+	if (b.outcome === 'note') return b.why;
 	return b.outcome === 'cannot_run' ? `cannot run now: ${b.why}` : `could not check before approval: ${b.why}`;
 }
 

@@ -77,6 +77,21 @@ export function judgeOutput(v: Verify, stdout: string): Output {
 		const got = typeof value === 'string' || typeof value === 'number' ? String(value) : null;
 		return got === v.expect ? { pass: true, showed: `${key}: ${got}` } : { pass: false, showed: `${key}: ${got ?? '(none)'}` };
 	}
+	if (v.none) {
+		let data: unknown;
+		try {
+			data = JSON.parse(stdout);
+		} catch {
+			return { unreadable: `not JSON: ${firstLine(stdout) || '(empty)'}` };
+		}
+		if (!Array.isArray(data)) return { unreadable: `not a list: ${firstLine(stdout)}` };
+		const label = (x: unknown) => {
+			const name = x && typeof x === 'object' ? ((x as Record<string, unknown>).Package ?? (x as Record<string, unknown>).id) : x;
+			return typeof name === 'string' || typeof name === 'number' ? String(name) : '?';
+		};
+		const names = data.map(label);
+		return names.length ? { pass: false, showed: `${names.length} still listed: ${names.slice(0, 8).join(', ')}` } : { pass: true, showed: v.expect };
+	}
 	if (v.fields) {
 		const config = new Map(
 			lines

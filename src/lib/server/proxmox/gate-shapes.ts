@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { ACTIONS, ACTION_NAMES, AGENT_WAIT_SCRIPT, type ActionDef, type StepContext } from './actions';
 import { RESOURCES_ARGV } from './cluster';
 import { nodeName, storage, vmid as vmidField } from '../../schemas/param-fields';
+import { upid as upidField } from '../../schemas/health-params';
+import { failedTaskArgv, taskLogArgv } from './task-cause';
 import { GROUP_SCRIPT, STOP_SCRIPT } from '../ssh/quote';
 import { keyRole, type KeyRole } from './key-role';
 
@@ -249,7 +251,7 @@ function actionShapes(name: string, action: ActionDef): GateShape[] {
  * (proxmox/inventory.ts, agent/tools/get-lxc-state.ts), preconditions and leftovers
  * (executions/before-approval.ts, leftovers.ts, runner.ts), snapshots (safeguards.ts), the
  * cluster and migration facts (proxmox/cluster.ts, migrate.ts), a new vmid (prepare.ts), the
- * connection test (hosts/manage.ts).
+ * connection test (hosts/manage.ts), a failed start's task and its log (task-cause.ts).
  */
 function hostReadShapes(): GateShape[] {
 	const t = new Tracer();
@@ -267,8 +269,11 @@ function hostReadShapes(): GateShape[] {
 		['new vmid', ['pvesh', 'get', '/cluster/nextid']],
 		['storage', ['pvesm', 'status', '--storage', store]],
 		['health', ['sh', '-c', AGENT_WAIT_SCRIPT, 'nomos-agent', id]],
-		['guest agent', ['qm', 'guest', 'cmd', id, 'network-get-interfaces']]
+		['guest agent', ['qm', 'guest', 'cmd', id, 'network-get-interfaces']],
+		['failed start', taskLogArgv(t.str(scalarPattern(upidField)))]
 	];
+	for (const type of new Set(ACTION_NAMES.flatMap((n) => (ACTIONS[n] as ActionDef).failedTask?.({}, { vmid: '100' })?.type ?? [])))
+		reads.push(['failed start', failedTaskArgv(type, id, t.num())]);
 	for (const tool of ['pct', 'qm'])
 		for (const verb of ['status', 'config', 'listsnapshot']) reads.push(['guest reads', [tool, verb, id]], ['guest reads', [tool, 'status', id, '--verbose']]);
 	return reads.map(([name, argv]) => shapeOf(argv, t, 'read', name));

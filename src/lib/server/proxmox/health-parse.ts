@@ -244,7 +244,8 @@ const aptRow = z.looseObject({
 	Origin: z.string().optional(),
 	Priority: z.string().optional()
 });
-const KERNEL = /^(proxmox-kernel-|pve-kernel-|linux-image-)/;
+/** A kernel package (a new one runs only after a reboot): Proxmox's (8, 9: proxmox-kernel-*; 7: pve-kernel-*) or Debian's. */
+export const KERNEL = /^(proxmox-kernel-|pve-kernel-|linux-image-)/;
 
 export function updatesSummary(text: string): string {
 	const pkgs = parseJson(text, z.array(aptRow), 'pvesh get /nodes/<node>/apt/update');

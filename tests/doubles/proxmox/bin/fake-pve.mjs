@@ -14,10 +14,11 @@ import { pveam } from '../fake/pveam.mjs';
 import { qm } from '../fake/qm.mjs';
 import { vzdump } from '../fake/vzdump.mjs';
 import { zpool } from '../fake/zpool.mjs';
+import { journalctl } from '../fake/journalctl.mjs';
 import { curl, sha256sum } from '../fake/guest-tools.mjs';
 
 /** @type {Record<string, (ctx: import('../fake/common.mjs').Ctx, args: string[]) => unknown>} */
-const TOOLS = { pct, pvesh, pvecm, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl, zpool };
+const TOOLS = { pct, pvesh, pvecm, pvesm, systemctl, 'apt-get': aptGet, pveam, qm, vzdump, sha256sum, curl, zpool, journalctl };
 
 const GUEST_WRITES = new Set([
 	'create',

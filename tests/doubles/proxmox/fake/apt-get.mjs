@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { err, fail, out, readJson, sleep, writeJson } from './common.mjs';
 import { PACKAGE_UNITS, addUnit, loadUnits, saveUnits } from './systemctl.mjs';
+import { loadHealth, refreshApt, saveHealth } from './health.mjs';
 
 /** @typedef {{ name: string, from: string, to: string, size: number, repo: string }} Pending */
 
@@ -36,8 +37,22 @@ const CATALOGUE = {
 };
 
 const stateFile = (ctx) => join(ctx.scopeDir, 'apt.json');
+/**
+ * The scope's apt state. On the host, pending updates a test set in health.json (`apt`, what
+ * `/nodes/<n>/apt/update` lists) are the ones dist-upgrade installs, so the API and apt agree.
+ */
 function load(ctx) {
-	return readJson(stateFile(ctx), { pending: ctx.ct === undefined ? HOST_PENDING : GUEST_PENDING, installed: {} });
+	const st = readJson(stateFile(ctx), { pending: ctx.ct === undefined ? HOST_PENDING : GUEST_PENDING, installed: {} });
+	const listed = ctx.ct === undefined ? loadHealth(ctx).apt : undefined;
+	if (!listed) return st;
+	const pending = listed.map((p) => ({
+		name: p.Package,
+		from: p.OldVersion,
+		to: p.Version,
+		size: 300_000,
+		repo: /proxmox/i.test(p.Origin ?? '') ? PVE_REPO : DEB_REPO
+	}));
+	return { ...st, pending };
 }
 
 const kb = (n) => `${Math.max(1, Math.round(n / 1000)).toLocaleString('en-US')} kB`;
@@ -102,12 +117,19 @@ export async function aptGet(ctx, args) {
 	}
 	const [op, ...pkgs] = words;
 	const st = load(ctx);
-	if (op === 'update') return update(ctx);
+	if (op === 'update') {
+		if (ctx.ct === undefined) refreshApt(ctx);
+		return update(ctx);
+	}
 	if (op === 'upgrade' || op === 'dist-upgrade' || op === 'full-upgrade') {
 		header();
 		out('Calculating upgrade...');
 		const code = await apply(ctx, yes, [], st.pending, 0);
-		if (code === 0) writeJson(stateFile(ctx), { ...st, pending: [] });
+		if (code === 0) {
+			writeJson(stateFile(ctx), { ...st, pending: [] });
+			const h = ctx.ct === undefined ? loadHealth(ctx) : undefined;
+			if (h?.apt) saveHealth(ctx, { ...h, apt: [] });
+		}
 		return code;
 	}
 	if (op === 'install') {

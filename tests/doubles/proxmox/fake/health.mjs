@@ -2,7 +2,7 @@
 // storage fill, backup volumes per storage, backup jobs, tasks with their logs, pending apt
 // updates, ZFS pools, disks with SMART; and the API views pvesh and zpool print from it.
 import { join } from 'node:path';
-import { fail, readJson, writeJson } from './common.mjs';
+import { diskGb, fail, listCts, readJson, writeJson } from './common.mjs';
 import { loadUnits } from './systemctl.mjs';
 
 const GiB = 1024 ** 3;
@@ -24,35 +24,64 @@ export function backupBytes(h, storage) {
 
 /**
  * A storage row with the test's overrides: `total`, `other` (bytes used by everything but
- * backups), `active`, `enabled`; `fill` (a fraction set by fill()) with `fillBackups` (the
- * backups' bytes then): deleting backups afterwards frees their space. Backups always count.
+ * backups), `active`, `enabled`; `fill` (a fraction set by fill()) with `fillBackups` and
+ * `fillGuests` (the backups' and the guest disks' bytes then, `s.guests` now): deleting backups
+ * or destroying a guest afterwards frees their space. Backups always count.
  */
 export function withHealth(h, s) {
 	const o = h.storages?.[s.storage] ?? {};
 	const total = o.total ?? s.total;
-	const other = o.fill !== undefined ? Math.max(0, Math.floor(o.fill * total) - (o.fillBackups ?? 0)) : (o.other ?? s.used);
-	const used = Math.min(total, other + backupBytes(h, s.storage));
+	const filled = o.fill !== undefined;
+	const other = filled ? Math.max(0, Math.floor(o.fill * total) - (o.fillBackups ?? 0) - (o.fillGuests ?? 0)) : (o.other ?? s.used);
+	const used = Math.min(total, other + backupBytes(h, s.storage) + (filled ? (s.guests ?? 0) : 0));
 	return { ...s, total, used, ...(o.active !== undefined ? { active: o.active } : {}), ...(o.enabled !== undefined ? { enabled: o.enabled } : {}) };
 }
 
-/** GET /nodes/{node}/storage/{storage}/content [--content backup] [--vmid N] */
+/**
+ * GET /nodes/{node}/storage/{storage}/content [--content backup|rootdir] [--vmid N]: the CTs' root
+ * disks on it (a thin volume's `used` is what it holds: 18 % of its size, as storages() counts it)
+ * and its backups.
+ */
 export function storageContent(ctx, storage, known, opts) {
 	if (!known.includes(storage)) fail(`storage '${storage}' does not exist`);
 	const content = opts.get('content');
-	if (content !== undefined && content !== 'backup') return [];
 	const vmid = opts.get('vmid');
-	return (loadHealth(ctx).backups?.[storage] ?? [])
-		.filter((v) => vmid === undefined || String(v.vmid) === vmid)
-		.map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
+	const disks = listCts(ctx)
+		.filter((ct) => String(ct.rootfs ?? '').startsWith(`${storage}:`))
+		.map((ct) => {
+			const size = Math.round(diskGb(ct) * GiB);
+			return {
+				content: 'rootdir',
+				ctime: 1_733_000_000,
+				format: 'raw',
+				size,
+				...(storage === 'local-lvm' ? { used: Math.floor(size * 0.18) } : {}),
+				vmid: ct.vmid,
+				volid: String(ct.rootfs).split(',')[0]
+			};
+		});
+	const backups = (loadHealth(ctx).backups?.[storage] ?? []).map((v) => ({ content: 'backup', format: v.format ?? 'tar.zst', ...v }));
+	return [...(content === undefined || content === 'rootdir' ? disks : []), ...(content === undefined || content === 'backup' ? backups : [])].filter(
+		(v) => vmid === undefined || String(v.vmid) === vmid
+	);
 }
 
-/** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N]: newest first, without their logs. */
+/** GET /nodes/{node}/tasks [--errors 1] [--limit N] [--vmid N] [--typefilter T] [--since EPOCH]: newest first, without their logs. */
 export function taskList(ctx, opts) {
 	const errors = opts.get('errors') === '1';
 	const limit = Number(opts.get('limit') ?? 50);
 	const vmid = opts.get('vmid');
+	const type = opts.get('typefilter');
+	const since = opts.get('since') === undefined ? undefined : Number(opts.get('since'));
 	return (loadHealth(ctx).tasks ?? [])
-		.filter((t) => t.node === ctx.node && (!errors || (t.status !== undefined && t.status !== 'OK')) && (vmid === undefined || t.id === vmid))
+		.filter(
+			(t) =>
+				t.node === ctx.node &&
+				(!errors || (t.status !== undefined && t.status !== 'OK')) &&
+				(vmid === undefined || t.id === vmid) &&
+				(type === undefined || t.type === type) &&
+				(since === undefined || t.starttime >= since)
+		)
 		.sort((a, b) => b.starttime - a.starttime)
 		.slice(0, limit)
 		.map(({ log: _l, ...t }) => t);
@@ -80,9 +109,37 @@ export function taskLog(ctx, upid, opts) {
 	return lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
 }
 
+const hex = (n, w = 8) => (n >>> 0).toString(16).toUpperCase().padStart(w, '0');
+
+/**
+ * Records a task this node ran (a start that failed, as the real node keeps it in its task index):
+ * `status` is its end (`OK` or the error its worker died with), `log` its lines; returns its UPID.
+ */
+export function recordTask(ctx, type, id, status, log) {
+	const h = loadHealth(ctx);
+	const starttime = Math.floor(Date.now() / 1000);
+	const pid = 5000 + (h.tasks?.length ?? 0);
+	const upid = `UPID:${ctx.node}:${hex(pid)}:${hex(1_234_567)}:${hex(starttime)}:${type}:${id}:root@pam:`;
+	const task = { upid, node: ctx.node, type, id: String(id), user: 'root@pam', pid, pstart: 1_234_567, starttime, endtime: starttime, status, log };
+	saveHealth(ctx, { ...h, tasks: [...(h.tasks ?? []), task] });
+	return upid;
+}
+
 /** GET /cluster/backup */
 export function backupJobs(ctx) {
 	return loadHealth(ctx).jobs ?? [];
+}
+
+/**
+ * A package-list refresh (`apt-get update`, POST /nodes/{node}/apt/update): what the mirror offers
+ * (`aptRepo`, set by a test) becomes pending (`apt`), a package already pending taking the newer entry.
+ */
+export function refreshApt(ctx) {
+	const h = loadHealth(ctx);
+	if (!h.aptRepo) return;
+	const offered = new Map([...(h.apt ?? []), ...h.aptRepo].map((p) => [p.Package, p]));
+	const { aptRepo: _r, ...rest } = h;
+	saveHealth(ctx, { ...rest, apt: [...offered.values()] });
 }
 
 /** GET /nodes/{node}/apt/update */

@@ -133,6 +133,7 @@ export function nodeEntry(ctx) {
 
 /** Storage status as GET /nodes/{node}/storage returns it (bytes). */
 export function storages(ctx) {
+	// A thin volume holds what was written: 18 % of each disk (keep in step with health.ts guestBytes).
 	const lvmBytes = listCts(ctx)
 		.filter((c) => String(c.rootfs).startsWith('local-lvm:'))
 		.reduce((a, c) => a + diskGb(c) * GiB * 0.18, 0);
@@ -142,7 +143,7 @@ export function storages(ctx) {
 	const health = loadHealth(ctx);
 	return [
 		{ storage: 'local', type: 'dir', content: 'backup,iso,vztmpl', ...local },
-		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm },
+		{ storage: 'local-lvm', type: 'lvmthin', content: 'images,rootdir', ...lvm, guests: Math.floor(lvmBytes) },
 		...(only?.includes('ceph') ? [{ storage: 'ceph', type: 'rbd', content: 'images,rootdir', shared: 1, total: 2000 * GiB, used: 300 * GiB }] : [])
 	]
 		.filter((s) => !only || only.includes(s.storage))

@@ -25,7 +25,8 @@ import {
 	truthy,
 	withSnapshots
 } from './common.mjs';
-import { lxcStatus } from './model.mjs';
+import { lxcStatus, storages } from './model.mjs';
+import { recordTask } from './health.mjs';
 import { migrate } from './migrate.mjs';
 import { pctCreate } from './pct-create.mjs';
 
@@ -86,6 +87,34 @@ function exec(ctx, ct, argv) {
 	}
 	if (r.signal) return 128 + (constants.signals[r.signal] ?? 0);
 	return r.status ?? 0;
+}
+
+/**
+ * What stops a start inside its `vzstart` task (recorded with its log, as the node keeps it): the
+ * root disk's storage is gone (its error is the task's end, and the CLI prints it), or full (the
+ * pre-start hook's mount fails; the CLI says only "startup for container … failed", the cause is
+ * in the task log).
+ */
+function startable(ctx, ct) {
+	const store = String(ct.rootfs ?? '').split(':')[0];
+	const st = storages(ctx).find((s) => s.storage === store);
+	if (store && !st) {
+		const why = `storage '${store}' does not exist`;
+		recordTask(ctx, 'vzstart', ct.vmid, why, [why, `TASK ERROR: ${why}`]);
+		fail(why);
+	}
+	if (st && st.used >= st.total) {
+		const why = `startup for container '${ct.vmid}' failed`;
+		recordTask(ctx, 'vzstart', ct.vmid, why, [
+			`mount: /var/lib/lxc/.pve-staged-mounts/rootfs: can't read superblock on /dev/mapper/pve-vm--${ct.vmid}--disk--0.`,
+			`run_buffer: 571 Script exited with status 32`,
+			`lxc_setup_rootfs_prepare_root: 3858 No space left on device - Failed to mount rootfs "/dev/pve/vm-${ct.vmid}-disk-0"`,
+			`lxc_init: 845 Failed to run lxc.hook.pre-start for container "${ct.vmid}"`,
+			`__lxc_start: 2034 Failed to initialize container "${ct.vmid}"`,
+			`TASK ERROR: ${why}`
+		]);
+		fail(why);
+	}
 }
 
 const SETTABLE = new Set(['cores', 'memory', 'swap', 'hostname', 'net0', 'features', 'onboot', 'tags', 'description']);
@@ -223,7 +252,10 @@ export async function pct(ctx, args) {
 			return config(ct);
 		case 'start':
 			if (ct.status === 'running') fail(`CT ${ct.vmid} already running`);
+			// The lock is checked before the start task is forked (pve-container API2/LXC/Status.pm
+			// vm_start: check_lock in the lock_config sub, then fork_worker('vzstart')): no task.
 			checkLock(ct);
+			startable(ctx, ct);
 			// The `quiet` fault: the start "works" (exit 0) but the CT is stopped again at once.
 			if (quietFault(ctx, 'pct', ['pct', 'start', ...rest])) return;
 			return setRunning(ctx, ct, true);

@@ -2,7 +2,7 @@
 import { fail, listCts, loadCt, out, parseOpts } from './common.mjs';
 import { clusterGuests, clusterOf, memberCtx, partitionOf } from './cluster.mjs';
 import { lxcCurrent, lxcStatus, nodeEntry, qemuStatus, storages, toJson } from './model.mjs';
-import { aptUpdates, backupJobs, disks, services, storageContent, taskList, taskLog, taskStatus } from './health.mjs';
+import { aptUpdates, recordTask, refreshApt, backupJobs, disks, services, storageContent, taskList, taskLog, taskStatus } from './health.mjs';
 
 const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
 
@@ -195,6 +195,25 @@ function resolve(ctx, path, opts) {
 	return ctm[2] === '/config' ? ctConfig(ct) : lxcCurrent(ct);
 }
 
+/**
+ * POST paths: the package-list refresh (PVE/API2/APT.pm update_database: a worker `aptupdate` that
+ * runs apt-get update; pvesh runs a worker in the foreground, printing its log, then its UPID).
+ */
+function create(ctx, path) {
+	const m = /^\/nodes\/([^/]+)\/apt\/update$/.exec(path);
+	if (!m || (m[1] !== ctx.node && m[1] !== 'localhost')) return undefined;
+	refreshApt(ctx);
+	const log = [
+		'starting apt-get update',
+		'Hit:1 http://deb.debian.org/debian bookworm InRelease',
+		'Hit:2 http://security.debian.org/debian-security bookworm-security InRelease',
+		'Hit:3 http://download.proxmox.com/debian/pve bookworm InRelease',
+		'Reading package lists...'
+	];
+	for (const l of log) out(l);
+	return recordTask(ctx, 'aptupdate', '', 'OK', [...log, 'TASK OK']);
+}
+
 function print(data, format) {
 	if (format === 'json') return out(toJson(data));
 	if (format === 'json-pretty') return out(toJson(data, true));
@@ -217,7 +236,7 @@ export function pvesh(ctx, args) {
 		fail(`400 Parameter verification failed.\noutput-format: value '${format}' does not have a value in the enumeration 'text, json, json-pretty, yaml'`);
 	}
 	const path = ('/' + rawPath.replace(/^\/+|\/+$/g, '')).replace(/\/+/g, '/');
-	const data = method === 'get' ? resolve(ctx, path, opts) : undefined;
+	const data = method === 'get' ? resolve(ctx, path, opts) : method === 'create' ? create(ctx, path) : undefined;
 	// pvesh.pm extract_path_info: `print STDERR "No '$cmd' handler defined for '$path'\n"; exit(1);` (the path as given)
 	if (data === undefined) fail(`No '${method}' handler defined for '${rawPath}'`, 1);
 	print(data, format);

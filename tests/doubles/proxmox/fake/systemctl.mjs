@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, fail, out, readJson, writeJson } from './common.mjs';
+import { journalAppend } from './journalctl.mjs';
 
 /** @typedef {{ description: string, active: boolean, enabled: boolean, since: number, pid: number }} Unit */
 
@@ -154,11 +155,25 @@ export function systemctl(ctx, args) {
 			}
 			u.enabled = on;
 			if (flags.has('--now')) Object.assign(u, on ? { active: true, since: Date.now() } : { active: false });
-		} else if (verb === 'stop') u.active = false;
-		else if (verb === 'reload' && !u.active) {
+		} else if (verb === 'stop') {
+			if (u.active)
+				journalAppend(ctx, name, 'systemd[1]', [
+					`Stopping ${full} - ${u.description}...`,
+					`${full}: Deactivated successfully.`,
+					`Stopped ${full} - ${u.description}.`
+				]);
+			u.active = false;
+		} else if (verb === 'reload' && !u.active) {
 			err(`Failed to reload ${full}: Unit ${full} cannot be reloaded because it is inactive.`);
 			code = 1;
-		} else if (verb !== 'reload') Object.assign(u, { active: true, since: u.active && verb === 'start' ? u.since : Date.now() });
+		} else if (verb !== 'reload') {
+			// As systemd logs it: a restart of a running unit stops it first; starting a running one does nothing.
+			if (verb === 'restart' && u.active)
+				journalAppend(ctx, name, 'systemd[1]', [`Stopping ${full} - ${u.description}...`, `Stopped ${full} - ${u.description}.`]);
+			if (verb === 'restart' || !u.active)
+				journalAppend(ctx, name, 'systemd[1]', [`Starting ${full} - ${u.description}...`, `Started ${full} - ${u.description}.`]);
+			Object.assign(u, { active: true, since: u.active && verb === 'start' ? u.since : Date.now() });
+		}
 	}
 	saveUnits(ctx, units);
 	return code;

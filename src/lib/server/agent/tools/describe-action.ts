@@ -1,7 +1,7 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 import { ACTIONS, ACTION_NAMES, isActionName, type ActionName } from '../../proxmox/actions';
-import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from '../../proxmox/health-reads';
+import { FAMILIES, familyNamed } from '../../proxmox/families';
 import { actionParamsSchema, actionSignature } from '../../proxmox/tool-schema';
 import { toolError, type ToolContext } from './context';
 
@@ -9,23 +9,29 @@ import { toolError, type ToolContext } from './context';
  * describe_action: one catalogued action in full (what it does, how it is approved, where it
  * runs, its params as JSON Schema), loaded only when the model needs it: request_execution's
  * description carries one signature per action instead of every schema. A family (`health`,
- * issue #45) is named there and listed here: its signatures and what each reads.
+ * issue #45; proxmox/families.ts) is named there and listed here: its signatures and what each does.
  */
 export function describeActionTool(_ctx: ToolContext) {
 	return tool({
 		description: "One catalogued action in full: what it does, its approval, and each field's type, bounds and meaning.",
 		inputSchema: z.object({ action: z.string().max(64) }).strict(),
 		execute: ({ action }) => {
-			if (action === HEALTH_FAMILY) {
+			const family = familyNamed(action);
+			if (family) {
+				const members = family.actions as ActionName[];
+				// The family's classification is its first member's; a member of another says its own.
+				const usual = ACTIONS[members[0]].classification;
+				const mark = (n: ActionName) => (ACTIONS[n].classification === usual ? '' : ` [${ACTIONS[n].classification}]`);
 				return {
-					family: HEALTH_FAMILY,
-					does: HEALTH_GIST,
-					classification: 'read_only',
-					target: 'a host (node?: another cluster member, read through it)',
-					actions: (HEALTH_ACTIONS as ActionName[]).map((n) => `${actionSignature(n)}: ${ACTIONS[n].description}`)
+					family: family.name,
+					does: family.gist,
+					classification: members.some((n) => mark(n)) ? `${usual} unless marked` : usual,
+					target: family.target,
+					actions: members.map((n) => `${actionSignature(n)}${mark(n)}: ${ACTIONS[n].description}`)
 				};
 			}
-			if (!isActionName(action)) return toolError(`unknown action '${action}'`, `actions: ${ACTION_NAMES.join(', ')}; families: ${HEALTH_FAMILY}`);
+			if (!isActionName(action))
+				return toolError(`unknown action '${action}'`, `actions: ${ACTION_NAMES.join(', ')}; families: ${FAMILIES.map((f) => f.name).join(', ')}`);
 			const def = ACTIONS[action];
 			const { title: _t, description: _d, ...params } = actionParamsSchema(action);
 			const target = def.scope === 'host' ? 'a host' : def.scope === 'ct' ? 'a container' : 'a host or a container';

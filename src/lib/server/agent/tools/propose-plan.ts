@@ -73,7 +73,14 @@ export function proposePlanTool(ctx: ToolContext) {
 					target: s.target,
 					params: s.params,
 					command: s.commandPreview,
-					...(s.beforeApproval ? { beforeApproval: `${beforeApprovalText(s.beforeApproval)}; checked again when the plan reaches it` } : {})
+					...(s.beforeApproval
+						? {
+								beforeApproval:
+									s.beforeApproval.outcome === 'note'
+										? beforeApprovalText(s.beforeApproval)
+										: `${beforeApprovalText(s.beforeApproval)}; checked again when the plan reaches it`
+							}
+						: {})
 				})),
 				message: 'The plan waits for the operator. End your turn now; if approved it runs by itself and you are re-invoked when it ends (or when it is denied).'
 			};

@@ -1,7 +1,7 @@
 import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, isActionName, needsPerson, type ActionDef, type ActionName } from '../../proxmox/actions';
-import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from '../../proxmox/health-reads';
+import { FAMILIES, ON_DEMAND } from '../../proxmox/families';
 import { requestCauseOf } from '../../executions/cause';
 import { actionSignature } from '../../proxmox/tool-schema';
 import { requestExecution } from '../../executions/request';
@@ -68,7 +68,7 @@ const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 	// A family described on demand (describe_action "health") is named, not listed (issue #45: the first request's budget).
-	const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
+	const listed = ACTION_NAMES.filter((n) => !ON_DEMAND.includes(n));
 	const names = listed.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
 	const lines = GROUPS.map(
 		([label, has]) =>
@@ -88,8 +88,8 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 
 // How a turn goes on after a request is the instructions' to say (an MCP client is not re-invoked at all).
 const DESCRIPTION = (cluster: boolean) =>
-	'Run one catalogued action. params: in parentheses (? optional); ' +
-	`describe_action explains one action or the family ${HEALTH_FAMILY} (${HEALTH_GIST}).\n` +
+	'Run one catalogued action, params in parentheses (? optional); ' +
+	`describe_action explains one action or the family ${FAMILIES.map((f) => `${f.name} (${f.gist})`).join(' or ')}.\n` +
 	catalogueLines({ cluster });
 
 /** request_execution: ask to run one catalogued action; mutations wait for approval. */
@@ -143,7 +143,11 @@ export function requestExecutionTool(ctx: ToolContext) {
 				};
 			}
 			const unchecked =
-				e.beforeApproval?.outcome === 'unknown' ? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` } : {};
+				e.beforeApproval?.outcome === 'unknown'
+					? { beforeApproval: `${beforeApprovalText(e.beforeApproval)}; it is checked again right before it runs` }
+					: e.beforeApproval?.outcome === 'note'
+						? { beforeApproval: beforeApprovalText(e.beforeApproval) }
+						: {};
 			// Counts and states only: note titles and CT descriptions are not the model's to read here.
 			const radius = await blastRadius(sql(), e.id).catch(() => null);
 			return {

@@ -3,6 +3,7 @@ import type { Step } from '../../proxmox/actions';
 import { resumeRun, type ResumeOutcome } from '../resume';
 import { readsFor, type Read } from '../verdict';
 import { Interrupted } from './outcomes';
+import { withTaskCause } from './task-cause';
 import type { Target } from './pre-check';
 import type { Run } from './run';
 import { verified } from './step-io';
@@ -26,7 +27,13 @@ export async function runSteps(run: Run, t: Target): Promise<Ran> {
 	// the approved command, as reads judged by verdict.ts: an exit status is not a verdict.
 	const after = mutation ? readsFor(e.action, e.params, t.found, t.planned, env().NOMOS_HEALTH_AFTER) : { commands: t.planned, reads: [] };
 	if (!run.resuming) {
-		for (const s of after.commands) await t.io.runStep(s);
+		for (const s of after.commands) {
+			const startedAt = Date.now();
+			// A failed start: its host task's log says why (task-cause.ts), in the error the continuation reads.
+			await t.io.runStep(s).catch(async (err: unknown) => {
+				throw await withTaskCause(run, t, err, startedAt);
+			});
+		}
 		return { reads: after.reads, resumed: null };
 	}
 	const io = {

@@ -25,6 +25,14 @@ export function verified(v: Verify, stdout: string): boolean {
 		const value = item && typeof item === 'object' ? (item as Record<string, unknown>)[key] : undefined;
 		return (typeof value === 'string' || typeof value === 'number') && String(value) === v.expect;
 	}
+	if (v.none) {
+		try {
+			const data: unknown = JSON.parse(stdout);
+			return Array.isArray(data) && data.length === 0;
+		} catch {
+			return false;
+		}
+	}
 	if (v.field) return stdout.split('\n').some((l) => l.trim() === `${v.field}: ${v.expect}`);
 	if (v.snapshot) return [...stdout.matchAll(/`->\s+(\S+)/g)].some((m) => m[1] === v.expect);
 	// sha256sum escapes a file name holding a newline or backslash by starting its line with '\'.

@@ -47,7 +47,7 @@ export const CT_LIFECYCLE = {
 	}),
 	pct_start: def({
 		classification: 'config_mutation',
-		description: 'start a stopped container',
+		description: 'start a stopped container (a failed start reports the cause its task log gives)',
 		scope: 'ct',
 		params: ACTION_PARAMS.pct_start,
 		steps: (_p, { vmid }) => [{ label: 'pct start', argv: ['pct', 'start', vmid!], timeoutMs: 5 * MIN }],
@@ -55,7 +55,8 @@ export const CT_LIFECYCLE = {
 		changesInventory: true,
 		summary: (_p, { vmid }) => `CT ${vmid} started`,
 		resume: (_p, { vmid }) => resumeToStatus('CT', vmid!, 'running'),
-		readBack: (_p, { vmid }) => [statusIs('CT', vmid!, 'running')]
+		readBack: (_p, { vmid }) => [statusIs('CT', vmid!, 'running')],
+		failedTask: (_p, { vmid }) => ({ type: 'vzstart', vmid: vmid! })
 	}),
 	pct_stop: def({
 		classification: 'config_mutation',

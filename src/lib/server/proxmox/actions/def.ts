@@ -32,6 +32,8 @@ export type Verify = {
 	gone?: true;
 	/** Judged by its output whatever its exit status (`systemctl is-active` exits 3 when inactive). */
 	anyExit?: true;
+	/** The output is a JSON array that must be empty (`/nodes/<n>/apt/update` after an upgrade: nothing pending). */
+	none?: true;
 };
 
 /**
@@ -104,6 +106,12 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	 * raw output. Throws when the output does not parse: the read then fails (unknown, with why).
 	 */
 	digest?(p: z.output<P>, stdout: string[]): string;
+	/**
+	 * The host task a failure of the command leaves behind (`vzstart` for `pct start`): when the
+	 * command fails, the runner reads that task's log and adds its decisive line to the error
+	 * (executions/phases/task-cause.ts).
+	 */
+	failedTask?(p: z.output<P>, ctx: StepContext): { type: string; vmid: string };
 }
 
 export const MIN = 60_000;

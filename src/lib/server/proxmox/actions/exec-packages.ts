@@ -1,6 +1,24 @@
-// Commands and packages inside a container: a fixed argv, an apt upgrade.
+// Commands and packages inside a container or on the node: a fixed argv, an apt upgrade.
 import { ACTION_PARAMS } from '../../../schemas/action-params';
+import { KERNEL } from '../health-parse';
 import { MIN, def, inCt } from './def';
+
+/**
+ * What a dist-upgrade did, from its output: the packages it set up (dpkg's `Setting up <pkg>
+ * (<version>) ...`), and "reboot needed" when a kernel is among them. Never throws: the upgrade
+ * ran whatever its output looks like.
+ */
+export function upgradeDigest(out: string | undefined, where: string): string {
+	const set = [...(out ?? '').matchAll(/^Setting up (\S+) \(([^)\s]+)\) \.\.\.$/gm)].map((m) => `${m[1]} ${m[2]}`);
+	const counted = /^(\d+) upgraded, (\d+) newly installed/m.exec(out ?? '');
+	if (!set.length) return counted ? `${where}: nothing to upgrade (${counted[0]})` : `${where}: dist-upgrade done`;
+	const kernels = set.map((s) => s.split(' ')[0]).filter((p) => KERNEL.test(p));
+	const shown = set.length > 12 ? [...set.slice(0, 12), `… ${set.length - 12} more`] : set;
+	return [
+		`${where}: ${set.length} package${set.length === 1 ? '' : 's'} upgraded${counted ? ` (${counted[0]})` : ''}: ${shown.join(', ')}`,
+		...(kernels.length ? [`reboot needed: a new kernel (${kernels.join(', ')}) runs only after a reboot`] : [])
+	].join('\n');
+}
 
 export const EXEC_PACKAGES = {
 	pct_exec: def({
@@ -13,7 +31,8 @@ export const EXEC_PACKAGES = {
 	}),
 	apt_upgrade: def({
 		classification: 'config_mutation',
-		description: 'apt-get update and dist-upgrade on the host or inside a container',
+		description:
+			'apt-get update and dist-upgrade on the host (the node: Proxmox says dist-upgrade, never upgrade; snapshot guests first in a plan) or inside a container; says when a new kernel needs a reboot',
 		scope: 'host-or-ct',
 		params: ACTION_PARAMS.apt_upgrade,
 		steps: (_p, { vmid }) => [
@@ -24,6 +43,19 @@ export const EXEC_PACKAGES = {
 				timeoutMs: 30 * MIN
 			}
 		],
-		preconditions: (_p, { vmid }) => (vmid ? [{ kind: 'ct-status', vmid, status: 'running' }] : [])
+		preconditions: (_p, { vmid }) => (vmid ? [{ kind: 'ct-status', vmid, status: 'running' }] : []),
+		digest: (_p, stdouts) => upgradeDigest(stdouts[1], 'dist-upgrade'),
+		// On the node, the API's pending list (recomputed once dpkg's status changed) is empty afterwards.
+		readBack: (_p, { vmid }) =>
+			vmid
+				? []
+				: [
+						{
+							label: 'verify: no pending updates',
+							argv: ['pvesh', 'get', '/nodes/localhost/apt/update', '--output-format', 'json'],
+							timeoutMs: MIN,
+							verify: { none: true, expect: 'no pending updates', failure: 'updates are still pending on the node' }
+						}
+					]
 	})
 };

@@ -20,7 +20,8 @@ export const VM_LIFECYCLE = {
 		changesInventory: true,
 		summary: (p) => `VM ${p.vmid} started`,
 		resume: (p) => resumeToStatus('VM', p.vmid, 'running'),
-		readBack: (p) => [statusIs('VM', p.vmid, 'running')]
+		readBack: (p) => [statusIs('VM', p.vmid, 'running')],
+		failedTask: (p) => ({ type: 'qmstart', vmid: p.vmid })
 	}),
 	qm_stop: def({
 		classification: 'config_mutation',
