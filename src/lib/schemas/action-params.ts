@@ -30,6 +30,7 @@ import {
 	nodeName
 } from './param-fields';
 import { HEALTH_PARAMS } from './health-params';
+import { BACKUP_PARAMS, retention } from './backup-params';
 
 const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const vmParams = z.object({ vmid }).strict();
@@ -97,7 +98,8 @@ export const ACTION_PARAMS = {
 			vmid: vmid.optional(),
 			storage: storage.default('local'),
 			mode: z.enum(['snapshot', 'suspend', 'stop']).default('snapshot'),
-			compress: z.enum(['zstd', 'gzip', 'lzo', '0']).default('zstd')
+			compress: z.enum(['zstd', 'gzip', 'lzo', '0']).default('zstd'),
+			prune: retention.optional().describe('retention applied after the backup (vzdump --prune-backups)')
 		})
 		.strict(),
 	pct_push: z.object({ vmid: vmid.optional(), path: ctPath, content: pushContent, mode: fileMode.default('0644') }).strict(),
@@ -155,7 +157,8 @@ export const ACTION_PARAMS = {
 	qm_migrate: z.object({ vmid, node: nodeName, online: z.boolean().default(false), withLocalDisks: z.boolean().default(false) }).strict(),
 	pct_stop: ctParams,
 	pct_destroy: ctParams,
-	...HEALTH_PARAMS
+	...HEALTH_PARAMS,
+	...BACKUP_PARAMS
 } satisfies Record<string, z.ZodType>;
 
 export type ParamsAction = keyof typeof ACTION_PARAMS;

@@ -16,6 +16,7 @@ import { HEALTH_CHECKS } from './actions/health-checks';
 import { VM_LIFECYCLE } from './actions/vm-lifecycle';
 import { MIGRATION } from './actions/migration';
 import { HEALTH_READS } from './health-reads';
+import { BACKUPS } from './actions/backups';
 
 export type { ActionDef, Precondition, Resume, Scope, Step, StepContext, Verify } from './actions/def';
 export { sha256 } from './actions/def';
@@ -77,7 +78,8 @@ export const ACTIONS = {
 	qm_migrate: MIGRATION.qm_migrate,
 	pct_stop: CT_LIFECYCLE.pct_stop,
 	pct_destroy: CT_LIFECYCLE.pct_destroy,
-	...healthReads
+	...healthReads,
+	...BACKUPS
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;

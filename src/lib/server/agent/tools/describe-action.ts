@@ -1,9 +1,14 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { ACTIONS, ACTION_NAMES, isActionName, type ActionName } from '../../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, isActionName, needsPerson, type ActionName } from '../../proxmox/actions';
 import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from '../../proxmox/health-reads';
+import { BACKUP_ACTIONS } from '../../proxmox/actions/backups';
 import { actionParamsSchema, actionSignature } from '../../proxmox/tool-schema';
 import { toolError, type ToolContext } from './context';
+
+/** How a family member that is not a read is approved, in its line. */
+const approvalMark = (n: ActionName) =>
+	ACTIONS[n].classification === 'read_only' ? '' : needsPerson(n) ? ' [destructive: a person approves]' : ' [waits for approval]';
 
 /**
  * describe_action: one catalogued action in full (what it does, how it is approved, where it
@@ -20,9 +25,10 @@ export function describeActionTool(_ctx: ToolContext) {
 				return {
 					family: HEALTH_FAMILY,
 					does: HEALTH_GIST,
-					classification: 'read_only',
+					classification: 'read_only unless marked',
 					target: 'a host (node?: another cluster member, read through it)',
-					actions: (HEALTH_ACTIONS as ActionName[]).map((n) => `${actionSignature(n)}: ${ACTIONS[n].description}`)
+					// The backup actions (issue #45 item 2) are described here too: those that change something say how they are approved.
+					actions: ([...HEALTH_ACTIONS, ...BACKUP_ACTIONS] as ActionName[]).map((n) => `${actionSignature(n)}${approvalMark(n)}: ${ACTIONS[n].description}`)
 				};
 			}
 			if (!isActionName(action)) return toolError(`unknown action '${action}'`, `actions: ${ACTION_NAMES.join(', ')}; families: ${HEALTH_FAMILY}`);

@@ -2,6 +2,7 @@ import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, isActionName, needsPerson, type ActionDef, type ActionName } from '../../proxmox/actions';
 import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from '../../proxmox/health-reads';
+import { BACKUP_ACTIONS } from '../../proxmox/actions/backups';
 import { requestCauseOf } from '../../executions/cause';
 import { actionSignature } from '../../proxmox/tool-schema';
 import { requestExecution } from '../../executions/request';
@@ -68,7 +69,7 @@ const GROUPS: Array<[string, (n: ActionName) => boolean]> = [
  */
 export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 	// A family described on demand (describe_action "health") is named, not listed (issue #45: the first request's budget).
-	const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
+	const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n) && !BACKUP_ACTIONS.includes(n));
 	const names = listed.filter((n) => opts.cluster || !CLUSTER_ACTIONS.includes(n));
 	const lines = GROUPS.map(
 		([label, has]) =>
