@@ -11,7 +11,14 @@ export type Retention = Partial<Record<(typeof RETENTION_KEYS)[number], number>>
 const count = z.number().int().min(1).max(10_000);
 /** A retention as PVE's `keep-last=…,keep-daily=…` (keep-all is left out: it prunes nothing). */
 export const retention = z
-	.object({ last: count.optional(), hourly: count.optional(), daily: count.optional(), weekly: count.optional(), monthly: count.optional(), yearly: count.optional() })
+	.object({
+		last: count.optional(),
+		hourly: count.optional(),
+		daily: count.optional(),
+		weekly: count.optional(),
+		monthly: count.optional(),
+		yearly: count.optional()
+	})
 	.strict()
 	.refine((k) => RETENTION_KEYS.some((n) => k[n] !== undefined), 'keep at least one of last, hourly, daily, weekly, monthly, yearly')
 	.describe('counts to keep: last, hourly, daily, weekly, monthly, yearly');
@@ -65,6 +72,9 @@ export const BACKUP_PARAMS = {
 			path: ['remove']
 		})
 		.refine((p) => new Set(p.remove).size === p.remove.length, { message: 'a volume is listed twice', path: ['remove'] }),
-	backup_delete: z.object({ volid: backupVolid }).strict(),
+	backup_delete: z
+		.object({ storage, volid: backupVolid })
+		.strict()
+		.refine((p) => volidParts(p.volid)?.storage === p.storage, { message: 'the volume must be on this storage', path: ['volid'] }),
 	backup_job_retention: z.object({ id: backupJobId, keep: retention }).strict()
 };

@@ -164,7 +164,7 @@ export function backupChecks(pre: Precondition[]): BackupCheck[] {
 		if (p.kind === 'prune-set') {
 			out.push({ argv: pruneArgv(p.storage, p.vmid, p.keep, true), judge: (r) => judgePruneSet(p, r) });
 		} else if (p.kind === 'backup-deletable') {
-			out.push({ argv: backupListArgv(p.storage, p.vmid), judge: (r) => judgeDeletable(p, r) });
+			out.push({ argv: backupListArgv(p.storage), judge: (r) => judgeDeletable(p, r) });
 		} else if (p.kind === 'backup-space') {
 			let last: BackupVolume | undefined;
 			out.push({
@@ -179,7 +179,8 @@ export function backupChecks(pre: Precondition[]): BackupCheck[] {
 				argv: storagesArgv(),
 				judge: (r) => {
 					const avail = freeBytes(r, p.storage);
-					if (avail === null) return { unknown: `the free space of ${p.storage} could not be read (${r.exitCode === 0 ? 'not listed' : failedRead(r, 'pvesh get …/storage')})` };
+					if (avail === null)
+						return { unknown: `the free space of ${p.storage} could not be read (${r.exitCode === 0 ? 'not listed' : failedRead(r, 'pvesh get …/storage')})` };
 					const why = noRoom(p, last, avail);
 					return why ? { cannot: why } : null;
 				}

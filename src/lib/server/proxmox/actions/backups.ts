@@ -7,7 +7,7 @@ import { backupListArgv, pruneArgv, pruneDigest } from '../backup-facts';
 import { MIN, def, type Step } from './def';
 
 /** The read-back of backups that must be gone from a storage (a list that cannot be read is no answer). */
-export const backupsGone = (storage: string, vmid: string, volids: string[]): Step => ({
+export const backupsGone = (storage: string, vmid: string | undefined, volids: string[]): Step => ({
 	label: `verify: ${volids.length === 1 ? volids[0] : `${volids.length} backups`} gone from ${storage}`,
 	argv: backupListArgv(storage, vmid),
 	timeoutMs: MIN,
@@ -39,7 +39,9 @@ export const BACKUPS = {
 			'prune backups of a guest on a storage by retention; remove: exactly the volids backup_prune_preview marks remove (a different live set is refused before it runs)',
 		scope: 'host',
 		params: ACTION_PARAMS.backup_prune,
-		steps: (p) => [{ label: `prune ${plural(p.remove.length)} of ${p.vmid} on ${p.storage}`, argv: pruneArgv(p.storage, p.vmid, p.keep, false), timeoutMs: 10 * MIN }],
+		steps: (p) => [
+			{ label: `prune ${plural(p.remove.length)} of ${p.vmid} on ${p.storage}`, argv: pruneArgv(p.storage, p.vmid, p.keep, false), timeoutMs: 10 * MIN }
+		],
 		preconditions: (p) => [{ kind: 'prune-set', storage: p.storage, vmid: p.vmid, keep: p.keep, remove: p.remove }],
 		summary: (p) => `${plural(p.remove.length)} of guest ${p.vmid} removed from ${p.storage} (${retentionText(p.keep)})`,
 		readBack: (p) => [backupsGone(p.storage, p.vmid, p.remove)]
@@ -51,15 +53,9 @@ export const BACKUPS = {
 		scope: 'host',
 		params: ACTION_PARAMS.backup_delete,
 		steps: (p) => [{ label: `pvesm free ${p.volid}`, argv: ['pvesm', 'free', p.volid], timeoutMs: 10 * MIN }],
-		preconditions: (p) => {
-			const { storage, vmid } = volidParts(p.volid)!;
-			return [{ kind: 'backup-deletable', storage, vmid, volid: p.volid }];
-		},
+		preconditions: (p) => [{ kind: 'backup-deletable', storage: p.storage, vmid: volidParts(p.volid)?.vmid ?? '', volid: p.volid }],
 		summary: (p) => `${p.volid} deleted`,
-		readBack: (p) => {
-			const { storage, vmid } = volidParts(p.volid)!;
-			return [backupsGone(storage, vmid, [p.volid])];
-		}
+		readBack: (p) => [backupsGone(p.storage, undefined, [p.volid])]
 	}),
 	backup_job_retention: def({
 		classification: 'config_mutation',
@@ -67,7 +63,11 @@ export const BACKUPS = {
 		scope: 'host',
 		params: ACTION_PARAMS.backup_job_retention,
 		steps: (p) => [
-			{ label: `backup job ${p.id}: ${retentionText(p.keep)}`, argv: ['pvesh', 'set', `/cluster/backup/${p.id}`, '--prune-backups', retentionText(p.keep)], timeoutMs: MIN }
+			{
+				label: `backup job ${p.id}: ${retentionText(p.keep)}`,
+				argv: ['pvesh', 'set', `/cluster/backup/${p.id}`, '--prune-backups', retentionText(p.keep)],
+				timeoutMs: MIN
+			}
 		],
 		summary: (p) => `backup job ${p.id} keeps ${retentionText(p.keep)}`,
 		readBack: (p) => [
@@ -75,7 +75,12 @@ export const BACKUPS = {
 				label: `verify: job ${p.id} keeps ${retentionText(p.keep)}`,
 				argv: ['pvesh', 'get', `/cluster/backup/${p.id}`, '--output-format', 'json'],
 				timeoutMs: MIN,
-				verify: { retention: retentionText(p.keep), anyExit: true, expect: retentionText(p.keep), failure: `backup job ${p.id} does not show ${retentionText(p.keep)}` }
+				verify: {
+					retention: retentionText(p.keep),
+					anyExit: true,
+					expect: retentionText(p.keep),
+					failure: `backup job ${p.id} does not show ${retentionText(p.keep)}`
+				}
 			}
 		]
 	})
