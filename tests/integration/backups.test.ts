@@ -228,7 +228,7 @@ describe('delete one backup volume', () => {
 		expect(await onLocal()).toContain(target);
 		// The double refuses as pve-storage does, were it asked.
 		const raw = await onDouble(pve, `pvesm free ${protectedOne}`);
-		expect(raw.exitCode).not.toBe(0);
+		expect(raw.code).not.toBe(0);
 		expect(raw.stderr).toContain("cannot remove protected volume 'backup/vzdump-lxc-101-2026_12_02-02_00_00.tar.zst' on 'local'");
 	});
 });

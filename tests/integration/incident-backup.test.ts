@@ -78,7 +78,7 @@ describe('incident (a): a backup failed for lack of space', () => {
 		};
 		const r = await receiveDelivery(hook.id, new Headers({ authorization: `Bearer ${secret}` }), Buffer.from(JSON.stringify(alert)));
 		expect(r.status).toBe(202);
-		const sessionId = r.body.alerts[0].sessionId as string;
+		const sessionId = (r.body as { alerts: { sessionId: string }[] }).alerts[0].sessionId;
 
 		const plan = await waitUntil(
 			async () => (await sql()<{ id: string; status: string }[]>`select id, status from plans where session_id = ${sessionId}`)[0],

@@ -2,7 +2,7 @@
 // inconclusive, never "gone"; pvesm's dry-run table is read exactly, and anything else refuses.
 import { describe, expect, it } from 'vitest';
 import { judgeRead } from '../../src/lib/server/executions/verdict';
-import { backupsGone, newBackup } from '../../src/lib/server/proxmox/actions/backups';
+import { backupsGone, newBackup } from '../../src/lib/server/proxmox/actions/read-backs';
 import { markedRemove, parsePruneDryRun } from '../../src/lib/server/proxmox/backup-facts';
 
 const A = 'local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst';

@@ -10,6 +10,7 @@ import { describeActionTool } from '../../src/lib/server/agent/tools/describe-ac
 import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
 import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, type ActionName } from '../../src/lib/server/proxmox/actions';
 import { HEALTH_ACTIONS } from '../../src/lib/server/proxmox/health-reads';
+import { BACKUP_ACTIONS } from '../../src/lib/server/proxmox/actions/backups';
 
 type JSONSchema7Definition = JSONSchema7 | boolean;
 
@@ -108,9 +109,9 @@ describe('request_execution input schema', () => {
 		// a family described on demand (health) by its name only, its members by describe_action.
 		// Without defaults there (every request carries the catalogue); describe_action gives them.
 		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
-		const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n));
+		const listed = ACTION_NAMES.filter((n) => !HEALTH_ACTIONS.includes(n) && !BACKUP_ACTIONS.includes(n));
 		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
-		for (const name of [...CLUSTER_ACTIONS, ...HEALTH_ACTIONS]) expect(t.description).not.toContain(`${name}(`);
+		for (const name of [...CLUSTER_ACTIONS, ...HEALTH_ACTIONS, ...BACKUP_ACTIONS]) expect(t.description).not.toContain(`${name}(`);
 		expect(t.description).toContain('or the family health (');
 		const inCluster = requestExecutionTool({ ...ctx, cluster: true });
 		for (const name of listed) expect(inCluster.description).toContain(brief(name));

@@ -3,24 +3,9 @@
 // (describe_action "health"), not in every first request. vzdump itself is in snapshots-backups.ts.
 import { ACTION_PARAMS } from '../../../schemas/action-params';
 import { retentionText, volidParts } from '../../../schemas/backup-params';
-import { backupListArgv, pruneArgv, pruneDigest } from '../backup-facts';
-import { MIN, def, type Step } from './def';
-
-/** The read-back of backups that must be gone from a storage (a list that cannot be read is no answer). */
-export const backupsGone = (storage: string, vmid: string | undefined, volids: string[]): Step => ({
-	label: `verify: ${volids.length === 1 ? volids[0] : `${volids.length} backups`} gone from ${storage}`,
-	argv: backupListArgv(storage, vmid),
-	timeoutMs: MIN,
-	verify: { backups: { gone: volids }, anyExit: true, expect: `${volids.length} gone`, failure: `not every removed backup is gone from ${storage}` }
-});
-
-/** The read-back after a vzdump: a backup of the guest on the storage that was not there before the run. */
-export const newBackup = (storage: string, vmid: string, before: string[]): Step => ({
-	label: `verify: a new backup of ${vmid} on ${storage}`,
-	argv: backupListArgv(storage, vmid),
-	timeoutMs: MIN,
-	verify: { backups: { newOf: { vmid, before } }, anyExit: true, expect: 'a new backup', failure: `no new backup of guest ${vmid} is listed on ${storage}` }
-});
+import { pruneArgv, pruneDigest } from '../backup-facts';
+import { MIN, def } from './def';
+import { backupsGone } from './read-backs';
 
 const plural = (n: number) => `${n} backup${n === 1 ? '' : 's'}`;
 

@@ -2,8 +2,7 @@
 import { ACTION_PARAMS } from '../../../schemas/action-params';
 import { retentionText } from '../../../schemas/backup-params';
 import { MIN, def, exists, vmExists } from './def';
-import { statusIs, resumeToSnapshot } from './read-backs';
-import { newBackup } from './backups';
+import { newBackup, statusIs, resumeToSnapshot } from './read-backs';
 
 export const SNAPSHOTS_BACKUPS = {
 	pct_snapshot: def({
