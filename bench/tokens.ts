@@ -26,7 +26,7 @@
 //      seconds they cost at 50 and 1,000 prompt tokens/s. Goal: re-processed ≤ 1.15 × new, except
 //      right after a fold (the previous request's messages are not all there).
 //
-//   npm run bench:tokens [-- --only create|recover|deploy|answer|long] [--json]
+//   npm run bench:tokens [-- --only create|recover|deploy|answer|backup|long] [--json]
 //   npm run bench:tokens -- --from-dump <dir>   (only the prefix-cache figures, from a BENCH_DUMP of any commit)
 // Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
 import fs from 'node:fs/promises';
@@ -143,6 +143,49 @@ const SCENARIOS: Scenario[] = [
 		ask: 'Which containers are running, and how much memory does each use?',
 		script: [call('list_lxcs', {}), { text: 'Running: caddy (100) and old... (see the table).' }],
 		expect: []
+	},
+	{
+		// Issue #45 incident (a), asked as a chat message (its integration and e2e tests start it from the webhook).
+		name: 'backup',
+		ask: 'The backup of CT 101 failed: No space left on device. Fix it.',
+		setup: async (pve) => {
+			const day = (d: number) => ({
+				volid: `local:backup/vzdump-lxc-101-2026_12_0${d}-02_00_00.tar.zst`,
+				vmid: 101,
+				subtype: 'lxc',
+				size: 2 * 1024 ** 3,
+				ctime: Math.floor(Date.parse(`2026-12-0${d}T02:00:00Z`) / 1000)
+			});
+			await pve.setHealth({ backups: { local: [1, 2, 3, 4].map(day) } });
+			await pve.fill('local', 0.999, 100 * 1024 ** 3);
+		},
+		script: [
+			exec('strong', 'storage_status', {}, 'is the backup storage full'),
+			exec('strong', 'backup_list', { storage: 'local', vmid: 101 }, 'the backups of CT 101'),
+			exec('strong', 'backup_prune_preview', { storage: 'local', vmid: 101, keep: { last: 2 } }, 'what keep-last=2 would remove'),
+			call('propose_plan', {
+				title: 'Free space on local and back up CT 101 again',
+				steps: [
+					{
+						action: 'backup_prune',
+						target: 'strong',
+						params: {
+							storage: 'local',
+							vmid: 101,
+							keep: { last: 2 },
+							remove: ['local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst', 'local:backup/vzdump-lxc-101-2026_12_02-02_00_00.tar.zst']
+						},
+						why: 'local is full: the dry run removes the two oldest backups of CT 101'
+					},
+					{ action: 'vzdump', target: 'lxc:strong/101', params: { storage: 'local' }, why: 'the failed backup, again' }
+				]
+			}),
+			{ text: 'Pruned the two oldest backups of CT 101 and backed it up again: the new backup is verified on local.' }
+		],
+		expect: [
+			{ action: 'backup_prune', status: 'succeeded' },
+			{ action: 'vzdump', status: 'succeeded' }
+		]
 	}
 ];
 

@@ -10,6 +10,7 @@ import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { ACTION_NAMES } from '../../src/lib/server/proxmox/actions';
 import { createHook } from '../../src/lib/server/watches/hooks';
 import { receiveDelivery } from '../../src/lib/server/watches/intake';
+import { applyDelivery } from '../../src/lib/server/watches/apply';
 import { sumFigures, verdictOf, wilsonLowerBound } from '../../src/lib/server/qualify/figures';
 import { getToolName, isToolPart, callInput } from '../../src/lib/messages/parts';
 import { usageOf } from '../../src/lib/messages/usage';
@@ -74,8 +75,14 @@ async function begin(s: Scenario, ctx: SuiteContext, sandbox: Sandbox, run: numb
 	const hook = (ctx.hook ??= await createHook(ctx.operator, { name: 'qualify', kind: 'generic' }));
 	const body = JSON.stringify({ ...start.alert, key: `${s.id}-${run}-${Date.now()}` });
 	const answer = await receiveDelivery(hook.id, new Headers({ authorization: `Bearer ${hook.secret}` }), Buffer.from(body));
-	const sessionId = (answer.body.alerts as { sessionId: string | null }[] | undefined)?.[0]?.sessionId;
-	if (!sessionId) throw new Error(`the alert opened no session: ${answer.status} ${JSON.stringify(answer.body)}`);
+	if (answer.status !== 202) throw new Error(`the alert was not taken: ${answer.status} ${JSON.stringify(answer.body)}`);
+	// The intake stores the delivery and a job applies it: applied here at once (if the sandbox's
+	// worker got to it first, this waits on its lock and finds it done); the stored outcome tells.
+	const deliveryId = String(answer.body.deliveryId);
+	await applyDelivery(deliveryId);
+	const [row] = await sql()<{ outcome: { sessionId: string | null }[] | null }[]>`select outcome from alert_deliveries where id = ${deliveryId}`;
+	const sessionId = row?.outcome?.[0]?.sessionId;
+	if (!sessionId) throw new Error(`the alert opened no session: ${JSON.stringify(row?.outcome ?? null)}`);
 	return { sessionId, messages: 0 };
 }
 

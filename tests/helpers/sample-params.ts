@@ -33,7 +33,10 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 	pct_snapshot: [{ name: 'before-upgrade', description: 'a note' }],
 	pct_rollback: [{ name: 'before-upgrade', start: true }],
 	pct_delsnapshot: [{ name: 'before-upgrade' }],
-	vzdump: [{ storage: 'local', mode: 'stop', compress: 'gzip' }],
+	vzdump: [
+		{ storage: 'local', mode: 'stop', compress: 'gzip' },
+		{ storage: 'local', prune: { last: 3 } }
+	],
 	pct_push: [{ path: '/etc/app/it.conf', content: "a = 'b'\n$(x)\n" }],
 	ct_http_check: [{ port: 8080, path: '/healthz?x=1&y=2' }],
 	ct_service_active: [{ unit: 'caddy.service' }],
@@ -86,5 +89,12 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 	node_apt_refresh: [{}, { node: 'pve2' }],
 	pve_service: [{ service: 'pveproxy' }, { service: 'corosync', op: 'reload' }],
 	storage_content: [{ storage: 'local-lvm' }, { storage: 'local', limit: 5, node: 'pve2' }],
-	journal_tail: [{ unit: 'caddy.service' }, { unit: 'nginx', lines: 100 }]
+	journal_tail: [{ unit: 'caddy.service' }, { unit: 'nginx', lines: 100 }],
+	backup_prune_preview: [{ storage: 'local', vmid: 101, keep: { last: 2 } }],
+	backup_prune: [
+		{ storage: 'local', vmid: 101, keep: { last: 2, daily: 7 }, remove: ['local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst'] },
+		{ storage: 'pbs', vmid: '101', keep: { weekly: 4 }, remove: ['pbs:backup/ct/101/2026-12-01T02:00:00Z'] }
+	],
+	backup_delete: [{ storage: 'local', volid: 'local:backup/vzdump-qemu-200-2026_12_01-02_00_00.vma.zst' }],
+	backup_job_retention: [{ id: 'backup-0c1a2b3c-4d5e', keep: { last: 3, monthly: 6 } }]
 };

@@ -11,7 +11,7 @@ import { getPlan } from '../../src/lib/server/db/queries/plans';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { operatorDecidesPlan } from '../../src/lib/server/executions/decisions';
-import { receiveDelivery } from '../../src/lib/server/watches/intake';
+import { deliverAlert } from '../helpers/alerts';
 import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { plans__advance } from '../../tasks/plans__advance';
@@ -67,7 +67,7 @@ async function hook(kind: 'proxmox' | 'alertmanager'): Promise<{ id: string; sec
 /** An alert delivered as its sender POSTs it; the investigation's first turn runs (the model scripted before). */
 async function alerted(kind: 'proxmox' | 'alertmanager', body: unknown): Promise<string> {
 	const h = await hook(kind);
-	const r = await receiveDelivery(h.id, new Headers({ authorization: `Bearer ${h.secret}` }), Buffer.from(JSON.stringify(body)));
+	const r = await deliverAlert(h.id, new Headers({ authorization: `Bearer ${h.secret}` }), Buffer.from(JSON.stringify(body)));
 	expect(r.status).toBe(202);
 	const [job] = await jobs('agent__run_turn');
 	await agent__run_turn(job.payload, {} as never);

@@ -70,7 +70,14 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	node_apt_refresh: { target: 'strong', params: {} },
 	pve_service: { target: 'strong', params: { service: 'pveproxy' } },
 	storage_content: { target: 'strong', params: { storage: 'local-lvm' } },
-	journal_tail: { target: 'strong/100', params: { unit: 'nginx.service' } }
+	journal_tail: { target: 'strong/100', params: { unit: 'nginx.service' } },
+	backup_prune_preview: { target: 'strong', params: { storage: 'local', vmid: 101, keep: { last: 2 } } },
+	backup_prune: {
+		target: 'strong',
+		params: { storage: 'local', vmid: 101, keep: { last: 2 }, remove: ['local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst'] }
+	},
+	backup_delete: { target: 'strong', params: { storage: 'local', volid: 'local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst' } },
+	backup_job_retention: { target: 'strong', params: { id: 'backup-0c1a2b3c-4d5e', keep: { last: 3 } } }
 };
 
 const base = (action: string) => ({ target: VALID[action].target, action, params: { ...VALID[action].params }, reason: 'because' });

@@ -136,9 +136,9 @@ describe('PVE services and journals', () => {
 		};
 		expect(d.classification).toBe('read_only unless marked');
 		expect(d.actions[0]).toMatch(/^storage_status\(node\?\): /);
-		expect(d.actions.slice(-4)).toEqual([
+		expect(d.actions.slice(9, 13)).toEqual([
 			expect.stringMatching(/^node_apt_refresh\(node\?\): refresh a node's package lists/),
-			expect.stringMatching(/^pve_service\(service: pveproxy\|pvedaemon\|.*\|systemd-timesyncd, op\?=restart\) \[config_mutation\]: /),
+			expect.stringMatching(/^pve_service\(service: pveproxy\|pvedaemon\|.*\|systemd-timesyncd, op\?=restart\) \[waits for approval\]: /),
 			expect.stringMatching(/^storage_content\(storage, limit\?=15, node\?\): what takes a storage's space/),
 			expect.stringMatching(/^journal_tail\(unit, lines\?=50\): /)
 		]);

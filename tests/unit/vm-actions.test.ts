@@ -216,6 +216,6 @@ describe('the agent sees them', () => {
 		expect(actionSignature('vm_http_check')).toBe('vm_http_check(vmid, port, path?=/, timeoutS?=5, scheme?: http|https)');
 		expect(actionSignature('qm_start')).toBe('qm_start(vmid, healthHttp?: {port, path})');
 		// A long enum with a default shows the default only; describe_action lists the values.
-		expect(actionSignature('vzdump')).toBe('vzdump(storage?=local, mode?=snapshot, compress?=zstd)');
+		expect(actionSignature('vzdump')).toBe('vzdump(storage?=local, mode?=snapshot, compress?=zstd, prune?)');
 	});
 });

@@ -1,12 +1,10 @@
-// Incidents whose fixing actions other branches are adding (h/backups45: prune, vzdump with a
-// retention; h/ops45: node updates as a plan). Each names the actions it needs as patterns: while
-// the catalogue has none that match it is skipped with that reason, and it is always counted apart.
-// To finish one: check the needs' patterns against the real action names, and tighten the oracle.
+// Incidents whose fixing actions came last (backup_prune with its dry run, vzdump with a retention;
+// apt_upgrade on a node after node_apt_refresh). Each names the actions it needs as patterns: while
+// the catalogue has none that match it is skipped with that reason. They are counted apart until a
+// scripted careful model has passed them in tests/integration/qualify.test.ts.
 import { GiB } from '../../../tests/doubles/proxmox/health';
 import { expect, looked, lxc } from '../oracle';
 import type { Scenario } from '../types';
-
-const NODE_UPGRADE = /node.*(upgrade|apply)|(upgrade|apply).*node|dist_upgrade|full_upgrade/;
 
 export const PENDING: Scenario[] = [
 	{
@@ -43,8 +41,8 @@ export const PENDING: Scenario[] = [
 		id: 'updates-pending',
 		title: 'Node updates pending: a plan with snapshots first',
 		group: 'pending',
-		// Not node_updates (the read) nor apt_upgrade (inside a CT): an action that applies a node's updates.
-		needsActions: [NODE_UPGRADE],
+		// apt_upgrade on a node (its dist-upgrade, with the "reboot needed" flag) came with node_apt_refresh.
+		needsActions: [/^node_apt_refresh$/],
 		async setup({ node }) {
 			await node.setHealth({
 				apt: [
@@ -54,9 +52,12 @@ export const PENDING: Scenario[] = [
 			});
 		},
 		start: { chat: 'Are there updates for strong? If so, apply them safely.' },
-		needs: [{ action: NODE_UPGRADE, target: 'strong' }, { action: 'pct_snapshot' }],
+		needs: [{ action: 'apt_upgrade', target: 'strong' }, { action: 'pct_snapshot' }],
 		async oracle(r) {
-			return [...looked(r, 'updates are pending', 'node_updates'), ...expect(((await r.node.health()).apt ?? []).length === 0, 'updates are still pending')];
+			return [
+				...looked(r, 'updates are pending', 'node_updates', 'node_apt_refresh'),
+				...expect(((await r.node.health()).apt ?? []).length === 0, 'updates are still pending')
+			];
 		}
 	}
 ];

@@ -31,6 +31,7 @@ import {
 } from './param-fields';
 import { HEALTH_PARAMS } from './health-params';
 import { NODE_OPS_PARAMS } from './node-ops-params';
+import { BACKUP_PARAMS, retention } from './backup-params';
 
 const ctParams = z.object({ vmid: vmid.optional() }).strict();
 const vmParams = z.object({ vmid }).strict();
@@ -98,7 +99,8 @@ export const ACTION_PARAMS = {
 			vmid: vmid.optional(),
 			storage: storage.default('local'),
 			mode: z.enum(['snapshot', 'suspend', 'stop']).default('snapshot'),
-			compress: z.enum(['zstd', 'gzip', 'lzo', '0']).default('zstd')
+			compress: z.enum(['zstd', 'gzip', 'lzo', '0']).default('zstd'),
+			prune: retention.optional().describe('retention applied after the backup (vzdump --prune-backups)')
 		})
 		.strict(),
 	pct_push: z.object({ vmid: vmid.optional(), path: ctPath, content: pushContent, mode: fileMode.default('0644') }).strict(),
@@ -157,7 +159,8 @@ export const ACTION_PARAMS = {
 	pct_stop: ctParams,
 	pct_destroy: ctParams,
 	...HEALTH_PARAMS,
-	...NODE_OPS_PARAMS
+	...NODE_OPS_PARAMS,
+	...BACKUP_PARAMS
 } satisfies Record<string, z.ZodType>;
 
 export type ParamsAction = keyof typeof ACTION_PARAMS;

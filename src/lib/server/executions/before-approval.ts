@@ -15,6 +15,7 @@ import { lease } from '../ssh/pool';
 import type { BeforeApproval } from '../../types/executions';
 import type { Precondition } from '../proxmox/actions';
 import { KERNEL } from '../proxmox/health-parse';
+import { backupChecks } from '../proxmox/backup-facts';
 
 /** What the checks need of a prepared request. */
 export type Checkable = { action: string; hostName: string; vmid?: string; params: Record<string, unknown>; preconditions: Precondition[] };
@@ -93,6 +94,8 @@ export function checksFor(p: Checkable): Check[] {
 			});
 		}
 	}
+	// Backups (issue #45): a prune's set against its live dry run, a delete's volume, a vzdump's room.
+	checks.push(...backupChecks(p.preconditions));
 	const vmVmid = typeof p.params.vmid === 'string' || typeof p.params.vmid === 'number' ? String(p.params.vmid) : undefined;
 	const destroyed =
 		p.action === 'pct_destroy'

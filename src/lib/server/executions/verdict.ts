@@ -2,6 +2,7 @@ import { ACTIONS, isActionName, type ActionDef, type Step, type StepContext, typ
 import type { ExecutionStep, Verdict } from '../../types/executions';
 import { healthSteps } from './safeguards';
 import { saysAbsent } from './host-reads';
+import { judgeBackupOutput } from '../proxmox/backup-facts';
 
 // Every mutation ends with a verdict from an independent read of its target after its command
 // exited 0: the wanted state is there (verified), a definite other state is (still failing), or
@@ -62,6 +63,7 @@ type Output = { pass: true; showed: string } | { pass: false; showed: string } |
 
 /** Judges a read's output by its verify: the expected answer, a definite other one, or nothing to read. */
 export function judgeOutput(v: Verify, stdout: string): Output {
+	if (v.backups || v.retention !== undefined) return judgeBackupOutput(v, stdout);
 	const lines = stdout.split('\n').map((l) => l.trim());
 	if (v.json) {
 		let data: unknown;

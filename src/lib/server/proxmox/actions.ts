@@ -17,6 +17,7 @@ import { VM_LIFECYCLE } from './actions/vm-lifecycle';
 import { MIGRATION } from './actions/migration';
 import { HEALTH_READS } from './health-reads';
 import { NODE_OPS } from './actions/node-ops';
+import { BACKUPS } from './actions/backups';
 
 export type { ActionDef, Precondition, Resume, Scope, Step, StepContext, Verify } from './actions/def';
 export { sha256 } from './actions/def';
@@ -82,7 +83,8 @@ export const ACTIONS = {
 	node_apt_refresh: NODE_OPS.node_apt_refresh,
 	pve_service: NODE_OPS.pve_service,
 	storage_content: NODE_OPS.storage_content,
-	journal_tail: NODE_OPS.journal_tail
+	journal_tail: NODE_OPS.journal_tail,
+	...BACKUPS
 } satisfies { [K in ParamsAction]: ActionDef<(typeof ACTION_PARAMS)[K]> };
 
 export type ActionName = keyof typeof ACTIONS;

@@ -3,9 +3,11 @@
 // phrase and lists none of its members; describe_action "<family>" lists them. The node's
 // operations (actions/node-ops.ts: a package refresh, a PVE service's restart, a journal's tail)
 // belong to `health` with its reads: a family of its own cost 13 tokens of every first request,
-// "journals" in the phrase costs 2.
+// "journals" in the phrase costs 2. The backup actions (actions/backups.ts: prune, delete, a
+// job's retention) belong to it too.
 import { HEALTH_ACTIONS, HEALTH_FAMILY, HEALTH_GIST } from './health-reads';
 import { NODE_ACTIONS } from './actions/node-ops';
+import { BACKUP_ACTIONS } from './actions/backups';
 
 export interface Family {
 	name: string;
@@ -21,7 +23,7 @@ export const FAMILIES: readonly Family[] = [
 		name: HEALTH_FAMILY,
 		gist: `${HEALTH_GIST}, journals`,
 		target: 'a host (node?: another cluster member, read through it); journal_tail a host or a container',
-		actions: [...HEALTH_ACTIONS, ...NODE_ACTIONS]
+		actions: [...HEALTH_ACTIONS, ...NODE_ACTIONS, ...BACKUP_ACTIONS]
 	}
 ];
 

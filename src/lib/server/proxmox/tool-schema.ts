@@ -70,7 +70,8 @@ function fieldSignature(name: string, s: JSONSchema7, required: boolean, default
 	// An enum of three or more with a default shows only its default (vzdump's mode?=snapshot); describe_action lists the rest.
 	if (s.enum && !(s.default !== undefined && s.enum.length >= 3)) out += `: ${s.enum.map((x) => JSON.stringify(x).replace(/^"|"$/g, '')).join('|')}`;
 	else if (s.type === 'array') out += '[]';
-	else if (s.type === 'object' && s.properties) out += `: {${Object.keys(s.properties).join(', ')}}`;
+	// An object that says what it is in words (vzdump's prune) is named only: describe_action gives its fields.
+	else if (s.type === 'object' && s.properties && !(s.description && s.description.length > 4)) out += `: {${Object.keys(s.properties).join(', ')}}`;
 	else if (defaults && s.default !== undefined && typeof s.default !== 'object') out += `=${String(s.default)}`;
 	if (s.description && s.description.length <= 4) out += ` ${s.description}`;
 	return out;

@@ -2,7 +2,21 @@
 import { fail, listCts, loadCt, out, parseOpts } from './common.mjs';
 import { clusterGuests, clusterOf, memberCtx, partitionOf } from './cluster.mjs';
 import { lxcCurrent, lxcStatus, nodeEntry, qemuStatus, storages, toJson } from './model.mjs';
-import { aptUpdates, recordTask, refreshApt, backupJobs, disks, services, storageContent, taskList, taskLog, taskStatus } from './health.mjs';
+import {
+	aptUpdates,
+	recordTask,
+	refreshApt,
+	backupJobs,
+	disks,
+	loadHealth,
+	saveHealth,
+	services,
+	storageContent,
+	taskList,
+	taskLog,
+	taskStatus
+} from './health.mjs';
+import { parseRetention } from './prune.mjs';
 
 const FORMATS = new Set(['text', 'json', 'json-pretty', 'yaml']);
 
@@ -140,10 +154,29 @@ function ctConfig(ct) {
 	return { ...conf, digest: '6f1e0d6ac3b0c0e59b1f4b1d7d2e5c8a9f0b3c21' };
 }
 
+/** GET /cluster/backup/{id}: one job (PVE::API2::Backup read_job: "job '<id>' does not exist"). */
+function backupJob(ctx, id) {
+	const job = backupJobs(ctx).find((j) => j.id === id);
+	if (!job) fail(`job '${id}' does not exist`);
+	return job;
+}
+
+/** PUT /cluster/backup/{id} --prune-backups keep-…: the job's retention, kept as PVE writes it (a property string). */
+function setBackupJob(ctx, id, opts) {
+	backupJob(ctx, id);
+	const retention = opts.get('prune-backups');
+	if (retention === undefined) fail('400 Parameter verification failed.\nprune-backups: nothing to set (the double models only the retention)');
+	parseRetention(retention);
+	const h = loadHealth(ctx);
+	saveHealth(ctx, { ...h, jobs: (h.jobs ?? []).map((j) => (j.id === id ? { ...j, 'prune-backups': retention } : j)) });
+}
+
 /** Resolve a GET path to its data, or undefined when no handler matches. */
 function resolve(ctx, path, opts) {
 	if (path === '/cluster/nextid') return nextId(ctx);
 	if (path === '/cluster/backup') return backupJobs(ctx);
+	const job = /^\/cluster\/backup\/([^/]+)$/.exec(path);
+	if (job) return backupJob(ctx, job[1]);
 	if (path === '/cluster/resources') {
 		const type = opts.get('type');
 		if (type !== undefined && !['vm', 'storage', 'node', 'sdn'].includes(type)) {
@@ -236,6 +269,8 @@ export function pvesh(ctx, args) {
 		fail(`400 Parameter verification failed.\noutput-format: value '${format}' does not have a value in the enumeration 'text, json, json-pretty, yaml'`);
 	}
 	const path = ('/' + rawPath.replace(/^\/+|\/+$/g, '')).replace(/\/+/g, '/');
+	const jobPath = /^\/cluster\/backup\/([^/]+)$/.exec(path);
+	if (method === 'set' && jobPath) return setBackupJob(ctx, jobPath[1], opts);
 	const data = method === 'get' ? resolve(ctx, path, opts) : method === 'create' ? create(ctx, path) : undefined;
 	// pvesh.pm extract_path_info: `print STDERR "No '$cmd' handler defined for '$path'\n"; exit(1);` (the path as given)
 	if (data === undefined) fail(`No '${method}' handler defined for '${rawPath}'`, 1);

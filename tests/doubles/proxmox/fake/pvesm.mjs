@@ -1,6 +1,7 @@
 // Fake `pvesm` — `status` and `list <storage>` in the real column layouts.
 import { diskGb, fail, listCts, out, parseOpts } from './common.mjs';
 import { storages, templates } from './model.mjs';
+import { applyPrune, freeVolume, parseRetention, pruneList } from './prune.mjs';
 
 function status(ctx, only) {
 	const rows = storages(ctx).filter((s) => !only || s.storage === only);
@@ -51,11 +52,43 @@ function list(ctx, storage, content) {
 	for (const v of vols) out(v.vmid ? `${base(v.volid, v.format, v.content, v.size)} ${v.vmid}` : base(v.volid, v.format, v.content, v.size));
 }
 
+/**
+ * `pvesm prune-backups <storage> [--dry-run 1] [--vmid N] [--type lxc|qemu] [--prune-backups keep-…]`
+ * (pve-storage PVE/CLI/pvesm.pm): the dry run prints its NOTE and table; the prune itself runs
+ * as a worker that logs each removal.
+ */
+function prune(ctx, storage, opts) {
+	if (!storage) fail('400 not enough arguments\npvesm prune-backups <storage> [OPTIONS]');
+	const known = storages(ctx);
+	const s = known.find((x) => x.storage === storage);
+	if (!s) fail(`storage '${storage}' does not exist`);
+	if (!String(s.content).split(',').includes('backup')) fail(`storage '${storage}' does not support backups`);
+	const retention = opts.get('prune-backups');
+	// Without --prune-backups PVE uses the storage's own; the double's storages keep everything.
+	const keep = retention === undefined ? { 'keep-all': 1 } : parseRetention(retention);
+	const list = pruneList(ctx, storage, keep, { vmid: opts.get('vmid'), type: opts.get('type') });
+	if (['1', 'true', 'yes', 'on'].includes(opts.get('dry-run') ?? '0')) {
+		if (!list.length) return out('No backups found');
+		out('NOTE: this is only a preview and might not be what a subsequent\nprune call does if backups are removed/added in the meantime.\n');
+		const sorted = [...list].sort((a, b) => a.vmid - b.vmid || a.ctime - b.ctime);
+		const w = Math.max(...sorted.map((e) => e.volid.length)) + 1;
+		out(`${'Backup'.padEnd(w)} ${'Backup-ID'.padStart(15)} ${'Prune-Mark'.padStart(10)}`);
+		for (const e of sorted) out(`${e.volid.padEnd(w)} ${`${e.type}/${e.vmid}`.padStart(15)} ${e.mark.padStart(10)}`);
+		return;
+	}
+	for (const volid of applyPrune(ctx, storage, list)) out(`removing backup '${volid}'`);
+}
+
 /** @param {import('./common.mjs').Ctx} ctx @param {string[]} args */
 export function pvesm(ctx, args) {
 	const [cmd, ...rest] = args;
-	const { positional, opts } = parseOpts(rest);
+	const { positional, opts } = parseOpts(rest, new Set(['dry-run']));
 	if (cmd === 'status') return status(ctx, opts.get('storage'));
 	if (cmd === 'list') return list(ctx, positional[0], opts.get('content'));
+	if (cmd === 'prune-backups') return prune(ctx, positional[0], opts);
+	if (cmd === 'free') {
+		if (!positional[0]) fail('400 not enough arguments\npvesm free <volume> [OPTIONS]');
+		return freeVolume(ctx, positional[0]);
+	}
 	fail(`ERROR: unknown command 'pvesm${cmd ? ` ${cmd}` : ''}'\nUSAGE: pvesm <COMMAND> [ARGS] [OPTIONS]`);
 }

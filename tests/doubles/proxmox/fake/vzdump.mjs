@@ -1,8 +1,12 @@
-// Fake `vzdump <vmid> --storage <id> --mode snapshot|suspend|stop [--compress zstd|gzip|lzo|0]` (LXC only). Logs on stderr, as the real tool.
+// Fake `vzdump <vmid> --storage <id> --mode snapshot|suspend|stop [--compress zstd|gzip|lzo|0]
+// [--prune-backups keep-…]` (LXC only). Logs on stderr, as the real tool. The archive takes room on
+// its storage: one that does not fit fails with "No space left on device" and leaves no volume.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ctExists, diskGb, fail, parseOpts, readJson, sleep } from './common.mjs';
 import { loadHealth, saveHealth } from './health.mjs';
+import { storages } from './model.mjs';
+import { applyPrune, parseRetention, pruneList } from './prune.mjs';
 
 const EXT = { zstd: '.zst', gzip: '.gz', lzo: '.lzo', 0: '' };
 const log = (s) => process.stderr.write(s + '\n');
@@ -20,8 +24,11 @@ export async function vzdump(ctx, args) {
 		fail(`400 Parameter verification failed.\nmode: value '${mode}' does not have a value in the enumeration 'snapshot, suspend, stop'`);
 	if (!(compress in EXT))
 		fail(`400 Parameter verification failed.\ncompress: value '${compress}' does not have a value in the enumeration '0, 1, gzip, lzo, zstd'`);
-	if (!['local', 'local-lvm'].includes(storage)) fail(`storage '${storage}' does not exist`);
-	if (storage !== 'local') fail(`storage '${storage}' does not support backups`);
+	const target = storages(ctx).find((x) => x.storage === storage);
+	if (!target) fail(`storage '${storage}' does not exist`);
+	if (!String(target.content).split(',').includes('backup')) fail(`storage '${storage}' does not support backups`);
+	const retention = opts.get('prune-backups');
+	const keep = retention === undefined ? undefined : parseRetention(retention);
 	const cmdline = ['vzdump', ...args].join(' ');
 	log(`INFO: starting new backup job: ${cmdline}`);
 	const fail1 = (why) => {
@@ -52,12 +59,19 @@ export async function vzdump(ctx, args) {
 	log(`INFO: creating vzdump archive '/var/lib/vz/dump/${name}'`);
 	await sleep(ctx.delayMs);
 	const bytes = Math.round(diskGb(ct) * 0.09 * 1024 ** 3);
+	const archive = Math.round(bytes / 3);
+	if (archive > target.avail) {
+		// tar writes until the storage is full; zstd then fails its write and the job ends with errors.
+		log(`INFO: zstd: error 70 : Write error : cannot write block : No space left on device`);
+		log(`INFO: tar: -: Cannot write: Broken pipe`);
+		log(`INFO: cleanup temporary 'vzdump' snapshot`);
+		fail1(
+			`command 'set -o pipefail && tar cpf - --totals ./etc/vzdump/pct.conf . | zstd --rsyncable '--threads=1' >/var/lib/vz/dump/${name}.dat' failed: exit code 70 (No space left on device)`
+		);
+	}
 	log(`INFO: Total bytes written: ${bytes} (${(bytes / 1024 ** 2).toFixed(0)}MiB, 180MiB/s)`);
 	if (used === 'snapshot') log("INFO: cleanup temporary 'vzdump' snapshot");
-	log(`INFO: archive file size: ${(bytes / 3 / 1024 ** 2).toFixed(0)}MB`);
-	log(`INFO: Finished Backup of VM ${vmid} (00:00:0${1 + (Number(vmid) % 8)})`);
-	log(`INFO: Backup finished at ${stamp(new Date())}`);
-	log('INFO: Backup job finished successfully');
+	log(`INFO: archive file size: ${(archive / 1024 ** 2).toFixed(0)}MB`);
 	mkdirSync(join(ctx.state, 'dump'), { recursive: true });
 	writeFileSync(join(ctx.state, 'dump', name), `fake backup of CT ${vmid}\n`);
 	// …and a backup volume of the storage, as `pvesh get …/storage/local/content --content backup` lists it.
@@ -66,9 +80,18 @@ export async function vzdump(ctx, args) {
 		volid: `${storage}:backup/${name}`,
 		vmid: Number(vmid),
 		subtype: 'lxc',
-		size: Math.round(bytes / 3),
+		size: archive,
 		ctime: Math.floor(started.getTime() / 1000),
 		format: `tar${EXT[compress] ? `.${EXT[compress].slice(1)}` : ''}`
 	};
 	saveHealth(ctx, { ...h, backups: { ...h.backups, [storage]: [...(h.backups?.[storage] ?? []), vol] } });
+	if (keep) {
+		log(`INFO: prune older backups with retention: ${retention}`);
+		const gone = applyPrune(ctx, storage, pruneList(ctx, storage, keep, { vmid }));
+		for (const v of gone) log(`INFO: removing backup '${v}'`);
+		log(`INFO: pruned ${gone.length} backup(s) not covered by keep-retention policy`);
+	}
+	log(`INFO: Finished Backup of VM ${vmid} (00:00:0${1 + (Number(vmid) % 8)})`);
+	log(`INFO: Backup finished at ${stamp(new Date())}`);
+	log('INFO: Backup job finished successfully');
 }

@@ -1,9 +1,13 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import { ACTIONS, ACTION_NAMES, isActionName, type ActionName } from '../../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, isActionName, needsPerson, type ActionName } from '../../proxmox/actions';
 import { FAMILIES, familyNamed } from '../../proxmox/families';
 import { actionParamsSchema, actionSignature } from '../../proxmox/tool-schema';
 import { toolError, type ToolContext } from './context';
+
+/** How a family member that is not a read is approved, in its line. */
+const approvalMark = (n: ActionName) =>
+	ACTIONS[n].classification === 'read_only' ? '' : needsPerson(n) ? ' [destructive: a person approves]' : ' [waits for approval]';
 
 /**
  * describe_action: one catalogued action in full (what it does, how it is approved, where it
@@ -19,15 +23,15 @@ export function describeActionTool(_ctx: ToolContext) {
 			const family = familyNamed(action);
 			if (family) {
 				const members = family.actions as ActionName[];
-				// The family's classification is its first member's; a member of another says its own.
+				// The family's classification is its first member's; a member that changes something says how it is approved.
 				const usual = ACTIONS[members[0]].classification;
-				const mark = (n: ActionName) => (ACTIONS[n].classification === usual ? '' : ` [${ACTIONS[n].classification}]`);
 				return {
 					family: family.name,
 					does: family.gist,
-					classification: members.some((n) => mark(n)) ? `${usual} unless marked` : usual,
+					classification: members.some((n) => approvalMark(n)) ? `${usual} unless marked` : usual,
 					target: family.target,
-					actions: members.map((n) => `${actionSignature(n)}${mark(n)}: ${ACTIONS[n].description}`)
+					// Members that change something say how they are approved (the backup actions, a PVE service's restart).
+					actions: members.map((n) => `${actionSignature(n)}${approvalMark(n)}: ${ACTIONS[n].description}`)
 				};
 			}
 			if (!isActionName(action))

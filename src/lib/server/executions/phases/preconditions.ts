@@ -4,6 +4,7 @@ import { migrationProblems, readMigrationFacts } from '../../proxmox/migrate';
 import { guestName } from '../host-reads';
 import { rootfsStorage, snapshotCapable, storageType, vmDiskStorage, type Guest } from '../safeguards';
 import type { HostReader } from './host-reader';
+import { backupStale, isBackupPrecondition } from '../../proxmox/backup-facts';
 
 const GIB: Record<string, number> = { K: 1 / 1024 ** 2, M: 1 / 1024, G: 1, T: 1024 };
 
@@ -20,6 +21,7 @@ export async function checkPrecondition(reader: HostReader, p: Precondition, fou
 
 /** checkPrecondition's reads: a string is a refusal time will not change. Only the host's own "does not exist" makes a guest absent. */
 async function stale(reader: HostReader, p: Precondition, found: StepContext): Promise<string | { why: string; waitable: true } | null> {
+	if (isBackupPrecondition(p)) return backupStale((argv) => reader.read(argv), p, found);
 	if (p.kind === 'vm-agent-address') {
 		const a = await readAgentAddress((argv) => reader.read(argv), p.vmid);
 		if ('refuse' in a) return a.lasting ? a.refuse : { why: a.refuse, waitable: true };
@@ -75,6 +77,7 @@ export async function canSnapshot(reader: HostReader, g: Guest): Promise<boolean
 /** What a run is about, as "could not check …" names it: the guest its first check reads, else its guest, else its host. */
 export function subjectOf(pre: Precondition[], guest: Guest | undefined, hostName: string): string {
 	const p = pre.find((x) => x.kind !== 'migrate-target') ?? pre[0];
+	if (p && isBackupPrecondition(p)) return `the backups on ${(p as { storage: string }).storage}`;
 	if (p) return guestName(p.kind.startsWith('ct-') || (p.kind === 'migrate-target' && p.guest === 'ct') ? 'ct' : 'vm', p.vmid);
 	return guest ? guestName(guest.kind, guest.vmid) : hostName;
 }

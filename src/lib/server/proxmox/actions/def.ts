@@ -1,6 +1,7 @@
 // What an action is (its definition's types) and the small pieces every family builds steps from.
 import type { z } from 'zod';
 import type { Classification } from '../../db/schema';
+import type { Retention } from '../../../schemas/backup-params';
 import { createHash } from 'node:crypto';
 
 /** Where an action runs: on the host itself, or in/on one container of that host. */
@@ -34,6 +35,14 @@ export type Verify = {
 	anyExit?: true;
 	/** The output is a JSON array that must be empty (`/nodes/<n>/apt/update` after an upgrade: nothing pending). */
 	none?: true;
+	/**
+	 * The output is a storage's backup list (`…/content --content backup`, JSON): `gone`, none of
+	 * these volids is listed; `newOf`, a volume of this guest is listed that `before` did not hold
+	 * (proxmox/backup-facts.ts judges it). A list that does not parse is no answer.
+	 */
+	backups?: { gone?: string[]; newOf?: { vmid: string; before: string[] } };
+	/** The output is a backup job (`/cluster/backup/<id>`, JSON): its `prune-backups` is exactly this retention (`keep-last=3,…`). */
+	retention?: string;
 };
 
 /**
@@ -70,13 +79,20 @@ export type Precondition =
 	 * quorate, has the memory for a running guest and every storage the guest's disks are on; a
 	 * running VM goes online, and online with local disks only with `withLocalDisks`.
 	 */
-	| { kind: 'migrate-target'; guest: 'ct' | 'vm'; vmid: string; node: string; online?: boolean; withLocalDisks?: boolean };
+	| { kind: 'migrate-target'; guest: 'ct' | 'vm'; vmid: string; node: string; online?: boolean; withLocalDisks?: boolean }
+	/** Backups (proxmox/backup-facts.ts): the live dry run of this prune marks exactly `remove` for removal. */
+	| { kind: 'prune-set'; storage: string; vmid: string; keep: Retention; remove: string[] }
+	/** The backup volume is listed on its storage and not protected. */
+	| { kind: 'backup-deletable'; storage: string; vmid: string; volid: string }
+	/** The storage has room for a backup of the guest (its free space not below the guest's last backup there); leaves the guest's volumes in `backupsBefore`. */
+	| { kind: 'backup-space'; storage: string; vmid: string };
 
 /**
  * What the steps are built from besides the params: the resolved container (ct-scoped actions),
- * and what a reading precondition found on the host right before the run (`vm-agent-address`).
+ * and what a reading precondition found on the host right before the run (`vm-agent-address`;
+ * `backup-space`: the guest's backup volumes before, for vzdump's read-back).
  */
-export type StepContext = { vmid?: string; address?: string };
+export type StepContext = { vmid?: string; address?: string; backupsBefore?: string[] };
 
 export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	classification: Classification;

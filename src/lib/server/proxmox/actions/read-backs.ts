@@ -1,5 +1,6 @@
 // The read-backs (`readBack`, and what a `resume` reads): one read of the host each, judged by its `verify`.
 import { MIN, inCt, type Resume, type Step } from './def';
+import { backupListArgv } from '../backup-facts';
 
 export const statusIs = (guest: 'CT' | 'VM', vmid: string, status: 'running' | 'stopped'): Step => ({
 	label: `verify: ${guest} ${vmid} ${status}`,
@@ -90,4 +91,20 @@ export const onNode = (type: 'lxc' | 'qemu', vmid: string, node: string): Step =
 		expect: node,
 		failure: `the migration reported success but the cluster does not list ${type}/${vmid} on ${node}`
 	}
+});
+
+/** The read-back of backups that must be gone from a storage (a list that cannot be read is no answer). */
+export const backupsGone = (storage: string, vmid: string | undefined, volids: string[]): Step => ({
+	label: `verify: ${volids.length === 1 ? volids[0] : `${volids.length} backups`} gone from ${storage}`,
+	argv: backupListArgv(storage, vmid),
+	timeoutMs: MIN,
+	verify: { backups: { gone: volids }, anyExit: true, expect: `${volids.length} gone`, failure: `not every removed backup is gone from ${storage}` }
+});
+
+/** The read-back after a vzdump: a backup of the guest on the storage that was not there before the run. */
+export const newBackup = (storage: string, vmid: string, before: string[]): Step => ({
+	label: `verify: a new backup of ${vmid} on ${storage}`,
+	argv: backupListArgv(storage, vmid),
+	timeoutMs: MIN,
+	verify: { backups: { newOf: { vmid, before } }, anyExit: true, expect: 'a new backup', failure: `no new backup of guest ${vmid} is listed on ${storage}` }
 });

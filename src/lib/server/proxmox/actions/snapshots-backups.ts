@@ -1,7 +1,8 @@
 // Snapshots of containers and VMs (taken, rolled back, deleted) and vzdump backups.
 import { ACTION_PARAMS } from '../../../schemas/action-params';
+import { retentionText } from '../../../schemas/backup-params';
 import { MIN, def, exists, vmExists } from './def';
-import { statusIs, resumeToSnapshot } from './read-backs';
+import { newBackup, statusIs, resumeToSnapshot } from './read-backs';
 
 export const SNAPSHOTS_BACKUPS = {
 	pct_snapshot: def({
@@ -44,13 +45,30 @@ export const SNAPSHOTS_BACKUPS = {
 	}),
 	vzdump: def({
 		classification: 'config_mutation',
-		description: 'back up one container to a storage with backup content (e.g. local); mode snapshot, suspend or stop',
+		description: 'back up one container to a storage with backup content (e.g. local); mode snapshot, suspend or stop; prune: a retention applied after',
 		scope: 'ct',
 		params: ACTION_PARAMS.vzdump,
 		steps: (p, { vmid }) => [
-			{ label: `vzdump to ${p.storage}`, argv: ['vzdump', vmid!, '--storage', p.storage, '--mode', p.mode, '--compress', p.compress], timeoutMs: 120 * MIN }
+			{
+				label: `vzdump to ${p.storage}`,
+				argv: [
+					'vzdump',
+					vmid!,
+					'--storage',
+					p.storage,
+					'--mode',
+					p.mode,
+					'--compress',
+					p.compress,
+					...(p.prune ? ['--prune-backups', retentionText(p.prune)] : [])
+				],
+				timeoutMs: 120 * MIN
+			}
 		],
-		preconditions: (_p, { vmid }) => exists(vmid!)
+		// Refused before approval when the storage clearly has no room for it (proxmox/backup-facts.ts).
+		preconditions: (p, { vmid }) => [...exists(vmid!), { kind: 'backup-space', storage: p.storage, vmid: vmid! }],
+		// A backup of the guest the storage did not list right before the run (what backup-space read then).
+		readBack: (p, { vmid, backupsBefore }) => (backupsBefore ? [newBackup(p.storage, vmid!, backupsBefore)] : [])
 	}),
 	vm_snapshot: def({
 		classification: 'config_mutation',

@@ -1,0 +1,116 @@
+// Issue #45 incident (a) in Chromium, from the Proxmox VE webhook POST to the verified backup: the
+// investigation reads storage use, the backups and a prune's dry run, the plan card lists exactly
+// the volumes the dry run marked, one click on Approve plan runs the prune and the backup, and the
+// new backup is on the storage (the double's state is the oracle). This spec finds its own plan by
+// its session and id: the whole run shares one app and one database.
+import { createHash } from 'node:crypto';
+import { llmControl } from '../doubles/llm/client';
+import { GiB, fillIn, readHealth, setHealthIn, type BackupVolume } from '../doubles/proxmox/health';
+import { login, test, expect } from './harness/fixtures';
+import { scaled } from '../helpers/time';
+
+const volid = (day: number) => `local:backup/vzdump-lxc-101-2026_11_0${day}-02_00_00.tar.zst`;
+const vol = (day: number): BackupVolume => ({
+	volid: volid(day),
+	vmid: 101,
+	subtype: 'lxc',
+	size: 2 * GiB,
+	ctime: Math.floor(Date.parse(`2026-11-0${day}T02:00:00Z`) / 1000)
+});
+const call = (name: string, args: unknown) => ({ toolCalls: [{ name, args }] });
+const read = (action: string, params: Record<string, unknown>) =>
+	call('request_execution', { target: 'strong', action, params, reason: 'why the backup of CT 101 failed' });
+
+test('a backup that failed for lack of space: webhook → dry run on the plan card → one approval → the new backup is on local', async ({ page, env, sql }) => {
+	const llm = llmControl(env.llmURL);
+	await llm.reset();
+	const state = env.proxmox.stateDir;
+	const before = await readHealth(state);
+	await setHealthIn(state, { backups: { ...before.backups, local: [1, 2, 3, 4].map(vol) } });
+	await fillIn(state, 'local', 0.999, 100 * GiB);
+	try {
+		const secret = `nomos_hook_${crypto.randomUUID()}`;
+		const [hook] = await sql<{ id: string }[]>`
+			insert into alert_hooks (name, kind, secret_hash) values ('pve-e2e-backup', 'proxmox', ${createHash('sha256').update(secret).digest('hex')}) returning id`;
+		await llm.push(
+			read('storage_status', {}),
+			read('backup_list', { storage: 'local', vmid: 101 }),
+			read('backup_prune_preview', { storage: 'local', vmid: 101, keep: { last: 2 } }),
+			call('propose_plan', {
+				title: 'Free space on local and back up CT 101 again',
+				steps: [
+					{
+						action: 'backup_prune',
+						target: 'strong',
+						params: { storage: 'local', vmid: 101, keep: { last: 2 }, remove: [volid(1), volid(2)] },
+						why: 'local is full: the dry run of keep-last=2 removes the two oldest backups of CT 101'
+					},
+					{ action: 'vzdump', target: 'lxc:strong/101', params: { storage: 'local' }, why: 'the failed backup, again' }
+				]
+			})
+		);
+		const posted = await fetch(`${env.baseURL}/api/hooks/${hook.id}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+			body: JSON.stringify({
+				title: 'vzdump backup status (strong): backup failed',
+				message: 'vzdump backup of CT 101 failed: No space left on device',
+				severity: 'error',
+				timestamp: 1796160000,
+				fields: { type: 'vzdump', hostname: 'strong', 'job-id': 'backup-e2e' }
+			})
+		});
+		expect(posted.status).toBe(202);
+		const { sessionId } = (await posted.json()).alerts[0] as { sessionId: string };
+		await expect
+			.poll(async () => (await sql<{ id: string }[]>`select id from plans where session_id = ${sessionId} and status = 'proposed'`).length, {
+				timeout: scaled(30_000)
+			})
+			.toBe(1);
+		const [{ id: planId }] = await sql<{ id: string }[]>`select id from plans where session_id = ${sessionId}`;
+
+		await login(page, env.admin);
+		await page.setViewportSize({ width: 1280, height: 900 });
+		await page.goto(`/chat/${sessionId}`);
+		const plan = page.locator(`#plan-${planId}`);
+		await expect(plan).toHaveAttribute('data-status', 'proposed');
+		const steps = plan.getByTestId('plan-step');
+		await expect(steps).toHaveCount(2);
+		// The card lists exactly what the dry run marked for removal, and nothing it keeps.
+		await expect(steps.nth(0)).toContainText('backup_prune');
+		await expect(steps.nth(0)).toContainText(volid(1));
+		await expect(steps.nth(0)).toContainText(volid(2));
+		await expect(steps.nth(0)).not.toContainText(volid(3));
+		await expect(steps.nth(1)).toContainText("'vzdump' '101' '--storage' 'local'");
+		await plan.screenshot({ path: 'test-results/incident-backup-plan-1280.png' });
+
+		await llm.push({ text: 'Pruned the two oldest backups of CT 101 on local and backed it up again: the new backup is verified on local.' });
+		await plan.getByTestId('approve-plan').click();
+		await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(60_000) });
+		await expect(steps.nth(1)).toHaveAttribute('data-state', 'succeeded');
+		await page.setViewportSize({ width: 390, height: 844 });
+		await plan.scrollIntoViewIfNeeded();
+		await page.screenshot({ path: 'test-results/incident-backup-done-390.png' });
+
+		// The oracle: 3 and 4 stay, 1 and 2 are gone, one new backup of CT 101 is there and read back.
+		const after = ((await readHealth(state)).backups?.local ?? []).map((v) => v.volid);
+		const fresh = after.filter((v) => ![1, 2, 3, 4].map(volid).includes(v) && v.includes('-lxc-101-'));
+		expect(fresh).toHaveLength(1);
+		expect(after).toEqual(expect.arrayContaining([volid(3), volid(4), fresh[0]]));
+		expect(after).not.toContain(volid(1));
+		expect(after).not.toContain(volid(2));
+		const runs = await sql<{ action: string; status: string; verdict: string | null }[]>`
+			select action, status, verdict from executions where plan_id = ${planId} order by created_at`;
+		expect(runs.map((r) => [r.action, r.status, r.verdict])).toEqual([
+			['backup_prune', 'succeeded', 'verified'],
+			['vzdump', 'succeeded', 'verified']
+		]);
+		// No operator message in the session: the webhook started it, one click approved it.
+		expect((await sql`select 1 from messages where session_id = ${sessionId} and role = 'user'`).length).toBe(0);
+		await sql`update alert_hooks set revoked_at = now() where id = ${hook.id}`;
+	} finally {
+		// The run shares this double: its storage and backups as they were.
+		const now = await readHealth(state);
+		await setHealthIn(state, { storages: before.storages ?? null, backups: { ...now.backups, local: before.backups?.local ?? [] } });
+	}
+});
