@@ -216,7 +216,7 @@ async function main(): Promise<number> {
 	let sampling = true;
 	const sampler = (async () => {
 		while (sampling) {
-			const [r] = await db!<{ n: number }[]>`
+			const [r] = await db<{ n: number }[]>`
 				select count(*)::int as n from incidents i where i.status = 'open' and i.session_id is not null and exists (
 					select 1 from graphile_worker._private_jobs j join graphile_worker._private_job_queues q on q.id = j.job_queue_id
 					where q.queue_name = 'session:' || i.session_id::text and j.attempts < j.max_attempts)`;

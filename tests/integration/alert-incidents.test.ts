@@ -203,7 +203,7 @@ describe('titles and cards', () => {
 				'CT 105 does not answer'
 			)
 		);
-		const [s] = await sql()<{ title: string }[]>`select title from chat_sessions where id = ${r.body.alerts![0].sessionId!}`;
+		const [s] = await sql()<{ title: string }[]>`select title from chat_sessions where id = ${r.body.alerts![0].sessionId}`;
 		expect(s.title).toBe('GuestDown on CT 105 on pve8 — CT 105 does not answer');
 		expect(s.title).not.toContain('exporter');
 		const [inc] = await incidentsOf([r.body.alerts![0].incidentId!]);

@@ -2,7 +2,7 @@
 // the incidents its alerts were grouped into.
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
-import { createdAt, ts } from './columns';
+import { ts } from './columns';
 import { alertHooks } from './alert-hooks-schedules';
 import { chatSessions } from './sessions-messages';
 
