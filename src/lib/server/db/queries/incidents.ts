@@ -70,11 +70,19 @@ export async function countIncidentAlert(tx: TransactionSql, id: string): Promis
 	if (rows.length) await announceIncident(tx, id, rows[0].sessionId);
 }
 
-/** The incident resolves once none of its alert groups fires any more. */
+/**
+ * The incident closes once none of its alert groups fires any more, every finding of it is
+ * resolved (none present, none uncertain), and the fix is verified: the latest execution of its
+ * session the host check judged, if any, was verified (an alert that went quiet while a fix failed
+ * or could not be judged is not closed).
+ */
 export async function resolveIncidentIfQuiet(tx: TransactionSql, id: string): Promise<boolean> {
 	const rows = await tx`
 		update incidents i set status = 'resolved', resolved_at = now(), last_seen_at = now()
 		where i.id = ${id} and i.status = 'open' and not exists (select 1 from alert_groups g where g.incident_id = i.id and g.status = 'firing')
+			and not exists (select 1 from findings f where f.incident_id = i.id and f.verdict <> 'resolved')
+			and coalesce((select e.verdict from executions e where e.requested_by_session = i.session_id and e.verdict is not null
+				order by e.finished_at desc nulls last limit 1), 'verified') = 'verified'
 		returning session_id as "sessionId"`;
 	if (rows.length) await announceIncident(tx, id, rows[0].sessionId as string | null);
 	return rows.length > 0;
