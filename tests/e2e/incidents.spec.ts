@@ -58,6 +58,7 @@ test('the Incidents page lists, filters and follows an alert’s incident live, 
 	// The agent answered: the time to its first finding is measured, the fix not verified yet.
 	await expect(item.getByTestId('incident-first-finding')).toHaveText(/^\d+(s|m \d+s)$/);
 	await expect(item.getByTestId('incident-verified-fix')).toHaveText('—');
+	await expect(item.getByTestId('incident-findings')).toHaveText('none yet');
 
 	// The origin filter keeps only this hook's incidents; the node filter only this node's.
 	await page.getByTestId('incidents-filter-origin').selectOption(hookName);

@@ -1,7 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { findings } from '../schema';
-import { resolveIncidentIfQuiet } from './incidents';
+import { announceIncident, resolveIncidentIfQuiet } from './incidents';
 
 type Finding = typeof findings.$inferSelect;
 export type FindingRow = Pick<Finding, 'id' | 'incidentId' | 'what' | 'evidence' | 'verdict'>;
@@ -25,7 +25,7 @@ export async function recordFinding(
 	await tx`
 		insert into findings (incident_id, what, evidence, verdict) values (${inc.id}, ${f.what}, ${f.evidence}, ${f.verdict})
 		on conflict (incident_id, what) do update set verdict = excluded.verdict, evidence = excluded.evidence, updated_at = now()`;
-	await resolveIncidentIfQuiet(tx, inc.id);
+	if (!(await resolveIncidentIfQuiet(tx, inc.id))) await announceIncident(tx, inc.id, f.sessionId);
 	return inc.id;
 }
 

@@ -117,6 +117,8 @@ export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 
 	toFirstFindingS: number | null;
 	/** From its first alert to the first execution of its session the host check verified. */
 	toVerifiedFixS: number | null;
+	/** How many of its findings stand at each verdict (db/queries/findings.ts). */
+	findings: { present: number; uncertain: number; resolved: number };
 };
 
 /**
@@ -130,7 +132,9 @@ export async function listIncidents(sql: Sql | TransactionSql, viewer: Viewer, l
 			(select extract(epoch from min(m.created_at) - i.first_seen_at)::int from messages m
 				where m.session_id = i.session_id and m.role = 'assistant' and m.status = 'complete' and m.created_at >= i.first_seen_at) as "toFirstFindingS",
 			(select extract(epoch from min(e.finished_at) - i.first_seen_at)::int from executions e
-				where e.requested_by_session = i.session_id and e.verdict = 'verified' and e.finished_at >= i.first_seen_at) as "toVerifiedFixS"
+				where e.requested_by_session = i.session_id and e.verdict = 'verified' and e.finished_at >= i.first_seen_at) as "toVerifiedFixS",
+			(select json_build_object('present', count(*) filter (where f.verdict = 'present'), 'uncertain', count(*) filter (where f.verdict = 'uncertain'),
+				'resolved', count(*) filter (where f.verdict = 'resolved')) from findings f where f.incident_id = i.id) as findings
 		from incidents i join chat_sessions s on s.id = i.session_id left join alert_hooks h on h.id = s.started_by_hook
 		where s.deleted_at is null and ${listedFor(sql, viewer)}
 		order by (i.status = 'open') desc, i.last_seen_at desc
