@@ -21,6 +21,7 @@ const EXPECTED_TABLES = [
 	'events',
 	'execution_sessions',
 	'executions',
+	'findings',
 	'history_summaries',
 	'hosts',
 	'incidents',

@@ -44,6 +44,8 @@ export const eventSchemas = {
 	'approval.decided': z.object({ executionId: id, decision: z.enum(['approved', 'denied']), route: z.string() }),
 	/** A plan changed; the stream attaches its snapshot (`plan`). */
 	'plan.updated': z.object({ planId: id, decision: z.enum(['approved', 'denied']).optional(), finished: z.string().optional() }),
+	/** An incident opened, an alert joined it, or it resolved (its session's stream; the fleet stream to those who may read it). */
+	'incident.updated': z.object({ incidentId: id }),
 	'question.raised': z.object({ questionId: id, prompt: z.string() }),
 	'question.answered': z.object({ questionId: id, via: z.enum(['panel', 'chat', 'rest']) }),
 	'assent.updated': z.object({ open: z.boolean(), by: z.string().nullable() }),

@@ -6,6 +6,7 @@ import { prepareExecution } from '../../executions/prepare';
 import { isActionName } from '../../proxmox/actions';
 import { finishedCalls, hypothesisSets, latestSetWith, ranCheck, type FinishedCall } from '../../../messages/hypotheses';
 import { getExecutionsByIds, type ExecutionRow } from '../../db/queries/executions';
+import { recordFinding } from '../../db/queries/findings';
 import type { ExecutionStep } from '../../../types/executions';
 import { BUSY } from '../../executions/verdict';
 import { CHECK_TOOLS, isToolCheck, markHypothesisInput, presentHypothesesInput, type Hypothesis } from '../../../schemas/hypotheses';
@@ -104,6 +105,11 @@ export function presentHypothesesTool(ctx: ToolContext) {
 				const refused = await refuseCheck(h);
 				if (refused) return refused;
 			}
+			// In an incident's session each hypothesis is a finding of it, uncertain until its check settles it.
+			await sql().begin(async (tx) => {
+				for (const h of input.hypotheses)
+					await recordFinding(tx, { sessionId: ctx.sessionId, what: h.statement, verdict: 'uncertain', evidence: h.evidence.join(', ') });
+			});
 			return { setId: toolCallId, shown: input.hypotheses.map((h) => h.id), next: 'run each check, then mark_hypothesis' };
 		}
 	});
@@ -136,6 +142,15 @@ export function markHypothesisTool(ctx: ToolContext) {
 					'run the check again (or another read-only check) and mark it by a call that succeeded; until then it stays open'
 				);
 			}
+			// The incident's finding takes the verdict: confirmed, it is present; refuted, it is resolved.
+			await sql().begin((tx) =>
+				recordFinding(tx, {
+					sessionId: ctx.sessionId,
+					what: h.statement,
+					verdict: input.verdict === 'confirmed' ? 'present' : 'resolved',
+					evidence: `${input.result} (${input.evidence.join(', ')})`
+				})
+			);
 			return { setId: set.setId, id: h.id, verdict: input.verdict, result: input.result, evidence: input.evidence };
 		}
 	});

@@ -1,6 +1,8 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
 import type { incidents } from '../schema';
+import { emitEvent } from './events';
+import { listedFor, type Viewer } from './sessions';
 
 type Incident = typeof incidents.$inferSelect;
 export type IncidentRow = Pick<Incident, 'id' | 'key' | 'node' | 'title' | 'status' | 'sessionId' | 'alertCount'>;
@@ -56,20 +58,33 @@ export async function insertIncident(
 		insert into incidents (key, node, guest, kind, group_key, title, session_id)
 		values (${i.key}, ${i.node}, ${i.guest}, ${i.kind}, ${i.groupKey}, ${i.title}, ${i.sessionId})
 		returning ${COLUMNS(tx)}`;
+	await announceIncident(tx, row.id, row.sessionId);
 	return row;
 }
 
 /** One more alert joined the incident (it opens again if it had resolved). */
 export async function countIncidentAlert(tx: TransactionSql, id: string): Promise<void> {
-	await tx`update incidents set alert_count = alert_count + 1, last_seen_at = now(), status = 'open', resolved_at = null where id = ${id}`;
+	const rows = await tx<{ sessionId: string | null }[]>`
+		update incidents set alert_count = alert_count + 1, last_seen_at = now(), status = 'open', resolved_at = null where id = ${id}
+		returning session_id as "sessionId"`;
+	if (rows.length) await announceIncident(tx, id, rows[0].sessionId);
 }
 
-/** The incident resolves once none of its alert groups fires any more. */
+/**
+ * The incident closes once none of its alert groups fires any more, every finding of it is
+ * resolved (none present, none uncertain), and the fix is verified: the latest execution of its
+ * session the host check judged, if any, was verified (an alert that went quiet while a fix failed
+ * or could not be judged is not closed).
+ */
 export async function resolveIncidentIfQuiet(tx: TransactionSql, id: string): Promise<boolean> {
 	const rows = await tx`
 		update incidents i set status = 'resolved', resolved_at = now(), last_seen_at = now()
 		where i.id = ${id} and i.status = 'open' and not exists (select 1 from alert_groups g where g.incident_id = i.id and g.status = 'firing')
-		returning id`;
+			and not exists (select 1 from findings f where f.incident_id = i.id and f.verdict <> 'resolved')
+			and coalesce((select e.verdict from executions e where e.requested_by_session = i.session_id and e.verdict is not null
+				order by e.finished_at desc nulls last limit 1), 'verified') = 'verified'
+		returning session_id as "sessionId"`;
+	if (rows.length) await announceIncident(tx, id, rows[0].sessionId as string | null);
 	return rows.length > 0;
 }
 
@@ -89,4 +104,44 @@ export async function turnPending(tx: TransactionSql, sessionId: string): Promis
 			select 1 from graphile_worker._private_jobs j join graphile_worker._private_job_queues q on q.id = j.job_queue_id
 			where q.queue_name = ${'session:' + sessionId} and j.attempts < j.max_attempts) as pending`;
 	return row.pending;
+}
+
+/** One incident as the Incidents page lists it; times ISO 8601, durations in seconds (null: not yet). */
+export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 'title' | 'status' | 'sessionId' | 'alertCount'> & {
+	firstSeenAt: string;
+	lastSeenAt: string;
+	resolvedAt: string | null;
+	/** The alert hook whose alert opened it (its session's), null when that hook or session is gone. */
+	origin: string | null;
+	/** From its first alert to the agent's first complete reply in its session. */
+	toFirstFindingS: number | null;
+	/** From its first alert to the first execution of its session the host check verified. */
+	toVerifiedFixS: number | null;
+	/** How many of its findings stand at each verdict (db/queries/findings.ts). */
+	findings: { present: number; uncertain: number; resolved: number };
+};
+
+/**
+ * The incidents whose session the viewer's lists show (access/sessions.ts listedFor: an operator
+ * their own and shared sessions', an admin every alert's), newest activity first.
+ */
+export async function listIncidents(sql: Sql | TransactionSql, viewer: Viewer, limit = 200): Promise<IncidentListing[]> {
+	return sql<IncidentListing[]>`
+		select i.id, i.node, i.guest, i.kind, i.title, i.status, i.session_id as "sessionId", i.alert_count as "alertCount",
+			i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt", h.name as origin,
+			(select extract(epoch from min(m.created_at) - i.first_seen_at)::int from messages m
+				where m.session_id = i.session_id and m.role = 'assistant' and m.status = 'complete' and m.created_at >= i.first_seen_at) as "toFirstFindingS",
+			(select extract(epoch from min(e.finished_at) - i.first_seen_at)::int from executions e
+				where e.requested_by_session = i.session_id and e.verdict = 'verified' and e.finished_at >= i.first_seen_at) as "toVerifiedFixS",
+			(select json_build_object('present', count(*) filter (where f.verdict = 'present'), 'uncertain', count(*) filter (where f.verdict = 'uncertain'),
+				'resolved', count(*) filter (where f.verdict = 'resolved')) from findings f where f.incident_id = i.id) as findings
+		from incidents i join chat_sessions s on s.id = i.session_id left join alert_hooks h on h.id = s.started_by_hook
+		where s.deleted_at is null and ${listedFor(sql, viewer)}
+		order by (i.status = 'open') desc, i.last_seen_at desc
+		limit ${limit}`;
+}
+
+/** Announces an incident's change on its session's stream (the fleet stream carries it to those who may read that session). */
+export async function announceIncident(tx: TransactionSql, incidentId: string, sessionId: string | null): Promise<void> {
+	await emitEvent(tx, { sessionId, type: 'incident.updated', payload: { incidentId } });
 }

@@ -20,6 +20,8 @@ export type SessionSummary = Pick<SessionColumns, 'id' | 'title' | 'updatedAt' |
 		archived: boolean;
 		/** Its owner's name when it is not the viewer's (shared with them, or an admin's view); null: theirs. */
 		owner: string | null;
+		/** The incident it investigates (an alert's session): the sidebar groups alert chats under it. */
+		incident: { id: string; status: 'open' | 'resolved'; alertCount: number } | null;
 	};
 
 /**
@@ -35,7 +37,9 @@ export async function listSessions(sql: Sql | TransactionSql, viewer: Viewer, op
 			case when h.id is not null then 'alert' when sc.id is not null then 'schedule' end as "startedByKind",
 			s.pinned_at is not null as pinned, s.archived_at is not null as archived,
 			case when s.operator_id is distinct from ${viewer.id} and not (s.operator_id is null and ${viewer.role === 'admin'})
-				then coalesce(o.username, 'admins') end as owner, s.shared
+				then coalesce(o.username, 'admins') end as owner, s.shared,
+			(select json_build_object('id', i.id, 'status', i.status, 'alertCount', i.alert_count) from incidents i
+				where i.session_id = s.id order by i.last_seen_at desc limit 1) as incident
 		from chat_sessions s left join tasks t on t.session_id = s.id left join alert_hooks h on h.id = s.started_by_hook
 			left join schedules sc on sc.id = s.started_by_schedule left join operators o on o.id = s.operator_id
 		where s.deleted_at is null and s.replay is null and (s.archived_at is not null) = ${opts.archived ?? false} and ${listedFor(sql, viewer)}

@@ -1,8 +1,8 @@
 // What an alert hook received (each delivery's body, kept before anything else is done with it) and
 // the incidents its alerts were grouped into.
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, ts } from './columns';
 import { alertHooks } from './alert-hooks-schedules';
 import { chatSessions } from './sessions-messages';
 
@@ -33,6 +33,34 @@ export const incidents = pgTable(
 		resolvedAt: ts('resolved_at')
 	},
 	(t) => [index('incidents_open_key_idx').on(t.status, t.key), index('incidents_session_idx').on(t.sessionId)]
+);
+
+export const findingVerdicts = ['present', 'resolved', 'uncertain'] as const;
+
+/**
+ * What an incident's investigation found, and where it stands: each hypothesis the agent presented
+ * in the incident's session is a finding, `uncertain` until its check settles it (confirmed:
+ * `present`; refuted, or gone on a re-check: `resolved`). The incident closes only when none is
+ * present or uncertain (db/queries/incidents.ts resolveIncidentIfQuiet).
+ */
+export const findings = pgTable(
+	'findings',
+	{
+		id: uuid('id').primaryKey().defaultRandom(),
+		incidentId: uuid('incident_id')
+			.notNull()
+			.references(() => incidents.id, { onDelete: 'cascade' }),
+		/** What was found (the hypothesis's statement); one finding per statement per incident. */
+		what: text('what').notNull(),
+		/** The evidence of its latest verdict: tool call ids and the check's result. */
+		evidence: text('evidence').notNull().default(''),
+		verdict: text('verdict', { enum: findingVerdicts }).notNull().default('uncertain'),
+		/** When a resolved alert last asked a re-check of it: within FINDING_COOLDOWN_S none is asked again. */
+		recheckedAt: ts('rechecked_at'),
+		createdAt: createdAt(),
+		updatedAt: ts('updated_at').notNull().defaultNow()
+	},
+	(t) => [uniqueIndex('findings_incident_what_idx').on(t.incidentId, t.what)]
 );
 
 /**
