@@ -8,6 +8,7 @@ import { llmControl } from '../doubles/llm/client';
 import { GiB, fillIn, readHealth, setHealthIn, type BackupVolume } from '../doubles/proxmox/health';
 import { login, test, expect } from './harness/fixtures';
 import { scaled } from '../helpers/time';
+import { waitForAlertOutcome } from '../helpers/alerts';
 
 const volid = (day: number) => `local:backup/vzdump-lxc-101-2026_11_0${day}-02_00_00.tar.zst`;
 const vol = (day: number): BackupVolume => ({
@@ -61,7 +62,8 @@ test('a backup that failed for lack of space: webhook → dry run on the plan ca
 			})
 		});
 		expect(posted.status).toBe(202);
-		const { sessionId } = (await posted.json()).alerts[0] as { sessionId: string };
+		// The intake answers 202 at once; the app's worker applies the delivery and opens the session.
+		const [{ sessionId }] = await waitForAlertOutcome(sql, String(((await posted.json()) as { deliveryId: string }).deliveryId));
 		await expect
 			.poll(async () => (await sql<{ id: string }[]>`select id from plans where session_id = ${sessionId} and status = 'proposed'`).length, {
 				timeout: scaled(30_000)
