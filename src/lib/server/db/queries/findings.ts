@@ -20,7 +20,9 @@ export async function recordFinding(
 	tx: TransactionSql,
 	f: { sessionId: string; what: string; verdict: FindingVerdict; evidence: string }
 ): Promise<string | null> {
-	const [inc] = await tx<{ id: string }[]>`select id from incidents where session_id = ${f.sessionId} order by last_seen_at desc limit 1`;
+	// The incident's row is locked: two findings settled at once (parallel mark_hypothesis calls) each
+	// see the other's verdict, so the last one closes it — without the lock neither saw both resolved.
+	const [inc] = await tx<{ id: string }[]>`select id from incidents where session_id = ${f.sessionId} order by last_seen_at desc limit 1 for update`;
 	if (!inc) return null;
 	await tx`
 		insert into findings (incident_id, what, evidence, verdict) values (${inc.id}, ${f.what}, ${f.evidence}, ${f.verdict})
