@@ -54,7 +54,8 @@ test('a backup that failed for lack of space: webhook → dry run on the plan ca
 			method: 'POST',
 			headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
 			body: JSON.stringify({
-				title: 'vzdump backup status (strong): backup failed',
+				// Not PVE's own 'vzdump backup status' title: watches.spec finds its session by that text in the shared run.
+				title: 'backup job backup-e2e (strong): backup failed',
 				message: 'vzdump backup of CT 101 failed: No space left on device',
 				severity: 'error',
 				timestamp: 1796160000,

@@ -1,5 +1,6 @@
 import { login, test, expect } from './harness/fixtures';
 import { llmControl } from '../doubles/llm/client';
+import { waitForAlertOutcome } from '../helpers/alerts';
 
 test('an admin makes a schedule in Settings: the next three runs (UTC) show as the cron is typed, a bad cron is named; pause, edit and delete are audited', async ({
 	page,
@@ -60,7 +61,7 @@ test('in an alert investigation an admin mutes the alert group from its card for
 		headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
 		body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' })
 	});
-	const [opened] = (await r.json()).alerts;
+	const [opened] = await waitForAlertOutcome(sql, (await r.json()).deliveryId);
 	await page.goto(`/chat/${opened.sessionId}`);
 	const card = page.getByTestId('alert-note');
 	await card.getByTestId('alert-mute-hour').click();
@@ -84,7 +85,7 @@ test('in an alert investigation an admin mutes the alert group from its card for
 		headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
 		body: JSON.stringify({ title: 'caddy down on ct105', key: 'caddy-105' })
 	});
-	expect((await refire.json()).alerts[0].outcome).toBe('muted');
+	expect((await waitForAlertOutcome(sql, (await refire.json()).deliveryId))[0].outcome).toBe('muted');
 	await page.getByTestId('alert-unmute').click();
 	await expect(page.getByTestId('alert-mute-hour')).toBeVisible();
 });
