@@ -9,6 +9,7 @@ const ok = (stdout: string, exitCode = 0, stderr = '') => ({ exitCode, timedOut:
 const [running] = ACTIONS.pct_start.readBack!({}, { vmid: '105' });
 const [gone] = ACTIONS.pct_destroy.readBack!({ purge: true } as never, { vmid: '105' });
 const [unlocked] = ACTIONS.pct_unlock.readBack!({}, { vmid: '105' });
+const [noneLeft] = ACTIONS.apt_upgrade.readBack!({} as never, {});
 const [stopped] = ACTIONS.systemctl.readBack!({ unit: 'nginx', op: 'stop' } as never, { vmid: '105' });
 
 describe('judgeRead', () => {
@@ -31,6 +32,11 @@ describe('judgeRead', () => {
 		expect(judgeRead(gone, ok('', 2, "Configuration file 'nodes/pve/lxc/105.conf' does not exist")).verdict).toBe('verified');
 		expect(judgeRead(gone, ok('status: stopped\n')).verdict).toBe('still_failing');
 		expect(judgeRead(gone, ok('', 1, 'something else')).verdict).toBe('inconclusive');
+		// A node's pending list that could not be read says nothing about the updates.
+		expect(judgeRead(noneLeft, ok('[]')).verdict).toBe('verified');
+		expect(judgeRead(noneLeft, ok('[{"Package":"pve-manager"}]')).verdict).toBe('still_failing');
+		expect(judgeRead(noneLeft, ok('', 255, 'ipcc_send_rec[1] failed: Connection refused')).verdict).toBe('inconclusive');
+		expect(judgeRead(noneLeft, ok('', 2, '500 unable to read apt status')).verdict).toBe('inconclusive');
 		// Only pct's own words about this CT: another "does not exist" or "no such" is no answer about it.
 		expect(judgeRead(gone, ok('', 255, 'ssh: connect to host: no such host')).verdict).toBe('inconclusive');
 		expect(judgeRead(gone, ok('', 2, "storage 'local-lvm' does not exist")).verdict).toBe('inconclusive');
