@@ -9,7 +9,7 @@ const ok = (stdout: string, exitCode = 0, stderr = '') => ({ exitCode, timedOut:
 const [running] = ACTIONS.pct_start.readBack!({}, { vmid: '105' });
 const [gone] = ACTIONS.pct_destroy.readBack!({ purge: true } as never, { vmid: '105' });
 const [unlocked] = ACTIONS.pct_unlock.readBack!({}, { vmid: '105' });
-const [noneLeft] = ACTIONS.apt_upgrade.readBack!({} as never, {});
+const [noneLeft] = ACTIONS.apt_upgrade.readBack!({}, {});
 const [stopped] = ACTIONS.systemctl.readBack!({ unit: 'nginx', op: 'stop' } as never, { vmid: '105' });
 
 describe('judgeRead', () => {
