@@ -91,14 +91,15 @@ export async function executionStatus(id: string): Promise<string | undefined> {
 
 export async function waitUntil<T>(
 	probe: () => Promise<T | null | undefined | false>,
-	what: string,
+	/** What was awaited; a function is read at the timeout (a child's log as it is then, not as it was). */
+	what: string | (() => string),
 	opts: { timeoutMs?: number; intervalMs?: number } = {}
 ): Promise<T> {
 	const until = Date.now() + scaled(opts.timeoutMs ?? 15_000);
 	for (;;) {
 		const v = await probe();
 		if (v) return v;
-		if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+		if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
 		await new Promise((r) => setTimeout(r, opts.intervalMs ?? 25));
 	}
 }

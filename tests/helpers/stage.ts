@@ -176,7 +176,7 @@ export function useStage(opts: StageOptions = {}): Stage {
 						const [row] = await sql()<{ n: number }[]>`select count(*)::int as n from worker_processes where pid = ${w.pid}`;
 						return row.n === 1 && w.log.out.includes('worker ready');
 					},
-					`worker ${w.pid} to be ready:\n${w.log.out}`,
+					() => `worker ${w.pid} to be ready (${w.child.exitCode ?? w.child.signalCode ?? 'still running'}):\n${w.log.out}`,
 					{ timeoutMs: 90_000, intervalMs: 100 }
 				);
 		}

@@ -100,9 +100,17 @@ describe('npm run backup against a busy instance', () => {
 				OPENAI_API_KEY: 'test',
 				NOMOS_MODEL: 'scripted'
 			});
-			await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${worker.log.out}`, { timeoutMs: 30_000 });
+			await waitUntil(
+				async () => (await countLiveWorkers(sql())) === 1,
+				() => `the worker to announce itself:\n${worker.log.out}`,
+				{ timeoutMs: 30_000 }
+			);
 			const writer = start('tests/helpers/backup-writer-child.ts', [], {});
-			await waitUntil(async () => writer.log.out.includes('writing'), `the writer to start:\n${writer.log.out}`, { timeoutMs: 30_000 });
+			await waitUntil(
+				async () => writer.log.out.includes('writing'),
+				() => `the writer to start:\n${writer.log.out}`,
+				{ timeoutMs: 30_000 }
+			);
 
 			// Turns one after another until the backup is over.
 			let serving = true;
@@ -117,11 +125,19 @@ describe('npm run backup against a busy instance', () => {
 				while (serving) {
 					const before = sessionId ? await answered() : 0;
 					sessionId = (await chat.send({ sessionId, text: `when does caddy restart? (${turns})` })).sessionId;
-					await waitUntil(async () => (await answered()) > before, `turn ${turns} to be answered:\n${worker.log.out}`, { timeoutMs: 30_000 });
+					await waitUntil(
+						async () => (await answered()) > before,
+						() => `turn ${turns} to be answered:\n${worker.log.out}`,
+						{ timeoutMs: 30_000 }
+					);
 					turns++;
 				}
 			})();
-			await waitUntil(async () => turns >= 1, `a first turn:\n${worker.log.out}`, { timeoutMs: 60_000 });
+			await waitUntil(
+				async () => turns >= 1,
+				() => `a first turn:\n${worker.log.out}`,
+				{ timeoutMs: 60_000 }
+			);
 
 			const [{ at: startedAt }] = await sql()<{ at: Date }[]>`select clock_timestamp() as at`;
 			const archive = path.join(out, 'busy.tar.gz');
@@ -198,7 +214,7 @@ describe('npm run backup against a busy instance', () => {
 							where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
 							return row.n === 1;
 						},
-						`the backup to wait on the gate:\n${backup.log.out}`,
+						() => `the backup to wait on the gate:\n${backup?.log.out}`,
 						{ timeoutMs: 30_000 }
 					);
 					backup.child.kill(signal);
@@ -238,7 +254,7 @@ describe('npm run backup against a busy instance', () => {
 						where application_name = 'nomos-backup' and wait_event_type = 'Lock' and query ilike 'copy "zz_backup_gate"%'`;
 							return row.n === 1;
 						},
-						`the backup to wait on the gate:\n${killed.log.out}`,
+						() => `the backup to wait on the gate:\n${killed?.log.out}`,
 						{ timeoutMs: 30_000 }
 					);
 					killed.child.kill('SIGKILL');

@@ -60,10 +60,14 @@ function startNomos(env: Record<string, string>) {
 	child.stdout!.on('data', (d) => (log.out += d));
 	child.stderr!.on('data', (d) => (log.out += d));
 	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
-	const ready = waitUntil(async () => log.out.includes('worker ready') || exitedEarly(), `the worker to boot:\n${log.out}`, {
-		timeoutMs: 90_000,
-		intervalMs: 50
-	});
+	const ready = waitUntil(
+		async () => log.out.includes('worker ready') || exitedEarly(),
+		() => `the worker to boot:\n${log.out}`,
+		{
+			timeoutMs: 90_000,
+			intervalMs: 50
+		}
+	);
 	function exitedEarly() {
 		if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}):\n${log.out}`);
 		return false;
@@ -182,7 +186,11 @@ describe('the embedded data dir', () => {
 
 			// A job added as the app role is run by the worker (as the app role) and leaves the queue.
 			await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
-			await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
+			await waitUntil(
+				async () => nomos.log.out.includes('slow job finished'),
+				() => `the job to run:\n${nomos.log.out}`,
+				{ timeoutMs: 30_000 }
+			);
 			await waitUntil(
 				async () => (await app`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'test__slow'`)[0].n === 0,
 				'the job to leave the queue'
@@ -274,7 +282,11 @@ describe('DATABASE_URL', () => {
 			await expectAppendOnly(app, 'audit_log');
 			await app`insert into audit_log (action, route, detail) values ('test.external', 'test', '{}')`;
 			await app`select graphile_worker.add_job('test__slow', ${JSON.stringify({ ms: 1 })}::json)`;
-			await waitUntil(async () => nomos.log.out.includes('slow job finished'), `the job to run:\n${nomos.log.out}`, { timeoutMs: 30_000 });
+			await waitUntil(
+				async () => nomos.log.out.includes('slow job finished'),
+				() => `the job to run:\n${nomos.log.out}`,
+				{ timeoutMs: 30_000 }
+			);
 			await nomos.stop();
 		},
 		scaled(120_000)

@@ -158,7 +158,11 @@ describe('embedded Postgres', () => {
 				child,
 				log,
 				exited,
-				ready: waitUntil(async () => log.out.includes('worker ready'), `the worker to boot:\n${log.out}`, { timeoutMs: 120_000, intervalMs: 50 })
+				ready: waitUntil(
+					async () => log.out.includes('worker ready'),
+					() => `the worker to boot:\n${log.out}`,
+					{ timeoutMs: 120_000, intervalMs: 50 }
+				)
 			};
 		}
 		function postmasterPid(): number | null {
@@ -208,7 +212,10 @@ describe('embedded Postgres', () => {
 
 				owner.child.kill('SIGKILL');
 				await owner.exited;
-				await waitUntil(async () => other.log.out.includes('this one stops it on shutdown now'), `the live process to inherit the server:\n${other.log.out}`);
+				await waitUntil(
+					async () => other.log.out.includes('this one stops it on shutdown now'),
+					() => `the live process to inherit the server:\n${other.log.out}`
+				);
 
 				// A third start while that one lives does not take it over, and its stop leaves the server up.
 				const third = startNomos();

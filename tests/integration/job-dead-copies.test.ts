@@ -43,7 +43,11 @@ async function cronTick(): Promise<void> {
  */
 async function killMidSync(opts: { supersede: boolean; by?: 'sweeper' | 'recovery' }): Promise<void> {
 	const w = spawnWorker();
-	await waitUntil(async () => (await syncJobs()).some((j) => j.locked), `a worker to take the sync:\n${w.log.out}`, { timeoutMs: 30_000, intervalMs: 50 });
+	await waitUntil(
+		async () => (await syncJobs()).some((j) => j.locked),
+		() => `a worker to take the sync:\n${w.log.out}`,
+		{ timeoutMs: 30_000, intervalMs: 50 }
+	);
 	await waitUntil(async () => (await pve.hangs()).some((h) => h.tool === 'pvesh' && alive(h.pid)), 'the sync to be mid-read', { timeoutMs: 15_000 }).catch(
 		(e: Error) => {
 			throw new Error(`${e.message}:\n${w.log.out}`);

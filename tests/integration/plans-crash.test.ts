@@ -63,7 +63,11 @@ describe('a plan whose worker dies', () => {
 			const { child, log, exited } = startWorkerChild(dbUrl());
 			try {
 				// The child's worker runs step 1, then step 2's `pct create` hangs on the host.
-				await waitUntil(async () => (await pve.hangs()).length > 0, `step 2 to hang:\n${log.out}`, { timeoutMs: 60_000, intervalMs: 100 });
+				await waitUntil(
+					async () => (await pve.hangs()).length > 0,
+					() => `step 2 to hang:\n${log.out}`,
+					{ timeoutMs: 60_000, intervalMs: 100 }
+				);
 				const during = (await getPlan(sql(), plan.id))!;
 				expect(during.steps.map((s) => Boolean(s.executionId))).toEqual([true, true, false, false, false, false]);
 				const step2 = during.steps[1].executionId!;

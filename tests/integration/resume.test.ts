@@ -133,9 +133,13 @@ describe('an approved execution whose worker dies before starting it', () => {
 				params: { hostname: 'stranded', template: DEBIAN },
 				reason: 'r'
 			});
-			await waitUntil(async () => slow.log.out.includes(`run job taken {"executionId":"${id}"}`), `the slow worker to take the job:\n${slow.log.out}`, {
-				timeoutMs: 30_000
-			});
+			await waitUntil(
+				async () => slow.log.out.includes(`run job taken {"executionId":"${id}"}`),
+				() => `the slow worker to take the job:\n${slow.log.out}`,
+				{
+					timeoutMs: 30_000
+				}
+			);
 			slow.child.kill('SIGKILL');
 			await slow.exited;
 			expect((await getExecution(sql(), id))!.status).toBe('approved');
@@ -146,7 +150,7 @@ describe('an approved execution whose worker dies before starting it', () => {
 					const e = await getExecution(sql(), id);
 					return e && ['succeeded', 'failed', 'interrupted'].includes(e.status) ? e : null;
 				},
-				`the execution to run in the other worker:\n${b.log.out}`,
+				() => `the execution to run in the other worker:\n${b.log.out}`,
 				{ timeoutMs: 60_000, intervalMs: 100 }
 			);
 			expect(e.status).toBe('succeeded');

@@ -156,7 +156,7 @@ describe('a slot with two workers up', () => {
 					const rows = await runsOf(s.id);
 					return rows.length && rows[0].sessionId ? rows : null;
 				},
-				`the surviving worker to run the slot:\n${survivor.log.out}`,
+				() => `the surviving worker to run the slot:\n${survivor.log.out}`,
 				{ timeoutMs: 90_000, intervalMs: 200 }
 			);
 			expect(run).toMatchObject({ slot: s.slot.toISOString(), outcome: 'started' });

@@ -38,7 +38,7 @@ describe('settleAbandoned', () => {
 			// Both creates run in the child, each with its process group recorded on its step.
 			await waitUntil(
 				async () => (await Promise.all(ids.map(load))).every((e) => e.status === 'running' && e.steps[0]?.pgid),
-				`the worker to run both:\n${log.out}`,
+				() => `the worker to run both:\n${log.out}`,
 				{ timeoutMs: 40_000, intervalMs: 100 }
 			);
 			const tasks = await waitUntil(async () => {

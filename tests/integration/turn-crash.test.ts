@@ -37,10 +37,18 @@ describe('a worker killed mid-turn', () => {
 			const first = startWorker();
 			let second: ReturnType<typeof startWorkerChild> | undefined;
 			try {
-				await waitUntil(async () => (await countLiveWorkers(sql())) === 1, `the worker to announce itself:\n${first.log.out}`, { timeoutMs: 30_000 });
+				await waitUntil(
+					async () => (await countLiveWorkers(sql())) === 1,
+					() => `the worker to announce itself:\n${first.log.out}`,
+					{ timeoutMs: 30_000 }
+				);
 				const { sessionId } = await chat.send({ text: 'what runs on strong?' });
 				// The turn is running in the child, stuck on the hanging model request.
-				await waitUntil(async () => llm.requests.length === 1, `the turn to reach the model:\n${first.log.out}`, { timeoutMs: 30_000 });
+				await waitUntil(
+					async () => llm.requests.length === 1,
+					() => `the turn to reach the model:\n${first.log.out}`,
+					{ timeoutMs: 30_000 }
+				);
 				first.child.kill('SIGKILL');
 				expect((await first.exited).signal).toBe('SIGKILL');
 				const killedAt = Date.now();
@@ -55,7 +63,7 @@ describe('a worker killed mid-turn', () => {
 						where session_id = ${sessionId} and role = 'assistant' and status = 'complete' and p->>'text' like 'Three containers%'`;
 						return rows[0] ?? null;
 					},
-					`the second message to be answered:\n${second.log.out}`,
+					() => `the second message to be answered:\n${second?.log.out}`,
 					{ timeoutMs: 75_000, intervalMs: 250 }
 				);
 				const after = Date.now() - killedAt;

@@ -31,10 +31,14 @@ describe('worker crash', () => {
 
 			const { child, log, exited } = spawnWorker();
 			// The child's worker picks up the executions__run job and the fake `pct create` hangs.
-			await waitUntil(async () => (await getExecution(sql(), id))?.status === 'running', `the worker to claim the execution:\n${log.out}`, {
-				timeoutMs: 30_000,
-				intervalMs: 100
-			});
+			await waitUntil(
+				async () => (await getExecution(sql(), id))?.status === 'running',
+				() => `the worker to claim the execution:\n${log.out}`,
+				{
+					timeoutMs: 30_000,
+					intervalMs: 100
+				}
+			);
 			const [hung] = await waitUntil(
 				async () => {
 					const h = await pve.hangs();

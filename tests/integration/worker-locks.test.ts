@@ -102,10 +102,14 @@ describe('a worker whose life-lock connection drops', () => {
 			await sql()`delete from worker_processes`;
 			const w = startWorkerChild(dbUrl());
 			children.push(w.child);
-			const [me] = await waitUntil(async () => (w.log.out.includes('worker ready') ? registered() : null), `the worker to be ready:\n${w.log.out}`, {
-				timeoutMs: 60_000,
-				intervalMs: 100
-			});
+			const [me] = await waitUntil(
+				async () => (w.log.out.includes('worker ready') ? registered() : null),
+				() => `the worker to be ready:\n${w.log.out}`,
+				{
+					timeoutMs: 60_000,
+					intervalMs: 100
+				}
+			);
 			const before = (await lifeHolder(me.lockId))!;
 			// A recovering process queues for the lock before the connection drops, so it is first
 			// to get it when the backend is gone (as when its 2-s check wins the race), and claims.
