@@ -53,7 +53,6 @@ const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'nomos,bare,poll').split(',') as S
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 3000);
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 2000);
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 290_000);
-const EVENT_ORDER_LOCK = 7_140_202_613; // as in src/lib/server/db/queries/events.ts
 const OPERATOR = { username: 'bench', password: 'bench-password-1234' };
 const CLK_TCK = (() => {
 	try {
@@ -304,12 +303,12 @@ async function produce(count: number, rate: number): Promise<Map<number, number>
 		if (wait > 0) await sleep(wait);
 		// A registered type (schemas/events.ts): the SSE stream skips any other. Its payload is not parsed there.
 		const payload = JSON.stringify({ seq, sentAt: nowMs(), note: NOTE });
+		// as emitEventNow (queries/events.ts): the final id is given by the commit trigger, run here at once
 		const id = await sql.begin<number>(async (tx) => {
-			await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
-			const [row] = await tx<{ id: number }[]>`
-				insert into events (session_id, type, payload) values (null, 'workers.changed', ${payload}::text::jsonb)
-				returning id::float8 as id`;
-			return row.id;
+			await tx`insert into events (session_id, type, payload) values (null, 'workers.changed', ${payload}::text::jsonb)`;
+			await tx`set constraints events_commit_order immediate`;
+			const [row] = await tx<{ id: string }[]>`select current_setting('nomos.last_event_id') as id`;
+			return Number(row.id);
 		});
 		commits.set(id, nowMs());
 	}

@@ -84,7 +84,7 @@ describe('migrations', () => {
 		await runMigrations(url);
 		expect(await tables(url)).toEqual(EXPECTED_TABLES);
 		const sql = postgres(url, { max: 1 });
-		const triggers = await sql`select tgname from pg_trigger where tgname = 'events_notify'`;
+		const triggers = await sql`select tgname from pg_trigger where tgname = 'events_commit_order'`;
 		await sql.end();
 		expect(triggers).toHaveLength(1);
 	});

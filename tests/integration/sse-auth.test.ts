@@ -143,7 +143,7 @@ describe('the node SSE fast path', () => {
 	it('replays after Last-Event-ID (or ?after=), then streams live; session streams carry one session', async () => {
 		const cookie = `nomos_session=${alice.token}`;
 		const start = await emitEventNow(sql(), { type: 'workers.changed', payload: {} });
-		await emitEventNow(sql(), { type: A, sessionId: SESSION, payload: { questionId: QUESTION, prompt: 'a' } });
+		const a = await emitEventNow(sql(), { type: A, sessionId: SESSION, payload: { questionId: QUESTION, prompt: 'a' } });
 		await emitEventNow(sql(), { type: B, payload: { open: false, by: null } });
 
 		const byHeader = get('/api/events', { cookie, 'last-event-id': String(start) });
@@ -159,7 +159,7 @@ describe('the node SSE fast path', () => {
 		expect((await fleet).map((e) => e.type)).toEqual([A, B, C]);
 		expect((await fleet2).map((e) => e.type)).toEqual([A, B]);
 		expect(await one).toEqual([
-			{ id: start + 1, type: A, sessionId: SESSION },
+			{ id: a, type: A, sessionId: SESSION },
 			{ id: expect.any(Number), type: C, sessionId: SESSION }
 		]);
 		for (const c of [byHeader, byQuery, session]) c.abort();

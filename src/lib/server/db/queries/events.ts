@@ -13,32 +13,33 @@ export type EventInput<T extends EventType = EventType> = {
 /** An event as the log holds it (`createdAt`: ISO 8601 text, like every timestamp a query returns; see db/index.ts). */
 export type EventRow = typeof events.$inferSelect;
 
-/** Arbitrary constant: the lock that orders event ids by commit. */
-const EVENT_ORDER_LOCK = 7_140_202_613;
-
 /**
  * Appends to the event log inside the caller's transaction, so the change and its event commit
- * together; the insert trigger NOTIFYs at commit. The payload is checked against its type's
- * schema first: a wrong one throws (naming the type and field) before anything is written.
+ * together. The payload is checked against its type's schema first: a wrong one throws (naming
+ * the type and field) before anything is written.
  *
- * Invariant: event ids are handed out in commit order. The transaction-scoped advisory lock is
- * held from the first event until commit, so no later commit can carry a smaller id; readers
- * may therefore resume with `id > last` and never miss a late commit. Emit events last in a
- * transaction to keep the lock short.
+ * Invariant: event ids are handed out in commit order, so readers may resume with `id > last` and
+ * never miss a late commit. The row is written here with a provisional id nobody else sees; a
+ * deferred trigger gives it its final id at commit, under an advisory lock taken after every other
+ * lock of the transaction, and NOTIFYs then (drizzle/0041_events_commit_order.sql). An event may
+ * therefore be emitted anywhere in a transaction: the order lock is never held while the
+ * transaction waits for a row (an answer's event, then its note's session, beside a turn's
+ * message, then its event, deadlocked when the lock was taken here).
  */
-export async function emitEvent<T extends EventType>(tx: TransactionSql, e: EventInput<T>): Promise<number> {
+export async function emitEvent<T extends EventType>(tx: TransactionSql, e: EventInput<T>): Promise<void> {
 	parseEventPayload(e.type, e.payload);
-	await tx`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`;
-	const [row] = await tx<{ id: string }[]>`
-		insert into events (session_id, type, payload)
-		values (${e.sessionId ?? null}, ${e.type}, ${JSON.stringify(e.payload)}::text::jsonb)
-		returning id`;
-	return Number(row.id);
+	await tx`insert into events (session_id, type, payload) values (${e.sessionId ?? null}, ${e.type}, ${JSON.stringify(e.payload)}::text::jsonb)`;
 }
 
-/** Emits one event in its own transaction. */
+/** Emits one event in its own transaction; returns its (final) id. */
 export async function emitEventNow<T extends EventType>(sql: Sql, e: EventInput<T>): Promise<number> {
-	return sql.begin<number>((tx) => emitEvent(tx, e));
+	return sql.begin<number>(async (tx) => {
+		await emitEvent(tx, e);
+		// The final id is given by the commit trigger: run it now, then read what it set.
+		await tx`set constraints events_commit_order immediate`;
+		const [row] = await tx<{ id: string }[]>`select current_setting('nomos.last_event_id') as id`;
+		return Number(row.id);
+	});
 }
 
 const columns = (sql: Sql | TransactionSql) => sql`id::float8 as id, session_id as "sessionId", type, payload, created_at as "createdAt"`;

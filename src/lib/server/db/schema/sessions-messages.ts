@@ -118,8 +118,9 @@ export const tasks = pgTable('tasks', {
 });
 
 /**
- * The replayable event log. An insert trigger NOTIFYs `nomos_events` with a small payload
- * (id, session, type); subscribers read the row itself.
+ * The replayable event log. A deferred trigger gives each row its final id at commit (commit
+ * order) and NOTIFYs `nomos_events` with a small payload (id, session, type); subscribers read
+ * the row itself.
  */
 export const events = pgTable(
 	'events',
