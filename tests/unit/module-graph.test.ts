@@ -208,15 +208,8 @@ export const SQL_HOME = 'src/lib/server/db/';
  * longer holds SQL fails the test too). A new file with SQL outside db/ fails: give it a query.
  */
 export const SQL_ELSEWHERE: Record<string, string> = {
-	'src/lib/server/access/sessions.ts': 'reads a session row for the access decision (to move into db/queries/sessions.ts)',
-	'src/lib/server/agent/tools/parked.ts': 'looks up a plan or question by its call key (to move into db/queries)',
-	'src/lib/server/executions/cause.ts': "reads an execution's cause (to move into db/queries/executions.ts)",
-	'src/lib/server/executions/lifecycle.ts': "reads an execution's plan id (to move into db/queries/executions.ts)",
 	'src/lib/server/jobs/enqueue.ts': "graphile-worker's add_job: the queue's own API, one call",
-	'src/lib/server/realtime/hub.ts': "reads sessions' owners for the stream's audience (to move into db/queries/sessions.ts)",
-	'src/lib/server/replay/run.ts': "reads a replay's original (to move into db/queries/replays.ts)",
-	'src/lib/server/review/rebuild.ts': 'an advisory lock held on one reserved connection across transactions',
-	'src/lib/server/sessions/manage.ts': "reads a session's owner (to move into db/queries/sessions.ts)"
+	'src/lib/server/review/rebuild.ts': 'an advisory lock held on one reserved connection across transactions'
 };
 
 /**

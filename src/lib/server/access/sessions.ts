@@ -2,7 +2,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
 import type { SessionSharing } from '../db/schema';
 import { Refusal } from '../refusal';
-import { listedFor, type Viewer } from '../db/queries/sessions';
+import { listedSessionIds, sessionAudiences, type Viewer } from '../db/queries/sessions';
 
 export { listedFor, type Viewer } from '../db/queries/sessions';
 
@@ -17,8 +17,6 @@ export type SessionAccess = 'write' | 'read';
 export const NOT_YOURS = 'No such chat session (or it is not yours).';
 export const READ_ONLY = 'This chat is shared with you read-only: only its owner can do that.';
 
-type Row = { ownerId: string | null; shared: SessionSharing | null; deleted: boolean };
-
 /** What a viewer may do in a session of this owner and sharing; null: nothing (they do not see it). */
 export function accessOf(viewer: Viewer, s: { ownerId: string | null; shared: SessionSharing | null }): SessionAccess | null {
 	if (s.ownerId === viewer.id || s.shared === 'write') return 'write';
@@ -29,8 +27,7 @@ export function accessOf(viewer: Viewer, s: { ownerId: string | null; shared: Se
 
 /** The viewer's access to a live (not deleted) session; null when it does not exist, is deleted or is not theirs. */
 export async function sessionAccess(sql: Sql | TransactionSql, sessionId: string, viewer: Viewer): Promise<SessionAccess | null> {
-	const [row] = await sql<Row[]>`
-		select operator_id as "ownerId", shared, deleted_at is not null as deleted from chat_sessions where id = ${sessionId}`;
+	const [row] = await sessionAudiences(sql, [sessionId]);
 	return row && !row.deleted ? accessOf(viewer, row) : null;
 }
 
@@ -59,9 +56,7 @@ export async function requireWriteOf(sql: Sql | TransactionSql, sessionId: strin
 export async function keepListed<T>(sql: Sql, viewer: Viewer, rows: T[], sessionOf: (r: T) => string | null): Promise<T[]> {
 	if (viewer.role === 'admin') return rows;
 	const ids = [...new Set(rows.map(sessionOf).filter((x): x is string => x !== null))];
-	const listed = ids.length
-		? new Set((await sql<{ id: string }[]>`select s.id from chat_sessions s where s.id = any(${ids}::uuid[]) and ${listedFor(sql, viewer)}`).map((r) => r.id))
-		: new Set<string>();
+	const listed = await listedSessionIds(sql, viewer, ids);
 	return rows.filter((r) => {
 		const id = sessionOf(r);
 		return id === null || listed.has(id);

@@ -4,6 +4,7 @@ import { getToolName, isNotePart, isToolPart } from '../../messages/parts';
 import type { MessagePart } from '../../types/messages';
 import type { OutsideRead, RequestCause } from '../../types/executions';
 import type { Watch } from '../db/queries/watches';
+import { turnInputs } from '../db/queries/messages';
 import type { Credential } from './authority';
 
 // Who caused a request (issue #43): the credential of the input that started the agent's turn,
@@ -26,17 +27,7 @@ export function causeOfCredential(c: Credential, operator: { id: string; usernam
  * opened the session; else null.
  */
 export async function turnCause(sql: Sql | TransactionSql, sessionId: string, replyId: string, watch: Watch | null): Promise<RequestCause | null> {
-	const rows = await sql<{ cause: RequestCause; fresh: boolean }[]>`
-		with reply as (select seq, created_at from messages where id = ${replyId}),
-		prev as (select max(m.created_at) as at from messages m, reply where m.session_id = ${sessionId} and m.role = 'assistant' and m.seq < reply.seq),
-		inputs as (
-			select m.created_at as at, m.cause from messages m, reply
-			where m.session_id = ${sessionId} and m.role = 'user' and m.cause is not null and m.seq < reply.seq
-			union all
-			select q.answered_at, q.answer_cause from session_questions q, reply
-			where q.session_id = ${sessionId} and q.answer_cause is not null and q.answered_at <= reply.created_at
-		)
-		select cause, at > coalesce((select at from prev), '-infinity') as fresh from inputs order by at desc limit 100`;
+	const rows = await turnInputs(sql, sessionId, replyId);
 	const fresh = rows.filter((r) => r.fresh);
 	const pick = fresh.find((r) => r.cause.tokenId) ?? fresh[0] ?? rows[0];
 	if (pick) return pick.cause;

@@ -5,6 +5,7 @@ import { insertApproval, type ApprovalRoute } from '../db/queries/approvals';
 import {
 	announceExecution,
 	expireStale,
+	executionPlanId,
 	getExecution,
 	interruptLost,
 	linkedSessions,
@@ -170,8 +171,8 @@ export async function queuePlanReport(tx: TransactionSql, plan: { id: string; se
  * job per pair).
  */
 export async function queueContinuations(tx: TransactionSql, id: string): Promise<void> {
-	const [row] = await tx<{ planId: string | null }[]>`select plan_id as "planId" from executions where id = ${id}`;
-	if (row?.planId) return enqueueAdvance(tx, row.planId);
+	const planId = await executionPlanId(tx, id);
+	if (planId) return enqueueAdvance(tx, planId);
 	for (const sessionId of await linkedSessions(tx, id)) {
 		await enqueueJob(
 			tx,

@@ -4,6 +4,7 @@ import { getMessagesByIds, type MessageRow } from '../db/queries/messages';
 import { latestEventId, listEventsAfter, type EventRow } from '../db/queries/events';
 import { getExecutionsByIds, type ExecutionRow } from '../db/queries/executions';
 import { getPlansByIds, type PlanRow } from '../db/queries/plans';
+import { sessionAudiences } from '../db/queries/sessions';
 import { logger } from '../log';
 import type { SessionSharing } from '../db/schema';
 
@@ -175,9 +176,7 @@ export async function enrich(sql: Sql, batch: EventRow[]): Promise<OutEvent[]> {
 		getMessagesByIds(sql, ids('messageId', ['message.updated'])),
 		getExecutionsByIds(sql, ids('executionId')),
 		getPlansByIds(sql, ids('planId')),
-		sessionIds.length
-			? sql<(SessionAudience & { id: string })[]>`select id, operator_id as "ownerId", shared from chat_sessions where id = any(${sessionIds}::uuid[])`
-			: []
+		sessionAudiences(sql, sessionIds)
 	]);
 	const a = new Map(audiences.map((r) => [r.id, { ownerId: r.ownerId, shared: r.shared }]));
 	const m = new Map(messages.map((x) => [x.id, x]));

@@ -1,7 +1,7 @@
 import { sql } from '../db/index';
 import { emitEvent } from '../db/queries/events';
 import { insertMessage } from '../db/queries/messages';
-import { getSession } from '../db/queries/sessions';
+import { getSession, sessionAudiences } from '../db/queries/sessions';
 import { claimReplay, getReplay, getReplayCase, insertReplaySession, setReplayState } from '../db/queries/replays';
 import { enqueueJob, PRIORITY } from '../jobs/enqueue';
 import { runTurn } from '../agent/run-turn';
@@ -28,7 +28,7 @@ export async function startReplay(r: {
 		if (r.originalId) {
 			const original = await getSession(tx, r.originalId);
 			if (!original) throw new Refusal('NOT_FOUND', 'No such chat session.');
-			const [marked] = await tx<{ replayOf: string | null }[]>`select replay_of as "replayOf" from chat_sessions where id = ${r.originalId}`;
+			const [marked] = await sessionAudiences(tx, [r.originalId]);
 			if (marked?.replayOf) throw new Refusal('BAD_REQUEST', 'This session is itself a replay; replay its original.');
 			title ??= original.title;
 		}

@@ -1,7 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import { sql } from '../db/index';
 import { recordAudit } from '../db/queries/audit';
-import { changeSession, lockLiveSession, sessionBusyWith, type SessionChange } from '../db/queries/sessions';
+import { changeSession, lockLiveSession, sessionAudiences, sessionBusyWith, type SessionChange } from '../db/queries/sessions';
 import { configuredModels } from '../agent/provider';
 import { Refusal } from '../refusal';
 import { requireWrite, type Viewer } from '../access/sessions';
@@ -42,7 +42,7 @@ export function archiveSession(sessionId: string, actor: Viewer, archived: boole
  */
 export function shareSession(sessionId: string, actor: Actor, shared: SessionSharing | null): Promise<void> {
 	return withLiveSession(sessionId, actor, async (tx) => {
-		const [row] = await tx<{ ownerId: string | null }[]>`select operator_id as "ownerId" from chat_sessions where id = ${sessionId}`;
+		const [row] = await sessionAudiences(tx, [sessionId]);
 		const owns = row.ownerId === actor.id || (row.ownerId === null && actor.role === 'admin');
 		if (!owns) throw new Refusal('FORBIDDEN', 'Only the owner of a chat shares it.');
 		await changeSession(tx, sessionId, { shared });

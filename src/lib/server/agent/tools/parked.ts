@@ -1,4 +1,7 @@
 import { sql } from '../../db/index';
+import { executionByCallKey } from '../../db/queries/executions';
+import { planByCallKey } from '../../db/queries/plans';
+import { questionByCallKey } from '../../db/queries/questions';
 import { callKey } from './context';
 
 /**
@@ -12,12 +15,7 @@ export function parkedOutputs(messageId: string): (toolName: string, toolCallId:
 		const key = callKey({ messageId }, toolCallId);
 		const resumed = 'stored before Nomos restarted; do not ask for it again';
 		if (toolName === 'request_execution') {
-			const [e] = await sql()<
-				{ id: string; action: string; target: string; classification: string; command: string; status: string; cannotRun: string | null }[]
-			>`
-				select id, action, target, classification, command_preview as command, status,
-					case when status = 'awaiting_approval' and before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
-				from executions where call_key = ${key}`;
+			const e = await executionByCallKey(sql(), key);
 			if (e?.cannotRun) {
 				const { cannotRun, ...rest } = e;
 				return {
@@ -39,7 +37,7 @@ export function parkedOutputs(messageId: string): (toolName: string, toolCallId:
 				: null;
 		}
 		if (toolName === 'propose_plan') {
-			const [p] = await sql()<{ id: string; status: string }[]>`select id, status from plans where call_key = ${key}`;
+			const p = await planByCallKey(sql(), key);
 			return p
 				? {
 						planId: p.id,
@@ -49,7 +47,7 @@ export function parkedOutputs(messageId: string): (toolName: string, toolCallId:
 				: null;
 		}
 		if (toolName === 'ask_operator') {
-			const [q] = await sql()<{ id: string; prompt: string; status: string }[]>`select id, prompt, status from session_questions where call_key = ${key}`;
+			const q = await questionByCallKey(sql(), key);
 			return q ? { questionId: q.id, status: q.status === 'open' ? 'waiting for the operator' : q.status, prompt: q.prompt } : null;
 		}
 		return null;

@@ -452,3 +452,24 @@ export async function replaceLeftovers(tx: TransactionSql, id: string, leftovers
 	await announceExecution(tx, { id, requestedBySession: before.requestedBySession });
 	return before.leftovers;
 }
+
+/**
+ * The execution a tool call stored (its call key), as a resumed reply shows it; `cannotRun`: why
+ * it cannot be approved, when its pre-check said so. Null: the call stored none.
+ */
+export async function executionByCallKey(
+	sql: Sql | TransactionSql,
+	key: string
+): Promise<(Pick<Execution, 'id' | 'action' | 'target' | 'classification' | 'status'> & { command: string; cannotRun: string | null }) | null> {
+	const [row] = await sql<(Pick<Execution, 'id' | 'action' | 'target' | 'classification' | 'status'> & { command: string; cannotRun: string | null })[]>`
+		select id, action, target, classification, command_preview as command, status,
+			case when status = 'awaiting_approval' and before_approval->>'outcome' = 'cannot_run' then before_approval->>'why' end as "cannotRun"
+		from executions where call_key = ${key}`;
+	return row ?? null;
+}
+
+/** An execution's plan, if it is a plan's step. */
+export async function executionPlanId(sql: Sql | TransactionSql, id: string): Promise<string | null> {
+	const [row] = await sql<Pick<Execution, 'planId'>[]>`select plan_id as "planId" from executions where id = ${id}`;
+	return row?.planId ?? null;
+}

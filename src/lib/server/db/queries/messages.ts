@@ -203,3 +203,21 @@ export async function latestContextCut(sql: Sql): Promise<ContextCutNote | null>
 	const data = row.note.data && typeof row.note.data === 'object' ? (row.note.data as Record<string, unknown>) : null;
 	return { sessionId: row.sessionId, at: row.at, text: typeof row.note.text === 'string' ? row.note.text : '', data };
 }
+
+/**
+ * The causes of the operators' inputs before a reply (chat messages, answers to questions), latest
+ * first; `fresh`: made since the session's previous reply (executions/cause.ts picks one).
+ */
+export async function turnInputs(sql: Sql | TransactionSql, sessionId: string, replyId: string): Promise<{ cause: RequestCause; fresh: boolean }[]> {
+	return sql<{ cause: RequestCause; fresh: boolean }[]>`
+		with reply as (select seq, created_at from messages where id = ${replyId}),
+		prev as (select max(m.created_at) as at from messages m, reply where m.session_id = ${sessionId} and m.role = 'assistant' and m.seq < reply.seq),
+		inputs as (
+			select m.created_at as at, m.cause from messages m, reply
+			where m.session_id = ${sessionId} and m.role = 'user' and m.cause is not null and m.seq < reply.seq
+			union all
+			select q.answered_at, q.answer_cause from session_questions q, reply
+			where q.session_id = ${sessionId} and q.answer_cause is not null and q.answered_at <= reply.created_at
+		)
+		select cause, at > coalesce((select at from prev), '-infinity') as fresh from inputs order by at desc limit 100`;
+}

@@ -194,3 +194,9 @@ export async function listRecentPlans(sql: Sql, hours = 24, limit = 20): Promise
 		(select ${columns(sql)} from plans where status not in ('proposed', 'approved') and finished_at > now() - make_interval(secs => ${hours * 3600})
 			order by finished_at desc limit ${limit})`;
 }
+
+/** The plan a tool call stored (its call key); null: none. */
+export async function planByCallKey(sql: Sql | TransactionSql, key: string): Promise<Pick<PlanRow, 'id' | 'status'> | null> {
+	const [row] = await sql<Pick<PlanRow, 'id' | 'status'>[]>`select id, status from plans where call_key = ${key}`;
+	return row ?? null;
+}

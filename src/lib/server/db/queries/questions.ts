@@ -100,3 +100,9 @@ export async function openQuestionOf(tx: TransactionSql, sessionId: string): Pro
 	>`select ${columns(tx)} from session_questions where session_id = ${sessionId} and status = 'open' order by created_at desc limit 1`;
 	return row ?? null;
 }
+
+/** The question a tool call stored (its call key); null: none. */
+export async function questionByCallKey(sql: Sql | TransactionSql, key: string): Promise<Pick<QuestionRow, 'id' | 'prompt' | 'status'> | null> {
+	const [row] = await sql<Pick<QuestionRow, 'id' | 'prompt' | 'status'>[]>`select id, prompt, status from session_questions where call_key = ${key}`;
+	return row ?? null;
+}

@@ -118,6 +118,23 @@ export async function getSession(sql: Sql | TransactionSql, id: string): Promise
 	return row ?? null;
 }
 
+/** Who sessions are for and what they are, by id (access decisions, the streams' audience, a replay's original). */
+export type SessionAudienceRow = Pick<SessionColumns, 'id' | 'shared' | 'replayOf'> & { ownerId: SessionColumns['operatorId']; deleted: boolean };
+
+export async function sessionAudiences(sql: Sql | TransactionSql, ids: string[]): Promise<SessionAudienceRow[]> {
+	if (ids.length === 0) return [];
+	return sql<SessionAudienceRow[]>`
+		select id, operator_id as "ownerId", shared, replay_of as "replayOf", deleted_at is not null as deleted
+		from chat_sessions where id = any(${ids}::uuid[])`;
+}
+
+/** Of these sessions, the ids the viewer's lists show (listedFor). */
+export async function listedSessionIds(sql: Sql | TransactionSql, viewer: Viewer, ids: string[]): Promise<Set<string>> {
+	if (ids.length === 0) return new Set();
+	const rows = await sql<Pick<SessionColumns, 'id'>[]>`select s.id from chat_sessions s where s.id = any(${ids}::uuid[]) and ${listedFor(sql, viewer)}`;
+	return new Set(rows.map((r) => r.id));
+}
+
 type LiveSession = Pick<SessionColumns, 'id' | 'title' | 'titledBy'>;
 
 /** Locks a session's row for a change; null when it does not exist or is deleted. */
