@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { scaled } from './time';
 
 /** Runs a TypeScript file in a child node process (tsx loaded in-process, so signals reach it). */
 export function spawnTs(file: string, args: string[] = [], opts: SpawnOptions = {}) {
@@ -10,6 +11,22 @@ export function spawnTsSync(file: string, args: string[] = [], opts: { env?: Nod
 }
 
 export type ChildExit = { code: number | null; signal: NodeJS.Signals | null };
+
+/**
+ * The child's exit, or an error after `ms` (scaled) that shows its log as it is then: a test
+ * waiting on an exit that never comes fails saying what the child did, not at the test's limit.
+ */
+export async function exitWithin(c: TsChild, ms: number, what = 'the child to exit'): Promise<ChildExit> {
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new Error(`timed out waiting for ${what} (pid ${c.pid}):\n${c.log.out}`)), scaled(ms));
+	});
+	try {
+		return await Promise.race([c.exited, late]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
 
 /** A child started by `startTs`: its output so far (for failure messages) and its exit. */
 export interface TsChild {

@@ -10,7 +10,7 @@ import { startWorker, type WorkerHandle } from '../../src/lib/server/jobs/worker
 import { claimDeadProcess, LIFE_LOCK_SPACE, listDeadProcesses, releaseDeadWorkerLocks } from '../../src/lib/server/db/queries/workers';
 import { useTestDatabase } from '../helpers/db';
 import { waitUntil } from '../helpers/executions';
-import { startWorkerChild } from '../helpers/spawn';
+import { exitWithin, startWorkerChild } from '../helpers/spawn';
 import type { ChildProcess } from 'node:child_process';
 import { scaled } from '../helpers/time';
 
@@ -124,7 +124,7 @@ describe('a worker whose life-lock connection drops', () => {
 			}, 'the recovery to wait for the lock');
 			await sql()`select pg_terminate_backend(${before})`;
 			expect(await claim).toMatchObject({ id: me.id });
-			expect(await w.exited, w.log.out).toEqual({ code: 1, signal: null });
+			expect(await exitWithin(w, 20_000, 'the worker to leave')).toEqual({ code: 1, signal: null });
 			expect(w.log.out).toContain('another process recovered its work: exiting');
 			expect(await registered()).toEqual([]);
 			expect(await lifeHolder(me.lockId)).toBeNull();
