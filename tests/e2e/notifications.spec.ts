@@ -22,10 +22,11 @@ const HOOK = `(() => {
 			this.body = (opts && opts.body) || '';
 			this.tag = (opts && opts.tag) || '';
 			this.onclick = null;
-			window.__shown.push({ title: this.title, body: this.body, tag: this.tag, path: location.pathname });
+			this.record = { title: this.title, body: this.body, tag: this.tag, path: location.pathname };
+			window.__shown.push(this.record);
 			window.__last = this;
 		}
-		close() {}
+		close() { this.record.closed = true; }
 		static get permission() { return window.__gatePermission && !asked() ? 'default' : Real.permission; }
 		static async requestPermission() {
 			localStorage.setItem('__asks', String(Number(localStorage.getItem('__asks') || '0') + 1));
@@ -49,7 +50,7 @@ const HOOK = `(() => {
 	Object.defineProperty(Document.prototype, 'visibilityState', { configurable: true, get() { return window.__hidden ? 'hidden' : 'visible'; } });
 })();`;
 
-type Shown = { title: string; body: string; tag: string; path: string };
+type Shown = { title: string; body: string; tag: string; path: string; closed?: true };
 const tabLog = (page: Page) =>
 	page.evaluate(
 		() =>
@@ -156,6 +157,8 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect(a.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 	await expect(b.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
 	const before = (await allShown(a, b)).length;
+	const openNotices = async () => (await allShown(a, b)).filter((x) => !x.closed).length;
+	const openBefore = await openNotices();
 	const bFrom = (await tabLog(b)).length;
 	await llm.push(
 		{ toolCalls: [{ name: 'request_execution', args: { target: 'lxc:strong/101', action: 'pct_start', params: {}, reason: 'second one' } }] },
@@ -166,6 +169,7 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 	await expect(a.locator('[data-testid="execution-card"][data-status="awaiting_approval"]')).toHaveCount(2);
 	// Tab B, not looking, asked the others; tab A (looking) answered that it shows it. B heard that
 	// before it tried to claim the notice, so it never will: nothing is shown for it, now or later.
+	// (On a busy machine A can answer after B's wait: B then closes what it showed on hearing it.)
 	const second = async () => {
 		const log = (await tabLog(b)).slice(bFrom);
 		const key = log.find((e) => e.post?.ask?.startsWith('execution:'))?.post?.ask;
@@ -177,12 +181,14 @@ test('an approval waiting in a hidden chat is notified once across two tabs; a t
 		};
 	};
 	await expect.poll(async () => (await second()).heard, { timeout: scaled(15_000) }).toBeGreaterThanOrEqual(0);
-	const { heard, claimed } = await second();
-	expect(
-		claimed,
-		`tab B tried to claim the notice (log entry ${claimed}) before it heard tab A shows it (${heard}): ${JSON.stringify((await tabLog(b)).slice(bFrom))}; tab A: ${JSON.stringify(await tabLog(a))}`
-	).toBe(-1);
-	expect(await allShown(a, b)).toHaveLength(before);
+	const { key, heard, claimed } = await second();
+	if (claimed === -1) expect(await allShown(a, b)).toHaveLength(before);
+	else
+		await expect
+			.poll(openNotices, {
+				message: `tab B claimed the notice ${key} (log entry ${claimed}) before it heard tab A shows it (${heard}), and did not withdraw it: ${JSON.stringify((await tabLog(b)).slice(bFrom))}`
+			})
+			.toBe(openBefore);
 
 	// A question while tab A shows another page: notified, naming the question.
 	await llm.push(

@@ -75,14 +75,27 @@ test('an event committed by another process reaches pages on both web processes 
 test('a turn run by a worker in another process streams into a page served by the second web process', async ({ browser, env }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.reset();
-	await llm.push({ text: 'Streaming from a worker process, token by token.', chunkSize: 3, delayMs: 40 });
+	// About 4 s of streaming (16 chunks, 250 ms apart): the page shows it before it ends, also on a busy machine.
+	await llm.push({ text: 'Streaming from a worker process, token by token.', chunkSize: 3, delayMs: 250 });
 	const b = await (await browser.newContext({ baseURL: web2URL })).newPage();
 	await login(b, env.admin);
+	// Every status an assistant message shows, as the page renders it (the send navigates in-page).
+	await b.evaluate(() => {
+		const w = window as unknown as { __statuses: string[] };
+		w.__statuses = [];
+		new MutationObserver(() => {
+			for (const el of document.querySelectorAll('[data-testid="message"][data-role="assistant"]')) {
+				const s = el.getAttribute('data-status') ?? '';
+				if (w.__statuses.at(-1) !== s) w.__statuses.push(s);
+			}
+		}).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-status'] });
+	});
 	await b.getByTestId('composer-input').fill('hello from web 2');
 	await b.getByTestId('send').click();
 	const reply = b.locator('[data-testid="message"][data-role="assistant"]');
-	// Seen while still streaming, then complete.
-	await expect(reply).toHaveAttribute('data-status', 'streaming');
 	await expect(reply).toContainText('Streaming from a worker process, token by token.');
 	await expect(reply).toHaveAttribute('data-status', 'complete');
+	// Seen while still streaming, then complete.
+	const statuses = await b.evaluate(() => (window as unknown as { __statuses: string[] }).__statuses);
+	expect(statuses.slice(statuses.indexOf('streaming'))).toEqual(['streaming', 'complete']);
 });

@@ -13,8 +13,9 @@ const CHANNEL = 'nomos-notify';
  * How long a tab waits for another tab to say it is showing that chat before it notifies. A tab
  * not looking asks the others at once, and they answer from what they show now, whether or not
  * their own stream has delivered the event yet (two streams can be seconds apart on a busy machine).
+ * An answer that comes later still withdraws the notice (a busy tab can answer late).
  */
-const SETTLE_MS = 250;
+const SETTLE_MS = 1000;
 /** One tab notifies per wait: it holds the wait's Web Lock this long, the others find it taken. */
 const CLAIM_MS = 30_000;
 
@@ -35,6 +36,9 @@ export class BrowserNotifier {
 	#path: () => string = () => '';
 	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, nothing renders from it
 	#seen = new Set<string>();
+	/** The notices this tab shows, by wait: one another tab then says it shows on screen is closed. */
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, nothing renders from it
+	#shown = new Map<string, Notification>();
 
 	constructor() {
 		if (!supported()) return;
@@ -71,7 +75,10 @@ export class BrowserNotifier {
 		if (typeof BroadcastChannel !== 'undefined') {
 			this.#channel = new BroadcastChannel(CHANNEL);
 			this.#channel.onmessage = (m: MessageEvent<{ seen?: string; ask?: string; sessionId?: string | null }>) => {
-				if (typeof m.data?.seen === 'string') this.#seen.add(m.data.seen);
+				if (typeof m.data?.seen === 'string') {
+					this.#seen.add(m.data.seen);
+					this.#withdraw(m.data.seen);
+				}
 				if (typeof m.data?.ask === 'string' && this.#looking(m.data.sessionId ?? null, this.#path())) {
 					this.#channel?.postMessage({ seen: m.data.ask });
 				}
@@ -117,11 +124,18 @@ export class BrowserNotifier {
 	#show(w: Wait): void {
 		this.#seen.add(w.key);
 		const n = new Notification(w.title, { body: w.text.slice(0, 300), tag: w.key });
+		this.#shown.set(w.key, n);
+		n.onclose = () => this.#shown.delete(w.key);
 		n.onclick = () => {
 			window.focus();
-			n.close();
+			this.#withdraw(w.key);
 			void goto(w.path).then(() => reveal(w.path));
 		};
+	}
+
+	#withdraw(key: string): void {
+		this.#shown.get(key)?.close();
+		this.#shown.delete(key);
 	}
 }
 
