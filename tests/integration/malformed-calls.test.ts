@@ -69,6 +69,7 @@ const VALID: Record<string, { target: string; params: Record<string, unknown> }>
 	pve_services: { target: 'strong', params: {} },
 	node_apt_refresh: { target: 'strong', params: {} },
 	pve_service: { target: 'strong', params: { service: 'pveproxy' } },
+	pve_cluster_service: { target: 'strong', params: { service: 'corosync' } },
 	storage_content: { target: 'strong', params: { storage: 'local-lvm' } },
 	journal_tail: { target: 'strong/100', params: { unit: 'nginx.service' } },
 	backup_prune_preview: { target: 'strong', params: { storage: 'local', vmid: 101, keep: { last: 2 } } },

@@ -8,7 +8,10 @@ import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries
 import { requestExecution, type RequestOutcome } from '../../src/lib/server/executions/request';
 import { runExecution } from '../../src/lib/server/executions/runner';
 import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
-import { decide, newOperator, newSession } from '../helpers/executions';
+import { createRule } from '../../src/lib/server/executions/allow-rules';
+import { approvalVerdict, type Credential } from '../../src/lib/server/executions/authority';
+import { needsPerson } from '../../src/lib/server/proxmox/actions';
+import { decide, freshSession, newOperator, newSession } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 
 const { pve } = useStage({
@@ -111,9 +114,35 @@ describe('PVE services and journals', () => {
 		expect(await pve.service('pveproxy')).toMatchObject({ active: true });
 	});
 
-	it('pve_service refuses a unit outside the allowlist', async () => {
-		const r = await requestExecution(sessionId, { target: 'strong', action: 'pve_service', params: { service: 'sshd' }, reason: 'test' });
-		expect('error' in r && r.error).toMatch(/service/);
+	it('pve_service refuses a unit outside the allowlist, the cluster stack included', async () => {
+		for (const service of ['sshd', 'corosync', 'pve-cluster', 'pve-ha-lrm']) {
+			const r = await requestExecution(sessionId, { target: 'strong', action: 'pve_service', params: { service }, reason: 'test' });
+			expect('error' in r && r.error, service).toMatch(/service/);
+		}
+	});
+
+	it('pve_cluster_service (corosync, pve-cluster, pve-ha-*) is approved only by a person: no rule, no typed yes, no token', async () => {
+		const refused = await sql().begin((tx) => createRule(tx, { action: 'pve_cluster_service', pattern: 'host:strong' }, { id: operatorId, username: 'alice' }));
+		expect(refused).toMatchObject({
+			error: "pve_cluster_service can stop more than itself (quorum, an HA fence): no rule can allow it; each one needs an operator's click"
+		});
+		expect(needsPerson('pve_cluster_service')).toBe(true);
+		expect(needsPerson('pve_service')).toBe(false);
+		expect(approvalVerdict({ action: 'pve_cluster_service', requestedWithToken: null }, 'typed', freshSession())).toMatchObject({ ok: false });
+		const token: Credential = { kind: 'token', token: { id: 't', name: 'ci', scope: 'approve' } };
+		expect(approvalVerdict({ action: 'pve_cluster_service', requestedWithToken: null }, 'click', token)).toMatchObject({ ok: false });
+		expect(approvalVerdict({ action: 'pve_cluster_service', requestedWithToken: null }, 'click', { kind: 'session', verifiedAt: null })).toMatchObject({
+			ok: false,
+			stepUp: true,
+			reason: expect.stringContaining('can stop more than itself')
+		});
+
+		// A click in a browser whose password is fresh runs it, read back.
+		await pve.setService('corosync', { active: false });
+		const e = await approveAndRun({ target: 'strong', action: 'pve_cluster_service', params: { service: 'corosync' } });
+		expect(e).toMatchObject({ status: 'succeeded', result: 'corosync restarted', verdict: 'verified' });
+		expect(e.steps[0].command).toBe("'systemctl' 'restart' 'corosync'");
+		expect(await pve.service('corosync')).toMatchObject({ active: true });
 	});
 
 	it("journal_tail reads a CT unit's last lines at once; none is said in words", async () => {
@@ -136,9 +165,10 @@ describe('PVE services and journals', () => {
 		};
 		expect(d.classification).toBe('read_only unless marked');
 		expect(d.actions[0]).toMatch(/^storage_status\(node\?\): /);
-		expect(d.actions.slice(9, 13)).toEqual([
+		expect(d.actions.slice(9, 14)).toEqual([
 			expect.stringMatching(/^node_apt_refresh\(node\?\): refresh a node's package lists/),
 			expect.stringMatching(/^pve_service\(service: pveproxy\|pvedaemon\|.*\|systemd-timesyncd, op\?=restart\) \[waits for approval\]: /),
+			expect.stringMatching(/^pve_cluster_service\(service: pve-cluster\|corosync\|pve-ha-crm\|pve-ha-lrm, op\?=restart\) \[disruptive: a person approves\]: /),
 			expect.stringMatching(/^storage_content\(storage, limit\?=15, node\?\): what takes a storage's space/),
 			expect.stringMatching(/^journal_tail\(unit, lines\?=50\): /)
 		]);

@@ -6,22 +6,19 @@ import { nodeName, storage, unit, vmid } from './param-fields';
 
 /**
  * The Proxmox VE services a node runs, as `/nodes/<n>/services` names them (pve-manager
- * PVE/API2/Services.pm $service_name_list, PVE 8 and 9), less sshd and syslog (not Proxmox's):
- * the only units pve_service restarts. pve-ha-* and proxmox-firewall only on nodes that have them.
+ * PVE/API2/Services.pm $service_name_list, PVE 8 and 9), less sshd and syslog (not Proxmox's) and
+ * the cluster stack (CLUSTER_SERVICES): the units pve_service restarts. proxmox-firewall only on
+ * nodes that have it.
  */
 export const PVE_SERVICES = [
 	'pveproxy',
 	'pvedaemon',
 	'pvestatd',
 	'pvescheduler',
-	'pve-cluster',
-	'corosync',
 	'pve-firewall',
 	'pvefw-logger',
 	'proxmox-firewall',
 	'spiceproxy',
-	'pve-ha-crm',
-	'pve-ha-lrm',
 	'chrony',
 	'cron',
 	'postfix',
@@ -29,14 +26,19 @@ export const PVE_SERVICES = [
 	'systemd-timesyncd'
 ] as const;
 
+/**
+ * The cluster stack: restarting one can cost the node its quorum or, with HA, make it fence
+ * itself (a hard reset of every guest on it). pve_cluster_service restarts them, and only a
+ * person approves it (no rule, no typed "yes", no token). pve-ha-* only on nodes that have them.
+ */
+export const CLUSTER_SERVICES = ['pve-cluster', 'corosync', 'pve-ha-crm', 'pve-ha-lrm'] as const;
+
+const serviceOp = z.enum(['restart', 'reload', 'start']).default('restart');
+
 export const NODE_OPS_PARAMS = {
 	node_apt_refresh: z.object({ node: nodeName.optional().describe('a cluster member (default: the target host)') }).strict(),
-	pve_service: z
-		.object({
-			service: z.enum(PVE_SERVICES).describe('a Proxmox VE service of the node'),
-			op: z.enum(['restart', 'reload', 'start']).default('restart')
-		})
-		.strict(),
+	pve_service: z.object({ service: z.enum(PVE_SERVICES).describe('a Proxmox VE service of the node'), op: serviceOp }).strict(),
+	pve_cluster_service: z.object({ service: z.enum(CLUSTER_SERVICES).describe("a service of the node's cluster stack"), op: serviceOp }).strict(),
 	journal_tail: z
 		.object({
 			vmid: vmid.optional(),

@@ -11,7 +11,7 @@ import {
 	updateAllowRule,
 	type ActiveRule
 } from '../db/queries/allow-rules';
-import { ACTIONS, isActionName } from '../proxmox/actions';
+import { ACTIONS, isActionName, personReason } from '../proxmox/actions';
 import { approvalVerdict } from './authority';
 import { describeParams } from '../proxmox/params-schema';
 import { describeRule, globMatches, parsePattern, ruleFields, type ParamConstraint, type RuleFields } from '../../schemas/allow-rules';
@@ -44,7 +44,7 @@ async function checkRule(tx: TransactionSql, raw: RuleFields): Promise<RuleError
 	if (def.classification === 'destructive')
 		return { error: `${r.action} is destructive: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
 	if (!approvalVerdict({ action: r.action, requestedWithToken: null }, 'rule', null).ok)
-		return { error: `${r.action} cannot be undone: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
+		return { error: `${r.action} ${personReason(r.action)}: no rule can allow it; each one needs an operator's click`, code: 'BAD_REQUEST' };
 	if (def.classification === 'read_only') return { error: `${r.action} is read-only and runs without approval already`, code: 'BAD_REQUEST' };
 	const t = parsePattern(r.pattern)!;
 	if (t.kind === 'host' && def.scope === 'ct') return { error: `${r.action} runs on a container: use an lxc:<host>/… pattern`, code: 'BAD_REQUEST' };

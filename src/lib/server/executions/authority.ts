@@ -2,7 +2,7 @@ import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/index';
 import type { ApiTokenAuth } from '../db/queries/api-tokens';
 import { requesterTokenOf } from '../db/queries/executions';
-import { needsPerson } from '../proxmox/actions';
+import { needsPerson, personReason } from '../proxmox/actions';
 import { env } from '../env';
 
 /**
@@ -73,7 +73,7 @@ export function approvalVerdict(e: ApprovalSubject, way: ApprovalWay, c: Credent
 	if (!c) return no('No credential.');
 	if (c.kind === 'session') {
 		if (person && !recentlyVerified(c.verifiedAt, now))
-			return no(`Approving ${e.action} cannot be undone: confirm your password first (asked again after ${env().NOMOS_STEP_UP_MIN} min).`, true);
+			return no(`Approving ${e.action}: it ${personReason(e.action)}; confirm your password first (asked again after ${env().NOMOS_STEP_UP_MIN} min).`, true);
 		return { ok: true };
 	}
 	const t = c.token;

@@ -82,6 +82,7 @@ export const ACTIONS = {
 	...healthReads,
 	node_apt_refresh: NODE_OPS.node_apt_refresh,
 	pve_service: NODE_OPS.pve_service,
+	pve_cluster_service: NODE_OPS.pve_cluster_service,
 	storage_content: NODE_OPS.storage_content,
 	journal_tail: NODE_OPS.journal_tail,
 	...BACKUPS
@@ -110,7 +111,15 @@ export function isResumable(action: string): action is ActionName {
 export function needsPerson(action: string): boolean {
 	if (!isActionName(action)) return true;
 	const def: ActionDef = ACTIONS[action];
-	return def.classification === 'destructive' || def.irreversible === true;
+	return def.classification === 'destructive' || def.irreversible === true || def.disruptive === true;
+}
+
+/** Why an action needs a person, in words that follow its name ("pct_destroy cannot be undone"). */
+export function personReason(action: string): string {
+	if (!isActionName(action)) return 'is not in the catalogue';
+	const def: ActionDef = ACTIONS[action];
+	if (def.disruptive) return 'can stop more than itself (quorum, an HA fence)';
+	return 'cannot be undone';
 }
 
 /** The params an action accepts, for an error hint. */

@@ -7,7 +7,11 @@ import { toolError, type ToolContext } from './context';
 
 /** How a family member that is not a read is approved, in its line. */
 const approvalMark = (n: ActionName) =>
-	ACTIONS[n].classification === 'read_only' ? '' : needsPerson(n) ? ' [destructive: a person approves]' : ' [waits for approval]';
+	ACTIONS[n].classification === 'read_only'
+		? ''
+		: needsPerson(n)
+			? ` [${'disruptive' in ACTIONS[n] ? 'disruptive' : 'destructive'}: a person approves]`
+			: ' [waits for approval]';
 
 /**
  * describe_action: one catalogued action in full (what it does, how it is approved, where it

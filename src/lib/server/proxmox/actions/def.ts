@@ -106,6 +106,8 @@ export interface ActionDef<P extends z.ZodType = z.ZodType> {
 	changesInventory?: boolean;
 	/** Loses nothing but cannot be undone (a grown disk never shrinks): approved like a destructive action. */
 	irreversible?: true;
+	/** Can stop more than itself (the cluster stack: quorum, an HA fence): approved like a destructive action. */
+	disruptive?: true;
 	/** A one-line result for a success (default: the last lines of output). */
 	summary?(p: z.output<P>, ctx: StepContext): string;
 	/** Repeatable: a live worker finishes it after its process stopped (see `Resume`). */

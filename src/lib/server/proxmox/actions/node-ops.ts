@@ -32,9 +32,19 @@ export const NODE_OPS = {
 	}),
 	pve_service: def({
 		classification: 'config_mutation',
-		description: "restart (or reload, start) one of the node's Proxmox VE services (pveproxy, pvedaemon, pvestatd, pve-cluster, corosync…); read back active",
+		description: "restart (or reload, start) one of the node's Proxmox VE services (pveproxy, pvedaemon, pvestatd…); read back active",
 		scope: 'host',
 		params: ACTION_PARAMS.pve_service,
+		steps: (p) => [{ label: `systemctl ${p.op} ${p.service}`, argv: ['systemctl', p.op, p.service], timeoutMs: 5 * MIN }],
+		summary: (p) => `${p.service} ${p.op === 'start' ? 'started' : `${p.op}ed`}`,
+		readBack: (p) => unitIs(undefined, p.op, p.service)
+	}),
+	pve_cluster_service: def({
+		classification: 'config_mutation',
+		disruptive: true,
+		description: 'restart (or reload, start) pve-cluster, corosync or pve-ha-*: can cost quorum or fence an HA node; read back active',
+		scope: 'host',
+		params: ACTION_PARAMS.pve_cluster_service,
 		steps: (p) => [{ label: `systemctl ${p.op} ${p.service}`, argv: ['systemctl', p.op, p.service], timeoutMs: 5 * MIN }],
 		summary: (p) => `${p.service} ${p.op === 'start' ? 'started' : `${p.op}ed`}`,
 		readBack: (p) => unitIs(undefined, p.op, p.service)
