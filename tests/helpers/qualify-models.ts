@@ -7,7 +7,7 @@ import { messageText } from '../doubles/llm/rules';
 import type { ChatMessage, Fallback, ScriptedResponse } from '../doubles/llm/types';
 
 /** A tool call; `args` may be worked out from the conversation so far (what an earlier read returned). */
-type Step = { name: string; args: unknown | ((msgs: ChatMessage[]) => unknown); wait?: boolean };
+type Step = { name: string; args: object | ((msgs: ChatMessage[]) => object); wait?: boolean };
 type Policy = { key: string; steps: Step[]; final: string };
 
 const exec = (target: string, action: string, params: Record<string, unknown> = {}, wait = true): Step => ({
