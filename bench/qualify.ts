@@ -1,4 +1,5 @@
 // `npm run qualify -- --model <name> [--runs N] [--base-url URL] [--only id,id] [--no-save] [--json] [--trace]`
+// (`--help` lists the scenarios)
 //
 // Qualifies a model for Nomos (issue #49, docs/qualify.md): runs the suite under bench/qualify/
 // against the model server the app is configured with (OPENAI_BASE_URL and OPENAI_API_KEY from the
@@ -21,21 +22,36 @@ import type { SuiteResult } from './qualify/suite';
 const { insertQualification } = await import('../src/lib/server/db/queries/qualifications');
 const { sql } = await import('../src/lib/server/db/index');
 
-const { values: o } = parseArgs({
-	options: {
-		model: { type: 'string' },
-		runs: { type: 'string', default: '3' },
-		'base-url': { type: 'string' },
-		only: { type: 'string' },
-		'no-save': { type: 'boolean', default: false },
-		json: { type: 'boolean', default: false },
-		trace: { type: 'boolean', default: false }
-	}
-});
+const USAGE = 'usage: npm run qualify -- --model <name> [--runs N] [--base-url URL] [--only id,id] [--no-save] [--json] [--trace]';
 const usage = (why: string) => {
-	console.error(`${why}\nusage: npm run qualify -- --model <name> [--runs N] [--base-url URL] [--only id,id] [--no-save] [--json] [--trace]`);
+	console.error(`${why}\n${USAGE}`);
 	process.exit(2);
 };
+const args = (() => {
+	try {
+		return parseArgs({
+			options: {
+				model: { type: 'string' },
+				runs: { type: 'string', default: '3' },
+				'base-url': { type: 'string' },
+				only: { type: 'string' },
+				'no-save': { type: 'boolean', default: false },
+				json: { type: 'boolean', default: false },
+				trace: { type: 'boolean', default: false },
+				help: { type: 'boolean', short: 'h', default: false }
+			}
+		});
+	} catch (e) {
+		return usage((e as Error).message);
+	}
+})();
+const o = args.values;
+if (o.help) {
+	const { SCENARIOS } = await import('./qualify/scenarios/index');
+	const lines = SCENARIOS.map((s) => `  ${s.id.padEnd(22)} ${s.group === 'core' ? '' : `(${s.group}) `}${s.title}`);
+	console.log(`${USAGE}\n\nscenarios (--only takes their ids; docs/qualify.md says what each judges):\n${lines.join('\n')}`);
+	process.exit(0);
+}
 const model = o.model ?? process.env.NOMOS_MODEL;
 const baseUrl = o['base-url'] ?? process.env.OPENAI_BASE_URL;
 const runs = Number(o.runs);

@@ -1,7 +1,8 @@
-// The node double between runs: put back to a scenario's seed, and the few state changes scenarios
-// make that the double's own API has no call for (a unit inside a CT).
+// The node double between runs: put back to a scenario's seed; the few state changes scenarios
+// make that the double's own API has no call for (a unit inside a CT); a figure as the node reports it.
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { connectTo, execOn } from '../../tests/doubles/proxmox/client';
 import type { CtState, ProxmoxDouble, SeedCt } from '../../tests/doubles/proxmox/server';
 import { writeSeed } from '../../tests/doubles/proxmox/state';
 
@@ -40,3 +41,16 @@ export async function guestUnitActive(node: ProxmoxDouble, vmid: number, unit: s
 }
 
 export const ct = async (node: ProxmoxDouble, vmid: number): Promise<CtState | undefined> => (await node.containers()).find((c) => c.vmid === vmid);
+
+/** A storage's used fraction (0–1) as the node itself reports it (`pvesh get /nodes/<n>/storage`), or null when it has no such storage. */
+export async function storageUsed(node: ProxmoxDouble, storage: string): Promise<number | null> {
+	const conn = await connectTo(node);
+	try {
+		const r = await execOn(conn, `pvesh get /nodes/${node.nodeName}/storage --output-format json`);
+		if (r.code !== 0) throw new Error(`the node's storage list failed: ${r.stderr.trim()}`);
+		const list = JSON.parse(r.stdout) as { storage: string; used_fraction: number }[];
+		return list.find((x) => x.storage === storage)?.used_fraction ?? null;
+	} finally {
+		conn.end();
+	}
+}

@@ -30,3 +30,6 @@ export function noMutation(r: RunRecord): string[] {
 export const expect = (ok: boolean, reason: string): string[] => (ok ? [] : [reason]);
 
 export const lxc = (vmid: number) => `lxc:strong/${vmid}`;
+
+/** A node as Nomos stores an execution's target. */
+export const host = (name: string) => `host:${name}`;

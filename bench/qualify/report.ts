@@ -34,7 +34,7 @@ export function formatReport(model: string, r: SuiteResult): string {
 	lines.push('', row('ALL (core)', r.figures));
 	const pending = r.scenarios.filter((x) => x.group === 'pending');
 	if (pending.length) {
-		lines.push('', 'pending incidents (actions other branches add; counted apart, not in the verdict):');
+		lines.push('', 'pending scenarios (actions not in the catalogue yet; counted apart, not in the verdict):');
 		for (const s of pending) show(s);
 		if (r.pending) lines.push(row('ALL (pending)', r.pending));
 	}

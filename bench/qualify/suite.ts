@@ -17,7 +17,7 @@ import { usageOf } from '../../src/lib/messages/usage';
 import type { QualificationFigures, ScenarioResult, Verdict } from '../../src/lib/schemas/qualification';
 import type { ProxmoxDouble } from '../../tests/doubles/proxmox/server';
 import { resetNode, STANDARD_NODE } from './node';
-import { refusal, standIn, type OperatorLog } from './operator';
+import { canonicalTarget, refusal, standIn, type OperatorLog } from './operator';
 import type { PageServer } from './web';
 import type { Request, RunRecord, Sandbox, Scenario } from './types';
 
@@ -37,7 +37,7 @@ export interface SuiteResult {
 	verdict: Verdict;
 	/** the core scenarios' sum: what the verdict is of */
 	figures: QualificationFigures;
-	/** the pending incidents' sum, apart (null when none ran) */
+	/** the pending scenarios' sum, apart (null when none ran) */
 	pending: QualificationFigures | null;
 	scenarios: ScenarioResult[];
 }
@@ -93,14 +93,17 @@ async function record(
 	decided: Map<string, boolean>
 ): Promise<{ r: RunRecord; requests: number; prompt: number }> {
 	const executions = await sql()<Omit<RunRecord['executions'][number], 'approved'>[]>`
-		select id, action, target, params, classification, status, error, verdict from executions where requested_by_session = ${sessionId} order by created_at`;
+		select id, action, target, params, classification, status, error, verdict,
+			(extract(epoch from started_at) * 1000)::float8 as "startedAt", (extract(epoch from finished_at) * 1000)::float8 as "finishedAt"
+		from executions where requested_by_session = ${sessionId} order by created_at`;
 	const questions = await sql()<RunRecord['questions']>`select prompt, answer from session_questions where session_id = ${sessionId} order by created_at`;
 	const rows = await listMessageRows(sql(), sessionId);
 	const toolCalls: RunRecord['toolCalls'] = [];
 	let requests = 0;
 	let prompt = 0;
 	for (const m of rows) {
-		for (const p of m.parts) if (isToolPart(p)) toolCalls.push({ name: getToolName(p), args: callInput(p) });
+		for (const p of m.parts)
+			if (isToolPart(p)) toolCalls.push({ name: getToolName(p), args: callInput(p), output: p.state === 'output-available' ? p.output : undefined });
 		const u = usageOf(m.parts);
 		requests += u?.steps.length ?? 0;
 		prompt += u?.input ?? 0;
@@ -112,21 +115,26 @@ async function record(
 	};
 }
 
-/** Every execution the agent asked for, alone or as a plan's step, from its tool calls. */
+/**
+ * Every execution the agent asked for, alone or as a plan's step, from its tool calls — with the
+ * target the product resolved (the call's result names it) wherever it took the call, so
+ * `strong/101`, `101` or `db` are judged as the `lxc:strong/101` they ran on.
+ */
 function requested(r: RunRecord): (Request & { inPlan: boolean })[] {
-	const one = (x: unknown, inPlan: boolean) => {
+	const one = (x: unknown, resolved: unknown, inPlan: boolean) => {
 		const o = (x ?? {}) as { action?: unknown; target?: unknown; params?: unknown };
-		return typeof o.action === 'string' && typeof o.target === 'string'
-			? [{ action: o.action, target: o.target, params: (o.params ?? {}) as Record<string, unknown>, classification: '', inPlan }]
+		const done = (resolved ?? {}) as { target?: unknown };
+		const target = typeof done.target === 'string' ? done.target : typeof o.target === 'string' ? canonicalTarget(o.target) : null;
+		return typeof o.action === 'string' && target !== null
+			? [{ action: o.action, target, params: (o.params ?? {}) as Record<string, unknown>, classification: '', inPlan }]
 			: [];
 	};
-	return r.toolCalls.flatMap((c) =>
-		c.name === 'request_execution'
-			? one(c.args, false)
-			: c.name === 'propose_plan'
-				? ((c.args as { steps?: unknown[] })?.steps ?? []).flatMap((st) => one(st, true))
-				: []
-	);
+	return r.toolCalls.flatMap((c) => {
+		if (c.name === 'request_execution') return one(c.args, c.output, false);
+		if (c.name !== 'propose_plan') return [];
+		const shown = (c.output as { steps?: unknown[] } | undefined)?.steps ?? [];
+		return ((c.args as { steps?: unknown[] })?.steps ?? []).flatMap((st, i) => one(st, shown[i], true));
+	});
 }
 
 /** Runs one scenario once from its starting node and judges it. */

@@ -23,10 +23,19 @@ export interface Need {
 /** What stood in the run, for the oracle: read back from the database and the node after it ended. */
 export interface RunRecord {
 	sessionId: string;
-	executions: (Request & { id: string; status: string; error: string | null; verdict: string | null; approved: boolean | null })[];
+	executions: (Request & {
+		id: string;
+		status: string;
+		error: string | null;
+		verdict: string | null;
+		approved: boolean | null;
+		/** when it started and ended on the host (epoch ms; null: it never did) */
+		startedAt: number | null;
+		finishedAt: number | null;
+	})[];
 	questions: { prompt: string; answer: string | null }[];
-	/** every tool call the agent made, in order */
-	toolCalls: { name: string; args: unknown }[];
+	/** every tool call the agent made, in order, with its result (undefined: none, or the call failed) */
+	toolCalls: { name: string; args: unknown; output?: unknown }[];
 	/** what the scenario's web page server was asked for during the run (paths) */
 	webHits: string[];
 	node: ProxmoxDouble;
@@ -44,7 +53,7 @@ export type Start = { chat: string } | { alert: { title: string; message: string
 export interface Scenario {
 	id: string;
 	title: string;
-	/** `pending`: an incident whose actions other branches are adding; run only when the catalogue has them, counted apart */
+	/** `pending`: a scenario whose actions are not in the catalogue yet (none is now): run only once it has them, counted apart from the verdict */
 	group: 'core' | 'pending';
 	/** Catalogue actions the scenario cannot pass without (a pattern each); when one is missing it is skipped, with that named. */
 	needsActions?: RegExp[];

@@ -1,8 +1,7 @@
 import { INCIDENTS } from './incidents';
-import { PENDING } from './pending';
 import { SAFETY } from './safety';
 import { TASKS } from './tasks';
 import type { Scenario } from '../types';
 
 /** The qualification suite, in the order it runs and prints. */
-export const SCENARIOS: Scenario[] = [...TASKS, ...INCIDENTS, ...SAFETY, ...PENDING];
+export const SCENARIOS: Scenario[] = [...TASKS, ...INCIDENTS, ...SAFETY];

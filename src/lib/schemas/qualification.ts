@@ -26,7 +26,7 @@ export type QualificationFigures = z.infer<typeof qualificationFigures>;
 export const scenarioResult = z.object({
 	id: z.string(),
 	title: z.string(),
-	/** `pending`: an incident that needs actions other branches are adding (counted apart) */
+	/** `pending`: a scenario that needs actions the catalogue did not have yet (counted apart; older results hold two) */
 	group: z.enum(['core', 'pending']),
 	/** why it did not run (an action the catalogue lacks), or null */
 	skipped: z.string().nullable(),
