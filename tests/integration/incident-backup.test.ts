@@ -102,5 +102,7 @@ describe('incident (a): a backup failed for lack of space', () => {
 		console.log(
 			`[incident a] model requests ${bodies.length}; first request ${bodies[0].total} tokens; prompt tokens in all ${bodies.reduce((n, b) => n + b.total, 0)}`
 		);
+		// The investigation's first request (instructions, tools, the alert's card and brief) fits in 2,000 tokens (issue #45).
+		expect(bodies[0].total).toBeLessThanOrEqual(2000);
 	});
 });

@@ -112,11 +112,12 @@ async function operatorFootprint(sessionId: string, planId: string) {
 	return { users, outsideThePlan: n };
 }
 
-/** What an incident cost in model requests and prompt tokens (o200k, as a server counts them), printed for the report. */
+/** What an incident cost in model requests and prompt tokens (o200k, as a server counts them), printed for the report; the first request fits in 2,000. */
 function tokensSince(label: string, from: number): void {
 	const reqs = llm.requests.slice(from).map((r) => promptParts(r.body as never));
 	const total = reqs.reduce((n, p) => n + p.total, 0);
 	console.log(`[incidents] ${label}: ${reqs.length} model requests, first ${reqs[0]?.total ?? 0} tokens, ${total} prompt tokens in all`);
+	expect(reqs[0].total).toBeLessThanOrEqual(2000);
 }
 
 /** Everything the model was sent, as one string. */
