@@ -6,11 +6,14 @@
 //      scripted LLM double, in this process, and boots a worker as `npm run worker` does (turns,
 //      executions, continuations all run as in production);
 //   2. per scenario, scripts the model's answers, sends the operator's message as the chat router
-//      does, and acts as the operator: approves every plan and execution that waits, until the
-//      session is quiet;
+//      does (or, for issue #45's incidents, posts the alert to a hook as its sender would: the
+//      investigation starts with no operator message; the scripts are the incidents' integration
+//      tests', tests/helpers/incidents.ts), and acts as the operator: approves every plan and
+//      execution that waits, until the session is quiet;
 //   3. prints per scenario: model requests, prompt and completion tokens, the share of the prompt
 //      that is tool definitions, the operator's actions, and the first request split into
-//      instructions / tools / history.
+//      instructions / tools / history; per incident (a)–(e): what started it, its requests, its
+//      first request and its totals. A first request over 2,000 tokens is a FAIL (exit 1).
 //
 //   4. `long`: a 60-turn chat (each turn one read and an answer), with older turns folded into the
 //      stored summary (NOMOS_HISTORY_TOKENS, default 4000) and once more with folding off: the last
@@ -26,7 +29,7 @@
 //      seconds they cost at 50 and 1,000 prompt tokens/s. Goal: re-processed ≤ 1.15 × new, except
 //      right after a fold (the previous request's messages are not all there).
 //
-//   npm run bench:tokens [-- --only create|recover|deploy|answer|backup|long] [--json]
+//   npm run bench:tokens [-- --only create|recover|deploy|answer|backup|storage|start|updates|service|long] [--json]
 //   npm run bench:tokens -- --from-dump <dir>   (only the prefix-cache figures, from a BENCH_DUMP of any commit)
 // Env: BENCH_DUMP=<dir> writes each scenario's request bodies there (<scenario>.json).
 import fs from 'node:fs/promises';
@@ -44,7 +47,12 @@ import { resetEnvCache } from '../src/lib/server/env';
 import { operatorDecides, operatorDecidesPlan } from '../src/lib/server/executions/decisions';
 import { promptParts, tokensOf, type PromptBody } from '../src/lib/server/agent/prompt-tokens';
 import { SUMMARY_LABEL, SUMMARY_SYSTEM } from '../src/lib/server/agent/summary';
+import { syncAllHosts } from '../src/lib/server/inventory/sync';
+import { hashHookSecret } from '../src/lib/server/watches/secret';
 import { taskList } from '../tasks/index';
+import { deliverAlert } from '../tests/helpers/alerts';
+import { INCIDENTS, type Incident, type IncidentStart } from '../tests/helpers/incidents';
+import { writeSeed, type SeedCt } from '../tests/doubles/proxmox/state';
 import { startScriptedLlm, type RecordedRequest, type ScriptedLlm, type ScriptedResponse } from '../tests/doubles/llm/server';
 import { startProxmoxDouble, type ProxmoxDouble } from '../tests/doubles/proxmox/server';
 import { benchPostgres, ROOT, sleep } from './harness';
@@ -61,12 +69,16 @@ const exec = (target: string, action: string, params: Record<string, unknown>, r
 
 type Scenario = {
 	name: string;
-	ask: string;
-	script: ScriptedResponse[];
-	/** Before the operator's message (faults, sites). */
-	setup?(pve: ProxmoxDouble): Promise<void>;
+	/** The operator's message, or an alert posted to a hook of its kind (the investigation starts with no operator message). */
+	start: IncidentStart;
+	/** The model's answers, given what `setup` answered. */
+	script: ScriptedResponse[] | ((fromSetup: string | undefined) => ScriptedResponse[]);
+	/** Before the session starts (faults, sites); what it answers is the script's (a task's UPID). */
+	setup?(pve: ProxmoxDouble): Promise<string | undefined | void>;
 	/** What must hold afterwards, else the scenario did not run as scripted. */
 	expect: Array<{ action: string; status: string }>;
+	/** An issue #45 incident: its line in the incidents' table. */
+	incident?: string;
 };
 
 const SITE = 'server {\n\tlisten 8080 default_server;\n\troot /var/www/typetype;\n\tindex index.html;\n\tlocation / { try_files $uri $uri/ =404; }\n}\n';
@@ -74,7 +86,7 @@ const SITE = 'server {\n\tlisten 8080 default_server;\n\troot /var/www/typetype;
 const SCENARIOS: Scenario[] = [
 	{
 		name: 'create',
-		ask: 'Create a Debian 12 container called web on strong: 2 cores, 1 GiB of memory.',
+		start: { chat: 'Create a Debian 12 container called web on strong: 2 cores, 1 GiB of memory.' },
 		script: [
 			call('list_lxcs', {}),
 			exec('strong', 'pct_create', { vmid: 120, hostname: 'web', template: DEBIAN, cores: 2, memory: 1024 }, 'the container the operator asked for'),
@@ -85,7 +97,7 @@ const SCENARIOS: Scenario[] = [
 	},
 	{
 		name: 'recover',
-		ask: 'Destroy CT 110 (old), it is not needed any more.',
+		start: { chat: 'Destroy CT 110 (old), it is not needed any more.' },
 		setup: (pve) => pve.patchCt(110, { lock: 'create' }),
 		script: [
 			exec('lxc:strong/110', 'pct_destroy', {}, 'the operator no longer needs it'),
@@ -105,7 +117,7 @@ const SCENARIOS: Scenario[] = [
 	},
 	{
 		name: 'deploy',
-		ask: 'Deploy TypeType (a static web app, served by nginx on 8080) in a new container on strong and verify that it answers.',
+		start: { chat: 'Deploy TypeType (a static web app, served by nginx on 8080) in a new container on strong and verify that it answers.' },
 		setup: (pve) => pve.setHttp(130, 8080, { status: 200, body: 'ok' }),
 		script: [
 			call('get_state_snapshot', {}),
@@ -140,57 +152,66 @@ const SCENARIOS: Scenario[] = [
 	},
 	{
 		name: 'answer',
-		ask: 'Which containers are running, and how much memory does each use?',
+		start: { chat: 'Which containers are running, and how much memory does each use?' },
 		script: [call('list_lxcs', {}), { text: 'Running: caddy (100) and old... (see the table).' }],
 		expect: []
 	},
-	{
-		// Issue #45 incident (a), asked as a chat message (its integration and e2e tests start it from the webhook).
-		name: 'backup',
-		ask: 'The backup of CT 101 failed: No space left on device. Fix it.',
-		setup: async (pve) => {
-			const day = (d: number) => ({
-				volid: `local:backup/vzdump-lxc-101-2026_12_0${d}-02_00_00.tar.zst`,
-				vmid: 101,
-				subtype: 'lxc',
-				size: 2 * 1024 ** 3,
-				ctime: Math.floor(Date.parse(`2026-12-0${d}T02:00:00Z`) / 1000)
-			});
-			await pve.setHealth({ backups: { local: [1, 2, 3, 4].map(day) } });
-			await pve.fill('local', 0.999, 100 * 1024 ** 3);
-		},
-		script: [
-			exec('strong', 'storage_status', {}, 'is the backup storage full'),
-			exec('strong', 'backup_list', { storage: 'local', vmid: 101 }, 'the backups of CT 101'),
-			exec('strong', 'backup_prune_preview', { storage: 'local', vmid: 101, keep: { last: 2 } }, 'what keep-last=2 would remove'),
-			call('propose_plan', {
-				title: 'Free space on local and back up CT 101 again',
-				steps: [
-					{
-						action: 'backup_prune',
-						target: 'strong',
-						params: {
-							storage: 'local',
-							vmid: 101,
-							keep: { last: 2 },
-							remove: ['local:backup/vzdump-lxc-101-2026_12_01-02_00_00.tar.zst', 'local:backup/vzdump-lxc-101-2026_12_02-02_00_00.tar.zst']
-						},
-						why: 'local is full: the dry run removes the two oldest backups of CT 101'
-					},
-					{ action: 'vzdump', target: 'lxc:strong/101', params: { storage: 'local' }, why: 'the failed backup, again' }
-				]
-			}),
-			{ text: 'Pruned the two oldest backups of CT 101 and backed it up again: the new backup is verified on local.' }
-		],
-		expect: [
-			{ action: 'backup_prune', status: 'succeeded' },
-			{ action: 'vzdump', status: 'succeeded' }
-		]
-	}
+	...INCIDENTS.map(incidentScenario)
 ];
+
+/** Issue #45's incidents as their integration tests script them (tests/helpers/incidents.ts), each on a node that has its guests. */
+function incidentScenario(i: Incident): Scenario {
+	return {
+		name: i.name,
+		incident: i.label,
+		start: i.start,
+		async setup(pve) {
+			await addGuests(pve, i.guests);
+			// Each incident fills a storage of its own, as on a node where the others did not happen.
+			await pve.setHealth({ storages: null });
+			return i.setup(pve);
+		},
+		script: (fromSetup) => [...i.script(fromSetup), i.reply],
+		expect: planStepsOf(i.script(undefined))
+	};
+}
+
+/** The CTs an incident is about that the bench's node does not have yet, added and synced into the inventory. */
+async function addGuests(pve: ProxmoxDouble, guests: SeedCt[]): Promise<void> {
+	const have = new Set((await pve.containers()).map((c) => c.vmid));
+	const missing = guests.filter((g) => !have.has(g.vmid));
+	if (!missing.length) return;
+	await writeSeed(pve.stateDir, missing);
+	await syncAllHosts();
+}
+
+/** The steps of the plan a script proposes, each expected to succeed (a read may fail as the fault makes it: a unit down exits 3). */
+function planStepsOf(script: ScriptedResponse[]): Scenario['expect'] {
+	return script.flatMap((r) =>
+		('toolCalls' in r ? r.toolCalls : []).flatMap((c) =>
+			c.name === 'propose_plan' ? ((c.args as { steps?: { action: string }[] }).steps ?? []).map((st) => ({ action: st.action, status: 'succeeded' })) : []
+		)
+	);
+}
+
+/** Posts the alert to a new hook of its kind as its sender would; the investigation's session. */
+async function alertSession(name: string, start: Extract<IncidentStart, { hook: string }>): Promise<string> {
+	const secret = `nomos_hook_${crypto.randomUUID()}`;
+	const [hook] = await sql()<{ id: string }[]>`
+		insert into alert_hooks (name, kind, secret_hash) values (${`bench-${name}`}, ${start.hook}, ${hashHookSecret(secret)}) returning id`;
+	const r = await deliverAlert(hook.id, { authorization: `Bearer ${secret}` }, start.alert);
+	const sessionId = r.body.alerts?.[0]?.sessionId;
+	if (r.status !== 202 || !sessionId) throw new Error(`${name}: the alert did not open an investigation (${r.status}: ${JSON.stringify(r.body)})`);
+	return sessionId;
+}
+
+/** Issue #45 (and #30): every session's first request, an alert's investigation included, fits in this many tokens. */
+const FIRST_GOAL = 2000;
 
 type Row = {
 	scenario: string;
+	/** An issue #45 incident's words, and what started it. */
+	incident?: { label: string; start: string };
 	requests: number;
 	prompt: number;
 	completion: number;
@@ -228,16 +249,21 @@ async function busy(sessionId: string): Promise<boolean> {
 
 async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row; errors: string[] }> {
 	llm!.reset();
-	llm!.push(...s.script);
-	await s.setup?.(pve!);
-	const sessionId = await sql().begin(async (tx) => {
-		const id = await createSession(tx, operatorId, s.name);
-		await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: s.ask }], status: 'queued', origin: 'chat' });
-		await requestTurn(tx, { sessionId: id, origin: 'chat' });
-		return id;
-	});
+	const fromSetup = (await s.setup?.(pve!)) ?? undefined;
+	llm!.push(...(typeof s.script === 'function' ? s.script(fromSetup) : s.script));
+	const start = s.start;
+	const sessionId =
+		'chat' in start
+			? await sql().begin(async (tx) => {
+					const id = await createSession(tx, operatorId, s.name);
+					await insertMessage(tx, { sessionId: id, role: 'user', parts: [{ type: 'text', text: start.chat }], status: 'queued', origin: 'chat' });
+					await requestTurn(tx, { sessionId: id, origin: 'chat' });
+					return id;
+				})
+			: await alertSession(s.name, start);
 	const credential = { kind: 'session', verifiedAt: new Date().toISOString() } as const;
-	let actions = 1;
+	// The operator's message, if it started the session, and each approval.
+	let actions = 'chat' in start ? 1 : 0;
 	let quiet = 0;
 	const deadline = Date.now() + 180_000;
 	const errors: string[] = [];
@@ -301,9 +327,11 @@ async function runScenario(s: Scenario, operatorId: string): Promise<{ row: Row;
 		completion += tokensOf(answer);
 	}
 	const first = promptParts(chats[0]?.body ?? {});
+	if (first.total > FIRST_GOAL) errors.push(`${s.name}: FAIL: the first request is ${n(first.total)} tokens, over the ${n(FIRST_GOAL)} goal`);
 	return {
 		row: {
 			scenario: s.name,
+			...(s.incident ? { incident: { label: s.incident, start: startedBy(s.start) } } : {}),
 			requests: chats.length,
 			prompt,
 			completion,
@@ -546,9 +574,28 @@ function print(rows: Row[], long: LongRow[]) {
 			`${r.scenario.padEnd(10)} ${String(r.requests).padStart(8)}   ${n(r.prompt).padStart(13)}   ${n(r.completion).padStart(10)}   ${`${Math.round(r.toolShare * 100)} %`.padStart(9)}   ${n(r.largest).padStart(15)}   ${String(r.operatorActions).padStart(16)}`
 		);
 	}
-	console.log('\nfirst request (o200k tokens): instructions + tools + history = total');
-	for (const r of rows) console.log(`${r.scenario.padEnd(10)} ${n(r.first.instructions)} + ${n(r.first.tools)} + ${n(r.first.history)} = ${n(r.first.total)}`);
+	const incidents = rows.filter((r) => r.incident);
+	if (incidents.length) {
+		console.log('\nissue #45 incident             started by         requests   first request   prompt tokens   completion   operator actions');
+		for (const r of incidents)
+			console.log(
+				`${r.incident!.label.padEnd(30)} ${r.incident!.start.padEnd(18)} ${String(r.requests).padStart(8)}   ${n(r.first.total).padStart(13)}   ${n(r.prompt).padStart(13)}   ${n(r.completion).padStart(10)}   ${String(r.operatorActions).padStart(16)}`
+			);
+	}
+	console.log(`\nfirst request (o200k tokens): instructions + tools + history = total (goal: ≤ ${n(FIRST_GOAL)})`);
+	for (const r of rows)
+		console.log(
+			`${r.scenario.padEnd(10)} ${n(r.first.instructions)} + ${n(r.first.tools)} + ${n(r.first.history)} = ${n(r.first.total)}${r.first.total > FIRST_GOAL ? '   FAIL: over the goal' : ''}`
+		);
+	const over = rows.filter((r) => r.first.total > FIRST_GOAL);
+	console.log(
+		over.length
+			? `FAIL: ${over.length} of ${rows.length} first requests over ${n(FIRST_GOAL)} tokens (${over.map((r) => r.scenario).join(', ')})`
+			: `ok: every first request ≤ ${n(FIRST_GOAL)} tokens (${n(Math.min(...rows.map((r) => r.first.total)))}–${n(Math.max(...rows.map((r) => r.first.total)))})`
+	);
 }
+
+const startedBy = (start: IncidentStart) => ('chat' in start ? 'a chat message' : start.hook === 'proxmox' ? 'Proxmox VE webhook' : 'Alertmanager');
 
 /** The prefix-cache figures of request bodies dumped earlier (BENCH_DUMP), e.g. by an older commit. */
 async function fromDump(dir: string): Promise<number> {

@@ -17,7 +17,7 @@ import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
 import { executions__run } from '../../tasks/executions__run';
 import { plans__advance } from '../../tasks/plans__advance';
-import { GiB, type BackupVolume } from '../doubles/proxmox/health';
+import { backupVolid, INCIDENT_A } from '../helpers/incidents';
 import { freshSession, newOperator, waitUntil } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 
@@ -28,54 +28,19 @@ const { llm, pve } = useStage({
 	worker: { concurrency: 3, taskList: { agent__run_turn, agent__continue_session, executions__run, plans__advance } }
 });
 
-const volid = (day: number) => `local:backup/vzdump-lxc-101-2026_12_0${day}-02_00_00.tar.zst`;
-const vol = (day: number): BackupVolume => ({
-	volid: volid(day),
-	vmid: 101,
-	subtype: 'lxc',
-	size: 2 * GiB,
-	ctime: Math.floor(Date.parse(`2026-12-0${day}T02:00:00Z`) / 1000)
-});
-const call = (name: string, args: unknown) => ({ toolCalls: [{ name, args }] });
-const read = (action: string, params: Record<string, unknown>) =>
-	call('request_execution', { target: 'strong', action, params, reason: 'why the backup of CT 101 failed' });
-
-/** The agent's side of the incident: three reads, then one plan (the prune the dry run listed, and the backup again). */
-export const INCIDENT_A = [
-	read('storage_status', {}),
-	read('backup_list', { storage: 'local', vmid: 101 }),
-	read('backup_prune_preview', { storage: 'local', vmid: 101, keep: { last: 2 } }),
-	call('propose_plan', {
-		title: 'Free space on local and back up CT 101 again',
-		steps: [
-			{
-				action: 'backup_prune',
-				target: 'strong',
-				params: { storage: 'local', vmid: 101, keep: { last: 2 }, remove: [volid(1), volid(2)] },
-				why: 'local is full: the dry run of keep-last=2 removes the two oldest backups of CT 101 (4 GiB)'
-			},
-			{ action: 'vzdump', target: 'lxc:strong/101', params: { storage: 'local' }, why: 'the failed backup, again, once there is room' }
-		]
-	})
-];
+const volid = backupVolid;
 
 describe('incident (a): a backup failed for lack of space', () => {
 	it('webhook → usage, backups, dry run → one plan, one approval → the new backup is verified on the storage', async () => {
 		const operatorId = await newOperator('alice');
-		await pve.setHealth({ backups: { local: [1, 2, 3, 4].map(vol) } });
-		await pve.fill('local', 0.999, 100 * GiB);
+		await INCIDENT_A.setup(pve);
 		const secret = `nomos_hook_${crypto.randomUUID()}`;
 		const [hook] = await sql()<{ id: string }[]>`
 			insert into alert_hooks (name, kind, secret_hash) values ('pve-strong', 'proxmox', ${hashHookSecret(secret)}) returning id`;
 
-		llm.push(...INCIDENT_A);
-		const alert = {
-			title: 'vzdump backup status (strong): backup failed',
-			message: 'vzdump backup of CT 101 failed: No space left on device',
-			severity: 'error',
-			timestamp: 1796160000,
-			fields: { type: 'vzdump', hostname: 'strong', 'job-id': 'backup-nightly' }
-		};
+		// The agent's side: three reads, then one plan (the prune the dry run listed, and the backup again).
+		llm.push(...INCIDENT_A.script());
+		const alert = INCIDENT_A.start.alert;
 		const r = await deliverAlert(hook.id, new Headers({ authorization: `Bearer ${secret}` }), Buffer.from(JSON.stringify(alert)));
 		expect(r.status).toBe(202);
 		const sessionId = (r.body as { alerts: { sessionId: string }[] }).alerts[0].sessionId;
@@ -100,7 +65,7 @@ describe('incident (a): a backup failed for lack of space', () => {
 		expect(sent).toContain(`keep ${volid(4)}`);
 
 		// One approval (a person: the prune removes backups), and the summary turn afterwards.
-		llm.push({ text: 'Pruned the two oldest backups of CT 101 on local and backed it up again: the new backup is on local.' });
+		llm.push(INCIDENT_A.reply);
 		await sql().begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId, credential: freshSession() }));
 		await waitUntil(async () => ['succeeded', 'failed'].includes((await getPlan(sql(), plan.id))!.status), 'the plan to end', {
 			timeoutMs: 90_000,
@@ -137,5 +102,7 @@ describe('incident (a): a backup failed for lack of space', () => {
 		console.log(
 			`[incident a] model requests ${bodies.length}; first request ${bodies[0].total} tokens; prompt tokens in all ${bodies.reduce((n, b) => n + b.total, 0)}`
 		);
+		// The investigation's first request (instructions, tools, the alert's card and brief) fits in 2,000 tokens (issue #45).
+		expect(bodies[0].total).toBeLessThanOrEqual(2000);
 	});
 });

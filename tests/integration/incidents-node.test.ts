@@ -17,11 +17,11 @@ import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { plans__advance } from '../../tasks/plans__advance';
 import { executions__run } from '../../tasks/executions__run';
 import { agent__continue_session } from '../../tasks/agent__continue_session';
-import { GiB } from '../doubles/proxmox/health';
 import { freshSession, jobs, newOperator, newSession, onDouble, waitUntil } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
 import { promptParts } from '../../src/lib/server/agent/prompt-tokens';
+import { INCIDENT_B, INCIDENT_C, INCIDENT_D, INCIDENT_E, type Incident } from '../helpers/incidents';
 
 const { llm, pve } = useStage({
 	model: true,
@@ -51,12 +51,6 @@ beforeEach(async () => {
 	await sql()`delete from graphile_worker._private_jobs j using graphile_worker._private_tasks t where t.id = j.task_id and t.identifier = 'agent__run_turn'`;
 });
 
-const day = (iso: string) => Math.floor(Date.parse(iso) / 1000);
-const rx = (target: string, action: string, params: Record<string, unknown> = {}) => ({
-	name: 'request_execution',
-	args: { target, action, params, reason: `read ${action}` }
-});
-
 async function hook(kind: 'proxmox' | 'alertmanager'): Promise<{ id: string; secret: string }> {
 	const secret = `nomos_hook_${crypto.randomUUID()}`;
 	const [row] = await sql()<{ id: string }[]>`
@@ -80,6 +74,12 @@ async function asked(text: string): Promise<string> {
 	await sql().begin((tx) => insertMessage(tx, { sessionId, role: 'user', parts: [{ type: 'text', text }], status: 'complete', origin: 'chat' }));
 	expect((await runTurn({ sessionId, origin: 'chat' })).status).toBe('complete');
 	return sessionId;
+}
+
+/** The incident's fault on the double, its script for the model (the reply after the plan included), and its start: the session. */
+async function begin(incident: Incident): Promise<string> {
+	llm.push(...incident.script(await incident.setup(pve)), incident.reply);
+	return 'chat' in incident.start ? asked(incident.start.chat) : alerted(incident.start.hook, incident.start.alert);
 }
 
 /** The session's one proposed plan, approved with one click; waits for it to end and for the reply after it. */
@@ -112,56 +112,23 @@ async function operatorFootprint(sessionId: string, planId: string) {
 	return { users, outsideThePlan: n };
 }
 
-/** What an incident cost in model requests and prompt tokens (o200k, as a server counts them), printed for the report. */
+/** What an incident cost in model requests and prompt tokens (o200k, as a server counts them), printed for the report; the first request fits in 2,000. */
 function tokensSince(label: string, from: number): void {
 	const reqs = llm.requests.slice(from).map((r) => promptParts(r.body as never));
 	const total = reqs.reduce((n, p) => n + p.total, 0);
 	console.log(`[incidents] ${label}: ${reqs.length} model requests, first ${reqs[0]?.total ?? 0} tokens, ${total} prompt tokens in all`);
+	expect(reqs[0].total).toBeLessThanOrEqual(2000);
 }
 
 /** Everything the model was sent, as one string. */
 const sentToModel = () => llm.requests.map((r) => JSON.stringify(r.body)).join('\n');
-const vzdumpLog = [
-	'INFO: starting new backup job: vzdump 101 --mode stop --storage local --compress zstd',
-	'INFO: Starting Backup of VM 101 (lxc)',
-	'INFO: Backup started at 2026-12-06 02:00:04',
-	'INFO: stopping virtual guest',
-	"INFO: creating vzdump archive '/var/lib/vz/dump/vzdump-lxc-101-2026_12_06-02_00_04.tar.zst'",
-	"ERROR: Backup of VM 101 failed - command 'set -o pipefail && lxc-usernsexec … tar cpf - …' failed: interrupted by signal",
-	'INFO: Failed at 2026-12-06 02:03:41',
-	'INFO: Backup job finished with errors',
-	'TASK ERROR: job errors'
-];
 
 describe('incidents on the node, end to end', () => {
 	it(
 		'(c) a CT that does not start: the failed task, its log, the lock it left → unlock + start in one plan → running, no lock',
 		async () => {
 			const from = llm.requests.length;
-			const upid = await pve.addTask({ type: 'vzdump', id: '101', starttime: day('2026-12-06T02:00:00Z'), status: 'job errors', log: vzdumpLog });
-			llm.push(
-				{ toolCalls: [rx('strong/101', 'pct_status')] },
-				{ toolCalls: [rx('strong', 'tasks_failed', { limit: 5 })] },
-				{ toolCalls: [rx('strong', 'task_log', { upid })] },
-				{ toolCalls: [rx('strong/101', 'pct_config')] },
-				{
-					toolCalls: [
-						{
-							name: 'propose_plan',
-							args: {
-								title: 'Unlock CT 101 and start it',
-								steps: [
-									{ action: 'pct_unlock', target: 'strong/101', params: {}, why: 'the interrupted backup left lock: backup' },
-									{ action: 'pct_start', target: 'strong/101', params: {}, why: 'start it again' }
-								]
-							}
-						}
-					]
-				},
-				// after the plan
-				{ text: 'CT 101 is unlocked and running again.' }
-			);
-			const sessionId = await asked('CT 101 (db) will not start since last night. Find out why and fix it.');
+			const sessionId = await begin(INCIDENT_C);
 			// The cause was in hand before the plan: the task's error line and the lock in the config.
 			const sent = sentToModel();
 			expect(sent).toContain('interrupted by signal');
@@ -185,39 +152,9 @@ describe('incidents on the node, end to end', () => {
 	it(
 		'(d) updates pending (PVE webhook): refresh, what they are, a plan with snapshots first → nothing pending, reboot flagged',
 		async () => {
-			const pkg = (Package: string, OldVersion: string, Version: string) => ({ Package, OldVersion, Version, Origin: 'Proxmox' });
-			await pve.setHealth({
-				apt: [pkg('pve-manager', '8.3.2', '8.3.3')],
-				aptRepo: [pkg('pve-manager', '8.3.2', '8.3.3'), pkg('proxmox-kernel-6.8', '6.8.12-5', '6.8.12-6'), pkg('libpve-common-perl', '8.2.9', '8.3.0')]
-			});
 			const before = (await pve.argvLog()).length;
 			const from = llm.requests.length;
-			llm.push(
-				{ toolCalls: [rx('strong', 'node_apt_refresh')] },
-				{
-					toolCalls: [
-						{
-							name: 'propose_plan',
-							args: {
-								title: 'Upgrade strong, snapshots first',
-								steps: [
-									{ action: 'pct_snapshot', target: 'strong/100', params: { name: 'preupgrade' }, why: 'a way back for caddy' },
-									{ action: 'pct_snapshot', target: 'strong/105', params: { name: 'preupgrade' }, why: 'a way back for web' },
-									{ action: 'apt_upgrade', target: 'strong', params: {}, why: 'install the 3 pending updates (a new kernel among them)' }
-								]
-							}
-						}
-					]
-				},
-				{ text: 'strong is up to date; it needs a reboot to run the new kernel.' }
-			);
-			const sessionId = await alerted('proxmox', {
-				title: 'New software packages available (strong)',
-				message: 'The following updates are available: pve-manager',
-				severity: 'info',
-				timestamp: day('2026-12-06T05:00:00Z'),
-				fields: { type: 'package-updates', hostname: 'strong' }
-			});
+			const sessionId = await begin(INCIDENT_D);
 			// The refresh found the kernel the daily list did not show yet, and flagged it.
 			expect(sentToModel()).toMatch(/3 pending updates .*a new kernel \(proxmox-kernel-6\.8\): reboot needed/);
 			// The plan's card says it before approval, on the upgrade's step.
@@ -255,54 +192,7 @@ describe('incidents on the node, end to end', () => {
 		'(e) a service in a CT down (Alertmanager): status and journal → restart + a check in one plan → active again',
 		async () => {
 			const from = llm.requests.length;
-			await pve.setService('caddy', { active: false }, 105);
-			await pve.addJournal(
-				'caddy',
-				[
-					'Dec 06 21:12:40 web caddy[311]: {"level":"error","msg":"unable to renew certificate","error":"context deadline exceeded"}',
-					'Dec 06 21:12:41 web systemd[1]: caddy.service: Main process exited, code=killed, status=9/KILL',
-					"Dec 06 21:12:41 web systemd[1]: caddy.service: Failed with result 'oom-kill'."
-				],
-				105
-			);
-			llm.push(
-				{ toolCalls: [rx('strong/105', 'service_status', { unit: 'caddy.service' })] },
-				{ toolCalls: [rx('strong/105', 'journal_tail', { unit: 'caddy.service', lines: 30 })] },
-				{
-					toolCalls: [
-						{
-							name: 'propose_plan',
-							args: {
-								title: 'Restart caddy on CT 105',
-								steps: [
-									{ action: 'systemctl', target: 'strong/105', params: { unit: 'caddy.service', op: 'restart' }, why: 'it was OOM-killed' },
-									{ action: 'ct_service_active', target: 'strong/105', params: { unit: 'caddy.service' }, why: 'make sure it stays up' }
-								]
-							}
-						}
-					]
-				},
-				{ text: 'caddy on CT 105 is running again.' }
-			);
-			const sessionId = await alerted('alertmanager', {
-				version: '4',
-				groupKey: '{}:{alertname="CaddyDown"}',
-				status: 'firing',
-				receiver: 'nomos',
-				groupLabels: { alertname: 'CaddyDown' },
-				commonLabels: { alertname: 'CaddyDown', severity: 'critical', instance: 'ct105:443' },
-				commonAnnotations: { summary: 'caddy on CT 105 (web) is down' },
-				externalURL: 'http://am',
-				alerts: [
-					{
-						status: 'firing',
-						labels: { alertname: 'CaddyDown', instance: 'ct105:443' },
-						annotations: {},
-						startsAt: '2026-12-06T21:13:00Z',
-						fingerprint: 'c105'
-					}
-				]
-			});
+			const sessionId = await begin(INCIDENT_E);
 			const sent = sentToModel();
 			expect(sent).toContain('Active: inactive (dead)');
 			expect(sent).toContain("Failed with result 'oom-kill'");
@@ -327,46 +217,7 @@ describe('incidents on the node, end to end', () => {
 		'(b) a storage over 90 % (Alertmanager): its use, its largest volumes → a backup then the stale CT destroyed, one plan → under 90 %',
 		async () => {
 			const from = llm.requests.length;
-			await pve.fill('local-lvm', 0.93, 400 * GiB);
-			llm.push(
-				{ toolCalls: [rx('strong', 'storage_status')] },
-				{ toolCalls: [rx('strong', 'storage_content', { storage: 'local-lvm', limit: 5 })] },
-				{ toolCalls: [rx('strong/104', 'pct_status')] },
-				{
-					toolCalls: [
-						{
-							name: 'propose_plan',
-							args: {
-								title: 'Free local-lvm: back up and remove the stopped CT 104 (oldmedia)',
-								steps: [
-									{ action: 'vzdump', target: 'strong/104', params: { storage: 'local' }, why: 'a copy to restore from' },
-									{ action: 'pct_destroy', target: 'strong/104', params: {}, why: 'its 500 GiB disk holds 90 GiB of local-lvm; it is stopped' }
-								]
-							}
-						}
-					]
-				},
-				{ text: 'local-lvm is at 70 % now; CT 104 is backed up on local.' }
-			);
-			const sessionId = await alerted('alertmanager', {
-				version: '4',
-				groupKey: '{}:{alertname="PveStorageAlmostFull"}',
-				status: 'firing',
-				receiver: 'nomos',
-				groupLabels: { alertname: 'PveStorageAlmostFull' },
-				commonLabels: { alertname: 'PveStorageAlmostFull', severity: 'warning', id: 'storage/strong/local-lvm' },
-				commonAnnotations: { summary: 'local-lvm on strong is over 90 % full' },
-				externalURL: 'http://am',
-				alerts: [
-					{
-						status: 'firing',
-						labels: { alertname: 'PveStorageAlmostFull', id: 'storage/strong/local-lvm' },
-						annotations: {},
-						startsAt: '2026-12-06T20:00:00Z',
-						fingerprint: 'lvm1'
-					}
-				]
-			});
+			const sessionId = await begin(INCIDENT_B);
 			// The use and the largest consumer were in hand before the plan.
 			const sent = sentToModel();
 			expect(sent).toMatch(/local-lvm: 93% used/);

@@ -83,7 +83,9 @@ describe('migrate argv (pct(1), qm(1), PVE 8)', () => {
 		expect(CLUSTER_ACTIONS).toEqual(['pct_migrate', 'qm_migrate']);
 		expect(catalogueLines()).not.toMatch(/migrate/);
 		expect(catalogueLines({ cluster: true })).toMatch(/pct_migrate\(node, timeoutS\?\)/);
-		expect(catalogueLines({ cluster: true })).toMatch(/qm_migrate\(vmid, node, online\?, withLocalDisks\?\)/);
+		// A VM action's vmid is said once, on the Target line.
+		expect(catalogueLines({ cluster: true })).toMatch(/qm_migrate\(node, online\?, withLocalDisks\?\)/);
+		expect(catalogueLines({ cluster: true })).toMatch(/every qm_\/vm_ action \(each takes the VM's vmid too\)/);
 	});
 });
 

@@ -5,7 +5,7 @@
 import { asSchema, type JSONSchema7 } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
+import { catalogueSignature, requestExecutionJsonSchema, requestExecutionTool } from '../../src/lib/server/agent/tools/request-execution';
 import { describeActionTool } from '../../src/lib/server/agent/tools/describe-action';
 import { actionParamsVariants, actionSignature } from '../../src/lib/server/proxmox/tool-schema';
 import { ACTIONS, ACTION_NAMES, CLUSTER_ACTIONS, type ActionName } from '../../src/lib/server/proxmox/actions';
@@ -107,7 +107,8 @@ describe('request_execution input schema', () => {
 		// Every action; the migrate ones only where a cluster is known (they would only cost tokens elsewhere);
 		// a family described on demand (health) by its name only, its members by describe_action.
 		// Without defaults there (every request carries the catalogue); describe_action gives them.
-		const brief = (n: ActionName) => actionSignature(n, { defaults: false });
+		// A VM action's leading vmid is said once for all of them, on the Target line (literals below).
+		const brief = (n: ActionName) => catalogueSignature(n);
 		const listed = ACTION_NAMES.filter((n) => !ON_DEMAND.includes(n));
 		for (const name of listed.filter((n) => !CLUSTER_ACTIONS.includes(n))) expect(t.description).toContain(brief(name));
 		for (const name of [...CLUSTER_ACTIONS, ...ON_DEMAND]) expect(t.description).not.toContain(`${name}(`);
@@ -119,6 +120,11 @@ describe('request_execution input schema', () => {
 		expect(brief('pct_push')).toBe('pct_push(path, content, mode?)');
 		expect(actionSignature('systemctl')).toBe('systemctl(unit, op: start|stop|restart|reload|enable|disable)');
 		expect(t.description).toMatch(/Destructive, a person approves: [^\n]*pct_destroy\(\)/);
+		expect(t.description).toContain('vm_clone(name, newid?, full?)');
+		expect(t.description).toContain('vm_create(name, image, vmid?,');
+		expect(t.description).toContain("every qm_/vm_ action (each takes the VM's vmid too)");
+		expect(catalogueSignature('qm_stop')).toBe('qm_stop()');
+		expect(actionSignature('qm_stop')).toBe('qm_stop(vmid)');
 		// The same for every window: instructions and tools stay byte-identical (prefix caches).
 		expect(requestExecutionTool({ ...ctx, contextTokens: 4096 }).description).toBe(t.description);
 

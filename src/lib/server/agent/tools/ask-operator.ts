@@ -17,7 +17,7 @@ export const askOperatorInput = z
 /** ask_operator: a structured question; the turn ends right after it. */
 export function askOperatorTool(ctx: ToolContext) {
 	return tool({
-		description: 'Ask the operator what only they can decide instead of guessing. Ends your turn; the answer comes back to you.',
+		description: 'Ask the operator what only they can decide instead of guessing; ends your turn (the answer comes back).',
 		inputSchema: askOperatorInput,
 		execute: async (input, { toolCallId }) => {
 			const q = await sql().begin(async (tx) => {

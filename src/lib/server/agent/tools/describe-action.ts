@@ -21,7 +21,7 @@ const approvalMark = (n: ActionName) =>
  */
 export function describeActionTool(_ctx: ToolContext) {
 	return tool({
-		description: "One catalogued action in full: what it does, its approval, and each field's type, bounds and meaning.",
+		description: "One catalogued action in full: what it does, its approval, each field's type and bounds.",
 		inputSchema: z.object({ action: z.string().max(64) }).strict(),
 		execute: ({ action }) => {
 			const family = familyNamed(action);

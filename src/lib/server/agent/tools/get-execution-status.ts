@@ -7,7 +7,8 @@ import { toolError, type ToolContext } from './context';
 /** get_execution_status: one execution's state, steps and result. */
 export function getExecutionStatusTool(_ctx: ToolContext) {
 	return tool({
-		description: 'Status, steps and output of one execution by id. Results come back to you by themselves: do not poll.',
+		// Not to poll with: the instructions say results come back by themselves.
+		description: 'Status, steps and output of one execution by id.',
 		inputSchema: z.object({ id: z.string().max(64) }).strict(),
 		execute: async ({ id }) => {
 			if (!z.uuid().safeParse(id).success) return toolError(`'${id}' is not an execution id`, 'execution ids are uuids, as returned by request_execution');

@@ -93,7 +93,7 @@ function clusterGuestLine(g: { type: string; vmid: number; node: string; name: s
 /** `get_state_snapshot()`: the whole fleet summarised in one call. */
 export function getStateSnapshotTool(_ctx: ToolContext) {
 	return tool({
-		description: 'The whole fleet in one call: per host status, CPU, memory, storage and one line per container. Start here.',
+		description: 'The whole fleet in one call: per host status, CPU, memory, storage and one line per container.',
 		inputSchema: getStateSnapshotInput,
 		execute: async () => {
 			const inventoryAsOf = await ensureFreshInventory();

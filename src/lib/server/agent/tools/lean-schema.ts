@@ -2,9 +2,10 @@ import { asSchema, jsonSchema, type JSONSchema7, type Tool } from 'ai';
 
 type Node = JSONSchema7 | boolean;
 
-/** Keys a model does not need to call a tool well: the server checks them and its error names the field. */
+/** Keys a model does not need to call a tool well: the server checks them and its error names the field (or, `default`, fills it in). */
 const CHECKED_ON_THE_SERVER = [
 	'$schema',
+	'default',
 	'additionalProperties',
 	'minLength',
 	'maxLength',

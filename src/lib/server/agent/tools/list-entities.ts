@@ -69,7 +69,7 @@ export function entitySummary(e: Entity, truth?: Map<string, HostTruth>) {
 /** `list_entities(kind?, query?)`: the known inventory (hosts, containers, …) with refs to pass on. */
 export function listEntitiesTool(_ctx: ToolContext) {
 	return tool({
-		description: 'Inventory entities (hosts, containers, services), filtered by kind and/or query. ' + 'Each has a ref (lxc:strong/101) for get_entity.',
+		description: 'Inventory entities (hosts, containers, services) by kind and/or query, each with its ref (lxc:strong/101) for get_entity.',
 		inputSchema: listEntitiesInput,
 		execute: async ({ kind, query }) => {
 			const truth = await fleetTruth(await ensureFreshInventory());

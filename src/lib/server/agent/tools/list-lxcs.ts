@@ -34,8 +34,7 @@ export function lxcRow(e: Entity) {
 /** `list_lxcs(host?)`: every container (or one host's) in one call, with sync freshness. */
 export function listLxcsTool(_ctx: ToolContext) {
 	return tool({
-		description:
-			"Every container (or one host's) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory " + 'synced each minute (see inventoryAsOf).',
+		description: "Every container (or one host's) with vmid, name, status, CPU %, memory, uptime and IPs, from the inventory synced each minute.",
 		inputSchema: listLxcsInput,
 		execute: async ({ host }) => {
 			const inventoryAsOf = await ensureFreshInventory();

@@ -17,7 +17,7 @@ export const proposePlanInput = z
 			.array(
 				z
 					.object({
-						action: z.string().max(64).describe('a catalogued action; read-only ones are checks needing no approval'),
+						action: z.string().max(64).describe('a catalogued action (a read-only one is a check: no approval)'),
 						target: z.string().max(200),
 						params: actionParams,
 						why: z.string().max(500).default('')
@@ -33,8 +33,8 @@ export const proposePlanInput = z
 export function proposePlanTool(ctx: ToolContext) {
 	return tool({
 		description:
-			'Several executions for the operator to approve at once; each step is checked now (on an error, fix the plan and call again). ' +
-			'Once approved they run by themselves in order, read-only checks included, stopping at the first failure; you are re-invoked once, at the end. An accepted plan ends your turn.',
+			'Several executions the operator approves at once, each checked now (on an error, fix the plan and call again). ' +
+			'Once approved they run in order by themselves, read-only checks included, until one fails; you are re-invoked once, at the end. Ends your turn.',
 		inputSchema: proposePlanInput,
 		execute: async (input, { toolCallId }) => {
 			const prepared: Array<PreparedExecution & { why: string }> = [];

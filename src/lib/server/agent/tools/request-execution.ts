@@ -39,7 +39,8 @@ export function requestExecutionJsonSchema(): JSONSchema7 {
 	return {
 		type: 'object',
 		properties: {
-			target: { type: 'string', description: "a host or a container ('lxc:strong/101', '101', a name)" },
+			// What a target is: the description's last line says it for every action (tokens: issue #45).
+			target: { type: 'string' },
 			action: { type: 'string' },
 			params: { type: 'object' },
 			reason: { type: 'string', description: 'why, in one sentence, for the operator' }
@@ -74,16 +75,27 @@ export function catalogueLines(opts: { cluster?: boolean } = {}): string {
 		([label, has]) =>
 			`${label}: ${names
 				.filter((n) => has(n))
-				.map((n) => actionSignature(n, { defaults: false }))
+				.map(catalogueSignature)
 				.join(', ')}.`
 	);
 	// Every VM action runs on the host: one phrase for them instead of 17 names (tokens: issue #30's budget).
-	const vm = (n: string) => /^(qm|vm)_/.test(n);
-	const on = (scope: string) => listed.filter((n) => ACTIONS[n].scope === scope && !vm(n)).join(', ');
+	const on = (scope: string) => listed.filter((n) => ACTIONS[n].scope === scope && !isVmAction(n)).join(', ');
 	lines.push(
-		`Target a host for ${on('host')} and every qm_/vm_ action (the VM in vmid); a host or a container for ${on('host-or-ct')}; a container for the rest.`
+		`Target a host for ${on('host')} and every qm_/vm_ action (each takes the VM's vmid too); a host or a container for ${on('host-or-ct')}; a container for the rest.`
 	);
 	return lines.join('\n');
+}
+
+const isVmAction = (n: string) => /^(qm|vm)_/.test(n);
+
+/**
+ * An action's signature in the catalogue: without defaults (describe_action gives them), and a VM
+ * action's leading required vmid left out, as the Target line says it once for all of them
+ * (15 times `vmid, ` cost ~30 tokens of every first request: issue #45).
+ */
+export function catalogueSignature(n: ActionName): string {
+	const s = actionSignature(n, { defaults: false });
+	return isVmAction(n) ? s.replace(/^(\w+)\(vmid(?:, |(?=\)))/, '$1(') : s;
 }
 
 // How a turn goes on after a request is the instructions' to say (an MCP client is not re-invoked at all).

@@ -14,7 +14,7 @@ export function searchKnowledgeTool(ctx: ToolContext) {
 	return tool({
 		description:
 			"Full-text search of the operator's notes, Nomos's guide (how-tos) and the inventory's names and notes, best first; " +
-			'quotes match a phrase, -word excludes, "or" widens, a vmid finds that guest. ' +
+			'quotes match a phrase, a vmid finds that guest. ' +
 			'Search before asking the operator.',
 		inputSchema: z
 			.object({
