@@ -88,6 +88,20 @@ export async function resolveIncidentIfQuiet(tx: TransactionSql, id: string): Pr
 	return rows.length > 0;
 }
 
+/**
+ * Runs the close check (resolveIncidentIfQuiet) on the session's open incidents, for when a verdict
+ * on one of its executions lands (executions/lifecycle.ts finishExecution): the fix verified after
+ * the alerts went quiet and the findings resolved is what closes the incident, with no further
+ * alert. Each incident's row is locked first, as recordFinding does, so a finding settled at the
+ * same instant is seen by one of the two checks. Returns the ids it closed.
+ */
+export async function closeSessionIncidentsIfDone(tx: TransactionSql, sessionId: string): Promise<string[]> {
+	const open = await tx<{ id: string }[]>`select id from incidents where session_id = ${sessionId} and status = 'open' order by id for update`;
+	const closed: string[] = [];
+	for (const i of open) if (await resolveIncidentIfQuiet(tx, i.id)) closed.push(i.id);
+	return closed;
+}
+
 export async function setGroupIncident(tx: TransactionSql, groupId: string, incidentId: string, sessionId: string | null): Promise<void> {
 	await tx`update alert_groups set incident_id = ${incidentId}, session_id = coalesce(${sessionId}::uuid, session_id) where id = ${groupId}`;
 }
