@@ -1,13 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql } from '../db/index';
-import { getLiveHook } from '../db/queries/watches';
-import { storeDelivery } from '../db/queries/alert-deliveries';
-import { jobsReady, PRIORITY } from '../jobs/enqueue';
+import { PRIORITY } from '../jobs/enqueue';
 import { parseJobPayload } from '../jobs/payloads';
 import { logger } from '../log';
 import { DEDUPE_S } from './apply';
 import { MAX_BODY_BYTES, parseDelivery } from './parse';
 import { carriesSecret } from './secret';
+import { liveHook } from './hook-cache';
+import { writeDelivery } from './delivery-writer';
 import { hookSigningSecret, HookSecretUnsealable } from './sealed-secret';
 
 /** Authenticated deliveries one hook may make per minute; beyond that 429 (a storm is grouped into incidents, not refused). */
@@ -34,11 +34,14 @@ export type IntakeAnswer = { status: number; body: Record<string, unknown>; head
  * operator's words, and the session it opens has no typed assent and no http_get.
  *
  * It answers in milliseconds: the checks that refuse a forged or malformed delivery (secret, size,
- * JSON, shape) run here; the body is then stored and a job applies it (watches/apply.ts: groups,
- * incidents, sessions, turns). 202 means stored: the job is retried until it applied it.
+ * JSON, shape) run here, against the hook as this process last read it (watches/hook-cache.ts: no
+ * lookup per delivery); the body is then stored with its job, in one statement committed with the
+ * deliveries that arrived alongside (watches/delivery-writer.ts), and the job applies it
+ * (watches/apply.ts: groups, incidents, sessions, turns). 202 means stored: the job is retried
+ * until it applied it.
  */
 export async function receiveDelivery(hookId: string, headers: Headers, body: Buffer): Promise<IntakeAnswer> {
-	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await getLiveHook(sql(), hookId) : null;
+	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await liveHook(hookId) : null;
 	if (!hook) return { status: 404, body: { message: 'No such hook.' } };
 	const signingSecret = () => (hook.signed ? hookSigningSecret(sql(), hook) : Promise.resolve(null));
 	let carries: boolean;
@@ -67,8 +70,7 @@ export async function receiveDelivery(hookId: string, headers: Headers, body: Bu
 
 	const id = randomUUID();
 	const payload = parseJobPayload(INTAKE_TASK, { deliveryId: id });
-	await jobsReady();
-	const d = await storeDelivery(sql(), {
+	const d = await writeDelivery({
 		id,
 		hookId: hook.id,
 		body: body.toString('utf8'),

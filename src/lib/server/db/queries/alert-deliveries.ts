@@ -8,6 +8,21 @@ export type DeliveryRow = Pick<Delivery, 'id' | 'hookId' | 'body' | 'duplicateOf
 /** What became of one alert of a delivery (stored on the delivery when the job applied it). */
 export type AlertOutcomeRow = { groupKey: string; outcome: string; sessionId: string | null; incidentId: string | null };
 
+/** A delivery to store, and the job that applies it. */
+export type NewDelivery = {
+	id: string;
+	hookId: string;
+	body: string;
+	bodySha: string;
+	dedupeS: number;
+	perMinute: number;
+	task: string;
+	queue: string;
+	payload: unknown;
+	priority: number;
+};
+export type StoredDelivery = Pick<Delivery, 'id' | 'duplicateOf'>;
+
 /**
  * Stores a delivery as received and queues the job that applies it, in one statement (one round
  * trip, one commit: the intake answers as soon as it is durable), unless the hook has had
@@ -16,23 +31,11 @@ export type AlertOutcomeRow = { groupKey: string; outcome: string; sessionId: st
  * sender retrying after a timeout sends the same bytes again; the same body after a different one
  * is a change of state, not a retry). No row is locked: concurrent deliveries of one hook do not
  * wait for each other (the limit may be passed by as many as arrive at the same instant).
+ * Several may run in one transaction (watches/delivery-writer.ts): each is stamped with the clock,
+ * not the transaction's start, so "the latest" is the one stored last.
  */
-export async function storeDelivery(
-	sql: Sql | TransactionSql,
-	d: {
-		id: string;
-		hookId: string;
-		body: string;
-		bodySha: string;
-		dedupeS: number;
-		perMinute: number;
-		task: string;
-		queue: string;
-		payload: unknown;
-		priority: number;
-	}
-): Promise<Pick<Delivery, 'id' | 'duplicateOf'> | null> {
-	const [row] = await sql<Pick<Delivery, 'id' | 'duplicateOf'>[]>`
+export async function storeDelivery(sql: Sql | TransactionSql, d: NewDelivery): Promise<StoredDelivery | null> {
+	const [row] = await sql<StoredDelivery[]>`
 		with recent as (
 			select count(*)::int as n from alert_deliveries where hook_id = ${d.hookId} and received_at > now() - interval '1 minute'
 		), prev as (
@@ -40,8 +43,8 @@ export async function storeDelivery(
 			where hook_id = ${d.hookId} and received_at > now() - make_interval(secs => ${d.dedupeS})
 			order by received_at desc, id desc limit 1
 		), stored as (
-			insert into alert_deliveries (id, hook_id, body, body_sha, duplicate_of)
-			select ${d.id}, ${d.hookId}, ${d.body}, ${d.bodySha}, (select case when prev.body_sha = ${d.bodySha} then coalesce(prev.duplicate_of, prev.id) end from prev)
+			insert into alert_deliveries (id, hook_id, body, body_sha, duplicate_of, received_at)
+			select ${d.id}, ${d.hookId}, ${d.body}, ${d.bodySha}, (select case when prev.body_sha = ${d.bodySha} then coalesce(prev.duplicate_of, prev.id) end from prev), clock_timestamp()
 			from recent where recent.n < ${d.perMinute}
 			returning id, duplicate_of
 		), queued as (
