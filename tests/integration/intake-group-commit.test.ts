@@ -8,12 +8,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { emitEvent } from '../../src/lib/server/db/queries/events';
-import { PRIORITY } from '../../src/lib/server/jobs/enqueue';
-import { DEDUPE_S } from '../../src/lib/server/watches/apply';
 import { writeDelivery } from '../../src/lib/server/watches/delivery-writer';
 import { installHookCache } from '../../src/lib/server/watches/hook-cache';
 import { createHook, removeHook, rotateHook } from '../../src/lib/server/watches/hooks';
-import { HOOK_DELIVERIES_PER_MINUTE, INTAKE_QUEUE, INTAKE_TASK, receiveDelivery } from '../../src/lib/server/watches/intake';
+import { INTAKE_TASK, receiveDelivery } from '../../src/lib/server/watches/intake';
 import { jobs, newOperator } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 import { scaled } from '../helpers/time';
@@ -36,19 +34,7 @@ const alert = (n: number | string) => ({ title: `check ${n} failed on pve1`, key
 
 /** A delivery as the intake hands it to the writer; `body` names its content (the same name: the same bytes). */
 function delivery(hookId: string, body: string = randomUUID()) {
-	const id = randomUUID();
-	return {
-		id,
-		hookId,
-		body: JSON.stringify(alert(body)),
-		bodySha: createHash('sha256').update(body).digest('hex'),
-		dedupeS: DEDUPE_S,
-		perMinute: HOOK_DELIVERIES_PER_MINUTE,
-		task: INTAKE_TASK,
-		queue: INTAKE_QUEUE,
-		payload: { deliveryId: id },
-		priority: PRIORITY.reply
-	};
+	return { id: randomUUID(), hookId, body: JSON.stringify(alert(body)), bodySha: createHash('sha256').update(body).digest('hex') };
 }
 
 /** Polls a condition (the hub's dispatch is asynchronous); throws after the timeout. */
@@ -95,16 +81,23 @@ describe('group commit', () => {
 		expect((await jobs(INTAKE_TASK)).map((j) => String(j.payload.deliveryId)).sort()).toEqual([...ids].sort());
 	});
 
-	it('recognises a retry stored in the same group as the delivery it repeats', async () => {
+	it('recognises a retry stored in the same group as the delivery it repeats, and a retry of a retry in a later one', async () => {
 		const h = await createHook(actor, { name: 'retry', kind: 'generic' });
-		const [a, b, again] = [delivery(h.id, 'a'), delivery(h.id, 'b'), delivery(h.id, 'b')];
-		const stored = await Promise.all([a, b, again].map((x) => writeDelivery(x)));
+		const first = [delivery(h.id, 'a'), delivery(h.id, 'b'), delivery(h.id, 'b'), delivery(h.id, 'b')];
+		const stored = await Promise.all(first.map((x) => writeDelivery(x)));
+		const b = first[1].id;
+		expect(stored.map((r) => r?.duplicateOf ?? null)).toEqual([null, null, b, b]);
+		// Later, alone: the same body again is still a retry of the first b; another body is not, and b after it is new.
+		const later = [delivery(h.id, 'b'), delivery(h.id, 'c'), delivery(h.id, 'b')];
+		const again = [];
+		for (const x of later) again.push(await writeDelivery(x));
+		expect(again.map((r) => r?.duplicateOf ?? null)).toEqual([b, null, null]);
+
 		const rows = await sql()<{ id: string; tx: string; duplicateOf: string | null }[]>`
-			select id, xmin::text as tx, duplicate_of as "duplicateOf" from alert_deliveries where id = any(${[a.id, b.id, again.id]}::uuid[]) order by received_at`;
-		expect(rows.map((r) => r.id)).toEqual([a.id, b.id, again.id]);
-		expect(new Set(rows.map((r) => r.tx)).size).toBe(1);
-		expect(rows.map((r) => r.duplicateOf)).toEqual([null, null, b.id]);
-		expect(stored.map((r) => r?.duplicateOf ?? null)).toEqual([null, null, b.id]);
+			select id, xmin::text as tx, duplicate_of as "duplicateOf" from alert_deliveries where hook_id = ${h.id} order by received_at`;
+		expect(rows.map((r) => r.id)).toEqual([...first, ...later].map((x) => x.id));
+		expect(new Set(rows.slice(0, 4).map((r) => r.tx)).size).toBe(1);
+		expect(rows.map((r) => r.duplicateOf)).toEqual([null, null, b, b, b, null, null]);
 	});
 
 	it('refuses only the delivery that cannot be stored when its group fails', async () => {
