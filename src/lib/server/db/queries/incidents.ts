@@ -1,10 +1,11 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { incidents } from '../schema';
+import type { findings, incidents } from '../schema';
 import { emitEvent } from './events';
 import { listedFor, type Viewer } from './sessions';
 
 type Incident = typeof incidents.$inferSelect;
+type Finding = typeof findings.$inferSelect;
 export type IncidentRow = Pick<Incident, 'id' | 'key' | 'node' | 'title' | 'status' | 'sessionId' | 'alertCount'>;
 
 const COLUMNS = (sql: Sql | TransactionSql) => sql`id, key, node, title, status, session_id as "sessionId", alert_count as "alertCount"`;
@@ -120,6 +121,9 @@ export async function turnPending(tx: TransactionSql, sessionId: string): Promis
 	return row.pending;
 }
 
+/** A finding as the Incidents page shows it (`updatedAt`: when its verdict last changed, ISO 8601). */
+export type IncidentFinding = Pick<Finding, 'id' | 'what' | 'verdict' | 'evidence'> & { updatedAt: string };
+
 /** One incident as the Incidents page lists it; times ISO 8601, durations in seconds (null: not yet). */
 export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 'title' | 'status' | 'sessionId' | 'alertCount'> & {
 	firstSeenAt: string;
@@ -131,8 +135,8 @@ export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 
 	toFirstFindingS: number | null;
 	/** From its first alert to the first execution of its session the host check verified. */
 	toVerifiedFixS: number | null;
-	/** How many of its findings stand at each verdict (db/queries/findings.ts). */
-	findings: { present: number; uncertain: number; resolved: number };
+	/** Its findings with their verdict and evidence, present first, then uncertain, then resolved (db/queries/findings.ts). */
+	findings: IncidentFinding[];
 };
 
 /**
@@ -147,8 +151,9 @@ export async function listIncidents(sql: Sql | TransactionSql, viewer: Viewer, l
 				where m.session_id = i.session_id and m.role = 'assistant' and m.status = 'complete' and m.created_at >= i.first_seen_at) as "toFirstFindingS",
 			(select extract(epoch from min(e.finished_at) - i.first_seen_at)::int from executions e
 				where e.requested_by_session = i.session_id and e.verdict = 'verified' and e.finished_at >= i.first_seen_at) as "toVerifiedFixS",
-			(select json_build_object('present', count(*) filter (where f.verdict = 'present'), 'uncertain', count(*) filter (where f.verdict = 'uncertain'),
-				'resolved', count(*) filter (where f.verdict = 'resolved')) from findings f where f.incident_id = i.id) as findings
+			(select coalesce(json_agg(json_build_object('id', f.id, 'what', f.what, 'verdict', f.verdict, 'evidence', f.evidence, 'updatedAt', f.updated_at)
+				order by array_position(array['present', 'uncertain', 'resolved'], f.verdict::text), f.created_at, f.what), '[]'::json)
+				from findings f where f.incident_id = i.id) as findings
 		from incidents i join chat_sessions s on s.id = i.session_id left join alert_hooks h on h.id = s.started_by_hook
 		where s.deleted_at is null and ${listedFor(sql, viewer)}
 		order by (i.status = 'open') desc, i.last_seen_at desc
