@@ -9,12 +9,30 @@ import { runTurn } from '../../src/lib/server/agent/run-turn';
 import type { RunTurnPayload } from '../../src/lib/server/conversation/turn-queue';
 import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { deliverAlert } from '../helpers/alerts';
-import { jobs } from '../helpers/executions';
+import { decide, jobs, newOperator } from '../helpers/executions';
+import { requestExecution } from '../../src/lib/server/executions/request';
+import { executions__run } from '../../tasks/executions__run';
 import { useStage } from '../helpers/stage';
 
-const { llm } = useStage({ model: true, sync: false, hosts: [{ nodeName: 'strong', seed: [{ vmid: 100, hostname: 'caddy', status: 'running' }] }] });
+const { llm } = useStage({
+	model: true,
+	sync: false,
+	env: { NOMOS_SNAPSHOT_BEFORE: 'off', NOMOS_HEALTH_AFTER: 'on', NOMOS_HOST_WAIT_MIN: '0.05' },
+	hosts: [
+		{
+			nodeName: 'strong',
+			seed: [
+				{ vmid: 100, hostname: 'caddy', status: 'running' },
+				{ vmid: 101, hostname: 'db', status: 'stopped' },
+				{ vmid: 102, hostname: 'cache', status: 'stopped' }
+			]
+		}
+	]
+});
 beforeEach(async () => {
 	await sql()`delete from graphile_worker._private_jobs`;
+	// Each test's alert opens its own incident (the same node and kind would join one an earlier test left open).
+	await sql()`update incidents set status = 'resolved' where status = 'open'`;
 });
 
 const CT = 'lxc:strong/100';
@@ -163,6 +181,44 @@ describe('findings with a lifecycle', () => {
 		await send('firing');
 		expect((await send('resolved')).outcome).toBe('resolved');
 		expect(await statusOf(incidentId)).toBe('resolved');
+	});
+
+	it('closes when a fix is verified after the alert went quiet and every finding resolved, with no further alert', async () => {
+		const { send, sessionId, incidentId } = await investigated('d');
+		await sql()`update findings set verdict = 'resolved' where incident_id = ${incidentId}`;
+		// An earlier fix did not verify: the alert's resolve leaves the incident open.
+		await sql()`
+			insert into executions (requested_by_session, host_name, target, action, params, classification, hash, command_preview, reason, status, verdict, finished_at)
+			values (${sessionId}, 'strong', ${CT}, 'service_restart', '{"unit":"caddy"}'::jsonb, 'service_restart', ${'h-' + crypto.randomUUID()}, 'systemctl restart caddy', 'restart caddy', 'succeeded', 'still_failing', now() - interval '1 minute')`;
+		expect((await send('resolved')).outcome).toBe('resolved');
+		expect(await statusOf(incidentId)).toBe('open');
+
+		// The next fix runs on the host double and its read-back verifies it: that closes the incident.
+		const r = await requestExecution(sessionId, { target: 'strong/101', action: 'pct_start', params: {}, reason: 'start the db' });
+		if ('error' in r) throw new Error(r.error);
+		expect((await decide(r.execution.id, await newOperator('fixer'), 'approved')).ok).toBe(true);
+		await executions__run({ executionId: r.execution.id }, {} as never);
+		const [e] = await sql()<{ status: string; verdict: string | null; detail: string | null; error: string | null }[]>`
+			select status, verdict, verdict_detail as detail, error from executions where id = ${r.execution.id}`;
+		expect(e).toMatchObject({ status: 'succeeded', verdict: 'verified' });
+		expect(await statusOf(incidentId)).toBe('resolved');
+		const [ev] = await sql()<{ n: number }[]>`
+			select count(*)::int as n from events where type = 'incident.updated' and payload->>'incidentId' = ${incidentId}
+				and created_at >= (select finished_at from executions where id = ${r.execution.id})`;
+		expect(ev.n).toBeGreaterThan(0);
+	});
+
+	it('stays open when the fix verified later leaves a finding present', async () => {
+		const { send, sessionId, incidentId } = await investigated('e');
+		expect((await send('resolved')).outcome).toBe('resolved');
+		expect(await findingsOf(incidentId)).toMatchObject({ 'The caddy unit failed': 'present' });
+		const r = await requestExecution(sessionId, { target: 'strong/102', action: 'pct_start', params: {}, reason: 'start the cache' });
+		if ('error' in r) throw new Error(r.error);
+		expect((await decide(r.execution.id, await newOperator('fixer2'), 'approved')).ok).toBe(true);
+		await executions__run({ executionId: r.execution.id }, {} as never);
+		const [e] = await sql()<{ verdict: string | null }[]>`select verdict from executions where id = ${r.execution.id}`;
+		expect(e.verdict).toBe('verified');
+		expect(await statusOf(incidentId)).toBe('open');
 	});
 
 	it('re-checks a finding at most once per cooldown, however often the alert flaps', async () => {

@@ -69,6 +69,8 @@ export const eventSchemas = {
 		died: z.string().optional(),
 		alive: z.number().int().optional()
 	}),
+	/** An alert hook was made, changed (secret, signature, mute) or revoked: each process's intake reads hooks afresh (watches/hook-cache.ts). */
+	'hooks.changed': z.object({}),
 	/** Never sent to browsers: ends the streams of the operator it names (see realtime/sse.ts). */
 	'auth.revoked': z.object({ operatorId: id, keep: z.string().nullable().optional(), only: z.string().optional() })
 } as const;

@@ -1,5 +1,6 @@
 import { connectDb, disconnectDb, sql } from './db/index';
 import { Hub, setHub } from './realtime/hub';
+import { installHookCache } from './watches/hook-cache';
 import { handOverTurns, installTurnCancellation } from './conversation/active-turns';
 import { serveNodeSse } from './realtime/node-sse';
 import { startEmbeddedPostgres, stopEarlyPostgres, takeEarlyPostgres, type EmbeddedPostgres } from './db/embedded';
@@ -213,6 +214,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 	const later: Array<Promise<unknown>> = [];
 	setHub(hub);
 	installTurnCancellation(hub);
+	const stopHookCache = installHookCache(hub);
 	// server.js hands the SSE endpoints to this handler, below SvelteKit (see node-sse.ts).
 	(globalThis as { __nomosServeSse?: typeof serveNodeSse }).__nomosServeSse = serveNodeSse;
 
@@ -293,6 +295,7 @@ async function start(role: Role, options: BootOptions): Promise<Runtime> {
 				// stopped on the host) over the SSH connections that the hooks close after it.
 				await worker?.stop();
 				for (const fn of hooks.reverse()) await Promise.resolve(fn()).catch((e) => log.error({ err: e }, 'shutdown step failed'));
+				stopHookCache();
 				await hub.stop();
 				setHub(undefined);
 				await disconnectDb();

@@ -17,6 +17,7 @@ import {
 	type DecisionUpdate,
 	type ExecutionRow
 } from '../db/queries/executions';
+import { closeSessionIncidentsIfDone } from '../db/queries/incidents';
 import { handOverForResume, interruptAbandoned, listStranded } from '../db/queries/stranded';
 import { RESUMABLE_ACTIONS } from '../proxmox/actions';
 import { handOverAndResume } from '../conversation/hand-over';
@@ -125,6 +126,11 @@ export async function finishExecution(
 				{ queueName: 'inventory', jobKey: `inventory__sync:${r.refreshHost}`, priority: PRIORITY.background }
 			);
 		await onTerminal(tx, id);
+		// A verdict landed: the fix verified may be what its session's incident waited for to close.
+		if (r.verdict) {
+			const e = (await getExecution(tx, id))!;
+			if (e.requestedBySession) await closeSessionIncidentsIfDone(tx, e.requestedBySession);
+		}
 		return true;
 	});
 }

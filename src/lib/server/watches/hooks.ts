@@ -7,6 +7,8 @@ import { dropHookSignature, insertHook, muteGroup, muteHook, revokeHook, setHook
 import { Refusal } from '../refusal';
 import { hashHookSecret, newHookSecret } from './secret';
 import { sealHookSecret } from './sealed-secret';
+import { forgetHooks } from './hook-cache';
+import type { TransactionSql } from '../db/index';
 
 // Incoming alert hooks as Settings manages them: every change audited in its own transaction; a
 // secret is returned once, when it is made, and stored as its hash (and sealed, for a signed hook).
@@ -26,6 +28,21 @@ export const hookView = (h: AlertHookRow, openGroups = 0): HookView => ({
 });
 
 const noSuchHook = () => new Refusal('NOT_FOUND', 'No such hook.');
+
+/**
+ * A change of hooks in its own transaction, announced in it (`hooks.changed`: every process's
+ * intake forgets the hooks it read, watches/hook-cache.ts) and forgotten here at once after the
+ * commit, so the next delivery to this process is checked against what was just committed.
+ */
+async function changeHooks<T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
+	const r = await sql().begin(async (tx) => {
+		const out = await fn(tx);
+		await emitEvent(tx, { type: 'hooks.changed', payload: {} });
+		return out;
+	});
+	forgetHooks();
+	return r as T;
+}
 
 export function createHook(actor: Actor, input: { name: string; kind: AlertHookRow['kind']; signed?: boolean }): Promise<HookView & { secret: string }> {
 	return sql().begin(async (tx) => {
@@ -54,7 +71,7 @@ export function createHook(actor: Actor, input: { name: string; kind: AlertHookR
 
 /** A new secret for the hook (the old one stops working at once). */
 export function rotateHook(actor: Actor, id: string): Promise<HookView & { secret: string }> {
-	return sql().begin(async (tx) => {
+	return changeHooks(async (tx) => {
 		const secret = newHookSecret();
 		const h = await setHookSecret(tx, id, { hash: hashHookSecret(secret), sealed: await sealHookSecret(id, secret) });
 		if (!h) throw noSuchHook();
@@ -65,7 +82,7 @@ export function rotateHook(actor: Actor, id: string): Promise<HookView & { secre
 
 /** The hook stops accepting `X-Nomos-Signature` and forgets its sealed secret; bearer deliveries go on unchanged. */
 export function makeHookBearerOnly(actor: Actor, id: string): Promise<HookView> {
-	return sql().begin(async (tx) => {
+	return changeHooks(async (tx) => {
 		const h = await dropHookSignature(tx, id);
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, { actor, action: 'hook.bearer_only', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
@@ -74,7 +91,7 @@ export function makeHookBearerOnly(actor: Actor, id: string): Promise<HookView> 
 }
 
 export function removeHook(actor: Actor, id: string): Promise<{ ok: true }> {
-	return sql().begin(async (tx) => {
+	return changeHooks(async (tx) => {
 		const h = await revokeHook(tx, id);
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, { actor, action: 'hook.revoked', route: 'settings', subjectType: 'hook', subjectId: h.id, detail: { name: h.name } });
@@ -84,7 +101,7 @@ export function removeHook(actor: Actor, id: string): Promise<{ ok: true }> {
 
 /** Mutes the hook for `minutes` (0 unmutes). */
 export function setHookMuted(actor: Actor, id: string, minutes: number): Promise<HookView> {
-	return sql().begin(async (tx) => {
+	return changeHooks(async (tx) => {
 		const h = await muteHook(tx, id, minutes);
 		if (!h) throw noSuchHook();
 		await recordAudit(tx, {

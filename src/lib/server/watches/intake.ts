@@ -1,26 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql } from '../db/index';
-import { getLiveHook } from '../db/queries/watches';
-import { storeDelivery } from '../db/queries/alert-deliveries';
-import { jobsReady, PRIORITY } from '../jobs/enqueue';
-import { parseJobPayload } from '../jobs/payloads';
 import { logger } from '../log';
-import { DEDUPE_S } from './apply';
 import { MAX_BODY_BYTES, parseDelivery } from './parse';
 import { carriesSecret } from './secret';
+import { liveHook } from './hook-cache';
+import { HOOK_DELIVERIES_PER_MINUTE, writeDelivery } from './delivery-writer';
 import { hookSigningSecret, HookSecretUnsealable } from './sealed-secret';
 
-/** Authenticated deliveries one hook may make per minute; beyond that 429 (a storm is grouped into incidents, not refused). */
-export const HOOK_DELIVERIES_PER_MINUTE = 600;
-/** The job that applies a stored delivery (watches/apply.ts). */
-export const INTAKE_TASK = 'alerts__intake' as const;
-/**
- * Its queue: graphile-worker runs one job of a named queue at a time, in every process. Deliveries
- * are applied one after another anyway (lockIncidentPlacement), so they wait in the queue instead
- * of each holding a database connection while it waits for the lock (connections the intake and the
- * turns need).
- */
-export const INTAKE_QUEUE = 'alerts:intake';
+export { HOOK_DELIVERIES_PER_MINUTE, INTAKE_QUEUE, INTAKE_TASK } from './delivery-writer';
 
 export type IntakeAnswer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 
@@ -34,11 +21,14 @@ export type IntakeAnswer = { status: number; body: Record<string, unknown>; head
  * operator's words, and the session it opens has no typed assent and no http_get.
  *
  * It answers in milliseconds: the checks that refuse a forged or malformed delivery (secret, size,
- * JSON, shape) run here; the body is then stored and a job applies it (watches/apply.ts: groups,
- * incidents, sessions, turns). 202 means stored: the job is retried until it applied it.
+ * JSON, shape) run here, against the hook as this process last read it (watches/hook-cache.ts: no
+ * lookup per delivery); the body is then stored with its job, in one statement committed with the
+ * deliveries that arrived alongside (watches/delivery-writer.ts), and the job applies it
+ * (watches/apply.ts: groups, incidents, sessions, turns). 202 means stored: the job is retried
+ * until it applied it.
  */
 export async function receiveDelivery(hookId: string, headers: Headers, body: Buffer): Promise<IntakeAnswer> {
-	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await getLiveHook(sql(), hookId) : null;
+	const hook = /^[0-9a-f-]{36}$/i.test(hookId) ? await liveHook(hookId) : null;
 	if (!hook) return { status: 404, body: { message: 'No such hook.' } };
 	const signingSecret = () => (hook.signed ? hookSigningSecret(sql(), hook) : Promise.resolve(null));
 	let carries: boolean;
@@ -65,21 +55,7 @@ export async function receiveDelivery(hookId: string, headers: Headers, body: Bu
 	const parsed = parseDelivery(hook.kind, json);
 	if (!parsed.ok) return { status: 400, body: { message: `Not a ${hook.kind} alert: ${parsed.error}` } };
 
-	const id = randomUUID();
-	const payload = parseJobPayload(INTAKE_TASK, { deliveryId: id });
-	await jobsReady();
-	const d = await storeDelivery(sql(), {
-		id,
-		hookId: hook.id,
-		body: body.toString('utf8'),
-		bodySha: createHash('sha256').update(body).digest('hex'),
-		dedupeS: DEDUPE_S,
-		perMinute: HOOK_DELIVERIES_PER_MINUTE,
-		task: INTAKE_TASK,
-		queue: INTAKE_QUEUE,
-		payload,
-		priority: PRIORITY.reply
-	});
+	const d = await writeDelivery({ id: randomUUID(), hookId: hook.id, body: body.toString('utf8'), bodySha: createHash('sha256').update(body).digest('hex') });
 	if (!d) {
 		return {
 			status: 429,

@@ -8,48 +8,71 @@ export type DeliveryRow = Pick<Delivery, 'id' | 'hookId' | 'body' | 'duplicateOf
 /** What became of one alert of a delivery (stored on the delivery when the job applied it). */
 export type AlertOutcomeRow = { groupKey: string; outcome: string; sessionId: string | null; incidentId: string | null };
 
+/** A delivery to store. */
+export type NewDelivery = { id: string; hookId: string; body: string; bodySha: string };
+/** What storing deliveries needs to know: the rate limit, the retry window, and the job that applies each. */
+export type DeliveryRules = { dedupeS: number; perMinute: number; task: string; queue: string; priority: number };
+export type StoredDelivery = Pick<Delivery, 'id' | 'duplicateOf'>;
+
 /**
- * Stores a delivery as received and queues the job that applies it, in one statement (one round
- * trip, one commit: the intake answers as soon as it is durable), unless the hook has had
- * `perMinute` deliveries in the last minute (null then: nothing stored). `duplicate_of` names the
- * delivery this one repeats: the hook's latest delivery within `dedupeS` had the same body (a
- * sender retrying after a timeout sends the same bytes again; the same body after a different one
- * is a change of state, not a retry). No row is locked: concurrent deliveries of one hook do not
- * wait for each other (the limit may be passed by as many as arrive at the same instant).
+ * Stores deliveries as received, in the order given, and queues the job that applies each
+ * (payload `{ deliveryId }`, in the same order), in one statement: one round trip, one commit,
+ * one NOTIFY (the intake answers as soon as its rows are durable; watches/delivery-writer.ts sends
+ * what arrived together). Returns, for each delivery, its row, or null when its hook has had
+ * `perMinute` deliveries in the last minute (counting those before it here; nothing stored).
+ * `duplicate_of` names the delivery one repeats: the hook's latest delivery within `dedupeS`
+ * (stored earlier, or given before it here) had the same body — a sender retrying after a timeout
+ * sends the same bytes again; the same body after a different one is a change of state, not a
+ * retry; a retry of a retry names the first. No row is locked: concurrent statements do not wait
+ * for each other (the limit may be passed by as many as arrive at the same instant). Each row's
+ * `received_at` is the clock's when the statement ran, a microsecond apart in the order given, so
+ * "the latest" is the one given last.
  */
-export async function storeDelivery(
-	sql: Sql | TransactionSql,
-	d: {
-		id: string;
-		hookId: string;
-		body: string;
-		bodySha: string;
-		dedupeS: number;
-		perMinute: number;
-		task: string;
-		queue: string;
-		payload: unknown;
-		priority: number;
-	}
-): Promise<Pick<Delivery, 'id' | 'duplicateOf'> | null> {
-	const [row] = await sql<Pick<Delivery, 'id' | 'duplicateOf'>[]>`
-		with recent as (
-			select count(*)::int as n from alert_deliveries where hook_id = ${d.hookId} and received_at > now() - interval '1 minute'
-		), prev as (
-			select id, body_sha, duplicate_of from alert_deliveries
-			where hook_id = ${d.hookId} and received_at > now() - make_interval(secs => ${d.dedupeS})
-			order by received_at desc, id desc limit 1
+export async function storeDeliveries(sql: Sql | TransactionSql, ds: NewDelivery[], r: DeliveryRules): Promise<(StoredDelivery | null)[]> {
+	if (ds.length === 0) return [];
+	const rows = await sql<StoredDelivery[]>`
+		with input as (
+			select t.id, t.hook_id, t.body, t.body_sha, t.n
+			from unnest(${ds.map((d) => d.id)}::uuid[], ${ds.map((d) => d.hookId)}::uuid[], ${ds.map((d) => d.body)}::text[], ${ds.map((d) => d.bodySha)}::text[])
+				with ordinality as t(id, hook_id, body, body_sha, n)
+		), hooks as (
+			select distinct hook_id from input
+		), ranked as (
+			select i.*, row_number() over (partition by i.hook_id order by i.n) + (
+				select count(*) from alert_deliveries d where d.hook_id = i.hook_id and d.received_at > now() - interval '1 minute') as nth
+			from input i
+		), kept as (
+			select id, hook_id, body, body_sha, n from ranked where nth <= ${r.perMinute}
+		), chain as (
+			-- Per hook: its latest stored delivery within the retry window (n = 0), then the ones kept here.
+			select h.hook_id, p.id, p.body_sha, p.duplicate_of, 0::bigint as n from hooks h cross join lateral (
+				select id, body_sha, duplicate_of from alert_deliveries d
+				where d.hook_id = h.hook_id and d.received_at > now() - make_interval(secs => ${r.dedupeS})
+				order by received_at desc, id desc limit 1) p
+			union all
+			select hook_id, id, body_sha, null::uuid, n from kept
+		), runs as (
+			-- A run: consecutive deliveries of a hook with the same body; each after the first repeats the first.
+			select c.*, sum(starts) over (partition by c.hook_id order by c.n) as run from (
+				select c.*, (c.body_sha is distinct from lag(c.body_sha) over (partition by c.hook_id order by c.n))::int as starts from chain c) c
+		), firsts as (
+			select distinct on (hook_id, run) hook_id, run, n, coalesce(duplicate_of, id) as original from runs order by hook_id, run, n
+		), clock as (
+			select clock_timestamp() as at
 		), stored as (
-			insert into alert_deliveries (id, hook_id, body, body_sha, duplicate_of)
-			select ${d.id}, ${d.hookId}, ${d.body}, ${d.bodySha}, (select case when prev.body_sha = ${d.bodySha} then coalesce(prev.duplicate_of, prev.id) end from prev)
-			from recent where recent.n < ${d.perMinute}
+			insert into alert_deliveries (id, hook_id, body, body_sha, duplicate_of, received_at)
+			select k.id, k.hook_id, k.body, k.body_sha, case when k.n > f.n then f.original end, clock.at + k.n * interval '1 microsecond'
+			from kept k join runs x on x.id = k.id and x.n = k.n join firsts f on f.hook_id = x.hook_id and f.run = x.run, clock
 			returning id, duplicate_of
 		), queued as (
-			select graphile_worker.add_job(${d.task}, ${JSON.stringify(d.payload)}::text::json, queue_name => ${d.queue}::text, priority => ${d.priority}::int) as job
-			from stored
+			select graphile_worker.add_jobs(array(
+				select (${r.task}::text, json_build_object('deliveryId', k.id), ${r.queue}::text, null::timestamptz, null::smallint, null::text, ${r.priority}::smallint, null::text[])::graphile_worker.job_spec
+				from kept k join stored s on s.id = k.id order by k.n)) as job
+			where exists (select 1 from stored)
 		)
-		select stored.id, stored.duplicate_of as "duplicateOf", (select count(*) from queued) as jobs from stored`;
-	return row ?? null;
+		select s.id, s.duplicate_of as "duplicateOf" from stored s where (select count(*) from queued) >= 0`;
+	const byId = new Map(rows.map((x) => [x.id, x]));
+	return ds.map((d) => byId.get(d.id) ?? null);
 }
 
 /** The delivery, locked for the job that applies it; null when it is gone or was applied already. */

@@ -1,10 +1,11 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../index';
-import type { incidents } from '../schema';
+import type { findings, incidents } from '../schema';
 import { emitEvent } from './events';
 import { listedFor, type Viewer } from './sessions';
 
 type Incident = typeof incidents.$inferSelect;
+type Finding = typeof findings.$inferSelect;
 export type IncidentRow = Pick<Incident, 'id' | 'key' | 'node' | 'title' | 'status' | 'sessionId' | 'alertCount'>;
 
 const COLUMNS = (sql: Sql | TransactionSql) => sql`id, key, node, title, status, session_id as "sessionId", alert_count as "alertCount"`;
@@ -88,6 +89,20 @@ export async function resolveIncidentIfQuiet(tx: TransactionSql, id: string): Pr
 	return rows.length > 0;
 }
 
+/**
+ * Runs the close check (resolveIncidentIfQuiet) on the session's open incidents, for when a verdict
+ * on one of its executions lands (executions/lifecycle.ts finishExecution): the fix verified after
+ * the alerts went quiet and the findings resolved is what closes the incident, with no further
+ * alert. Each incident's row is locked first, as recordFinding does, so a finding settled at the
+ * same instant is seen by one of the two checks. Returns the ids it closed.
+ */
+export async function closeSessionIncidentsIfDone(tx: TransactionSql, sessionId: string): Promise<string[]> {
+	const open = await tx<{ id: string }[]>`select id from incidents where session_id = ${sessionId} and status = 'open' order by id for update`;
+	const closed: string[] = [];
+	for (const i of open) if (await resolveIncidentIfQuiet(tx, i.id)) closed.push(i.id);
+	return closed;
+}
+
 export async function setGroupIncident(tx: TransactionSql, groupId: string, incidentId: string, sessionId: string | null): Promise<void> {
 	await tx`update alert_groups set incident_id = ${incidentId}, session_id = coalesce(${sessionId}::uuid, session_id) where id = ${groupId}`;
 }
@@ -106,6 +121,9 @@ export async function turnPending(tx: TransactionSql, sessionId: string): Promis
 	return row.pending;
 }
 
+/** A finding as the Incidents page shows it (`updatedAt`: when its verdict last changed, ISO 8601). */
+export type IncidentFinding = Pick<Finding, 'id' | 'what' | 'verdict' | 'evidence'> & { updatedAt: string };
+
 /** One incident as the Incidents page lists it; times ISO 8601, durations in seconds (null: not yet). */
 export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 'title' | 'status' | 'sessionId' | 'alertCount'> & {
 	firstSeenAt: string;
@@ -117,8 +135,8 @@ export type IncidentListing = Pick<Incident, 'id' | 'node' | 'guest' | 'kind' | 
 	toFirstFindingS: number | null;
 	/** From its first alert to the first execution of its session the host check verified. */
 	toVerifiedFixS: number | null;
-	/** How many of its findings stand at each verdict (db/queries/findings.ts). */
-	findings: { present: number; uncertain: number; resolved: number };
+	/** Its findings with their verdict and evidence, present first, then uncertain, then resolved (db/queries/findings.ts). */
+	findings: IncidentFinding[];
 };
 
 /**
@@ -133,8 +151,9 @@ export async function listIncidents(sql: Sql | TransactionSql, viewer: Viewer, l
 				where m.session_id = i.session_id and m.role = 'assistant' and m.status = 'complete' and m.created_at >= i.first_seen_at) as "toFirstFindingS",
 			(select extract(epoch from min(e.finished_at) - i.first_seen_at)::int from executions e
 				where e.requested_by_session = i.session_id and e.verdict = 'verified' and e.finished_at >= i.first_seen_at) as "toVerifiedFixS",
-			(select json_build_object('present', count(*) filter (where f.verdict = 'present'), 'uncertain', count(*) filter (where f.verdict = 'uncertain'),
-				'resolved', count(*) filter (where f.verdict = 'resolved')) from findings f where f.incident_id = i.id) as findings
+			(select coalesce(json_agg(json_build_object('id', f.id, 'what', f.what, 'verdict', f.verdict, 'evidence', f.evidence, 'updatedAt', f.updated_at)
+				order by array_position(array['present', 'uncertain', 'resolved'], f.verdict::text), f.created_at, f.what), '[]'::json)
+				from findings f where f.incident_id = i.id) as findings
 		from incidents i join chat_sessions s on s.id = i.session_id left join alert_hooks h on h.id = s.started_by_hook
 		where s.deleted_at is null and ${listedFor(sql, viewer)}
 		order by (i.status = 'open') desc, i.last_seen_at desc

@@ -5,8 +5,8 @@ import type { alertGroups, alertHooks, executions, plans } from '../schema';
 type AlertHook = typeof alertHooks.$inferSelect;
 type AlertGroup = typeof alertGroups.$inferSelect;
 
-/** An alert hook as the queries return it (not its rate-limit counter nor who made it). */
-export type AlertHookRow = Omit<AlertHook, 'windowStart' | 'windowCount' | 'createdBy'>;
+/** An alert hook as the queries return it (not who made it). */
+export type AlertHookRow = Omit<AlertHook, 'createdBy'>;
 
 export type AlertGroupRow = Pick<
 	AlertGroup,

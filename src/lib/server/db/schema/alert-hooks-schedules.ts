@@ -1,6 +1,6 @@
 // What opens a session without an operator: incoming alert hooks and recurring schedules.
 import { sql } from 'drizzle-orm';
-import { boolean, check, integer, pgTable, text, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, ts } from './columns';
 import { operators } from './operators-auth';
 import { alertHookKinds } from '../../../schemas/watches';
@@ -33,9 +33,6 @@ export const alertHooks = pgTable(
 		mutedUntil: ts('muted_until'),
 		revokedAt: ts('revoked_at'),
 		lastReceivedAt: ts('last_received_at'),
-		/** The per-minute delivery counter (rate limit, shared by every process). */
-		windowStart: ts('window_start'),
-		windowCount: integer('window_count').notNull().default(0),
 		createdBy: uuid('created_by').references(() => operators.id, { onDelete: 'set null' }),
 		createdAt: createdAt()
 	},
