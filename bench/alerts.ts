@@ -20,7 +20,8 @@
 //      bound was passed (not on a missed latency goal: the goal is p99 ≤ 50 ms at 100 alerts/s).
 //
 //   npm run bench:alerts -- --alerts 200 --seconds 10     (a shorter run with the same figures)
-// Options: --alerts 500  --seconds 60  --rate 100  --nodes 6  --turn-ms 3000  --max 3
+//   npm run bench:alerts -- --worker separate             (the jobs in an `npm run worker` process)
+// Options: --alerts 500  --seconds 60  --rate 100  --nodes 6  --turn-ms 3000  --max 3  --worker in-app|separate
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -41,9 +42,13 @@ const { values: opts } = parseArgs({
 		rate: { type: 'string', default: '100' },
 		nodes: { type: 'string', default: '6' },
 		'turn-ms': { type: 'string', default: '3000' },
-		max: { type: 'string', default: '3' }
+		max: { type: 'string', default: '3' },
+		// in-app: `npm start`'s default, the worker in the web process; separate: the web process
+		// only answers requests, and a worker process (`npm run worker`) on the same data dir runs the jobs
+		worker: { type: 'string', default: 'in-app' }
 	}
 });
+const SEPARATE = opts.worker === 'separate';
 const ALERTS = Number(opts.alerts);
 const SECONDS = Number(opts.seconds);
 const RATE = Number(opts.rate);
@@ -53,17 +58,19 @@ const MAX = Number(opts.max);
 
 const log = (s: string) => console.log(`[bench:alerts] ${s}`);
 let app: ChildProcess | undefined;
+let worker: ChildProcess | undefined;
 let llm: ScriptedLlm | undefined;
 let db: postgres.Sql | undefined;
 let tmp: string | undefined;
 
 async function cleanup(): Promise<void> {
 	await db?.end({ timeout: 5 }).catch(() => undefined);
-	if (app && app.exitCode === null) {
-		const exited = new Promise((r) => app!.once('exit', r));
-		app.kill('SIGTERM');
+	for (const p of [worker, app]) {
+		if (!p || p.exitCode !== null) continue;
+		const exited = new Promise((r) => p.once('exit', r));
+		p.kill('SIGTERM');
 		await Promise.race([exited, sleep(15_000)]);
-		if (app.exitCode === null) app.kill('SIGKILL');
+		if (p.exitCode === null) p.kill('SIGKILL');
 	}
 	await llm?.close().catch(() => undefined);
 	if (tmp) await fs.rm(tmp, { recursive: true, force: true });
@@ -72,26 +79,29 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void cle
 
 async function startApp(dataDir: string, port: number, pgPort: number): Promise<void> {
 	if (spawnSync(process.execPath, ['scripts/ensure-build.js'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('the build failed');
+	const env = {
+		...process.env,
+		NODE_ENV: 'production',
+		NOMOS_DATA_DIR: dataDir,
+		NOMOS_PG_PORT: String(pgPort),
+		DATABASE_URL: '',
+		NOMOS_INVENTORY_SYNC: 'off',
+		NOMOS_KNOWLEDGE_DIR: '',
+		NOMOS_MAX_INVESTIGATIONS: String(MAX),
+		OPENAI_BASE_URL: llm!.baseURL,
+		OPENAI_API_KEY: 'bench',
+		NOMOS_MODEL: 'scripted',
+		NOMOS_HOSTS: '[]'
+	};
 	app = spawn(process.execPath, ['server.js'], {
 		cwd: ROOT,
 		env: {
-			...process.env,
-			NODE_ENV: 'production',
+			...env,
 			PORT: String(port),
 			HOST: '127.0.0.1',
-			NOMOS_DATA_DIR: dataDir,
-			NOMOS_PG_PORT: String(pgPort),
-			DATABASE_URL: '',
-			NOMOS_WORKER: 'on',
-			NOMOS_INVENTORY_SYNC: 'off',
+			NOMOS_WORKER: SEPARATE ? 'off' : 'on',
 			NOMOS_OPERATOR_USERNAME: 'bench',
-			NOMOS_OPERATOR_PASSWORD: 'bench-password-1234',
-			NOMOS_KNOWLEDGE_DIR: '',
-			NOMOS_MAX_INVESTIGATIONS: String(MAX),
-			OPENAI_BASE_URL: llm!.baseURL,
-			OPENAI_API_KEY: 'bench',
-			NOMOS_MODEL: 'scripted',
-			NOMOS_HOSTS: '[]'
+			NOMOS_OPERATOR_PASSWORD: 'bench-password-1234'
 		},
 		stdio: ['ignore', 'pipe', 'pipe']
 	});
@@ -103,6 +113,17 @@ async function startApp(dataDir: string, port: number, pgPort: number): Promise<
 		const r = await fetch(`http://127.0.0.1:${port}/login`).catch(() => null);
 		if (r?.status === 200) break;
 		if (app.exitCode !== null || Date.now() > until) throw new Error(`the app did not start:\n${out}`);
+		await sleep(100);
+	}
+	if (!SEPARATE) return;
+	// `npm run worker` on the same data dir: it reuses the embedded Postgres the app runs.
+	worker = spawn(process.execPath, ['--import', 'tsx', 'scripts/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+	let wout = '';
+	worker.stdout!.on('data', (d) => (wout = (wout + d).slice(-20_000)));
+	worker.stderr!.on('data', (d) => (wout = (wout + d).slice(-20_000)));
+	for (;;) {
+		if (wout.includes('worker ready')) break;
+		if (worker.exitCode !== null || Date.now() > until) throw new Error(`the worker did not start:\n${wout}`);
 		await sleep(100);
 	}
 }
@@ -153,7 +174,9 @@ function quantiles(xs: number[]) {
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '—');
 
 async function main(): Promise<number> {
-	log(`${ALERTS} alerts in ${SECONDS} s, bursts at ${RATE}/s; ${NODES} nodes; turns ~${TURN_MS} ms; NOMOS_MAX_INVESTIGATIONS=${MAX}`);
+	log(
+		`${ALERTS} alerts in ${SECONDS} s, bursts at ${RATE}/s; ${NODES} nodes; turns ~${TURN_MS} ms; NOMOS_MAX_INVESTIGATIONS=${MAX}; worker ${SEPARATE ? 'in its own process' : 'in the web process'}`
+	);
 	log(`${os.cpus().length} CPUs, load average ${loadAverage()}`);
 	tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'nomos-bench-alerts-'));
 	await fs.chmod(tmp, 0o755); // Postgres runs as its own user when we are root

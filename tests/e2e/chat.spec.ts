@@ -69,6 +69,8 @@ test('switching sessions in the sidebar shows the other session, and it stays li
 	const first = page.url();
 
 	await page.getByTestId('new-chat').click();
+	// The new chat's page is shown (on a busy machine, text typed before it is typed into the old one).
+	await expect(page.getByRole('heading', { name: 'What should Nomos do?' })).toBeVisible();
 	await page.getByTestId('composer-input').fill('Switch test: second question');
 	await page.getByTestId('send').click();
 	await expect(messages.last()).toContainText('The second answer.');

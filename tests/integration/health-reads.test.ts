@@ -267,8 +267,8 @@ describe('the family is described on demand', () => {
 		expect(desc).toContain('describe_action explains one action or the family health (storage, backups and jobs');
 		for (const a of ['storage_status(', 'backup_list(', 'task_log(', 'zfs_status(']) expect(desc).not.toContain(a);
 		const d: Loose = await describeActionTool(ctx).execute!({ action: 'health' }, call);
-		// the nine reads, the node's operations (node-ops.test.ts) and the four backup actions (backups.test.ts)
-		expect(d.actions).toHaveLength(17);
+		// the nine reads, the node's five operations (node-ops.test.ts) and the four backup actions (backups.test.ts)
+		expect(d.actions).toHaveLength(18);
 		expect(d.actions).toContain(
 			'backup_list(storage, vmid?, node?): the backups on a storage: per guest count, size, newest and oldest; with vmid each volume (volid, size, time, protected, notes)'
 		);
