@@ -93,6 +93,20 @@ describe('node updates', () => {
 		expect((await pve.health()).apt).toEqual([]);
 	});
 
+	it('a pending list that cannot be read: the card says a reboot is unknown, not that none follows', async () => {
+		await pve.setHealth({ apt: [pkg('proxmox-kernel-6.8', '6.8.12-5', '6.8.12-6')] });
+		await pve.setFault('fail', { tool: 'pvesh', match: 'apt/update', exitCode: 255, stderr: 'proxy detected vanished client connection' });
+		try {
+			const r = await request({ target: 'strong', action: 'apt_upgrade', params: {} });
+			expect(r.execution.beforeApproval).toMatchObject({
+				outcome: 'note',
+				why: 'whether a reboot is needed afterwards is unknown: the pending updates could not be read (proxy detected vanished client connection)'
+			});
+		} finally {
+			await pve.setFault('fail', null);
+		}
+	});
+
 	it('without a kernel among them, no reboot is said', async () => {
 		await pve.setHealth({ apt: [pkg('pve-manager', '8.3.2', '8.3.3')] });
 		expect((await request({ target: 'strong', action: 'apt_upgrade', params: {} })).execution.beforeApproval).toBeNull();

@@ -29,16 +29,21 @@ interface Check {
 
 /**
  * apt_upgrade on a node: a kernel among the pending updates (as of the node's last refresh) means
- * a reboot afterwards, said on the card before approval. Says nothing when the list cannot be read.
+ * a reboot afterwards, said on the card before approval. A list that cannot be read says that
+ * whether a reboot follows is unknown (no note would read as "no reboot").
  */
 export function rebootNote(r: ExecResult): { note: string } | null {
-	if (r.exitCode !== 0 || r.timedOut) return null;
+	const unknown = (why: string) => ({ note: `whether a reboot is needed afterwards is unknown: the pending updates could not be read (${why})` });
+	if (r.timedOut) return unknown('no answer in time');
+	if (r.exitCode !== 0) return unknown((r.stderr.trim().split('\n')[0] ?? '').slice(0, 200) || `exit ${r.exitCode}`);
 	try {
-		const pkgs = (JSON.parse(r.stdout) as unknown[]).map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).Package : undefined));
+		const list: unknown = JSON.parse(r.stdout);
+		if (!Array.isArray(list)) return unknown('not a list');
+		const pkgs = list.map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>).Package : undefined));
 		const kernels = pkgs.filter((p): p is string => typeof p === 'string' && KERNEL.test(p));
 		return kernels.length ? { note: `reboot needed afterwards: a new kernel (${kernels.join(', ')}) is among the ${pkgs.length} pending updates` } : null;
 	} catch {
-		return null;
+		return unknown('not JSON');
 	}
 }
 
