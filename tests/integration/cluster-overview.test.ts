@@ -114,7 +114,7 @@ describe('the cluster view', () => {
 			name: 'homelab',
 			quorate: true,
 			readFrom: 'pve1',
-			addDefaults: { port: 2201, username: 'root', keyPath: '/etc/nomos/id_ed25519' }
+			addDefaults: { port: 2201, username: 'root', keyPath: '/etc/nomos/id_ed25519', mutationKeyPath: null }
 		});
 		expect(c.nodes.map((n) => [n.node, n.status, !!n.host, n.cts, n.vms, n.templates])).toEqual([
 			['pve1', 'online', true, 1, 0, 0],
@@ -131,7 +131,22 @@ describe('the cluster view', () => {
 			noQuorumSince: null
 		});
 		// An operator does not see the key path.
-		expect((await overview('operator')).addDefaults).toEqual({ port: 2201, username: 'root', keyPath: '' });
+		expect((await overview('operator')).addDefaults).toEqual({ port: 2201, username: 'root', keyPath: '', mutationKeyPath: null });
+	});
+
+	it('a node added from the view starts with the reading member’s mutation key too', async () => {
+		await sql()`update hosts set mutation_key_path = '/etc/nomos/id_mutate' where name = 'pve1'`;
+		try {
+			expect((await overview()).addDefaults).toEqual({
+				port: 2201,
+				username: 'root',
+				keyPath: '/etc/nomos/id_ed25519',
+				mutationKeyPath: '/etc/nomos/id_mutate'
+			});
+			expect((await overview('operator')).addDefaults).toMatchObject({ keyPath: '', mutationKeyPath: '' });
+		} finally {
+			await sql()`update hosts set mutation_key_path = null where name = 'pve1'`;
+		}
 	});
 
 	it('a read that only moves the load figures updates them without an event', async () => {

@@ -36,6 +36,6 @@ export interface ClusterOverview {
 	readFrom: string;
 	seenAt: string;
 	nodes: ClusterNodeOverview[];
-	/** what an "add it as a host" form starts with (the member that read the view: its port, user and, for an admin, key path) */
-	addDefaults: { port: number; username: string; keyPath: string } | null;
+	/** what an "add it as a host" form starts with (the member that read the view: its port, user and, for an admin, its key paths; `mutationKeyPath` null when it has one key) */
+	addDefaults: { port: number; username: string; keyPath: string; mutationKeyPath: string | null } | null;
 }

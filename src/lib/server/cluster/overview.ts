@@ -49,7 +49,15 @@ export function clusterOverview(
 		readFrom: facts.readFrom ?? '',
 		seenAt: entity.seenAt,
 		nodes,
-		addDefaults: reader ? { port: reader.port, username: reader.username, keyPath: admin ? reader.keyPath : '' } : null
+		addDefaults: reader
+			? {
+					port: reader.port,
+					username: reader.username,
+					keyPath: admin ? reader.keyPath : '',
+					// a second key is shown as there, never its path, to an operator (as the host list does)
+					mutationKeyPath: reader.mutationKeyPath === null ? null : admin ? reader.mutationKeyPath : ''
+				}
+			: null
 	};
 }
 
