@@ -225,10 +225,12 @@ describe('titles and cards', () => {
 		const [s] = await sql()<{ title: string }[]>`select title from chat_sessions where id = ${sessionId}`;
 		expect(s.title).toBe('pve9: vzdump backup status: backup failed');
 		const [card] = (await listMessages(sql(), sessionId)).filter((m) => m.role === 'system');
-		const data = (card.parts[0] as unknown as { data: { data: { decisive: string; node: string } } }).data.data;
-		expect(data.decisive).toBe('ERROR: Backup of VM 102 failed - vma_queue_write: write error - No space left on device');
-		expect(data.node).toBe('pve9');
+		const note = (card.parts[0] as unknown as { data: { model: string; data: { decisive: string; node: string } } }).data;
+		expect(note.data.decisive).toBe('ERROR: Backup of VM 102 failed - vma_queue_write: write error - No space left on device');
+		expect(note.data.node).toBe('pve9');
+		// The brief is what the model reads for the card (kept in the history, not a note of one turn).
+		expect(note.model).toContain('decisive line: ERROR: Backup of VM 102 failed');
 		const [job] = await jobs('agent__run_turn');
-		expect((job.payload.notes as string[])[0]).toContain('decisive line: ERROR: Backup of VM 102 failed');
+		expect(job.payload.sessionId).toBe(sessionId);
 	});
 });

@@ -141,13 +141,8 @@ describe('findings with a lifecycle', () => {
 		const [marked] = await sql()<{ alertResolvedAt: string | null }[]>`select alert_resolved_at as "alertResolvedAt" from executions where id = ${fix.id}`;
 		expect(marked.alertResolvedAt).not.toBeNull();
 		expect(await statusOf(incidentId)).toBe('open');
-		const [recheck] = await recheckJobs(sessionId);
-		const brief = JSON.stringify(recheck.payload);
-		expect(brief).toContain('service_restart on lxc:strong/100');
-		expect(brief).toContain('- present: The caddy unit failed');
-		expect(brief).toContain('- uncertain: The container ran out of memory');
-		expect(brief).not.toContain('The container is stopped');
-		expect(brief).toContain('Do not say all clear while any of them is uncertain');
+		expect(await recheckJobs(sessionId)).toHaveLength(1);
+		const sentBefore = llm.requests.length;
 
 		// The re-check settles both: the incident closes (its alert is quiet, no fix ran that failed).
 		await runQueuedTurn(sessionId, [
@@ -165,6 +160,19 @@ describe('findings with a lifecycle', () => {
 			},
 			{ text: 'Both findings are resolved: the restart is no longer needed.' }
 		]);
+		// What the re-check's first request told the model, after the investigation's own brief (still
+		// there, where it was first sent: the request starts with the ones before it).
+		const sent = llm.requests[sentBefore].body!.messages!.map((m) => JSON.stringify(m));
+		const investigation = sent.findIndex((m) => m.includes('Find the cause with read-only tools'));
+		const recheck = sent.findIndex((m) => m.includes('has resolved'));
+		expect(investigation).toBeGreaterThan(-1);
+		expect(recheck).toBeGreaterThan(investigation);
+		const brief = sent[recheck];
+		expect(brief).toContain('service_restart on lxc:strong/100');
+		expect(brief).toContain('- present: The caddy unit failed');
+		expect(brief).toContain('- uncertain: The container ran out of memory');
+		expect(brief).not.toContain('The container is stopped');
+		expect(brief).toContain('Do not say all clear while any of them is uncertain');
 		expect(Object.values(await findingsOf(incidentId))).toEqual(['resolved', 'resolved', 'resolved']);
 		expect(await statusOf(incidentId)).toBe('resolved');
 	});

@@ -21,6 +21,8 @@ import { executions__run } from '../../tasks/executions__run';
 import { plans__advance } from '../../tasks/plans__advance';
 import { startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { startScriptedLlm, type RecordedRequest, type ScriptedLlm, type ScriptedResponse } from '../doubles/llm/server';
+import { hashHookSecret } from '../../src/lib/server/watches/secret';
+import { deliverAlert } from '../helpers/alerts';
 import { useTestDatabase } from '../helpers/db';
 import { addHost, decide, freshSession, newOperator, newSession, useHub, waitUntil } from '../helpers/executions';
 
@@ -183,4 +185,71 @@ describe('a prompt a prefix cache can reuse', () => {
 		expect(compared).toBe(all.filter((r) => !isSummaryRequest(r)).length - 1 - summaries);
 		expect(compared).toBeGreaterThan(10);
 	}, 180_000);
+
+	it('an alert’s investigation too: its brief and the re-check’s stay where they were first sent', async () => {
+		const script: ScriptedResponse[] = [];
+		llm.setFallback(() => script.shift() ?? { text: 'Nothing more to add.' });
+		const from = chats().length;
+		const secret = `nomos_hook_${crypto.randomUUID()}`;
+		const [hook] = await sql()<{ id: string }[]>`
+			insert into alert_hooks (name, kind, secret_hash) values ('am', 'alertmanager', ${hashHookSecret(secret)}) returning id`;
+		const alert = (status: 'firing' | 'resolved') =>
+			deliverAlert(
+				hook.id,
+				{ authorization: `Bearer ${secret}` },
+				{
+					version: '4',
+					groupKey: '{}:{alertname="NginxDown"}',
+					status,
+					receiver: 'nomos',
+					groupLabels: { alertname: 'NginxDown' },
+					commonLabels: { alertname: 'NginxDown', severity: 'critical', instance: 'strong', guest: 'caddy' },
+					commonAnnotations: { summary: 'nginx on caddy does not answer', description: 'probe_http_status_code 502\nfor 5m' },
+					externalURL: 'http://am',
+					alerts: [{ status, labels: { alertname: 'NginxDown', instance: 'strong' }, annotations: {}, startsAt: '2026-12-06T10:00:00Z', fingerprint: 'ng' }]
+				}
+			);
+
+		// 1. The investigation: a read, a restart that waits, findings; approved, it runs and the agent is continued.
+		script.push(
+			call('list_lxcs', {}),
+			call('request_execution', { target: 'lxc:strong/100', action: 'systemctl', params: { unit: 'nginx', op: 'restart' }, reason: 'nginx answers 502' }),
+			{ text: 'Findings: nginx on caddy fails; a restart waits for your approval.' },
+			{ text: 'nginx was restarted on caddy.' }
+		);
+		const opened = (await alert('firing')).body.alerts![0];
+		expect(opened.outcome).toBe('opened');
+		const sessionId = opened.sessionId!;
+		await settled(sessionId);
+		const [execution] = await sql()<{ id: string }[]>`select id from executions where requested_by_session = ${sessionId} and status = 'awaiting_approval'`;
+		expect(execution).toBeDefined();
+		expect((await decide(execution.id, operatorId, 'approved')).ok).toBe(true);
+		await settled(sessionId);
+
+		// 2. A second restart waits; the alert resolves: the re-check's turn reads with read-only tools.
+		script.push(
+			call('request_execution', { target: 'lxc:strong/100', action: 'systemctl', params: { unit: 'nginx', op: 'reload' }, reason: 'reload its config' }),
+			{ text: 'A reload waits for your approval.' },
+			call('list_lxcs', {}),
+			{ text: 'nginx is active: the reload is no longer needed.' }
+		);
+		await say(sessionId, 'Reload it too.');
+		expect((await alert('resolved')).body.alerts![0].outcome).toBe('resolved');
+		await settled(sessionId);
+		expect(script).toHaveLength(0);
+
+		const all = chats().slice(from);
+		for (const r of all) expect(r.error, `request ${r.seq}`).toBeUndefined();
+		expect(all.length).toBeGreaterThanOrEqual(6);
+		const texts = all.map((r) => JSON.stringify(r.body!.messages));
+		expect(texts[0]).toContain('<<<ALERT');
+		expect(texts.at(-1)).toContain('has resolved');
+		for (const [k, r] of all.entries()) {
+			if (!k) continue;
+			const before = all[k - 1].body!.messages!;
+			const now = r.body!.messages!;
+			expect(now.length, `request ${r.seq}`).toBeGreaterThan(before.length);
+			for (const [i, m] of before.entries()) expect(JSON.stringify(now[i]), `request ${r.seq}, message ${i}`).toBe(JSON.stringify(m));
+		}
+	}, 120_000);
 });

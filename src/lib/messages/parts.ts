@@ -35,7 +35,7 @@ export function textOf(parts: MessagePart[]): string {
 }
 
 /** A note part as written into a message. */
-export const notePart = (kind: string, text: string, data?: Record<string, unknown>): NotePart => ({
+export const notePart = (kind: string, text: string, data?: Record<string, unknown>, model?: string): NotePart => ({
 	type: 'data-note',
-	data: { kind, text, ...(data ? { data } : {}) }
+	data: { kind, text, ...(data ? { data } : {}), ...(model ? { model } : {}) }
 });

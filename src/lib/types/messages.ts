@@ -14,7 +14,12 @@ export type MessageStatus = (typeof messageStatuses)[number];
 export type MessageOrigin = (typeof messageOrigins)[number];
 
 /** What a Nomos note says (a retry, an error, a cut context, a system note of its own). */
-export type NoteData = { kind: string; text: string; data?: Record<string, unknown> };
+/**
+ * A system note. `model`, when set, is what the model reads for it in the history instead of
+ * `text` (an alert's or a schedule's brief: kept where it was first sent, so every later request
+ * starts with the same tokens and a model server's prefix cache holds).
+ */
+export type NoteData = { kind: string; text: string; data?: Record<string, unknown>; model?: string };
 /** One model call's tokens (`input` includes `cached`, as OpenAI's `prompt_tokens` does). */
 export type StepUsage = { model: string; input: number; output: number; cached: number };
 /**

@@ -114,7 +114,7 @@ export async function toModelMessagesByRow(rows: MessageRow[], opts: { handles: 
 			const text = textOf(m.parts);
 			if (text) own.push({ role: 'user', content: text });
 		} else if (m.role === 'system') {
-			for (const p of m.parts) if (isNotePart(p)) own.push(noteForModel(p.data.text));
+			for (const p of m.parts) if (isNotePart(p)) own.push(noteForModel(p.data.model ?? p.data.text));
 		} else {
 			const replayed = await assistantMessages(m.parts);
 			if (i >= latest) own.push(...replayed);

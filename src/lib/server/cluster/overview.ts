@@ -15,7 +15,7 @@ const figure = (n: unknown): number | null => (typeof n === 'number' && Number.i
  */
 export function clusterOverview(
 	entity: Pick<Entity, 'name' | 'attributes' | 'seenAt'>,
-	hosts: Pick<Host, 'id' | 'name' | 'lastError' | 'lastAnswerAt' | 'unansweredSince' | 'port' | 'username' | 'keyPath'>[],
+	hosts: Pick<Host, 'id' | 'name' | 'lastError' | 'lastAnswerAt' | 'unansweredSince' | 'port' | 'username' | 'keyPath' | 'mutationKeyPath'>[],
 	admin: boolean
 ): ClusterOverview {
 	const facts = entity.attributes as Partial<ClusterFacts>;

@@ -97,12 +97,16 @@ async function runSlot(tx: TransactionSql, s: ScheduleRow, slot: Date): Promise<
 	const when = slot.toISOString().slice(0, 16).replace('T', ' ');
 	const sessionId = await createSession(tx, null, `${s.name.slice(0, 40)} · ${when}`, { startedBySchedule: s.id });
 	await setRunSession(tx, runId, sessionId);
-	await addSystemNote(tx, sessionId, 'schedule', `The schedule "${s.name}" (${s.cron}, UTC) started this chat for ${when} UTC.`, {
-		scheduleId: s.id,
-		scheduleName: s.name,
-		slot: slot.toISOString()
-	});
-	await requestTurn(tx, { sessionId, origin: 'schedule', notes: [scheduleBrief(s, slot)] });
+	// The model reads the brief for this note, in every request of the chat (its prefix holds).
+	await addSystemNote(
+		tx,
+		sessionId,
+		'schedule',
+		`The schedule "${s.name}" (${s.cron}, UTC) started this chat for ${when} UTC.`,
+		{ scheduleId: s.id, scheduleName: s.name, slot: slot.toISOString() },
+		scheduleBrief(s, slot)
+	);
+	await requestTurn(tx, { sessionId, origin: 'schedule' });
 	return sessionId;
 }
 

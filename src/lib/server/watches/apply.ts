@@ -152,12 +152,18 @@ async function resolved(tx: TransactionSql, hook: AlertHookRow, a: Alert, sessio
 	const ask =
 		(what ? ` Still waiting for approval: ${what} — still needed?${quiet ? '' : ' The agent re-checks before it runs.'}` : '') +
 		(open.length ? ` ${open.length} finding${open.length === 1 ? '' : 's'} not resolved yet: the agent re-checks ${open.length === 1 ? 'it' : 'them'}.` : '');
-	await addSystemNote(tx, sessionId, 'alert', `Resolved: ${hook.name} says "${a.title}" is resolved.${ask}`, {
-		hookId: hook.id,
-		status: 'resolved',
-		...(what ? { pending: pendingIds(pending) } : {})
-	});
-	if ((what || open.length) && !quiet) await requestTurn(tx, { sessionId, origin: 'alert', notes: [recheckBrief(hook, a, pending, open)] });
+	const text = `Resolved: ${hook.name} says "${a.title}" is resolved.${ask}`;
+	// The re-check's brief is what the model reads for this note, now and in every later request.
+	const recheck = (what || open.length) && !quiet;
+	await addSystemNote(
+		tx,
+		sessionId,
+		'alert',
+		text,
+		{ hookId: hook.id, status: 'resolved', ...(what ? { pending: pendingIds(pending) } : {}) },
+		recheck ? `${text}\n${recheckBrief(hook, a, pending, open)}` : undefined
+	);
+	if ((what || open.length) && !quiet) await requestTurn(tx, { sessionId, origin: 'alert' });
 }
 
 /** The cards of what was (un)marked show it at once (the event carries their snapshot). */
@@ -169,34 +175,45 @@ async function announceFix(tx: TransactionSql, sessionId: string, p: PendingFix)
 const pendingIds = (p: PendingFix) => [...p.plans.map((x) => x.id), ...p.executions.map((x) => x.id)];
 const pendingWords = (p: PendingFix) => [...p.plans.map((x) => `plan "${x.title}"`), ...p.executions.map((x) => `${x.action} on ${x.target}`)].join('; ');
 
-/** The alert as a labelled, untrusted card in the session (its decisive line first). */
+/** The alert as a labelled, untrusted card in the session (its decisive line first); the model reads `model` for it when given. */
 async function alertNote(
 	tx: TransactionSql,
 	hook: AlertHookRow,
 	a: Alert,
 	sessionId: string,
 	text: string,
-	extra: Record<string, unknown> = {}
+	extra: Record<string, unknown> = {},
+	model?: string
 ): Promise<void> {
-	await addSystemNote(tx, sessionId, 'alert', text, {
-		hookId: hook.id,
-		hookName: hook.name,
-		status: 'firing',
-		severity: a.severity,
-		title: a.title,
-		decisive: decisiveLine(a.message),
-		message: a.message,
-		labels: a.labels,
-		node: a.node,
-		guest: a.guest,
-		untrusted: true,
-		...extra
-	});
+	await addSystemNote(
+		tx,
+		sessionId,
+		'alert',
+		text,
+		{
+			hookId: hook.id,
+			hookName: hook.name,
+			status: 'firing',
+			severity: a.severity,
+			title: a.title,
+			decisive: decisiveLine(a.message),
+			message: a.message,
+			labels: a.labels,
+			node: a.node,
+			guest: a.guest,
+			untrusted: true,
+			...extra
+		},
+		model
+	);
 }
 
 /** The alert's card in the session, and a turn that investigates it. */
 async function investigate(tx: TransactionSql, hook: AlertHookRow, a: Alert, sessionId: string, how: 'opened' | 'reinvestigated' | 'joined'): Promise<void> {
 	const verb = how === 'opened' ? 'raised' : how === 'joined' ? 'raised (joined this incident)' : 'raised again';
-	await alertNote(tx, hook, a, sessionId, `${hook.name} (${hook.kind}) ${verb}: ${a.title}`);
-	await requestTurn(tx, { sessionId, origin: 'alert', notes: [investigationBrief(a)] });
+	const text = `${hook.name} (${hook.kind}) ${verb}: ${a.title}`;
+	// The brief is what the model reads for the card, in this turn's request and every later one
+	// (not a note of this turn only): each request then starts with the one before it.
+	await alertNote(tx, hook, a, sessionId, text, {}, `${text}\n${investigationBrief(a)}`);
+	await requestTurn(tx, { sessionId, origin: 'alert' });
 }
