@@ -31,7 +31,11 @@ import { abandonReply, handOverAndResume } from '../conversation/hand-over';
 export interface TurnOptions {
 	sessionId: string;
 	origin: MessageOrigin;
-	/** Injected after the replayed history for this turn only (not stored as operator words). */
+	/**
+	 * Injected after the replayed history for this turn only (not stored as operator words). Briefs
+	 * are not sent this way any more (they are the model text of their note, kept in the history, so
+	 * the prefix holds); a job queued by an earlier version may still carry one.
+	 */
 	notes?: string[];
 	signal?: AbortSignal;
 	/** See ToolContext.inventoryReady. */
