@@ -16,7 +16,7 @@ test('settings → hosts: the node gate panel and a plain key warned as a full s
 
 	const row = page.getByTestId('host-row').filter({ hasText: env.proxmox.nodeName });
 	await row.getByTestId('check-gate').click();
-	await expect(row.getByTestId('host-status')).toContainText('Warning: a key still reaches a full shell');
+	await expect(row.getByTestId('host-status')).toContainText(`Warning: the mutate key of ${env.proxmox.nodeName} still reaches a full shell`);
 });
 
 test('settings → hosts: the card warns of a full-shell key without a click, from the check a sync stores', async ({ page, env, sql }) => {
@@ -33,9 +33,11 @@ test('settings → hosts: the card warns of a full-shell key without a click, fr
 	}).toPass({ timeout: scaled(30_000) });
 	await expect(async () => {
 		await page.reload();
-		await expect(row.getByTestId('host-gate')).toContainText('Warning: a key still reaches a full shell', { timeout: scaled(2_000) });
+		await expect(row.getByTestId('host-gate')).toContainText(`Warning: the mutate key of ${env.proxmox.nodeName} still reaches a full shell`, {
+			timeout: scaled(2_000)
+		});
 	}).toPass({ timeout: scaled(30_000) });
-	await expect(row.getByTestId('host-gate')).toContainText(`the mutate key of ${env.proxmox.nodeName} reaches a full shell`);
+	await expect(row.getByTestId('host-gate')).toContainText(`the mutate key of ${env.proxmox.nodeName} still reaches a full shell`);
 	await expect(row.getByTestId('host-status')).toHaveCount(0);
 });
 

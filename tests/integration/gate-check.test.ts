@@ -51,7 +51,7 @@ describe('hosts.checkGate', () => {
 	it('warns that a plain key still reaches a full shell, and stores it on the host', async () => {
 		const r = await admin.checkGate({ id: ids.plain });
 		expect(r.state).toBe('shell');
-		expect(r.problem).toMatch(/the mutate key of plain reaches a full shell/);
+		expect(r.problem).toMatch(/the mutate key of plain still reaches a full shell/);
 		const [row] = await sql()<{ gate_state: string; gate_problem: string; gate_checked_at: string | null }[]>`
 			select gate_state, gate_problem, gate_checked_at from hosts where id = ${ids.plain}`;
 		expect([row.gate_state, row.gate_problem]).toEqual(['shell', r.problem]);
@@ -70,7 +70,7 @@ describe('hosts.checkGate', () => {
 			const r = await admin.checkGate({ id: ids.gated });
 			expect(r.state).toBe('shell');
 			expect(r.problem).toBe(
-				'the read key of gated is gated as a mutate key: fix its --role in authorized_keys; the mutate key of gated reaches a full shell: install nomos-gate as its forced command (Settings → Hosts)'
+				'the read key of gated is gated as a mutate key: fix its --role in authorized_keys; the mutate key of gated still reaches a full shell: install nomos-gate as its forced command (Settings → Hosts, Node gate)'
 			);
 		} finally {
 			await sql()`update hosts set mutation_key_path = null where id = ${ids.gated}`;

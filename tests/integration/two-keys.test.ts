@@ -174,7 +174,7 @@ describe('two keys per host', () => {
 			expect((await syncHost(await host())).ok).toBe(true);
 			const h = await host();
 			expect(h.gateState).toBe('shell');
-			expect(h.gateProblem).toMatch(/the mutate key of strong reaches a full shell/);
+			expect(h.gateProblem).toMatch(/the mutate key of strong still reaches a full shell/);
 		} finally {
 			await useKeys(keys.read.privateKeyPath, keys.mutate.privateKeyPath);
 		}

@@ -8,7 +8,7 @@ export function gateStatus(r: { state: GateState; problem: string | null; versio
 				? { ok: false, text: `Gated, but ${r.problem}.` }
 				: { ok: true, text: r.version ? `Gated: catalogue ${r.version} matches this Nomos.` : 'Gated: its keys run only the catalogue.' };
 		case 'shell':
-			return { ok: false, text: `Warning: a key still reaches a full shell — ${r.problem}.` };
+			return { ok: false, text: `Warning: ${r.problem ?? 'a key still reaches a full shell'}.` };
 		case 'old_version':
 			return { ok: false, text: `Gate out of date: ${r.problem}.` };
 		case 'wrong_role':
