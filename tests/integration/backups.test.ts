@@ -304,7 +304,7 @@ describe('the first backup of a guest on a storage (no earlier one there to comp
 		const before = (await pve.argvLog()).length;
 		const r = await request(sessionId, { target: 'lxc:strong/101', action: 'vzdump', params: { storage: 'local' }, reason: 'first backup' });
 		const reads = (await pve.argvLog()).slice(before);
-		return { r, reads, operatorId };
+		return { r, reads, operatorId, sessionId };
 	};
 	const usage = ['pct', 'status', '101', '--verbose'];
 
@@ -360,12 +360,21 @@ describe('the first backup of a guest on a storage (no earlier one there to comp
 		await pve.setHealth({ backups: { local: [] } });
 		await pve.setFault('fail', { tool: 'pct', match: 'status 101 --verbose', stderr: 'ipcc_send_rec[1] failed: Connection refused', exitCode: 255 });
 		try {
-			const { r } = await firstOf101('first-unread');
+			const { r, sessionId } = await firstOf101('first-unread');
 			expect(r.via).toBe('approval');
 			expect(r.execution.beforeApproval).toMatchObject({
 				outcome: 'unknown',
 				why: 'the room on local for the first backup of CT 101 is unknown: there is no earlier backup of it there to compare with, and its disk use could not be read (pct status 101 exited with 255: ipcc_send_rec[1] failed: Connection refused)'
 			});
+			// The agent is told the same, to say it.
+			const t = requestExecutionTool({ sessionId, messageId: crypto.randomUUID(), signal: new AbortController().signal, turn: { httpGets: 0 } });
+			const told: Loose = await t.execute!(
+				{ target: 'lxc:strong/101', action: 'vzdump', params: { storage: 'local' }, reason: 'first backup' },
+				{ toolCallId: crypto.randomUUID(), messages: [] }
+			);
+			expect(told.beforeApproval).toMatch(
+				/^could not check before approval: the room on local for the first backup of CT 101 is unknown: .*pct status 101 exited with 255/
+			);
 		} finally {
 			await pve.setFault('fail', null);
 		}
