@@ -275,13 +275,18 @@ describe('vzdump to a named storage with a retention', () => {
 		expect(mine.map((v) => v.volid).sort()).toEqual([name(101, '2026-12-02T02:00:00'), name(101, '2026-12-05T02:00:00'), fresh[0].volid].sort());
 	});
 
-	it('with no earlier backup to compare, a full storage fails at the run with "No space left on device", and nothing is claimed', async () => {
+	it('with no earlier backup of a stopped CT, a storage smaller than its disk is unknown before approval (said); the run then fails with "No space left on device"', async () => {
 		await pve.setHealth({ backups: { local: [] } });
 		await pve.fill('local', 0.999, 100 * GiB);
 		try {
 			const { sessionId, operatorId } = await session('enospc');
 			const r = await request(sessionId, { target: 'lxc:strong/102', action: 'vzdump', params: { storage: 'local' }, reason: 'backup' });
-			expect(r.execution.beforeApproval ?? null).toBeNull();
+			// A stopped CT's `disk` is 0 in pct status: not read, so not "fits" either.
+			expect(r.via).toBe('approval');
+			expect(r.execution.beforeApproval).toMatchObject({
+				outcome: 'unknown',
+				why: "the room on local for the first backup of CT 102 is unknown: there is no earlier backup of it there to compare with, and a stopped CT's disk use is not reported (its root disk is 8.0 GiB, more than the 0.1 GiB free)"
+			});
 			const e = await approveAndRun(operatorId, r.execution.id);
 			expect(e.status).toBe('failed');
 			expect(JSON.stringify(e.steps)).toContain('No space left on device');
@@ -291,6 +296,102 @@ describe('vzdump to a named storage with a retention', () => {
 			await pve.setHealth({ storages: null });
 		}
 	});
+});
+
+describe('the first backup of a guest on a storage (no earlier one there to compare with)', () => {
+	const firstOf101 = async (title: string) => {
+		const { sessionId, operatorId } = await session(title);
+		const before = (await pve.argvLog()).length;
+		const r = await request(sessionId, { target: 'lxc:strong/101', action: 'vzdump', params: { storage: 'local' }, reason: 'first backup' });
+		const reads = (await pve.argvLog()).slice(before);
+		return { r, reads, operatorId, sessionId };
+	};
+	const usage = ['pct', 'status', '101', '--verbose'];
+
+	it('less free than its disk uses: the card warns, with the figures; approval stays possible (compression may make it fit, and here it does)', async () => {
+		await pve.setHealth({ backups: { local: [vol(102, '2026-12-05T03:00:00', 1)] } });
+		await pve.patchCt(101, { diskUsedGb: 1.2 });
+		await pve.fill('local', 0.995, 100 * GiB);
+		try {
+			const { r, reads, operatorId } = await firstOf101('first-full');
+			expect(reads).toContainEqual(usage);
+			expect(r.via).toBe('approval');
+			expect(r.execution.status).toBe('awaiting_approval');
+			expect(r.execution.beforeApproval).toMatchObject({
+				outcome: 'note',
+				why: "local has 0.5 GiB free, less than the 1.2 GiB CT 101's root disk uses now (no earlier backup of it there to compare with): the backup will likely not fit — compression may make it smaller; free space first (backup_prune_preview, then backup_prune) or back up to another storage"
+			});
+			// A warning, not a refusal: the double's zstd archive is a third of the 1.2 GiB, and fits in 0.5 GiB.
+			const e = await approveAndRun(operatorId, r.execution.id);
+			expect(e.status, e.error ?? '').toBe('succeeded');
+			expect(e.verdict).toBe('verified');
+			const mine = ((await pve.health()).backups?.local ?? []).filter((v) => v.vmid === 101);
+			expect(mine).toHaveLength(1);
+			expect(mine[0].size).toBe(Math.round((1.2 * GiB) / 3));
+		} finally {
+			await pve.patchCt(101, { diskUsedGb: undefined });
+			await pve.setHealth({ storages: null });
+		}
+	});
+
+	it('free space at least what its disk uses: no warning, and the use was read to say so', async () => {
+		await pve.setHealth({ backups: { local: [] } });
+		await pve.patchCt(101, { diskUsedGb: 1.2 });
+		await pve.fill('local', 0.98, 100 * GiB);
+		try {
+			const { r, reads } = await firstOf101('first-room');
+			expect(reads).toContainEqual(usage);
+			expect(r.via).toBe('approval');
+			expect(r.execution.beforeApproval ?? null).toBeNull();
+		} finally {
+			await pve.patchCt(101, { diskUsedGb: undefined });
+			await pve.setHealth({ storages: null });
+		}
+	});
+
+	it('with a last backup there, that comparison stands and the disk use is not read', async () => {
+		await pve.setHealth({ backups: { local: SEED() } });
+		const { r, reads } = await firstOf101('not-first');
+		expect(r.execution.beforeApproval ?? null).toBeNull();
+		expect(reads).not.toContainEqual(usage);
+	});
+
+	it('a disk use that cannot be read is unknown, said: never read as "fits"', async () => {
+		await pve.setHealth({ backups: { local: [] } });
+		await pve.setFault('fail', { tool: 'pct', match: 'status 101 --verbose', stderr: 'ipcc_send_rec[1] failed: Connection refused', exitCode: 255 });
+		try {
+			const { r, sessionId } = await firstOf101('first-unread');
+			expect(r.via).toBe('approval');
+			expect(r.execution.beforeApproval).toMatchObject({
+				outcome: 'unknown',
+				why: 'the room on local for the first backup of CT 101 is unknown: there is no earlier backup of it there to compare with, and its disk use could not be read (pct status 101 exited with 255: ipcc_send_rec[1] failed: Connection refused)'
+			});
+			// The agent is told the same, to say it.
+			const t = requestExecutionTool({ sessionId, messageId: crypto.randomUUID(), signal: new AbortController().signal, turn: { httpGets: 0 } });
+			const told: Loose = await t.execute!(
+				{ target: 'lxc:strong/101', action: 'vzdump', params: { storage: 'local' }, reason: 'first backup' },
+				{ toolCallId: crypto.randomUUID(), messages: [] }
+			);
+			expect(told.beforeApproval).toMatch(
+				/^could not check before approval: the room on local for the first backup of CT 101 is unknown: .*pct status 101 exited with 255/
+			);
+		} finally {
+			await pve.setFault('fail', null);
+		}
+	});
+
+	it('a disk use read that does not answer in time is unknown, said', async () => {
+		await pve.setHealth({ backups: { local: [] } });
+		await pve.setFault('slow', { tool: 'pct', match: 'status 101 --verbose', ms: 8_000 });
+		try {
+			const { r } = await firstOf101('first-slow');
+			expect(r.via).toBe('approval');
+			expect(r.execution.status).toBe('awaiting_approval');
+			expect(r.execution.beforeApproval).toMatchObject({ outcome: 'unknown', why: expect.stringMatching(/did not answer/) });
+		} finally {
+			await pve.setFault('slow', null);
+		}
+	}, 20_000);
 });
 
 describe("a backup job's retention", () => {

@@ -29,6 +29,8 @@ export interface CtState {
 	parent?: string;
 	snapshots?: Record<string, { snaptime: number; description: string; conf: Record<string, unknown> }>;
 	description?: string;
+	/** what the root disk holds, GiB (default 10–18 % of its size by vmid): `disk` while running, vzdump's bytes (fake/model.mjs ctUsedBytes) */
+	diskUsedGb?: number;
 }
 
 /** A QEMU VM as fake/qm.mjs keeps it; `qm config` prints the config keys (scsi0 from disk + diskGb). */

@@ -25,6 +25,8 @@ type Judged = { cannot: string } | { unknown: string } | { note: string } | null
 interface Check {
 	argv: string[];
 	judge: (r: ExecResult) => Judged;
+	/** Not run when the reads before it made it needless (a vzdump's disk use once its last backup is known). */
+	skip?: () => boolean;
 }
 
 /**
@@ -134,6 +136,7 @@ async function runChecks(client: Client, checks: Check[], signal: AbortSignal, m
 	let unknown: { unknown: string } | null = null;
 	let note: { note: string } | null = null;
 	for (const c of checks) {
+		if (c.skip?.()) continue;
 		const r = await execArgv(client, c.argv, { timeoutMs: ms, signal, group: true });
 		const v = c.judge(r);
 		if (v && 'cannot' in v) return v;

@@ -6,6 +6,7 @@
 import { retentionText, type Retention } from '../../schemas/backup-params';
 import type { Precondition, StepContext, Verify } from './actions/def';
 import { HEALTH_READS } from './health-reads';
+import { parsePctStatus, statusEntry } from './inventory';
 
 /** What a read returned: the host's exit status and output (any exit: the judge decides). */
 export type HostAnswer = { exitCode: number | null; timedOut?: boolean; stdout: string; stderr: string };
@@ -85,7 +86,7 @@ function difference(now: string[], approved: string[]): string {
 	return [added.length ? `now also ${added.join(', ')}` : '', gone.length ? `no longer ${gone.join(', ')}` : ''].filter(Boolean).join('; ');
 }
 
-type Verdict = { cannot: string } | { unknown: string } | null;
+type Verdict = { cannot: string } | { unknown: string } | { note: string } | null;
 
 /** The prune's live dry run against the approved volids: null when they are exactly the same. */
 function judgePruneSet(p: Extract<Precondition, { kind: 'prune-set' }>, r: HostAnswer): Verdict {
@@ -150,13 +151,58 @@ function noRoom(p: { storage: string; vmid: string }, last: BackupVolume | undef
 	return `${p.storage} has ${gib(avail)} free, less than guest ${p.vmid}'s last backup there (${gib(last.size)}, ${when} UTC): the backup would fail for lack of space; free space first (backup_prune_preview, then backup_prune)`;
 }
 
-/** One read before approval and how its answer is judged (executions/before-approval.ts runs them). */
-export type BackupCheck = { argv: string[]; judge: (r: HostAnswer) => Verdict };
+/** `pct status <vmid> --verbose`: the CT's status line and its vmstatus figures (`disk`: bytes its root disk uses, `maxdisk`: its size). */
+export const ctUsageArgv = (vmid: string): string[] => ['pct', 'status', vmid, '--verbose'];
+
+/**
+ * A CT's root disk from `pct status --verbose`: `used` only while it runs (PVE reports `disk: 0`
+ * for a stopped CT, which is "not read", never "empty"), `size` always; null when it cannot be read.
+ */
+function ctDisk(r: HostAnswer, vmid: string): { used: number | null; size: number | null } | { unread: string } {
+	if (r.exitCode !== 0 || r.timedOut) return { unread: failedRead(r, `pct status ${vmid}`) };
+	try {
+		const s = statusEntry(Number(vmid), parsePctStatus(r.stdout).values);
+		const used = s.status === 'running' && s.disk ? s.disk : null;
+		return { used, size: s.maxdisk || null };
+	} catch (e) {
+		return { unread: (e as Error).message };
+	}
+}
+
+/**
+ * Room for a guest's first backup on a storage (no earlier one there to compare with): free space
+ * against what its root disk uses now, before compression. Less free is a warning, not a refusal:
+ * compression may make the archive fit, so it is no definite answer. A stopped CT's use is not
+ * reported: free space of at least its disk's size still fits; below that, the room is unknown.
+ */
+function firstBackupRoom(p: { storage: string; vmid: string }, avail: number, r: HostAnswer): Verdict {
+	const unknown = (why: string) => ({
+		unknown: `the room on ${p.storage} for the first backup of CT ${p.vmid} is unknown: there is no earlier backup of it there to compare with, and ${why}`
+	});
+	const d = ctDisk(r, p.vmid);
+	if ('unread' in d) return unknown(`its disk use could not be read (${d.unread})`);
+	if (d.used !== null) {
+		if (avail >= d.used) return null;
+		return {
+			note: `${p.storage} has ${gib(avail)} free, less than the ${gib(d.used)} CT ${p.vmid}'s root disk uses now (no earlier backup of it there to compare with): the backup will likely not fit — compression may make it smaller; free space first (backup_prune_preview, then backup_prune) or back up to another storage`
+		};
+	}
+	if (d.size !== null && avail >= d.size) return null;
+	return unknown(
+		d.size === null
+			? 'its disk use could not be read (pct status shows neither its use nor its size)'
+			: `a stopped CT's disk use is not reported (its root disk is ${gib(d.size)}, more than the ${gib(avail)} free)`
+	);
+}
+
+/** One read before approval and how its answer is judged (executions/before-approval.ts runs them); `skip`: not needed after the reads before it. */
+export type BackupCheck = { argv: string[]; judge: (r: HostAnswer) => Verdict; skip?: () => boolean };
 
 /**
  * The before-approval checks of the backup preconditions: a prune's set against its live dry run,
  * a delete's volume (there, not protected), a vzdump's room (free space against the guest's last
- * backup on that storage; a storage that cannot be read is unknown, said, not refused).
+ * backup on that storage, or, with none there, against what its disk uses now; a figure that
+ * cannot be read is unknown, said, not refused).
  */
 export function backupChecks(pre: Precondition[]): BackupCheck[] {
 	const out: BackupCheck[] = [];
@@ -167,6 +213,7 @@ export function backupChecks(pre: Precondition[]): BackupCheck[] {
 			out.push({ argv: backupListArgv(p.storage), judge: (r) => judgeDeletable(p, r) });
 		} else if (p.kind === 'backup-space') {
 			let last: BackupVolume | undefined;
+			let free: number | null = null;
 			out.push({
 				argv: backupListArgv(p.storage, p.vmid),
 				judge: (r) => {
@@ -178,12 +225,17 @@ export function backupChecks(pre: Precondition[]): BackupCheck[] {
 			out.push({
 				argv: storagesArgv(),
 				judge: (r) => {
-					const avail = freeBytes(r, p.storage);
-					if (avail === null)
+					free = freeBytes(r, p.storage);
+					if (free === null)
 						return { unknown: `the free space of ${p.storage} could not be read (${r.exitCode === 0 ? 'not listed' : failedRead(r, 'pvesh get …/storage')})` };
-					const why = noRoom(p, last, avail);
+					const why = noRoom(p, last, free);
 					return why ? { cannot: why } : null;
 				}
+			});
+			out.push({
+				argv: ctUsageArgv(p.vmid),
+				skip: () => last !== undefined || free === null,
+				judge: (r) => firstBackupRoom(p, free!, r)
 			});
 		}
 	}
@@ -206,7 +258,7 @@ export async function backupStale(read: (argv: string[]) => Promise<HostAnswer>,
 	const [check] = backupChecks([p]);
 	if (!check) return null;
 	const v = check.judge(await read(check.argv));
-	if (!v) return null;
+	if (!v || 'note' in v) return null;
 	return 'cannot' in v ? v.cannot : `${v.unknown}: nothing is removed on an answer that cannot be read`;
 }
 

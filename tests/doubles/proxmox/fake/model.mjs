@@ -32,7 +32,16 @@ export function vmImages(ctx) {
 /** Seconds the (fake) host has been up: fixed so output is deterministic. */
 export const NODE_UPTIME = 1_209_600;
 
-/** Status object as PVE::LXC::vmstatus() reports it (GET /nodes/{node}/lxc). */
+/**
+ * The bytes a CT's root disk holds: `diskUsedGb` when a test set it, else 10–18 % of its size (by
+ * vmid). What `disk` shows while it runs and what vzdump's tar reads, running or not.
+ */
+export function ctUsedBytes(ct) {
+	if (typeof ct.diskUsedGb === 'number') return Math.round(ct.diskUsedGb * GiB);
+	return Math.floor(Math.round(diskGb(ct) * GiB) * (0.1 + (ct.vmid % 5) / 50));
+}
+
+/** Status object as PVE::LXC::vmstatus() reports it (GET /nodes/{node}/lxc); a stopped CT's `disk` is 0 (not read), as PVE's. */
 export function lxcStatus(ct, now = Date.now()) {
 	const running = ct.status === 'running';
 	const v = ct.vmid;
@@ -42,7 +51,7 @@ export function lxcStatus(ct, now = Date.now()) {
 	const s = {
 		cpu: running ? Number((((v % 13) + 2) / 1000).toFixed(6)) : 0,
 		cpus: ct.cores,
-		disk: running ? Math.floor(maxdisk * (0.1 + (v % 5) / 50)) : 0,
+		disk: running ? ctUsedBytes(ct) : 0,
 		diskread: running ? ((v % 50) + 10) * MiB : 0,
 		diskwrite: running ? ((v % 30) + 5) * MiB : 0,
 		maxdisk,

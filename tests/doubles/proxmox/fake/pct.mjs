@@ -40,7 +40,7 @@ function list(ctx) {
 	for (const ct of cts) row(ct.vmid, ct.status, ct.lock ?? '', ct.hostname);
 }
 
-const CONFIG_HIDDEN = new Set(['vmid', 'status', 'startedAt', 'ostemplate', 'snapshots']);
+const CONFIG_HIDDEN = new Set(['vmid', 'status', 'startedAt', 'ostemplate', 'snapshots', 'diskUsedGb']);
 
 /** `pct config` prints the config keys sorted, one `key: value` per line. */
 function config(ct) {

@@ -150,7 +150,7 @@ function resources(ctx, type) {
 }
 
 function ctConfig(ct) {
-	const { vmid: _v, status: _s, startedAt: _t, ostemplate: _o, ...conf } = ct;
+	const { vmid: _v, status: _s, startedAt: _t, ostemplate: _o, diskUsedGb: _u, ...conf } = ct;
 	return { ...conf, digest: '6f1e0d6ac3b0c0e59b1f4b1d7d2e5c8a9f0b3c21' };
 }
 

@@ -3,9 +3,9 @@
 // its storage: one that does not fit fails with "No space left on device" and leaves no volume.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ctExists, diskGb, fail, parseOpts, readJson, sleep } from './common.mjs';
+import { ctExists, fail, parseOpts, readJson, sleep } from './common.mjs';
 import { loadHealth, saveHealth } from './health.mjs';
-import { storages } from './model.mjs';
+import { ctUsedBytes, storages } from './model.mjs';
 import { applyPrune, parseRetention, pruneList } from './prune.mjs';
 
 const EXT = { zstd: '.zst', gzip: '.gz', lzo: '.lzo', 0: '' };
@@ -58,7 +58,8 @@ export async function vzdump(ctx, args) {
 	const name = `vzdump-lxc-${vmid}-${started.toISOString().replace(/\..*/, '').replace(/[-:]/g, '_').replace('T', '-')}.tar${EXT[compress]}`;
 	log(`INFO: creating vzdump archive '/var/lib/vz/dump/${name}'`);
 	await sleep(ctx.delayMs);
-	const bytes = Math.round(diskGb(ct) * 0.09 * 1024 ** 3);
+	// tar reads what the root disk holds (pct status's `disk` while it runs); compression takes a third.
+	const bytes = ctUsedBytes(ct);
 	const archive = Math.round(bytes / 3);
 	if (archive > target.avail) {
 		// tar writes until the storage is full; zstd then fails its write and the job ends with errors.

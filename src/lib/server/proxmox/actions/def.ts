@@ -84,7 +84,11 @@ export type Precondition =
 	| { kind: 'prune-set'; storage: string; vmid: string; keep: Retention; remove: string[] }
 	/** The backup volume is listed on its storage and not protected. */
 	| { kind: 'backup-deletable'; storage: string; vmid: string; volid: string }
-	/** The storage has room for a backup of the guest (its free space not below the guest's last backup there); leaves the guest's volumes in `backupsBefore`. */
+	/**
+	 * The storage has room for a backup of the guest: its free space not below the guest's last
+	 * backup there (else refused), or with none there, not below what its disk uses now (else a
+	 * warning; proxmox/backup-facts.ts). Leaves the guest's volumes in `backupsBefore`.
+	 */
 	| { kind: 'backup-space'; storage: string; vmid: string };
 
 /**
