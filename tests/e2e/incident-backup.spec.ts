@@ -1,66 +1,36 @@
 // Issue #45 incident (a) in Chromium, from the Proxmox VE webhook POST to the verified backup: the
 // investigation reads storage use, the backups and a prune's dry run, the plan card lists exactly
 // the volumes the dry run marked, one click on Approve plan runs the prune and the backup, and the
-// new backup is on the storage (the double's state is the oracle). This spec finds its own plan by
-// its session and id: the whole run shares one app and one database.
+// new backup is on the storage (the double's state is the oracle). The fault, the alert and the
+// model's script are the incident's own (tests/helpers/incidents.ts). This spec finds its own plan
+// by its session and id: the whole run shares one app and one database.
 import { createHash } from 'node:crypto';
 import { llmControl } from '../doubles/llm/client';
-import { GiB, fillIn, readHealth, setHealthIn, type BackupVolume } from '../doubles/proxmox/health';
+import { readHealth, setHealthIn } from '../doubles/proxmox/health';
+import { nodeStateIn } from '../doubles/proxmox/server';
+import { backupVolid as volid, INCIDENT_A } from '../helpers/incidents';
 import { login, test, expect } from './harness/fixtures';
 import { scaled } from '../helpers/time';
 import { waitForAlertOutcome } from '../helpers/alerts';
-
-const volid = (day: number) => `local:backup/vzdump-lxc-101-2026_11_0${day}-02_00_00.tar.zst`;
-const vol = (day: number): BackupVolume => ({
-	volid: volid(day),
-	vmid: 101,
-	subtype: 'lxc',
-	size: 2 * GiB,
-	ctime: Math.floor(Date.parse(`2026-11-0${day}T02:00:00Z`) / 1000)
-});
-const call = (name: string, args: unknown) => ({ toolCalls: [{ name, args }] });
-const read = (action: string, params: Record<string, unknown>) =>
-	call('request_execution', { target: 'strong', action, params, reason: 'why the backup of CT 101 failed' });
 
 test('a backup that failed for lack of space: webhook → dry run on the plan card → one approval → the new backup is on local', async ({ page, env, sql }) => {
 	const llm = llmControl(env.llmURL);
 	await llm.reset();
 	const state = env.proxmox.stateDir;
 	const before = await readHealth(state);
-	await setHealthIn(state, { backups: { ...before.backups, local: [1, 2, 3, 4].map(vol) } });
-	await fillIn(state, 'local', 0.999, 100 * GiB);
+	// The incident's own fault and script (tests/helpers/incidents.ts), on the double the whole run shares.
+	await INCIDENT_A.setup(nodeStateIn(state, env.proxmox.nodeName));
 	try {
 		const secret = `nomos_hook_${crypto.randomUUID()}`;
 		const [hook] = await sql<{ id: string }[]>`
-			insert into alert_hooks (name, kind, secret_hash) values ('pve-e2e-backup', 'proxmox', ${createHash('sha256').update(secret).digest('hex')}) returning id`;
-		await llm.push(
-			read('storage_status', {}),
-			read('backup_list', { storage: 'local', vmid: 101 }),
-			read('backup_prune_preview', { storage: 'local', vmid: 101, keep: { last: 2 } }),
-			call('propose_plan', {
-				title: 'Free space on local and back up CT 101 again',
-				steps: [
-					{
-						action: 'backup_prune',
-						target: 'strong',
-						params: { storage: 'local', vmid: 101, keep: { last: 2 }, remove: [volid(1), volid(2)] },
-						why: 'local is full: the dry run of keep-last=2 removes the two oldest backups of CT 101'
-					},
-					{ action: 'vzdump', target: 'lxc:strong/101', params: { storage: 'local' }, why: 'the failed backup, again' }
-				]
-			})
-		);
+			insert into alert_hooks (name, kind, secret_hash)
+			values ('pve-e2e-backup', ${INCIDENT_A.start.hook}, ${createHash('sha256').update(secret).digest('hex')}) returning id`;
+		await llm.push(...INCIDENT_A.script());
 		const posted = await fetch(`${env.baseURL}/api/hooks/${hook.id}`, {
 			method: 'POST',
 			headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-			body: JSON.stringify({
-				// Not PVE's own 'vzdump backup status' title: watches.spec finds its session by that text in the shared run.
-				title: 'backup job backup-e2e (strong): backup failed',
-				message: 'vzdump backup of CT 101 failed: No space left on device',
-				severity: 'error',
-				timestamp: 1796160000,
-				fields: { type: 'vzdump', hostname: 'strong', 'job-id': 'backup-e2e' }
-			})
+			// Not PVE's own 'vzdump backup status' title: watches.spec finds its session by that text in the shared run.
+			body: JSON.stringify({ ...INCIDENT_A.start.alert, title: 'backup job (strong): backup failed' })
 		});
 		expect(posted.status).toBe(202);
 		// The intake answers 202 at once; the app's worker applies the delivery and opens the session.
@@ -87,7 +57,7 @@ test('a backup that failed for lack of space: webhook → dry run on the plan ca
 		await expect(steps.nth(1)).toContainText("'vzdump' '101' '--storage' 'local'");
 		await plan.screenshot({ path: 'test-results/incident-backup-plan-1280.png' });
 
-		await llm.push({ text: 'Pruned the two oldest backups of CT 101 on local and backed it up again: the new backup is verified on local.' });
+		await llm.push(INCIDENT_A.reply);
 		await plan.getByTestId('approve-plan').click();
 		await expect(plan).toHaveAttribute('data-status', 'succeeded', { timeout: scaled(60_000) });
 		await expect(steps.nth(1)).toHaveAttribute('data-state', 'succeeded');
@@ -112,8 +82,7 @@ test('a backup that failed for lack of space: webhook → dry run on the plan ca
 		expect((await sql`select 1 from messages where session_id = ${sessionId} and role = 'user'`).length).toBe(0);
 		await sql`update alert_hooks set revoked_at = now() where id = ${hook.id}`;
 	} finally {
-		// The run shares this double: its storage and backups as they were.
-		const now = await readHealth(state);
-		await setHealthIn(state, { storages: before.storages ?? null, backups: { ...now.backups, local: before.backups?.local ?? [] } });
+		// The run shares this double: its storages and backups as they were (the incident's setup replaced the backups).
+		await setHealthIn(state, { storages: before.storages ?? null, backups: before.backups ?? null });
 	}
 });

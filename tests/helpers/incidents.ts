@@ -1,11 +1,12 @@
 // Issue #45's five incidents as scripts, shared by their integration tests
-// (tests/integration/incident-backup.test.ts, incidents-node.test.ts) and `npm run bench:tokens`:
+// (tests/integration/incident-backup.test.ts, incidents-node.test.ts), incident (a)'s browser spec
+// (tests/e2e/incident-backup.spec.ts) and `npm run bench:tokens`:
 // the guests each needs on node `strong`, the fault it puts on the SSH double, how it starts (a
 // Proxmox VE webhook, an Alertmanager POST or one chat message) and the scripted model's side of
 // it — the reads, the one plan, and the reply after the plan. The assertions stay in the tests.
 import type { ScriptedResponse } from '../doubles/llm/types';
 import { GiB, type BackupVolume } from '../doubles/proxmox/health';
-import type { ProxmoxDouble } from '../doubles/proxmox/server';
+import type { NodeState } from '../doubles/proxmox/server';
 import type { SeedCt } from '../doubles/proxmox/state';
 
 export type IncidentStart = { chat: string } | { hook: 'proxmox' | 'alertmanager'; alert: Record<string, unknown> };
@@ -17,8 +18,8 @@ export interface Incident {
 	label: string;
 	/** The CTs on `strong` the incident is about (the tests seed them; the bench adds the missing ones). */
 	guests: SeedCt[];
-	/** Puts the fault on the double; what it answers (a task's UPID) is what the script needs. */
-	setup(pve: ProxmoxDouble): Promise<string | undefined>;
+	/** Puts the fault on the double (its state dir: a spec reaches it with nodeStateIn); what it answers (a task's UPID) is what the script needs. */
+	setup(pve: NodeState): Promise<string | undefined>;
 	start: IncidentStart;
 	/** The model's answers up to and including the plan, given what `setup` answered. */
 	script(fromSetup: string | undefined): ScriptedResponse[];

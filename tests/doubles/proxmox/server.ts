@@ -177,6 +177,49 @@ function parsePublicKey(data: Buffer): ParsedKey {
 	return key;
 }
 
+/** The double's calls that only read or write its state dir (what its fake tools read): all a process that did not start it can use. */
+export type NodeState = Pick<
+	ProxmoxDouble,
+	| 'setFault'
+	| 'containers'
+	| 'vms'
+	| 'patchCt'
+	| 'patchVm'
+	| 'setHttp'
+	| 'guestFile'
+	| 'hangs'
+	| 'tasks'
+	| 'health'
+	| 'setHealth'
+	| 'fill'
+	| 'addTask'
+	| 'setService'
+	| 'service'
+	| 'addJournal'
+>;
+
+/** Those calls on a running double's state dir, e.g. from a Playwright spec (the e2e global setup started the double). */
+export function nodeStateIn(stateDir: string, nodeName: string): NodeState {
+	return {
+		setFault: (name, value) => setFaultIn(stateDir, name, value),
+		containers: () => readContainers(stateDir),
+		vms: () => readVms(stateDir),
+		patchCt: (vmid, patch) => patchCtIn(stateDir, vmid, patch),
+		patchVm: (vmid, patch) => patchVmIn(stateDir, vmid, patch),
+		setHttp: (vmid, port, site) => setHttpIn(stateDir, vmid, port, site),
+		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
+		hangs: () => readHangs(stateDir),
+		tasks: () => readTasks(stateDir),
+		health: () => readHealth(stateDir),
+		setHealth: (patch) => setHealthIn(stateDir, patch),
+		fill: (storage, fraction, total) => fillIn(stateDir, storage, fraction, total),
+		addTask: (task) => addTaskIn(stateDir, nodeName, task),
+		setService: (name, state, vmid) => setServiceIn(stateDir, name, state, vmid),
+		service: (name, vmid) => serviceIn(stateDir, name, vmid),
+		addJournal: (unit, lines, vmid) => addJournalIn(stateDir, unit, lines, vmid)
+	};
+}
+
 export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promise<ProxmoxDouble> {
 	const nodeName = opts.nodeName ?? 'strong';
 	const keyDir = await mkdtemp(join(tmpdir(), 'pve-double-keys-'));
@@ -283,22 +326,7 @@ export async function startProxmoxDouble(opts: ProxmoxDoubleOptions = {}): Promi
 		argvLog: () => readArgvLog(stateDir),
 		execLog: () => [...execLog],
 		execTimes: () => execTimes.map((t) => ({ ...t })),
-		setFault: (name, value) => setFaultIn(stateDir, name, value),
-		containers: () => readContainers(stateDir),
-		vms: () => readVms(stateDir),
-		patchCt: (vmid, patch) => patchCtIn(stateDir, vmid, patch),
-		patchVm: (vmid, patch) => patchVmIn(stateDir, vmid, patch),
-		setHttp: (vmid, port, site) => setHttpIn(stateDir, vmid, port, site),
-		guestFile: (vmid, path) => readGuestFile(stateDir, vmid, path),
-		hangs: () => readHangs(stateDir),
-		tasks: () => readTasks(stateDir),
-		health: () => readHealth(stateDir),
-		setHealth: (patch) => setHealthIn(stateDir, patch),
-		fill: (storage, fraction, total) => fillIn(stateDir, storage, fraction, total),
-		addTask: (task) => addTaskIn(stateDir, nodeName, task),
-		setService: (name, state, vmid) => setServiceIn(stateDir, name, state, vmid),
-		service: (name, vmid) => serviceIn(stateDir, name, vmid),
-		addJournal: (unit, lines, vmid) => addJournalIn(stateDir, unit, lines, vmid),
+		...nodeStateIn(stateDir, nodeName),
 		handshakes: () => handshakes,
 		maxOpenSessions: () => maxOpen,
 		dropConnections: () => {

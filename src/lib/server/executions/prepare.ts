@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { sql } from '../db/index';
 import { getHostByName, listHosts, type Host } from '../db/queries/hosts';
 import { resolveEntity } from '../db/queries/entities';
-import { ACTIONS, ACTION_NAMES, isActionName, paramFields, type ActionName, type Precondition, type Step } from '../proxmox/actions';
+import { ACTIONS, ACTION_NAMES, isActionName, paramFields, type ActionName, type Precondition, type Scope, type Step } from '../proxmox/actions';
 import { vmid as vmidSchema } from '../../schemas/param-fields';
 import { migrationProblems, readMigrationFacts } from '../proxmox/migrate';
 import { execArgv } from '../ssh/client';
@@ -107,6 +107,33 @@ async function resolveTarget(raw: string): Promise<ResolvedTarget> {
 	};
 }
 
+/** Where a request runs: its host, its container (none for a host), and the target as an execution stores it. */
+export type Placement = { host: Host; vmid?: string; target: string };
+
+/**
+ * Resolves a request's target for an action of this scope (`action` names it in errors) to the one
+ * stored form, `host:<name>` or `lxc:<host>/<vmid>`: a host, `<host>/<vmid>`, or a vmid or CT name
+ * found in the inventory, with `paramVmid` as the container when the target is a host. Nothing is
+ * checked on the host. `npm run qualify` judges a call the agent's tools refused by this too.
+ */
+export async function placeRequest(action: string, scope: Scope, rawTarget: string, paramVmid?: string): Promise<Placement | PrepareError> {
+	const resolved = await resolveTarget(rawTarget);
+	if ('error' in resolved) return resolved;
+	const { host } = resolved;
+	if (scope === 'host') {
+		if (resolved.vmid) return { error: `${action} runs on a host: target must be a host name, not a container`, hint: `e.g. target '${host.name}'` };
+		return { host, target: `host:${host.name}` };
+	}
+	if (resolved.vmid && paramVmid && resolved.vmid !== paramVmid) {
+		return { error: `target '${rawTarget}' is CT ${resolved.vmid} but params.vmid is ${paramVmid}` };
+	}
+	const vmid = resolved.vmid ?? paramVmid;
+	if (scope === 'ct' && !vmid) {
+		return { error: `${action} needs a container`, hint: `target 'lxc:${host.name}/<vmid>' or params.vmid` };
+	}
+	return { host, vmid, target: vmid ? `lxc:${host.name}/${vmid}` : `host:${host.name}` };
+}
+
 /** Actions that make a new guest, and the param naming its id ('auto': the host's next free id, fixed before approval). */
 const NEW_GUEST_ID: Partial<Record<ActionName, string>> = { pct_create: 'vmid', vm_create: 'vmid', vm_clone: 'newid' };
 
@@ -153,26 +180,13 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 	}
 	const params = { ...(parsed.data as Record<string, unknown>) };
 
-	const resolved = await resolveTarget(rawTarget);
-	if ('error' in resolved) return resolved;
-	const { host } = resolved;
+	const fromParams = def.scope === 'host' ? undefined : (params.vmid as string | undefined);
+	if (def.scope !== 'host') delete params.vmid;
+	const placed = await placeRequest(action, def.scope, rawTarget, fromParams);
+	if ('error' in placed) return placed;
+	const { host, vmid, target } = placed;
 	if (!host.hostKeyFingerprint) {
 		return { error: `host '${host.name}' has no pinned host key yet`, hint: 'the operator must confirm its fingerprint in Settings → Hosts' };
-	}
-
-	let vmid: string | undefined;
-	if (def.scope === 'host') {
-		if (resolved.vmid) return { error: `${action} runs on a host: target must be a host name, not a container`, hint: `e.g. target '${host.name}'` };
-	} else {
-		const fromParams = params.vmid as string | undefined;
-		delete params.vmid;
-		if (resolved.vmid && fromParams && resolved.vmid !== fromParams) {
-			return { error: `target '${rawTarget}' is CT ${resolved.vmid} but params.vmid is ${fromParams}` };
-		}
-		vmid = resolved.vmid ?? fromParams;
-		if (def.scope === 'ct' && !vmid) {
-			return { error: `${action} needs a container`, hint: `target 'lxc:${host.name}/<vmid>' or params.vmid` };
-		}
 	}
 
 	// A cluster member: the guest must still be on this node, and the node up and quorate.
@@ -188,7 +202,6 @@ export async function prepareExecution(input: unknown): Promise<PreparedExecutio
 		params[idField] = vmidSchema.parse(params[idField]);
 	}
 
-	const target = vmid ? `lxc:${host.name}/${vmid}` : `host:${host.name}`;
 	const steps = def.steps(params as never, { vmid });
 	for (const s of steps) {
 		const bytes = Buffer.byteLength(toCommand(s.argv));
