@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
-import { getPlan, insertPlan, type PlanRow } from '../../src/lib/server/db/queries/plans';
+import { expireStalePlans, getPlan, insertPlan, type PlanRow } from '../../src/lib/server/db/queries/plans';
 import { createOperator } from '../../src/lib/server/auth/accounts';
 import { authenticate } from '../../src/lib/server/auth/session';
 import { operatorDecidesPlan, PLAN_EXPIRED } from '../../src/lib/server/executions/decisions';
@@ -23,6 +23,7 @@ import { plans__advance } from '../../tasks/plans__advance';
 import { executions__run } from '../../tasks/executions__run';
 import { freshSession, jobs, newSession, waitUntil } from '../helpers/executions';
 import { STRONG, useStage } from '../helpers/stage';
+import { waitForLockWaiter } from '../helpers/db';
 
 const BASE = 'http://127.0.0.1:3000';
 const { pve } = useStage({
@@ -137,6 +138,31 @@ describe('a proposed plan expires', () => {
 		expect((await audits(p.id)).filter((x) => x === 'plan.approved')).toHaveLength(1);
 		await waitUntil(async () => (await getPlan(sql(), p.id))!.status !== 'approved', 'the raced plan to end', { timeoutMs: 20_000 });
 		expect(await planExecutions(p.id)).toBe(1);
+	});
+
+	it('an approval waiting on the sweep that expires it is refused as expired once the sweep commits', async () => {
+		const plan = await propose(await newSession(admin.id, 'sweep first'), 'pct_start', 101);
+		let release!: () => void;
+		const held = new Promise<void>((r) => (release = r));
+		let marked!: () => void;
+		const swept = new Promise<void>((r) => (marked = r));
+		const sweeping = sql().begin(async (tx) => {
+			await tx`update plans set expires_at = now() - interval '1 second' where id = ${plan.id}`;
+			const gone = await expireStalePlans(tx);
+			marked();
+			await held;
+			return gone.map((p) => p.id);
+		});
+		await swept;
+		const deciding = sql()
+			.begin((tx) => operatorDecidesPlan(tx, plan.id, { decision: 'approved', operatorId: admin.id, credential: freshSession() }))
+			.catch((x: unknown) => x);
+		await waitForLockWaiter('%from plans where id = % for update%');
+		release();
+		expect(await sweeping).toContain(plan.id);
+		expect(await deciding).toMatchObject({ message: PLAN_EXPIRED });
+		expect(await getPlan(sql(), plan.id)).toMatchObject({ status: 'expired', decidedBy: null });
+		expect(await audits(plan.id)).toEqual([]);
 	});
 
 	it("a crafted id: none such is refused; another operator's expired plan is refused before its expiry is told", async () => {
