@@ -23,8 +23,11 @@ export const executions__sweep: Task = async (raw) => {
 	if (closed.removed || closed.explained)
 		log.warn(closed, `jobs of dead workers: ${closed.removed} superseded copy(ies) removed, ${closed.explained} marked "its worker process died"`);
 	const r = await sweep(sql());
-	if (r.lost || r.expired || r.resumed)
-		log.info({ ...r }, `${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired, ${r.resumed} reply(ies) resumed`);
+	if (r.lost || r.expired || r.plansExpired || r.resumed)
+		log.info(
+			{ ...r },
+			`${r.lost} lost execution(s) interrupted, ${r.expired} approval(s) expired, ${r.plansExpired} plan(s) expired, ${r.resumed} reply(ies) resumed`
+		);
 	// Targets that could not be read back because their host did not answer: read them now if it does.
 	await recheckLeftovers().catch((err: Error) => log.warn({ err: err.message }, `late read-backs failed: ${err.message}`));
 	await scheduleSweep();

@@ -2,7 +2,7 @@
 // the scripted model and the SSH Proxmox double: a plan waiting for approval is counted in the
 // header and on Ops, the "continues by itself" banner ends with the plan (and stays gone after a
 // reload), an execution refused before it ran is "not run" (card, Ops, review), and a settled
-// retry note loses its "…".
+// retry note loses its "…"; a plan nobody approved in time is refused and then shown expired, live.
 import type { Page, TestInfo } from '@playwright/test';
 import { llmControl } from '../doubles/llm/client';
 import { writeSeed } from '../doubles/proxmox/state';
@@ -184,3 +184,60 @@ for (const size of SIZES) {
 		);
 	});
 }
+
+test('1280 px: a plan nobody approved in time is refused, then shown expired live (chat and Ops); the agent proposes again when asked', async ({
+	page,
+	env,
+	sql
+}, info) => {
+	const vmid = 124;
+	await writeSeed(env.proxmox.stateDir, [{ vmid, hostname: `late-${vmid}`, status: 'stopped', cores: 1, memory: 256 }]);
+	const llm = llmControl(env.llmURL);
+	const title = `Start late-${vmid}`;
+	await llm.push(planCall(title, `lxc:strong/${vmid}`));
+	await signIn(page, env.admin, SIZES[0]);
+	await page.goto('/');
+	await expect(page.getByTestId('app-shell')).toHaveAttribute('data-live', 'true');
+	const sessionId = await startChat(page, `start CT ${vmid}`);
+
+	const plan = page.getByTestId('plan-card');
+	await expect(plan).toHaveAttribute('data-status', 'proposed');
+	await expect(plan.getByTestId('plan-expires')).toHaveText(/^expires /);
+	const ops = await page.context().newPage();
+	await ops.setViewportSize(SIZES[0]);
+	await ops.goto('/ops');
+	const onOps = ops.getByTestId('ops-pending').getByTestId('plan-card').filter({ hasText: title });
+	await expect(onOps.getByTestId('approve-plan')).toBeVisible();
+
+	// Its wait ran out (as if proposed a day ago): the click is refused by the server, in words.
+	await sql`update plans set expires_at = now() - interval '1 second' where session_id = ${sessionId} and status = 'proposed'`;
+	await plan.getByTestId('approve-plan').click();
+	await expect(plan.getByRole('alert')).toHaveText("This plan's approval has expired; ask the agent to propose it again.");
+	await shoot(page, info, 'plan-expired-refused-1280');
+
+	// The sweep marks it expired: both screens follow over their live streams, without a reload.
+	await expect(plan).toHaveAttribute('data-status', 'expired', { timeout: scaled(40_000) });
+	await expect(plan.getByTestId('status-pill').first()).toHaveText('expired');
+	await expect(plan).toContainText('approval expired: nobody decided in time');
+	await expect(plan.getByTestId('approve-plan')).toHaveCount(0);
+	await expect(onOps).toHaveCount(0);
+	await expect(page.getByTestId('session-state')).not.toHaveText(/Waiting for your approval/);
+	await shoot(page, info, 'plan-expired-chat-1280');
+	const ran = await sql`select 1 from executions e join plans p on p.id = e.plan_id where p.session_id = ${sessionId}`;
+	expect(ran).toHaveLength(0);
+	await page.reload();
+	await expect(page.getByTestId('plan-card')).toHaveAttribute('data-status', 'expired');
+
+	// Asked again, the agent has read that it expired and proposes a new plan, which waits afresh.
+	await llm.push(planCall(title, `lxc:strong/${vmid}`));
+	const before = (await llm.requests()).length;
+	await page.getByTestId('composer-input').fill(`please start CT ${vmid} after all`);
+	await page.getByTestId('send').click();
+	await expect(page.getByTestId('plan-card')).toHaveCount(2, { timeout: scaled(30_000) });
+	await expect(page.getByTestId('plan-card').last()).toHaveAttribute('data-status', 'proposed');
+	await expect(page.getByTestId('plan-card').first()).toHaveAttribute('data-status', 'expired');
+	const asked = (await llm.requests()).slice(before).map((r) => JSON.stringify(r.body?.messages ?? []));
+	expect(asked.some((m) => m.includes(`The plan \\"${title}\\" (1 steps) expired: nobody approved it in time`))).toBe(true);
+	await shoot(page, info, 'plan-proposed-again-1280');
+	await ops.close();
+});

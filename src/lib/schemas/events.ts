@@ -43,7 +43,13 @@ export const eventSchemas = {
 	'execution.cancel': z.object({ executionId: id, by: z.string().nullable() }),
 	'approval.decided': z.object({ executionId: id, decision: z.enum(['approved', 'denied']), route: z.string() }),
 	/** A plan changed; the stream attaches its snapshot (`plan`). */
-	'plan.updated': z.object({ planId: id, decision: z.enum(['approved', 'denied']).optional(), finished: z.string().optional() }),
+	'plan.updated': z.object({
+		planId: id,
+		decision: z.enum(['approved', 'denied']).optional(),
+		finished: z.string().optional(),
+		/** Nobody approved it in time (the sweep marked it `expired`). */
+		expired: z.literal(true).optional()
+	}),
 	/** An incident opened, an alert joined it, or it resolved (its session's stream; the fleet stream to those who may read it). */
 	'incident.updated': z.object({ incidentId: id }),
 	'question.raised': z.object({ questionId: id, prompt: z.string() }),

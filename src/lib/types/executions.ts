@@ -172,10 +172,11 @@ export type PlanRow = {
 	sessionId: string;
 	title: string;
 	steps: PlanStep[];
-	status: 'proposed' | 'approved' | 'denied' | 'superseded' | PlanEnd;
+	status: 'proposed' | 'approved' | 'denied' | 'superseded' | 'expired' | PlanEnd;
 	createdAt: string;
 	decidedAt: string | null;
 	decidedBy: string | null;
+	/** While proposed: approving it is refused from then on; once approved: its steps start only until then. */
 	expiresAt: string | null;
 	finishedAt: string | null;
 	error: string | null;

@@ -102,8 +102,10 @@ export async function continueSession(sessionId: string, signal?: AbortSignal): 
 		);
 		const window = await activeWindow(tx, sessionId);
 		// The approval of a plan covers telling the agent how it ended, however long it ran, unless
-		// the operator has since told Nomos to stop continuing by itself.
-		const planCovers = plans.length > 0 && !(await revokedSince(tx, sessionId, plans.map((p) => p.decidedAt ?? p.createdAt).sort()[0]));
+		// the operator has since told Nomos to stop continuing by itself. A plan that expired was
+		// approved by nobody: it is told as an expired execution is (a note; a turn only in a window).
+		const approvedPlans = plans.filter((p) => p.decidedAt);
+		const planCovers = approvedPlans.length > 0 && !(await revokedSince(tx, sessionId, approvedPlans.map((p) => p.decidedAt!).sort()[0]));
 		let kind: Exclude<ContinueResult, 'nothing'>;
 		if (await isMcpSession(tx, sessionId)) kind = 'mcp';
 		else if (repeats >= SAME_FAILURE_LIMIT) kind = 'repeated-failure';

@@ -21,7 +21,7 @@ export function decideAsOperator(
 	return sql().begin((tx) => operatorDecides(tx, executionId, d));
 }
 
-/** An operator's decision on a plan (see operatorDecidesPlan); null when it was already decided or replaced. */
+/** An operator's decision on a plan (see operatorDecidesPlan); null when it was already decided or replaced; Refusal when it expired. */
 export function decidePlanAsOperator(
 	planId: string,
 	d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason: string | null }

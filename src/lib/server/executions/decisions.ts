@@ -5,7 +5,8 @@ import { addSystemNote } from '../conversation/notes';
 import { requestTurn } from '../conversation/turn-queue';
 import { openWindow } from '../db/queries/assent-windows';
 import { watchOf } from '../db/queries/watches';
-import { decidePlan, getPlan, planRequesterToken } from '../db/queries/plans';
+import { decidePlan, getPlan, lockPlanForDecision, planRequesterToken } from '../db/queries/plans';
+import { Refusal } from '../refusal';
 import { decideExecution, enqueueAdvance, type DecideResult } from './lifecycle';
 import { isMcpSession, setTaskState } from '../db/queries/sessions';
 import { cannotRunWhy, listAssentCandidates } from '../db/queries/executions';
@@ -82,16 +83,25 @@ export async function operatorDecides(
 	return r;
 }
 
+/** What an operator reads when they decide a plan nobody decided in time (the words of an expired execution's). */
+export const PLAN_EXPIRED = "This plan's approval has expired; ask the agent to propose it again.";
+
 /**
  * Approving a plan approves exactly its steps (by hash), opens the assent window and starts it
  * (its steps run by themselves, executions/plans.ts); denying tells the agent why. A plan's steps run without another
- * approval, so approving it is approving each step (authority.ts: throws NotAllowed).
+ * approval, so approving it is approving each step (authority.ts: throws NotAllowed). A plan past
+ * its `expires_at` (NOMOS_APPROVAL_TTL_H after it was proposed) is decided by nobody: Refusal,
+ * before any question of who may approve it, nothing written. Null: already decided or replaced.
  */
 export async function operatorDecidesPlan(
 	tx: TransactionSql,
 	planId: string,
 	d: { decision: 'approved' | 'denied'; operatorId: string; credential: Credential; reason?: string | null }
 ) {
+	// The row stays locked to the decision: the sweep's expiry and a second operator wait, then see it decided.
+	const state = await lockPlanForDecision(tx, planId);
+	if (state === 'expired') throw new Refusal('CONFLICT', PLAN_EXPIRED);
+	if (state !== 'open') return null;
 	if (d.decision === 'approved') {
 		const requestedWithToken = await planRequesterToken(tx, planId);
 		for (const step of (await getPlan(tx, planId))?.steps ?? []) assertMayApprove({ action: step.action, requestedWithToken }, d.credential);

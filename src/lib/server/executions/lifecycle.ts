@@ -18,6 +18,7 @@ import {
 	type ExecutionRow
 } from '../db/queries/executions';
 import { closeSessionIncidentsIfDone } from '../db/queries/incidents';
+import { expireStalePlans } from '../db/queries/plans';
 import { handOverForResume, interruptAbandoned, listStranded } from '../db/queries/stranded';
 import { RESUMABLE_ACTIONS } from '../proxmox/actions';
 import { handOverAndResume } from '../conversation/hand-over';
@@ -198,16 +199,19 @@ export async function queueContinuations(tx: TransactionSql, id: string): Promis
  * The periodic safety net behind recovery/dead-processes.ts (which acts within seconds of a process's
  * death): marks running executions whose runner is gone — or, with no runner recorded, whose
  * lease ran out — interrupted (they may have partly run; the continuation reads their target
- * back), expires stale approvals, and hands over replies nobody writes any more.
+ * back), expires stale approvals (of executions and of proposed plans: each told to its agent
+ * once, as an execution's end is), and hands over replies nobody writes any more.
  */
-export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; resumed: number }> {
+export async function sweep(sql: Sql): Promise<{ lost: number; expired: number; plansExpired: number; resumed: number }> {
 	return sql.begin(async (tx) => {
 		await handOverToResume(tx, { unowned: true }, 'the worker process running it is gone');
 		const lost = [...(await interruptAbandoned(tx, { unowned: true })), ...(await interruptLost(tx))];
 		const expired = await expireStale(tx);
 		for (const id of [...lost, ...expired]) await onTerminal(tx, id);
+		const plansExpired = await expireStalePlans(tx);
+		for (const p of plansExpired) await queuePlanReport(tx, p);
 		const resumed = await handOverAndResume(tx, { unowned: true });
-		return { lost: lost.length, expired: expired.length, resumed };
+		return { lost: lost.length, expired: expired.length, plansExpired: plansExpired.length, resumed };
 	});
 }
 

@@ -129,6 +129,8 @@ export async function stopPlan(tx: TransactionSql, planId: string, operatorId: s
 /** What the agent is told when a plan has ended: every step's outcome, what failed, what was not run. */
 export function planNote(plan: PlanRow, steps: Array<{ note: string | null; verdict?: Verdict | null }>): string {
 	const n = plan.steps.length;
+	if (plan.status === 'expired')
+		return `The plan "${plan.title}" (${n} steps) expired: nobody approved it in time, so nothing of it was run and it can no longer be approved. What it was based on may have changed since: if the operator still wants it, check again and propose a new plan.`;
 	const ran = plan.steps.filter((s) => s.executionId).length;
 	// A step whose read-back could not tell is not success: the plan is not reported done on it.
 	const unverified = plan.steps.filter((_s, i) => steps[i]?.verdict === 'inconclusive').map((s) => s.index + 1);

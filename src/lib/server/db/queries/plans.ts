@@ -5,6 +5,7 @@ import { emitEvent } from './events';
 import { seal, verifySeal, type SealFields } from '../seal';
 import type { plans } from '../schema';
 import type { Expect, SameColumns } from '../same-type';
+import { env } from '../../env';
 
 export type { PlanRow, PlanStep };
 
@@ -48,14 +49,19 @@ export async function listSessionPlans(sql: Sql, sessionId: string): Promise<Pla
 	return sql<PlanRow[]>`select ${columns(sql)} from plans where session_id = ${sessionId} order by created_at`;
 }
 
-/** Stores a proposed plan; an older proposed plan of the session is superseded (announced: it no longer waits for approval). */
+/**
+ * Stores a proposed plan; an older proposed plan of the session is superseded (announced: it no
+ * longer waits for approval). It waits for approval `ttlHours` (NOMOS_APPROVAL_TTL_H, as an
+ * execution request does): then the sweep marks it `expired` and nobody can approve it.
+ */
 export async function insertPlan(
 	tx: TransactionSql,
 	sessionId: string,
 	title: string,
 	steps: NewPlanStep[],
 	callKey: string | null = null,
-	cause: RequestCause | null = null
+	cause: RequestCause | null = null,
+	ttlHours: number = env().NOMOS_APPROVAL_TTL_H
 ): Promise<PlanRow> {
 	const superseded = await tx<{ id: string }[]>`update plans set status = 'superseded' where session_id = ${sessionId} and status = 'proposed' returning id`;
 	for (const p of superseded) await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: p.id } });
@@ -72,15 +78,28 @@ export async function insertPlan(
 		...(s.beforeApproval ? { beforeApproval: s.beforeApproval } : {})
 	}));
 	const [row] = await tx<PlanRow[]>`
-		insert into plans (session_id, title, steps, call_key, cause, requested_with_token) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,
+		insert into plans (session_id, title, steps, call_key, cause, requested_with_token, expires_at) values (${sessionId}, ${title}, ${JSON.stringify(planSteps)}::text::jsonb,
 			(select case when exists (select 1 from plans where call_key = ${callKey}) then null else ${callKey}::text end),
-			${cause ? JSON.stringify(cause) : null}::text::jsonb, ${cause?.tokenId ?? null})
+			${cause ? JSON.stringify(cause) : null}::text::jsonb, ${cause?.tokenId ?? null}, now() + make_interval(secs => ${ttlHours * 3600}))
 		returning ${columns(tx)}`;
 	await emitEvent(tx, { sessionId, type: 'plan.updated', payload: { planId: row.id } });
 	return row;
 }
 
-/** Approves or denies a proposed plan with one conditional update. */
+/**
+ * Whether plan `id` can be decided now, its row locked for the rest of the transaction (so the
+ * sweep's expiry and a second operator's decision wait for it, and see what it decided): a
+ * proposed plan past its `expires_at` (or without one) is `expired` before the sweep has marked it.
+ */
+export async function lockPlanForDecision(tx: TransactionSql, id: string): Promise<'open' | 'expired' | 'already_decided' | 'not_found'> {
+	const [cur] = await tx<{ status: PlanRow['status']; expired: boolean }[]>`
+		select status, (expires_at is null or expires_at <= now()) as expired from plans where id = ${id} for update`;
+	if (!cur) return 'not_found';
+	if (cur.status === 'expired' || (cur.status === 'proposed' && cur.expired)) return 'expired';
+	return cur.status === 'proposed' ? 'open' : 'already_decided';
+}
+
+/** Approves or denies a proposed, unexpired plan with one conditional update (null: it was not open). */
 export async function decidePlan(
 	tx: TransactionSql,
 	id: string,
@@ -90,14 +109,15 @@ export async function decidePlan(
 ): Promise<PlanRow | null> {
 	// The decision is sealed over the steps' hashes (db/seal.ts), in the statement that makes it:
 	// advancePlan makes no step's execution for a plan whose seal does not verify.
-	const [cur] = await tx<{ steps: PlanStep[] }[]>`select steps from plans where id = ${id} and status = 'proposed' for update`;
+	const open = tx`status = 'proposed' and expires_at > now()`;
+	const [cur] = await tx<{ steps: PlanStep[] }[]>`select steps from plans where id = ${id} and ${open} for update`;
 	if (!cur) return null;
 	const decidedAt = Date.now();
 	const mac = await seal(planSealFields({ id, steps: cur.steps, decision, decidedBy: operatorId, decidedAt }));
 	const [row] = await tx<PlanRow[]>`
 		update plans set status = ${decision}, decided_at = ${new Date(decidedAt).toISOString()}::timestamptz, decided_by = ${operatorId}, mac = ${mac},
 			expires_at = case when ${decision} = 'approved' then now() + make_interval(secs => ${ttlHours * 3600}) end
-		where id = ${id} and status = 'proposed' returning ${columns(tx)}`;
+		where id = ${id} and ${open} returning ${columns(tx)}`;
 	if (!row) return null;
 	await emitEvent(tx, { sessionId: row.sessionId, type: 'plan.updated', payload: { planId: row.id, decision } });
 	return row;
@@ -167,13 +187,25 @@ export async function markPlanCancelRequested(tx: TransactionSql, plan: PlanRow)
 export async function claimFinishedPlans(tx: TransactionSql, sessionId: string): Promise<PlanRow[]> {
 	const rows = await tx<PlanRow[]>`
 		update plans set reported_at = now()
-		where session_id = ${sessionId} and status in ('succeeded', 'failed', 'cancelled', 'interrupted') and reported_at is null
+		where session_id = ${sessionId} and status in ('succeeded', 'failed', 'cancelled', 'interrupted', 'expired') and reported_at is null
 		returning ${columns(tx)}`;
 	if (rows.length) {
 		await tx`update execution_sessions l set continued_at = now() from executions e
 			where l.execution_id = e.id and l.session_id = ${sessionId} and l.continued_at is null and e.plan_id = any(${rows.map((r) => r.id)}::uuid[])`;
 	}
 	return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/**
+ * Proposed plans nobody decided before their `expires_at` become `expired` (announced: the card
+ * shows it, its buttons go); returns them so each is told to its agent once (queuePlanReport).
+ */
+export async function expireStalePlans(tx: TransactionSql): Promise<Pick<PlanRow, 'id' | 'sessionId'>[]> {
+	const rows = await tx<Pick<PlanRow, 'id' | 'sessionId'>[]>`
+		update plans set status = 'expired', error = 'approval expired: nobody decided in time', finished_at = now()
+		where status = 'proposed' and (expires_at is null or expires_at <= now()) returning id, session_id as "sessionId"`;
+	for (const p of rows) await emitEvent(tx, { sessionId: p.sessionId, type: 'plan.updated', payload: { planId: p.id, expired: true } });
+	return rows;
 }
 
 /** The running plan of the session one of whose steps has exactly this hash, with that step. */

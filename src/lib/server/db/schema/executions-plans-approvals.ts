@@ -26,8 +26,8 @@ export const plans = pgTable('plans', {
 		.references(() => chatSessions.id, { onDelete: 'cascade' }),
 	title: text('title').notNull(),
 	steps: jsonb('steps').$type<unknown[]>().notNull(),
-	/** `approved` while its steps run (executions/plans.ts); then how it ended. */
-	status: text('status', { enum: ['proposed', 'approved', 'denied', 'superseded', 'succeeded', 'failed', 'cancelled', 'interrupted'] })
+	/** `approved` while its steps run (executions/plans.ts); then how it ended. `expired`: nobody decided it before `expires_at`. */
+	status: text('status', { enum: ['proposed', 'approved', 'denied', 'superseded', 'expired', 'succeeded', 'failed', 'cancelled', 'interrupted'] })
 		.notNull()
 		.default('proposed'),
 	createdAt: createdAt(),
@@ -35,7 +35,11 @@ export const plans = pgTable('plans', {
 	/** HMAC-SHA256 (hex) over the decision and the steps' hashes (db/seal.ts); null before 0032. */
 	mac: text('mac'),
 	decidedBy: uuid('decided_by').references(() => operators.id),
-	/** An approved plan's steps may be requested until then (NOMOS_APPROVAL_TTL_H after the decision). */
+	/**
+	 * Both NOMOS_APPROVAL_TTL_H, as an execution's: a proposed plan may be approved until then (set
+	 * when proposed; then the sweep marks it `expired`); an approved plan's steps may be requested
+	 * until then (set again at the decision).
+	 */
 	expiresAt: ts('expires_at'),
 	/** When its run ended (succeeded, or stopped at a step). */
 	finishedAt: ts('finished_at'),
