@@ -172,7 +172,71 @@ describe('nomos-gate lets the catalogue through', () => {
 	}, 300_000);
 });
 
+/**
+ * The argv an action's own builder makes from valid params with one value swapped for a hostile
+ * one its schema refuses: exactly what the gate's shape saw before the review (issue #47), so a
+ * refusal here is the allowlist's doing, not a changed word order.
+ */
+function hostile(
+	name: keyof typeof ACTIONS,
+	valid: Record<string, unknown>,
+	swap: Record<string, unknown>,
+	ctx: { vmid?: string; address?: string } = {}
+): string {
+	const def = ACTIONS[name] as ActionDef;
+	const schema = ACTION_PARAMS[name] as unknown as { parse(x: unknown): Record<string, unknown>; safeParse(x: unknown): { success: boolean } };
+	const p = { ...schema.parse(valid), ...swap };
+	expect(schema.safeParse(p).success, `${name} with ${JSON.stringify(swap)} must be refused by its schema`).toBe(false);
+	return toCommand(def.steps(p, ctx)[0].argv);
+}
+
+const CT = { vmid: 150, hostname: 'web', template: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' };
+const VM = { vmid: 300, name: 'vm1', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2' };
+
+/** vm_http_check's argv as built for a guest's address, that address then swapped for one of the node's own. */
+function nodeFetch(own: string, scheme: 'http' | 'https' = 'http'): string {
+	const v6 = own.includes(':');
+	const argv = ACTIONS.vm_http_check.steps(ACTIONS.vm_http_check.params.parse({ vmid: 200, port: 85, path: '/api2/json/nodes', scheme }), {
+		address: v6 ? '2001:db8::5' : '192.0.2.10'
+	})[0].argv;
+	return toCommand(argv.map((w) => w.replace(v6 ? '2001:db8::5' : '192.0.2.10', own)));
+}
+
+/** What a stolen key tried to reach the node itself with, each allowed by the allowlist before this review. */
+const escapes: [string, 'read' | 'mutate', () => string][] = [
+	["a privileged container (its root is the node's)", 'mutate', () => hostile('pct_create', { ...CT, features: { nesting: true } }, { unprivileged: false })],
+	['a container rootfs of size 0 (a directory on the node)', 'mutate', () => hostile('pct_create', CT, { disk: 0 })],
+	[
+		"import-from a file in a container's subvol (a symlink to a node file)",
+		'mutate',
+		() => hostile('vm_create', VM, { image: '/rpool/data/subvol-100-disk-0/root/host.raw' })
+	],
+	['import-from a host block device spelled as an image', 'mutate', () => hostile('vm_create', VM, { image: '/dev/disk/by-id/nvme-host.raw' })],
+	[
+		"import-from with '..' out of the ISO directory",
+		'mutate',
+		() => hostile('vm_create', VM, { image: '/var/lib/vz/template/iso/../../images/101/vm-101-disk-0.raw' })
+	],
+	['a unit that is an option (systemctl -H: another host)', 'read', () => hostile('service_status', { unit: 'ssh.service' }, { unit: '-Hroot@pve2' })],
+	['a unit that is an option, on the mutation key', 'mutate', () => hostile('systemctl', { unit: 'ssh.service', op: 'stop' }, { unit: '--all' })],
+	['the reserved vzdump snapshot', 'mutate', () => hostile('vm_delsnapshot', { vmid: 200, name: 'before' }, { name: 'vzdump' })],
+	["a '..' in a container path", 'mutate', () => toCommand(['sh', '-c', PUSH_SCRIPT, 'nomos-push', '100', '/etc/../x.conf', '0644'])],
+	["the node's own pvedaemon over loopback", 'read', () => nodeFetch('127.0.0.1')],
+	['the node over 0.0.0.0', 'read', () => nodeFetch('0.0.0.0')],
+	['the node over an IPv4-mapped IPv6 loopback', 'read', () => nodeFetch('::ffff:7f00:1', 'https')],
+	['a link-local metadata address', 'read', () => nodeFetch('169.254.169.254')]
+];
+
 describe('nomos-gate refuses everything else, and nothing runs', () => {
+	for (const [what, role, command] of escapes) {
+		it(`refuses ${what}`, async () => {
+			const before = await pve.argvLog();
+			const r = await raw(clients[role], command());
+			expect(refused(r), `${r.exitCode} ${r.stderr}`).toBe(true);
+			expect(await pve.argvLog()).toEqual(before);
+		});
+	}
+
 	const attempts: [string, 'read' | 'mutate', string][] = [
 		['an off-catalogue command', 'mutate', toCommand(['id'])],
 		['an off-catalogue command, unquoted', 'mutate', 'id'],
