@@ -2,7 +2,7 @@
 // catalogue argv and every path Nomos takes (grouped reads, cancel, push, leftovers, inventory)
 // passes; off-catalogue commands, metacharacters, newlines, $(), extra or reordered arguments and
 // a read key asking for a mutation are refused with nothing run; a stale gate is named.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from 'ssh2';
@@ -23,13 +23,27 @@ const ALLOW = resolve('deploy/nomos-gate.allow');
 const dir = mkdtempSync(join(tmpdir(), 'nomos-gate-test-'));
 const CANARY = join(dir, 'canary');
 const STALE = join(dir, 'stale.allow');
+/** The node's container configs as the gate reads them (/etc/pve/lxc/<vmid>.conf on a node). */
+const LXC = join(dir, 'lxc');
+const CONFS: Record<number, string> = {
+	// contained; a snapshot that once had a bind mount is history, not the running config
+	100: 'hostname: caddy\nunprivileged: 1\n\n[before]\nmp0: /srv,mp=/srv\nunprivileged: 1\n',
+	101: 'hostname: db\nrootfs: local-lvm:vm-101-disk-0,size=8G\nunprivileged: 1\n',
+	102: 'hostname: old\nrootfs: local-lvm:vm-102-disk-0,size=8G\n',
+	103: 'hostname: nas\nmp0: /tank/media,mp=/media\nunprivileged: 1\n',
+	104: 'hostname: gpu\nlxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir\nunprivileged: 1\n',
+	105: 'hostname: disk\ndev0: /dev/sda\nunprivileged: 1\n',
+	106: 'hostname: later\nunprivileged: 1\n\n[pve:pending]\nmp0: /root,mp=/mnt\n'
+};
 
 let pve: ProxmoxDouble;
 const clients: Record<'read' | 'mutate' | 'stale', Client> = {} as never;
-const forced = (role: string, allow = ALLOW) => `restrict,command="perl ${GATE} --role ${role} --allow ${allow}"`;
+const forced = (role: string, allow = ALLOW) => `restrict,command="perl ${GATE} --role ${role} --allow ${allow} --lxc ${LXC}"`;
 
 beforeAll(async () => {
 	writeFileSync(STALE, readFileSync(ALLOW, 'utf8').replace(/^catalogue \S+$/m, 'catalogue 0000000000000000'));
+	mkdirSync(LXC);
+	for (const [vmid, conf] of Object.entries(CONFS)) writeFileSync(join(LXC, `${vmid}.conf`), conf);
 	const keys = { read: await generateKeyPair(dir, 'read'), mutate: await generateKeyPair(dir, 'mutate'), stale: await generateKeyPair(dir, 'stale') };
 	const pub = (k: { publicKeyPath: string }) => readFileSync(k.publicKeyPath, 'utf8').trim();
 	pve = await startProxmoxDouble({
@@ -224,7 +238,19 @@ const escapes: [string, 'read' | 'mutate', () => string][] = [
 	["the node's own pvedaemon over loopback", 'read', () => nodeFetch('127.0.0.1')],
 	['the node over 0.0.0.0', 'read', () => nodeFetch('0.0.0.0')],
 	['the node over an IPv4-mapped IPv6 loopback', 'read', () => nodeFetch('::ffff:7f00:1', 'https')],
-	['a link-local metadata address', 'read', () => nodeFetch('169.254.169.254')]
+	['a link-local metadata address', 'read', () => nodeFetch('169.254.169.254')],
+	// pct_exec and pct_push are allowed shapes; in a container that is not contained they reach the node
+	...[
+		[102, 'a privileged container'],
+		[103, 'a container with a bind mount of a node path'],
+		[104, 'a container with a raw lxc.mount.entry'],
+		[105, 'a container with a node device'],
+		[106, 'a container with a bind mount pending'],
+		[107, 'a container whose config cannot be read']
+	].flatMap(([id, what]): [string, 'mutate', () => string][] => [
+		[`pct_exec in ${what}`, 'mutate', () => toCommand(['pct', 'exec', String(id), '--', 'sh', '-c', 'echo x > /proc/sys/kernel/core_pattern'])],
+		[`pct_push into ${what}`, 'mutate', () => toCommand(['sh', '-c', PUSH_SCRIPT, 'nomos-push', String(id), '/etc/cron.d/x', '0644'])]
+	])
 ];
 
 describe('nomos-gate refuses everything else, and nothing runs', () => {
@@ -276,6 +302,16 @@ describe('nomos-gate refuses everything else, and nothing runs', () => {
 			expect(existsSync(CANARY)).toBe(false);
 		});
 	}
+
+	it("lets the read key's fixed commands into a container that is not contained", async () => {
+		const r = await execArgv(clients.read, ['pct', 'exec', '102', '--', 'systemctl', 'is-active', 'nginx.service'], { timeoutMs: 20_000 });
+		expect(refused(r), r.stderr).toBe(false);
+	});
+
+	it('names why a container is not contained', async () => {
+		const r = await raw(clients.mutate, toCommand(['pct', 'exec', '103', '--', 'id']));
+		expect(r.stderr).toBe('nomos-gate: refused: CT 103 has a bind mount of a node path (mp0): pct exec and push in it would reach the node\n');
+	});
 
 	it('refuses with the stop argv of a real group on the read key only for a wrong tag', async () => {
 		const r = await execArgv(clients.read, stopGroupArgv({ pgid: 999_999, tag: 'abcdef0123456789' }), { timeoutMs: 20_000 });

@@ -16,6 +16,7 @@ import type { BeforeApproval } from '../../types/executions';
 import type { Precondition } from '../proxmox/actions';
 import { KERNEL } from '../proxmox/health-parse';
 import { backupChecks } from '../proxmox/backup-facts';
+import { uncontained } from '../proxmox/ct-contained';
 
 /** What the checks need of a prepared request. */
 export type Checkable = { action: string; hostName: string; vmid?: string; params: Record<string, unknown>; preconditions: Precondition[] };
@@ -98,6 +99,19 @@ export function checksFor(p: Checkable): Check[] {
 				}
 			});
 		}
+	}
+	for (const c of p.preconditions) {
+		if (c.kind !== 'ct-contained') continue;
+		checks.push({
+			argv: ['pct', 'config', c.vmid],
+			judge: (r) => {
+				if (r.exitCode === 0 && !r.timedOut) {
+					const why = uncontained(c.vmid, r.stdout);
+					return why ? { cannot: why } : null;
+				}
+				return absent(r, `CT ${c.vmid}`, p.hostName, 'pct config') ?? failed(r, `pct config ${c.vmid}`);
+			}
+		});
 	}
 	// Backups (issue #45): a prune's set against its live dry run, a delete's volume, a vzdump's room.
 	checks.push(...backupChecks(p.preconditions));
