@@ -14,7 +14,7 @@ import { readInventory } from '../../src/lib/server/proxmox/inventory';
 import { RESOURCES_ARGV } from '../../src/lib/server/proxmox/cluster';
 import { connect, execArgv, type SshTarget } from '../../src/lib/server/ssh/client';
 import { groupedArgv, stopGroupArgv, toCommand } from '../../src/lib/server/ssh/quote';
-import { gateProblem, readGate } from '../../src/lib/server/ssh/gate';
+import { GATE_REVISION, gateProblem, readGate } from '../../src/lib/server/ssh/gate';
 import { generateKeyPair, processRunning, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { SAMPLE_PARAMS } from '../helpers/sample-params';
 
@@ -26,25 +26,33 @@ const STALE = join(dir, 'stale.allow');
 /** The node's container configs as the gate reads them (/etc/pve/lxc/<vmid>.conf on a node). */
 const LXC = join(dir, 'lxc');
 const CONFS: Record<number, string> = {
-	// contained; a snapshot that once had a bind mount is history, not the running config
-	100: 'hostname: caddy\nunprivileged: 1\n\n[before]\nmp0: /srv,mp=/srv\nunprivileged: 1\n',
+	// contained; a snapshot that once had a device is history, not the running config
+	100: 'hostname: caddy\nunprivileged: 1\n\n[before]\ndev0: /dev/sda\n',
 	101: 'hostname: db\nrootfs: local-lvm:vm-101-disk-0,size=8G\nunprivileged: 1\n',
 	102: 'hostname: old\nrootfs: local-lvm:vm-102-disk-0,size=8G\n',
 	103: 'hostname: nas\nmp0: /tank/media,mp=/media\nunprivileged: 1\n',
 	104: 'hostname: gpu\nlxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir\nunprivileged: 1\n',
 	105: 'hostname: disk\ndev0: /dev/sda\nunprivileged: 1\n',
-	106: 'hostname: later\nunprivileged: 1\n\n[pve:pending]\nmp0: /root,mp=/mnt\n'
+	106: 'hostname: later\nunprivileged: 1\n\n[pve:pending]\ndev0: /dev/sda\n'
 };
 
 let pve: ProxmoxDouble;
-const clients: Record<'read' | 'mutate' | 'stale', Client> = {} as never;
-const forced = (role: string, allow = ALLOW) => `restrict,command="perl ${GATE} --role ${role} --allow ${allow} --lxc ${LXC}"`;
+const clients: Record<'read' | 'mutate' | 'stale' | 'oldScript', Client> = {} as never;
+const forced = (role: string, allow = ALLOW, gate = GATE) => `restrict,command="perl ${gate} --role ${role} --allow ${allow} --lxc ${LXC}"`;
+/** The gate script as revision 1 answered its version: no revision (it had no container check). */
+const OLD_GATE = join(dir, 'nomos-gate-r1');
 
 beforeAll(async () => {
 	writeFileSync(STALE, readFileSync(ALLOW, 'utf8').replace(/^catalogue \S+$/m, 'catalogue 0000000000000000'));
+	writeFileSync(OLD_GATE, readFileSync(GATE, 'utf8').replace(' revision $REVISION\\n', '\\n'));
 	mkdirSync(LXC);
 	for (const [vmid, conf] of Object.entries(CONFS)) writeFileSync(join(LXC, `${vmid}.conf`), conf);
-	const keys = { read: await generateKeyPair(dir, 'read'), mutate: await generateKeyPair(dir, 'mutate'), stale: await generateKeyPair(dir, 'stale') };
+	const keys = {
+		read: await generateKeyPair(dir, 'read'),
+		mutate: await generateKeyPair(dir, 'mutate'),
+		stale: await generateKeyPair(dir, 'stale'),
+		oldScript: await generateKeyPair(dir, 'old-script')
+	};
 	const pub = (k: { publicKeyPath: string }) => readFileSync(k.publicKeyPath, 'utf8').trim();
 	pve = await startProxmoxDouble({
 		delayMs: 1,
@@ -53,9 +61,14 @@ beforeAll(async () => {
 			{ vmid: 101, hostname: 'db', status: 'stopped' }
 		],
 		vms: [{ vmid: 200, name: 'win11', status: 'stopped' }],
-		authorizedKeys: [`${forced('read')} ${pub(keys.read)}`, `${forced('mutate')} ${pub(keys.mutate)}`, `${forced('read', STALE)} ${pub(keys.stale)}`].join('\n')
+		authorizedKeys: [
+			`${forced('read')} ${pub(keys.read)}`,
+			`${forced('mutate')} ${pub(keys.mutate)}`,
+			`${forced('read', STALE)} ${pub(keys.stale)}`,
+			`${forced('mutate', ALLOW, OLD_GATE)} ${pub(keys.oldScript)}`
+		].join('\n')
 	});
-	for (const role of ['read', 'mutate', 'stale'] as const) {
+	for (const role of ['read', 'mutate', 'stale', 'oldScript'] as const) {
 		const target: SshTarget = {
 			name: pve.nodeName,
 			address: pve.host,
@@ -242,10 +255,9 @@ const escapes: [string, 'read' | 'mutate', () => string][] = [
 	// pct_exec and pct_push are allowed shapes; in a container that is not contained they reach the node
 	...[
 		[102, 'a privileged container'],
-		[103, 'a container with a bind mount of a node path'],
 		[104, 'a container with a raw lxc.mount.entry'],
 		[105, 'a container with a node device'],
-		[106, 'a container with a bind mount pending'],
+		[106, 'a container with a device pending'],
 		[107, 'a container whose config cannot be read']
 	].flatMap(([id, what]): [string, 'mutate', () => string][] => [
 		[`pct_exec in ${what}`, 'mutate', () => toCommand(['pct', 'exec', String(id), '--', 'sh', '-c', 'echo x > /proc/sys/kernel/core_pattern'])],
@@ -309,8 +321,13 @@ describe('nomos-gate refuses everything else, and nothing runs', () => {
 	});
 
 	it('names why a container is not contained', async () => {
+		const r = await raw(clients.mutate, toCommand(['pct', 'exec', '105', '--', 'id']));
+		expect(r.stderr).toBe('nomos-gate: refused: CT 105 has a device of the node (dev0): pct exec and push in it would reach the node\n');
+	});
+
+	it('lets pct_exec into an unprivileged container with a bind mount (uid-mapped: what the container has already)', async () => {
 		const r = await raw(clients.mutate, toCommand(['pct', 'exec', '103', '--', 'id']));
-		expect(r.stderr).toBe('nomos-gate: refused: CT 103 has a bind mount of a node path (mp0): pct exec and push in it would reach the node\n');
+		expect(refused(r), r.stderr).toBe(false);
 	});
 
 	it('refuses with the stop argv of a real group on the read key only for a wrong tag', async () => {
@@ -324,7 +341,7 @@ describe('the gate version', () => {
 	it('is answered to both keys, and a gated key refuses the probe', async () => {
 		for (const role of ['read', 'mutate'] as const) {
 			const a = await readGate(clients[role]);
-			expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role });
+			expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role, revision: GATE_REVISION });
 			expect(gateProblem('strong', a, catalogueVersion(), role)).toBeNull();
 		}
 	});
@@ -333,6 +350,15 @@ describe('the gate version', () => {
 		const a = await readGate(clients.stale);
 		expect(gateProblem('strong', a, catalogueVersion(), 'read')).toBe(
 			`nomos-gate on strong has catalogue 0000000000000000, Nomos needs ${catalogueVersion()}: copy deploy/nomos-gate.allow of this Nomos to /usr/local/etc/nomos-gate.allow on strong`
+		);
+	});
+
+	it('names a gate script older than the one this Nomos ships, though its allowlist is new', async () => {
+		expect(readFileSync(GATE, 'utf8')).toContain(`my $REVISION = ${GATE_REVISION};`);
+		const a = await readGate(clients.oldScript);
+		expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role: 'mutate', revision: 1 });
+		expect(gateProblem('strong', a, catalogueVersion(), 'mutate')).toBe(
+			`nomos-gate on strong is revision 1, Nomos needs ${GATE_REVISION}: copy deploy/nomos-gate of this Nomos to /usr/local/sbin/nomos-gate on strong`
 		);
 	});
 

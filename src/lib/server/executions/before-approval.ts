@@ -20,6 +20,8 @@ import { uncontained } from '../proxmox/ct-contained';
 
 /** What the checks need of a prepared request. */
 export type Checkable = { action: string; hostName: string; vmid?: string; params: Record<string, unknown>; preconditions: Precondition[] };
+/** What the checks need of the host: whether its keys are gated (its last stored gate check). */
+type HostFacts = { gated: boolean };
 
 /** One read on the host and how its answer is judged: a reason it cannot run, null when it can, `unknown`, or a fact for the approver. */
 type Judged = { cannot: string } | { unknown: string } | { note: string } | null;
@@ -86,7 +88,7 @@ export function shrinkRefusal(
 }
 
 /** The reads a request needs before approval: none for most actions. */
-export function checksFor(p: Checkable): Check[] {
+export function checksFor(p: Checkable, host: HostFacts = { gated: false }): Check[] {
 	const checks: Check[] = [];
 	for (const c of p.preconditions) {
 		if ((c.kind === 'ct-disk-grows' || c.kind === 'vm-disk-grows') && !c.size.startsWith('+')) {
@@ -107,7 +109,9 @@ export function checksFor(p: Checkable): Check[] {
 			judge: (r) => {
 				if (r.exitCode === 0 && !r.timedOut) {
 					const why = uncontained(c.vmid, r.stdout);
-					return why ? { cannot: why } : null;
+					// A gated node refuses it at run time: say so now. A full-shell key runs it: the card says what it reaches.
+					if (!why) return null;
+					return host.gated ? { cannot: `${why}: nomos-gate on ${p.hostName} refuses ${p.action} in it` } : { note: why };
 				}
 				return absent(r, `CT ${c.vmid}`, p.hostName, 'pct config') ?? failed(r, `pct config ${c.vmid}`);
 			}
@@ -164,11 +168,11 @@ async function runChecks(client: Client, checks: Check[], signal: AbortSignal, m
  * Never throws, never waits past the budget (a turn waits for it).
  */
 export async function checkBeforeApproval(p: Checkable, opts: { budgetMs?: number } = {}): Promise<BeforeApproval | null> {
-	const checks = checksFor(p);
-	if (!checks.length) return null;
+	if (!checksFor(p).length) return null;
 	const budgetMs = opts.budgetMs ?? env().NOMOS_BEFORE_APPROVAL_S * 1000;
 	const at = () => new Date().toISOString();
 	const host = await getHostByName(sql(), p.hostName);
+	const checks = checksFor(p, { gated: host?.gateState === 'gated' });
 	if (!host?.hostKeyFingerprint) return { outcome: 'unknown', why: `host ${p.hostName} is not configured with a pinned key`, checkedAt: at() };
 	const stop = new AbortController();
 	let timer: NodeJS.Timeout | undefined;
