@@ -17,7 +17,7 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 			ip: '192.168.1.50/24',
 			gateway: '192.168.1.1',
 			features: { nesting: true, keyctl: false },
-			unprivileged: false,
+			unprivileged: true,
 			start: false
 		}
 	],
@@ -48,7 +48,7 @@ export const SAMPLE_PARAMS: Record<string, Record<string, unknown>[]> = {
 		{
 			vmid: 301,
 			name: 'vm2',
-			image: '/var/lib/vz/images/debian.qcow2',
+			image: '/var/lib/vz/template/iso/debian.qcow2',
 			ciuser: 'ops',
 			sshKeys: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@laptop',
 			ip: '10.0.0.5/24',

@@ -41,7 +41,8 @@ const {
 			nodeName: 'strong',
 			seed: [
 				{ vmid: 100, hostname: 'caddy', status: 'running' },
-				{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 }
+				{ vmid: 101, hostname: 'db', status: 'stopped', diskGb: 8 },
+				{ vmid: 102, hostname: 'legacy', status: 'running', unprivileged: 0 }
 			],
 			vms: [{ vmid: 200, name: 'haos', status: 'running' }]
 		},
@@ -227,6 +228,26 @@ describe('known before approval: cannot run now', () => {
 			ms.push(performance.now() - t);
 		}
 		console.log(`[before-approval] check on an answering host: median ${ms.sort((a, b) => a - b)[2].toFixed(0)} ms of 5`);
+	});
+
+	it('a command in a privileged CT: a note where the key reaches a full shell, cannot run where the node is gated', async () => {
+		const exec = async (vmid: number) => {
+			const p = await prepareExecution({ target: `lxc:strong/${vmid}`, action: 'pct_exec', params: { argv: ['id'] }, reason: 'r' });
+			if ('error' in p) throw new Error(p.error);
+			return checkBeforeApproval(p);
+		};
+		expect(await exec(100)).toBeNull();
+		expect(await exec(102)).toMatchObject({ outcome: 'note', why: "CT 102 is privileged: its root is the node's root" });
+		await sql()`update hosts set gate_state = 'gated' where name = 'strong'`;
+		try {
+			expect(await exec(100)).toBeNull();
+			expect(await exec(102)).toMatchObject({
+				outcome: 'cannot_run',
+				why: "CT 102 is privileged: its root is the node's root: nomos-gate on strong refuses pct_exec in it"
+			});
+		} finally {
+			await sql()`update hosts set gate_state = null where name = 'strong'`;
+		}
 	});
 
 	it('a plan: destroying a running CT alone is refused in the turn; stopping it first makes the plan acceptable', async () => {

@@ -189,6 +189,28 @@ describe('pct_set and pct_resize', () => {
 	});
 });
 
+describe('a container that is not contained', () => {
+	it("refuses pct_exec and pct_push before approval in a privileged CT: its root is the node's (nomos-gate refuses them too)", async () => {
+		await pve.patchCt(103, { unprivileged: 0 });
+		try {
+			for (const [action, params] of [
+				['pct_exec', { argv: ['id'] }],
+				['pct_push', { path: '/etc/cron.d/x', content: 'x' }]
+			] as const) {
+				const r = await request({ target: 'strong/103', action, params, reason: 'r' });
+				expect(r.execution.beforeApproval, action).toMatchObject({
+					outcome: 'cannot_run',
+					why: "CT 103 is privileged: its root is the node's, so Nomos runs no command and pushes no file in it"
+				});
+			}
+		} finally {
+			await pve.patchCt(103, { unprivileged: 1 });
+		}
+		const ok = await approveAndRun({ target: 'strong/103', action: 'pct_exec', params: { argv: ['true'] }, reason: 'r' });
+		expect(ok.status, ok.error ?? '').toBe('succeeded');
+	});
+});
+
 describe('snapshots', () => {
 	it('snapshot, rollback (destructive, named button), delsnapshot', async () => {
 		const snap = await approveAndRun({ target: 'strong/103', action: 'pct_snapshot', params: { name: 'before-upgrade', description: 'pre apt' }, reason: 'r' });

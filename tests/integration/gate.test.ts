@@ -2,7 +2,7 @@
 // catalogue argv and every path Nomos takes (grouped reads, cancel, push, leftovers, inventory)
 // passes; off-catalogue commands, metacharacters, newlines, $(), extra or reordered arguments and
 // a read key asking for a mutation are refused with nothing run; a stale gate is named.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from 'ssh2';
@@ -14,7 +14,7 @@ import { readInventory } from '../../src/lib/server/proxmox/inventory';
 import { RESOURCES_ARGV } from '../../src/lib/server/proxmox/cluster';
 import { connect, execArgv, type SshTarget } from '../../src/lib/server/ssh/client';
 import { groupedArgv, stopGroupArgv, toCommand } from '../../src/lib/server/ssh/quote';
-import { gateProblem, readGate } from '../../src/lib/server/ssh/gate';
+import { GATE_REVISION, gateProblem, readGate } from '../../src/lib/server/ssh/gate';
 import { generateKeyPair, processRunning, startProxmoxDouble, type ProxmoxDouble } from '../doubles/proxmox/server';
 import { SAMPLE_PARAMS } from '../helpers/sample-params';
 
@@ -23,14 +23,36 @@ const ALLOW = resolve('deploy/nomos-gate.allow');
 const dir = mkdtempSync(join(tmpdir(), 'nomos-gate-test-'));
 const CANARY = join(dir, 'canary');
 const STALE = join(dir, 'stale.allow');
+/** The node's container configs as the gate reads them (/etc/pve/lxc/<vmid>.conf on a node). */
+const LXC = join(dir, 'lxc');
+const CONFS: Record<number, string> = {
+	// contained; a snapshot that once had a device is history, not the running config
+	100: 'hostname: caddy\nunprivileged: 1\n\n[before]\ndev0: /dev/sda\n',
+	101: 'hostname: db\nrootfs: local-lvm:vm-101-disk-0,size=8G\nunprivileged: 1\n',
+	102: 'hostname: old\nrootfs: local-lvm:vm-102-disk-0,size=8G\n',
+	103: 'hostname: nas\nmp0: /tank/media,mp=/media\nunprivileged: 1\n',
+	104: 'hostname: gpu\nlxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir\nunprivileged: 1\n',
+	105: 'hostname: disk\ndev0: /dev/sda\nunprivileged: 1\n',
+	106: 'hostname: later\nunprivileged: 1\n\n[pve:pending]\ndev0: /dev/sda\n'
+};
 
 let pve: ProxmoxDouble;
-const clients: Record<'read' | 'mutate' | 'stale', Client> = {} as never;
-const forced = (role: string, allow = ALLOW) => `restrict,command="perl ${GATE} --role ${role} --allow ${allow}"`;
+const clients: Record<'read' | 'mutate' | 'stale' | 'oldScript', Client> = {} as never;
+const forced = (role: string, allow = ALLOW, gate = GATE) => `restrict,command="perl ${gate} --role ${role} --allow ${allow} --lxc ${LXC}"`;
+/** The gate script as revision 1 answered its version: no revision (it had no container check). */
+const OLD_GATE = join(dir, 'nomos-gate-r1');
 
 beforeAll(async () => {
 	writeFileSync(STALE, readFileSync(ALLOW, 'utf8').replace(/^catalogue \S+$/m, 'catalogue 0000000000000000'));
-	const keys = { read: await generateKeyPair(dir, 'read'), mutate: await generateKeyPair(dir, 'mutate'), stale: await generateKeyPair(dir, 'stale') };
+	writeFileSync(OLD_GATE, readFileSync(GATE, 'utf8').replace(' revision $REVISION\\n', '\\n'));
+	mkdirSync(LXC);
+	for (const [vmid, conf] of Object.entries(CONFS)) writeFileSync(join(LXC, `${vmid}.conf`), conf);
+	const keys = {
+		read: await generateKeyPair(dir, 'read'),
+		mutate: await generateKeyPair(dir, 'mutate'),
+		stale: await generateKeyPair(dir, 'stale'),
+		oldScript: await generateKeyPair(dir, 'old-script')
+	};
 	const pub = (k: { publicKeyPath: string }) => readFileSync(k.publicKeyPath, 'utf8').trim();
 	pve = await startProxmoxDouble({
 		delayMs: 1,
@@ -39,9 +61,14 @@ beforeAll(async () => {
 			{ vmid: 101, hostname: 'db', status: 'stopped' }
 		],
 		vms: [{ vmid: 200, name: 'win11', status: 'stopped' }],
-		authorizedKeys: [`${forced('read')} ${pub(keys.read)}`, `${forced('mutate')} ${pub(keys.mutate)}`, `${forced('read', STALE)} ${pub(keys.stale)}`].join('\n')
+		authorizedKeys: [
+			`${forced('read')} ${pub(keys.read)}`,
+			`${forced('mutate')} ${pub(keys.mutate)}`,
+			`${forced('read', STALE)} ${pub(keys.stale)}`,
+			`${forced('mutate', ALLOW, OLD_GATE)} ${pub(keys.oldScript)}`
+		].join('\n')
 	});
-	for (const role of ['read', 'mutate', 'stale'] as const) {
+	for (const role of ['read', 'mutate', 'stale', 'oldScript'] as const) {
 		const target: SshTarget = {
 			name: pve.nodeName,
 			address: pve.host,
@@ -172,7 +199,82 @@ describe('nomos-gate lets the catalogue through', () => {
 	}, 300_000);
 });
 
+/**
+ * The argv an action's own builder makes from valid params with one value swapped for a hostile
+ * one its schema refuses: exactly what the gate's shape saw before the review (issue #47), so a
+ * refusal here is the allowlist's doing, not a changed word order.
+ */
+function hostile(
+	name: keyof typeof ACTIONS,
+	valid: Record<string, unknown>,
+	swap: Record<string, unknown>,
+	ctx: { vmid?: string; address?: string } = {}
+): string {
+	const def = ACTIONS[name] as ActionDef;
+	const schema = ACTION_PARAMS[name] as unknown as { parse(x: unknown): Record<string, unknown>; safeParse(x: unknown): { success: boolean } };
+	const p = { ...schema.parse(valid), ...swap };
+	expect(schema.safeParse(p).success, `${name} with ${JSON.stringify(swap)} must be refused by its schema`).toBe(false);
+	return toCommand(def.steps(p, ctx)[0].argv);
+}
+
+const CT = { vmid: 150, hostname: 'web', template: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' };
+const VM = { vmid: 300, name: 'vm1', image: '/var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2' };
+
+/** vm_http_check's argv as built for a guest's address, that address then swapped for one of the node's own. */
+function nodeFetch(own: string, scheme: 'http' | 'https' = 'http'): string {
+	const v6 = own.includes(':');
+	const argv = ACTIONS.vm_http_check.steps(ACTIONS.vm_http_check.params.parse({ vmid: 200, port: 85, path: '/api2/json/nodes', scheme }), {
+		address: v6 ? '2001:db8::5' : '192.0.2.10'
+	})[0].argv;
+	return toCommand(argv.map((w) => w.replace(v6 ? '2001:db8::5' : '192.0.2.10', own)));
+}
+
+/** What a stolen key tried to reach the node itself with, each allowed by the allowlist before this review. */
+const escapes: [string, 'read' | 'mutate', () => string][] = [
+	["a privileged container (its root is the node's)", 'mutate', () => hostile('pct_create', { ...CT, features: { nesting: true } }, { unprivileged: false })],
+	['a container rootfs of size 0 (a directory on the node)', 'mutate', () => hostile('pct_create', CT, { disk: 0 })],
+	[
+		"import-from a file in a container's subvol (a symlink to a node file)",
+		'mutate',
+		() => hostile('vm_create', VM, { image: '/rpool/data/subvol-100-disk-0/root/host.raw' })
+	],
+	['import-from a host block device spelled as an image', 'mutate', () => hostile('vm_create', VM, { image: '/dev/disk/by-id/nvme-host.raw' })],
+	[
+		"import-from with '..' out of the ISO directory",
+		'mutate',
+		() => hostile('vm_create', VM, { image: '/var/lib/vz/template/iso/../../images/101/vm-101-disk-0.raw' })
+	],
+	['a unit that is an option (systemctl -H: another host)', 'read', () => hostile('service_status', { unit: 'ssh.service' }, { unit: '-Hroot@pve2' })],
+	['a unit that is an option, on the mutation key', 'mutate', () => hostile('systemctl', { unit: 'ssh.service', op: 'stop' }, { unit: '--all' })],
+	['the reserved vzdump snapshot', 'mutate', () => hostile('vm_delsnapshot', { vmid: 200, name: 'before' }, { name: 'vzdump' })],
+	["a '..' in a container path", 'mutate', () => toCommand(['sh', '-c', PUSH_SCRIPT, 'nomos-push', '100', '/etc/../x.conf', '0644'])],
+	["the node's own pvedaemon over loopback", 'read', () => nodeFetch('127.0.0.1')],
+	['the node over 0.0.0.0', 'read', () => nodeFetch('0.0.0.0')],
+	['the node over an IPv4-mapped IPv6 loopback', 'read', () => nodeFetch('::ffff:7f00:1', 'https')],
+	['a link-local metadata address', 'read', () => nodeFetch('169.254.169.254')],
+	// pct_exec and pct_push are allowed shapes; in a container that is not contained they reach the node
+	...[
+		[102, 'a privileged container'],
+		[104, 'a container with a raw lxc.mount.entry'],
+		[105, 'a container with a node device'],
+		[106, 'a container with a device pending'],
+		[107, 'a container whose config cannot be read']
+	].flatMap(([id, what]): [string, 'mutate', () => string][] => [
+		[`pct_exec in ${what}`, 'mutate', () => toCommand(['pct', 'exec', String(id), '--', 'sh', '-c', 'echo x > /proc/sys/kernel/core_pattern'])],
+		[`pct_push into ${what}`, 'mutate', () => toCommand(['sh', '-c', PUSH_SCRIPT, 'nomos-push', String(id), '/etc/cron.d/x', '0644'])]
+	])
+];
+
 describe('nomos-gate refuses everything else, and nothing runs', () => {
+	for (const [what, role, command] of escapes) {
+		it(`refuses ${what}`, async () => {
+			const before = await pve.argvLog();
+			const r = await raw(clients[role], command());
+			expect(refused(r), `${r.exitCode} ${r.stderr}`).toBe(true);
+			expect(await pve.argvLog()).toEqual(before);
+		});
+	}
+
 	const attempts: [string, 'read' | 'mutate', string][] = [
 		['an off-catalogue command', 'mutate', toCommand(['id'])],
 		['an off-catalogue command, unquoted', 'mutate', 'id'],
@@ -213,6 +315,21 @@ describe('nomos-gate refuses everything else, and nothing runs', () => {
 		});
 	}
 
+	it("lets the read key's fixed commands into a container that is not contained", async () => {
+		const r = await execArgv(clients.read, ['pct', 'exec', '102', '--', 'systemctl', 'is-active', 'nginx.service'], { timeoutMs: 20_000 });
+		expect(refused(r), r.stderr).toBe(false);
+	});
+
+	it('names why a container is not contained', async () => {
+		const r = await raw(clients.mutate, toCommand(['pct', 'exec', '105', '--', 'id']));
+		expect(r.stderr).toBe('nomos-gate: refused: CT 105 has a device of the node (dev0): pct exec and push in it would reach the node\n');
+	});
+
+	it('lets pct_exec into an unprivileged container with a bind mount (uid-mapped: what the container has already)', async () => {
+		const r = await raw(clients.mutate, toCommand(['pct', 'exec', '103', '--', 'id']));
+		expect(refused(r), r.stderr).toBe(false);
+	});
+
 	it('refuses with the stop argv of a real group on the read key only for a wrong tag', async () => {
 		const r = await execArgv(clients.read, stopGroupArgv({ pgid: 999_999, tag: 'abcdef0123456789' }), { timeoutMs: 20_000 });
 		expect(refused(r)).toBe(false);
@@ -224,7 +341,7 @@ describe('the gate version', () => {
 	it('is answered to both keys, and a gated key refuses the probe', async () => {
 		for (const role of ['read', 'mutate'] as const) {
 			const a = await readGate(clients[role]);
-			expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role });
+			expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role, revision: GATE_REVISION });
 			expect(gateProblem('strong', a, catalogueVersion(), role)).toBeNull();
 		}
 	});
@@ -233,6 +350,15 @@ describe('the gate version', () => {
 		const a = await readGate(clients.stale);
 		expect(gateProblem('strong', a, catalogueVersion(), 'read')).toBe(
 			`nomos-gate on strong has catalogue 0000000000000000, Nomos needs ${catalogueVersion()}: copy deploy/nomos-gate.allow of this Nomos to /usr/local/etc/nomos-gate.allow on strong`
+		);
+	});
+
+	it('names a gate script older than the one this Nomos ships, though its allowlist is new', async () => {
+		expect(readFileSync(GATE, 'utf8')).toContain(`my $REVISION = ${GATE_REVISION};`);
+		const a = await readGate(clients.oldScript);
+		expect(a).toEqual({ state: 'gated', version: catalogueVersion(), role: 'mutate', revision: 1 });
+		expect(gateProblem('strong', a, catalogueVersion(), 'mutate')).toBe(
+			`nomos-gate on strong is revision 1, Nomos needs ${GATE_REVISION}: copy deploy/nomos-gate of this Nomos to /usr/local/sbin/nomos-gate on strong`
 		);
 	});
 

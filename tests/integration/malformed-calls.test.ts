@@ -394,7 +394,7 @@ function corpus(): Case[] {
 		['memory', [0, 15, 1_048_577, 2048.5, '2048', '2G', null, -512]],
 		['swap', [-1, 1_048_577, 0.5, 'x', null]],
 		['disk', [0, 65_537, 8.5, '8', '8G', null, -8]],
-		['unprivileged', ['yes', 1, 0, 'true', null, []]],
+		['unprivileged', ['yes', 1, 0, 'true', null, [], false]],
 		['start', ['no', 0, 'false', null]],
 		['features', ['nesting=1', 1, true, null, [], { nesting: 'yes' }, { nesting: 1 }, { bogus: true }, { nesting: true, mount: 'nfs' }, { keyctl: null }]]
 	];
@@ -434,6 +434,17 @@ function corpus(): Case[] {
 		add(`systemctl: op=${JSON.stringify(v)}`, { ...base('systemctl'), params: { unit: 'nginx.service', op: v } }, /op/);
 	}
 	add('systemctl: no op', { ...base('systemctl'), params: { unit: 'nginx.service' } }, /op/);
+	// Node paths qm would read as root: only a storage volume or a file in a storage's ISO/import directory is an image.
+	for (const v of [
+		'/rpool/data/subvol-100-disk-0/root/host.raw',
+		'/dev/disk/by-id/nvme-host.raw',
+		'/var/lib/vz/template/iso/../../images/101/vm-101-disk-0.raw',
+		'/var/lib/vz/images/101/vm-101-disk-0.qcow2',
+		'/var/lib/vz/template/iso/sub/x.qcow2',
+		'/mnt/pve/nas/images/101/vm-101-disk-0.raw',
+		'local:iso/../x.img'
+	])
+		add(`vm_create: image=${v.slice(0, 40)}`, { ...base('vm_create'), params: { name: 'k3s', image: v } }, /image/);
 
 	const badArgv: unknown[] = [
 		[],

@@ -48,6 +48,7 @@ describe('the address a VM is reached on', () => {
 		}
 		expect(pick(lo, iface('eth0', '$(id)', '1.2.3.4; rm -rf /', '10.0.0.7'))).toEqual({ address: '10.0.0.7' });
 		expect(pick(lo, iface('eth0', '::ffff:127.0.0.1'))).toMatchObject({ refuse: expect.stringContaining('no usable address') });
+		expect(pick(lo, iface('eth0', '::ffff:7f00:1', '0.0.0.1'))).toMatchObject({ refuse: expect.stringContaining('no usable address') });
 	});
 
 	it('refuses with the reason when there is nothing to pick', () => {
@@ -70,6 +71,9 @@ describe('the address a VM is reached on', () => {
 		expect(def.steps(p, {})[0].argv.at(-1)).toBe('http://<agent-address>:8080/healthz');
 		expect(() => def.steps(p, { address: '$(id)' })).toThrow('not an IP address');
 		expect(() => urlHost('1.2.3.4; rm -rf /')).toThrow();
+		// the node's own services are never a VM's address, however the agent spells them
+		for (const own of ['127.0.0.1', '0.0.0.0', '0.1.2.3', '169.254.169.254', '::1', '::', '::ffff:7f00:1', '0:0:0:0:0:0:0:1', 'fe80::1'])
+			expect(() => urlHost(own), own).toThrow('not one the node fetches');
 		expect(def.preconditions!(p, {})).toEqual([
 			{ kind: 'vm-status', vmid: '150', status: 'running' },
 			{ kind: 'vm-agent-address', vmid: '150' }

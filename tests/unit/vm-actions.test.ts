@@ -125,7 +125,7 @@ describe('VM argv templates (qm(1), PVE 8)', () => {
 
 	it('preconditions: a create needs a free id, a resize must grow, destroy needs a stopped VM', () => {
 		const pre = <A extends ActionName>(a: A, params: Record<string, unknown>) => ACTIONS[a].preconditions!(ACTIONS[a].params.parse(params) as never, {});
-		expect(pre('vm_create', { vmid: 150, name: 'a', image: '/x/a.img' })).toEqual([{ kind: 'vm-absent', vmid: '150' }]);
+		expect(pre('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img' })).toEqual([{ kind: 'vm-absent', vmid: '150' }]);
 		expect(pre('vm_clone', { vmid: 9000, newid: 152, name: 'a' })).toEqual([
 			{ kind: 'vm-exists', vmid: '9000' },
 			{ kind: 'vm-absent', vmid: '152' }
@@ -142,7 +142,7 @@ describe('VM params refuse', () => {
 		expect(refusal('vm_set', { vmid: 150, hookscript: 'local:snippets/x.sh' })).toMatch(/hookscript/);
 		expect(refusal('vm_set', { vmid: 150 })).toMatch(/set at least one of cores, memory, balloon, onboot, tags, description/);
 		expect(refusal('vm_set', { vmid: 150, memory: 1024, balloon: 2048 })).toMatch(/balloon cannot exceed memory/);
-		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', cicustom: 'user=local:snippets/u.yaml' })).toMatch(/cicustom/);
+		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img', cicustom: 'user=local:snippets/u.yaml' })).toMatch(/cicustom/);
 	});
 
 	it('shrinking or odd sizes', () => {
@@ -158,15 +158,25 @@ describe('VM params refuse', () => {
 			'/x/a.iso',
 			'local:images/a.qcow2',
 			'/x/a b.img',
-			"/x/a'.img"
+			"/x/a'.img",
+			// a node path qm would read as root (docs/security.md): not a storage's ISO or import directory
+			'/x/a.img',
+			'/rpool/data/subvol-100-disk-0/x.raw',
+			'/var/lib/vz/images/101/vm-101-disk-0.qcow2',
+			'/var/lib/vz/template/iso/sub/a.img',
+			'/var/lib/vz/template/iso/.hidden.img'
 		]) {
 			expect(refusal('vm_create', { vmid: 150, name: 'a', image }), image).toBeTruthy();
 		}
-		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', sshKeys: 'hello' })).toMatch(/OpenSSH public keys/);
-		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', sshKeys: `${KEY}\n$(reboot)` })).toMatch(/OpenSSH public keys/);
-		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', gateway: '192.168.1.1' })).toMatch(/gateway goes with a static ip/);
-		expect(refusal('vm_create', { vmid: 150, name: 'A_b', image: '/x/a.img' })).toMatch(/name/);
-		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/x/a.img', ciuser: 'root;id' })).toMatch(/ciuser/);
+		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img', sshKeys: 'hello' })).toMatch(/OpenSSH public keys/);
+		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img', sshKeys: `${KEY}\n$(reboot)` })).toMatch(
+			/OpenSSH public keys/
+		);
+		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img', gateway: '192.168.1.1' })).toMatch(
+			/gateway goes with a static ip/
+		);
+		expect(refusal('vm_create', { vmid: 150, name: 'A_b', image: '/var/lib/vz/template/iso/a.img' })).toMatch(/name/);
+		expect(refusal('vm_create', { vmid: 150, name: 'a', image: '/var/lib/vz/template/iso/a.img', ciuser: 'root;id' })).toMatch(/ciuser/);
 		expect(refusal('vm_set', { vmid: 150, tags: ['Prod'] })).toMatch(/tags/);
 		expect(refusal('vm_guest', { vmid: 150, cmd: 'exec' })).toMatch(/cmd/);
 		expect(refusal('vm_clone', { vmid: 9000, newid: 99, name: 'a' })).toMatch(/newid/);

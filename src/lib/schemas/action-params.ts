@@ -67,7 +67,9 @@ export const ACTION_PARAMS = {
 			bridge: bridge.default('vmbr0'),
 			ip: ipConfig.default('dhcp'),
 			gateway: gateway.optional(),
-			unprivileged: z.boolean().default(true),
+			// Unprivileged only: a privileged container's root is root on the node (docs/security.md), so
+			// neither the model nor a stolen mutation key may create one (the gate allows --unprivileged 1 only).
+			unprivileged: z.literal(true, { error: 'Nomos creates unprivileged containers only: the root of a privileged one is root on the node' }).default(true),
 			features: z.object({ nesting: z.boolean().optional(), keyctl: z.boolean().optional(), fuse: z.boolean().optional() }).strict().default({}),
 			start: z.boolean().default(true)
 		})

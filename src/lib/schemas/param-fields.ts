@@ -12,10 +12,14 @@ export const hostname = z
 	.regex(/^(?=.{1,63}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, 'a hostname: lowercase letters, digits and dashes, 1–63 characters, no leading/trailing dash')
 	.describe('lowercase letters, digits, dashes');
 
+// The rules a gate carries are the regex's (gate-shapes.ts turns it into the allowlist's pattern;
+// a .refine never reaches nomos-gate): what must hold on the node is said in the regex.
 export const unit = z
 	.string()
-	.regex(/^[A-Za-z0-9@._:-]{1,200}(\.(service|socket|timer|target|mount|path))?$/, 'a systemd unit name such as nginx.service')
-	.refine((u) => !u.startsWith('-'), 'a unit name cannot start with a dash')
+	.regex(
+		/^(?!-)[A-Za-z0-9@._:-]{1,200}(\.(service|socket|timer|target|mount|path))?$/,
+		'a systemd unit name such as nginx.service (not starting with a dash: that would be an option)'
+	)
 	.describe('e.g. nginx.service');
 
 export const storage = z
@@ -64,8 +68,10 @@ export const templateName = z
 /** Snapshot names as PVE accepts them (`pve-configid`); `current` is the live state, never a snapshot. */
 export const snapshotName = z
 	.string()
-	.regex(/^[A-Za-z][A-Za-z0-9_-]{1,39}$/, 'a snapshot name: a letter, then 1–39 letters, digits, _ or -')
-	.refine((s) => s !== 'current' && s !== 'vzdump', "'current' and 'vzdump' are reserved snapshot names");
+	.regex(
+		/^(?!(?:current|vzdump)$)[A-Za-z][A-Za-z0-9_-]{1,39}$/,
+		"a snapshot name: a letter, then 1–39 letters, digits, _ or - ('current' and 'vzdump' are reserved)"
+	);
 
 /** A container disk: rootfs or a mount point mp0–mp255. */
 export const ctDisk = z.string().regex(/^(rootfs|mp([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5]))$/, "'rootfs' or a mount point such as mp0");
@@ -86,8 +92,7 @@ export const description = z
 export const ctPath = z
 	.string()
 	.max(1024, 'a path is at most 1024 characters')
-	.regex(/^\/[^\0]*[^/\0]$/, 'an absolute file path inside the container, e.g. /etc/systemd/system/app.service')
-	.refine((p) => !p.split('/').includes('..'), "a path cannot contain '..'")
+	.regex(/^(?![\s\S]*\/\.\.(?:\/|$))\/[^\0]*[^/\0]$/, "an absolute file path inside the container without a '..' segment, e.g. /etc/systemd/system/app.service")
 	.describe('an absolute path inside the CT, e.g. /etc/systemd/system/app.service');
 
 /** pct_push content: text, shown verbatim on the approval card; at most PUSH_MAX_BYTES as UTF-8. */
@@ -109,15 +114,19 @@ export const urlPath = z
 	.regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/, "a URL path starting with '/', e.g. /healthz")
 	.describe('e.g. /healthz');
 
-/** A cloud image on the host for `import-from`: an absolute path or a storage volume (iso/ or import/ content). */
+/**
+ * A cloud image on the host for `import-from`: a storage volume (iso/ or import/ content) or a file
+ * directly in a storage's ISO or import directory (/var/lib/vz or /mnt/pve/<storage>). Never any
+ * other node path: qm reads it as root, so a path anywhere (a symlink in a container's subvol, a
+ * .vmdk whose extent names /dev/sda) would copy the node's files into a guest (docs/security.md).
+ */
 export const vmImage = z
 	.string()
 	.max(1024)
 	.regex(
-		/^((\/[A-Za-z0-9._+-]+)+|[a-zA-Z][a-zA-Z0-9_.-]{0,63}:(iso|import)\/[A-Za-z0-9][A-Za-z0-9._+-]{0,200})\.(img|qcow2|raw|vmdk)$/,
-		'a cloud image on the host: an absolute path or a volume such as local:import/debian-12-genericcloud-amd64.qcow2 (.img, .qcow2, .raw, .vmdk)'
+		/^((\/var\/lib\/vz|\/mnt\/pve\/[a-zA-Z][a-zA-Z0-9_.-]{0,63})\/(template\/iso|import)\/|[a-zA-Z][a-zA-Z0-9_.-]{0,63}:(iso|import)\/)[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.(img|qcow2|raw|vmdk)$/,
+		'a cloud image in a storage: a volume such as local:import/debian-12-genericcloud-amd64.qcow2, or a file in /var/lib/vz/template/iso/, /var/lib/vz/import/ or /mnt/pve/<storage>/template/iso/ (.img, .qcow2, .raw, .vmdk)'
 	)
-	.refine((p) => !p.split('/').includes('..'), "an image path cannot contain '..'")
 	.describe('a cloud image path on the host, e.g. /var/lib/vz/template/iso/debian-12-genericcloud-amd64.qcow2');
 
 /** A VM disk as qm names it: scsi0–30, virtio0–15, sata0–5, ide0–3. */

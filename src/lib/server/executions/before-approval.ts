@@ -16,9 +16,12 @@ import type { BeforeApproval } from '../../types/executions';
 import type { Precondition } from '../proxmox/actions';
 import { KERNEL } from '../proxmox/health-parse';
 import { backupChecks } from '../proxmox/backup-facts';
+import { uncontained } from '../proxmox/ct-contained';
 
 /** What the checks need of a prepared request. */
 export type Checkable = { action: string; hostName: string; vmid?: string; params: Record<string, unknown>; preconditions: Precondition[] };
+/** What the checks need of the host: whether its keys are gated (its last stored gate check). */
+type HostFacts = { gated: boolean };
 
 /** One read on the host and how its answer is judged: a reason it cannot run, null when it can, `unknown`, or a fact for the approver. */
 type Judged = { cannot: string } | { unknown: string } | { note: string } | null;
@@ -87,7 +90,7 @@ export function shrinkRefusal(
 }
 
 /** The reads a request needs before approval: none for most actions. */
-export function checksFor(p: Checkable): Check[] {
+export function checksFor(p: Checkable, host: HostFacts = { gated: false }): Check[] {
 	const checks: Check[] = [];
 	for (const c of p.preconditions) {
 		if ((c.kind === 'ct-disk-grows' || c.kind === 'vm-disk-grows') && !c.size.startsWith('+')) {
@@ -100,6 +103,21 @@ export function checksFor(p: Checkable): Check[] {
 				}
 			});
 		}
+	}
+	for (const c of p.preconditions) {
+		if (c.kind !== 'ct-contained') continue;
+		checks.push({
+			argv: ['pct', 'config', c.vmid],
+			judge: (r) => {
+				if (r.exitCode === 0 && !r.timedOut) {
+					const why = uncontained(c.vmid, r.stdout);
+					// A gated node refuses it at run time: say so now. A full-shell key runs it: the card says what it reaches.
+					if (!why) return null;
+					return host.gated ? { cannot: `${why}: nomos-gate on ${p.hostName} refuses ${p.action} in it` } : { note: why };
+				}
+				return absent(r, `CT ${c.vmid}`, p.hostName, 'pct config') ?? failed(r, `pct config ${c.vmid}`);
+			}
+		});
 	}
 	// Backups (issue #45): a prune's set against its live dry run, a delete's volume, a vzdump's room.
 	checks.push(...backupChecks(p.preconditions));
@@ -153,11 +171,11 @@ async function runChecks(client: Client, checks: Check[], signal: AbortSignal, m
  * Never throws, never waits past the budget (a turn waits for it).
  */
 export async function checkBeforeApproval(p: Checkable, opts: { budgetMs?: number } = {}): Promise<BeforeApproval | null> {
-	const checks = checksFor(p);
-	if (!checks.length) return null;
+	if (!checksFor(p).length) return null;
 	const budgetMs = opts.budgetMs ?? env().NOMOS_BEFORE_APPROVAL_S * 1000;
 	const at = () => new Date().toISOString();
 	const host = await getHostByName(sql(), p.hostName);
+	const checks = checksFor(p, { gated: host?.gateState === 'gated' });
 	if (!host?.hostKeyFingerprint) return { outcome: 'unknown', why: `host ${p.hostName} is not configured with a pinned key`, checkedAt: at() };
 	const stop = new AbortController();
 	let timer: NodeJS.Timeout | undefined;

@@ -9,7 +9,7 @@ import { hasTwoKeys, keyTarget, type KeyRole } from '../proxmox/key-role';
 import { Refusal } from '../refusal';
 import { GATE_STATES, type GateState } from '../../types/gate';
 import { connect } from '../ssh/client';
-import { gateProblem, readGate, type GateAnswer } from '../ssh/gate';
+import { GATE_REVISION, gateProblem, readGate, type GateAnswer } from '../ssh/gate';
 
 // Settings → Hosts: what to install on a node (the gate, its allowlist, the key lines) and a
 // check of what this Nomos's key reaches there. Files are read from deploy/ under the cwd, as
@@ -90,7 +90,7 @@ export interface GateCheck {
 function stateOf(a: GateAnswer, role: KeyRole, needed: string): GateState {
 	if (a.state !== 'gated') return a.state;
 	if (a.role !== role) return 'wrong_role';
-	return a.version === needed ? 'gated' : 'old_version';
+	return a.version === needed && a.revision >= GATE_REVISION ? 'gated' : 'old_version';
 }
 
 /** Asks what each of the host's keys reaches (readGate), over a connection of its own. */

@@ -12,6 +12,7 @@ import { upid as upidField } from '../../schemas/health-params';
 import { failedTaskArgv, taskLogArgv } from './task-cause';
 import { GROUP_SCRIPT, STOP_SCRIPT } from '../ssh/quote';
 import { keyRole, type KeyRole } from './key-role';
+import { AGENT_IPV4, AGENT_IPV6 } from './guest-agent';
 
 export type GateRole = KeyRole;
 
@@ -41,9 +42,9 @@ class Tracer {
 		this.slots.set(s, { re, array });
 		return s;
 	}
-	num(): number {
+	num(re = '[0-9]+'): number {
 		const n = 987_650_000 + ++this.#n;
-		this.slots.set(String(n), { re: '[0-9]+' });
+		this.slots.set(String(n), { re });
 		return n;
 	}
 	array(re: string): [string, string] {
@@ -89,6 +90,15 @@ export function perlLiteral(s: string): string {
 	);
 }
 
+/** A whole number's pattern: no leading zero, and no 0 at all when its schema's minimum is 1 or more (a size 0 means something else to pct). */
+function numberPattern(d: Def): string {
+	const min = ((d.checks as unknown[] | undefined) ?? [])
+		.map((c) => defOf(c) as { check?: string; value?: number; inclusive?: boolean })
+		.find((c) => c.check === 'greater_than' && typeof c.value === 'number');
+	const positive = min !== undefined && (min.value! >= 1 || (min.value! >= 0 && !min.inclusive));
+	return positive ? '[1-9][0-9]*' : '(?:0|[1-9][0-9]*)';
+}
+
 /** The pattern of one scalar schema: its regexes, enum values or literals; free text when it has none. */
 function scalarPattern(schema: unknown): string {
 	const d = defOf(schema);
@@ -108,7 +118,7 @@ function scalarPattern(schema: unknown): string {
 				.map((v) => perlLiteral(String(v)))
 				.join('|');
 		case 'number':
-			return '[0-9]+';
+			return numberPattern(d);
 		case 'string': {
 			const res = ((d.checks as unknown[] | undefined) ?? [])
 				.map((c) => defOf(c) as { check?: string; format?: string; pattern?: RegExp })
@@ -138,7 +148,7 @@ function variants(schema: unknown, t: Tracer): unknown[] {
 		case 'literal':
 			return d.values as unknown[];
 		case 'number':
-			return [t.num()];
+			return [t.num(numberPattern(d))];
 		case 'array':
 			return [t.array(scalarPattern(d.element))];
 		case 'object': {
@@ -218,8 +228,8 @@ function actionShapes(name: string, action: ActionDef): GateShape[] {
 	const ctxs: StepContext[] = [];
 	const vmid = t.str(scalarPattern(vmidField));
 	// An agent's address must be an IP (guest-agent.ts urlHost checks it): sample ones, then patterns.
-	const v4 = t.str(String.raw`[0-9]{1,3}(?:\.[0-9]{1,3}){3}`);
-	const v6 = t.str('[0-9A-Fa-f:.]+');
+	const v4 = t.str(AGENT_IPV4);
+	const v6 = t.str(AGENT_IPV6);
 	const sampleAddress: [string, string][] = [
 		['198.51.100.254', v4],
 		['2001:db8::fe', v6]

@@ -18,12 +18,21 @@ const agentInterfaces = z.array(
 const ipv4 = z.ipv4();
 const ipv6 = z.ipv6();
 
-/** Loopback (127/8, ::1) or link-local (169.254/16, fe80::/10): not an address another machine reaches the guest on. */
+/**
+ * The addresses vm_http_check may fetch from the node, as patterns (Perl and JS alike) that
+ * nomos-gate's allowlist carries too (gate-shapes.ts): an IPv4 outside 0/8, loopback 127/8 and
+ * link-local 169.254/16; an IPv6 that starts with a non-zero hex digit (so not ::1, ::, an
+ * IPv4-mapped ::ffff:7f00:1 or 0:…:1), no dotted tail, not link-local fe80::/10. Else a guest's
+ * agent, or a stolen read key, could make the node fetch its own local services.
+ */
+export const AGENT_IPV4 = String.raw`(?!0|127\.|169\.254\.)[0-9]{1,3}(?:\.[0-9]{1,3}){3}`;
+export const AGENT_IPV6 = String.raw`(?![fF][eE][89aAbB])[1-9A-Fa-f][0-9A-Fa-f:]*`;
+const reachable4 = new RegExp(`^(?:${AGENT_IPV4})$`);
+const reachable6 = new RegExp(`^(?:${AGENT_IPV6})$`);
+
+/** Not an address another machine reaches the guest on (loopback, link-local, unspecified, mapped). */
 function unreachable(ip: string, family: 4 | 6): boolean {
-	if (family === 4) return ip.startsWith('127.') || ip.startsWith('169.254.') || ip === '0.0.0.0';
-	const v = ip.toLowerCase();
-	// An IPv4-mapped form (::ffff:127.0.0.1) is judged by no one here: left out.
-	return v === '::1' || v === '::' || v.includes('.') || /^fe[89ab][0-9a-f]:/.test(v);
+	return !(family === 4 ? reachable4 : reachable6).test(ip);
 }
 
 /** `lasting`: time will not change it (no agent configured); other refusals may pass on a later read (no DHCP lease yet, the agent starting). */
@@ -67,9 +76,9 @@ export function pickAgentAddress(vmid: string, json: string): AgentAddress {
 /** How an IP goes into a URL: IPv6 in brackets. Throws for anything that is not an IP address. */
 export function urlHost(ip: string): string {
 	const family = isIP(ip);
-	if (family === 4) return ip;
-	if (family === 6) return `[${ip}]`;
-	throw new Error('not an IP address');
+	if (family === 0) throw new Error('not an IP address');
+	if (unreachable(ip, family as 4 | 6)) throw new Error('a loopback, link-local or mapped address: not one the node fetches');
+	return family === 4 ? ip : `[${ip}]`;
 }
 
 type Read = (argv: string[]) => Promise<{ exitCode: number | null; stdout: string; stderr: string }>;

@@ -44,6 +44,9 @@ async function stale(reader: HostReader, p: Precondition, found: StepContext): P
 		if (p.kind === 'vm-status' && g.status !== p.status) return `VM ${p.vmid} is ${g.status ?? 'in an unknown state'}, expected ${p.status}`;
 		return null;
 	}
+	// Checked before approval (before-approval.ts); at run time a gated node's nomos-gate decides, by
+	// the container's config as it is then, and a full-shell key runs what was approved.
+	if (p.kind === 'ct-contained') return null;
 	if (p.kind === 'ct-disk-grows' || p.kind === 'vm-disk-grows') {
 		const [what, kind, action] = p.kind === 'ct-disk-grows' ? (['CT', 'ct', 'pct_resize'] as const) : (['VM', 'vm', 'vm_resize'] as const);
 		const g = await reader.guest(kind, p.vmid, 'config');

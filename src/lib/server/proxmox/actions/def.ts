@@ -60,6 +60,8 @@ export type Precondition =
 	| { kind: 'ct-absent'; vmid: string }
 	| { kind: 'ct-status'; vmid: string; status: 'running' | 'stopped' }
 	| { kind: 'ct-exists'; vmid: string }
+	/** `pct config` shows the CT contained: unprivileged, no bind mount, device or raw lxc key (ct-contained.ts; nomos-gate checks the same). */
+	| { kind: 'ct-contained'; vmid: string }
 	/** `pct config` shows `disk` smaller than `size` (an absolute `<n>G`; `+<n>G` always grows). */
 	| { kind: 'ct-disk-grows'; vmid: string; disk: string; size: string }
 	| { kind: 'vm-exists'; vmid: string }
@@ -141,6 +143,8 @@ export const def = <P extends z.ZodType>(d: ActionDef<P>) => d;
 
 export const inCt = (v: string | undefined, argv: string[]) => (v ? ['pct', 'exec', v, '--', ...argv] : argv);
 export const running = (vmid: string): Precondition[] => [{ kind: 'ct-status', vmid, status: 'running' }];
+/** Running, and a container a command or file in cannot reach the node from (pct_exec, pct_push). */
+export const runningContained = (vmid: string): Precondition[] => [...running(vmid), { kind: 'ct-contained', vmid }];
 export const exists = (vmid: string): Precondition[] => [{ kind: 'ct-exists', vmid }];
 export const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 export const vmExists = (vmid: string): Precondition[] => [{ kind: 'vm-exists', vmid }];

@@ -1,7 +1,7 @@
 // Commands and packages inside a container or on the node: a fixed argv, an apt upgrade.
 import { ACTION_PARAMS } from '../../../schemas/action-params';
 import { KERNEL } from '../health-parse';
-import { MIN, def, inCt } from './def';
+import { MIN, def, inCt, runningContained } from './def';
 
 /**
  * What a dist-upgrade did, from its output: the packages it set up (dpkg's `Setting up <pkg>
@@ -27,7 +27,7 @@ export const EXEC_PACKAGES = {
 		scope: 'ct',
 		params: ACTION_PARAMS.pct_exec,
 		steps: (p, { vmid }) => [{ label: `exec ${p.argv[0]}`, argv: ['pct', 'exec', vmid!, '--', ...p.argv], timeoutMs: 10 * MIN }],
-		preconditions: (_p, { vmid }) => [{ kind: 'ct-status', vmid: vmid!, status: 'running' }]
+		preconditions: (_p, { vmid }) => runningContained(vmid!)
 	}),
 	apt_upgrade: def({
 		classification: 'config_mutation',

@@ -1,6 +1,6 @@
 // Files written into a container.
 import { ACTION_PARAMS } from '../../../schemas/action-params';
-import { MIN, def, sha256, running } from './def';
+import { MIN, def, sha256, runningContained } from './def';
 
 /**
  * pct_push's fixed script: the content arrives on stdin into a private temp file that `pct push`
@@ -26,7 +26,7 @@ export const FILES = {
 				}
 			}
 		],
-		preconditions: (_p, { vmid }) => running(vmid!),
+		preconditions: (_p, { vmid }) => runningContained(vmid!),
 		summary: (p, { vmid }) => `wrote ${Buffer.byteLength(p.content, 'utf8')} bytes to ${p.path} in CT ${vmid} (sha256 verified)`
 	})
 };
