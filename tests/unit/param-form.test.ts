@@ -41,7 +41,10 @@ describe('param form', () => {
 		[
 			'systemctl',
 			{ unit: 'nginx service', op: 'explode' },
-			{ unit: 'a systemd unit name such as nginx.service', op: 'one of start, stop, restart, reload, enable, disable' }
+			{
+				unit: 'a systemd unit name such as nginx.service (not starting with a dash: that would be an option)',
+				op: 'one of start, stop, restart, reload, enable, disable'
+			}
 		],
 		['vzdump', { storage: 'local', mode: 'snapshot', compress: 'bzip2' }, { compress: 'one of 0, zstd, gzip, lzo' }],
 		['pct_exec', { argv: ['echo', 'a b', 'x'.repeat(5000)] }, { 'argv.2': 'each argument is at most 4096 characters' }],
