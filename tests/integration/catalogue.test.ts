@@ -190,20 +190,27 @@ describe('pct_set and pct_resize', () => {
 });
 
 describe('a container that is not contained', () => {
-	it("refuses pct_exec and pct_push before approval in a privileged CT: its root is the node's (nomos-gate refuses them too)", async () => {
+	it('pct_exec and pct_push in a privileged CT: a note on a full-shell host, refused before approval on a gated one (nomos-gate refuses them)', async () => {
 		await pve.patchCt(103, { unprivileged: 0 });
+		const both = [
+			['pct_exec', { argv: ['id'] }],
+			['pct_push', { path: '/etc/cron.d/x', content: 'x' }]
+		] as const;
 		try {
-			for (const [action, params] of [
-				['pct_exec', { argv: ['id'] }],
-				['pct_push', { path: '/etc/cron.d/x', content: 'x' }]
-			] as const) {
+			for (const [action, params] of both) {
+				const r = await request({ target: 'strong/103', action, params, reason: 'r' });
+				expect(r.execution.beforeApproval, action).toMatchObject({ outcome: 'note', why: "CT 103 is privileged: its root is the node's root" });
+			}
+			await sql()`update hosts set gate_state = 'gated' where name = 'strong'`;
+			for (const [action, params] of both) {
 				const r = await request({ target: 'strong/103', action, params, reason: 'r' });
 				expect(r.execution.beforeApproval, action).toMatchObject({
 					outcome: 'cannot_run',
-					why: "CT 103 is privileged: its root is the node's, so Nomos runs no command and pushes no file in it"
+					why: `CT 103 is privileged: its root is the node's root: nomos-gate on strong refuses ${action} in it`
 				});
 			}
 		} finally {
+			await sql()`update hosts set gate_state = null where name = 'strong'`;
 			await pve.patchCt(103, { unprivileged: 1 });
 		}
 		const ok = await approveAndRun({ target: 'strong/103', action: 'pct_exec', params: { argv: ['true'] }, reason: 'r' });
