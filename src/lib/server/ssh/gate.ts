@@ -69,7 +69,8 @@ export async function readGate(client: Client, timeoutMs = 10_000): Promise<Gate
 
 /** What is wrong with a host's gate for this Nomos, by name (null: nothing), for the host card and before a run. */
 export function gateProblem(host: string, a: GateAnswer, needed: string, role: 'read' | 'mutate'): string | null {
-	if (a.state === 'shell') return `the ${role} key of ${host} still reaches a full shell: install nomos-gate as its forced command (Settings → Hosts, Node gate)`;
+	if (a.state === 'shell')
+		return `the ${role} key of ${host} still reaches a full shell: install nomos-gate as its forced command (Settings → Hosts, Node gate)`;
 	if (a.state === 'unknown') return `could not tell whether the ${role} key of ${host} is gated: ${a.detail}`;
 	if (a.role !== role) return `the ${role} key of ${host} is gated as a ${a.role} key: fix its --role in authorized_keys`;
 	return versionProblem(host, a, needed);
