@@ -4,7 +4,7 @@
 // started —, typing with a session and with a token, an always-allow rule, a plan approved by a
 // token and by a stale session), and each outcome must be what needsPerson() says: approved
 // when no person is needed, refused when one is (a fresh session's click always approves).
-import type { RequestEvent } from '@sveltejs/kit';
+import { sessionCaller, tokenCaller } from '../helpers/callers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
@@ -13,17 +13,13 @@ import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { insertExecution } from '../../src/lib/server/db/queries/executions';
 import { insertPlan } from '../../src/lib/server/db/queries/plans';
 import { createOperator } from '../../src/lib/server/auth/accounts';
-import { authenticate } from '../../src/lib/server/auth/session';
 import { matchingRule } from '../../src/lib/server/executions/allow-rules';
 import { ACTIONS, ACTION_NAMES, needsPerson, sha256, type ActionName } from '../../src/lib/server/proxmox/actions';
 import type { PreparedExecution } from '../../src/lib/server/executions/prepare';
-import { appRouter } from '../../src/lib/server/trpc/router';
-import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { newSession } from '../helpers/executions';
 import type { MessagePart } from '../../src/lib/types/messages';
 import { useStage } from '../helpers/stage';
 
-const BASE = 'http://127.0.0.1:3000';
 type Who = { id: string; username: string; role: 'admin' | 'operator' };
 useStage({ sync: false, hosts: [{ nodeName: 'strong', seed: [{ vmid: 101, hostname: 'db', status: 'running' }] }] });
 let admin: Who;
@@ -40,25 +36,9 @@ async function browser(minutesAgo = 0) {
 	const { token: cookie } = await createAuthSession(sql(), admin.id, 1);
 	if (minutesAgo)
 		await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${minutesAgo}) where operator_id = ${admin.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${admin.id})`;
-	const auth = await authenticate(`nomos_session=${cookie}`);
-	const request = new Request(`${BASE}/trpc/x`, { method: 'POST' });
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request,
-		getClientAddress: () => '192.0.2.10',
-		locals: { user: auth.user, sessionToken: cookie, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
-	};
-	return createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent });
+	return sessionCaller(cookie);
 }
-function viaToken() {
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`),
-		getClientAddress: () => '192.0.2.20',
-		locals: { sessionToken: null, apiToken: token }
-	};
-	return createCallerFactory(appRouter)({ user: admin, apiToken: token, event: event as unknown as RequestEvent });
-}
+const viaToken = () => tokenCaller(admin, token);
 
 const MUTATIONS = ACTION_NAMES.filter((a) => ACTIONS[a].classification !== 'read_only');
 

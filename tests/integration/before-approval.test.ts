@@ -6,29 +6,25 @@
 // step is refused in the turn. A guest on another node, or on a member that never answered, is
 // refused at request time. A host that does not answer makes the check unknown: the request is
 // accepted, the card says "could not check before approval" and nothing claims what was not seen.
-import type { RequestEvent } from '@sveltejs/kit';
+import { sessionCaller, tokenCaller } from '../helpers/callers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { runTurn } from '../../src/lib/server/agent/run-turn';
 import { getExecution, type ExecutionRow } from '../../src/lib/server/db/queries/executions';
-import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
+import { insertApiToken } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { createOperator } from '../../src/lib/server/auth/accounts';
-import { authenticate } from '../../src/lib/server/auth/session';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
 import { syncAllHosts } from '../../src/lib/server/inventory/sync';
 import { approveEdited } from '../../src/lib/server/executions/edit';
 import { checkBeforeApproval } from '../../src/lib/server/executions/before-approval';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
-import { appRouter } from '../../src/lib/server/trpc/router';
-import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import type { ProxmoxDouble } from '../doubles/proxmox/server';
 import { startProxmoxCluster, type ProxmoxCluster } from '../doubles/proxmox/cluster';
 import { addHost, freshSession, jobsFor, newSession } from '../helpers/executions';
 import { freePort } from '../helpers/ports';
 import { useStage } from '../helpers/stage';
 
-const BASE = 'http://127.0.0.1:3000';
 type Who = { id: string; username: string; role: 'admin' };
 const {
 	llm,
@@ -57,28 +53,13 @@ beforeAll(async () => {
 
 /** A signed-in browser tab whose password was just given (no step-up asked). */
 async function browser(who: Who) {
-	const { token } = await createAuthSession(sql(), who.id, 1);
-	const auth = await authenticate(`nomos_session=${token}`);
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`, { method: 'POST', headers: { referer: `${BASE}/ops` } }),
-		getClientAddress: () => '192.0.2.10',
-		locals: { user: auth.user, sessionToken: token, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
-	};
-	return createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent });
+	return sessionCaller((await createAuthSession(sql(), who.id, 1)).token, { page: '/ops' });
 }
 
 /** A REST client with an API token of scope approve. */
 async function rest(who: Who) {
 	const t = await insertApiToken(sql(), who.id, { name: 'script', scope: 'approve', days: 7 });
-	const token = { id: t.listing.id, name: 'script', scope: 'approve' } as ApiTokenAuth;
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`),
-		getClientAddress: () => '192.0.2.20',
-		locals: { sessionToken: null, apiToken: token }
-	};
-	return createCallerFactory(appRouter)({ user: who, apiToken: token, event: event as unknown as RequestEvent });
+	return tokenCaller(who, { id: t.listing.id, name: 'script', scope: 'approve' });
 }
 
 /** One agent turn in a new session whose operator asked `text`, the model answering with `call` then a line of text. */

@@ -3,29 +3,25 @@
 // token, the domain function itself, typed "yes" — and nothing of it runs, while a real worker runs
 // a fresh plan approved the same way; the sweep marks it expired (announced on the event path)
 // and its agent is told once, in words that let it propose again when asked.
-import type { RequestEvent } from '@sveltejs/kit';
+import { sessionCaller, tokenCaller } from '../helpers/callers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { expireStalePlans, getPlan, insertPlan, type PlanRow } from '../../src/lib/server/db/queries/plans';
 import { createOperator } from '../../src/lib/server/auth/accounts';
-import { authenticate } from '../../src/lib/server/auth/session';
 import { operatorDecidesPlan, PLAN_EXPIRED } from '../../src/lib/server/executions/decisions';
 import { sweep } from '../../src/lib/server/executions/lifecycle';
 import { prepareExecution } from '../../src/lib/server/executions/prepare';
 import { continueSession } from '../../src/lib/server/agent/continuation';
 import { listMessages } from '../../src/lib/server/conversation/messages';
 import { Refusal } from '../../src/lib/server/refusal';
-import { appRouter } from '../../src/lib/server/trpc/router';
-import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import { plans__advance } from '../../tasks/plans__advance';
 import { executions__run } from '../../tasks/executions__run';
 import { freshSession, jobs, newSession, waitUntil } from '../helpers/executions';
 import { STRONG, useStage } from '../helpers/stage';
 import { waitForLockWaiter } from '../helpers/db';
 
-const BASE = 'http://127.0.0.1:3000';
 const { pve } = useStage({
 	env: { NOMOS_SNAPSHOT_BEFORE: 'off' },
 	hosts: [STRONG],
@@ -41,27 +37,8 @@ beforeAll(async () => {
 	token = { id: t.listing.id, name: 'approver', scope: 'approve' };
 });
 
-async function browser(operatorId = admin.id) {
-	const { token: cookie } = await createAuthSession(sql(), operatorId, 1);
-	const auth = await authenticate(`nomos_session=${cookie}`);
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`, { method: 'POST' }),
-		getClientAddress: () => '192.0.2.10',
-		locals: { user: auth.user, sessionToken: cookie, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
-	};
-	return createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent });
-}
-
-function viaToken() {
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`),
-		getClientAddress: () => '192.0.2.20',
-		locals: { sessionToken: null, apiToken: token }
-	};
-	return createCallerFactory(appRouter)({ user: admin, apiToken: token, event: event as unknown as RequestEvent });
-}
+const browser = async (operatorId = admin.id) => sessionCaller((await createAuthSession(sql(), operatorId, 1)).token);
+const viaToken = () => tokenCaller(admin, token);
 
 /** A one-step plan the catalogue prepares for real (its before-approval read included). */
 async function propose(sessionId: string, action: 'pct_start' | 'pct_stop', vmid: number): Promise<PlanRow> {

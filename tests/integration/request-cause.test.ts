@@ -4,16 +4,15 @@
 // own chat caused (by a click, REST/tRPC, a plan or typing "yes": nothing reaches the host), and in
 // an alert's investigation what needs a person is not asked for one-off while every card and
 // notice made after reading outside text (the alert, an http_get page) says so and names it.
+import { sessionCaller, tokenCaller } from '../helpers/callers';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RequestEvent } from '@sveltejs/kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from '../../src/lib/server/db/index';
 import { insertApiToken, type ApiTokenAuth } from '../../src/lib/server/db/queries/api-tokens';
 import { createAuthSession } from '../../src/lib/server/db/queries/operators';
 import { getExecution } from '../../src/lib/server/db/queries/executions';
 import { createOperator } from '../../src/lib/server/auth/accounts';
-import { authenticate } from '../../src/lib/server/auth/session';
 import { deliverAlert } from '../helpers/alerts';
 import { hashHookSecret } from '../../src/lib/server/watches/secret';
 import { insertMessage } from '../../src/lib/server/db/queries/messages';
@@ -22,15 +21,12 @@ import { createSession } from '../../src/lib/server/db/queries/sessions';
 import { answerFromPanel } from '../../src/lib/server/questions/answer';
 import { requestTurn } from '../../src/lib/server/conversation/turn-queue';
 import { createSchedule } from '../../src/lib/server/schedules/manage';
-import { appRouter } from '../../src/lib/server/trpc/router';
-import { createCallerFactory } from '../../src/lib/server/trpc/t';
 import type { RequestCause } from '../../src/lib/types/executions';
 import { agent__run_turn } from '../../tasks/agent__run_turn';
 import { executions__run } from '../../tasks/executions__run';
 import { jobs } from '../helpers/executions';
 import { useStage } from '../helpers/stage';
 
-const BASE = 'http://127.0.0.1:3000';
 const { llm, pve } = useStage({
 	model: true,
 	env: { NOMOS_HTTP_ALLOW: '127.0.0.1' },
@@ -68,26 +64,8 @@ beforeEach(async () => {
 	await sql()`delete from graphile_worker._private_jobs`;
 });
 
-async function browser() {
-	const { token: cookie } = await createAuthSession(sql(), admin.id, 1);
-	const auth = await authenticate(`nomos_session=${cookie}`);
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`, { method: 'POST' }),
-		getClientAddress: () => '192.0.2.10',
-		locals: { user: auth.user, sessionToken: cookie, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
-	};
-	return createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent });
-}
-function viaToken() {
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`),
-		getClientAddress: () => '192.0.2.20',
-		locals: { sessionToken: null, apiToken: token }
-	};
-	return createCallerFactory(appRouter)({ user: admin, apiToken: token, event: event as unknown as RequestEvent });
-}
+const browser = async () => sessionCaller((await createAuthSession(sql(), admin.id, 1)).token);
+const viaToken = () => tokenCaller(admin, token);
 
 /** Runs every queued turn job, as a worker would (in this process). */
 async function runTurns(): Promise<void> {

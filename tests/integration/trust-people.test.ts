@@ -4,6 +4,7 @@
 // what cannot be undone, a guesser cannot lock the admin out, a password change revokes the
 // API tokens (and ends their streams), minting a token asks for the password, the REST answer
 // is audited as `rest`.
+import { sessionCaller, tokenCaller } from '../helpers/callers';
 import type { RequestEvent } from '@sveltejs/kit';
 import { isHttpError, isRedirect } from '@sveltejs/kit';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -55,26 +56,10 @@ async function browser(who: Who, o: { minutesAgo?: number; page?: string; addres
 	const { token } = await createAuthSession(sql(), who.id, 1);
 	if (o.minutesAgo)
 		await sql()`update auth_sessions set verified_at = now() - make_interval(mins => ${o.minutesAgo}) where operator_id = ${who.id} and created_at = (select max(created_at) from auth_sessions where operator_id = ${who.id})`;
-	const auth = await authenticate(`nomos_session=${token}`);
-	const request = new Request(`${BASE}/trpc/x`, { method: 'POST', headers: o.page ? { referer: `${BASE}${o.page}` } : {} });
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request,
-		getClientAddress: () => o.address ?? '192.0.2.10',
-		locals: { user: auth.user, sessionToken: token, sessionVerifiedAt: auth.sessionVerifiedAt ?? null, apiToken: null }
-	};
-	return { token, caller: createCallerFactory(appRouter)({ user: auth.user, apiToken: null, event: event as unknown as RequestEvent }) };
+	return { token, caller: await sessionCaller(token, o) };
 }
 
-function viaToken(who: Who, token: ApiTokenAuth) {
-	const event = {
-		url: new URL(`${BASE}/trpc/x`),
-		request: new Request(`${BASE}/trpc/x`),
-		getClientAddress: () => '192.0.2.20',
-		locals: { sessionToken: null, apiToken: token }
-	};
-	return createCallerFactory(appRouter)({ user: who, apiToken: token, event: event as unknown as RequestEvent });
-}
+const viaToken = (who: Who, token: ApiTokenAuth) => tokenCaller(who, token);
 
 async function pending(input: Record<string, unknown>, sessionId?: string): Promise<string> {
 	const r = await requestExecution(sessionId ?? (await newSession(admin.id)), { reason: 'test', params: {}, ...input });
